@@ -1,0 +1,467 @@
+// Package ollama is the lab's backend for an Ollama server (native /api/chat and /api/generate,
+// through github.com/ollama/ollama/api, v0.17.4).
+//
+// For every request [Client.Send] does three things:
+//
+//  1. It asks the server to render the request with its own chat template (`_debug_render_only`
+//     on /api/chat), so the lab knows the exact prompt text the server will tokenize.
+//  2. It sends the request for real, streamed, with `num_predict` 1: the server prefills the
+//     prompt against its KV cache, which is what the lab measures (time to first token,
+//     prompt_eval_count, prompt_eval_duration, and, from the server's debug log, how many prompt
+//     tokens it reused).
+//  3. Generation emulation, the scripted mode's method (DESIGN.md, "Generation is emulated
+//     faithfully"): after a real generation the server's cache holds the rendered prompt followed
+//     by the tokens the model emitted, in the model's own output format. The client leaves the
+//     cache exactly so by sending a raw /api/generate request (`raw: true`, no template, no
+//     parser) whose prompt is the rendered prompt followed by the scripted reply as Qwen3 writes it
+//     ([Qwen3Output]). The server reuses the rendered prompt from its cache and prefills the
+//     reply's tokens; its cache then holds what a real generation would have left. That request
+//     is not a measurement and produces no sample.
+//
+// Pinned for the whole run: num_ctx and keep_alive (changing a runner option such as num_ctx
+// reloads the model and drops the cache: ollama server/sched.go needsReload).
+package ollama
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ollama/ollama/api"
+
+	"lab/chat"
+)
+
+// Client sends the harness's requests to one Ollama server and model. Not safe for concurrent
+// use: the server has one cache slot and the log is read in order.
+type Client struct {
+	base      *url.URL
+	api       *api.Client
+	model     string
+	numCtx    int
+	keepAlive time.Duration
+	seed      int
+
+	logPath   string
+	logOffset int64
+	logWait   time.Duration
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithNumCtx pins the context length (Ollama option num_ctx) for every request; default 32768.
+func WithNumCtx(n int) Option { return func(c *Client) { c.numCtx = n } }
+
+// WithKeepAlive sets keep_alive for every request; default -1 (keep the model loaded: an unload
+// drops the KV cache).
+func WithKeepAlive(d time.Duration) Option { return func(c *Client) { c.keepAlive = d } }
+
+// WithServerLog names the server's log file, written with OLLAMA_DEBUG=1. After each request the
+// client reads the new `msg="loading cache slot" … prompt=N used=U` line: U is the number of
+// prompt tokens the server reused from its KV cache. Without a log, cached tokens are unknown.
+func WithServerLog(path string) Option { return func(c *Client) { c.logPath = path } }
+
+// WithHTTPClient sets the HTTP client (default: one with no overall timeout; requests end with
+// their context).
+func WithHTTPClient(h *http.Client) Option {
+	return func(c *Client) { c.api = api.NewClient(c.base, h) }
+}
+
+// New returns a client for the Ollama server at baseURL (such as http://127.0.0.1:11434) serving
+// model. It does not contact the server; [Client.Version] does.
+func New(baseURL, model string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return nil, fmt.Errorf("ollama: bad server address %q: want http://host:port", baseURL)
+	}
+	c := &Client{base: u, model: model, numCtx: 32768, keepAlive: -1, seed: 42, logWait: 3 * time.Second}
+	c.api = api.NewClient(u, &http.Client{})
+	for _, o := range opts {
+		o(c)
+	}
+	if c.logPath != "" {
+		// Only lines written after now belong to this client's requests.
+		if fi, err := os.Stat(c.logPath); err == nil {
+			c.logOffset = fi.Size()
+		}
+	}
+	return c, nil
+}
+
+// URL returns the server's address.
+func (c *Client) URL() string { return c.base.String() }
+
+// Model returns the served model's name.
+func (c *Client) Model() string { return c.model }
+
+// NumCtx returns the pinned context length.
+func (c *Client) NumCtx() int { return c.numCtx }
+
+// Version asks the server for its version (/api/version). An unreachable server is a
+// *chat.APIError naming the address.
+func (c *Client) Version(ctx context.Context) (string, error) {
+	v, err := c.api.Version(ctx)
+	if err != nil {
+		return "", c.wrap(err)
+	}
+	return v, nil
+}
+
+func (c *Client) options() map[string]any {
+	return map[string]any{"num_ctx": c.numCtx, "num_predict": 1, "temperature": 0, "seed": c.seed}
+}
+
+func (c *Client) keep() *api.Duration { return &api.Duration{Duration: c.keepAlive} }
+
+// wrap turns a transport or status error into a *chat.APIError naming the server.
+func (c *Client) wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var se api.StatusError
+	if errors.As(err, &se) {
+		return &chat.APIError{Backend: "ollama", URL: c.base.String(), StatusCode: se.StatusCode, Body: se.ErrorMessage}
+	}
+	var sep *api.StatusError
+	if errors.As(err, &sep) {
+		return &chat.APIError{Backend: "ollama", URL: c.base.String(), StatusCode: sep.StatusCode, Body: sep.ErrorMessage}
+	}
+	return &chat.APIError{Backend: "ollama", URL: c.base.String(), Body: err.Error()}
+}
+
+// ChatRequest converts a lab request to Ollama's /api/chat request: messages with `thinking` for
+// reasoning (omitted when empty), tool calls with their arguments in the order written, and the
+// pinned options.
+func (c *Client) ChatRequest(req *chat.Request) (*api.ChatRequest, error) {
+	out := &api.ChatRequest{Model: c.model, Options: c.options(), KeepAlive: c.keep()}
+	if req.Think {
+		out.Think = &api.ThinkValue{Value: true}
+	}
+	for _, m := range req.Messages {
+		am := api.Message{Role: string(m.Role), Content: m.Content, Thinking: m.Reasoning, ToolName: m.ToolName, ToolCallID: m.ToolCallID}
+		for i, tc := range m.ToolCalls {
+			args := api.NewToolCallFunctionArguments()
+			if err := json.Unmarshal(tc.Arguments, &args); err != nil {
+				return nil, fmt.Errorf("ollama: tool call %s arguments: %w", tc.Name, err)
+			}
+			am.ToolCalls = append(am.ToolCalls, api.ToolCall{ID: tc.ID, Function: api.ToolCallFunction{Index: i, Name: tc.Name, Arguments: args}})
+		}
+		out.Messages = append(out.Messages, am)
+	}
+	for _, t := range req.Tools {
+		var params api.ToolFunctionParameters
+		if err := json.Unmarshal(t.Parameters, &params); err != nil {
+			return nil, fmt.Errorf("ollama: tool %s parameters: %w", t.Name, err)
+		}
+		out.Tools = append(out.Tools, api.Tool{Type: "function", Function: api.ToolFunction{Name: t.Name, Description: t.Description, Parameters: params}})
+	}
+	return out, nil
+}
+
+// Render returns the prompt text the server builds from req with its own chat template
+// (`_debug_render_only`), without running the model.
+func (c *Client) Render(ctx context.Context, req *api.ChatRequest) (string, error) {
+	r := *req
+	r.DebugRenderOnly = true
+	stream := false
+	r.Stream = &stream
+	var rendered string
+	err := c.api.Chat(ctx, &r, func(resp api.ChatResponse) error {
+		if resp.DebugInfo != nil {
+			rendered = resp.DebugInfo.RenderedTemplate
+		}
+		return nil
+	})
+	if err != nil {
+		return "", c.wrap(err)
+	}
+	if rendered == "" {
+		return "", &chat.APIError{Backend: "ollama", URL: c.base.String(), Body: "the server returned no _debug_info.rendered_template for a _debug_render_only request"}
+	}
+	return rendered, nil
+}
+
+// Send renders req, sends it for real (the measurement), and emulates the generation of reply
+// (see the package documentation). The result's figures: PromptTokens = prompt_eval_count (the
+// whole prompt, cached part included, in v0.17.4), Prefill = prompt_eval_duration (the uncached
+// part only), CachedTokens from the server log's `used=` (nil without a log), TTFT from sending to
+// the first streamed chunk, Total to the last.
+func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
+	creq, err := c.ChatRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(creq)
+	if err != nil {
+		return nil, fmt.Errorf("ollama: encode request: %w", err)
+	}
+	res := &chat.Result{RequestBytes: int64(len(body)), Body: body}
+	if res.Rendered, err = c.Render(ctx, creq); err != nil {
+		return res, err
+	}
+	if _, err := c.readCacheLog(0); err != nil {
+		return res, err
+	}
+
+	var final api.ChatResponse
+	start := time.Now()
+	err = c.api.Chat(ctx, creq, func(resp api.ChatResponse) error {
+		if res.TTFT == 0 {
+			res.TTFT = time.Since(start)
+		}
+		if resp.Done {
+			final = resp
+		}
+		return nil
+	})
+	res.Total = time.Since(start)
+	if err != nil {
+		return res, c.wrap(err)
+	}
+	res.PromptTokens = int64(final.PromptEvalCount)
+	res.CompletionTokens = int64(final.EvalCount)
+	res.Prefill = final.PromptEvalDuration
+	res.Load = final.LoadDuration
+	if c.logPath != "" {
+		line, err := c.readCacheLog(c.logWait)
+		if err != nil {
+			return res, err
+		}
+		if line != nil {
+			used := int64(line.used)
+			res.CachedTokens, res.CachedSource = &used, chat.SourceServerLog
+			if int64(line.prompt) != res.PromptTokens {
+				return res, fmt.Errorf("ollama: the server log's prompt=%d does not match prompt_eval_count %d: the log line belongs to another request", line.prompt, res.PromptTokens)
+			}
+		}
+	}
+
+	if reply != nil {
+		res.CacheText = res.Rendered + Qwen3Output(reply)
+		if err := c.emulate(ctx, res.CacheText); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// emulate sends the raw generate request that leaves the server's cache holding text.
+func (c *Client) emulate(ctx context.Context, text string) error {
+	stream := false
+	g := &api.GenerateRequest{Model: c.model, Prompt: text, Raw: true, Stream: &stream, Options: c.options(), KeepAlive: c.keep()}
+	if err := c.api.Generate(ctx, g, func(api.GenerateResponse) error { return nil }); err != nil {
+		return fmt.Errorf("generation emulation: %w", c.wrap(err))
+	}
+	if c.logPath != "" {
+		// Consume the emulation's own cache line so the next request reads its own.
+		if _, err := c.readCacheLog(c.logWait); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Reset unloads the model (keep_alive 0), which drops the server's KV cache, so the next
+// session starts cold. The next request loads it again with the same options.
+func (c *Client) Reset(ctx context.Context) error {
+	stream := false
+	g := &api.GenerateRequest{Model: c.model, Stream: &stream, KeepAlive: &api.Duration{Duration: 0}}
+	if err := c.api.Generate(ctx, g, func(api.GenerateResponse) error { return nil }); err != nil {
+		return fmt.Errorf("unload model: %w", c.wrap(err))
+	}
+	// Wait until the server reports the model unloaded (/api/ps), so no later request finds it.
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		ps, err := c.api.ListRunning(ctx)
+		if err != nil {
+			return c.wrap(err)
+		}
+		if len(ps.Models) == 0 {
+			_, err := c.readCacheLog(0)
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("ollama at %s: the model %s did not unload within 30 s", c.base, c.model)
+}
+
+// cacheLine is one `loading cache slot` line of the server's debug log.
+type cacheLine struct{ prompt, used, remaining int }
+
+var cacheSlotRE = regexp.MustCompile(`msg="loading cache slot".*?\bprompt=(\d+) used=(\d+) remaining=(\d+)`)
+
+// ParseCacheLine parses a server log line `… msg="loading cache slot" id=0 cache=C prompt=N
+// used=U remaining=R` (Ollama v0.17.4 runner, OLLAMA_DEBUG=1) and returns N, U and R.
+func ParseCacheLine(line string) (prompt, used, remaining int, ok bool) {
+	m := cacheSlotRE.FindStringSubmatch(line)
+	if m == nil {
+		return 0, 0, 0, false
+	}
+	prompt, _ = strconv.Atoi(m[1])
+	used, _ = strconv.Atoi(m[2])
+	remaining, _ = strconv.Atoi(m[3])
+	return prompt, used, remaining, true
+}
+
+// readCacheLog reads the log from where the client last stopped and returns the last
+// `loading cache slot` line in it, waiting up to wait for one to appear (the runner's output
+// reaches the log through the server a moment after the response). nil when none appeared.
+func (c *Client) readCacheLog(wait time.Duration) (*cacheLine, error) {
+	if c.logPath == "" {
+		return nil, nil
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		line, err := c.scanLog()
+		if err != nil || line != nil || time.Now().After(deadline) {
+			return line, err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (c *Client) scanLog() (*cacheLine, error) {
+	f, err := os.Open(c.logPath)
+	if err != nil {
+		return nil, fmt.Errorf("read the server log: %w", err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(c.logOffset, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("read the server log: %w", err)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("read the server log: %w", err)
+	}
+	// Only whole lines: a line still being written is read next time.
+	end := bytes.LastIndexByte(data, '\n')
+	if end < 0 {
+		return nil, nil
+	}
+	c.logOffset += int64(end + 1)
+	var last *cacheLine
+	sc := bufio.NewScanner(bytes.NewReader(data[:end+1]))
+	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
+	for sc.Scan() {
+		if p, u, r, ok := ParseCacheLine(sc.Text()); ok {
+			last = &cacheLine{p, u, r}
+		}
+	}
+	return last, nil
+}
+
+// Qwen3Output returns a reply as a Qwen3 model in thinking mode writes it after a generation
+// prompt that ends in "<think>\n": the reasoning, "\n</think>\n\n", the text, then each tool call
+// as `<tool_call>\n{"name": …, "arguments": …}\n</tool_call>` (JSON with ", " and ": "
+// separators and unescaped <, >, &, as Qwen's chat format writes it) on its own line, and the
+// end-of-turn token
+// <|im_end|>. A reply with no reasoning still closes the (empty) think block.
+func Qwen3Output(r *chat.Reply) string {
+	var b strings.Builder
+	b.WriteString(strings.Trim(r.Reasoning, "\n"))
+	b.WriteString("\n</think>\n\n")
+	b.WriteString(strings.TrimLeft(r.Content, "\n"))
+	for i, tc := range r.ToolCalls {
+		if i > 0 || r.Content != "" {
+			b.WriteString("\n")
+		}
+		b.WriteString("<tool_call>\n{\"name\": \"" + tc.Name + "\", \"arguments\": ")
+		b.WriteString(spacedJSON(tc.Arguments))
+		b.WriteString("}\n</tool_call>")
+	}
+	b.WriteString("<|im_end|>")
+	return b.String()
+}
+
+// spacedJSON re-encodes a JSON value with ", " and ": " separators, keys in their order.
+func spacedJSON(raw json.RawMessage) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var b strings.Builder
+	if err := writeSpaced(&b, dec); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+func writeSpaced(b *strings.Builder, dec *json.Decoder) error {
+	t, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch v := t.(type) {
+	case json.Delim:
+		switch v {
+		case '{':
+			b.WriteByte('{')
+			for first := true; dec.More(); first = false {
+				if !first {
+					b.WriteString(", ")
+				}
+				k, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				writeString(b, k)
+				b.WriteString(": ")
+				if err := writeSpaced(b, dec); err != nil {
+					return err
+				}
+			}
+			if _, err := dec.Token(); err != nil {
+				return err
+			}
+			b.WriteByte('}')
+		case '[':
+			b.WriteByte('[')
+			for first := true; dec.More(); first = false {
+				if !first {
+					b.WriteString(", ")
+				}
+				if err := writeSpaced(b, dec); err != nil {
+					return err
+				}
+			}
+			if _, err := dec.Token(); err != nil {
+				return err
+			}
+			b.WriteByte(']')
+		}
+	default:
+		writeString(b, v)
+	}
+	return nil
+}
+
+// writeString writes a JSON scalar as a model writes it: strings with <, > and & as they are
+// (Go's json.Marshal would write \u003c; Ollama's renderer does, which is a real divergence
+// between what the model emitted and what the template renders back).
+func writeString(b *strings.Builder, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		fmt.Fprint(b, v)
+		return
+	}
+	b.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+}

@@ -1,0 +1,98 @@
+// Package cachesim holds pure, deterministic models of a server's prefix cache and the
+// attribution of a cache miss to the part of the request that caused it. No I/O, no clock.
+//
+// A server reuses what it read for the previous request only as far as the new request matches
+// from the first token (spec 3.2.0 §10). [CommonPrefix] is that ideal longest-common-prefix
+// cache; [Segments] and [SegmentAt] name the part of a rendered prompt (system prompt, tool list,
+// message N, reasoning N, note) where two prompts first differ.
+package cachesim
+
+import "strings"
+
+// CommonPrefix returns the number of leading tokens a and b share: what an ideal prefix cache
+// holding a could reuse of b.
+func CommonPrefix(a, b []int32) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// CommonPrefixBytes returns the length in bytes of the longest common prefix of a and b.
+func CommonPrefixBytes(a, b string) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// Part is one piece of a request in the order a chat template renders it, named as the results
+// schema names divergence segments: "system", "tools", "message N", "reasoning N", "note".
+type Part struct {
+	Name string
+	// Text is the piece as the request carries it; Segments looks for its start in the rendered
+	// prompt.
+	Text string
+}
+
+// Segment is the byte span [Start, End) of a rendered prompt that belongs to a named part,
+// including the template's framing before the part's own text.
+type Segment struct {
+	Name       string
+	Start, End int
+}
+
+// anchorLen is how many bytes of a part's text are searched for in the rendered prompt.
+const anchorLen = 48
+
+// Segments locates parts, in order, in a rendered prompt: each part's segment runs from the end
+// of the previous part's text to the end of its own, so the framing a template writes before a
+// message (such as "<|im_start|>assistant\n") belongs to that message. A part whose text cannot be
+// found (a template that rewrites it) is skipped and its bytes fall to the next part found. The
+// bytes after the last part (the generation prompt) form a segment named "generation prompt".
+func Segments(rendered string, parts []Part) []Segment {
+	var out []Segment
+	cursor := 0
+	for _, p := range parts {
+		text := strings.TrimSpace(p.Text)
+		if text == "" {
+			continue
+		}
+		anchor := text
+		if len(anchor) > anchorLen {
+			anchor = anchor[:anchorLen]
+		}
+		i := strings.Index(rendered[cursor:], anchor)
+		if i < 0 {
+			continue
+		}
+		start := cursor + i
+		end := start + len(anchor)
+		// The whole text when the template kept it verbatim; else as far as the anchor.
+		if strings.HasPrefix(rendered[start:], text) {
+			end = start + len(text)
+		}
+		out = append(out, Segment{Name: p.Name, Start: cursor, End: end})
+		cursor = end
+	}
+	if cursor < len(rendered) {
+		out = append(out, Segment{Name: "generation prompt", Start: cursor, End: len(rendered)})
+	}
+	return out
+}
+
+// SegmentAt returns the name of the segment holding byte offset off, or "" when no segment does.
+func SegmentAt(segs []Segment, off int) string {
+	for _, s := range segs {
+		if off >= s.Start && off < s.End {
+			return s.Name
+		}
+	}
+	return ""
+}

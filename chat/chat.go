@@ -1,0 +1,135 @@
+// Package chat is the lab's leaf vocabulary: the messages, tool calls and requests a harness sends
+// to a model server, the scripted reply a step stands for, and what a backend measured about one
+// request. It imports only the standard library, so every other package of the lab can use it.
+package chat
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Role is the author of a message, as the OpenAI and Ollama chat dialects name it.
+type Role string
+
+// The roles a message can have.
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Message is one message of a conversation as a request carries it.
+type Message struct {
+	Role    Role
+	Content string
+	// Reasoning is the reasoning (thinking) text the assistant message came with, sent back only
+	// where spec 3.2.0 §8 says (the current turn). Empty means the message carries none; a
+	// backend must then send no reasoning field at all.
+	Reasoning string
+	// ToolCalls are the calls an assistant message made, in the order the model wrote them.
+	ToolCalls []ToolCall
+	// ToolCallID and ToolName tie a tool message to the call it answers.
+	ToolCallID string
+	ToolName   string
+}
+
+// ToolCall is one function call an assistant message made.
+type ToolCall struct {
+	// ID is the call's id, unique in the session (for dialects that carry one).
+	ID   string
+	Name string
+	// Arguments is a JSON object, its keys in the order the model wrote them.
+	Arguments json.RawMessage
+}
+
+// Tool is one entry of a request's tool list: a function with a JSON Schema for its parameters.
+type Tool struct {
+	Name        string
+	Description string
+	// Parameters is a JSON Schema object, encoded as it is sent.
+	Parameters json.RawMessage
+}
+
+// Request is one request to a model server: the whole conversation resent, system prompt first.
+type Request struct {
+	// Messages, the first of them the system prompt when there is one.
+	Messages []Message
+	// Tools is the tool list, in the order it is sent.
+	Tools []Tool
+	// Think asks a reasoning model to reason before it answers (Ollama `think`).
+	Think bool
+}
+
+// Reply is what the model answered a request with. In scripted mode the scenario gives it and the
+// backend leaves the server's KV cache as if the model had generated it.
+type Reply struct {
+	Reasoning string
+	Content   string
+	ToolCalls []ToolCall
+}
+
+// Source names where a figure came from, because a cached-token count from a response field, a
+// server log and a simulation do not carry the same weight.
+type Source string
+
+// The sources a cached-token figure can have.
+const (
+	SourceUnknown    Source = ""
+	SourceResponse   Source = "response"
+	SourceServerLog  Source = "server_log"
+	SourceTiming     Source = "timing_estimate"
+	SourceSimulation Source = "simulation"
+)
+
+// Result is what a backend measured about one request.
+type Result struct {
+	// PromptTokens is the whole prompt in the served model's tokens, cached part included
+	// (Ollama prompt_eval_count in v0.17.4; OpenAI usage.prompt_tokens).
+	PromptTokens int64
+	// CachedTokens is the number of prompt tokens the server reused from its KV cache, nil when
+	// the server did not say. Never 0 for unknown.
+	CachedTokens *int64
+	// CachedSource says where CachedTokens came from.
+	CachedSource Source
+	// CompletionTokens is the number of tokens the server generated for the request.
+	CompletionTokens int64
+	// TTFT is the time from sending the request to the first streamed byte of the answer.
+	TTFT time.Duration
+	// Prefill is the server's time to process the uncached part of the prompt (Ollama
+	// prompt_eval_duration).
+	Prefill time.Duration
+	// Total is the wall time from sending the request to the end of the answer.
+	Total time.Duration
+	// Load is the server's model load time for this request (Ollama load_duration); large after a
+	// reload, which drops the KV cache.
+	Load time.Duration
+	// RequestBytes is the size of the request body sent, in bytes.
+	RequestBytes int64
+	// Rendered is the prompt text the server built from the request (its chat template applied),
+	// when the backend can get it; empty otherwise.
+	Rendered string
+	// CacheText is the text the server's KV cache holds after the request and the generation
+	// emulation: Rendered followed by the reply as the model would have written it. Empty when
+	// unknown.
+	CacheText string
+	// Body is the request body sent, as JSON, for --save-requests.
+	Body json.RawMessage
+}
+
+// APIError is a server's refusal or failure, with the address so a user knows which server.
+type APIError struct {
+	Backend    string
+	URL        string
+	StatusCode int
+	Body       string
+}
+
+// Error implements error.
+func (e *APIError) Error() string {
+	if e.StatusCode == 0 {
+		return fmt.Sprintf("%s at %s: %s", e.Backend, e.URL, e.Body)
+	}
+	return fmt.Sprintf("%s at %s: HTTP %d: %s", e.Backend, e.URL, e.StatusCode, e.Body)
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+
+	"lab/harness"
+	"lab/localserver"
+)
+
+// Exit codes: 0 ok; 1 could not run; 2 bad input (flags, scenario files); 3 ran, and found an
+// expectation that failed (lab check, later).
+const (
+	exitOK       = 0
+	exitError    = 1
+	exitBadInput = 2
+)
+
+// usageError marks an error in what the user gave (a flag, an argument): exit code 2.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func badInput(format string, args ...any) error {
+	return &usageError{fmt.Errorf(format, args...)}
+}
+
+// streams are the command's output; tests pass buffers.
+type streams struct {
+	out, err io.Writer
+	getenv   func(string) string
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	s := &streams{out: stdout, err: stderr, getenv: os.Getenv}
+	root := newRootCmd(s)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintln(stderr, "lab:", err)
+	return exitCode(err)
+}
+
+// exitCode maps an error to the documented exit code.
+func exitCode(err error) int {
+	var ue *usageError
+	var se *harness.SyntaxError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue), errors.As(err, &se):
+		return exitBadInput
+	default:
+		return exitError
+	}
+}
+
+func newRootCmd(s *streams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "lab",
+		Short: "Measure what context-hygiene measures do to a model server's prompt cache",
+		Long: `lab replays scripted agent sessions through a real agent harness that implements the
+context-hygiene spec 3.2.0, against a real model server (by default a local Ollama serving a
+synthetic Qwen3 model, which lab builds and starts itself), with each measure switched on or off.
+It records, for every request, the prompt tokens, the tokens the server reused from its KV cache
+and the tokens it could have reused, to results/<run-id>/samples.parquet, and writes a plot and
+a report.`,
+		Example: `  lab run                          # the midnight scenario, every arm, on the local server
+  lab run --arm spec --repeat 3
+  lab server start && lab run && lab server stop
+  lab model synth --hidden 256 --out /tmp/m.gguf`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(s.out)
+	root.SetErr(s.err)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &usageError{fmt.Errorf("%w (see lab %s --help)", err, c.Name())}
+	})
+	root.AddCommand(newRunCmd(s), newServerCmd(s), newModelCmd(s), newArmsCmd(s), newVersionCmd(s))
+	return root
+}
+
+// cacheDir returns --cache, else $LAB_CACHE, $XDG_CACHE_HOME/lab or ~/.cache/lab.
+func cacheDir(s *streams, flag string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	return localserver.DefaultCacheDir(s.getenv)
+}
+
+// version returns the lab's version from the build information (VCS stamping).
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	for _, st := range bi.Settings {
+		if st.Key == "vcs.revision" && len(st.Value) >= 12 {
+			v += " " + st.Value[:12]
+		}
+		if st.Key == "vcs.modified" && st.Value == "true" {
+			v += "+dirty"
+		}
+	}
+	return v
+}
+
+func newVersionCmd(s *streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the lab's version and the versions it builds",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			fmt.Fprintf(s.out, "lab %s\nollama %s (built from its Go module)\ntokenizer %s\n", version(), localserver.OllamaVersion, localserver.TokenizerPackage)
+			return nil
+		},
+	}
+}
+
+func newArmsCmd(s *streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "arms",
+		Short: "List the arms (named sets of measures) lab run can compare",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			for _, a := range harness.Arms() {
+				fmt.Fprintf(s.out, "%-24s %s\n", a.Name, a.Description)
+			}
+			return nil
+		},
+	}
+}

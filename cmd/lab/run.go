@@ -1,0 +1,280 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	lab "lab"
+	"lab/backend/ollama"
+	"lab/harness"
+	"lab/hygiene"
+	"lab/localserver"
+	"lab/metrics"
+	"lab/scenarios"
+)
+
+// runOptions are `lab run`'s flags.
+type runOptions struct {
+	Scenario     string
+	Arm          string
+	Repeat       int
+	ResultsDir   string
+	RunID        string
+	SaveRequests bool
+	ServerURL    string
+	ServerLog    string
+	ModelName    string
+	GGUF         string
+	NumCtx       int
+	CacheDir     string
+	GenericBuild bool
+	Model        localserver.ModelOptions
+	Quiet        bool
+}
+
+func newRunCmd(s *streams) *cobra.Command {
+	o := &runOptions{Model: localserver.DefaultModelOptions()}
+	c := &cobra.Command{
+		Use:   "run",
+		Short: "Run scenarios × arms against a model server and write results/<run-id>/",
+		Long: `run replays each scenario with each arm through the harness against a real model server and
+writes results/<run-id>/: samples.parquet (one row per request), manifest.json, report.md and
+plots/. Without --server it uses the local Ollama that 'lab server start' started, or else builds
+(once, cached), starts and afterwards stops its own, serving the synthetic Qwen3 model.`,
+		Example: `  lab run
+  lab run --scenario midnight --arm spec,date-in-system-prompt --repeat 3
+  lab run --scenario ./my/scenario.yaml --save-requests
+  lab run --server http://127.0.0.1:11434 --server-log ~/.ollama/logs/server.log --model qwen3:8b`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runRun(cmd.Context(), s, o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.Scenario, "scenario", "midnight", "scenario name ("+strings.Join(scenarios.Names(), ", ")+"), all, or a path to a scenario.yaml")
+	f.StringVar(&o.Arm, "arm", "all", "arms to run, comma-separated, or all (see lab arms)")
+	f.IntVar(&o.Repeat, "repeat", 1, "repetitions of each scenario × arm")
+	f.StringVar(&o.ResultsDir, "results", "results", "folder that receives <run-id>/")
+	f.StringVar(&o.RunID, "run-id", "", "name of the run's folder (default: the start time, YYYYMMDD-HHMMSS)")
+	f.BoolVar(&o.SaveRequests, "save-requests", false, "also write every request body sent to requests.jsonl")
+	f.StringVar(&o.ServerURL, "server", "", "use this running Ollama server instead of the local one")
+	f.StringVar(&o.ServerLog, "server-log", "", "that server's log, written with OLLAMA_DEBUG=1 (for cached tokens)")
+	f.StringVar(&o.ModelName, "model", localserver.DefaultModelName, "model name on the server")
+	f.StringVar(&o.GGUF, "gguf", "", "with --server: the model's GGUF file, for counting tokens as the server does")
+	f.IntVar(&o.NumCtx, "num-ctx", 32768, "context length pinned for the whole run (Ollama num_ctx)")
+	f.StringVar(&o.CacheDir, "cache", "", "cache folder for the built server and model (default $LAB_CACHE or ~/.cache/lab)")
+	f.BoolVar(&o.GenericBuild, "generic-build", false, "build Ollama without -march=native (slower prefill; runs on any x86-64)")
+	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress output")
+	addModelFlags(c, &o.Model)
+	return c
+}
+
+// loadScenarios resolves --scenario: an embedded scenario's name, all, or a file path.
+func loadScenarios(spec string) ([]*harness.Scenario, error) {
+	var names []string
+	switch {
+	case spec == "all":
+		names = scenarios.Names()
+	case strings.HasSuffix(spec, ".yaml") || strings.HasSuffix(spec, ".yml") || strings.ContainsRune(spec, os.PathSeparator):
+		sc, err := harness.LoadScenario(spec)
+		if err != nil {
+			return nil, err
+		}
+		return []*harness.Scenario{sc}, nil
+	default:
+		names = strings.Split(spec, ",")
+	}
+	var out []*harness.Scenario
+	for _, n := range names {
+		name := filepath.ToSlash(filepath.Join(n, "scenario.yaml"))
+		sc, err := harness.LoadScenarioFS(scenarios.FS, name, "scenarios/"+name)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, badInput("unknown scenario %q (known: %s, all, or a path to a scenario.yaml)", n, strings.Join(scenarios.Names(), ", "))
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sc)
+	}
+	return out, nil
+}
+
+func runRun(ctx context.Context, s *streams, o *runOptions) error {
+	// Everything the user gave is checked before anything is started or written.
+	if o.Repeat < 1 {
+		return badInput("--repeat %d: want at least 1", o.Repeat)
+	}
+	if o.NumCtx < 1024 {
+		return badInput("--num-ctx %d: want at least 1024", o.NumCtx)
+	}
+	scs, err := loadScenarios(o.Scenario)
+	if err != nil {
+		return err
+	}
+	arms, err := harness.SelectArms(o.Arm)
+	if err != nil {
+		return &usageError{err}
+	}
+	loop, err := hygiene.ParseConfig(lab.LoopJSON)
+	if err != nil {
+		return err
+	}
+	progress := io.Writer(s.err)
+	if o.Quiet {
+		progress = io.Discard
+	}
+
+	// The server: the one given, the one `lab server start` left running, or our own.
+	url, logPath, serverVersion, gguf := o.ServerURL, o.ServerLog, "", o.GGUF
+	if url == "" {
+		cache, err := cacheDir(s, o.CacheDir)
+		if err != nil {
+			return err
+		}
+		srv, prep, stop, err := localServer(ctx, cache, o, progress)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		url, logPath, serverVersion, gguf = srv.URL, srv.LogPath, srv.Version, prep.GGUF
+	}
+	client, err := ollama.New(url, o.ModelName, ollama.WithNumCtx(o.NumCtx), ollama.WithServerLog(logPath))
+	if err != nil {
+		return &usageError{err}
+	}
+	if serverVersion == "" {
+		if serverVersion, err = client.Version(ctx); err != nil {
+			return fmt.Errorf("reach the server: %w", err)
+		}
+	}
+	var tok harness.Tokenizer
+	if gguf != "" {
+		t, err := localserver.LoadTokenizer(gguf)
+		if err != nil {
+			return err
+		}
+		tok = t
+	} else {
+		fmt.Fprintln(s.err, "lab: warning: no --gguf for this server's model: expected cached tokens will be 0")
+	}
+
+	cfg := harness.RunConfig{
+		Scenarios: scs, Arms: arms, Repeat: o.Repeat, ResultsDir: o.ResultsDir, RunID: o.RunID,
+		LabVersion: version(), Loop: loop, Backend: client, BackendName: "ollama", Model: o.ModelName,
+		ServerVersion: serverVersion, ServerURL: url, NumCtx: o.NumCtx, Tokenizer: tok,
+		SaveRequests: o.SaveRequests,
+		Settings: map[string]string{
+			"model_hidden": fmt.Sprint(o.Model.HiddenSize), "model_layers": fmt.Sprint(o.Model.Layers),
+			"generic_build": fmt.Sprint(o.GenericBuild),
+		},
+		Warn: func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
+	}
+	cfg.Progress = newProgress(progress, cfg.Requests())
+	dir, man, runErr := harness.Run(ctx, cfg)
+	if dir == "" {
+		return runErr
+	}
+	// Report what was measured, also after a failure: nothing measured is lost.
+	files, repErr := writeReport(dir)
+	fmt.Fprintf(s.out, "results: %s\n", dir)
+	for _, f := range files {
+		fmt.Fprintf(s.out, "  %s\n", f)
+	}
+	if man != nil && !man.Complete {
+		fmt.Fprintf(s.out, "  (incomplete: %d requests measured before the error)\n", man.Samples)
+	}
+	return errors.Join(runErr, repErr)
+}
+
+// localServer attaches to the server `lab server start` left running, or prepares and starts a
+// private one; stop stops only a server this call started.
+func localServer(ctx context.Context, cache string, o *runOptions, log io.Writer) (*localserver.Server, *localserver.Prepared, func(), error) {
+	prep, err := localserver.Prepare(ctx, setup(cache, o.GenericBuild, o.Model, o.ModelName, log))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if srv, err := localserver.Attach(ctx, sharedServerDir(cache)); err == nil {
+		if err := srv.CreateModel(ctx, prep.ModelName, prep.GGUF); err != nil {
+			return nil, nil, nil, err
+		}
+		fmt.Fprintf(log, "using the local server at %s (lab server start)\n", srv.URL)
+		return srv, prep, func() {}, nil
+	}
+	dir, err := os.MkdirTemp(filepath.Join(cache), "run-server-")
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("create the server's folder: %w", err)
+	}
+	srv, err := localserver.Start(ctx, localserver.StartOptions{Binary: prep.Binary, Dir: dir, Log: log})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, nil, err
+	}
+	stop := func() {
+		if err := srv.Stop(); err != nil {
+			fmt.Fprintln(log, "lab: stop the local server:", err)
+		}
+		os.RemoveAll(dir)
+	}
+	if err := srv.CreateModel(ctx, prep.ModelName, prep.GGUF); err != nil {
+		stop()
+		return nil, nil, nil, err
+	}
+	return srv, prep, stop, nil
+}
+
+func setup(cache string, generic bool, m localserver.ModelOptions, name string, log io.Writer) localserver.Setup {
+	b := localserver.DefaultBuildOptions(cache)
+	b.Native = !generic
+	b.Log = log
+	return localserver.Setup{CacheDir: cache, Build: b, Model: m, ModelName: name, Log: log}
+}
+
+// sharedServerDir is where `lab server start` keeps the server it leaves running.
+func sharedServerDir(cache string) string { return filepath.Join(cache, "server") }
+
+// newProgress returns the progress display: a line redrawn in place on a terminal, one line
+// per request otherwise.
+func newProgress(w io.Writer, total int) func(done, total int, s *metrics.Sample) {
+	tty := isTerminal(w)
+	start := time.Now()
+	return func(done, _ int, s *metrics.Sample) {
+		cached := "?"
+		if s.CachedTokens != nil && s.PromptTokens > 0 {
+			cached = fmt.Sprintf("%.0f%%", 100*float64(*s.CachedTokens)/float64(s.PromptTokens))
+		}
+		eta := ""
+		if done > 0 && done < total {
+			eta = " eta " + (time.Since(start) / time.Duration(done) * time.Duration(total-done)).Round(time.Second).String()
+		}
+		line := fmt.Sprintf("[%d/%d] %s/%s request %d: %d prompt tokens, %s cached, prefill %.2fs%s",
+			done, total, s.Scenario, s.Arm, s.RequestIndex, s.PromptTokens, cached, float64(s.PrefillNs)/1e9, eta)
+		if s.Error != "" {
+			line += " error: " + s.Error
+		}
+		if tty {
+			fmt.Fprintf(w, "\r\033[K%s", line)
+			if done == total || s.Error != "" {
+				fmt.Fprintln(w)
+			}
+			return
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,247 @@
+package harness_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ollama/ollama/model/renderers"
+
+	lab "lab"
+	"lab/backend/ollama"
+	"lab/chat"
+	"lab/harness"
+	"lab/hygiene"
+	"lab/metrics"
+	"lab/scenarios"
+)
+
+// renderBackend renders with Ollama's own qwen3.5 renderer and leaves as cache text the
+// rendered prompt plus the reply as Qwen3 writes it: the real server's behaviour, without the
+// server. Every byte is a token (byteTokenizer), and the cached figure is what an ideal cache
+// would reuse, so the harness's arithmetic is checked exactly.
+type renderBackend struct {
+	conv     *ollama.Client
+	prev     string
+	requests []*chat.Request
+}
+
+func (b *renderBackend) Send(_ context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
+	b.requests = append(b.requests, req)
+	creq, err := b.conv.ChatRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	rendered, err := renderers.RenderWithRenderer("qwen3.5", creq.Messages, creq.Tools, creq.Think)
+	if err != nil {
+		return nil, err
+	}
+	n := 0
+	for n < len(rendered) && n < len(b.prev) && rendered[n] == b.prev[n] {
+		n++
+	}
+	cached := int64(min(n, len(rendered)-1))
+	cache := rendered + ollama.Qwen3Output(reply)
+	b.prev = cache
+	return &chat.Result{PromptTokens: int64(len(rendered)), CachedTokens: &cached, CachedSource: chat.SourceSimulation, Rendered: rendered, CacheText: cache}, nil
+}
+
+type byteTokenizer struct{}
+
+func (byteTokenizer) Encode(s string) ([]int32, error) {
+	out := make([]int32, len(s))
+	for i := range len(s) {
+		out[i] = int32(s[i])
+	}
+	return out, nil
+}
+
+func runTiny(t *testing.T, arm harness.Arm) ([]metrics.Sample, *renderBackend) {
+	t.Helper()
+	sc, err := harness.LoadScenario("testdata/tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop, err := hygiene.ParseConfig(lab.LoopJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, _ := ollama.New("http://127.0.0.1:1", "m")
+	be := &renderBackend{conv: conv}
+	sink := &metrics.MemorySink{}
+	err = harness.RunSession(context.Background(), harness.SessionConfig{
+		Scenario: sc, Arm: arm, Repetition: 1, RunID: "t", Loop: loop, Backend: be,
+		Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sink.Samples(), be
+}
+
+func arm(t *testing.T, name string) harness.Arm {
+	arms, err := harness.SelectArms(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return arms[0]
+}
+
+func TestMidnightSpecKeepsTheSystemPrompt(t *testing.T) {
+	samples, be := runTiny(t, arm(t, "spec"))
+	if len(samples) != 7 {
+		t.Fatalf("%d samples; want one per assistant step, 7", len(samples))
+	}
+	// Request 4 is the first after midnight (turn 2, step 1).
+	s := samples[4]
+	if s.Turn != 2 || s.Step != 1 {
+		t.Fatalf("sample 4 is turn %d step %d; want turn 2 step 1", s.Turn, s.Step)
+	}
+	sys := be.requests[4].Messages[0].Content
+	if sys != be.requests[0].Messages[0].Content || strings.Contains(sys, "2026") {
+		t.Fatalf("spec's system prompt changed or carries a date:\n%s", sys)
+	}
+	// The divergence is after the system prompt and tools: in the previous turn (the template
+	// drops its reasoning at the new user message), never in system or tools.
+	if s.DivergenceSegment == "system" || s.DivergenceSegment == "tools" || s.DivergenceSegment == "" {
+		t.Fatalf("spec diverged in %q; want a segment after the tools", s.DivergenceSegment)
+	}
+	if s.ExpectedCachedTokens < int64(len(sys)) {
+		t.Fatalf("spec expected cached %d < system prompt %d bytes", s.ExpectedCachedTokens, len(sys))
+	}
+	// The date travels in a note on the user message of each day.
+	first := be.requests[0].Messages[1].Content
+	after := be.requests[4].Messages[len(be.requests[4].Messages)-1].Content
+	if !strings.Contains(first, "<session-note>\nToday's date is Thursday, 2026-11-05.\n</session-note>") ||
+		!strings.Contains(after, "Today's date is Friday, 2026-11-06.") {
+		t.Fatalf("date notes missing:\nfirst: %q\nafter midnight: %q", first, after)
+	}
+	// Within a turn, with text before the calls absent, the renderer's missing </think> costs
+	// only the last reply: requests 1-3 reuse almost everything they sent before.
+	for i := 1; i < 4; i++ {
+		if float64(samples[i].ExpectedCachedTokens) < 0.8*float64(samples[i-1].PromptTokens) {
+			t.Errorf("request %d expected cached %d of previous prompt %d", i, samples[i].ExpectedCachedTokens, samples[i-1].PromptTokens)
+		}
+	}
+}
+
+func TestMidnightDateArmDivergesInTheSystemPrompt(t *testing.T) {
+	samples, be := runTiny(t, arm(t, "date-in-system-prompt"))
+	s := samples[4]
+	if s.DivergenceSegment != "system" {
+		t.Fatalf("date arm diverged in %q; want system", s.DivergenceSegment)
+	}
+	if share := float64(s.ExpectedCachedTokens) / float64(s.PromptTokens); share > 0.10 {
+		t.Fatalf("date arm reuses %.0f%% after midnight; want under 10%%", 100*share)
+	}
+	if !strings.Contains(be.requests[4].Messages[0].Content, "Today's date: Friday, 2026-11-06.") {
+		t.Fatal("date arm's system prompt has no date")
+	}
+	// Before midnight the date arm caches as well as spec.
+	if samples[2].DivergenceSegment == "system" {
+		t.Fatal("date arm diverged in the system prompt before midnight")
+	}
+}
+
+func TestToolResultsAreRealAndHygienic(t *testing.T) {
+	_, be := runTiny(t, arm(t, "spec"))
+	last := be.requests[len(be.requests)-1].Messages
+	var results []string
+	for _, m := range last {
+		if m.Role == chat.RoleTool {
+			results = append(results, m.Content)
+		}
+	}
+	want := []string{
+		"[#0001]\nREADME.md\nmain.go",
+		"[#0002 main.go lines 1-11 of 11 sha ",
+		"[#0003 main.go lines 2-3 of 11 sha ",
+		"[#0004 main.go sha ",
+		"[#0005 main.go lines 1-11 of 11 sha ",
+		"[#0006]\n",
+	}
+	if len(results) != len(want) {
+		t.Fatalf("%d tool results; want %d: %q", len(results), len(want), results)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(results[i], w) {
+			t.Errorf("result %d = %q; want prefix %q", i, results[i], w)
+		}
+	}
+	if !strings.HasSuffix(results[2], "Unchanged since #0002, which already shows lines 1-11.") {
+		t.Errorf("re-read = %q; want a stub", results[2])
+	}
+	if !strings.Contains(results[3], "\n-\treturn \"Hi, \" + name\n+\treturn \"Hello, \" + name") {
+		t.Errorf("edit answer = %q; want the diff", results[3])
+	}
+	if !strings.Contains(results[4], "6: \treturn \"Hello, \" + name") {
+		t.Errorf("read after edit = %q; want the new content in full", results[4])
+	}
+	// grep names the absolute path (spec §1).
+	if !strings.Contains(results[5], string(filepath.Separator)+filepath.Join("demo", "main.go")+":6:") {
+		t.Errorf("grep = %q; want the absolute path", results[5])
+	}
+}
+
+func TestScenarioErrorsNameFileAndLine(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml, want string
+	}{
+		{"unknown field", "name: x\nproject: p\nworkspace: w.txtar\nclock: \"2026-11-05T22:00:00Z\"\ncolour: red\nsteps: []\n", ":5: field colour not found"},
+		{"unknown tool", base + "  - assistant:\n      calls:\n        - bash: {cmd: ls}\n", ":9: bash: unknown tool"},
+		{"outside", base + "  - assistant:\n      calls:\n        - read: {path: ../etc/passwd}\n", ":9: read: path \"../etc/passwd\" is outside the workspace"},
+		{"backwards", base + "  - clock: \"2026-11-05T21:00:00Z\"\n  - assistant:\n      text: hi\n", ":7: clock goes backwards"},
+		{"missing arg", base + "  - assistant:\n      calls:\n        - edit: {path: a}\n", `:9: edit: missing argument "new_string", "old_string"`},
+		{"unknown step key", base + "  - asistant:\n      text: hi\n", `:7: unknown step "asistant"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, "s.yaml")
+			os.WriteFile(p, []byte(tc.yaml), 0o644)
+			os.WriteFile(filepath.Join(dir, "w.txtar"), []byte("-- a --\nx\n"), 0o644)
+			_, err := harness.LoadScenario(p)
+			var se *harness.SyntaxError
+			if !errors.As(err, &se) || !strings.HasPrefix(err.Error(), p) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("LoadScenario = %v; want a *SyntaxError %s%s", err, p, tc.want)
+			}
+		})
+	}
+}
+
+const base = "name: x\nproject: p\nworkspace: w.txtar\nclock: \"2026-11-05T22:00:00Z\"\nsteps:\n  - user: hi\n"
+
+// Every embedded scenario loads and replays through the harness with Ollama's own renderer:
+// every tool call succeeds (edits apply), and the session grows as its description says.
+func TestEmbeddedScenariosReplay(t *testing.T) {
+	loop, err := hygiene.ParseConfig(lab.LoopJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range scenarios.Names() {
+		t.Run(name, func(t *testing.T) {
+			sc, err := harness.LoadScenarioFS(scenarios.FS, name+"/scenario.yaml", "scenarios/"+name+"/scenario.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			conv, _ := ollama.New("http://127.0.0.1:1", "m")
+			be := &renderBackend{conv: conv}
+			sink := &metrics.MemorySink{}
+			err = harness.RunSession(context.Background(), harness.SessionConfig{
+				Scenario: sc, Arm: arm(t, "spec"), Loop: loop, Backend: be, Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := be.requests[len(be.requests)-1]
+			for _, m := range last.Messages {
+				if m.Role == chat.RoleTool && strings.Contains(m.Content, "Error:") {
+					t.Errorf("tool %s failed: %s", m.ToolName, m.Content[:min(len(m.Content), 300)])
+				}
+			}
+			t.Logf("%s: %d requests, last prompt %d bytes", name, sink.Len(), sink.Samples()[sink.Len()-1].PromptTokens)
+		})
+	}
+}

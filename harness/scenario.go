@@ -1,0 +1,461 @@
+package harness
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+	"golang.org/x/tools/txtar"
+)
+
+// Scenario is a scripted agent session: a workspace, a fake clock and the steps of the
+// conversation. Its file format is documented in scenarios/README.md.
+type Scenario struct {
+	// Name identifies the scenario in results (the `scenario` column).
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
+	// Project is the project's name, the last component of its root (spec 3.2.0 §11).
+	Project string `yaml:"project"`
+	// Workspace is the workspace archive, relative to the scenario file: a txtar file
+	// (golang.org/x/tools/txtar) whose files are written into the sandbox.
+	Workspace string `yaml:"workspace"`
+	// StartDir is where the session was started, relative to the project root ("" = the root).
+	StartDir string `yaml:"start_dir"`
+	// Clock is the fake clock's start, RFC 3339 with a zone.
+	Clock string `yaml:"clock"`
+	Steps []Step `yaml:"steps"`
+
+	// File is the scenario file's path; set by [LoadScenario].
+	File string `yaml:"-"`
+	// Files are the workspace's files, read from the archive by [LoadScenario].
+	Files []txtar.File `yaml:"-"`
+	// Start is Clock parsed.
+	Start time.Time `yaml:"-"`
+}
+
+// Step is one step of a scenario: exactly one of User, Assistant and Clock is set.
+type Step struct {
+	// User is what the person types; it starts a turn.
+	User *string
+	// Assistant is the model's scripted answer to the request the harness sends at this point.
+	Assistant *AssistantStep
+	// Clock moves the fake clock: "+DURATION" (Go syntax, "+4m") or an RFC 3339 time.
+	Clock *string
+	// Line is the step's line in the scenario file.
+	Line int
+	// At is the clock after a Clock step (set by [LoadScenario]).
+	At time.Time
+}
+
+// AssistantStep is the model's reply at one step: reasoning, text and tool calls.
+type AssistantStep struct {
+	Reasoning string
+	Text      string
+	Calls     []Call
+}
+
+// Call is one scripted tool call.
+type Call struct {
+	Tool string
+	// Args is the arguments as a JSON object, keys in the order the scenario wrote them.
+	Args json.RawMessage
+	Line int
+}
+
+// SyntaxError is a problem in a scenario file, at a line: it prints as "file:line: message".
+type SyntaxError struct {
+	File string
+	Line int
+	Msg  string
+}
+
+// Error implements error.
+func (e *SyntaxError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+}
+
+// toolArgs lists, per tool, its arguments and which are required.
+var toolArgs = map[string]map[string]bool{
+	"read": {"path": true, "offset": false, "limit": false},
+	"list": {"path": false},
+	"grep": {"pattern": true, "path": false},
+	"edit": {"path": true, "old_string": true, "new_string": true},
+}
+
+// LoadScenario reads and checks a scenario file strictly: an unknown field, a step that calls an
+// unknown tool or misses an argument, a path outside the workspace, a clock going backwards or a
+// step out of order is a *SyntaxError "file:line: message". A file that cannot be read is another
+// error.
+func LoadScenario(path string) (*Scenario, error) {
+	return LoadScenarioFS(os.DirFS(filepath.Dir(path)), filepath.Base(path), path)
+}
+
+// LoadScenarioFS is [LoadScenario] for a file of fsys (such as the embedded scenarios). name is
+// the file's path in fsys; shown is how errors name the file.
+func LoadScenarioFS(fsys fs.FS, name, shown string) (*Scenario, error) {
+	data, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		return nil, fmt.Errorf("load scenario: %w", err)
+	}
+	s, err := parseScenario(shown, data)
+	if err != nil {
+		return nil, err
+	}
+	ws := path.Join(path.Dir(name), s.Workspace)
+	arch, err := fs.ReadFile(fsys, ws)
+	if err != nil {
+		return nil, &SyntaxError{File: shown, Msg: fmt.Sprintf("workspace %q: %v", s.Workspace, err)}
+	}
+	s.Files = txtar.Parse(arch).Files
+	for _, f := range s.Files {
+		if _, err := inside(f.Name); err != nil || f.Name == "." {
+			return nil, &SyntaxError{File: shown, Msg: fmt.Sprintf("workspace %q: file %q: %v", s.Workspace, f.Name, err)}
+		}
+	}
+	return s, nil
+}
+
+// asSyntax turns a YAML decoding error into a *SyntaxError naming the file and line.
+func asSyntax(file string, err error) error {
+	var se *SyntaxError
+	if errors.As(err, &se) {
+		if se.File == "" {
+			se.File = file
+		}
+		return se
+	}
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		line, msg := splitYAMLLine(te.Errors[0])
+		return &SyntaxError{File: file, Line: line, Msg: msg}
+	}
+	line, msg := splitYAMLLine(strings.TrimPrefix(err.Error(), "yaml: "))
+	return &SyntaxError{File: file, Line: line, Msg: msg}
+}
+
+var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+
+func splitYAMLLine(s string) (int, string) {
+	if m := yamlLine.FindStringSubmatch(s); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return n, m[2]
+	}
+	return 0, s
+}
+
+func parseScenario(file string, data []byte) (*Scenario, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var s Scenario
+	if err := dec.Decode(&s); err != nil {
+		return nil, asSyntax(file, err)
+	}
+	s.File = file
+	bad := func(line int, format string, args ...any) error {
+		return &SyntaxError{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
+	}
+	for _, f := range []struct{ name, v string }{{"name", s.Name}, {"project", s.Project}, {"workspace", s.Workspace}, {"clock", s.Clock}} {
+		if f.v == "" {
+			return nil, bad(0, "missing field %s", f.name)
+		}
+	}
+	if strings.ContainsAny(s.Project, `/\`) || s.Project == "." || s.Project == ".." {
+		return nil, bad(0, "project %q: want a single path component", s.Project)
+	}
+	start, err := time.Parse(time.RFC3339, s.Clock)
+	if err != nil {
+		return nil, bad(0, "clock %q: want an RFC 3339 time with a zone, such as 2026-11-05T22:05:00+01:00", s.Clock)
+	}
+	s.Start = start
+	if _, err := inside(s.StartDir); err != nil {
+		return nil, bad(0, "start_dir: %v", err)
+	}
+	if len(s.Steps) == 0 {
+		return nil, bad(0, "no steps")
+	}
+
+	now := start
+	prev := "" // kind of the previous user/assistant step
+	prevCalls := false
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		switch {
+		case st.Clock != nil:
+			at, err := advance(now, *st.Clock)
+			if err != nil {
+				return nil, bad(st.Line, "clock: %v", err)
+			}
+			if at.Before(now) {
+				return nil, bad(st.Line, "clock goes backwards: %s is before %s", at.Format(time.RFC3339), now.Format(time.RFC3339))
+			}
+			now, st.At = at, at
+		case st.User != nil:
+			if prev == "user" {
+				return nil, bad(st.Line, "two user steps in a row: the first has no assistant reply")
+			}
+			if prev == "assistant" && prevCalls {
+				return nil, bad(st.Line, "user step after an assistant step with calls: the calls' results need an assistant step first")
+			}
+			prev, prevCalls = "user", false
+		case st.Assistant != nil:
+			if prev == "" {
+				return nil, bad(st.Line, "assistant step before any user step")
+			}
+			if prev == "assistant" && !prevCalls {
+				return nil, bad(st.Line, "assistant step after a final answer: a user step must come first")
+			}
+			a := st.Assistant
+			if a.Text == "" && len(a.Calls) == 0 && a.Reasoning == "" {
+				return nil, bad(st.Line, "assistant step with no reasoning, text or calls")
+			}
+			for _, c := range a.Calls {
+				if err := checkCall(c); err != nil {
+					return nil, bad(c.Line, "%s: %v", c.Tool, err)
+				}
+			}
+			prev, prevCalls = "assistant", len(a.Calls) > 0
+		}
+	}
+	if prev != "assistant" || prevCalls {
+		return nil, bad(s.Steps[len(s.Steps)-1].Line, "the session must end with an assistant step without calls")
+	}
+	return &s, nil
+}
+
+func advance(now time.Time, v string) (time.Time, error) {
+	if strings.HasPrefix(v, "+") {
+		d, err := time.ParseDuration(v[1:])
+		if err != nil {
+			return now, fmt.Errorf("%q: want +DURATION such as +4m", v)
+		}
+		return now.Add(d), nil
+	}
+	if strings.HasPrefix(v, "-") {
+		return now, fmt.Errorf("%q: the clock never goes backwards", v)
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return now, fmt.Errorf("%q: want +DURATION or an RFC 3339 time", v)
+	}
+	return t, nil
+}
+
+func checkCall(c Call) error {
+	spec, ok := toolArgs[c.Tool]
+	if !ok {
+		return fmt.Errorf("unknown tool (the tools are list, read, grep, edit)")
+	}
+	var args map[string]any
+	if err := json.Unmarshal(c.Args, &args); err != nil {
+		return fmt.Errorf("arguments: %v", err)
+	}
+	for name := range args {
+		if _, ok := spec[name]; !ok {
+			return fmt.Errorf("unknown argument %q", name)
+		}
+	}
+	var missing []string
+	for name, required := range spec {
+		if _, ok := args[name]; required && !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return fmt.Errorf("missing argument %s", strings.Join(quoteAll(missing), ", "))
+	}
+	if p, ok := args["path"]; ok {
+		ps, isStr := p.(string)
+		if !isStr {
+			return fmt.Errorf("path: want a string")
+		}
+		if _, err := inside(ps); err != nil {
+			return err
+		}
+	}
+	for _, n := range []string{"offset", "limit"} {
+		if v, ok := args[n]; ok {
+			if f, isNum := v.(float64); !isNum || f < 0 || f != float64(int(f)) {
+				return fmt.Errorf("%s: want a whole number ≥ 0", n)
+			}
+		}
+	}
+	if p, ok := args["pattern"]; ok {
+		ps, _ := p.(string)
+		if _, err := regexp.Compile(ps); err != nil {
+			return fmt.Errorf("pattern: %v", err)
+		}
+	}
+	return nil
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
+}
+
+// inside checks that a scenario path stays inside the workspace and returns it cleaned.
+func inside(p string) (string, error) {
+	if p == "" {
+		return ".", nil
+	}
+	if filepath.IsAbs(p) || strings.HasPrefix(p, "~") {
+		return "", fmt.Errorf("path %q is outside the workspace: scenario paths are relative to the project root", p)
+	}
+	c := filepath.Clean(p)
+	if c == ".." || strings.HasPrefix(c, "../") {
+		return "", fmt.Errorf("path %q is outside the workspace", p)
+	}
+	return c, nil
+}
+
+// UnmarshalYAML decodes a step, checking its keys strictly and keeping its line.
+func (st *Step) UnmarshalYAML(n *yaml.Node) error {
+	st.Line = n.Line
+	if n.Kind != yaml.MappingNode || len(n.Content) != 2 {
+		return &SyntaxError{Line: n.Line, Msg: "a step is a mapping with exactly one of user, assistant, clock"}
+	}
+	key, val := n.Content[0], n.Content[1]
+	switch key.Value {
+	case "user", "clock":
+		if val.Kind != yaml.ScalarNode {
+			return &SyntaxError{Line: val.Line, Msg: key.Value + ": want a string"}
+		}
+		v := val.Value
+		if key.Value == "user" {
+			st.User = &v
+		} else {
+			st.Clock = &v
+		}
+	case "assistant":
+		var a AssistantStep
+		if err := a.decode(val); err != nil {
+			return err
+		}
+		st.Assistant = &a
+	default:
+		return &SyntaxError{Line: key.Line, Msg: fmt.Sprintf("unknown step %q (want user, assistant or clock)", key.Value)}
+	}
+	return nil
+}
+
+func (a *AssistantStep) decode(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return &SyntaxError{Line: n.Line, Msg: "assistant: want a mapping with reasoning, text, calls"}
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, val := n.Content[i], n.Content[i+1]
+		switch key.Value {
+		case "reasoning", "text":
+			if val.Kind != yaml.ScalarNode {
+				return &SyntaxError{Line: val.Line, Msg: key.Value + ": want a string"}
+			}
+			if key.Value == "reasoning" {
+				a.Reasoning = val.Value
+			} else {
+				a.Text = val.Value
+			}
+		case "calls":
+			if val.Kind != yaml.SequenceNode {
+				return &SyntaxError{Line: val.Line, Msg: "calls: want a list of tool: {arguments}"}
+			}
+			for _, c := range val.Content {
+				call, err := decodeCall(c)
+				if err != nil {
+					return err
+				}
+				a.Calls = append(a.Calls, call)
+			}
+		default:
+			return &SyntaxError{Line: key.Line, Msg: fmt.Sprintf("assistant: unknown field %q (want reasoning, text, calls)", key.Value)}
+		}
+	}
+	return nil
+}
+
+func decodeCall(n *yaml.Node) (Call, error) {
+	if n.Kind != yaml.MappingNode || len(n.Content) != 2 {
+		return Call{}, &SyntaxError{Line: n.Line, Msg: "a call is a one-key mapping, tool: {arguments}"}
+	}
+	key, val := n.Content[0], n.Content[1]
+	if val.Kind != yaml.MappingNode {
+		return Call{}, &SyntaxError{Line: val.Line, Msg: key.Value + ": arguments must be a mapping"}
+	}
+	args, err := nodeJSON(val)
+	if err != nil {
+		return Call{}, &SyntaxError{Line: val.Line, Msg: key.Value + ": " + err.Error()}
+	}
+	return Call{Tool: key.Value, Args: args, Line: key.Line}, nil
+}
+
+// nodeJSON encodes a YAML node as JSON, keeping the order of mapping keys.
+func nodeJSON(n *yaml.Node) (json.RawMessage, error) {
+	var b bytes.Buffer
+	if err := writeJSON(&b, n); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func writeJSON(b *bytes.Buffer, n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.MappingNode:
+		b.WriteByte('{')
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			k, _ := json.Marshal(n.Content[i].Value)
+			b.Write(k)
+			b.WriteByte(':')
+			if err := writeJSON(b, n.Content[i+1]); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+	case yaml.SequenceNode:
+		b.WriteByte('[')
+		for i, c := range n.Content {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := writeJSON(b, c); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+	case yaml.ScalarNode:
+		var v any
+		if err := n.Decode(&v); err != nil {
+			return err
+		}
+		if n.Tag == "!!str" {
+			v = n.Value
+		}
+		out, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		b.Write(out)
+	default:
+		return fmt.Errorf("line %d: unsupported YAML value", n.Line)
+	}
+	return nil
+}

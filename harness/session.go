@@ -1,0 +1,340 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"lab/cachesim"
+	"lab/chat"
+	"lab/hygiene"
+	"lab/metrics"
+	"lab/prompts"
+)
+
+// Backend sends one request to a model server. In scripted mode it also leaves the server's KV
+// cache as if the model had answered with reply (the generation emulation; see the backend's
+// documentation for its method). Implementations return *chat.APIError for a server's refusal.
+type Backend interface {
+	Send(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error)
+}
+
+// Resetter is a Backend that can empty the server's prompt cache, so that every session starts
+// cold.
+type Resetter interface {
+	Reset(ctx context.Context) error
+}
+
+// Tokenizer counts tokens as the served model does. Encode turns text (special tokens written
+// as their text, such as <|im_start|>) into token ids.
+type Tokenizer interface {
+	Encode(text string) ([]int32, error)
+}
+
+// SessionConfig is everything one scripted session needs.
+type SessionConfig struct {
+	Scenario   *Scenario
+	Arm        Arm
+	Repetition int
+	RunID      string
+	Loop       *hygiene.Config
+	Backend    Backend
+	// BackendName, Model and ServerVersion are recorded in every sample.
+	BackendName, Model, ServerVersion string
+	// Tokenizer is the served model's tokenizer; nil leaves expected_cached_tokens at 0.
+	Tokenizer Tokenizer
+	Sink      metrics.Sink
+	// SandboxDir is where the workspace is copied (into SandboxDir/<project>).
+	SandboxDir string
+	// Requests, when set, receives every request body as one JSON line.
+	Requests io.Writer
+	// OnSample, when set, is called after each sample is written (progress display).
+	OnSample func(*metrics.Sample)
+	// Warn, when set, receives problems that do not stop the run (a tokenizer that disagrees
+	// with the server's count).
+	Warn func(error)
+}
+
+// RunSession replays one scenario with one arm through the harness and the backend, writing one
+// sample per request to cfg.Sink. A backend error is recorded in a sample's error column and
+// ends the session with that error; samples already written stay.
+func RunSession(ctx context.Context, cfg SessionConfig) error {
+	sc := cfg.Scenario
+	hs, err := hygiene.NewSession(cfg.Loop, cfg.Arm.Measures)
+	if err != nil {
+		return err
+	}
+	ws, err := NewWorkspace(sc.Files, cfg.SandboxDir, sc.Project)
+	if err != nil {
+		return err
+	}
+	defer ws.Remove()
+	if r, ok := cfg.Backend.(Resetter); ok {
+		if err := r.Reset(ctx); err != nil {
+			return fmt.Errorf("reset the server's cache before %s/%s: %w", sc.Name, cfg.Arm.Name, err)
+		}
+	}
+
+	r := &runner{cfg: cfg, hs: hs, ws: ws, clock: sc.Start, tools: ToolList()}
+	r.system = r.buildSystem() // §10.1: built once, when the session starts
+	for _, st := range sc.Steps {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		switch {
+		case st.Clock != nil:
+			r.clock = st.At
+		case st.User != nil:
+			if err := r.user(*st.User); err != nil {
+				return err
+			}
+		case st.Assistant != nil:
+			if err := r.assistant(ctx, st.Assistant); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+type runner struct {
+	cfg     SessionConfig
+	hs      *hygiene.Session
+	ws      *Workspace
+	clock   time.Time
+	tools   []chat.Tool
+	system  string
+	history []chat.Message // stored, reasoning kept (§8)
+
+	notedDate string
+	turn      int
+	step      int
+	index     int
+	callSeq   int
+
+	prevCacheText   string
+	prevCacheTokens []int32
+}
+
+// date is the person's date in the clock's zone (§10.3: "the date is the person's own").
+func (r *runner) date() string { return r.clock.Format("Monday, 2006-01-02") }
+
+// buildSystem builds the system prompt: the base prompt and the environment lines (§11). With
+// §10.2 off, today's date comes first, where gpt-oss ("Current date:") and Llama 3.x ("Today
+// Date:") templates put it.
+func (r *runner) buildSystem() string {
+	sc := r.cfg.Scenario
+	var b strings.Builder
+	if !r.cfg.Arm.Measures.DateInNote {
+		b.WriteString(r.cfg.Loop.DateLine(r.date()) + "\n\n")
+	}
+	b.WriteString(strings.TrimRight(prompts.System(), "\n"))
+	b.WriteString("\n\n")
+	if r.cfg.Arm.Measures.RelativePaths {
+		b.WriteString(r.cfg.Loop.EnvironmentLines(sc.Project, sc.StartDir))
+	} else {
+		b.WriteString("Working directory: " + joinDir(r.ws.Root, sc.StartDir))
+	}
+	return b.String()
+}
+
+func (r *runner) user(text string) error {
+	r.turn++
+	r.step = 0
+	changes := map[string]string{}
+	if r.cfg.Arm.Measures.DateInNote && r.date() != r.notedDate {
+		changes["date"] = r.date()
+		r.notedDate = r.date()
+	}
+	note, err := r.hs.Note(changes)
+	if err != nil {
+		return err
+	}
+	r.history = append(r.history, chat.Message{Role: chat.RoleUser, Content: hygiene.WithNote(text, note)})
+	return nil
+}
+
+// request builds what is sent now: the system prompt (the session's kept bytes, or rebuilt with
+// the date for the practice arm), the fixed tool list and the history with reasoning where §8
+// says.
+func (r *runner) request() *chat.Request {
+	system := r.system
+	if !r.cfg.Arm.Measures.DateInNote {
+		system = r.buildSystem()
+	}
+	msgs := append([]chat.Message{{Role: chat.RoleSystem, Content: system}}, hygiene.CurrentTurnReasoning(r.history, r.cfg.Arm.Measures)...)
+	return &chat.Request{Messages: msgs, Tools: r.tools, Think: true}
+}
+
+func (r *runner) assistant(ctx context.Context, a *AssistantStep) error {
+	r.step++
+	req := r.request()
+	msg := chat.Message{Role: chat.RoleAssistant, Reasoning: a.Reasoning, Content: a.Text}
+	for _, c := range a.Calls {
+		r.callSeq++
+		msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: "call_" + strconv.Itoa(r.callSeq), Name: c.Tool, Arguments: c.Args})
+	}
+	reply := &chat.Reply{Reasoning: a.Reasoning, Content: a.Text, ToolCalls: msg.ToolCalls}
+	if err := r.measure(ctx, req, reply); err != nil {
+		return err
+	}
+	r.history = append(r.history, msg)
+	for _, tc := range msg.ToolCalls {
+		out := r.ws.Run(r.hs, tc.Name, tc.Arguments)
+		r.history = append(r.history, chat.Message{Role: chat.RoleTool, Content: out, ToolCallID: tc.ID, ToolName: tc.Name})
+	}
+	return nil
+}
+
+// measure sends one request and writes its sample: the server's figures, and the expected cached
+// tokens computed from the rendered prompt and what the server's cache held after the previous
+// request.
+func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Reply) error {
+	cfg := r.cfg
+	s := &metrics.Sample{
+		RunID: cfg.RunID, Scenario: cfg.Scenario.Name, Arm: cfg.Arm.Name, Repetition: int32(cfg.Repetition),
+		Backend: cfg.BackendName, Model: cfg.Model, ServerVersion: cfg.ServerVersion,
+		RequestIndex: int32(r.index), Turn: int32(r.turn), Step: int32(r.step), Kind: metrics.KindStep,
+		StartedAt: time.Now().UTC(),
+	}
+	r.index++
+	res, sendErr := cfg.Backend.Send(ctx, req, reply)
+	if res != nil && len(res.Body) > 0 && cfg.Requests != nil {
+		line, _ := json.Marshal(struct {
+			Scenario     string          `json:"scenario"`
+			Arm          string          `json:"arm"`
+			Repetition   int             `json:"repetition"`
+			RequestIndex int32           `json:"request_index"`
+			Body         json.RawMessage `json:"body"`
+		}{cfg.Scenario.Name, cfg.Arm.Name, cfg.Repetition, s.RequestIndex, res.Body})
+		if _, err := cfg.Requests.Write(append(line, '\n')); err != nil {
+			return fmt.Errorf("write requests.jsonl: %w", err)
+		}
+	}
+	if sendErr != nil {
+		s.Error = sendErr.Error()
+		if err := cfg.Sink.Write(s); err != nil {
+			return errors.Join(sendErr, err)
+		}
+		if cfg.OnSample != nil {
+			cfg.OnSample(s)
+		}
+		return sendErr
+	}
+	s.PromptTokens = res.PromptTokens
+	s.CachedTokens = res.CachedTokens
+	s.CachedSource = string(res.CachedSource)
+	s.CompletionTokens = res.CompletionTokens
+	s.TTFTNs, s.PrefillNs, s.TotalNs, s.LoadNs = int64(res.TTFT), int64(res.Prefill), int64(res.Total), int64(res.Load)
+	s.RequestBytes = res.RequestBytes
+	if err := r.expect(req, res, s); err != nil {
+		return err
+	}
+	if s.CachedTokens != nil {
+		s.RereadTokens = s.PromptTokens - *s.CachedTokens
+	} else {
+		s.RereadTokens = s.PromptTokens - s.ExpectedCachedTokens
+	}
+	if err := cfg.Sink.Write(s); err != nil {
+		return err
+	}
+	if cfg.OnSample != nil {
+		cfg.OnSample(s)
+	}
+	return nil
+}
+
+// expect fills the expected cached tokens, the divergence and the reasoning figures. Expected is
+// the longest common token prefix of this request's rendered prompt and what the server's cache
+// held (the previous rendered prompt followed by the reply as the model wrote it), at most the
+// prompt less one token: a server evaluates at least the last prompt token to sample from it.
+func (r *runner) expect(req *chat.Request, res *chat.Result, s *metrics.Sample) error {
+	tok := r.cfg.Tokenizer
+	if tok == nil || res.Rendered == "" {
+		return nil
+	}
+	prompt, err := tok.Encode(res.Rendered)
+	if err != nil {
+		return fmt.Errorf("tokenize the rendered prompt: %w", err)
+	}
+	if int64(len(prompt)) != res.PromptTokens && r.cfg.Warn != nil {
+		r.cfg.Warn(fmt.Errorf("%s/%s request %d: the lab's tokenizer counts %d prompt tokens, the server %d", s.Scenario, s.Arm, s.RequestIndex, len(prompt), res.PromptTokens))
+	}
+	common := cachesim.CommonPrefix(prompt, r.prevCacheTokens)
+	s.ExpectedCachedTokens = int64(min(common, max(len(prompt)-1, 0)))
+	parts := r.parts(req)
+	segs := cachesim.Segments(res.Rendered, parts)
+	if common < len(prompt) && common < len(r.prevCacheTokens) {
+		d := int64(common)
+		s.DivergenceToken = &d
+		s.DivergenceSegment = cachesim.SegmentAt(segs, cachesim.CommonPrefixBytes(res.Rendered, r.prevCacheText))
+	}
+	// Reasoning sent, and the part of it that lies after the divergence (re-read).
+	divergeAt := cachesim.CommonPrefixBytes(res.Rendered, r.prevCacheText)
+	for i, m := range req.Messages {
+		if m.Reasoning == "" {
+			continue
+		}
+		ids, err := tok.Encode(m.Reasoning)
+		if err != nil {
+			return fmt.Errorf("tokenize reasoning: %w", err)
+		}
+		s.ReasoningTokensSent += int64(len(ids))
+		for _, sg := range segs {
+			if sg.Name == "reasoning "+strconv.Itoa(i) && sg.End > divergeAt {
+				s.RereadReasoningTokens += int64(len(ids))
+			}
+		}
+	}
+	if res.CacheText != "" {
+		next, err := tok.Encode(res.CacheText)
+		if err != nil {
+			return fmt.Errorf("tokenize the server's cache text: %w", err)
+		}
+		r.prevCacheText, r.prevCacheTokens = res.CacheText, next
+	} else {
+		r.prevCacheText, r.prevCacheTokens = res.Rendered, prompt
+	}
+	return nil
+}
+
+// parts lists the request's pieces in the order a chat template renders them, for attributing a
+// divergence to a segment.
+func (r *runner) parts(req *chat.Request) []cachesim.Part {
+	var parts []cachesim.Part
+	for i, m := range req.Messages {
+		switch {
+		case m.Role == chat.RoleSystem && i == 0:
+			parts = append(parts, cachesim.Part{Name: "system", Text: m.Content})
+			if len(req.Tools) > 0 {
+				parts = append(parts, cachesim.Part{Name: "tools", Text: req.Tools[len(req.Tools)-1].Description})
+			}
+		case m.Role == chat.RoleUser:
+			text, note := m.Content, ""
+			if j := strings.LastIndex(m.Content, "\n\n"+r.cfg.Loop.Note.Open); j >= 0 {
+				text, note = m.Content[:j], m.Content[j:]
+			}
+			parts = append(parts, cachesim.Part{Name: "message " + strconv.Itoa(i), Text: text})
+			if note != "" {
+				parts = append(parts, cachesim.Part{Name: "note", Text: note})
+			}
+		case m.Role == chat.RoleAssistant:
+			if m.Reasoning != "" {
+				parts = append(parts, cachesim.Part{Name: "reasoning " + strconv.Itoa(i), Text: m.Reasoning})
+			}
+			text := m.Content
+			if text == "" && len(m.ToolCalls) > 0 {
+				text = `"` + m.ToolCalls[0].Name + `"`
+			}
+			parts = append(parts, cachesim.Part{Name: "message " + strconv.Itoa(i), Text: text})
+		default:
+			parts = append(parts, cachesim.Part{Name: "message " + strconv.Itoa(i), Text: m.Content})
+		}
+	}
+	return parts
+}

@@ -1,0 +1,200 @@
+package localserver
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/ollama/ollama/fs/ggml"
+	"github.com/ollama/ollama/tokenizer"
+)
+
+// qwen3Pretokenizer is the pre-tokenizer pattern github.com/ollama/ollama/model/models/qwen3
+// passes to tokenizer.NewBytePairEncoding (v0.17.4); it equals tokenizer.json's Split regex.
+const qwen3Pretokenizer = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+
+// memoLimit bounds the text held by a Tokenizer's memo (bytes of keys); past it the memo is
+// emptied and refilled.
+const memoLimit = 64 << 20
+
+// Tokenizer counts tokens exactly as a served qwen3 model does: it is built from the GGUF file's
+// own tokenizer.ggml.* keys with Ollama's tokenizer package and the qwen3 pre-tokenizer, and adds
+// a beginning/end-of-sequence token only where the file says to (the synthetic model adds none).
+//
+// Encode memoises: text is split at special tokens (where the pre-tokenizer splits anyway) and
+// each piece between them is tokenized once, so a long conversation costs only its new messages.
+// A Tokenizer is safe for concurrent use.
+type Tokenizer struct {
+	bpe      tokenizer.BytePairEncoding
+	specials []string // control and user-defined tokens, in id order
+	ids      []int32  // ids[i] is the id of specials[i]
+	addBOS   bool
+	addEOS   bool
+	bos, eos int32
+
+	mu        sync.Mutex
+	memo      map[string][]int32
+	memoBytes int
+}
+
+// LoadTokenizer reads the tokenizer of the qwen3 GGUF file at ggufPath (from [WriteModel] or any
+// Qwen3 GGUF). It fails when the file is not a qwen3 or qwen3moe model or has no vocabulary.
+func LoadTokenizer(ggufPath string) (*Tokenizer, error) {
+	f, err := os.Open(ggufPath)
+	if err != nil {
+		return nil, fmt.Errorf("load tokenizer: %w", err)
+	}
+	defer f.Close()
+	g, err := ggml.Decode(f, -1)
+	if err != nil {
+		return nil, fmt.Errorf("load tokenizer from %s: %w", ggufPath, err)
+	}
+	kv := g.KV()
+	if a := kv.Architecture(); a != "qwen3" && a != "qwen3moe" {
+		return nil, fmt.Errorf("load tokenizer from %s: architecture %q, want qwen3", ggufPath, a)
+	}
+	v := &tokenizer.Vocabulary{
+		Values: kv.Strings("tokenizer.ggml.tokens"),
+		Types:  kv.Ints("tokenizer.ggml.token_type"),
+		Merges: kv.Strings("tokenizer.ggml.merges"),
+		AddBOS: kv.Bool("tokenizer.ggml.add_bos_token", true),
+		BOS:    []int32{int32(kv.Uint("tokenizer.ggml.bos_token_id"))},
+		AddEOS: kv.Bool("tokenizer.ggml.add_eos_token", false),
+		EOS: append(
+			[]int32{int32(kv.Uint("tokenizer.ggml.eos_token_id"))},
+			kv.Ints("tokenizer.ggml.eos_token_ids")...,
+		),
+	}
+	if len(v.Values) == 0 || len(v.Types) != len(v.Values) {
+		return nil, fmt.Errorf("load tokenizer from %s: %d tokens with %d types", ggufPath, len(v.Values), len(v.Types))
+	}
+	t := &Tokenizer{
+		bpe:    tokenizer.NewBytePairEncoding(v, qwen3Pretokenizer),
+		addBOS: v.AddBOS,
+		addEOS: v.AddEOS,
+		bos:    v.BOS[0],
+		eos:    v.EOS[0],
+		memo:   map[string][]int32{},
+	}
+	for i, typ := range v.Types {
+		if typ == tokenizer.TOKEN_TYPE_CONTROL || typ == tokenizer.TOKEN_TYPE_USER_DEFINED {
+			t.specials = append(t.specials, v.Values[i])
+			t.ids = append(t.ids, int32(i))
+		}
+	}
+	return t, nil
+}
+
+// piece is a part of a text between special tokens, or one special token (id >= 0).
+type piece struct {
+	text string
+	id   int32
+}
+
+// split cuts text at every occurrence of a special token, taking the special tokens one after
+// another in id order as tokenizer.BytePairEncoding.Encode does, so that both see the same
+// pieces.
+func (t *Tokenizer) split(text string) []piece {
+	ps := []piece{{text: text, id: -1}}
+	for i, sp := range t.specials {
+		if !strings.Contains(text, sp) {
+			continue
+		}
+		var next []piece
+		for _, p := range ps {
+			if p.id >= 0 {
+				next = append(next, p)
+				continue
+			}
+			s := p.text
+			for {
+				j := strings.Index(s, sp)
+				if j < 0 {
+					break
+				}
+				if j > 0 {
+					next = append(next, piece{text: s[:j], id: -1})
+				}
+				next = append(next, piece{text: sp, id: t.ids[i]})
+				s = s[j+len(sp):]
+			}
+			if s != "" {
+				next = append(next, piece{text: s, id: -1})
+			}
+		}
+		ps = next
+	}
+	return ps
+}
+
+// Encode returns the token ids of text as the server's tokenizer produces them for a prompt:
+// special tokens written in the text (such as <|im_start|>) become their ids. The result is the
+// caller's to keep.
+func (t *Tokenizer) Encode(text string) ([]int32, error) {
+	var ids []int32
+	if t.addBOS {
+		ids = append(ids, t.bos)
+	}
+	for _, p := range t.split(text) {
+		if p.id >= 0 {
+			ids = append(ids, p.id)
+			continue
+		}
+		got, err := t.encodePiece(p.text)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, got...)
+	}
+	if t.addEOS {
+		ids = append(ids, t.eos)
+	}
+	return ids, nil
+}
+
+// encodePiece tokenizes text that holds no special token, once per distinct text.
+func (t *Tokenizer) encodePiece(text string) ([]int32, error) {
+	t.mu.Lock()
+	ids, ok := t.memo[text]
+	t.mu.Unlock()
+	if ok {
+		return ids, nil
+	}
+	ids, err := t.bpe.Encode(text, false)
+	if err != nil {
+		return nil, fmt.Errorf("encode text: %w", err)
+	}
+	t.mu.Lock()
+	if t.memoBytes+len(text) > memoLimit {
+		clear(t.memo)
+		t.memoBytes = 0
+	}
+	if _, ok := t.memo[text]; !ok {
+		t.memo[text] = ids
+		t.memoBytes += len(text)
+	}
+	t.mu.Unlock()
+	return ids, nil
+}
+
+// encodeWhole tokenizes text in one call of Ollama's tokenizer, as the runner does, without the
+// memo (for tests).
+func (t *Tokenizer) encodeWhole(text string) ([]int32, error) {
+	return t.bpe.Encode(text, true)
+}
+
+// Decode returns the text of ids.
+func (t *Tokenizer) Decode(ids []int32) (string, error) {
+	n := int32(len(t.bpe.Vocabulary().Values))
+	for _, id := range ids {
+		if id < 0 || id >= n {
+			return "", fmt.Errorf("decode tokens: id %d out of range", id)
+		}
+	}
+	s, err := t.bpe.Decode(ids)
+	if err != nil {
+		return "", fmt.Errorf("decode tokens: %w", err)
+	}
+	return s, nil
+}

@@ -1,0 +1,128 @@
+package metrics
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// The files of a run folder, results/<run-id>/.
+const (
+	// ManifestFile is the name of the run's [Manifest], JSON.
+	ManifestFile = "manifest.json"
+	// SamplesFile is the name of the run's samples, Parquet, one [Sample] per row.
+	SamplesFile = "samples.parquet"
+)
+
+// Manifest describes one run: what was run, against which server, when, and whether it
+// completed. It is stored as indented JSON with snake_case keys in manifest.json.
+type Manifest struct {
+	// LabVersion is the version of the lab that made the run (from its build info).
+	LabVersion string `json:"lab_version"`
+	// RunID identifies the run; it names the folder results/<run-id>/.
+	RunID string `json:"run_id"`
+	// Scenarios are the names of the scenarios run, in the order they ran.
+	Scenarios []string `json:"scenarios"`
+	// Arms are the names of the arms run, in the order they ran.
+	Arms []string `json:"arms"`
+	// Repetitions is how many times each scenario×arm pair was run.
+	Repetitions int `json:"repetitions"`
+	// Backend is the wire protocol's name, for example "ollama".
+	Backend string `json:"backend"`
+	// Model is the served model's name.
+	Model string `json:"model"`
+	// ServerVersion is the model server's version as it reported it; "" when unknown.
+	ServerVersion string `json:"server_version"`
+	// ServerURL is the base URL of the model server.
+	ServerURL string `json:"server_url"`
+	// NumCtx is the context window the run pinned, in tokens; 0 when the backend has none.
+	NumCtx int `json:"num_ctx"`
+	// StartedAt is when the run started.
+	StartedAt time.Time `json:"started_at"`
+	// EndedAt is when the run ended; the zero time (omitted) while it runs or if it died.
+	EndedAt time.Time `json:"ended_at,omitzero"`
+	// Complete is true when every planned request was sent and the sample file was closed.
+	Complete bool `json:"complete"`
+	// Samples is the number of rows written to samples.parquet.
+	Samples int `json:"samples"`
+	// Error is the error that ended the run early; "" (omitted) when none did.
+	Error string `json:"error,omitempty"`
+	// Settings are other settings of the run worth recording (flags, keep_alive, seeds), by name.
+	Settings map[string]string `json:"settings,omitempty"`
+}
+
+// WriteManifest writes m to path as indented JSON, atomically: it writes a temporary file in
+// the same directory, syncs it and renames it over path, so readers see the old file or the new
+// one, never a part.
+func WriteManifest(path string, m *Manifest) (err error) {
+	if m == nil {
+		return errors.New("write manifest: nil manifest")
+	}
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode manifest: %w", err)
+	}
+	data = append(data, '\n')
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("write manifest: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("write manifest %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("write manifest %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Sync(); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("sync %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp.Name(), err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write manifest: %w", err)
+	}
+	return nil
+}
+
+// ReadManifest reads the manifest at path. Unknown keys (from a newer lab) are ignored; a
+// missing key leaves its field at the zero value.
+func ReadManifest(path string) (*Manifest, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest: %w", err)
+	}
+	var m Manifest
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("decode manifest %s: %w", path, err)
+	}
+	return &m, nil
+}
+
+// ReadRun reads <dir>/manifest.json and <dir>/samples.parquet. If the manifest reads but the
+// samples do not (for example a run that died before closing its sink), it returns the manifest
+// with the error, so the caller can still say what the run was.
+func ReadRun(dir string) (*Manifest, []Sample, error) {
+	m, err := ReadManifest(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		return nil, nil, fmt.Errorf("read run %s: %w", dir, err)
+	}
+	samples, err := ReadParquet(filepath.Join(dir, SamplesFile))
+	if err != nil {
+		return m, nil, fmt.Errorf("read run %s: %w", dir, err)
+	}
+	return m, samples, nil
+}

@@ -1,0 +1,143 @@
+package metrics
+
+import (
+	"slices"
+	"time"
+)
+
+// Sample is one row of results/<run-id>/samples.parquet: one request a harness sent.
+//
+// Token counts are in tokens of the served model's tokenizer; durations are int64 nanoseconds.
+// Optional measurements are pointers: nil means unknown (the server did not say), never 0. The
+// parquet tags give the column names, which are a contract: new columns may be added, existing
+// ones are never renamed.
+type Sample struct {
+	// RunID identifies the run, the <run-id> of results/<run-id>/.
+	RunID string `parquet:"run_id,dict" json:"run_id"`
+	// Scenario is the scenario's name, for example "midnight".
+	Scenario string `parquet:"scenario,dict" json:"scenario"`
+	// Arm is the name of the set of measures this request was sent under; [SpecArm] is every
+	// measure as the spec specifies.
+	Arm string `parquet:"arm,dict" json:"arm"`
+	// Repetition is the 0-based repetition of the scenario×arm pair within the run.
+	Repetition int32 `parquet:"repetition" json:"repetition"`
+	// Backend is the wire protocol's name, for example "ollama" or "sim".
+	Backend string `parquet:"backend,dict" json:"backend"`
+	// Model is the served model's name as the backend knows it.
+	Model string `parquet:"model,dict" json:"model"`
+	// ServerVersion is the model server's version as it reported it; "" when unknown.
+	ServerVersion string `parquet:"server_version,dict" json:"server_version"`
+	// RequestIndex is the 0-based index of the request within one scenario×arm×repetition.
+	RequestIndex int32 `parquet:"request_index" json:"request_index"`
+	// Turn is the 1-based user turn the request belongs to.
+	Turn int32 `parquet:"turn" json:"turn"`
+	// Step is the 1-based step (model call) within the turn.
+	Step int32 `parquet:"step" json:"step"`
+	// Kind is what the request was for: [KindStep], [KindCompaction], [KindWrapUp] or [KindProbe].
+	Kind string `parquet:"kind,dict" json:"kind"`
+	// StartedAt is the wall-clock time the request was sent, stored as a UTC timestamp with
+	// nanosecond precision (Parquet TIMESTAMP(NANOS, isAdjustedToUTC=true)). Readers return it in UTC.
+	StartedAt time.Time `parquet:"started_at,timestamp(nanosecond:utc)" json:"started_at"`
+
+	// PromptTokens is the number of tokens of the whole prompt the server processed or reused,
+	// cached part included.
+	PromptTokens int64 `parquet:"prompt_tokens" json:"prompt_tokens"`
+	// CachedTokens is the number of prompt tokens the server says it reused from its cache;
+	// nil when unknown (never 0 for unknown). CachedSource says where the figure came from.
+	CachedTokens *int64 `parquet:"cached_tokens,optional" json:"cached_tokens"`
+	// CachedSource names where CachedTokens came from, for example [CachedSourceResponse] or
+	// [CachedSourceServerLog]; "" when CachedTokens is nil.
+	CachedSource string `parquet:"cached_source,dict" json:"cached_source"`
+	// CacheWriteTokens is the number of prompt tokens the server says it wrote to its cache (APIs
+	// that bill cache writes report it); nil when unknown.
+	CacheWriteTokens *int64 `parquet:"cache_write_tokens,optional" json:"cache_write_tokens"`
+	// ExpectedCachedTokens is the number of prompt tokens a perfect prefix cache could have
+	// reused: the longest common token prefix of this prompt and what the server's cache held
+	// after the previous request, computed by the lab.
+	ExpectedCachedTokens int64 `parquet:"expected_cached_tokens" json:"expected_cached_tokens"`
+	// DivergenceToken is the 0-based index of the first prompt token that differs from what the
+	// server's cache held; nil when the whole cache matched (the prompt only extended it).
+	DivergenceToken *int64 `parquet:"divergence_token,optional" json:"divergence_token"`
+	// DivergenceSegment names the part of the prompt DivergenceToken falls in: "system",
+	// "tools", "message N", "reasoning N" or "note" (N a 0-based message index); "" when the
+	// whole cache matched.
+	DivergenceSegment string `parquet:"divergence_segment,dict" json:"divergence_segment"`
+	// RereadTokens is the number of prompt tokens the server had to process again:
+	// PromptTokens − CachedTokens when CachedTokens is known, else PromptTokens −
+	// ExpectedCachedTokens.
+	RereadTokens int64 `parquet:"reread_tokens" json:"reread_tokens"`
+	// RereadReasoningTokens is the part of RereadTokens that lies in reasoning text sent back.
+	RereadReasoningTokens int64 `parquet:"reread_reasoning_tokens" json:"reread_reasoning_tokens"`
+	// ReasoningTokensSent is the number of prompt tokens that are earlier reasoning sent back.
+	ReasoningTokensSent int64 `parquet:"reasoning_tokens_sent" json:"reasoning_tokens_sent"`
+	// CompletionTokens is the number of tokens the model generated, reasoning included.
+	CompletionTokens int64 `parquet:"completion_tokens" json:"completion_tokens"`
+	// ReasoningTokensGenerated is the part of CompletionTokens that is reasoning.
+	ReasoningTokensGenerated int64 `parquet:"reasoning_tokens_generated" json:"reasoning_tokens_generated"`
+
+	// TTFTNs is the time from sending the request to the first streamed token, in nanoseconds.
+	TTFTNs int64 `parquet:"ttft_ns" json:"ttft_ns"`
+	// PrefillNs is the time the server spent processing the prompt tokens it did not reuse, in
+	// nanoseconds, as the server reports it (for Ollama prompt_eval_duration).
+	PrefillNs int64 `parquet:"prefill_ns" json:"prefill_ns"`
+	// TotalNs is the time from sending the request to the end of the response, in nanoseconds.
+	TotalNs int64 `parquet:"total_ns" json:"total_ns"`
+	// LoadNs is the time the server spent loading the model for this request, in nanoseconds;
+	// nonzero means the model (and its cache) was reloaded.
+	LoadNs int64 `parquet:"load_ns" json:"load_ns"`
+	// RequestBytes is the size of the request body sent, in bytes.
+	RequestBytes int64 `parquet:"request_bytes" json:"request_bytes"`
+	// CostUSD is the request's price in US dollars; nil when unknown or not applicable (local
+	// servers).
+	CostUSD *float64 `parquet:"cost_usd,optional" json:"cost_usd"`
+	// Error is the error the request ended with; "" when it succeeded.
+	Error string `parquet:"error" json:"error"`
+}
+
+// The values of [Sample].Kind.
+const (
+	// KindStep is a request for one step of the agent's turn.
+	KindStep = "step"
+	// KindCompaction is a request that summarises the conversation to compact it.
+	KindCompaction = "compaction"
+	// KindWrapUp is the request that ends a session.
+	KindWrapUp = "wrap_up"
+	// KindProbe is a measuring request outside the conversation (for example one that only
+	// checks what the server's cache holds).
+	KindProbe = "probe"
+)
+
+// Sources of [Sample].CachedTokens, the values of [Sample].CachedSource.
+const (
+	// CachedSourceResponse: a usage field of the server's response.
+	CachedSourceResponse = "response"
+	// CachedSourceServerLog: the server's log (Ollama's "loading cache slot ... used=U").
+	CachedSourceServerLog = "server_log"
+	// CachedSourceTiming: estimated from the prefill time.
+	CachedSourceTiming = "timing"
+	// CachedSourceSimulation: computed by a cache model (the sim backend).
+	CachedSourceSimulation = "simulation"
+)
+
+// SpecArm is the name of the arm that applies every measure as the spec specifies. Reports
+// compare the other arms to it and list it first.
+const SpecArm = "spec"
+
+// SortArms sorts arm names in the lab's display order, in place: [SpecArm] first, then the
+// others in lexical order. Duplicates are kept.
+func SortArms(arms []string) {
+	slices.SortFunc(arms, func(a, b string) int {
+		switch {
+		case a == b:
+			return 0
+		case a == SpecArm:
+			return -1
+		case b == SpecArm:
+			return 1
+		case a < b:
+			return -1
+		default:
+			return 1
+		}
+	})
+}

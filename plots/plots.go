@@ -1,0 +1,149 @@
+package plots
+
+import (
+	"errors"
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// The default size of a chart: 8 × 4.5 inches (16:9).
+const (
+	DefaultWidth  = 8 * vg.Inch
+	DefaultHeight = 4.5 * vg.Inch
+)
+
+// PNGDPI is the resolution of PNG output, in dots per inch: a chart of [DefaultWidth] ×
+// [DefaultHeight] is 1200 × 675 pixels.
+const PNGDPI = 150
+
+var (
+	// ErrUnknownFormat is returned by [Write] for a format other than "png" or "svg".
+	ErrUnknownFormat = errors.New("plots: unknown format")
+	// ErrNoSamples is returned by a builder given no sample it could plot.
+	ErrNoSamples = errors.New("plots: no samples to plot")
+)
+
+// Formats returns the names of the formats [Write] renders: "png" and "svg".
+func Formats() []string { return []string{"png", "svg"} }
+
+// Write renders p as format ("png" or "svg", case-insensitive) of the given size to w. PNG is
+// rendered at [PNGDPI]; SVG does not embed its fonts (Liberation, named in the file).
+//
+// The legend, when p has one, is drawn in a column right of the data area, where it hides no
+// data; p.Legend.Top chooses whether it aligns with the top or the bottom of that area. p itself
+// is not modified, so one plot may be written several times, in turn. It returns
+// [ErrUnknownFormat] for another format, an error for a nil plot or a size that is not positive,
+// and any error writing to w. It does not close w.
+func Write(w io.Writer, p *plot.Plot, format string, width, height vg.Length) error {
+	if p == nil {
+		return errors.New("write plot: nil plot")
+	}
+	if width <= 0 || height <= 0 || math.IsNaN(float64(width)) || math.IsNaN(float64(height)) {
+		return fmt.Errorf("write plot: size %v × %v is not positive", width, height)
+	}
+	var wt io.WriterTo
+	switch strings.ToLower(format) {
+	case "png":
+		c := vgimg.NewWith(vgimg.UseWH(width, height), vgimg.UseDPI(PNGDPI))
+		drawWithLegendRight(p, draw.New(c))
+		wt = vgimg.PngCanvas{Canvas: c}
+	case "svg":
+		c := vgsvg.New(width, height)
+		drawWithLegendRight(p, draw.New(c))
+		wt = c
+	default:
+		return fmt.Errorf("write plot as %q: %w (want one of %s)", format, ErrUnknownFormat, strings.Join(Formats(), ", "))
+	}
+	if _, err := wt.WriteTo(w); err != nil {
+		return fmt.Errorf("write plot as %s: %w", format, err)
+	}
+	return nil
+}
+
+// legendGap is the space between the data area and a legend drawn right of it, and between the
+// legend and the right edge.
+const legendGap = 3 * vg.Millimeter
+
+// drawWithLegendRight draws a shallow copy of p on c, the legend moved out of the data area into
+// a column at the right.
+func drawWithLegendRight(p *plot.Plot, c draw.Canvas) {
+	q := *p
+	if q.BackgroundColor != nil {
+		c.SetColor(q.BackgroundColor)
+		c.Fill(c.Rectangle.Path())
+	}
+	if w := q.Legend.Rectangle(c).Size().X; w > 0 {
+		q.Legend.Left = false
+		q.Legend.XOffs += w + legendGap
+		c = draw.Crop(c, 0, -(w + 2*legendGap), 0, 0)
+	}
+	q.Draw(c)
+}
+
+// palette holds the line colours, in the order arms get them: the Okabe–Ito colours, which
+// stay distinct for colour-blind readers.
+var palette = []color.NRGBA{
+	{0x00, 0x72, 0xB2, 0xFF}, // blue
+	{0xD5, 0x5E, 0x00, 0xFF}, // vermillion
+	{0x00, 0x9E, 0x73, 0xFF}, // bluish green
+	{0xCC, 0x79, 0xA7, 0xFF}, // reddish purple
+	{0xE6, 0x9F, 0x00, 0xFF}, // orange
+	{0x56, 0xB4, 0xE9, 0xFF}, // sky blue
+	{0x00, 0x00, 0x00, 0xFF}, // black
+}
+
+// colorOf returns the colour of the i-th arm.
+func colorOf(i int) color.NRGBA { return palette[i%len(palette)] }
+
+// lighter mixes c with white, keeping frac of c.
+func lighter(c color.NRGBA, frac float64) color.NRGBA {
+	mix := func(v uint8) uint8 { return uint8(math.Round(float64(v)*frac + 255*(1-frac))) }
+	return color.NRGBA{mix(c.R), mix(c.G), mix(c.B), 0xFF}
+}
+
+// integerTicks marks whole numbers only, with a step of 1, 2 or 5 times a power of ten chosen
+// so that there are at most about 10 labelled ticks.
+type integerTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (integerTicks) Ticks(lo, hi float64) []plot.Tick {
+	span := hi - lo
+	step := 1.0
+	for i := 0; span/step > 10; i++ {
+		step *= []float64{2, 2.5, 2}[i%3] // 1, 2, 5, 10, 20, 50, …
+	}
+	var ticks []plot.Tick
+	for v := math.Ceil(lo/step) * step; v <= hi; v += step {
+		ticks = append(ticks, plot.Tick{Value: v, Label: fmt.Sprintf("%.0f", v)})
+	}
+	return ticks
+}
+
+// percentTicks marks 0, 20, …, 100, with unlabelled minor ticks every 10.
+var percentTicks = plot.ConstantTicks{
+	{Value: 0, Label: "0"}, {Value: 10}, {Value: 20, Label: "20"}, {Value: 30},
+	{Value: 40, Label: "40"}, {Value: 50}, {Value: 60, Label: "60"}, {Value: 70},
+	{Value: 80, Label: "80"}, {Value: 90}, {Value: 100, Label: "100"},
+}
+
+// useSans sets every text of p in Liberation Sans instead of gonum's default serif face. The
+// font ships with gonum (no system fonts needed).
+func useSans(p *plot.Plot) {
+	for _, f := range []*font.Font{
+		&p.Title.TextStyle.Font, &p.Legend.TextStyle.Font,
+		&p.X.Label.TextStyle.Font, &p.X.Tick.Label.Font,
+		&p.Y.Label.TextStyle.Font, &p.Y.Tick.Label.Font,
+	} {
+		f.Variant = "Sans"
+	}
+}

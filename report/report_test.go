@@ -1,0 +1,159 @@
+package report_test
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"lab/internal/golden"
+	"lab/metrics"
+	"lab/report"
+)
+
+// fixture is a small hand-checked run: scenario "midnight" with arms spec and
+// date-in-system-prompt, and scenario "other" without a spec arm.
+func fixture() []metrics.Sample {
+	s := func(scenario, arm string, idx int32, prompt int64, cached *int64, expected, reread int64, prefill time.Duration, errText string) metrics.Sample {
+		return metrics.Sample{
+			RunID: "run-1", Scenario: scenario, Arm: arm, RequestIndex: idx, PromptTokens: prompt,
+			CachedTokens: cached, ExpectedCachedTokens: expected, RereadTokens: reread,
+			PrefillNs: int64(prefill), Error: errText,
+		}
+	}
+	return []metrics.Sample{
+		s("midnight", "date-in-system-prompt", 0, 1000, new(int64(0)), 0, 1000, time.Second, ""),
+		s("midnight", metrics.SpecArm, 0, 1000, new(int64(0)), 0, 1000, 1500*time.Millisecond, ""),
+		s("midnight", metrics.SpecArm, 1, 1500, new(int64(990)), 1000, 510, 500*time.Millisecond, ""),
+		s("midnight", metrics.SpecArm, 2, 2000, nil, 1500, 500, 250*time.Millisecond, ""),
+		s("midnight", "date-in-system-prompt", 1, 1500, new(int64(40)), 50, 1460, 1460*time.Millisecond, "stream cut"),
+		s("other", "b", 0, 16912, nil, 16000, 912, 139*time.Second, ""),
+		s("other", "a", 0, 1234567, new(int64(1000000)), 1200000, 234567, 1234567*time.Millisecond, ""),
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	t.Parallel()
+	want := []report.ScenarioTable{
+		{Scenario: "midnight", Rows: []report.ArmRow{
+			{
+				Arm: metrics.SpecArm, Requests: 3, PromptTokens: 4500,
+				CachedTokens: 990, CachedUnknown: 1, // request 2 is unknown, not 0
+				ExpectedCachedTokens: 2500, RereadTokens: 2010, PrefillNs: 2250e6,
+				Efficiency:   new(990.0 / 1000), // request 2's expected tokens are left out
+				RereadVsSpec: new(1.0),
+			},
+			{
+				Arm: "date-in-system-prompt", Requests: 2, Failed: 1, PromptTokens: 2500,
+				CachedTokens: 40, ExpectedCachedTokens: 50, RereadTokens: 2460, PrefillNs: 2460e6,
+				Efficiency:   new(0.8),
+				RereadVsSpec: new(2460.0 / 2010),
+			},
+		}},
+		{Scenario: "other", Rows: []report.ArmRow{
+			{
+				Arm: "a", Requests: 1, PromptTokens: 1234567, CachedTokens: 1000000,
+				ExpectedCachedTokens: 1200000, RereadTokens: 234567, PrefillNs: 1234567e6,
+				Efficiency: new(1000000.0 / 1200000),
+			},
+			{
+				Arm: "b", Requests: 1, PromptTokens: 16912, CachedUnknown: 1,
+				ExpectedCachedTokens: 16000, RereadTokens: 912, PrefillNs: 139e9,
+			},
+		}},
+	}
+	got := report.Summarize(fixture())
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Summarize mismatch (-want +got):\n%s", diff)
+	}
+	if got := got[0].Rows[0].PrefillSeconds(); got != 2.25 {
+		t.Errorf("PrefillSeconds() = %v; want 2.25", got)
+	}
+}
+
+func TestSummarizeEdges(t *testing.T) {
+	t.Parallel()
+	if got := report.Summarize(nil); got != nil {
+		t.Errorf("Summarize(nil) = %v; want nil", got)
+	}
+	// The spec arm re-read nothing: no ratio. Nothing expected: no efficiency.
+	got := report.Summarize([]metrics.Sample{
+		{Scenario: "s", Arm: metrics.SpecArm, PromptTokens: 10, CachedTokens: new(int64(10)), ExpectedCachedTokens: 10},
+		{Scenario: "s", Arm: "x", PromptTokens: 10, CachedTokens: new(int64(0)), RereadTokens: 10},
+	})
+	if r := got[0].Rows[1]; r.RereadVsSpec != nil || r.Efficiency != nil {
+		t.Errorf("row x = ratio %v, efficiency %v; want nil, nil", r.RereadVsSpec, r.Efficiency)
+	}
+	if r := got[0].Rows[0]; r.Efficiency == nil || *r.Efficiency != 1 {
+		t.Errorf("row spec efficiency = %v; want 1", r.Efficiency)
+	}
+}
+
+func testManifest() *metrics.Manifest {
+	return &metrics.Manifest{
+		LabVersion:    "v0.1.0",
+		RunID:         "20250309-235900-midnight",
+		Scenarios:     []string{"midnight", "other"},
+		Arms:          []string{"spec", "date-in-system-prompt"},
+		Repetitions:   1,
+		Backend:       "ollama",
+		Model:         "qwen3-synth",
+		ServerVersion: "0.17.4",
+		ServerURL:     "http://127.0.0.1:41234",
+		NumCtx:        32768,
+		StartedAt:     time.Date(2025, 3, 9, 23, 59, 0, 0, time.UTC),
+		EndedAt:       time.Date(2025, 3, 10, 0, 4, 31, 0, time.UTC),
+		Complete:      true,
+		Samples:       7,
+		Settings:      map[string]string{"keep_alive": "30m", "driver": "scripted"},
+	}
+}
+
+func TestMarkdown(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	plotFiles := map[string][]string{
+		"midnight": {"plots/midnight-cached-share.svg", "plots/midnight-cached-share.png"},
+	}
+	if err := report.Markdown(&buf, testManifest(), report.Summarize(fixture()), plotFiles); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "TestMarkdown.golden.md", buf.Bytes())
+}
+
+func TestMarkdownIncomplete(t *testing.T) {
+	t.Parallel()
+	m := testManifest()
+	m.Complete, m.EndedAt, m.Error = false, time.Time{}, "send request 12: connection refused"
+	var buf bytes.Buffer
+	if err := report.Markdown(&buf, m, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"- Complete: **no**, error: send request 12: connection refused\n",
+		"ended: —\n",
+		"No samples.",
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, buf.String())
+		}
+	}
+}
+
+func TestMarkdownErrors(t *testing.T) {
+	t.Parallel()
+	if err := report.Markdown(&bytes.Buffer{}, nil, nil, nil); err == nil {
+		t.Errorf("Markdown(nil manifest) = nil; want error")
+	}
+	errFull := errors.New("disk full")
+	if err := report.Markdown(failWriter{errFull}, testManifest(), nil, nil); !errors.Is(err, errFull) {
+		t.Errorf("Markdown(failing writer) = %v; want %v", err, errFull)
+	}
+}
+
+type failWriter struct{ err error }
+
+func (f failWriter) Write([]byte) (int, error) { return 0, f.err }

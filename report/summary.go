@@ -1,0 +1,119 @@
+package report
+
+import (
+	"slices"
+
+	"lab/metrics"
+)
+
+// ScenarioTable is the summary of one scenario: one row per arm.
+type ScenarioTable struct {
+	// Scenario is the scenario's name.
+	Scenario string
+	// Rows holds one row per arm, [metrics.SpecArm] first, then the others sorted by name.
+	Rows []ArmRow
+}
+
+// ArmRow sums the requests of one scenario×arm, over all its repetitions. Token counts are in
+// tokens of the served model's tokenizer.
+type ArmRow struct {
+	// Arm is the arm's name.
+	Arm string
+	// Requests is the number of requests (samples), failed ones included.
+	Requests int
+	// Failed is the number of requests that ended with an error.
+	Failed int
+	// PromptTokens is the sum of prompt_tokens.
+	PromptTokens int64
+	// CachedTokens is the sum of cached_tokens over the requests whose count is known;
+	// CachedUnknown requests are left out (they are not counted as 0).
+	CachedTokens int64
+	// CachedUnknown is the number of requests whose cached_tokens is unknown (null).
+	CachedUnknown int
+	// ExpectedCachedTokens is the sum of expected_cached_tokens over all requests.
+	ExpectedCachedTokens int64
+	// RereadTokens is the sum of reread_tokens: prompt tokens the server processed again.
+	RereadTokens int64
+	// PrefillNs is the sum of prefill_ns, in nanoseconds.
+	PrefillNs int64
+	// Efficiency is the server's cache efficiency, the sum of cached_tokens divided by the sum of
+	// expected_cached_tokens over the requests whose cached_tokens is known (1 = it reused all a
+	// perfect prefix cache could). nil when undefined: no known count, or nothing expected.
+	Efficiency *float64
+	// RereadVsSpec is RereadTokens divided by the spec arm's RereadTokens in the same scenario
+	// (1 for the spec arm itself). nil when the scenario has no spec arm or spec re-read nothing.
+	RereadVsSpec *float64
+}
+
+// PrefillSeconds returns PrefillNs in seconds.
+func (r *ArmRow) PrefillSeconds() float64 { return float64(r.PrefillNs) / 1e9 }
+
+// Summarize adds samples up into one table per scenario, scenarios sorted by name, arms in the
+// order of [metrics.SortArms]. Several repetitions of a scenario×arm are summed into one row. It
+// returns nil for no samples.
+func Summarize(samples []metrics.Sample) []ScenarioTable {
+	type key struct{ scenario, arm string }
+	type acc struct {
+		row                 ArmRow
+		expectedWhereCached int64
+	}
+	accs := map[key]*acc{}
+	arms := map[string][]string{}
+	for i := range samples {
+		s := &samples[i]
+		k := key{s.Scenario, s.Arm}
+		a := accs[k]
+		if a == nil {
+			a = &acc{row: ArmRow{Arm: s.Arm}}
+			accs[k] = a
+			arms[s.Scenario] = append(arms[s.Scenario], s.Arm)
+		}
+		r := &a.row
+		r.Requests++
+		if s.Error != "" {
+			r.Failed++
+		}
+		r.PromptTokens += s.PromptTokens
+		r.ExpectedCachedTokens += s.ExpectedCachedTokens
+		r.RereadTokens += s.RereadTokens
+		r.PrefillNs += s.PrefillNs
+		if s.CachedTokens == nil {
+			r.CachedUnknown++
+		} else {
+			r.CachedTokens += *s.CachedTokens
+			a.expectedWhereCached += s.ExpectedCachedTokens
+		}
+	}
+	if len(arms) == 0 {
+		return nil
+	}
+	scenarios := make([]string, 0, len(arms))
+	for sc := range arms {
+		scenarios = append(scenarios, sc)
+	}
+	slices.Sort(scenarios)
+
+	tables := make([]ScenarioTable, 0, len(scenarios))
+	for _, sc := range scenarios {
+		names := arms[sc]
+		metrics.SortArms(names)
+		t := ScenarioTable{Scenario: sc}
+		var spec *acc
+		if a, ok := accs[key{sc, metrics.SpecArm}]; ok {
+			spec = a
+		}
+		for _, arm := range names {
+			a := accs[key{sc, arm}]
+			r := a.row
+			if r.CachedUnknown < r.Requests && a.expectedWhereCached > 0 {
+				r.Efficiency = new(float64(r.CachedTokens) / float64(a.expectedWhereCached))
+			}
+			if spec != nil && spec.row.RereadTokens != 0 {
+				r.RereadVsSpec = new(float64(r.RereadTokens) / float64(spec.row.RereadTokens))
+			}
+			t.Rows = append(t.Rows, r)
+		}
+		tables = append(tables, t)
+	}
+	return tables
+}
