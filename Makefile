@@ -17,7 +17,7 @@ setup:
 	./scripts/setup.sh
 
 build:
-	$(GO) build -o $(BIN) ./cmd/lab
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/lab
 
 # Builds (once) and checks the local server before the tests, so no test waits for the build.
 server: build
