@@ -79,7 +79,7 @@ const (
 	SourceUnknown    Source = ""
 	SourceResponse   Source = "response"
 	SourceServerLog  Source = "server_log"
-	SourceTiming     Source = "timing_estimate"
+	SourceTiming     Source = "timing"
 	SourceSimulation Source = "simulation"
 )
 
@@ -116,6 +116,9 @@ type Result struct {
 	CacheText string
 	// Body is the request body sent, as JSON, for --save-requests.
 	Body json.RawMessage
+	// Warnings are problems with this request's figures that do not invalidate it (a server log
+	// line that could not be matched, say).
+	Warnings []string
 }
 
 // APIError is a server's refusal or failure, with the address so a user knows which server.

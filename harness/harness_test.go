@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ollama/ollama/model/renderers"
+	"golang.org/x/tools/txtar"
 
 	lab "lab"
 	"lab/backend/ollama"
@@ -196,6 +197,9 @@ func TestScenarioErrorsNameFileAndLine(t *testing.T) {
 		{"backwards", base + "  - clock: \"2026-11-05T21:00:00Z\"\n  - assistant:\n      text: hi\n", ":7: clock goes backwards"},
 		{"missing arg", base + "  - assistant:\n      calls:\n        - edit: {path: a}\n", `:9: edit: missing argument "new_string", "old_string"`},
 		{"unknown step key", base + "  - asistant:\n      text: hi\n", `:7: unknown step "asistant"`},
+		{"number pattern", base + "  - assistant:\n      calls:\n        - grep: {pattern: 12}\n", ":9: grep: pattern: want a string"},
+		{"empty user", base + "  - assistant:\n      text: hi\n  - user:\n  - assistant:\n      text: x\n", ":9: user: empty message"},
+		{"second document", base + "  - assistant:\n      text: hi\n---\nname: y\n", ":9: a second YAML document"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -243,5 +247,57 @@ func TestEmbeddedScenariosReplay(t *testing.T) {
 			}
 			t.Logf("%s: %d requests, last prompt %d bytes", name, sink.Len(), sink.Samples()[sink.Len()-1].PromptTokens)
 		})
+	}
+}
+
+func TestAliasesLoad(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "s.yaml")
+	os.WriteFile(p, []byte(base[:len(base)-len("  - user: hi\n")]+"  - user: &q Where is it?\n  - assistant:\n      calls:\n        - read: &r {path: a}\n  - assistant:\n      calls:\n        - read: *r\n  - assistant:\n      text: *q\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "w.txtar"), []byte("-- a --\nx\n"), 0o644)
+	sc, err := harness.LoadScenario(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(sc.Steps[2].Assistant.Calls[0].Args); got != `{"path":"a"}` || sc.Steps[3].Assistant.Text != "Where is it?" {
+		t.Fatalf("aliases: args %s, text %q", got, sc.Steps[3].Assistant.Text)
+	}
+}
+
+// The date is the person's, in the zone the scenario started in, whatever zone a clock step
+// names (spec §10.3).
+func TestDateInThePersonsZone(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "s.yaml")
+	// 04:00Z on the 6th is 23:00 on the 5th in -05:00: still Thursday for the person.
+	os.WriteFile(p, []byte("name: z\nproject: p\nworkspace: w.txtar\nclock: \"2026-11-05T22:00:00-05:00\"\nsteps:\n  - user: a\n  - assistant:\n      text: b\n  - clock: \"2026-11-06T04:00:00Z\"\n  - user: c\n  - assistant:\n      text: d\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "w.txtar"), []byte("-- a --\nx\n"), 0o644)
+	sc, err := harness.LoadScenario(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop, _ := hygiene.ParseConfig(lab.LoopJSON)
+	conv, _ := ollama.New("http://127.0.0.1:1", "m")
+	be := &renderBackend{conv: conv}
+	if err := harness.RunSession(context.Background(), harness.SessionConfig{Scenario: sc, Arm: arm(t, "spec"), Loop: loop, Backend: be, Sink: &metrics.MemorySink{}, SandboxDir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	if got := be.requests[1].Messages[3].Content; got != "c" {
+		t.Fatalf("second user message = %q; want no new date note (still Thursday for the person)", got)
+	}
+}
+
+func TestListAndGrepEdges(t *testing.T) {
+	loop, _ := hygiene.ParseConfig(lab.LoopJSON)
+	hs, _ := hygiene.NewSession(loop, hygiene.Spec())
+	ws, err := harness.NewWorkspace([]txtar.File{{Name: "a.go", Data: []byte("x\ny\n")}, {Name: "e.txt"}}, t.TempDir(), "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ws.Run(hs, "list", []byte(`{"path":"a.go"}`)); !strings.Contains(got, "Error: list ") || !strings.Contains(got, "not a directory") {
+		t.Errorf("list of a file = %q; want an error", got)
+	}
+	if got := ws.Run(hs, "grep", []byte(`{"pattern":"^$"}`)); !strings.HasSuffix(got, "No matches.") {
+		t.Errorf("grep ^$ = %q; want no matches (no line past the end)", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"lab/hygiene"
@@ -31,7 +32,8 @@ type RunConfig struct {
 	Tokenizer                                    Tokenizer
 	// SaveRequests writes every request body to requests.jsonl beside the samples.
 	SaveRequests bool
-	// SandboxDir is where each session's workspace is copied; "" means a temporary folder.
+	// SandboxDir is where each session's workspace is written (into SandboxDir/<project>); ""
+	// means <temp>/lab-sandbox/<run-id>, removed at the end.
 	SandboxDir string
 	// Settings are recorded in the manifest as they are (flags, model options).
 	Settings map[string]string
@@ -56,6 +58,14 @@ func (c *RunConfig) Requests() int {
 	return n * len(c.Arms) * max(c.Repeat, 1)
 }
 
+// CheckRunID reports a run id that cannot name a folder inside the results folder.
+func CheckRunID(id string) error {
+	if id == "" || id == "." || id == ".." || strings.ContainsAny(id, `/\`) {
+		return fmt.Errorf("run id %q: want a single folder name", id)
+	}
+	return nil
+}
+
 // Run runs the matrix and writes results/<run-id>/: samples.parquet (one row per request, written
 // as measured), manifest.json (complete: false until every session ended well) and, with
 // SaveRequests, requests.jsonl. It returns the run's folder and manifest; on an error both are
@@ -72,6 +82,9 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 	runID := cfg.RunID
 	if runID == "" {
 		runID = start.Format("20060102-150405")
+	}
+	if err := CheckRunID(runID); err != nil {
+		return "", nil, err
 	}
 	dir = filepath.Join(cfg.ResultsDir, runID)
 	if _, err := os.Stat(dir); err == nil {
@@ -105,11 +118,11 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 			return dir, man, errors.Join(err, sink.Close())
 		}
 	}
+	// The sandbox's path appears in answers that name absolute paths (errors, grep): the same
+	// path for every arm of the run, and of the same length from run to run.
 	sandbox := cfg.SandboxDir
 	if sandbox == "" {
-		if sandbox, err = os.MkdirTemp("", "lab-sandbox-"); err != nil {
-			return dir, man, errors.Join(err, sink.Close())
-		}
+		sandbox = filepath.Join(os.TempDir(), "lab-sandbox", runID)
 		defer os.RemoveAll(sandbox)
 	}
 	// Whatever happens, close the Parquet file (its footer makes it readable) and record in the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -109,7 +110,7 @@ func LoadScenario(path string) (*Scenario, error) {
 func LoadScenarioFS(fsys fs.FS, name, shown string) (*Scenario, error) {
 	data, err := fs.ReadFile(fsys, name)
 	if err != nil {
-		return nil, fmt.Errorf("load scenario: %w", err)
+		return nil, fmt.Errorf("load scenario %s: %w", shown, unwrapPathError(err))
 	}
 	s, err := parseScenario(shown, data)
 	if err != nil {
@@ -158,11 +159,22 @@ func splitYAMLLine(s string) (int, string) {
 }
 
 func parseScenario(file string, data []byte) (*Scenario, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, &SyntaxError{File: file, Msg: "empty file"}
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var s Scenario
 	if err := dec.Decode(&s); err != nil {
 		return nil, asSyntax(file, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err != io.EOF {
+		line := extra.Line
+		if err != nil {
+			return nil, asSyntax(file, err)
+		}
+		return nil, &SyntaxError{File: file, Line: line, Msg: "a second YAML document: a scenario file holds one"}
 	}
 	s.File = file
 	bad := func(line int, format string, args ...any) error {
@@ -204,6 +216,9 @@ func parseScenario(file string, data []byte) (*Scenario, error) {
 			}
 			now, st.At = at, at
 		case st.User != nil:
+			if strings.TrimSpace(*st.User) == "" {
+				return nil, bad(st.Line, "user: empty message")
+			}
 			if prev == "user" {
 				return nil, bad(st.Line, "two user steps in a row: the first has no assistant reply")
 			}
@@ -294,9 +309,15 @@ func checkCall(c Call) error {
 			}
 		}
 	}
+	for _, n := range []string{"pattern", "old_string", "new_string"} {
+		if v, ok := args[n]; ok {
+			if _, isStr := v.(string); !isStr {
+				return fmt.Errorf("%s: want a string", n)
+			}
+		}
+	}
 	if p, ok := args["pattern"]; ok {
-		ps, _ := p.(string)
-		if _, err := regexp.Compile(ps); err != nil {
+		if _, err := regexp.Compile(p.(string)); err != nil {
 			return fmt.Errorf("pattern: %v", err)
 		}
 	}
@@ -328,11 +349,12 @@ func inside(p string) (string, error) {
 
 // UnmarshalYAML decodes a step, checking its keys strictly and keeping its line.
 func (st *Step) UnmarshalYAML(n *yaml.Node) error {
+	n = resolve(n)
 	st.Line = n.Line
 	if n.Kind != yaml.MappingNode || len(n.Content) != 2 {
 		return &SyntaxError{Line: n.Line, Msg: "a step is a mapping with exactly one of user, assistant, clock"}
 	}
-	key, val := n.Content[0], n.Content[1]
+	key, val := n.Content[0], resolve(n.Content[1])
 	switch key.Value {
 	case "user", "clock":
 		if val.Kind != yaml.ScalarNode {
@@ -357,11 +379,12 @@ func (st *Step) UnmarshalYAML(n *yaml.Node) error {
 }
 
 func (a *AssistantStep) decode(n *yaml.Node) error {
+	n = resolve(n)
 	if n.Kind != yaml.MappingNode {
 		return &SyntaxError{Line: n.Line, Msg: "assistant: want a mapping with reasoning, text, calls"}
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		key, val := n.Content[i], n.Content[i+1]
+		key, val := n.Content[i], resolve(n.Content[i+1])
 		switch key.Value {
 		case "reasoning", "text":
 			if val.Kind != yaml.ScalarNode {
@@ -377,7 +400,7 @@ func (a *AssistantStep) decode(n *yaml.Node) error {
 				return &SyntaxError{Line: val.Line, Msg: "calls: want a list of tool: {arguments}"}
 			}
 			for _, c := range val.Content {
-				call, err := decodeCall(c)
+				call, err := decodeCall(resolve(c))
 				if err != nil {
 					return err
 				}
@@ -394,7 +417,7 @@ func decodeCall(n *yaml.Node) (Call, error) {
 	if n.Kind != yaml.MappingNode || len(n.Content) != 2 {
 		return Call{}, &SyntaxError{Line: n.Line, Msg: "a call is a one-key mapping, tool: {arguments}"}
 	}
-	key, val := n.Content[0], n.Content[1]
+	key, val := n.Content[0], resolve(n.Content[1])
 	if val.Kind != yaml.MappingNode {
 		return Call{}, &SyntaxError{Line: val.Line, Msg: key.Value + ": arguments must be a mapping"}
 	}
@@ -403,6 +426,14 @@ func decodeCall(n *yaml.Node) (Call, error) {
 		return Call{}, &SyntaxError{Line: val.Line, Msg: key.Value + ": " + err.Error()}
 	}
 	return Call{Tool: key.Value, Args: args, Line: key.Line}, nil
+}
+
+// resolve follows a YAML alias (*name) to the node it names.
+func resolve(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
 }
 
 // nodeJSON encodes a YAML node as JSON, keeping the order of mapping keys.
@@ -415,6 +446,7 @@ func nodeJSON(n *yaml.Node) (json.RawMessage, error) {
 }
 
 func writeJSON(b *bytes.Buffer, n *yaml.Node) error {
+	n = resolve(n)
 	switch n.Kind {
 	case yaml.MappingNode:
 		b.WriteByte('{')

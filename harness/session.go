@@ -122,7 +122,10 @@ type runner struct {
 }
 
 // date is the person's date in the clock's zone (§10.3: "the date is the person's own").
-func (r *runner) date() string { return r.clock.Format("Monday, 2006-01-02") }
+// Clock steps may name another zone; the date is always read in the zone the scenario started in.
+func (r *runner) date() string {
+	return r.clock.In(r.cfg.Scenario.Start.Location()).Format("Monday, 2006-01-02")
+}
 
 // buildSystem builds the system prompt: the base prompt and the environment lines (§11). With
 // §10.2 off, today's date comes first, where gpt-oss ("Current date:") and Llama 3.x ("Today
@@ -232,6 +235,11 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 	s.CompletionTokens = res.CompletionTokens
 	s.TTFTNs, s.PrefillNs, s.TotalNs, s.LoadNs = int64(res.TTFT), int64(res.Prefill), int64(res.Total), int64(res.Load)
 	s.RequestBytes = res.RequestBytes
+	for _, w := range res.Warnings {
+		if cfg.Warn != nil {
+			cfg.Warn(fmt.Errorf("%s/%s request %d: %s", s.Scenario, s.Arm, s.RequestIndex, w))
+		}
+	}
 	if err := r.expect(req, res, s); err != nil {
 		return err
 	}

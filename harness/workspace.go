@@ -138,6 +138,11 @@ func (w *Workspace) list(s *hygiene.Session, a callArgs) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if fi, err := os.Stat(abs); err != nil {
+		return "", fmt.Errorf("list %s: %w", abs, unwrapPathError(err))
+	} else if !fi.IsDir() {
+		return "", fmt.Errorf("list %s: not a directory (read shows a file)", abs)
+	}
 	var lines []string
 	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -182,7 +187,7 @@ func (w *Workspace) grep(s *hygiene.Session, a callArgs) (string, error) {
 		if err != nil {
 			return err
 		}
-		for i, line := range strings.Split(string(data), "\n") {
+		for i, line := range hygiene.Lines(string(data)) {
 			if re.MatchString(line) {
 				out = append(out, fmt.Sprintf("%s:%d: %s", p, i+1, line))
 			}

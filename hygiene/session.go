@@ -94,7 +94,7 @@ type ReadRequest struct {
 func (s *Session) Read(r ReadRequest) string {
 	sum := sha256.Sum256(r.Content)
 	short := hex.EncodeToString(sum[:])[:s.cfg.Read.SHADigits]
-	lines := splitLines(string(r.Content))
+	lines := Lines(string(r.Content))
 	total := len(lines)
 	label := r.Path
 	if total == 0 {
@@ -173,9 +173,9 @@ func (s *Session) Edited(path string, newContent []byte, diff string) string {
 	return out
 }
 
-// splitLines splits text into lines; a final newline ends the last line and does not start
-// another. "" has no lines.
-func splitLines(text string) []string {
+// Lines splits text into lines as the read tool counts them: a final newline ends the last line
+// and does not start another; "" has no lines.
+func Lines(text string) []string {
 	if text == "" {
 		return nil
 	}

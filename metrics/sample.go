@@ -19,7 +19,7 @@ type Sample struct {
 	// Arm is the name of the set of measures this request was sent under; [SpecArm] is every
 	// measure as the spec specifies.
 	Arm string `parquet:"arm,dict" json:"arm"`
-	// Repetition is the 0-based repetition of the scenario×arm pair within the run.
+	// Repetition is the 1-based repetition of the scenario×arm pair within the run.
 	Repetition int32 `parquet:"repetition" json:"repetition"`
 	// Backend is the wire protocol's name, for example "ollama" or "sim".
 	Backend string `parquet:"backend,dict" json:"backend"`
@@ -59,8 +59,9 @@ type Sample struct {
 	// server's cache held; nil when the whole cache matched (the prompt only extended it).
 	DivergenceToken *int64 `parquet:"divergence_token,optional" json:"divergence_token"`
 	// DivergenceSegment names the part of the prompt DivergenceToken falls in: "system",
-	// "tools", "message N", "reasoning N" or "note" (N a 0-based message index); "" when the
-	// whole cache matched.
+	// "tools", "message N", "reasoning N", "note" (N a 0-based message index) or
+	// "generation prompt" (what the template writes after the last message); "" when the whole
+	// cache matched.
 	DivergenceSegment string `parquet:"divergence_segment,dict" json:"divergence_segment"`
 	// RereadTokens is the number of prompt tokens the server had to process again:
 	// PromptTokens − CachedTokens when CachedTokens is known, else PromptTokens −

@@ -10,7 +10,7 @@ for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 for cmd in go gcc npm; do
-  command -v "$cmd" >/dev/null || { echo "setup: $cmd is not installed; lab needs Go 1.26, gcc and npm" >&2; exit 1; }
+  command -v "$cmd" >/dev/null || { echo "setup: $cmd is not installed; lab needs Go 1.26 (https://go.dev/dl), gcc and npm (Debian packages gcc, npm)" >&2; exit 1; }
 done
 
 if [ ${#missing[@]} -eq 0 ]; then

@@ -119,6 +119,15 @@ func (c *Client) Version(ctx context.Context) (string, error) {
 	return v, nil
 }
 
+// CheckModel asks the server whether it serves the client's model (/api/show); a
+// *chat.APIError naming the address and the model when it does not.
+func (c *Client) CheckModel(ctx context.Context) error {
+	if _, err := c.api.Show(ctx, &api.ShowRequest{Model: c.model}); err != nil {
+		return fmt.Errorf("model %q: %w", c.model, c.wrap(err))
+	}
+	return nil
+}
+
 func (c *Client) options() map[string]any {
 	return map[string]any{"num_ctx": c.numCtx, "num_predict": 1, "temperature": 0, "seed": c.seed}
 }
@@ -242,12 +251,14 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 		if err != nil {
 			return res, err
 		}
-		if line != nil {
+		switch {
+		case line == nil:
+			res.Warnings = append(res.Warnings, fmt.Sprintf("no `loading cache slot` line in %s within %s: cached tokens unknown (is OLLAMA_DEBUG=1 set?)", c.logPath, c.logWait))
+		case int64(line.prompt) != res.PromptTokens:
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the server log's prompt=%d does not match prompt_eval_count %d: the line belongs to another request, cached tokens unknown", line.prompt, res.PromptTokens))
+		default:
 			used := int64(line.used)
 			res.CachedTokens, res.CachedSource = &used, chat.SourceServerLog
-			if int64(line.prompt) != res.PromptTokens {
-				return res, fmt.Errorf("ollama: the server log's prompt=%d does not match prompt_eval_count %d: the log line belongs to another request", line.prompt, res.PromptTokens)
-			}
 		}
 	}
 
@@ -345,6 +356,10 @@ func (c *Client) scanLog() (*cacheLine, error) {
 		return nil, fmt.Errorf("read the server log: %w", err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() < c.logOffset {
+		// The log was truncated or rotated: read the new file from its start.
+		c.logOffset = 0
+	}
 	if _, err := f.Seek(c.logOffset, io.SeekStart); err != nil {
 		return nil, fmt.Errorf("read the server log: %w", err)
 	}

@@ -168,3 +168,20 @@ func TestUnreachableServerNamesTheAddress(t *testing.T) {
 		t.Fatalf("Version on a closed port = %v; want a *chat.APIError naming http://127.0.0.1:9", err)
 	}
 }
+
+// A log truncated or rotated under the client is read again from its start.
+func TestLogTruncationIsFollowed(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "server.log")
+	os.WriteFile(logPath, []byte(strings.Repeat("padding line\n", 50)), 0o644)
+	srv := fakeServer(t, logPath)
+	defer srv.Close()
+	c, _ := New(srv.URL, "m", WithNumCtx(8192), WithServerLog(logPath))
+	os.WriteFile(logPath, nil, 0o644) // rotated: now shorter than the offset
+	res, err := c.Send(context.Background(), &chat.Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}}}, &chat.Reply{Content: "ok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.CachedTokens == nil || len(res.Warnings) != 0 {
+		t.Fatalf("after truncation: cached %v, warnings %q; want the new line read", res.CachedTokens, res.Warnings)
+	}
+}

@@ -41,6 +41,11 @@ func TestBadFlagsExit2(t *testing.T) {
 		{"run", "--arm", "nope"},
 		{"run", "--scenario", "nope"},
 		{"run", "--bogus"},
+		{"run", "extra-arg"},
+		{"bogus"},
+		{"run", "--run-id", "../escape"},
+		{"run", "--gguf", "/nonexistent.gguf"},
+		{"run", "--scenario", "/nonexistent/scenario.yaml"},
 	} {
 		code, _, stderr := runLab(t, args...)
 		if code != 2 {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -36,6 +37,9 @@ func badInput(format string, args ...any) error {
 type streams struct {
 	out, err io.Writer
 	getenv   func(string) string
+	// started is set when a command's RunE begins: an error before that (an unknown command,
+	// a wrong argument count, a bad flag) is a usage error.
+	started bool
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -47,6 +51,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	fmt.Fprintln(stderr, "lab:", err)
+	if !s.started {
+		return exitBadInput
+	}
 	return exitCode(err)
 }
 
@@ -80,6 +87,9 @@ a report.`,
   lab model synth --hidden 256 --out /tmp/m.gguf`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRun: func(*cobra.Command, []string) {
+			s.started = true
+		},
 	}
 	root.SetOut(s.out)
 	root.SetErr(s.err)
@@ -104,12 +114,14 @@ func version() string {
 	if !ok {
 		return "unknown"
 	}
+	// Go stamps the revision into Main.Version (a pseudo-version) when it builds from a
+	// repository; a build without VCS information is "(devel)".
 	v := bi.Main.Version
 	for _, st := range bi.Settings {
-		if st.Key == "vcs.revision" && len(st.Value) >= 12 {
+		if st.Key == "vcs.revision" && v == "(devel)" && len(st.Value) >= 12 {
 			v += " " + st.Value[:12]
 		}
-		if st.Key == "vcs.modified" && st.Value == "true" {
+		if st.Key == "vcs.modified" && st.Value == "true" && !strings.HasSuffix(v, "+dirty") {
 			v += "+dirty"
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,8 +84,11 @@ func loadScenarios(spec string) ([]*harness.Scenario, error) {
 	switch {
 	case spec == "all":
 		names = scenarios.Names()
-	case strings.HasSuffix(spec, ".yaml") || strings.HasSuffix(spec, ".yml") || strings.ContainsRune(spec, os.PathSeparator):
+	case strings.HasSuffix(spec, ".yaml") || strings.HasSuffix(spec, ".yml") || strings.HasSuffix(spec, ".json") || strings.ContainsRune(spec, os.PathSeparator):
 		sc, err := harness.LoadScenario(spec)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, &usageError{err}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -127,6 +131,25 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.RunID != "" {
+		if err := harness.CheckRunID(o.RunID); err != nil {
+			return badInput("--run-id: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(o.ResultsDir, o.RunID)); err == nil {
+			return badInput("--run-id %s: %s already exists", o.RunID, filepath.Join(o.ResultsDir, o.RunID))
+		}
+	}
+	if o.ServerURL == "" && (o.ServerLog != "" || o.GGUF != "") {
+		return badInput("--server-log and --gguf describe a server given with --server; the local server needs neither")
+	}
+	for _, f := range []struct{ flag, path string }{{"--server-log", o.ServerLog}, {"--gguf", o.GGUF}} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(f.path); err != nil {
+			return badInput("%s: %v", f.flag, err)
+		}
+	}
 	progress := io.Writer(s.err)
 	if o.Quiet {
 		progress = io.Discard
@@ -154,6 +177,9 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 		if serverVersion, err = client.Version(ctx); err != nil {
 			return fmt.Errorf("reach the server: %w", err)
 		}
+	}
+	if err := client.CheckModel(ctx); err != nil {
+		return err
 	}
 	var tok harness.Tokenizer
 	if gguf != "" {

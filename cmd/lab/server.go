@@ -15,6 +15,7 @@ func addModelFlags(c *cobra.Command, m *localserver.ModelOptions) {
 	f.IntVar(&m.Layers, "layers", m.Layers, "synthetic model: number of layers (block_count)")
 	f.IntVar(&m.FeedForward, "ffn", m.FeedForward, "synthetic model: feed-forward size")
 	f.Int64Var(&m.Seed, "seed", m.Seed, "synthetic model: seed of the random weights")
+	f.BoolVar(&m.F16, "f16", m.F16, "synthetic model: store weight matrices as f16 (smaller file)")
 }
 
 func newServerCmd(s *streams) *cobra.Command {
