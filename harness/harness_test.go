@@ -66,6 +66,12 @@ func runTiny(t *testing.T, arm harness.Arm) ([]metrics.Sample, *renderBackend) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return replay(t, sc, arm)
+}
+
+// replay runs a scenario through the harness with renderBackend and byteTokenizer.
+func replay(t *testing.T, sc *harness.Scenario, arm harness.Arm) ([]metrics.Sample, *renderBackend) {
+	t.Helper()
 	loop, err := hygiene.ParseConfig(lab.LoopJSON)
 	if err != nil {
 		t.Fatal(err)
@@ -220,32 +226,20 @@ const base = "name: x\nproject: p\nworkspace: w.txtar\nclock: \"2026-11-05T22:00
 // Every embedded scenario loads and replays through the harness with Ollama's own renderer:
 // every tool call succeeds (edits apply), and the session grows as its description says.
 func TestEmbeddedScenariosReplay(t *testing.T) {
-	loop, err := hygiene.ParseConfig(lab.LoopJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, name := range scenarios.Names() {
 		t.Run(name, func(t *testing.T) {
 			sc, err := harness.LoadScenarioFS(scenarios.FS, name+"/scenario.yaml", "scenarios/"+name+"/scenario.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}
-			conv, _ := ollama.New("http://127.0.0.1:1", "m")
-			be := &renderBackend{conv: conv}
-			sink := &metrics.MemorySink{}
-			err = harness.RunSession(context.Background(), harness.SessionConfig{
-				Scenario: sc, Arm: arm(t, "spec"), Loop: loop, Backend: be, Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(),
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			samples, be := replay(t, sc, arm(t, "spec"))
 			last := be.requests[len(be.requests)-1]
 			for _, m := range last.Messages {
 				if m.Role == chat.RoleTool && strings.Contains(m.Content, "Error:") {
 					t.Errorf("tool %s failed: %s", m.ToolName, m.Content[:min(len(m.Content), 300)])
 				}
 			}
-			t.Logf("%s: %d requests, last prompt %d bytes", name, sink.Len(), sink.Samples()[sink.Len()-1].PromptTokens)
+			t.Logf("%s: %d requests, last prompt %d bytes", name, len(samples), samples[len(samples)-1].PromptTokens)
 		})
 	}
 }
@@ -276,12 +270,7 @@ func TestDateInThePersonsZone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loop, _ := hygiene.ParseConfig(lab.LoopJSON)
-	conv, _ := ollama.New("http://127.0.0.1:1", "m")
-	be := &renderBackend{conv: conv}
-	if err := harness.RunSession(context.Background(), harness.SessionConfig{Scenario: sc, Arm: arm(t, "spec"), Loop: loop, Backend: be, Sink: &metrics.MemorySink{}, SandboxDir: t.TempDir()}); err != nil {
-		t.Fatal(err)
-	}
+	_, be := replay(t, sc, arm(t, "spec"))
 	if got := be.requests[1].Messages[3].Content; got != "c" {
 		t.Fatalf("second user message = %q; want no new date note (still Thursday for the person)", got)
 	}

@@ -58,11 +58,9 @@ func newServerCmd(s *streams) *cobra.Command {
 	}
 	start.Flags().BoolVar(&generic, "generic-build", false, "build Ollama without -march=native")
 	addModelFlags(start, &m)
-	stop := &cobra.Command{
-		Use:   "stop",
-		Short: "Stop the server lab server start started",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+	// attached runs f on the server `lab server start` left running, or says it is not running.
+	attached := func(f func(*localserver.Server) error) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, _ []string) error {
 			dir, err := cacheDir(s, cache)
 			if err != nil {
 				return err
@@ -75,33 +73,29 @@ func newServerCmd(s *streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			return f(srv)
+		}
+	}
+	stop := &cobra.Command{
+		Use:   "stop",
+		Short: "Stop the server lab server start started",
+		Args:  cobra.NoArgs,
+		RunE: attached(func(srv *localserver.Server) error {
 			if err := srv.Stop(); err != nil {
 				return err
 			}
 			fmt.Fprintf(s.out, "stopped %s (pid %d)\n", srv.URL, srv.PID)
 			return nil
-		},
+		}),
 	}
 	status := &cobra.Command{
 		Use:   "status",
 		Short: "Say whether the local server is running, and where",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := cacheDir(s, cache)
-			if err != nil {
-				return err
-			}
-			srv, err := localserver.Attach(cmd.Context(), sharedServerDir(dir))
-			if errors.Is(err, localserver.ErrNotRunning) {
-				fmt.Fprintln(s.out, "not running")
-				return nil
-			}
-			if err != nil {
-				return err
-			}
+		RunE: attached(func(srv *localserver.Server) error {
 			fmt.Fprintf(s.out, "running: %s\nollama %s, pid %d, log %s\n", srv.URL, srv.Version, srv.PID, srv.LogPath)
 			return nil
-		},
+		}),
 	}
 	prepare := &cobra.Command{
 		Use:   "prepare",
