@@ -22,7 +22,10 @@ const (
 
 // Message is one message of a conversation as a request carries it.
 type Message struct {
-	Role    Role
+	// Role is the message's author.
+	Role Role
+	// Content is the message's text: for a user message the person's words and any note after
+	// them, for a tool message the result as inserted (spec 3.2.0 §1).
 	Content string
 	// Reasoning is the reasoning (thinking) text the assistant message came with, sent back only
 	// where spec 3.2.0 §8 says (the current turn). Empty means the message carries none; a
@@ -38,7 +41,8 @@ type Message struct {
 // ToolCall is one function call an assistant message made.
 type ToolCall struct {
 	// ID is the call's id, unique in the session (for dialects that carry one).
-	ID   string
+	ID string
+	// Name is the tool's name, as in the request's tool list.
 	Name string
 	// Arguments is a JSON object, its keys in the order the model wrote them.
 	Arguments json.RawMessage
@@ -46,7 +50,9 @@ type ToolCall struct {
 
 // Tool is one entry of a request's tool list: a function with a JSON Schema for its parameters.
 type Tool struct {
-	Name        string
+	// Name is the function's name.
+	Name string
+	// Description tells the model what the tool does.
 	Description string
 	// Parameters is a JSON Schema object, encoded as it is sent.
 	Parameters json.RawMessage
@@ -65,8 +71,11 @@ type Request struct {
 // Reply is what the model answered a request with. In scripted mode the scenario gives it and the
 // backend leaves the server's KV cache as if the model had generated it.
 type Reply struct {
+	// Reasoning is what the model thought before it answered ("" for none).
 	Reasoning string
-	Content   string
+	// Content is the visible text.
+	Content string
+	// ToolCalls are the calls it made, in order.
 	ToolCalls []ToolCall
 }
 
@@ -123,10 +132,14 @@ type Result struct {
 
 // APIError is a server's refusal or failure, with the address so a user knows which server.
 type APIError struct {
-	Backend    string
-	URL        string
+	// Backend names the protocol ("ollama").
+	Backend string
+	// URL is the server's address.
+	URL string
+	// StatusCode is the HTTP status, 0 when no answer arrived (connection refused, say).
 	StatusCode int
-	Body       string
+	// Body is the server's error message, or the transport error's.
+	Body string
 }
 
 // Error implements error.

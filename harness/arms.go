@@ -12,7 +12,8 @@ type Arm struct {
 	Name string
 	// Description is one line for `lab arms` and the report.
 	Description string
-	Measures    hygiene.Measures
+	// Measures are the spec's measures the arm applies.
+	Measures hygiene.Measures
 }
 
 // Arms returns every arm the lab knows, `spec` first.

@@ -15,6 +15,7 @@ import (
 
 // RunConfig is a matrix of scenarios × arms × repetitions against one backend.
 type RunConfig struct {
+	// Scenarios and Arms are the matrix, run scenario by scenario, each with every arm in order.
 	Scenarios []*Scenario
 	Arms      []Arm
 	// Repeat is the number of repetitions of each scenario × arm; 0 means 1.
@@ -22,14 +23,18 @@ type RunConfig struct {
 	// ResultsDir is the folder that receives <run-id>/ ("results").
 	ResultsDir string
 	// RunID names the run's folder; "" makes one from the start time, such as 20261129-224501.
-	RunID      string
+	RunID string
+	// LabVersion is recorded in the manifest.
 	LabVersion string
-	Loop       *hygiene.Config
-	Backend    Backend
+	// Loop is loop.json's context section.
+	Loop *hygiene.Config
+	// Backend sends every request of the run.
+	Backend Backend
 	// BackendName, Model, ServerVersion, ServerURL and NumCtx are recorded in the manifest.
 	BackendName, Model, ServerVersion, ServerURL string
 	NumCtx                                       int
-	Tokenizer                                    Tokenizer
+	// Tokenizer is the served model's tokenizer, for the expected cached tokens.
+	Tokenizer Tokenizer
 	// SaveRequests writes every request body to requests.jsonl beside the samples.
 	SaveRequests bool
 	// SandboxDir is where each session's workspace is written (into SandboxDir/<project>); ""

@@ -33,8 +33,9 @@ type Scenario struct {
 	Workspace string `yaml:"workspace"`
 	// StartDir is where the session was started, relative to the project root ("" = the root).
 	StartDir string `yaml:"start_dir"`
-	// Clock is the fake clock's start, RFC 3339 with a zone.
+	// Clock is the fake clock's start, RFC 3339 with a zone: the person's zone.
 	Clock string `yaml:"clock"`
+	// Steps are the session's steps, in order.
 	Steps []Step `yaml:"steps"`
 
 	// File is the scenario file's path; set by [LoadScenario].
@@ -61,24 +62,32 @@ type Step struct {
 
 // AssistantStep is the model's reply at one step: reasoning, text and tool calls.
 type AssistantStep struct {
+	// Reasoning is what the model thought before this step.
 	Reasoning string
-	Text      string
-	Calls     []Call
+	// Text is the visible text of the reply.
+	Text string
+	// Calls are the tool calls, in order.
+	Calls []Call
 }
 
 // Call is one scripted tool call.
 type Call struct {
+	// Tool is the tool's name: read, list, grep or edit.
 	Tool string
 	// Args is the arguments as a JSON object, keys in the order the scenario wrote them.
 	Args json.RawMessage
+	// Line is the call's line in the scenario file.
 	Line int
 }
 
 // SyntaxError is a problem in a scenario file, at a line: it prints as "file:line: message".
 type SyntaxError struct {
+	// File is the scenario file as the user named it.
 	File string
+	// Line is 1-based; 0 when the problem has no single line (a missing field).
 	Line int
-	Msg  string
+	// Msg says what is wrong.
+	Msg string
 }
 
 // Error implements error.

@@ -38,17 +38,22 @@ type Tokenizer interface {
 
 // SessionConfig is everything one scripted session needs.
 type SessionConfig struct {
-	Scenario   *Scenario
-	Arm        Arm
+	// Scenario is the session to replay, Arm the measures it applies.
+	Scenario *Scenario
+	Arm      Arm
+	// Repetition (1-based) and RunID are recorded in every sample.
 	Repetition int
 	RunID      string
-	Loop       *hygiene.Config
-	Backend    Backend
+	// Loop is loop.json's context section: the spec's texts and numbers.
+	Loop *hygiene.Config
+	// Backend sends the requests.
+	Backend Backend
 	// BackendName, Model and ServerVersion are recorded in every sample.
 	BackendName, Model, ServerVersion string
 	// Tokenizer is the served model's tokenizer; nil leaves expected_cached_tokens at 0.
 	Tokenizer Tokenizer
-	Sink      metrics.Sink
+	// Sink receives one sample per request.
+	Sink metrics.Sink
 	// SandboxDir is where the workspace is copied (into SandboxDir/<project>).
 	SandboxDir string
 	// Requests, when set, receives every request body as one JSON line.

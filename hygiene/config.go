@@ -30,6 +30,7 @@ type Config struct {
 		StartedIn string `json:"started_in"`
 	} `json:"env"`
 	Note struct {
+		// Open and Close are the note's first and last lines (§10.3: <session-note>).
 		Open  string `json:"open"`
 		Close string `json:"close"`
 		// Order lists the note's block kinds in the order they appear (§10.3 `context.note`).
