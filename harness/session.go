@@ -124,6 +124,9 @@ type runner struct {
 
 	prevCacheText   string
 	prevCacheTokens []int32
+	// prevReasoning holds the indexes of the messages that carried reasoning in the previous
+	// request.
+	prevReasoning map[int]bool
 }
 
 // date is the person's date in the clock's zone (§10.3: "the date is the person's own").
@@ -282,11 +285,24 @@ func (r *runner) expect(req *chat.Request, res *chat.Result, s *metrics.Sample) 
 	s.ExpectedCachedTokens = int64(min(common, max(len(prompt)-1, 0)))
 	parts := r.parts(req)
 	segs := cachesim.Segments(res.Rendered, parts)
+	reasoning := map[int]bool{}
+	for i, m := range req.Messages {
+		if m.Reasoning != "" {
+			reasoning[i] = true
+		}
+	}
 	if common < len(prompt) && common < len(r.prevCacheTokens) {
 		d := int64(common)
 		s.DivergenceToken = &d
 		s.DivergenceSegment = cachesim.SegmentAt(segs, cachesim.CommonPrefixBytes(res.Rendered, r.prevCacheText))
+		// A message that carried reasoning last time and carries none now (a new turn: §8, and
+		// the template drops it) diverges where its reasoning was.
+		var n int
+		if _, err := fmt.Sscanf(s.DivergenceSegment, "message %d", &n); err == nil && r.prevReasoning[n] && !reasoning[n] {
+			s.DivergenceSegment = "reasoning " + strconv.Itoa(n)
+		}
 	}
+	r.prevReasoning = reasoning
 	// Reasoning sent, and the part of it that lies after the divergence (re-read).
 	divergeAt := cachesim.CommonPrefixBytes(res.Rendered, r.prevCacheText)
 	for i, m := range req.Messages {
