@@ -98,18 +98,18 @@ func (s *Session) Read(r ReadRequest) string {
 	total := len(lines)
 	label := r.Path
 	if total == 0 {
-		return s.insertRead(fmt.Sprintf("%s empty sha %s", label, short), "", r.AbsPath, sum, 0, 0)
+		return s.insertRead(fill(s.cfg.Read.Empty, "path", label, "sha", short), "", r.AbsPath, sum, 0, 0)
 	}
 	from := max(r.Offset, 1)
 	if from > total {
-		return s.Result(fmt.Sprintf("Error: %s has %d lines; offset %d is past its end.", r.AbsPath, total, from))
+		return s.Result(fill(s.cfg.Read.PastEnd, "path", r.AbsPath, "total", strconv.Itoa(total), "offset", strconv.Itoa(from)))
 	}
 	limit := r.Limit
 	if limit <= 0 || limit > s.cfg.Read.WindowLines {
 		limit = s.cfg.Read.WindowLines
 	}
 	to := min(from+limit-1, total)
-	head := fmt.Sprintf("%s lines %d-%d of %d sha %s", label, from, to, total, short)
+	head := fill(s.cfg.Read.Range, "path", label, "from", strconv.Itoa(from), "to", strconv.Itoa(to), "total", strconv.Itoa(total), "sha", short)
 	var b strings.Builder
 	for i := from; i <= to; i++ {
 		b.WriteString(strconv.Itoa(i))
