@@ -1,6 +1,8 @@
 package prompts
 
 import (
+	"io/fs"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -15,5 +17,34 @@ func TestSystemHasNoClockOrAbsolutePath(t *testing.T) {
 		if strings.Contains(s, bad) {
 			t.Errorf("System() contains %q", bad)
 		}
+	}
+}
+
+// The files the spec names exist, and no prompt names an absolute machine path (§11).
+func TestRequiredFilesAndNoAbsolutePaths(t *testing.T) {
+	for _, name := range []string{"system.md", "blocks/context.md", "tasks/compact.md", "tasks/init.md", "modes/default.md", "modes/plan.md"} {
+		if _, err := Text(name); err != nil {
+			t.Error(err)
+		}
+	}
+	compact, _ := Text("tasks/compact.md")
+	for _, p := range []string{"{{transcript}}", "{{previous_summary}}"} {
+		if !strings.Contains(compact, p) {
+			t.Errorf("tasks/compact.md has no %s (spec §7)", p)
+		}
+	}
+	abs := regexp.MustCompile(`(^|[\s(])/(home|root|usr|tmp|Users|work)/`)
+	fs.WalkDir(FS, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, _ := FS.ReadFile(p)
+		if abs.Match(b) {
+			t.Errorf("%s names an absolute path", p)
+		}
+		return nil
+	})
+	if got := strings.Join(Modes(), ","); got != "auto,default,plan" {
+		t.Errorf("Modes() = %s", got)
 	}
 }
