@@ -36,6 +36,34 @@ type Message struct {
 	// ToolCallID and ToolName tie a tool message to the call it answers.
 	ToolCallID string
 	ToolName   string
+	// Thinking is the Anthropic Messages dialect's form of the reasoning an assistant message
+	// came with: its thinking and redacted_thinking blocks, in the order the model gave them,
+	// each with its signature. Spec 3.2.0 §8: in the current turn they go back unchanged and
+	// first; earlier turns carry none. Reasoning holds the same thought as plain text for the
+	// dialects that carry a string (OpenAI reasoning_content, Ollama thinking); a backend of one
+	// dialect reads only its own form.
+	Thinking []ThinkingBlock
+	// Interjection marks a user-role message delivered at a step boundary while a turn runs:
+	// words the person adds, a job's note or a team message that arrives during the turn. It
+	// does not start a turn (spec 3.2.0 §8). The zero value (false) is an ordinary user message,
+	// the person's or a machine message that starts a turn of its own; both start a turn.
+	Interjection bool
+	// Summary marks the message that carries a compaction's summary (spec 3.2.0 §7). It starts
+	// the history afresh: no message before it carries reasoning (§8).
+	Summary bool
+}
+
+// ThinkingBlock is one Anthropic thinking or redacted_thinking content block, kept exactly as
+// the API returned it: the API checks the signature and refuses a block that was changed.
+type ThinkingBlock struct {
+	// Text is a thinking block's `thinking` text ("" for a redacted block).
+	Text string
+	// Signature is a thinking block's `signature`, as returned.
+	Signature string
+	// Redacted marks a redacted_thinking block; its content is Data.
+	Redacted bool
+	// Data is a redacted_thinking block's encrypted `data`, as returned.
+	Data string
 }
 
 // ToolCall is one function call an assistant message made.

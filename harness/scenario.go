@@ -100,10 +100,14 @@ func (e *SyntaxError) Error() string {
 
 // toolArgs lists, per tool, its arguments and which are required.
 var toolArgs = map[string]map[string]bool{
-	"read": {"path": true, "offset": false, "limit": false},
-	"list": {"path": false},
-	"grep": {"pattern": true, "path": false},
-	"edit": {"path": true, "old_string": true, "new_string": true},
+	"read":        {"path": true, "offset": false, "limit": false},
+	"list":        {"path": false},
+	"grep":        {"pattern": true, "path": false},
+	"edit":        {"path": true, "old_string": true, "new_string": true},
+	"write":       {"path": true, "content": true},
+	"multiedit":   {"path": true, "edits": true},
+	"apply_patch": {"patch": true},
+	"recall":      {"id": true, "offset": false, "limit": false},
 }
 
 // LoadScenario reads and checks a scenario file strictly: an unknown field, a step that calls an
@@ -281,7 +285,7 @@ func advance(now time.Time, v string) (time.Time, error) {
 func checkCall(c Call) error {
 	spec, ok := toolArgs[c.Tool]
 	if !ok {
-		return fmt.Errorf("unknown tool (the tools are list, read, grep, edit)")
+		return fmt.Errorf("unknown tool (the tools are read, list, grep, edit, write, multiedit, apply_patch, recall)")
 	}
 	var args map[string]any
 	if err := json.Unmarshal(c.Args, &args); err != nil {
@@ -318,7 +322,7 @@ func checkCall(c Call) error {
 			}
 		}
 	}
-	for _, n := range []string{"pattern", "old_string", "new_string"} {
+	for _, n := range []string{"pattern", "old_string", "new_string", "content", "patch", "id"} {
 		if v, ok := args[n]; ok {
 			if _, isStr := v.(string); !isStr {
 				return fmt.Errorf("%s: want a string", n)
@@ -328,6 +332,54 @@ func checkCall(c Call) error {
 	if p, ok := args["pattern"]; ok {
 		if _, err := regexp.Compile(p.(string)); err != nil {
 			return fmt.Errorf("pattern: %v", err)
+		}
+	}
+	if e, ok := args["edits"]; ok {
+		if err := checkEdits(e); err != nil {
+			return err
+		}
+	}
+	if p, ok := args["patch"]; ok {
+		ops, err := ParsePatch(p.(string))
+		if err != nil {
+			return err
+		}
+		for _, op := range ops {
+			for _, ps := range []string{op.Path, op.MoveTo} {
+				if _, err := inside(ps); ps != "" && err != nil {
+					return fmt.Errorf("patch line %d: %v", op.Line, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkEdits checks multiedit's edits: a non-empty list of {old_string, new_string} strings with
+// a non-empty old_string.
+func checkEdits(v any) error {
+	list, ok := v.([]any)
+	if !ok || len(list) == 0 {
+		return fmt.Errorf("edits: want a non-empty list of {old_string, new_string}")
+	}
+	for i, e := range list {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return fmt.Errorf("edits[%d]: want {old_string, new_string}", i)
+		}
+		for k := range m {
+			if k != "old_string" && k != "new_string" {
+				return fmt.Errorf("edits[%d]: unknown argument %q", i, k)
+			}
+		}
+		for _, k := range []string{"old_string", "new_string"} {
+			s, isStr := m[k].(string)
+			if !isStr {
+				return fmt.Errorf("edits[%d].%s: want a string", i, k)
+			}
+			if k == "old_string" && s == "" {
+				return fmt.Errorf("edits[%d].old_string: empty", i)
+			}
 		}
 	}
 	return nil

@@ -85,7 +85,7 @@ func RunSession(ctx context.Context, cfg SessionConfig) error {
 		}
 	}
 
-	r := &runner{cfg: cfg, hs: hs, ws: ws, clock: sc.Start, tools: ToolList()}
+	r := &runner{cfg: cfg, hs: hs, ws: ws, clock: sc.Start, tools: ToolList(cfg.Arm.Measures)}
 	r.system = r.buildSystem() // §10.1: built once, when the session starts
 	for _, st := range sc.Steps {
 		if err := ctx.Err(); err != nil {

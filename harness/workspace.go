@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +23,10 @@ import (
 type Workspace struct {
 	// Root is the project root, an absolute path ending in the project's name.
 	Root string
+	// Home is the person's home directory that "~/…" resolves against (spec 3.2.0 §11): the
+	// sandbox's parent directory, as if the project lived at ~/<project>, so no call ever
+	// reaches the machine's real home. A "~/…" path outside Root is refused like any other.
+	Home string
 }
 
 // NewWorkspace writes files into dir/project (created; an existing dir/project is replaced) and
@@ -46,24 +51,18 @@ func NewWorkspace(files []txtar.File, dir, project string) (*Workspace, error) {
 			return nil, fmt.Errorf("create sandbox: %w", err)
 		}
 	}
-	return &Workspace{Root: root}, nil
+	return &Workspace{Root: root, Home: filepath.Dir(root)}, nil
 }
 
 // Remove deletes the sandbox.
 func (w *Workspace) Remove() error { return os.RemoveAll(w.Root) }
 
-// resolve resolves a path the model gave: a relative path against the project root, an absolute
-// one as it is (spec 3.2.0 §11), refusing anything outside the root. The error names the
-// absolute path (§1: "Every other answer (an error, a refusal…) names the absolute path").
+// resolve resolves a path the model gave (spec 3.2.0 §11, [hygiene.ResolvePath]): a relative path
+// against the project root, "~/…" against Home, an absolute one as it is, refusing anything
+// outside the root. The error names the absolute path (§1: "Every other answer (an error, a
+// refusal…) names the absolute path").
 func (w *Workspace) resolve(p string) (string, error) {
-	if p == "" {
-		p = "."
-	}
-	abs := p
-	if !filepath.IsAbs(p) {
-		abs = filepath.Join(w.Root, p)
-	}
-	abs = filepath.Clean(abs)
+	abs := hygiene.ResolvePath(p, w.Root, w.Home)
 	if abs != w.Root && !strings.HasPrefix(abs, w.Root+string(filepath.Separator)) {
 		return "", fmt.Errorf("%s is outside the project", abs)
 	}
@@ -71,8 +70,10 @@ func (w *Workspace) resolve(p string) (string, error) {
 }
 
 // ToolList is the fixed tool list of a session (spec 3.2.0 §10.4): the same for every request.
-func ToolList() []chat.Tool {
-	return []chat.Tool{
+// read, list, grep and edit come first, in that order, then write, multiedit, apply_patch and —
+// when m.Recall is on (§4) — recall. Only what is fixed for the session leaves a tool out.
+func ToolList(m hygiene.Measures) []chat.Tool {
+	tools := []chat.Tool{
 		{Name: "read", Description: "Read a file of the project. Shows up to 2000 lines from offset, each as `N: text`, under a bracket with the result's id, the path, the lines shown, the file's length and its content hash.",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"File path, relative to the project root"},"offset":{"type":"integer","description":"First line to show, 1-based"},"limit":{"type":"integer","description":"Number of lines to show"}},"required":["path"]}`)},
 		{Name: "list", Description: "List a directory of the project recursively, one entry per line; directories end with /.",
@@ -81,21 +82,42 @@ func ToolList() []chat.Tool {
 			Parameters: json.RawMessage(`{"type":"object","properties":{"pattern":{"type":"string","description":"Regular expression"},"path":{"type":"string","description":"File or directory to search; default the root"}},"required":["pattern"]}`)},
 		{Name: "edit", Description: "Replace old_string, which must occur exactly once in the file, with new_string. Answers with the unified diff of the change.",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"File path, relative to the project root"},"old_string":{"type":"string","description":"Exact text to replace"},"new_string":{"type":"string","description":"Replacement text"}},"required":["path","old_string","new_string"]}`)},
+		{Name: "write", Description: "Write a file whole: create it (and its folders) or replace its content. A new file answers Created with its line count; an existing one answers with the unified diff of the change.",
+			Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"File path, relative to the project root"},"content":{"type":"string","description":"The file's complete new content"}},"required":["path","content"]}`)},
+		{Name: "multiedit", Description: "Make several replacements in one file, in order: each old_string must occur exactly once in the file as the earlier edits left it. All or nothing: if one edit fails, the file is unchanged. Answers with the unified diff of the whole change.",
+			Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"File path, relative to the project root"},"edits":{"type":"array","minItems":1,"description":"The replacements, applied in order","items":{"type":"object","properties":{"old_string":{"type":"string","description":"Exact text to replace"},"new_string":{"type":"string","description":"Replacement text"}},"required":["old_string","new_string"]}}},"required":["path","edits"]}`)},
+		{Name: "apply_patch", Description: "Add, delete, update and move files with one patch, all or nothing. Format:\n*** Begin Patch\n*** Add File: path\n+each line of the new file\n*** Delete File: path\n*** Update File: path\n*** Move to: new/path (optional)\n@@ a line just before the change (optional)\n context line\n-removed line\n+added line\n*** End Patch\nPaths are relative to the project root. Give about three lines of context around each change. Answers with each file's change in the patch's order.",
+			Parameters: json.RawMessage(`{"type":"object","properties":{"patch":{"type":"string","description":"The whole patch, from *** Begin Patch to *** End Patch"}},"required":["patch"]}`)},
 	}
+	if m.Recall {
+		tools = append(tools, chat.Tool{Name: "recall", Description: "Show a stored tool result again, in full, by its id (the #… at the start of its bracket): up to 2000 lines from offset. Use it for output that was cut short, or a result from before a summary.",
+			Parameters: json.RawMessage(`{"type":"object","properties":{"id":{"type":"string","description":"The result's id, such as #0012"},"offset":{"type":"integer","description":"First line to show, 1-based"},"limit":{"type":"integer","description":"Number of lines to show"}},"required":["id"]}`)})
+	}
+	return tools
 }
 
 type callArgs struct {
-	Path      string `json:"path"`
-	Offset    int    `json:"offset"`
-	Limit     int    `json:"limit"`
-	Pattern   string `json:"pattern"`
+	Path      string     `json:"path"`
+	Offset    int        `json:"offset"`
+	Limit     int        `json:"limit"`
+	Pattern   string     `json:"pattern"`
+	OldString string     `json:"old_string"`
+	NewString string     `json:"new_string"`
+	Content   *string    `json:"content"`
+	Edits     []editArgs `json:"edits"`
+	Patch     string     `json:"patch"`
+	ID        string     `json:"id"`
+}
+
+type editArgs struct {
 	OldString string `json:"old_string"`
 	NewString string `json:"new_string"`
 }
 
 // Run runs one tool call for real in the sandbox and returns its result as the session inserts
-// it (ids, brackets, stubs, diffs: spec 3.2.0 §1, §2, §5). A failing call is an error answer, not
-// a Go error: the model sees it.
+// it (ids, brackets, stubs, caps, diffs, search stubs: spec 3.2.0 §1-§6). A failing call is an
+// error answer, not a Go error: the model sees it. recall is an unknown tool when the session's
+// measures leave it out of the tool list (§4, §10.4).
 func (w *Workspace) Run(s *hygiene.Session, tool string, raw json.RawMessage) string {
 	var a callArgs
 	if err := json.Unmarshal(raw, &a); err != nil {
@@ -107,11 +129,27 @@ func (w *Workspace) Run(s *hygiene.Session, tool string, raw json.RawMessage) st
 	case "read":
 		out, err = w.read(s, a)
 	case "list":
-		out, err = w.list(s, a)
+		out, err = w.list(s, raw, a)
 	case "grep":
-		out, err = w.grep(s, a)
+		out, err = w.grep(s, raw, a)
 	case "edit":
 		out, err = w.edit(s, a)
+	case "write":
+		out, err = w.write(s, a)
+	case "multiedit":
+		out, err = w.multiedit(s, a)
+	case "apply_patch":
+		out, err = w.applyPatch(s, a)
+	case "recall":
+		if !s.Measures().Recall {
+			err = fmt.Errorf("unknown tool %q", tool)
+			break
+		}
+		if a.ID == "" {
+			err = fmt.Errorf("recall: id is required")
+			break
+		}
+		out = s.Recall(a.ID, a.Offset, a.Limit)
 	default:
 		err = fmt.Errorf("unknown tool %q", tool)
 	}
@@ -133,7 +171,7 @@ func (w *Workspace) read(s *hygiene.Session, a callArgs) (string, error) {
 	return s.Read(hygiene.ReadRequest{Path: a.Path, AbsPath: abs, Content: data, Offset: a.Offset, Limit: a.Limit}), nil
 }
 
-func (w *Workspace) list(s *hygiene.Session, a callArgs) (string, error) {
+func (w *Workspace) list(s *hygiene.Session, raw json.RawMessage, a callArgs) (string, error) {
 	abs, err := w.resolve(a.Path)
 	if err != nil {
 		return "", err
@@ -162,14 +200,14 @@ func (w *Workspace) list(s *hygiene.Session, a callArgs) (string, error) {
 		return "", fmt.Errorf("list %s: %w", abs, unwrapPathError(err))
 	}
 	if len(lines) == 0 {
-		return s.Result(fmt.Sprintf("%s is empty.", abs)), nil
+		return s.Search("list", raw, fmt.Sprintf("%s is empty.", abs)), nil
 	}
-	return s.Result(strings.Join(lines, "\n")), nil
+	return s.Search("list", raw, strings.Join(lines, "\n")), nil
 }
 
 // grep names each match by its absolute path (spec 3.2.0 §1: a search's results name the
 // absolute path).
-func (w *Workspace) grep(s *hygiene.Session, a callArgs) (string, error) {
+func (w *Workspace) grep(s *hygiene.Session, raw json.RawMessage, a callArgs) (string, error) {
 	re, err := regexp.Compile(a.Pattern)
 	if err != nil {
 		return "", fmt.Errorf("pattern: %w", err)
@@ -198,9 +236,9 @@ func (w *Workspace) grep(s *hygiene.Session, a callArgs) (string, error) {
 		return "", fmt.Errorf("grep %s: %w", abs, unwrapPathError(err))
 	}
 	if len(out) == 0 {
-		return s.Result("No matches."), nil
+		return s.Search("grep", raw, "No matches."), nil
 	}
-	return s.Result(strings.Join(out, "\n")), nil
+	return s.Search("grep", raw, strings.Join(out, "\n")), nil
 }
 
 func (w *Workspace) edit(s *hygiene.Session, a callArgs) (string, error) {
@@ -226,6 +264,226 @@ func (w *Workspace) edit(s *hygiene.Session, a callArgs) (string, error) {
 		return "", fmt.Errorf("edit %s: %w", abs, err)
 	}
 	return s.Edited(a.Path, []byte(updated), Hunks(old, updated)), nil
+}
+
+// write writes a file whole (spec 3.2.0 §5): a new file (its folders created) answers Created
+// with its line count; an existing file answers with the diff of its old content to the new.
+func (w *Workspace) write(s *hygiene.Session, a callArgs) (string, error) {
+	if a.Content == nil {
+		return "", fmt.Errorf("write: content is required")
+	}
+	abs, err := w.resolve(a.Path)
+	if err != nil {
+		return "", err
+	}
+	content := []byte(*a.Content)
+	old, exists, err := readIfExists(abs)
+	if err != nil {
+		return "", fmt.Errorf("write %s: %w", abs, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return "", fmt.Errorf("write %s: %w", abs, unwrapPathError(err))
+	}
+	if err := os.WriteFile(abs, content, 0o644); err != nil {
+		return "", fmt.Errorf("write %s: %w", abs, unwrapPathError(err))
+	}
+	if !exists {
+		return s.Created(a.Path, content), nil
+	}
+	return s.Edited(a.Path, content, Hunks(string(old), *a.Content)), nil
+}
+
+// readIfExists reads a file: its content and true, or false when there is no such file. A
+// directory is an error.
+func readIfExists(abs string) ([]byte, bool, error) {
+	data, err := os.ReadFile(abs)
+	switch {
+	case err == nil:
+		return data, true, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, false, nil
+	}
+	if fi, serr := os.Stat(abs); serr == nil && fi.IsDir() {
+		return nil, false, errors.New("is a directory")
+	}
+	return nil, false, unwrapPathError(err)
+}
+
+// multiedit applies several replacements to one file in order (spec 3.2.0 §5): each old_string
+// must occur exactly once in the content as the earlier edits left it. All or nothing: the file
+// is written only when every edit applies. Answers with the diff of the whole change.
+func (w *Workspace) multiedit(s *hygiene.Session, a callArgs) (string, error) {
+	abs, err := w.resolve(a.Path)
+	if err != nil {
+		return "", err
+	}
+	if len(a.Edits) == 0 {
+		return "", fmt.Errorf("multiedit %s: no edits", abs)
+	}
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		return "", fmt.Errorf("multiedit %s: %w", abs, unwrapPathError(err))
+	}
+	old := string(data)
+	cur := old
+	for i, e := range a.Edits {
+		switch n := strings.Count(cur, e.OldString); {
+		case e.OldString == "":
+			return "", fmt.Errorf("multiedit %s: edit %d: old_string is empty; the file is unchanged", abs, i+1)
+		case n == 0:
+			return "", fmt.Errorf("multiedit %s: edit %d: old_string not found; the file is unchanged", abs, i+1)
+		case n > 1:
+			return "", fmt.Errorf("multiedit %s: edit %d: old_string occurs %d times; give more context so it occurs once; the file is unchanged", abs, i+1, n)
+		}
+		cur = strings.Replace(cur, e.OldString, e.NewString, 1)
+	}
+	if err := os.WriteFile(abs, []byte(cur), 0o644); err != nil {
+		return "", fmt.Errorf("multiedit %s: %w", abs, unwrapPathError(err))
+	}
+	return s.Edited(a.Path, []byte(cur), Hunks(old, cur)), nil
+}
+
+// fileState is a file's content as a patch being applied sees it.
+type fileState struct {
+	data   []byte
+	exists bool
+}
+
+// applyPatch applies an apply_patch patch ([ParsePatch]) all or nothing (spec 3.2.0 §5): every
+// operation is worked out in memory first, each seeing the files as the earlier ones left them;
+// only when all apply are the files written (and restored if a write fails). Add needs a new file,
+// Delete and Update an existing one, and a Move its destination free. Answers with
+// [hygiene.Session.Patched]: one change per operation in the patch's order, each named by the
+// path as the patch gave it (a move as "old → new", with the diff of the content). Errors name
+// the absolute path.
+func (w *Workspace) applyPatch(s *hygiene.Session, a callArgs) (string, error) {
+	ops, err := ParsePatch(a.Patch)
+	if err != nil {
+		return "", fmt.Errorf("apply_patch: %w; no file was changed", err)
+	}
+	files := map[string]*fileState{} // absolute path → state after the operations so far
+	orig := map[string]fileState{}   // absolute path → state before the patch
+	var order []string               // absolute paths in the order first touched
+	get := func(abs string) (*fileState, error) {
+		if st, ok := files[abs]; ok {
+			return st, nil
+		}
+		data, exists, err := readIfExists(abs)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", abs, err)
+		}
+		files[abs] = &fileState{data: data, exists: exists}
+		orig[abs] = *files[abs]
+		order = append(order, abs)
+		return files[abs], nil
+	}
+	fail := func(err error) (string, error) {
+		return "", fmt.Errorf("apply_patch: %w; no file was changed", err)
+	}
+	var changes []hygiene.FileChange
+	for _, op := range ops {
+		abs, err := w.resolve(op.Path)
+		if err != nil {
+			return fail(err)
+		}
+		st, err := get(abs)
+		if err != nil {
+			return fail(err)
+		}
+		switch op.Kind {
+		case PatchAdd:
+			if st.exists {
+				return fail(fmt.Errorf("Add File %s: the file exists (Update File changes it)", abs))
+			}
+			var content []byte
+			if len(op.Lines) > 0 {
+				content = []byte(strings.Join(op.Lines, "\n") + "\n")
+			}
+			*st = fileState{data: content, exists: true}
+			changes = append(changes, hygiene.FileChange{Path: op.Path, Kind: hygiene.Created, Content: content})
+		case PatchDelete:
+			if !st.exists {
+				return fail(fmt.Errorf("Delete File %s: no such file", abs))
+			}
+			*st = fileState{}
+			changes = append(changes, hygiene.FileChange{Path: op.Path, Kind: hygiene.Deleted})
+		case PatchUpdate:
+			if !st.exists {
+				return fail(fmt.Errorf("Update File %s: no such file", abs))
+			}
+			old := string(st.data)
+			lines := hygiene.Lines(old)
+			updated, err := applyHunks(lines, op.Hunks)
+			if err != nil {
+				return fail(fmt.Errorf("Update File %s: %w", abs, err))
+			}
+			var content []byte
+			if len(updated) > 0 {
+				text := strings.Join(updated, "\n")
+				if old == "" || strings.HasSuffix(old, "\n") {
+					text += "\n"
+				}
+				content = []byte(text)
+			}
+			label := op.Path
+			dst := st
+			if op.MoveTo != "" {
+				to, err := w.resolve(op.MoveTo)
+				if err != nil {
+					return fail(err)
+				}
+				if to != abs {
+					if dst, err = get(to); err != nil {
+						return fail(err)
+					}
+					if dst.exists {
+						return fail(fmt.Errorf("Move to %s: the file exists", to))
+					}
+					*st = fileState{}
+				}
+				label = op.Path + " → " + op.MoveTo
+			}
+			*dst = fileState{data: content, exists: true}
+			changes = append(changes, hygiene.FileChange{Path: label, Kind: hygiene.Updated, Content: content, Diff: Hunks(old, string(content))})
+		}
+	}
+	if err := w.commit(order, files, orig); err != nil {
+		return "", fmt.Errorf("apply_patch: %w", err)
+	}
+	return s.Patched(changes), nil
+}
+
+// commit writes the patched files (in the order first touched) and deletes the deleted ones.
+// When one fails it puts back every file it had changed and says so.
+func (w *Workspace) commit(order []string, files map[string]*fileState, orig map[string]fileState) error {
+	put := func(abs string, st fileState) error {
+		if !st.exists {
+			if err := os.Remove(abs); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("delete %s: %w", abs, unwrapPathError(err))
+			}
+			return nil
+		}
+		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+			return fmt.Errorf("write %s: %w", abs, unwrapPathError(err))
+		}
+		if err := os.WriteFile(abs, st.data, 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", abs, unwrapPathError(err))
+		}
+		return nil
+	}
+	for i, abs := range order {
+		st := *files[abs]
+		if o := orig[abs]; o.exists == st.exists && bytes.Equal(o.data, st.data) {
+			continue
+		}
+		if err := put(abs, st); err != nil {
+			for _, back := range order[:i+1] {
+				_ = put(back, orig[back])
+			}
+			return fmt.Errorf("%w; the files were put back as they were", err)
+		}
+	}
+	return nil
 }
 
 // Hunks returns the unified diff of old → new with three lines of context, hunks only: no

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	lab "lab"
-	"lab/chat"
 )
 
 func testConfig(t *testing.T) *Config {
@@ -142,37 +141,6 @@ func TestEnvironmentLines(t *testing.T) {
 	}
 	if got := c.EnvironmentLines("app", "."); strings.Contains(got, "Started in") {
 		t.Fatalf("EnvironmentLines at the root = %q; want no Started in line", got)
-	}
-}
-
-func TestCurrentTurnReasoning(t *testing.T) {
-	h := []chat.Message{
-		{Role: chat.RoleSystem, Content: "s"},
-		{Role: chat.RoleUser, Content: "u1"},
-		{Role: chat.RoleAssistant, Reasoning: "r1"},
-		{Role: chat.RoleTool, Content: "t"},
-		{Role: chat.RoleAssistant, Reasoning: "r2"},
-		{Role: chat.RoleUser, Content: "u2"},
-		{Role: chat.RoleAssistant, Reasoning: "r3"},
-		{Role: chat.RoleTool, Content: "t"},
-	}
-	got := CurrentTurnReasoning(h, Spec())
-	var rs []string
-	for _, m := range got {
-		rs = append(rs, m.Reasoning)
-	}
-	if strings.Join(rs, ",") != ",,,,,,r3," {
-		t.Fatalf("reasoning sent = %q; want only the current turn's r3", rs)
-	}
-	if h[2].Reasoning != "r1" {
-		t.Fatal("CurrentTurnReasoning changed the stored history")
-	}
-	off := Spec()
-	off.ReasoningThisTurn = false
-	for _, m := range CurrentTurnReasoning(h, off) {
-		if m.Reasoning != "" {
-			t.Fatalf("with §8 off a message carries reasoning %q", m.Reasoning)
-		}
 	}
 }
 

@@ -9,24 +9,62 @@ import (
 )
 
 // Session is the hygiene state of one agent session: the id counter (§1), the store of every
-// result in full (§1, for recall), and the dedupe table of full reads in the request being built
-// (§2). Not safe for concurrent use: a session inserts its results one at a time.
+// result in full (§1, for recall §4), the turn counter (for rewinds), and the dedupe table (§2,
+// §6): the full reads and searches in the request being built. The CLI resends every result, so
+// the dedupe table is everything inserted since the session began or the last [Session.Compact],
+// minus the turns taken back by [Session.Rewind]. Not safe for concurrent use: a session inserts
+// its results one at a time.
+//
+// Every insertion costs time proportional to the result (its text, the file read), not to the
+// session: the store is a slice indexed by the id's number, and the dedupe table is indexed by
+// file (absolute path and content hash) and by search key.
 type Session struct {
 	cfg  *Config
 	m    Measures
 	next int
-	// store maps an id ("#0001") to the result's full text, before any cap.
-	store map[string]string
-	// reads is the dedupe table's part for reads: full reads (never stubs) still in the request,
-	// oldest first.
+	turn int
+	// store holds every result in full, before any cap, at index number-1 (§1 "Every result is
+	// stored with the session, in full").
+	store []stored
+	// reads are the full reads (never stubs) made since the session began or the last
+	// compaction, in turns still part of the history, oldest first (§2 dedupe table, §7 table).
 	reads []readEntry
+	// readIdx maps a file (absolute path and full content hash) to its entries in reads, oldest
+	// first: the stub lookup of §2 looks only at reads of the same file with the same content.
+	readIdx map[fileKey][]int
+	// searches are the full results of dedupe.by_result tools in the dedupe table, oldest first
+	// (§6); searchIdx maps a search key (tool and canonical arguments) to its entries.
+	searches  []searchEntry
+	searchIdx map[string][]int
+}
+
+// stored is one stored result: its full text and where its body starts (after the bracket line
+// and its newline), or -1 when the result is its bracket line alone.
+type stored struct {
+	text string
+	body int
+}
+
+type fileKey struct {
+	absPath string
+	sum     [sha256.Size]byte
 }
 
 type readEntry struct {
 	id       string
-	absPath  string
-	sum      [sha256.Size]byte
-	from, to int // lines shown, 1-based, inclusive
+	path     string // as the call gave it (§1), for the §7 table
+	key      fileKey
+	short    string // the first sha_digits hex digits of the hash
+	from, to int    // lines shown, 1-based, inclusive; 0, 0 for an empty file
+	total    int    // the file's length in lines
+	turn     int
+}
+
+type searchEntry struct {
+	key  string
+	id   string
+	text string
+	turn int
 }
 
 // NewSession starts the hygiene state of a session. It fails when the measures cannot hold
@@ -35,39 +73,119 @@ func NewSession(cfg *Config, m Measures) (*Session, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
-	return &Session{cfg: cfg, m: m, store: map[string]string{}}, nil
+	return &Session{cfg: cfg, m: m, readIdx: map[fileKey][]int{}, searchIdx: map[string][]int{}}, nil
 }
 
 // Measures returns the measures the session applies.
 func (s *Session) Measures() Measures { return s.m }
 
+// BeginTurn starts a new turn: the reads and searches inserted from now on belong to it, so
+// [Session.Rewind] can take them back. A session starts in turn 0; the first BeginTurn starts
+// turn 1.
+func (s *Session) BeginTurn() { s.turn++ }
+
+// Turn returns the number of the current turn (0 before the first [Session.BeginTurn]).
+func (s *Session) Turn() int { return s.turn }
+
+// Rewind takes back every turn after turn (an undo, a rewind, a reply regenerated or deleted):
+// their reads and searches leave the dedupe table (§2: what a stub would point at is no longer in
+// the request) and the §7 files-read table ("A turn taken back … takes its reads with it"), and
+// turn becomes the current turn. Their results stay stored: ids are never reused (§1) and recall
+// shows any id the session gave (§4). A turn at or after the current one changes nothing.
+func (s *Session) Rewind(turn int) {
+	if turn >= s.turn {
+		return
+	}
+	s.turn = max(turn, 0)
+	for n := len(s.reads); n > 0 && s.reads[n-1].turn > s.turn; n = len(s.reads) {
+		k := s.reads[n-1].key
+		if idx := s.readIdx[k]; len(idx) > 1 {
+			s.readIdx[k] = idx[:len(idx)-1]
+		} else {
+			delete(s.readIdx, k)
+		}
+		s.reads = s.reads[:n-1]
+	}
+	for n := len(s.searches); n > 0 && s.searches[n-1].turn > s.turn; n = len(s.searches) {
+		k := s.searches[n-1].key
+		if idx := s.searchIdx[k]; len(idx) > 1 {
+			s.searchIdx[k] = idx[:len(idx)-1]
+		} else {
+			delete(s.searchIdx, k)
+		}
+		s.searches = s.searches[:n-1]
+	}
+}
+
 // nextID returns the next result id: "#" and the result's number in the session, counting from 1,
-// in lowercase hex with at least ids.digits digits (§1). Never reused.
+// in lowercase hex with at least ids.digits digits (§1). Never reused, not after a compaction
+// either.
 func (s *Session) nextID() string {
 	s.next++
-	return "#" + fmt.Sprintf("%0*s", s.cfg.IDs.Digits, strconv.FormatInt(int64(s.next), 16))
+	return s.formatID(uint64(s.next))
 }
 
-// Stored returns the full text stored for id ("#0001"; the "#" may be left out) and whether the
-// session gave that id (§1 "Every result is stored with the session, in full").
-func (s *Session) Stored(id string) (string, bool) {
-	if !strings.HasPrefix(id, "#") {
-		id = "#" + id
+func (s *Session) formatID(n uint64) string {
+	return "#" + fmt.Sprintf("%0*s", s.cfg.IDs.Digits, strconv.FormatUint(n, 16))
+}
+
+// keep stores text, the full result given id (§1), whose body starts at byte body (-1: the result
+// is its bracket line alone). Ids are given in order, so id's number is len(s.store)+1.
+func (s *Session) keep(text string, body int) {
+	s.store = append(s.store, stored{text: text, body: body})
+}
+
+// parseID reads an id as a call or a caller may spell it: with or without '#', any case, any
+// number of leading zeros. It returns the id as the session spells it (lowercase, '#', padded to
+// ids.digits) and its number; ok is false when id is not a hex number, and then canon is the
+// argument lowercased with a '#' in front.
+func (s *Session) parseID(id string) (canon string, n uint64, ok bool) {
+	raw := strings.ToLower(strings.TrimSpace(id))
+	raw = strings.TrimPrefix(raw, "#")
+	n, err := strconv.ParseUint(raw, 16, 64)
+	if err != nil {
+		return "#" + raw, 0, false
 	}
-	t, ok := s.store[id]
-	return t, ok
+	return s.formatID(n), n, true
 }
 
-// Result inserts a tool result other than a read or an edit: with §1 on it answers "[#id]", a
-// newline and text, and stores it; with §1 off it answers text unchanged.
+// lookup returns the stored result of id ("#0001"; see parseID for the spellings accepted).
+func (s *Session) lookup(id string) (stored, string, bool) {
+	canon, n, ok := s.parseID(id)
+	if !ok || n < 1 || n > uint64(len(s.store)) {
+		return stored{}, canon, false
+	}
+	return s.store[n-1], canon, true
+}
+
+// Stored returns the full text stored for id ("#0001"; the "#" may be left out, any case) and
+// whether the session gave that id (§1 "Every result is stored with the session, in full").
+func (s *Session) Stored(id string) (string, bool) {
+	st, _, ok := s.lookup(id)
+	return st.text, ok
+}
+
+// Result inserts a tool result other than a read, an edit, a search or a recall (§1): with ids on
+// it answers "[#id]", a newline and text, and stores that in full; with §3 caps on, what it
+// answers carries text capped by [Config.CapText] (the stored text is never capped). With ids off
+// it answers text unchanged and stores nothing.
 func (s *Session) Result(text string) string {
+	out, _ := s.result(text)
+	return out
+}
+
+// result is [Session.Result] that also returns the id given ("" with ids off).
+func (s *Session) result(text string) (string, string) {
 	if !s.m.ResultIDs {
-		return text
+		return text, ""
 	}
 	id := s.nextID()
-	out := "[" + id + "]\n" + text
-	s.store[id] = out
-	return out
+	bracket := "[" + id + "]"
+	s.keep(bracket+"\n"+text, len(bracket)+1)
+	if s.m.Caps {
+		text = s.cfg.CapText(text, id)
+	}
+	return bracket + "\n" + text, id
 }
 
 // ReadRequest is one call of the read tool, already resolved by the harness.
@@ -75,30 +193,38 @@ type ReadRequest struct {
 	// Path is the path as the call gave it; the bracket names it (§1 "Paths in a bracket are the
 	// call's").
 	Path string
-	// AbsPath is the absolute, resolved path: it identifies the file for stubs (§1, §2).
+	// AbsPath is the absolute, resolved path: it identifies the file for stubs (§1, §2) and for
+	// the §7 table's "newest read of each file".
 	AbsPath string
 	// Content is the file's whole content.
 	Content []byte
 	// Offset is the first line to show, 1-based; 0 means 1.
 	Offset int
-	// Limit is the number of lines to show; 0 means the read window (read.window_lines).
+	// Limit is the number of lines to show; 0 (or more than read.window_lines) means the read
+	// window (read.window_lines).
 	Limit int
 }
 
-// Read answers a read: a bracket with the path as given, the lines shown, the file's length in
-// lines and the first sha_digits hex digits of the SHA-256 of the content, then the lines as
-// "N: text" (§1); the empty file as "[#id path empty sha …]". With §2 on, a read whose file has the
-// same content hash as an earlier full read still in the dedupe table, and whose lines lie wholly
-// inside that read's lines, is answered with a stub naming the earlier result instead. An offset
-// past the end of the file is an error answer naming the absolute path.
+// Read answers a read (§1): a bracket with the id, the path as given, the lines shown, the file's
+// length in lines and the first sha_digits hex digits of the SHA-256 of the content, then the
+// lines as "N: text"; the empty file as "[#id path empty sha …]". Reads are not capped (§3): the
+// window is read.window_lines lines from the offset. With §2 on, a read whose file has the same
+// content hash as an earlier full read of the same file (absolute path) still in the dedupe table,
+// and whose lines lie wholly inside that read's lines, is answered with a stub naming the newest
+// such full read; a stub is stored as the full read it stands for (§1) but is never itself a
+// read a later stub points at. An offset past the end of the file is an error answer naming the
+// absolute path, inserted like [Session.Result].
+//
+// With ids off (the plain harness) the answer is the lines alone, with no bracket, and an empty
+// file answers "". Every full read is recorded for the §7 table, whatever the measures.
 func (s *Session) Read(r ReadRequest) string {
 	sum := sha256.Sum256(r.Content)
 	short := hex.EncodeToString(sum[:])[:s.cfg.Read.SHADigits]
 	lines := Lines(string(r.Content))
 	total := len(lines)
-	label := r.Path
+	e := readEntry{path: r.Path, key: fileKey{absPath: r.AbsPath, sum: sum}, short: short, total: total, turn: s.turn}
 	if total == 0 {
-		return s.insertRead(fill(s.cfg.Read.Empty, "path", label, "sha", short), "", r.AbsPath, sum, 0, 0)
+		return s.insertRead(fill(s.cfg.Read.Empty, "path", r.Path, "sha", short), "", e)
 	}
 	from := max(r.Offset, 1)
 	if from > total {
@@ -109,7 +235,8 @@ func (s *Session) Read(r ReadRequest) string {
 		limit = s.cfg.Read.WindowLines
 	}
 	to := min(from+limit-1, total)
-	head := fill(s.cfg.Read.Range, "path", label, "from", strconv.Itoa(from), "to", strconv.Itoa(to), "total", strconv.Itoa(total), "sha", short)
+	e.from, e.to = from, to
+	head := fill(s.cfg.Read.Range, "path", r.Path, "from", strconv.Itoa(from), "to", strconv.Itoa(to), "total", strconv.Itoa(total), "sha", short)
 	var b strings.Builder
 	for i := from; i <= to; i++ {
 		b.WriteString(strconv.Itoa(i))
@@ -122,55 +249,53 @@ func (s *Session) Read(r ReadRequest) string {
 	body := b.String()
 	if s.m.Stubs {
 		// §2: a stub points at a full read (never at a stub) of the same file, same content,
-		// whose lines contain the lines asked for; the newest such read.
-		for i := len(s.reads) - 1; i >= 0; i-- {
-			e := s.reads[i]
-			if e.absPath == r.AbsPath && e.sum == sum && e.from <= from && to <= e.to {
-				stub := fill(s.cfg.Stub, "id", e.id, "lines", fmt.Sprintf("%d-%d", e.from, e.to))
+		// still in the dedupe table, whose lines contain the lines asked for; the newest such.
+		idx := s.readIdx[e.key]
+		for i := len(idx) - 1; i >= 0; i-- {
+			prev := s.reads[idx[i]]
+			if prev.from <= from && to <= prev.to {
+				stub := fill(s.cfg.Stub, "id", prev.id, "lines", strconv.Itoa(prev.from)+"-"+strconv.Itoa(prev.to))
 				return s.insertStub(head, stub, body)
 			}
 		}
 	}
-	return s.insertRead(head, body, r.AbsPath, sum, from, to)
+	return s.insertRead(head, body, e)
 }
 
-// insertRead gives a full read its id and bracket, stores it, and adds it to the dedupe table.
-func (s *Session) insertRead(head, body, absPath string, sum [sha256.Size]byte, from, to int) string {
-	out := "[" + head + "]"
-	if s.m.ResultIDs {
-		id := s.nextID()
-		out = "[" + id + " " + head + "]"
-		if to > 0 {
-			s.reads = append(s.reads, readEntry{id: id, absPath: absPath, sum: sum, from: from, to: to})
-		}
-		defer func() { s.store[id] = out }()
+// insertRead gives a full read its id and bracket, stores it, and adds it to the dedupe table
+// (§2; an empty file, which has no lines to stub, only to the §7 table's reads).
+func (s *Session) insertRead(head, body string, e readEntry) string {
+	if !s.m.ResultIDs {
+		s.addRead(e)
+		return body
 	}
+	e.id = s.nextID()
+	bracket := "[" + e.id + " " + head + "]"
+	out := bracket
 	if body != "" {
 		out += "\n" + body
+		s.keep(out, len(bracket)+1)
+	} else {
+		s.keep(out, -1)
 	}
+	s.addRead(e)
 	return out
+}
+
+func (s *Session) addRead(e readEntry) {
+	s.reads = append(s.reads, e)
+	if e.to > 0 {
+		s.readIdx[e.key] = append(s.readIdx[e.key], len(s.reads)-1)
+	}
 }
 
 // insertStub gives a stub its id and bracket (§2). What is stored under its id is the text the
 // stub stands for (§1: "for a stub the text it stands for"), so recall shows the lines.
 func (s *Session) insertStub(head, sentence, body string) string {
 	id := s.nextID()
-	s.store[id] = "[" + id + " " + head + "]\n" + body
-	return "[" + id + " " + head + "] " + sentence
-}
-
-// Edited answers an edit over an existing file with the unified diff of the change (hunks only)
-// under a bracket naming the path as the call gave it and the new content's hash (§5).
-func (s *Session) Edited(path string, newContent []byte, diff string) string {
-	sum := sha256.Sum256(newContent)
-	head := path + " sha " + hex.EncodeToString(sum[:])[:s.cfg.Read.SHADigits]
-	if !s.m.ResultIDs {
-		return "[" + head + "]\n" + diff
-	}
-	id := s.nextID()
-	out := "[" + id + " " + head + "]\n" + diff
-	s.store[id] = out
-	return out
+	bracket := "[" + id + " " + head + "]"
+	s.keep(bracket+"\n"+body, len(bracket)+1)
+	return bracket + " " + sentence
 }
 
 // Lines splits text into lines as the read tool counts them: a final newline ends the last line

@@ -16,11 +16,12 @@ import (
 )
 
 // Exit codes: 0 ok; 1 could not run; 2 bad input (flags, scenario files); 3 ran, and found an
-// expectation that failed (lab check, later).
+// expectation that failed (lab conformance: a failing case; lab check, later).
 const (
 	exitOK       = 0
 	exitError    = 1
 	exitBadInput = 2
+	exitFailed   = 3
 )
 
 // usageError marks an error in what the user gave (a flag, an argument): exit code 2.
@@ -61,11 +62,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func exitCode(err error) int {
 	var ue *usageError
 	var se *harness.SyntaxError
+	var fe *failedError
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &ue), errors.As(err, &se):
 		return exitBadInput
+	case errors.As(err, &fe):
+		return exitFailed
 	default:
 		return exitError
 	}
@@ -96,7 +100,7 @@ a report.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &usageError{fmt.Errorf("%w (see lab %s --help)", err, c.Name())}
 	})
-	root.AddCommand(newRunCmd(s), newServerCmd(s), newModelCmd(s), newArmsCmd(s), newVersionCmd(s))
+	root.AddCommand(newRunCmd(s), newServerCmd(s), newModelCmd(s), newArmsCmd(s), newVersionCmd(s), newConformanceCmd(s))
 	return root
 }
 

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"lab/conformance"
+)
+
+// failedError is returned by a command that ran and found cases or expectations that failed:
+// exit code 3.
+type failedError struct{ failed, total int }
+
+func (e *failedError) Error() string {
+	return fmt.Sprintf("%d of %d conformance cases failed", e.failed, e.total)
+}
+
+func newConformanceCmd(s *streams) *cobra.Command {
+	var area string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "conformance",
+		Short: "Run the spec 3.2.0 conformance cases against the lab's implementation",
+		Long: `conformance runs the cases of conformance/<area>.json (embedded in the binary) against the
+lab's implementation of the context-hygiene spec: context (§1-§7 and §10's note), reasoning (§8),
+paths (§11). It prints one line per failing case (id, section, first differing line) and a
+closing "N passed, N failed"; --json prints a JSON report instead. Exit code 3 when any case
+fails, 2 for an unknown area.`,
+		Example: `  lab conformance
+  lab conformance --area context
+  lab conformance --json | jq '.cases[] | select(.passed | not)'`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			var areas []string
+			if area != "" {
+				areas = []string{area}
+			}
+			rep, err := conformance.RunAreas(areas...)
+			if errors.Is(err, conformance.ErrUnknownArea) {
+				return &usageError{err}
+			}
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(s.out)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(rep); err != nil {
+					return err
+				}
+			} else {
+				for _, c := range rep.Cases {
+					if !c.Passed {
+						fmt.Fprintf(s.out, "%s %s %s\n", c.ID, c.Section, c.Error)
+					}
+				}
+				fmt.Fprintf(s.out, "%d passed, %d failed\n", rep.Passed, rep.Failed)
+			}
+			if rep.Failed > 0 {
+				return &failedError{failed: rep.Failed, total: rep.Passed + rep.Failed}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&area, "area", "", "run one area only: context, reasoning or paths (default: every area)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON report instead of lines")
+	return cmd
+}

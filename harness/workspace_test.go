@@ -1,0 +1,235 @@
+package harness_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/tools/txtar"
+
+	lab "lab"
+	"lab/harness"
+	"lab/hygiene"
+)
+
+// newWS makes a sandbox "p" with files (name, content pairs) and a session with measures m.
+func newWS(t *testing.T, m hygiene.Measures, files ...string) (*harness.Workspace, *hygiene.Session) {
+	t.Helper()
+	loop, err := hygiene.ParseConfig(lab.LoopJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, err := hygiene.NewSession(loop, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tf []txtar.File
+	for i := 0; i+1 < len(files); i += 2 {
+		tf = append(tf, txtar.File{Name: files[i], Data: []byte(files[i+1])})
+	}
+	ws, err := harness.NewWorkspace(tf, t.TempDir(), "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ws, hs
+}
+
+func fileIs(t *testing.T, ws *harness.Workspace, name, want string) {
+	t.Helper()
+	got, err := os.ReadFile(filepath.Join(ws.Root, name))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if string(got) != want {
+		t.Errorf("%s = %q, want %q", name, got, want)
+	}
+}
+
+func noFile(t *testing.T, ws *harness.Workspace, name string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(ws.Root, name)); !os.IsNotExist(err) {
+		t.Errorf("%s exists (%v), want none", name, err)
+	}
+}
+
+func TestResolveRelativeHomeAbsolute(t *testing.T) {
+	ws, hs := newWS(t, hygiene.Spec(), "a.txt", "x\n")
+	if ws.Home != filepath.Dir(ws.Root) {
+		t.Fatalf("Home = %q, want the sandbox's parent %q", ws.Home, filepath.Dir(ws.Root))
+	}
+	for _, tc := range []struct{ args, want string }{
+		{`{"path":"./a.txt"}`, "[#0001 ./a.txt lines 1-1 of 1 sha 73cb3858]\n1: x"},
+		{`{"path":"~/p/a.txt"}`, "[#0002 ~/p/a.txt lines 1-1 of 1 sha 73cb3858] Unchanged since #0001, which already shows lines 1-1."},
+		{`{"path":"` + ws.Root + `/a.txt"}`, "[#0003 " + ws.Root + "/a.txt lines 1-1 of 1 sha 73cb3858] Unchanged since #0001, which already shows lines 1-1."},
+		{`{"path":"~/a.txt"}`, "[#0004]\nError: " + ws.Home + "/a.txt is outside the project"},
+		{`{"path":"../../etc/passwd"}`, "[#0005]\nError: " + filepath.Dir(ws.Home) + "/etc/passwd is outside the project"},
+	} {
+		if got := ws.Run(hs, "read", []byte(tc.args)); got != tc.want {
+			t.Errorf("read %s =\n%q\nwant\n%q", tc.args, got, tc.want)
+		}
+	}
+}
+
+func TestWrite(t *testing.T) {
+	ws, hs := newWS(t, hygiene.Spec(), "a.txt", "one\n2\nthree\n")
+	if got, want := ws.Run(hs, "write", []byte(`{"path":"docs/new.md","content":"a\nb\n"}`)), "[#0001 docs/new.md sha 911169dd] Created, 2 lines."; got != want {
+		t.Errorf("write new = %q, want %q", got, want)
+	}
+	fileIs(t, ws, "docs/new.md", "a\nb\n")
+	want := "[#0002 a.txt sha b2ef07f1]\n@@ -1,3 +1,3 @@\n one\n-2\n+TWO\n three"
+	if got := ws.Run(hs, "write", []byte(`{"path":"a.txt","content":"one\nTWO\nthree\n"}`)); got != want {
+		t.Errorf("write existing =\n%q\nwant\n%q", got, want)
+	}
+	fileIs(t, ws, "a.txt", "one\nTWO\nthree\n")
+	if got, want := ws.Run(hs, "write", []byte(`{"path":"docs","content":"x"}`)), "[#0003]\nError: write "+ws.Root+"/docs: is a directory"; got != want {
+		t.Errorf("write onto a folder = %q, want %q", got, want)
+	}
+	if got, want := ws.Run(hs, "write", []byte(`{"path":"b.txt"}`)), "[#0004]\nError: write: content is required"; got != want {
+		t.Errorf("write without content = %q, want %q", got, want)
+	}
+	noFile(t, ws, "b.txt")
+	// Measures off: the plain confirmation.
+	ws, hs = newWS(t, hygiene.Measures{}, "a.txt", "x\n")
+	if got, want := ws.Run(hs, "write", []byte(`{"path":"a.txt","content":"y\n"}`)), "Edited a.txt."; got != want {
+		t.Errorf("write, measures off = %q, want %q", got, want)
+	}
+}
+
+func TestMultiedit(t *testing.T) {
+	ws, hs := newWS(t, hygiene.Spec(), "a.txt", "a\nb\nc\n")
+	args := `{"path":"a.txt","edits":[{"old_string":"a\n","new_string":"A\n"},{"old_string":"A\nb\nc","new_string":"A\nb\nC"}]}`
+	want := "[#0001 a.txt sha 627ab6a6]\n@@ -1,3 +1,3 @@\n-a\n+A\n b\n-c\n+C"
+	if got := ws.Run(hs, "multiedit", []byte(args)); got != want {
+		t.Errorf("multiedit =\n%q\nwant\n%q", got, want)
+	}
+	fileIs(t, ws, "a.txt", "A\nb\nC\n")
+	// All or nothing: the second edit fails, the first is not written.
+	args = `{"path":"a.txt","edits":[{"old_string":"C","new_string":"c"},{"old_string":"zzz","new_string":"y"}]}`
+	if got, want := ws.Run(hs, "multiedit", []byte(args)), "[#0002]\nError: multiedit "+ws.Root+"/a.txt: edit 2: old_string not found; the file is unchanged"; got != want {
+		t.Errorf("multiedit failing = %q, want %q", got, want)
+	}
+	fileIs(t, ws, "a.txt", "A\nb\nC\n")
+	// Each old_string must occur once in the content as the earlier edits left it.
+	args = `{"path":"a.txt","edits":[{"old_string":"C","new_string":"b"},{"old_string":"b","new_string":"x"}]}`
+	if got, want := ws.Run(hs, "multiedit", []byte(args)), "[#0003]\nError: multiedit "+ws.Root+"/a.txt: edit 2: old_string occurs 2 times; give more context so it occurs once; the file is unchanged"; got != want {
+		t.Errorf("multiedit ambiguous = %q, want %q", got, want)
+	}
+	if got, want := ws.Run(hs, "multiedit", []byte(`{"path":"a.txt","edits":[]}`)), "[#0004]\nError: multiedit "+ws.Root+"/a.txt: no edits"; got != want {
+		t.Errorf("multiedit empty = %q, want %q", got, want)
+	}
+	fileIs(t, ws, "a.txt", "A\nb\nC\n")
+}
+
+func TestApplyPatchSeveralFiles(t *testing.T) {
+	ws, hs := newWS(t, hygiene.Spec(), "src/a.txt", "one\n2\nthree\n", "old.md", "bye\n")
+	patch := "*** Begin Patch\n*** Update File: src/a.txt\n@@\n one\n-2\n+TWO\n three\n*** Add File: docs/new.md\n+a\n+b\n*** Delete File: old.md\n*** End Patch"
+	args, _ := jsonString("patch", patch)
+	want := "[#0001]\n[src/a.txt sha b2ef07f1]\n@@ -1,3 +1,3 @@\n one\n-2\n+TWO\n three\n[docs/new.md sha 911169dd] Created, 2 lines.\n[old.md deleted]"
+	if got := ws.Run(hs, "apply_patch", args); got != want {
+		t.Errorf("apply_patch =\n%q\nwant\n%q", got, want)
+	}
+	fileIs(t, ws, "src/a.txt", "one\nTWO\nthree\n")
+	fileIs(t, ws, "docs/new.md", "a\nb\n")
+	noFile(t, ws, "old.md")
+}
+
+func TestApplyPatchOneFileAndMove(t *testing.T) {
+	ws, hs := newWS(t, hygiene.Spec(), "a.txt", "x\n", "b.txt", "keep\n")
+	args, _ := jsonString("patch", "*** Begin Patch\n*** Add File: n.txt\n+hello\n*** End Patch")
+	if got, want := ws.Run(hs, "apply_patch", args), "[#0001 n.txt sha 5891b5b5] Created, 1 lines."; got != want {
+		t.Errorf("apply_patch add = %q, want %q", got, want)
+	}
+	args, _ = jsonString("patch", "*** Begin Patch\n*** Update File: a.txt\n*** Move to: sub/c.txt\n@@\n-x\n+B\n*** End Patch")
+	if got, want := ws.Run(hs, "apply_patch", args), "[#0002 a.txt → sub/c.txt sha c0cde77f]\n@@ -1 +1 @@\n-x\n+B"; got != want {
+		t.Errorf("apply_patch move = %q, want %q", got, want)
+	}
+	noFile(t, ws, "a.txt")
+	fileIs(t, ws, "sub/c.txt", "B\n")
+	// A move onto an existing file is refused.
+	args, _ = jsonString("patch", "*** Begin Patch\n*** Update File: sub/c.txt\n*** Move to: b.txt\n*** End Patch")
+	if got, want := ws.Run(hs, "apply_patch", args), "[#0003]\nError: apply_patch: Move to "+ws.Root+"/b.txt: the file exists; no file was changed"; got != want {
+		t.Errorf("apply_patch move onto a file = %q, want %q", got, want)
+	}
+}
+
+func TestApplyPatchAllOrNothing(t *testing.T) {
+	ws, hs := newWS(t, hygiene.Spec(), "a.txt", "x\n", "b.txt", "y\n")
+	for _, tc := range []struct{ patch, err string }{
+		{"*** Begin Patch\n*** Update File: a.txt\n-x\n+X\n*** Update File: b.txt\n-nope\n+Y\n*** End Patch",
+			"Error: apply_patch: Update File " + ws.Root + "/b.txt: hunk 1: lines not found (from \"nope\"); no file was changed"},
+		{"*** Begin Patch\n*** Delete File: a.txt\n*** Add File: b.txt\n+z\n*** End Patch",
+			"Error: apply_patch: Add File " + ws.Root + "/b.txt: the file exists (Update File changes it); no file was changed"},
+		{"*** Begin Patch\n*** Delete File: a.txt\n*** Delete File: a.txt\n*** End Patch",
+			"Error: apply_patch: Delete File " + ws.Root + "/a.txt: no such file; no file was changed"},
+		{"*** Begin Patch\n*** Add File: ../out.txt\n+z\n*** End Patch",
+			"Error: apply_patch: " + filepath.Dir(ws.Root) + "/out.txt is outside the project; no file was changed"},
+		{"*** Begin Patch\n*** Add File: c.txt\n+z\n", "Error: apply_patch: patch line 3: the last line must be \"*** End Patch\"; no file was changed"},
+	} {
+		args, _ := jsonString("patch", tc.patch)
+		got := ws.Run(hs, "apply_patch", args)
+		if _, rest, _ := strings.Cut(got, "\n"); rest != tc.err {
+			t.Errorf("apply_patch %q =\n%q\nwant the error\n%q", tc.patch, got, tc.err)
+		}
+		fileIs(t, ws, "a.txt", "x\n")
+		fileIs(t, ws, "b.txt", "y\n")
+		noFile(t, ws, "c.txt")
+	}
+	// Later operations see what earlier ones did: add then update the same file.
+	args, _ := jsonString("patch", "*** Begin Patch\n*** Add File: c.txt\n+a\n*** Update File: c.txt\n-a\n+B\n*** End Patch")
+	if got, want := ws.Run(hs, "apply_patch", args), "[#0006]\n[c.txt sha 87428fc5] Created, 1 lines.\n[c.txt sha c0cde77f]\n@@ -1 +1 @@\n-a\n+B"; got != want {
+		t.Errorf("apply_patch add+update =\n%q\nwant\n%q", got, want)
+	}
+	fileIs(t, ws, "c.txt", "B\n")
+}
+
+func TestRecallTool(t *testing.T) {
+	ws, hs := newWS(t, hygiene.Spec(), "a.txt", "x\ny\n")
+	ws.Run(hs, "read", []byte(`{"path":"a.txt"}`))
+	if got, want := ws.Run(hs, "recall", []byte(`{"id":"0001","offset":2}`)), "[#0002 recall #0001 lines 2-2 of 2]\n2: y"; got != want {
+		t.Errorf("recall = %q, want %q", got, want)
+	}
+	if got, want := ws.Run(hs, "recall", []byte(`{}`)), "[#0003]\nError: recall: id is required"; got != want {
+		t.Errorf("recall without id = %q, want %q", got, want)
+	}
+	m := hygiene.Spec()
+	m.Recall = false
+	ws, hs = newWS(t, m, "a.txt", "x\n")
+	if got, want := ws.Run(hs, "recall", []byte(`{"id":"#0001"}`)), "[#0001]\nError: unknown tool \"recall\""; got != want {
+		t.Errorf("recall with the measure off = %q, want %q", got, want)
+	}
+}
+
+func TestListAndGrepDedupe(t *testing.T) {
+	ws, hs := newWS(t, hygiene.Spec(), "a.txt", "x\n")
+	ws.Run(hs, "list", []byte(`{"path":"."}`))
+	if got, want := ws.Run(hs, "list", []byte(`{ "path" : "." }`)), "[#0002] Same result as #0001."; got != want {
+		t.Errorf("list twice = %q, want %q", got, want)
+	}
+	ws.Run(hs, "grep", []byte(`{"pattern":"x","path":"."}`))
+	if got, want := ws.Run(hs, "grep", []byte(`{"path":".","pattern":"x"}`)), "[#0004] Same result as #0003."; got != want {
+		t.Errorf("grep twice = %q, want %q", got, want)
+	}
+}
+
+func TestToolList(t *testing.T) {
+	names := func(m hygiene.Measures) string {
+		var out []string
+		for _, tl := range harness.ToolList(m) {
+			out = append(out, tl.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	if got, want := names(hygiene.Spec()), "read,list,grep,edit,write,multiedit,apply_patch,recall"; got != want {
+		t.Errorf("ToolList(Spec) = %s, want %s", got, want)
+	}
+	if got, want := names(hygiene.Measures{}), "read,list,grep,edit,write,multiedit,apply_patch"; got != want {
+		t.Errorf("ToolList(plain) = %s, want %s", got, want)
+	}
+}
+
+// jsonString returns the JSON object {key: value}.
+func jsonString(key, value string) ([]byte, error) {
+	return json.Marshal(map[string]string{key: value})
+}
