@@ -72,7 +72,7 @@ type AssistantStep struct {
 
 // Call is one scripted tool call.
 type Call struct {
-	// Tool is the tool's name: read, list, grep or edit.
+	// Tool is the tool's name: read, list, grep, edit, write, multiedit, apply_patch or recall.
 	Tool string
 	// Args is the arguments as a JSON object, keys in the order the scenario wrote them.
 	Args json.RawMessage

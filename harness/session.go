@@ -157,6 +157,7 @@ func (r *runner) buildSystem() string {
 func (r *runner) user(text string) error {
 	r.turn++
 	r.step = 0
+	r.hs.BeginTurn()
 	changes := map[string]string{}
 	if r.cfg.Arm.Measures.DateInNote && r.date() != r.notedDate {
 		changes["date"] = r.date()
