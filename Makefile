@@ -4,14 +4,26 @@
 GO ?= go
 BIN := bin/lab
 
-.PHONY: run test setup build server vet clean
+.PHONY: run test setup build server vet fuzz clean
 
 run: setup build
 	./$(BIN) run
 
 test: setup server
 	$(GO) vet ./...
+	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: the files above are not formatted"; exit 1; }
 	$(GO) test -timeout 60m ./...
+	$(MAKE) fuzz
+
+# Each fuzz test for a short time: the parsers and the caps must never panic and never break
+# their limits on any input.
+FUZZTIME ?= 10s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzCapText$$' -fuzztime $(FUZZTIME) ./hygiene
+	$(GO) test -run '^$$' -fuzz '^FuzzReadBracket$$' -fuzztime $(FUZZTIME) ./hygiene
+	$(GO) test -run '^$$' -fuzz '^FuzzPaths$$' -fuzztime $(FUZZTIME) ./hygiene
+	$(GO) test -run '^$$' -fuzz '^FuzzParsePatch$$' -fuzztime $(FUZZTIME) ./harness
+	$(GO) test -run '^$$' -fuzz '^FuzzParseScenario$$' -fuzztime $(FUZZTIME) ./harness
 
 setup:
 	./scripts/setup.sh
