@@ -290,3 +290,61 @@ func TestListAndGrepEdges(t *testing.T) {
 		t.Errorf("grep ^$ = %q; want no matches (no line past the end)", got)
 	}
 }
+
+func TestCompactionAsTheNextTurn(t *testing.T) {
+	sc, err := harness.LoadScenario("testdata/compact.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples, be := replay(t, sc, arm(t, "spec"))
+	if len(samples) != 5 || samples[2].Kind != metrics.KindCompaction {
+		t.Fatalf("%d samples, sample 2 kind %q; want 5 with the compaction third", len(samples), samples[2].Kind)
+	}
+	before, comp, after := be.requests[1], be.requests[2], be.requests[3]
+	// §7: the same system prompt and tools, every message as it was, then the task message.
+	if comp.Messages[0].Content != before.Messages[0].Content || len(comp.Tools) != len(before.Tools) || len(comp.Messages) != len(before.Messages)+2 {
+		t.Fatalf("compaction request: %d messages, %d tools; want the previous %d messages, the reply, the task, and the same tools", len(comp.Messages), len(comp.Tools), len(before.Messages))
+	}
+	task := comp.Messages[len(comp.Messages)-1].Content
+	if !strings.HasPrefix(task, "Summarise this session") || strings.Contains(task, "{{") {
+		t.Fatalf("task message = %q", task)
+	}
+	for _, m := range comp.Messages {
+		if m.Reasoning != "" {
+			t.Fatalf("the compaction request carries reasoning %q; the task message starts a turn (§8)", m.Reasoning)
+		}
+	}
+	// The history starts afresh: the summary, then the files-read table.
+	summary := after.Messages[1]
+	if !summary.Summary || !strings.HasPrefix(summary.Content, "The person asked where") ||
+		!strings.Contains(summary.Content, "\n\n## Files read before this summary\n\nRead a file again for its content; recall shows a result by its id.\n\n| Path | Lines | sha | Result |\n|---|---|---|---|\n| main.go | 1-11 of 11 | ") {
+		t.Fatalf("history after compaction starts with %q", summary.Content)
+	}
+	// The dedupe table was emptied: the range inside the earlier read is read in full, ids go on,
+	// and recall still shows #0001.
+	var results []string
+	for _, m := range be.requests[4].Messages {
+		if m.Role == chat.RoleTool {
+			results = append(results, m.Content)
+		}
+	}
+	if len(results) != 2 || !strings.HasPrefix(results[0], "[#0002 main.go lines 5-7 of 11 sha ") || !strings.Contains(results[0], "\n5: func greet") {
+		t.Fatalf("read after compaction = %q; want a full read #0002", results)
+	}
+	if !strings.HasPrefix(results[1], "[#0003 recall #0001 lines 1-2 of 11]\n") {
+		t.Fatalf("recall after compaction = %q", results[1])
+	}
+
+	// §7 off: a separate request with its own system prompt, no tools, the transcript pasted.
+	off := arm(t, "spec")
+	off.Measures.CompactionNextTurn = false
+	_, be = replay(t, sc, off)
+	comp = be.requests[2]
+	if len(comp.Tools) != 0 || len(comp.Messages) != 2 || comp.Messages[0].Content == be.requests[1].Messages[0].Content ||
+		!strings.Contains(comp.Messages[1].Content, "user: Where is the greeting built?") {
+		t.Fatalf("separate compaction request: %d tools, %d messages, system %q", len(comp.Tools), len(comp.Messages), comp.Messages[0].Content)
+	}
+	if strings.Contains(be.requests[3].Messages[1].Content, "## Files read") {
+		t.Fatal("§7 off still adds the files-read table")
+	}
+}

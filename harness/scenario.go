@@ -54,10 +54,22 @@ type Step struct {
 	Assistant *AssistantStep
 	// Clock moves the fake clock: "+DURATION" (Go syntax, "+4m") or an RFC 3339 time.
 	Clock *string
+	// Compact compacts the session here (spec 3.2.0 §7): the harness asks for a summary, which
+	// the model answers with Compact.Summary, and the history starts afresh from it.
+	Compact *CompactStep
 	// Line is the step's line in the scenario file.
 	Line int
 	// At is the clock after a Clock step (set by [LoadScenario]).
 	At time.Time
+}
+
+// CompactStep is a compaction: the model's scripted summary of the session so far.
+type CompactStep struct {
+	// Reasoning is what the model thought before it wrote the summary.
+	Reasoning string
+	// Summary is the summary the model writes; it must not be empty (§7: a reply with no
+	// summary fails the compaction).
+	Summary string
 }
 
 // AssistantStep is the model's reply at one step: reasoning, text and tool calls.
@@ -256,6 +268,13 @@ func parseScenario(file string, data []byte) (*Scenario, error) {
 				}
 			}
 			prev, prevCalls = "assistant", len(a.Calls) > 0
+		case st.Compact != nil:
+			if prev == "" || prev == "user" {
+				return nil, bad(st.Line, "compact right after a user step: the user's message needs an assistant reply first")
+			}
+			if strings.TrimSpace(st.Compact.Summary) == "" {
+				return nil, bad(st.Line, "compact: empty summary (spec §7: a reply with no summary fails the compaction)")
+			}
 		}
 	}
 	if prev != "assistant" || prevCalls {
@@ -413,7 +432,7 @@ func (st *Step) UnmarshalYAML(n *yaml.Node) error {
 	n = resolve(n)
 	st.Line = n.Line
 	if n.Kind != yaml.MappingNode || len(n.Content) != 2 {
-		return &SyntaxError{Line: n.Line, Msg: "a step is a mapping with exactly one of user, assistant, clock"}
+		return &SyntaxError{Line: n.Line, Msg: "a step is a mapping with exactly one of user, assistant, clock, compact"}
 	}
 	key, val := n.Content[0], resolve(n.Content[1])
 	switch key.Value {
@@ -427,6 +446,26 @@ func (st *Step) UnmarshalYAML(n *yaml.Node) error {
 		} else {
 			st.Clock = &v
 		}
+	case "compact":
+		if val.Kind != yaml.MappingNode {
+			return &SyntaxError{Line: val.Line, Msg: "compact: want a mapping with summary and optional reasoning"}
+		}
+		var c CompactStep
+		for i := 0; i+1 < len(val.Content); i += 2 {
+			k, v := val.Content[i], resolve(val.Content[i+1])
+			if v.Kind != yaml.ScalarNode {
+				return &SyntaxError{Line: v.Line, Msg: "compact." + k.Value + ": want a string"}
+			}
+			switch k.Value {
+			case "summary":
+				c.Summary = v.Value
+			case "reasoning":
+				c.Reasoning = v.Value
+			default:
+				return &SyntaxError{Line: k.Line, Msg: fmt.Sprintf("compact: unknown field %q (want summary, reasoning)", k.Value)}
+			}
+		}
+		st.Compact = &c
 	case "assistant":
 		var a AssistantStep
 		if err := a.decode(val); err != nil {
@@ -434,7 +473,7 @@ func (st *Step) UnmarshalYAML(n *yaml.Node) error {
 		}
 		st.Assistant = &a
 	default:
-		return &SyntaxError{Line: key.Line, Msg: fmt.Sprintf("unknown step %q (want user, assistant or clock)", key.Value)}
+		return &SyntaxError{Line: key.Line, Msg: fmt.Sprintf("unknown step %q (want user, assistant, clock or compact)", key.Value)}
 	}
 	return nil
 }

@@ -102,6 +102,10 @@ func RunSession(ctx context.Context, cfg SessionConfig) error {
 			if err := r.assistant(ctx, st.Assistant); err != nil {
 				return err
 			}
+		case st.Compact != nil:
+			if err := r.compact(ctx, st.Compact); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -117,10 +121,12 @@ type runner struct {
 	history []chat.Message // stored, reasoning kept (§8)
 
 	notedDate string
-	turn      int
-	step      int
-	index     int
-	callSeq   int
+	// summary is the last compaction's summary ("" before the first).
+	summary string
+	turn    int
+	step    int
+	index   int
+	callSeq int
 
 	prevCacheText   string
 	prevCacheTokens []int32
@@ -192,7 +198,7 @@ func (r *runner) assistant(ctx context.Context, a *AssistantStep) error {
 		msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: "call_" + strconv.Itoa(r.callSeq), Name: c.Tool, Arguments: c.Args})
 	}
 	reply := &chat.Reply{Reasoning: a.Reasoning, Content: a.Text, ToolCalls: msg.ToolCalls}
-	if err := r.measure(ctx, req, reply); err != nil {
+	if err := r.measure(ctx, req, reply, metrics.KindStep); err != nil {
 		return err
 	}
 	r.history = append(r.history, msg)
@@ -206,12 +212,12 @@ func (r *runner) assistant(ctx context.Context, a *AssistantStep) error {
 // measure sends one request and writes its sample: the server's figures, and the expected cached
 // tokens computed from the rendered prompt and what the server's cache held after the previous
 // request.
-func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Reply) error {
+func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Reply, kind string) error {
 	cfg := r.cfg
 	s := &metrics.Sample{
 		RunID: cfg.RunID, Scenario: cfg.Scenario.Name, Arm: cfg.Arm.Name, Repetition: int32(cfg.Repetition),
 		Backend: cfg.BackendName, Model: cfg.Model, ServerVersion: cfg.ServerVersion,
-		RequestIndex: int32(r.index), Turn: int32(r.turn), Step: int32(r.step), Kind: metrics.KindStep,
+		RequestIndex: int32(r.index), Turn: int32(r.turn), Step: int32(r.step), Kind: kind,
 		StartedAt: time.Now().UTC(),
 	}
 	r.index++
@@ -367,4 +373,74 @@ func (r *runner) parts(req *chat.Request) []cachesim.Part {
 		}
 	}
 	return parts
+}
+
+// compactionSystem is the system prompt of the practice arm's separate compaction request.
+const compactionSystem = "You write summaries of coding-agent sessions, for the agent to continue from."
+
+// compact compacts the session (spec 3.2.0 §7). With §7 on, the summary is asked for as the next
+// turn of the same conversation: the same system prompt, the same tools, every message, then one
+// more user message, tasks/compact.md with {{transcript}} and {{previous_summary}} empty. With §7
+// off, as real harnesses did: a separate request with its own system prompt, no tools, and the
+// transcript pasted in. Either way the request is measured (kind "compaction") and is not a turn
+// of the session; the history then starts afresh from the summary, followed, with §7 on, by the
+// harness's table of the files read; the dedupe table is emptied and the system prompt built
+// again (§10.1).
+func (r *runner) compact(ctx context.Context, c *CompactStep) error {
+	tmpl, err := prompts.Text("tasks/compact.md")
+	if err != nil {
+		return err
+	}
+	m := r.cfg.Arm.Measures
+	var req *chat.Request
+	if m.CompactionNextTurn {
+		task := strings.NewReplacer("{{transcript}}", "", "{{previous_summary}}", "").Replace(tmpl)
+		req = r.request()
+		req.Messages = append(req.Messages, chat.Message{Role: chat.RoleUser, Content: strings.TrimRight(task, "\n")})
+		// The task message starts a turn of its own (§8): nothing before it carries reasoning.
+		req.Messages = append(req.Messages[:1:1], hygiene.CurrentTurnReasoning(req.Messages[1:], m)...)
+	} else {
+		previous := ""
+		if r.summary != "" {
+			previous = "\n\nThe summary of the session before this part:\n" + r.summary
+		}
+		task := strings.NewReplacer("{{transcript}}", "\n\nThe session:\n\n"+r.transcript(), "{{previous_summary}}", previous).Replace(tmpl)
+		req = &chat.Request{Messages: []chat.Message{
+			{Role: chat.RoleSystem, Content: compactionSystem},
+			{Role: chat.RoleUser, Content: strings.TrimRight(task, "\n")},
+		}, Think: true}
+	}
+	r.step++
+	if err := r.measure(ctx, req, &chat.Reply{Reasoning: c.Reasoning, Content: c.Summary}, metrics.KindCompaction); err != nil {
+		return err
+	}
+	content := strings.TrimRight(c.Summary, "\n")
+	if table := r.hs.Compact(); table != "" {
+		content += "\n\n" + table
+	}
+	r.history = []chat.Message{{Role: chat.RoleUser, Content: content, Summary: true}}
+	r.summary = c.Summary
+	r.system = r.buildSystem()
+	// The note that carried the date is gone with the history: the next message carries it again.
+	r.notedDate = ""
+	return nil
+}
+
+// transcript writes the history as plain text, for the practice arm's pasted transcript.
+func (r *runner) transcript() string {
+	var b strings.Builder
+	for _, m := range r.history {
+		switch m.Role {
+		case chat.RoleTool:
+			fmt.Fprintf(&b, "[%s result]\n%s\n\n", m.ToolName, m.Content)
+		default:
+			if m.Content != "" {
+				fmt.Fprintf(&b, "%s: %s\n\n", m.Role, m.Content)
+			}
+			for _, tc := range m.ToolCalls {
+				fmt.Fprintf(&b, "%s called %s %s\n\n", m.Role, tc.Name, tc.Arguments)
+			}
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
 }
