@@ -348,3 +348,52 @@ func TestCompactionAsTheNextTurn(t *testing.T) {
 		t.Fatal("§7 off still adds the files-read table")
 	}
 }
+
+// Every arm replays the midnight scenario, and each ablation changes what it says it changes.
+func TestEveryArmReplaysMidnight(t *testing.T) {
+	sc, err := harness.LoadScenarioFS(scenarios.FS, "midnight/scenario.yaml", "scenarios/midnight/scenario.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range harness.Arms() {
+		t.Run(a.Name, func(t *testing.T) {
+			_, be := replay(t, sc, a)
+			last := be.requests[len(be.requests)-1]
+			var all strings.Builder
+			reasoning := false
+			for _, r := range be.requests {
+				for _, m := range r.Messages {
+					reasoning = reasoning || m.Reasoning != ""
+				}
+			}
+			for _, m := range last.Messages {
+				if m.Role == chat.RoleTool {
+					if strings.Contains(m.Content, "Error:") {
+						t.Errorf("tool %s failed: %.200s", m.ToolName, m.Content)
+					}
+					all.WriteString(m.Content + "\n")
+				}
+			}
+			text, sys := all.String(), last.Messages[0].Content
+			has := func(s string) bool { return strings.Contains(text, s) }
+			m := a.Measures
+			for _, c := range []struct {
+				what string
+				got  bool
+				want bool
+			}{
+				{"result ids", strings.Contains(text, "[#0001"), m.ResultIDs},
+				{"stubs", has("Unchanged since #"), m.Stubs},
+				{"search dedupe", has("Same result as #"), m.SearchDedupe},
+				{"diffs", has("\n@@ -"), m.Diffs},
+				{"reasoning sent", reasoning, m.ReasoningThisTurn},
+				{"relative paths", strings.Contains(sys, "Project: linkstash (paths are relative to its root)"), m.RelativePaths},
+				{"no date in the system prompt", !strings.Contains(sys, "Today's date"), m.DateInNote},
+			} {
+				if c.got != c.want {
+					t.Errorf("%s: %v; want %v", c.what, c.got, c.want)
+				}
+			}
+		})
+	}
+}

@@ -68,7 +68,7 @@ func TestUnreachableServerNamesTheAddress(t *testing.T) {
 
 func TestArmsListsBoth(t *testing.T) {
 	code, out, _ := runLab(t, "arms")
-	if code != 0 || !strings.HasPrefix(out, "spec ") || !strings.Contains(out, "\ndate-in-system-prompt ") {
+	if code != 0 || !strings.HasPrefix(out, "spec ") || !strings.Contains(out, "\ndate-in-system-prompt ") || !strings.Contains(out, "\nplain ") {
 		t.Fatalf("lab arms = %d %q", code, out)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -150,10 +151,11 @@ func newArmsCmd(s *streams) *cobra.Command {
 		Short: "List the arms (named sets of measures) lab run can compare",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
+			tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
 			for _, a := range harness.Arms() {
-				fmt.Fprintf(s.out, "%-24s %s\n", a.Name, a.Description)
+				fmt.Fprintf(tw, "%s\t%s\n", a.Name, a.Description)
 			}
-			return nil
+			return tw.Flush()
 		},
 	}
 }

@@ -61,7 +61,7 @@ plots/. Without --server it uses the local Ollama that 'lab server start' starte
 	}
 	f := c.Flags()
 	f.StringVar(&o.Scenario, "scenario", "midnight", "scenario name ("+strings.Join(scenarios.Names(), ", ")+"), all, or a path to a scenario.yaml")
-	f.StringVar(&o.Arm, "arm", "all", "arms to run, comma-separated, or all (see lab arms)")
+	f.StringVar(&o.Arm, "arm", harness.MainArms, "arms to run, comma-separated, or all (see lab arms)")
 	f.IntVar(&o.Repeat, "repeat", 1, "repetitions of each scenario × arm")
 	f.StringVar(&o.ResultsDir, "results", "results", "folder that receives <run-id>/")
 	f.StringVar(&o.RunID, "run-id", "", "name of the run's folder (default: the start time, YYYYMMDD-HHMMSS)")
