@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -163,7 +164,7 @@ func TestToolResultsAreRealAndHygienic(t *testing.T) {
 		}
 	}
 	want := []string{
-		"[#0001]\nREADME.md\nmain.go",
+		"[#0001]\n/",
 		"[#0002 main.go lines 1-11 of 11 sha ",
 		"[#0003 main.go lines 2-3 of 11 sha ",
 		"[#0004 main.go sha ",
@@ -177,6 +178,9 @@ func TestToolResultsAreRealAndHygienic(t *testing.T) {
 		if !strings.HasPrefix(results[i], w) {
 			t.Errorf("result %d = %q; want prefix %q", i, results[i], w)
 		}
+	}
+	if lines := strings.Split(results[0], "\n"); len(lines) != 3 || !strings.HasSuffix(lines[1], "/demo/README.md") || !strings.HasSuffix(lines[2], "/demo/main.go") {
+		t.Errorf("list = %q; want both files by absolute path (§1)", results[0])
 	}
 	if !strings.HasSuffix(results[2], "Unchanged since #0002, which already shows lines 1-11.") {
 		t.Errorf("re-read = %q; want a stub", results[2])
@@ -395,5 +399,47 @@ func TestEveryArmReplaysMidnight(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A file is identified by its resolved path (§1): a link to a file read before is a stub, a link
+// leading outside the project is refused.
+func TestSymlinksResolve(t *testing.T) {
+	loop, _ := hygiene.ParseConfig(lab.LoopJSON)
+	hs, _ := hygiene.NewSession(loop, hygiene.Spec())
+	dir := t.TempDir()
+	ws, err := harness.NewWorkspace([]txtar.File{{Name: "a.txt", Data: []byte("x\ny\n")}}, dir, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "secret.txt"), []byte("s\n"), 0o644)
+	os.Symlink(filepath.Join(dir, "secret.txt"), filepath.Join(ws.Root, "out.txt"))
+	os.Symlink("a.txt", filepath.Join(ws.Root, "alias.txt"))
+	ws.Run(hs, "read", []byte(`{"path":"a.txt"}`))
+	if got := ws.Run(hs, "read", []byte(`{"path":"alias.txt"}`)); !strings.HasSuffix(got, "Unchanged since #0001, which already shows lines 1-2.") {
+		t.Errorf("read through a link = %q; want a stub naming #0001", got)
+	}
+	if got := ws.Run(hs, "read", []byte(`{"path":"out.txt"}`)); !strings.Contains(got, "outside the project") {
+		t.Errorf("read through a link outside = %q; want a refusal", got)
+	}
+}
+
+// apply_patch over a CRLF file changes only the patched line and keeps CRLF (§5: the diff of the
+// change).
+func TestPatchKeepsCRLF(t *testing.T) {
+	loop, _ := hygiene.ParseConfig(lab.LoopJSON)
+	hs, _ := hygiene.NewSession(loop, hygiene.Spec())
+	ws, err := harness.NewWorkspace([]txtar.File{{Name: "a.txt", Data: []byte("a\r\nb\r\nc\r\nd\r\n")}}, t.TempDir(), "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch, _ := json.Marshal(map[string]string{"patch": "*** Begin Patch\n*** Update File: a.txt\n@@\n a\n-b\n+B\n c\n*** End Patch"})
+	got := ws.Run(hs, "apply_patch", patch)
+	data, _ := os.ReadFile(filepath.Join(ws.Root, "a.txt"))
+	if string(data) != "a\r\nB\r\nc\r\nd\r\n" {
+		t.Fatalf("file after patch = %q", data)
+	}
+	if strings.Count(got, "\n-") != 1 || strings.Count(got, "\n+") != 1 {
+		t.Fatalf("answer = %q; want a diff of the one changed line", got)
 	}
 }

@@ -85,7 +85,11 @@ func RunSession(ctx context.Context, cfg SessionConfig) error {
 		}
 	}
 
-	r := &runner{cfg: cfg, hs: hs, ws: ws, clock: sc.Start, tools: ToolList(cfg.Arm.Measures)}
+	contextBlock, err := prompts.Text("blocks/context.md")
+	if err != nil {
+		return err
+	}
+	r := &runner{cfg: cfg, hs: hs, ws: ws, clock: sc.Start, tools: ToolList(cfg.Arm.Measures), contextBlock: contextBlock}
 	r.system = r.buildSystem() // §10.1: built once, when the session starts
 	for _, st := range sc.Steps {
 		if err := ctx.Err(); err != nil {
@@ -112,13 +116,15 @@ func RunSession(ctx context.Context, cfg SessionConfig) error {
 }
 
 type runner struct {
-	cfg     SessionConfig
-	hs      *hygiene.Session
-	ws      *Workspace
-	clock   time.Time
-	tools   []chat.Tool
-	system  string
-	history []chat.Message // stored, reasoning kept (§8)
+	cfg    SessionConfig
+	hs     *hygiene.Session
+	ws     *Workspace
+	clock  time.Time
+	tools  []chat.Tool
+	system string
+	// contextBlock is prompts/blocks/context.md (§9).
+	contextBlock string
+	history      []chat.Message // stored, reasoning kept (§8)
 
 	notedDate string
 	// summary is the last compaction's summary ("" before the first).
@@ -152,6 +158,11 @@ func (r *runner) buildSystem() string {
 	}
 	b.WriteString(strings.TrimRight(prompts.System(), "\n"))
 	b.WriteString("\n\n")
+	// §9: what the model is told about context hygiene, in every session that has recall.
+	if r.cfg.Arm.Measures.Recall {
+		b.WriteString(strings.TrimRight(r.contextBlock, "\n"))
+		b.WriteString("\n\n")
+	}
 	if r.cfg.Arm.Measures.RelativePaths {
 		b.WriteString(r.cfg.Loop.EnvironmentLines(sc.Project, sc.StartDir))
 	} else {

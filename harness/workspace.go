@@ -63,10 +63,50 @@ func (w *Workspace) Remove() error { return os.RemoveAll(w.Root) }
 // refusal…) names the absolute path").
 func (w *Workspace) resolve(p string) (string, error) {
 	abs := hygiene.ResolvePath(p, w.Root, w.Home)
-	if abs != w.Root && !strings.HasPrefix(abs, w.Root+string(filepath.Separator)) {
+	if !within(w.Root, abs) {
 		return "", fmt.Errorf("%s is outside the project", abs)
 	}
-	return abs, nil
+	// A file is identified by its resolved path (§1): follow symbolic links, and refuse one that
+	// leads outside the project.
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return abs, nil // does not exist (yet): the tool says so, or creates it
+	}
+	root, err := filepath.EvalSymlinks(w.Root)
+	if err != nil {
+		return "", fmt.Errorf("resolve %s: %w", w.Root, err)
+	}
+	if !within(root, real) {
+		return "", fmt.Errorf("%s leads to %s, outside the project", abs, real)
+	}
+	rel, _ := filepath.Rel(root, real)
+	return filepath.Join(w.Root, rel), nil
+}
+
+// within reports whether path is root or below it.
+func within(root, path string) bool {
+	return path == root || strings.HasPrefix(path, root+string(filepath.Separator))
+}
+
+// readDescription describes the read tool as the session's measures make it answer (§1, §2).
+func readDescription(m hygiene.Measures) string {
+	d := "Read a file of the project. Shows up to 2000 lines from offset, each as `N: text`"
+	if m.ResultIDs {
+		d += ", under a bracket with the result's id, the path, the lines shown, the file's length and its content hash"
+	}
+	d += "."
+	if m.Stubs {
+		d += " A re-read of lines an earlier result in front of you already shows, of an unchanged file, answers with that result's id instead."
+	}
+	return d
+}
+
+// answers picks a tool description's last sentence by whether edits answer with diffs (§5).
+func answers(m hygiene.Measures, diff, plain string) string {
+	if m.Diffs {
+		return diff
+	}
+	return plain
 }
 
 // ToolList is the fixed tool list of a session (spec 3.2.0 §10.4): the same for every request.
@@ -74,15 +114,15 @@ func (w *Workspace) resolve(p string) (string, error) {
 // when m.Recall is on (§4) — recall. Only what is fixed for the session leaves a tool out.
 func ToolList(m hygiene.Measures) []chat.Tool {
 	tools := []chat.Tool{
-		{Name: "read", Description: "Read a file of the project. Shows up to 2000 lines from offset, each as `N: text`, under a bracket with the result's id, the path, the lines shown, the file's length and its content hash.",
+		{Name: "read", Description: readDescription(m),
 			Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"File path, relative to the project root"},"offset":{"type":"integer","description":"First line to show, 1-based"},"limit":{"type":"integer","description":"Number of lines to show"}},"required":["path"]}`)},
-		{Name: "list", Description: "List a directory of the project recursively, one entry per line; directories end with /.",
+		{Name: "list", Description: "List a directory of the project recursively, one absolute path per line; directories end with /.",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"Directory, relative to the project root; default the root"}}}`)},
 		{Name: "grep", Description: "Search the project's files for a regular expression (RE2 syntax). Answers path:line: text for each matching line.",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"pattern":{"type":"string","description":"Regular expression"},"path":{"type":"string","description":"File or directory to search; default the root"}},"required":["pattern"]}`)},
-		{Name: "edit", Description: "Replace old_string, which must occur exactly once in the file, with new_string. Answers with the unified diff of the change.",
+		{Name: "edit", Description: "Replace old_string, which must occur exactly once in the file, with new_string." + answers(m, " Answers with the unified diff of the change.", " Answers Edited and the path."),
 			Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"File path, relative to the project root"},"old_string":{"type":"string","description":"Exact text to replace"},"new_string":{"type":"string","description":"Replacement text"}},"required":["path","old_string","new_string"]}`)},
-		{Name: "write", Description: "Write a file whole: create it (and its folders) or replace its content. A new file answers Created with its line count; an existing one answers with the unified diff of the change.",
+		{Name: "write", Description: "Write a file whole: create it (and its folders) or replace its content." + answers(m, " A new file answers Created with its line count; an existing one answers with the unified diff of the change.", " Answers Created or Edited and the path."),
 			Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"File path, relative to the project root"},"content":{"type":"string","description":"The file's complete new content"}},"required":["path","content"]}`)},
 		{Name: "multiedit", Description: "Make several replacements in one file, in order: each old_string must occur exactly once in the file as the earlier edits left it. All or nothing: if one edit fails, the file is unchanged. Answers with the unified diff of the whole change.",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"File path, relative to the project root"},"edits":{"type":"array","minItems":1,"description":"The replacements, applied in order","items":{"type":"object","properties":{"old_string":{"type":"string","description":"Exact text to replace"},"new_string":{"type":"string","description":"Replacement text"}},"required":["old_string","new_string"]}}},"required":["path","edits"]}`)},
@@ -189,11 +229,11 @@ func (w *Workspace) list(s *hygiene.Session, raw json.RawMessage, a callArgs) (s
 		if p == abs {
 			return nil
 		}
-		rel, _ := filepath.Rel(w.Root, p)
+		// §1: a search's results (a listing among them, §6) name the absolute path.
 		if d.IsDir() {
-			rel += "/"
+			p += "/"
 		}
-		lines = append(lines, rel)
+		lines = append(lines, p)
 		return nil
 	})
 	if err != nil {
@@ -412,16 +452,22 @@ func (w *Workspace) applyPatch(s *hygiene.Session, a callArgs) (string, error) {
 				return fail(fmt.Errorf("Update File %s: no such file", abs))
 			}
 			old := string(st.data)
-			lines := hygiene.Lines(old)
+			// A file with CRLF line ends keeps them: the patch's lines (read with "\n") are
+			// matched and written in the file's own convention.
+			eol := "\n"
+			if strings.Contains(old, "\r\n") {
+				eol = "\r\n"
+			}
+			lines := hygiene.Lines(strings.ReplaceAll(old, "\r\n", "\n"))
 			updated, err := applyHunks(lines, op.Hunks)
 			if err != nil {
 				return fail(fmt.Errorf("Update File %s: %w", abs, err))
 			}
 			var content []byte
 			if len(updated) > 0 {
-				text := strings.Join(updated, "\n")
+				text := strings.Join(updated, eol)
 				if old == "" || strings.HasSuffix(old, "\n") {
-					text += "\n"
+					text += eol
 				}
 				content = []byte(text)
 			}

@@ -172,6 +172,15 @@ func (c *Config) validate() error {
 			return fmt.Errorf("%s: %q has no %s", t.key, t.v, t.must)
 		}
 	}
+	if c.Compaction.Intro == "" {
+		return fmt.Errorf("compaction.intro: missing")
+	}
+	if c.MCPWaitMS < 1 {
+		return fmt.Errorf("mcp_wait_ms: %d, want at least 1", c.MCPWaitMS)
+	}
+	if !contains(c.Note.Order, "date") {
+		return fmt.Errorf("note.order: no date (the harness carries the date in a note, §10.2)")
+	}
 	if len(c.Dedupe.ByResult) == 0 {
 		return fmt.Errorf("dedupe.by_result: missing")
 	}
