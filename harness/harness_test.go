@@ -443,3 +443,52 @@ func TestPatchKeepsCRLF(t *testing.T) {
 		t.Fatalf("answer = %q; want a diff of the one changed line", got)
 	}
 }
+
+func TestEventsDuringASession(t *testing.T) {
+	sc, err := harness.LoadScenario("testdata/events.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, be := replay(t, sc, arm(t, "spec"))
+	first, second := be.requests[0], be.requests[2]
+	if len(first.Tools) != 8 || len(second.Tools) != 9 || second.Tools[8].Name != "db_query" {
+		t.Fatalf("tools: %d then %d; want the fixed 8, then db_query added when its server connected (§10.4)", len(first.Tools), len(second.Tools))
+	}
+	if first.Messages[0].Content != second.Messages[0].Content {
+		t.Fatal("spec's system prompt changed during the session")
+	}
+	user := second.Messages[len(second.Messages)-1].Content
+	wantNote := "Try the edit, then read main.go and query the db.\n\n<session-note>\n" +
+		"The permission mode is now plan: read and search only, and change no file.\nWhen you know what to do, write the plan with plan_write and submit it with plan_submit for the person to approve.\n\n" +
+		"The person changed the plan:\n1. Rename greet.\n\n" +
+		"An MCP server connected:\nUse db_query for SQL.\n</session-note>"
+	if user != wantNote {
+		t.Fatalf("user message = %q\nwant %q", user, wantNote)
+	}
+	var results []string
+	for _, m := range be.requests[3].Messages {
+		if m.Role == chat.RoleTool {
+			results = append(results, m.Content)
+		}
+	}
+	if len(results) != 4 || results[1] != "[#0002]\nedit is unavailable now: the permission mode is plan" ||
+		!strings.HasPrefix(results[2], "[#0003 main.go lines 1-1 of 1 sha ") || results[3] != "[#0004]\n3 rows" {
+		t.Fatalf("results = %q", results)
+	}
+
+	// §10.3 and §10.4 off: the system prompt is rebuilt with the values, the list changes.
+	off := arm(t, "spec")
+	off.Measures.NotesForChanges, off.Measures.FixedToolList = false, false
+	_, be = replay(t, sc, off)
+	second = be.requests[2]
+	sys := second.Messages[0].Content
+	if strings.Contains(second.Messages[len(second.Messages)-1].Content, "<session-note>") ||
+		!strings.Contains(sys, "The permission mode is now plan") || !strings.Contains(sys, "The current plan:\n1. Rename greet.") || !strings.Contains(sys, "Use db_query for SQL.") {
+		t.Fatalf("practice: system prompt %q", sys)
+	}
+	for _, tl := range second.Tools {
+		if tl.Name == "edit" || tl.Name == "write" {
+			t.Fatalf("practice: %s still listed in plan mode", tl.Name)
+		}
+	}
+}

@@ -11,13 +11,16 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
 	"golang.org/x/tools/txtar"
+	"lab/prompts"
 )
 
 // Scenario is a scripted agent session: a workspace, a fake clock and the steps of the
@@ -35,6 +38,9 @@ type Scenario struct {
 	StartDir string `yaml:"start_dir"`
 	// Clock is the fake clock's start, RFC 3339 with a zone: the person's zone.
 	Clock string `yaml:"clock"`
+	// Mode is the permission mode the session starts in (prompts/modes/<mode>.md); "" means
+	// "default".
+	Mode string `yaml:"mode"`
 	// Steps are the session's steps, in order.
 	Steps []Step `yaml:"steps"`
 
@@ -57,10 +63,41 @@ type Step struct {
 	// Compact compacts the session here (spec 3.2.0 §7): the harness asks for a summary, which
 	// the model answers with Compact.Summary, and the history starts afresh from it.
 	Compact *CompactStep
+	// Mode is the person switching the permission mode (spec 3.2.0 §10.3).
+	Mode *string
+	// Plan is the person changing the plan (§10.3); "" empties it.
+	Plan *string
+	// MCP is an MCP server connecting late (§10.4): its tools join the list, its instructions
+	// come as a note.
+	MCP *MCPServer
+	// Outside is a file changed or deleted from outside the session.
+	Outside *OutsideChange
 	// Line is the step's line in the scenario file.
 	Line int
 	// At is the clock after a Clock step (set by [LoadScenario]).
 	At time.Time
+}
+
+// MCPServer is an MCP server that connects during the session.
+type MCPServer struct {
+	Server       string
+	Instructions string
+	Tools        []MCPTool
+}
+
+// MCPTool is one tool an MCP server offers; every call of it answers Result.
+type MCPTool struct {
+	Name        string
+	Description string
+	Result      string
+}
+
+// OutsideChange is a change to the workspace made outside the session: Content written to Path,
+// or Path deleted.
+type OutsideChange struct {
+	Path    string
+	Content string
+	Delete  bool
 }
 
 // CompactStep is a compaction: the model's scripted summary of the session so far.
@@ -225,6 +262,10 @@ func parseScenario(file string, data []byte) (*Scenario, error) {
 		return nil, bad(0, "no steps")
 	}
 
+	if s.Mode != "" && !modeExists(s.Mode) {
+		return nil, bad(0, "mode %q: no prompts/modes/%s.md (the modes are %s)", s.Mode, s.Mode, strings.Join(Modes(), ", "))
+	}
+	mcpTools := map[string]bool{} // tools of MCP servers connected so far
 	now := start
 	prev := "" // kind of the previous user/assistant step
 	prevCalls := false
@@ -263,11 +304,30 @@ func parseScenario(file string, data []byte) (*Scenario, error) {
 				return nil, bad(st.Line, "assistant step with no reasoning, text or calls")
 			}
 			for _, c := range a.Calls {
+				if mcpTools[c.Tool] {
+					continue
+				}
 				if err := checkCall(c); err != nil {
 					return nil, bad(c.Line, "%s: %v", c.Tool, err)
 				}
 			}
 			prev, prevCalls = "assistant", len(a.Calls) > 0
+		case st.Mode != nil:
+			if !modeExists(*st.Mode) {
+				return nil, bad(st.Line, "mode %q: no prompts/modes/%s.md (the modes are %s)", *st.Mode, *st.Mode, strings.Join(Modes(), ", "))
+			}
+		case st.MCP != nil:
+			for _, t := range st.MCP.Tools {
+				if _, builtin := toolArgs[t.Name]; builtin || t.Name == "" {
+					return nil, bad(st.Line, "mcp: tool %q: empty or the name of a built-in tool", t.Name)
+				}
+				mcpTools[t.Name] = true
+			}
+		case st.Outside != nil:
+			if _, err := inside(st.Outside.Path); err != nil || st.Outside.Path == "" {
+				return nil, bad(st.Line, "outside: path %q: want a path inside the workspace", st.Outside.Path)
+			}
+		case st.Plan != nil:
 		case st.Compact != nil:
 			if prev == "" || prev == "user" {
 				return nil, bad(st.Line, "compact right after a user step: the user's message needs an assistant reply first")
@@ -432,7 +492,7 @@ func (st *Step) UnmarshalYAML(n *yaml.Node) error {
 	n = resolve(n)
 	st.Line = n.Line
 	if n.Kind != yaml.MappingNode || len(n.Content) != 2 {
-		return &SyntaxError{Line: n.Line, Msg: "a step is a mapping with exactly one of user, assistant, clock, compact"}
+		return &SyntaxError{Line: n.Line, Msg: "a step is a mapping with exactly one of user, assistant, clock, compact, mode, plan, mcp, outside"}
 	}
 	key, val := n.Content[0], resolve(n.Content[1])
 	switch key.Value {
@@ -446,6 +506,28 @@ func (st *Step) UnmarshalYAML(n *yaml.Node) error {
 		} else {
 			st.Clock = &v
 		}
+	case "mode", "plan":
+		if val.Kind != yaml.ScalarNode {
+			return &SyntaxError{Line: val.Line, Msg: key.Value + ": want a string"}
+		}
+		v := val.Value
+		if key.Value == "mode" {
+			st.Mode = &v
+		} else {
+			st.Plan = &v
+		}
+	case "mcp":
+		var m MCPServer
+		if err := decodeStrict(val, &m, "server", "instructions", "tools"); err != nil {
+			return err
+		}
+		st.MCP = &m
+	case "outside":
+		var o OutsideChange
+		if err := decodeStrict(val, &o, "path", "content", "delete"); err != nil {
+			return err
+		}
+		st.Outside = &o
 	case "compact":
 		if val.Kind != yaml.MappingNode {
 			return &SyntaxError{Line: val.Line, Msg: "compact: want a mapping with summary and optional reasoning"}
@@ -473,7 +555,7 @@ func (st *Step) UnmarshalYAML(n *yaml.Node) error {
 		}
 		st.Assistant = &a
 	default:
-		return &SyntaxError{Line: key.Line, Msg: fmt.Sprintf("unknown step %q (want user, assistant, clock or compact)", key.Value)}
+		return &SyntaxError{Line: key.Line, Msg: fmt.Sprintf("unknown step %q (want user, assistant, clock, compact, mode, plan, mcp or outside)", key.Value)}
 	}
 	return nil
 }
@@ -526,6 +608,33 @@ func decodeCall(n *yaml.Node) (Call, error) {
 		return Call{}, &SyntaxError{Line: val.Line, Msg: key.Value + ": " + err.Error()}
 	}
 	return Call{Tool: key.Value, Args: args, Line: key.Line}, nil
+}
+
+// decodeStrict decodes a mapping node into v, refusing keys not in allowed (checked at every
+// level by name) with the key's line.
+func decodeStrict(n *yaml.Node, v any, allowed ...string) error {
+	n = resolve(n)
+	if n.Kind != yaml.MappingNode {
+		return &SyntaxError{Line: n.Line, Msg: "want a mapping of " + strings.Join(allowed, ", ")}
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; !slices.Contains(allowed, k.Value) {
+			return &SyntaxError{Line: k.Line, Msg: fmt.Sprintf("unknown field %q (want %s)", k.Value, strings.Join(allowed, ", "))}
+		}
+	}
+	// Nested values are checked by yaml's own decoder with known fields.
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	if err := enc.Encode(n); err != nil {
+		return &SyntaxError{Line: n.Line, Msg: err.Error()}
+	}
+	dec := yaml.NewDecoder(&buf)
+	dec.KnownFields(true)
+	if err := dec.Decode(v); err != nil {
+		_, msg := splitYAMLLine(strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n  "))
+		return &SyntaxError{Line: n.Line, Msg: msg}
+	}
+	return nil
 }
 
 // resolve follows a YAML alias (*name) to the node it names.
@@ -591,3 +700,8 @@ func writeJSON(b *bytes.Buffer, n *yaml.Node) error {
 	}
 	return nil
 }
+
+// Modes returns the permission modes a scenario may name: prompts/modes/<mode>.md.
+func Modes() []string { return prompts.Modes() }
+
+func modeExists(m string) bool { return slices.Contains(prompts.Modes(), m) }

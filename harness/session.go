@@ -89,7 +89,13 @@ func RunSession(ctx context.Context, cfg SessionConfig) error {
 	if err != nil {
 		return err
 	}
-	r := &runner{cfg: cfg, hs: hs, ws: ws, clock: sc.Start, tools: ToolList(cfg.Arm.Measures), contextBlock: contextBlock}
+	mode := sc.Mode
+	if mode == "" {
+		mode = "default"
+	}
+	r := &runner{cfg: cfg, hs: hs, ws: ws, clock: sc.Start, contextBlock: contextBlock,
+		mode: mode, promptMode: mode, mcpResults: map[string]string{}, pending: map[string]string{}}
+	r.tools = r.toolList()
 	r.system = r.buildSystem() // §10.1: built once, when the session starts
 	for _, st := range sc.Steps {
 		if err := ctx.Err(); err != nil {
@@ -108,6 +114,19 @@ func RunSession(ctx context.Context, cfg SessionConfig) error {
 			}
 		case st.Compact != nil:
 			if err := r.compact(ctx, st.Compact); err != nil {
+				return err
+			}
+		case st.Mode != nil:
+			if err := r.setMode(*st.Mode); err != nil {
+				return err
+			}
+		case st.Plan != nil:
+			r.plan = *st.Plan
+			r.changed("plan", *st.Plan)
+		case st.MCP != nil:
+			r.connect(st.MCP)
+		case st.Outside != nil:
+			if err := r.ws.Outside(*st.Outside); err != nil {
 				return err
 			}
 		}
@@ -129,6 +148,16 @@ type runner struct {
 	notedDate string
 	// summary is the last compaction's summary ("" before the first).
 	summary string
+	// mode is the permission mode now, promptMode the one the system prompt names (§10.3: "its
+	// first line is in the prompt only as it was at the start").
+	mode, promptMode string
+	// plan is the person's plan now; mcp the instructions of MCP servers that connected late,
+	// mcpResults what each of their tools answers.
+	plan       string
+	mcp        []string
+	mcpResults map[string]string
+	// pending holds the changes (kind → value) the next user message carries as a note (§10.3).
+	pending map[string]string
 	turn    int
 	step    int
 	index   int
@@ -163,7 +192,22 @@ func (r *runner) buildSystem() string {
 		b.WriteString(strings.TrimRight(r.contextBlock, "\n"))
 		b.WriteString("\n\n")
 	}
-	if r.cfg.Arm.Measures.RelativePaths {
+	m := r.cfg.Arm.Measures
+	mode := r.promptMode
+	if !m.NotesForChanges {
+		mode = r.mode
+	}
+	b.WriteString(firstLine(r.modeText(mode)) + "\n\n")
+	if !m.NotesForChanges {
+		// What real harnesses do instead of §10.3's notes: the current values in the prompt.
+		if r.plan != "" {
+			b.WriteString("The current plan:\n" + strings.TrimRight(r.plan, "\n") + "\n\n")
+		}
+		for _, ins := range r.mcp {
+			b.WriteString(strings.TrimRight(ins, "\n") + "\n\n")
+		}
+	}
+	if m.RelativePaths {
 		b.WriteString(r.cfg.Loop.EnvironmentLines(sc.Project, sc.StartDir))
 	} else {
 		b.WriteString("Working directory: " + joinDir(r.ws.Root, sc.StartDir))
@@ -171,11 +215,97 @@ func (r *runner) buildSystem() string {
 	return b.String()
 }
 
+// modeText returns prompts/modes/<mode>.md ("" when there is none; the loader checked).
+func (r *runner) modeText(mode string) string {
+	t, _ := prompts.Text("modes/" + mode + ".md")
+	return t
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// changed records a change made during the session (§10.3): with notes on, it waits for the
+// next user message as a note; with notes off, the system prompt is rebuilt with it.
+func (r *runner) changed(kind, value string) {
+	if r.cfg.Arm.Measures.NotesForChanges {
+		r.pending[kind] = strings.TrimRight(value, "\n")
+		return
+	}
+	r.system = r.buildSystem()
+}
+
+// setMode switches the permission mode: a note whose body is modes/<mode>.md (§10.3), and, with
+// the tool list not fixed (§10.4 off), a tool list without the tools the mode forbids.
+func (r *runner) setMode(mode string) error {
+	r.mode = mode
+	r.changed("mode", strings.TrimRight(r.modeText(mode), "\n"))
+	r.tools = r.toolList()
+	return nil
+}
+
+// connect adds a late MCP server: its tools join the list (§10.4's one exception: one re-read,
+// once) and its instructions come as a note.
+func (r *runner) connect(s *MCPServer) {
+	for _, t := range s.Tools {
+		r.mcpResults[t.Name] = t.Result
+	}
+	r.mcp = append(r.mcp, s.Instructions)
+	r.tools = r.toolList()
+	if s.Instructions != "" {
+		r.changed("mcp", s.Instructions)
+	}
+}
+
+// readOnlyModes are the permission modes in which a tool that changes files may not run.
+var readOnlyModes = map[string]bool{"plan": true}
+
+// changesFiles lists the tools a read-only mode forbids.
+var changesFiles = map[string]bool{"edit": true, "write": true, "multiedit": true, "apply_patch": true}
+
+// toolList is the request's tool list: the session's fixed list (§10.4) plus the tools of MCP
+// servers that connected; with §10.4 off, without the tools the current mode forbids.
+func (r *runner) toolList() []chat.Tool {
+	var tools []chat.Tool
+	for _, t := range ToolList(r.cfg.Arm.Measures) {
+		if !r.cfg.Arm.Measures.FixedToolList && readOnlyModes[r.mode] && changesFiles[t.Name] {
+			continue
+		}
+		tools = append(tools, t)
+	}
+	for _, s := range r.cfg.Scenario.Steps {
+		if s.MCP == nil {
+			continue
+		}
+		for _, t := range s.MCP.Tools {
+			if _, ok := r.mcpResults[t.Name]; ok {
+				tools = append(tools, chat.Tool{Name: t.Name, Description: t.Description, Parameters: []byte(`{"type":"object","properties":{}}`)})
+			}
+		}
+	}
+	return tools
+}
+
+// runTool runs one call: an MCP tool answers its scripted result; a tool the mode forbids
+// answers loop.json's `unavailable` text (§10.4); any other runs in the workspace.
+func (r *runner) runTool(tc chat.ToolCall) string {
+	if res, ok := r.mcpResults[tc.Name]; ok {
+		return r.hs.Result(res)
+	}
+	if readOnlyModes[r.mode] && changesFiles[tc.Name] {
+		reason := "the permission mode is " + r.mode
+		return r.hs.Result(strings.NewReplacer("{{tool}}", tc.Name, "{{reason}}", reason).Replace(r.cfg.Loop.Unavailable))
+	}
+	return r.ws.Run(r.hs, tc.Name, tc.Arguments)
+}
+
 func (r *runner) user(text string) error {
 	r.turn++
 	r.step = 0
 	r.hs.BeginTurn()
-	changes := map[string]string{}
+	changes := r.pending
+	r.pending = map[string]string{}
 	if r.cfg.Arm.Measures.DateInNote && r.date() != r.notedDate {
 		changes["date"] = r.date()
 		r.notedDate = r.date()
@@ -214,7 +344,7 @@ func (r *runner) assistant(ctx context.Context, a *AssistantStep) error {
 	}
 	r.history = append(r.history, msg)
 	for _, tc := range msg.ToolCalls {
-		out := r.ws.Run(r.hs, tc.Name, tc.Arguments)
+		out := r.runTool(tc)
 		r.history = append(r.history, chat.Message{Role: chat.RoleTool, Content: out, ToolCallID: tc.ID, ToolName: tc.Name})
 	}
 	return nil
@@ -431,6 +561,7 @@ func (r *runner) compact(ctx context.Context, c *CompactStep) error {
 	}
 	r.history = []chat.Message{{Role: chat.RoleUser, Content: content, Summary: true}}
 	r.summary = c.Summary
+	r.promptMode = r.mode
 	r.system = r.buildSystem()
 	// The note that carried the date is gone with the history: the next message carries it again.
 	r.notedDate = ""

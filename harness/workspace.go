@@ -557,3 +557,24 @@ func joinDir(base, rel string) string {
 	}
 	return filepath.Join(base, rel)
 }
+
+// Outside applies a change made outside the session: Content written to Path, or Path deleted.
+func (w *Workspace) Outside(c OutsideChange) error {
+	abs, err := w.resolve(c.Path)
+	if err != nil {
+		return fmt.Errorf("outside change: %w", err)
+	}
+	if c.Delete {
+		if err := os.Remove(abs); err != nil {
+			return fmt.Errorf("outside change: %w", err)
+		}
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return fmt.Errorf("outside change: %w", err)
+	}
+	if err := os.WriteFile(abs, []byte(c.Content), 0o644); err != nil {
+		return fmt.Errorf("outside change: %w", err)
+	}
+	return nil
+}
