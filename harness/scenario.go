@@ -496,26 +496,13 @@ func (st *Step) UnmarshalYAML(n *yaml.Node) error {
 	}
 	key, val := n.Content[0], resolve(n.Content[1])
 	switch key.Value {
-	case "user", "clock":
+	case "user", "clock", "mode", "plan":
 		if val.Kind != yaml.ScalarNode {
 			return &SyntaxError{Line: val.Line, Msg: key.Value + ": want a string"}
 		}
 		v := val.Value
-		if key.Value == "user" {
-			st.User = &v
-		} else {
-			st.Clock = &v
-		}
-	case "mode", "plan":
-		if val.Kind != yaml.ScalarNode {
-			return &SyntaxError{Line: val.Line, Msg: key.Value + ": want a string"}
-		}
-		v := val.Value
-		if key.Value == "mode" {
-			st.Mode = &v
-		} else {
-			st.Plan = &v
-		}
+		field := map[string]**string{"user": &st.User, "clock": &st.Clock, "mode": &st.Mode, "plan": &st.Plan}[key.Value]
+		*field = &v
 	case "mcp":
 		var m MCPServer
 		if err := decodeStrict(val, &m, "server", "instructions", "tools"); err != nil {
