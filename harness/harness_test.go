@@ -202,7 +202,7 @@ func TestScenarioErrorsNameFileAndLine(t *testing.T) {
 		name, yaml, want string
 	}{
 		{"unknown field", "name: x\nproject: p\nworkspace: w.txtar\nclock: \"2026-11-05T22:00:00Z\"\ncolour: red\nsteps: []\n", ":5: field colour not found"},
-		{"unknown tool", base + "  - assistant:\n      calls:\n        - bash: {cmd: ls}\n", ":9: bash: unknown tool"},
+		{"unknown tool", base + "  - assistant:\n      calls:\n        - shell: {cmd: ls}\n", ":9: shell: unknown tool"},
 		{"outside", base + "  - assistant:\n      calls:\n        - read: {path: ../etc/passwd}\n", ":9: read: path \"../etc/passwd\" is outside the workspace"},
 		{"backwards", base + "  - clock: \"2026-11-05T21:00:00Z\"\n  - assistant:\n      text: hi\n", ":7: clock goes backwards"},
 		{"missing arg", base + "  - assistant:\n      calls:\n        - edit: {path: a}\n", `:9: edit: missing argument "new_string", "old_string"`},
@@ -451,8 +451,8 @@ func TestEventsDuringASession(t *testing.T) {
 	}
 	_, be := replay(t, sc, arm(t, "spec"))
 	first, second := be.requests[0], be.requests[2]
-	if len(first.Tools) != 8 || len(second.Tools) != 9 || second.Tools[8].Name != "db_query" {
-		t.Fatalf("tools: %d then %d; want the fixed 8, then db_query added when its server connected (§10.4)", len(first.Tools), len(second.Tools))
+	if len(first.Tools) != 9 || len(second.Tools) != 10 || second.Tools[9].Name != "db_query" {
+		t.Fatalf("tools: %d then %d; want the fixed 9, then db_query added when its server connected (§10.4)", len(first.Tools), len(second.Tools))
 	}
 	if first.Messages[0].Content != second.Messages[0].Content {
 		t.Fatal("spec's system prompt changed during the session")
@@ -490,5 +490,39 @@ func TestEventsDuringASession(t *testing.T) {
 		if tl.Name == "edit" || tl.Name == "write" {
 			t.Fatalf("practice: %s still listed in plan mode", tl.Name)
 		}
+	}
+}
+
+func TestBashAndAbsolutePaths(t *testing.T) {
+	sc, err := harness.LoadScenario("testdata/bash.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, be := replay(t, sc, arm(t, "spec"))
+	var results []string
+	var args []string
+	for _, m := range be.requests[2].Messages {
+		switch m.Role {
+		case chat.RoleTool:
+			results = append(results, m.Content)
+		case chat.RoleAssistant:
+			for _, tc := range m.ToolCalls {
+				args = append(args, string(tc.Arguments))
+			}
+		}
+	}
+	if len(results) != 5 {
+		t.Fatalf("results = %q", results)
+	}
+	if results[0] != "[#0001]\n--- FAIL: TestGreet\nFAIL\n(exit status 1)" || results[2] != "[#0003]\nok  \tdemo\t0.01s" || results[3] != "[#0004]\nok  \tdemo\t0.01s" {
+		t.Errorf("bash results = %q; want the entries in order, the last repeating, never deduplicated", results[:4])
+	}
+	// The model's call carries the absolute path; the bracket names it as the call gave it, and a
+	// relative re-read is a stub of it (the same resolved file, §1).
+	if strings.Contains(args[1], "{{root}}") || !strings.Contains(args[1], `/demo/main.go"`) || !strings.HasPrefix(results[1], "[#0002 /") {
+		t.Errorf("absolute read: args %s, result %.60q", args[1], results[1])
+	}
+	if !strings.HasSuffix(results[4], "Unchanged since #0002, which already shows lines 1-11.") {
+		t.Errorf("relative re-read = %q; want a stub of #0002", results[4])
 	}
 }

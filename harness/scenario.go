@@ -43,6 +43,9 @@ type Scenario struct {
 	Mode string `yaml:"mode"`
 	// Steps are the session's steps, in order.
 	Steps []Step `yaml:"steps"`
+	// Commands are the scripted outputs of the bash tool: the calls of one command string take
+	// its entries in order, and its last entry repeats when they run out.
+	Commands []Command `yaml:"commands"`
 
 	// File is the scenario file's path; set by [LoadScenario].
 	File string `yaml:"-"`
@@ -76,6 +79,16 @@ type Step struct {
 	Line int
 	// At is the clock after a Clock step (set by [LoadScenario]).
 	At time.Time
+}
+
+// Command is one scripted output of the bash tool.
+type Command struct {
+	// Command is the command string a bash call gives, exactly.
+	Command string `yaml:"command"`
+	// Output is what the command prints (stdout and stderr as one text).
+	Output string `yaml:"output"`
+	// Exit is the exit status; not 0 adds a last line "(exit status N)".
+	Exit int `yaml:"exit"`
 }
 
 // MCPServer is an MCP server that connects during the session.
@@ -157,7 +170,13 @@ var toolArgs = map[string]map[string]bool{
 	"multiedit":   {"path": true, "edits": true},
 	"apply_patch": {"patch": true},
 	"recall":      {"id": true, "offset": false, "limit": false},
+	"bash":        {"command": true, "cwd": false},
 }
+
+// RootPlaceholder in a call's arguments stands for the sandbox's absolute project root, so a
+// scenario can write the absolute paths models often write (spec 3.2.0 §11: "Absolute paths are
+// still accepted").
+const RootPlaceholder = "{{root}}"
 
 // LoadScenario reads and checks a scenario file strictly: an unknown field, a step that calls an
 // unknown tool or misses an argument, a path outside the workspace, a clock going backwards or a
@@ -310,6 +329,21 @@ func parseScenario(file string, data []byte) (*Scenario, error) {
 				if err := checkCall(c); err != nil {
 					return nil, bad(c.Line, "%s: %v", c.Tool, err)
 				}
+				if c.Tool == "bash" {
+					var args struct {
+						Command string `json:"command"`
+						Cwd     string `json:"cwd"`
+					}
+					if err := json.Unmarshal(c.Args, &args); err != nil {
+						return nil, bad(c.Line, "bash: %v", err)
+					}
+					if !slices.ContainsFunc(s.Commands, func(cm Command) bool { return cm.Command == args.Command }) {
+						return nil, bad(c.Line, "bash: no entry for %q in the scenario's commands", args.Command)
+					}
+					if _, err := inside(args.Cwd); err != nil {
+						return nil, bad(c.Line, "bash: cwd: %v", err)
+					}
+				}
 			}
 			prev, prevCalls = "assistant", len(a.Calls) > 0
 		case st.Mode != nil:
@@ -364,7 +398,7 @@ func advance(now time.Time, v string) (time.Time, error) {
 func checkCall(c Call) error {
 	spec, ok := toolArgs[c.Tool]
 	if !ok {
-		return fmt.Errorf("unknown tool (the tools are read, list, grep, edit, write, multiedit, apply_patch, recall)")
+		return fmt.Errorf("unknown tool (the tools are read, list, grep, edit, write, multiedit, apply_patch, recall, bash, and the tools of MCP servers connected before the call)")
 	}
 	var args map[string]any
 	if err := json.Unmarshal(c.Args, &args); err != nil {
@@ -476,6 +510,15 @@ func quoteAll(ss []string) []string {
 func inside(p string) (string, error) {
 	if p == "" {
 		return ".", nil
+	}
+	if rest, ok := strings.CutPrefix(p, RootPlaceholder); ok {
+		if rest == "" {
+			return ".", nil
+		}
+		if !strings.HasPrefix(rest, "/") {
+			return "", fmt.Errorf("path %q: %s must be followed by / or nothing", p, RootPlaceholder)
+		}
+		return inside(strings.TrimLeft(rest, "/"))
 	}
 	if filepath.IsAbs(p) || strings.HasPrefix(p, "~") {
 		return "", fmt.Errorf("path %q is outside the workspace: scenario paths are relative to the project root", p)

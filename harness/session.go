@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -94,7 +95,7 @@ func RunSession(ctx context.Context, cfg SessionConfig) error {
 		mode = "default"
 	}
 	r := &runner{cfg: cfg, hs: hs, ws: ws, clock: sc.Start, contextBlock: contextBlock,
-		mode: mode, promptMode: mode, mcpResults: map[string]string{}, pending: map[string]string{}}
+		mode: mode, promptMode: mode, mcpResults: map[string]string{}, pending: map[string]string{}, commandRuns: map[string]int{}}
 	r.tools = r.toolList()
 	r.system = r.buildSystem() // §10.1: built once, when the session starts
 	for _, st := range sc.Steps {
@@ -156,6 +157,8 @@ type runner struct {
 	plan       string
 	mcp        []string
 	mcpResults map[string]string
+	// commandRuns counts the bash calls of each command so far.
+	commandRuns map[string]int
 	// pending holds the changes (kind → value) the next user message carries as a note (§10.3).
 	pending map[string]string
 	turn    int
@@ -258,6 +261,35 @@ func (r *runner) connect(s *MCPServer) {
 	}
 }
 
+// bash answers a bash call with the scenario's scripted output for its command: the command's
+// entries in order, the last one repeating. Like any output it is capped (§3) and never
+// deduplicated (§6: "a command's output twice is two results").
+func (r *runner) bash(raw json.RawMessage) string {
+	var a struct {
+		Command string `json:"command"`
+	}
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return r.hs.Result("Error: arguments: " + err.Error())
+	}
+	var entries []Command
+	for _, c := range r.cfg.Scenario.Commands {
+		if c.Command == a.Command {
+			entries = append(entries, c)
+		}
+	}
+	if len(entries) == 0 {
+		return r.hs.Result("Error: bash: no scripted output for " + strconv.Quote(a.Command))
+	}
+	n := r.commandRuns[a.Command]
+	r.commandRuns[a.Command] = n + 1
+	c := entries[min(n, len(entries)-1)]
+	out := strings.TrimRight(c.Output, "\n")
+	if c.Exit != 0 {
+		out += fmt.Sprintf("\n(exit status %d)", c.Exit)
+	}
+	return r.hs.Result(out)
+}
+
 // readOnlyModes are the permission modes in which a tool that changes files may not run.
 var readOnlyModes = map[string]bool{"plan": true}
 
@@ -292,6 +324,9 @@ func (r *runner) toolList() []chat.Tool {
 func (r *runner) runTool(tc chat.ToolCall) string {
 	if res, ok := r.mcpResults[tc.Name]; ok {
 		return r.hs.Result(res)
+	}
+	if tc.Name == "bash" {
+		return r.bash(tc.Arguments)
 	}
 	if readOnlyModes[r.mode] && changesFiles[tc.Name] {
 		reason := "the permission mode is " + r.mode
@@ -336,7 +371,9 @@ func (r *runner) assistant(ctx context.Context, a *AssistantStep) error {
 	msg := chat.Message{Role: chat.RoleAssistant, Reasoning: a.Reasoning, Content: a.Text}
 	for _, c := range a.Calls {
 		r.callSeq++
-		msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: "call_" + strconv.Itoa(r.callSeq), Name: c.Tool, Arguments: c.Args})
+		// The model wrote the absolute path: {{root}} is the sandbox's project root (§11).
+		args := bytes.ReplaceAll(c.Args, []byte(RootPlaceholder), []byte(strings.Trim(strconv.Quote(r.ws.Root), `"`)))
+		msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: "call_" + strconv.Itoa(r.callSeq), Name: c.Tool, Arguments: args})
 	}
 	reply := &chat.Reply{Reasoning: a.Reasoning, Content: a.Text, ToolCalls: msg.ToolCalls}
 	if err := r.measure(ctx, req, reply, metrics.KindStep); err != nil {

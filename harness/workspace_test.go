@@ -221,10 +221,10 @@ func TestToolList(t *testing.T) {
 		}
 		return strings.Join(out, ",")
 	}
-	if got, want := names(hygiene.Spec()), "read,list,grep,edit,write,multiedit,apply_patch,recall"; got != want {
+	if got, want := names(hygiene.Spec()), "read,list,grep,edit,write,multiedit,apply_patch,bash,recall"; got != want {
 		t.Errorf("ToolList(Spec) = %s, want %s", got, want)
 	}
-	if got, want := names(hygiene.Measures{}), "read,list,grep,edit,write,multiedit,apply_patch"; got != want {
+	if got, want := names(hygiene.Measures{}), "read,list,grep,edit,write,multiedit,apply_patch,bash"; got != want {
 		t.Errorf("ToolList(plain) = %s, want %s", got, want)
 	}
 }
