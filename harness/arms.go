@@ -14,7 +14,32 @@ type Arm struct {
 	Description string
 	// Measures are the spec's measures the arm applies.
 	Measures hygiene.Measures
+	// Practice holds what real harnesses do that the spec forbids; the zero value does none.
+	Practice Practice
 }
+
+// Practice is a set of things real harnesses do to earlier context, which the spec's one rule
+// forbids ("Nothing already sent to the model is ever rewritten").
+type Practice struct {
+	// PruneAfterChars, when not 0, replaces the output of every tool result but the newest
+	// KeepResults with PrunedText once the history's tool results exceed this many characters
+	// (as OpenCode and others prune old tool output in place). A pruned result stays pruned.
+	PruneAfterChars int
+	// KeepLastResults, when not 0, keeps only the newest this many tool results in full and
+	// replaces older ones with ElidedText, from the start (the SWE-agent "last N observations").
+	KeepLastResults int
+	// ReasoningAllTurns sends every assistant message back with its reasoning, earlier turns
+	// included (against §8's "earlier turns carry none").
+	ReasoningAllTurns bool
+}
+
+// The texts that replace tool output the practices remove.
+const (
+	PrunedText = "[Old tool result content cleared]"
+	ElidedText = "[Older observation elided]"
+	// pruneKeep is how many of the newest tool results pruning leaves alone.
+	pruneKeep = 4
+)
 
 // Arms returns every arm the lab knows, `spec` first: spec 3.2.0 as written, one ablation per
 // measure the harness implements (that measure alone switched off, with the measures that depend
@@ -53,6 +78,12 @@ func Arms() []Arm {
 			Measures: with(func(m *hygiene.Measures) { m.ReasoningThisTurn = false })},
 		{Name: "absolute-paths", Description: "the system prompt names the absolute working directory (§11 off)",
 			Measures: with(func(m *hygiene.Measures) { m.RelativePaths = false })},
+		{Name: "prune-old-output", Description: "once tool output passes 40,000 characters, old results are cleared in place, all but the newest 4 (a practice the spec forbids)",
+			Measures: hygiene.Spec(), Practice: Practice{PruneAfterChars: 40000}},
+		{Name: "last-5-observations", Description: "only the newest 5 tool results are kept, older ones elided, from the start (SWE-agent style)",
+			Measures: hygiene.Spec(), Practice: Practice{KeepLastResults: 5}},
+		{Name: "reasoning-all-turns", Description: "every assistant message goes back with its reasoning, earlier turns included (§8 says earlier turns carry none)",
+			Measures: hygiene.Spec(), Practice: Practice{ReasoningAllTurns: true}},
 		{Name: "plain", Description: "every measure off: a plain harness", Measures: hygiene.Measures{}},
 	}
 }

@@ -381,6 +381,22 @@ func TestEveryArmReplaysMidnight(t *testing.T) {
 			text, sys := all.String(), last.Messages[0].Content
 			has := func(s string) bool { return strings.Contains(text, s) }
 			m := a.Measures
+			if p := a.Practice; p.PruneAfterChars > 0 || p.KeepLastResults > 0 {
+				// Earlier results were rewritten: check what the practice did instead.
+				full := 0
+				for _, msg := range last.Messages {
+					if msg.Role == chat.RoleTool && msg.Content != harness.PrunedText && msg.Content != harness.ElidedText {
+						full++
+					}
+				}
+				if p.KeepLastResults > 0 && full != p.KeepLastResults {
+					t.Errorf("%d results in full; want the last %d", full, p.KeepLastResults)
+				}
+				if p.PruneAfterChars > 0 && (!has(harness.PrunedText) || full < 4) {
+					t.Errorf("prune: %d results in full, pruned text present %v", full, has(harness.PrunedText))
+				}
+				return
+			}
 			for _, c := range []struct {
 				what string
 				got  bool
@@ -390,7 +406,8 @@ func TestEveryArmReplaysMidnight(t *testing.T) {
 				{"stubs", has("Unchanged since #"), m.Stubs},
 				{"search dedupe", has("Same result as #"), m.SearchDedupe},
 				{"diffs", has("\n@@ -"), m.Diffs},
-				{"reasoning sent", reasoning, m.ReasoningThisTurn},
+				{"reasoning sent", reasoning, m.ReasoningThisTurn || a.Practice.ReasoningAllTurns},
+				{"reasoning of turn 1 in the last request", last.Messages[2].Reasoning != "", a.Practice.ReasoningAllTurns},
 				{"relative paths", strings.Contains(sys, "Project: linkstash (paths are relative to its root)"), m.RelativePaths},
 				{"no date in the system prompt", !strings.Contains(sys, "Today's date"), m.DateInNote},
 			} {

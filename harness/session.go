@@ -157,6 +157,8 @@ type runner struct {
 	plan       string
 	mcp        []string
 	mcpResults map[string]string
+	// pruned is the history index below which tool results are pruned (the prune practice).
+	pruned int
 	// commandRuns counts the bash calls of each command so far.
 	commandRuns map[string]int
 	// pending holds the changes (kind → value) the next user message carries as a note (§10.3).
@@ -361,8 +363,52 @@ func (r *runner) request() *chat.Request {
 	if !r.cfg.Arm.Measures.DateInNote {
 		system = r.buildSystem()
 	}
-	msgs := append([]chat.Message{{Role: chat.RoleSystem, Content: system}}, hygiene.CurrentTurnReasoning(r.history, r.cfg.Arm.Measures)...)
+	history := hygiene.CurrentTurnReasoning(r.history, r.cfg.Arm.Measures)
+	if r.cfg.Arm.Practice.ReasoningAllTurns {
+		history = append([]chat.Message(nil), r.history...)
+	}
+	history = r.practiceOnResults(history)
+	msgs := append([]chat.Message{{Role: chat.RoleSystem, Content: system}}, history...)
 	return &chat.Request{Messages: msgs, Tools: r.tools, Think: true}
+}
+
+// practiceOnResults applies the arm's practices that rewrite earlier tool output (pruning in
+// place, keeping the last N observations), returning a copy; the stored history stays whole.
+func (r *runner) practiceOnResults(history []chat.Message) []chat.Message {
+	p := r.cfg.Arm.Practice
+	if p.PruneAfterChars == 0 && p.KeepLastResults == 0 {
+		return history
+	}
+	var results []int
+	size := 0
+	for i, m := range history {
+		if m.Role == chat.RoleTool {
+			results = append(results, i)
+			size += len([]rune(m.Content))
+		}
+	}
+	out := append([]chat.Message(nil), history...)
+	if p.KeepLastResults > 0 {
+		for _, i := range results[:max(len(results)-p.KeepLastResults, 0)] {
+			out[i].Content = ElidedText
+		}
+	}
+	if p.PruneAfterChars > 0 {
+		if size > p.PruneAfterChars {
+			// Everything but the newest results is pruned now; once pruned, always pruned.
+			for _, i := range results[:max(len(results)-pruneKeep, 0)] {
+				if i >= r.pruned {
+					r.pruned = i + 1
+				}
+			}
+		}
+		for _, i := range results {
+			if i < r.pruned {
+				out[i].Content = PrunedText
+			}
+		}
+	}
+	return out
 }
 
 func (r *runner) assistant(ctx context.Context, a *AssistantStep) error {
@@ -597,6 +643,7 @@ func (r *runner) compact(ctx context.Context, c *CompactStep) error {
 		content += "\n\n" + table
 	}
 	r.history = []chat.Message{{Role: chat.RoleUser, Content: content, Summary: true}}
+	r.pruned = 0
 	r.summary = c.Summary
 	r.promptMode = r.mode
 	r.system = r.buildSystem()
