@@ -51,10 +51,11 @@ var checkers = map[string]func(Case) error{
 	"context":   checkContext,
 	"reasoning": checkReasoning,
 	"paths":     checkPaths,
+	"cachesim":  checkCachesim,
 }
 
 // areaOrder is the order Areas lists the areas in.
-var areaOrder = []string{"context", "reasoning", "paths"}
+var areaOrder = []string{"context", "reasoning", "paths", "cachesim"}
 
 // ErrUnknownArea is returned (wrapped) by Load and Run for an area with no file or no checker.
 var ErrUnknownArea = errors.New("unknown conformance area")

@@ -15,6 +15,8 @@ import (
 
 	lab "lab"
 	"lab/backend/ollama"
+	"lab/backend/sim"
+	"lab/cachesim"
 	"lab/harness"
 	"lab/hygiene"
 	"lab/localserver"
@@ -39,6 +41,10 @@ type runOptions struct {
 	GenericBuild bool
 	Model        localserver.ModelOptions
 	Quiet        bool
+	// Backend is ollama (a real server) or sim (backend/sim: render, tokenize, cache model).
+	Backend string
+	// CacheModel is the sim's cache model (cachesim.NewModel).
+	CacheModel string
 }
 
 func newRunCmd(s *streams) *cobra.Command {
@@ -49,9 +55,14 @@ func newRunCmd(s *streams) *cobra.Command {
 		Long: `run replays each scenario with each arm through the harness against a real model server and
 writes results/<run-id>/: samples.parquet (one row per request), manifest.json, report.md and
 plots/. Without --server it uses the local Ollama that 'lab server start' started, or else builds
-(once, cached), starts and afterwards stops its own, serving the synthetic Qwen3 model.`,
+(once, cached), starts and afterwards stops its own, serving the synthetic Qwen3 model.
+
+With --backend sim no server is used: each request is rendered with Ollama's qwen3.5 renderer,
+tokenized with the real Qwen3 tokenizer (fetched once with npm, or read from --gguf) and looked
+up in a prefix-cache model (--cache-model); prefill time is a placeholder cost per token.`,
 		Example: `  lab run
   lab run --scenario midnight --arm spec,date-in-system-prompt --repeat 3
+  lab run --backend sim --cache-model vllm --scenario all --arm all
   lab run --scenario ./my/scenario.yaml --save-requests
   lab run --server http://127.0.0.1:11434 --server-log ~/.ollama/logs/server.log --model qwen3:8b`,
 		Args: cobra.NoArgs,
@@ -74,6 +85,8 @@ plots/. Without --server it uses the local Ollama that 'lab server start' starte
 	f.StringVar(&o.CacheDir, "cache", "", "cache folder for the built server and model (default $LAB_CACHE or ~/.cache/lab)")
 	f.BoolVar(&o.GenericBuild, "generic-build", false, "build Ollama without -march=native (slower prefill; runs on any x86-64)")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress output")
+	f.StringVar(&o.Backend, "backend", "ollama", "ollama (a real server) or sim (simulated: no server)")
+	f.StringVar(&o.CacheModel, "cache-model", cachesim.ModelLlamaCpp, "with --backend sim: the cache model ("+strings.Join(cachesim.ModelNames, ", ")+")")
 	addModelFlags(c, &o.Model)
 	return c
 }
@@ -139,7 +152,20 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 			return badInput("--run-id %s: %s already exists", o.RunID, filepath.Join(o.ResultsDir, o.RunID))
 		}
 	}
-	if o.ServerURL == "" && (o.ServerLog != "" || o.GGUF != "") {
+	switch o.Backend {
+	case "ollama":
+	case "sim":
+		if o.ServerURL != "" || o.ServerLog != "" {
+			return badInput("--backend sim uses no server: drop --server and --server-log")
+		}
+	default:
+		return badInput("--backend %q: want ollama or sim", o.Backend)
+	}
+	cacheModel, err := cachesim.NewModel(o.CacheModel, cachesim.Options{})
+	if err != nil {
+		return badInput("--cache-model: %v", err)
+	}
+	if o.Backend != "sim" && o.ServerURL == "" && (o.ServerLog != "" || o.GGUF != "") {
 		return badInput("--server-log and --gguf describe a server given with --server; the local server needs neither")
 	}
 	for _, f := range []struct{ flag, path string }{{"--server-log", o.ServerLog}, {"--gguf", o.GGUF}} {
@@ -153,6 +179,9 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 	progress := io.Writer(s.err)
 	if o.Quiet {
 		progress = io.Discard
+	}
+	if o.Backend == "sim" {
+		return runSim(ctx, s, o, simRun{scenarios: scs, arms: arms, loop: loop, model: cacheModel, progress: progress})
 	}
 
 	// The server: the one given, the one `lab server start` left running, or our own.
@@ -204,6 +233,63 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 		Warn: func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
 	}
 	cfg.Progress = newProgress(progress, cfg.Requests())
+	return runAndReport(ctx, s, cfg)
+}
+
+// simRun is what runRun checked and hands to runSim.
+type simRun struct {
+	scenarios []*harness.Scenario
+	arms      []harness.Arm
+	loop      *hygiene.Config
+	model     cachesim.Model
+	progress  io.Writer
+}
+
+// runSim runs the matrix on the sim backend: no server; the tokenizer from --gguf, else the npm
+// package's tokenizer.json.
+func runSim(ctx context.Context, s *streams, o *runOptions, r simRun) error {
+	var tok *localserver.Tokenizer
+	if o.GGUF != "" {
+		t, err := localserver.LoadTokenizer(o.GGUF)
+		if err != nil {
+			return err
+		}
+		tok = t
+	} else {
+		cache, err := cacheDir(s, o.CacheDir)
+		if err != nil {
+			return err
+		}
+		dir, err := localserver.FetchTokenizer(ctx, cache, r.progress)
+		if err != nil {
+			return err
+		}
+		if tok, err = localserver.LoadTokenizerJSON(dir); err != nil {
+			return err
+		}
+	}
+	be, err := sim.New(sim.Options{Model: r.model, Tokenizer: tok})
+	if err != nil {
+		return err
+	}
+	cfg := harness.RunConfig{
+		Scenarios: r.scenarios, Arms: r.arms, Repeat: o.Repeat, ResultsDir: o.ResultsDir, RunID: o.RunID,
+		LabVersion: version(), Loop: r.loop, Backend: be, BackendName: "sim", Model: o.ModelName,
+		ServerVersion: "cachesim " + r.model.Name(), NumCtx: o.NumCtx, Tokenizer: be.Tokenizer(),
+		SaveRequests: o.SaveRequests,
+		Settings: map[string]string{
+			"cache_model":       r.model.Name(),
+			"renderer":          sim.Renderer,
+			"prefill_per_token": sim.DefaultPrefillPerToken.String(),
+		},
+		Warn: func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
+	}
+	cfg.Progress = newProgress(r.progress, cfg.Requests())
+	return runAndReport(ctx, s, cfg)
+}
+
+// runAndReport runs the matrix and writes the report, also after a failure.
+func runAndReport(ctx context.Context, s *streams, cfg harness.RunConfig) error {
 	dir, man, runErr := harness.Run(ctx, cfg)
 	if dir == "" {
 		return runErr

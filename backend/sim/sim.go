@@ -1,0 +1,177 @@
+// Package sim is the lab's simulation backend: the deterministic, instant reference (DESIGN.md,
+// "sim backend"). It never contacts a server. For every request [Backend.Send]:
+//
+//  1. converts the request as the Ollama backend does ([ollama.Client.ChatRequest]) and renders it
+//     in process with Ollama's own qwen3.5 renderer (github.com/ollama/ollama/model/renderers,
+//     the renderer the served Qwen3 model uses in Ollama v0.17.4), so the prompt text is what the
+//     real server would build;
+//  2. tokenizes it with the given tokenizer (the served model's: localserver.LoadTokenizerJSON);
+//  3. asks the cache model (lab/cachesim) how many leading tokens it reuses (Lookup), then leaves
+//     the cache as a real generation would (Store: the rendered prompt followed by the scripted
+//     reply as Qwen3 writes it, ollama.Qwen3Output, tokenized as one text: what the Ollama
+//     backend's generation emulation of DESIGN.md leaves in the server's cache);
+//  4. charges prefill time for the tokens not reused: (prompt − cached) × PrefillPerToken.
+//
+// Cached tokens are reported with source chat.SourceSimulation.
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ollama/ollama/model/renderers"
+
+	"lab/backend/ollama"
+	"lab/cachesim"
+	"lab/chat"
+)
+
+// Renderer is the Ollama renderer the sim renders with.
+const Renderer = "qwen3.5"
+
+// DefaultPrefillPerToken is the prefill cost per uncached prompt token when Options gives none. A
+// placeholder (0.3 ms, the order of a small model on two CPU cores) until `lab calibrate`
+// measures the real figure on a server.
+const DefaultPrefillPerToken = 300 * time.Microsecond
+
+// Tokenizer turns text (special tokens written as their text) into token ids.
+type Tokenizer interface {
+	Encode(text string) ([]int32, error)
+}
+
+// Options configures a Backend.
+type Options struct {
+	// Model is the prefix-cache model (cachesim.NewModel). Required.
+	Model cachesim.Model
+	// Tokenizer is the served model's tokenizer. Required.
+	Tokenizer Tokenizer
+	// PrefillPerToken is the time charged per uncached prompt token; 0 means
+	// DefaultPrefillPerToken.
+	PrefillPerToken time.Duration
+}
+
+// Backend simulates a server: renders, tokenizes and applies a cache model. Not safe for
+// concurrent use (the cache model has state).
+type Backend struct {
+	model    cachesim.Model
+	tok      Tokenizer
+	perToken time.Duration
+	conv     *ollama.Client
+}
+
+// New returns a simulation backend.
+func New(o Options) (*Backend, error) {
+	if o.Model == nil || o.Tokenizer == nil {
+		return nil, errors.New("sim: a cache model and a tokenizer are required")
+	}
+	if o.PrefillPerToken < 0 {
+		return nil, fmt.Errorf("sim: prefill per token %s < 0", o.PrefillPerToken)
+	}
+	if o.PrefillPerToken == 0 {
+		o.PrefillPerToken = DefaultPrefillPerToken
+	}
+	// The client only converts requests; it never connects.
+	conv, err := ollama.New("http://127.0.0.1:1", "sim")
+	if err != nil {
+		return nil, err
+	}
+	return &Backend{model: o.Model, tok: &recent{tok: o.Tokenizer}, perToken: o.PrefillPerToken, conv: conv}, nil
+}
+
+// Tokenizer returns the backend's tokenizer, which remembers the last few texts it encoded: give
+// it to the harness (SessionConfig.Tokenizer) so the prompt and cache text the backend just
+// tokenized are not tokenized again. The ids it returns are shared; callers must not change them.
+func (b *Backend) Tokenizer() Tokenizer { return b.tok }
+
+// recent remembers the ids of the last recentSize texts encoded.
+type recent struct {
+	tok   Tokenizer
+	texts [recentSize]string
+	ids   [recentSize][]int32
+	next  int
+}
+
+const recentSize = 4
+
+func (r *recent) Encode(text string) ([]int32, error) {
+	for i, t := range r.texts {
+		if r.ids[i] != nil && t == text {
+			return r.ids[i], nil
+		}
+	}
+	ids, err := r.tok.Encode(text)
+	if err != nil {
+		return nil, err
+	}
+	if ids == nil {
+		ids = []int32{}
+	}
+	r.texts[r.next], r.ids[r.next] = text, ids
+	r.next = (r.next + 1) % recentSize
+	return ids, nil
+}
+
+// Model returns the cache model.
+func (b *Backend) Model() cachesim.Model { return b.model }
+
+// Send simulates one request (see the package documentation). reply is the scripted reply whose
+// generation is emulated; nil stores the prompt alone. The result has PromptTokens,
+// CachedTokens (source simulation), CompletionTokens (the reply's tokens), Prefill = TTFT = Total
+// = (prompt − cached) × PrefillPerToken, RequestBytes and Body (the /api/chat body the Ollama
+// backend would send), Rendered and CacheText.
+func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	creq, err := b.conv.ChatRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(creq)
+	if err != nil {
+		return nil, fmt.Errorf("sim: encode request: %w", err)
+	}
+	res := &chat.Result{RequestBytes: int64(len(body)), Body: body}
+	rendered, err := renderers.RenderWithRenderer(Renderer, creq.Messages, creq.Tools, creq.Think)
+	if err != nil {
+		return res, fmt.Errorf("sim: render: %w", err)
+	}
+	res.Rendered = rendered
+	prompt, err := b.tok.Encode(rendered)
+	if err != nil {
+		return res, fmt.Errorf("sim: tokenize the prompt: %w", err)
+	}
+	cached := int64(b.model.Lookup(prompt))
+	held, generated := prompt, []int32(nil)
+	res.CacheText = rendered
+	if reply != nil {
+		res.CacheText = rendered + ollama.Qwen3Output(reply)
+		// What the server holds after the generation emulation: the cache text tokenized whole,
+		// as the Ollama backend's raw generate request leaves it and as the harness counts it.
+		// Its tokens after the prompt are the generated ones. Where the reply's first token
+		// merges with the prompt's last (an empty reasoning: "<think>\n" + "\n</think>" gives
+		// "\n\n"), the held prompt is the common part and the rest counts as generated.
+		full, err := b.tok.Encode(res.CacheText)
+		if err != nil {
+			return res, fmt.Errorf("sim: tokenize the reply: %w", err)
+		}
+		n := cachesim.CommonPrefix(prompt, full)
+		held, generated = full[:n], full[n:]
+	}
+	b.model.Store(held, generated)
+	res.PromptTokens = int64(len(prompt))
+	res.CachedTokens, res.CachedSource = &cached, chat.SourceSimulation
+	res.CompletionTokens = int64(len(generated))
+	res.Prefill = time.Duration(int64(len(prompt))-cached) * b.perToken
+	res.TTFT, res.Total = res.Prefill, res.Prefill
+	return res, nil
+}
+
+// Reset empties the cache model, so the next session starts cold.
+func (b *Backend) Reset(context.Context) error {
+	b.model.Reset()
+	return nil
+}

