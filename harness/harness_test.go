@@ -238,10 +238,14 @@ func TestEmbeddedScenariosReplay(t *testing.T) {
 			}
 			samples, be := replay(t, sc, arm(t, "spec"))
 			last := be.requests[len(be.requests)-1]
+			var errs []string
 			for _, m := range last.Messages {
-				if m.Role == chat.RoleTool && strings.Contains(m.Content, "Error:") {
-					t.Errorf("tool %s failed: %s", m.ToolName, m.Content[:min(len(m.Content), 300)])
+				if m.Role == chat.RoleTool && isToolError(m.Content) {
+					errs = append(errs, m.Content[:min(len(m.Content), 300)])
 				}
+			}
+			if len(errs) != sc.ExpectedErrors {
+				t.Errorf("%d tool calls answered an error, the scenario expects %d (expected_errors):\n%s", len(errs), sc.ExpectedErrors, strings.Join(errs, "\n"))
 			}
 			t.Logf("%s: %d requests, last prompt %d bytes", name, len(samples), samples[len(samples)-1].PromptTokens)
 		})
@@ -372,7 +376,7 @@ func TestEveryArmReplaysMidnight(t *testing.T) {
 			}
 			for _, m := range last.Messages {
 				if m.Role == chat.RoleTool {
-					if strings.Contains(m.Content, "Error:") {
+					if isToolError(m.Content) {
 						t.Errorf("tool %s failed: %.200s", m.ToolName, m.Content)
 					}
 					all.WriteString(m.Content + "\n")
@@ -542,4 +546,10 @@ func TestBashAndAbsolutePaths(t *testing.T) {
 	if !strings.HasSuffix(results[4], "Unchanged since #0002, which already shows lines 1-11.") {
 		t.Errorf("relative re-read = %q; want a stub of #0002", results[4])
 	}
+}
+
+// isToolError reports a tool result that is an error answer: "Error: …" as the whole result or
+// right after its bracket line (not a word "Error:" inside a file's text).
+func isToolError(content string) bool {
+	return strings.HasPrefix(content, "Error: ") || strings.Contains(content, "]\nError: ")
 }

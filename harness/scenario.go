@@ -43,6 +43,9 @@ type Scenario struct {
 	Mode string `yaml:"mode"`
 	// Steps are the session's steps, in order.
 	Steps []Step `yaml:"steps"`
+	// ExpectedErrors is how many tool calls answer an error on purpose (a read of a file deleted
+	// from outside, say); the scenario tests check that exactly so many do, in the spec arm.
+	ExpectedErrors int `yaml:"expected_errors"`
 	// Commands are the scripted outputs of the bash tool: the calls of one command string take
 	// its entries in order, and its last entry repeats when they run out.
 	Commands []Command `yaml:"commands"`

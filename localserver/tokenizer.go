@@ -28,7 +28,10 @@ const memoLimit = 64 << 20
 type Tokenizer struct {
 	bpe      tokenizer.BytePairEncoding
 	specials []string // control and user-defined tokens, in id order
-	ids      []int32  // ids[i] is the id of specials[i]
+	// scanSafe caches scanOK's answer, computed once.
+	scanOnce sync.Once
+	scanSafe bool
+	ids      []int32 // ids[i] is the id of specials[i]
 	addBOS   bool
 	addEOS   bool
 	bos, eos int32
@@ -96,6 +99,66 @@ type piece struct {
 // another in id order as tokenizer.BytePairEncoding.Encode does, so that both see the same
 // pieces.
 func (t *Tokenizer) split(text string) []piece {
+	if t.scanOK() {
+		return t.scan(text)
+	}
+	return t.splitInOrder(text)
+}
+
+// scanOK reports whether the one-pass scan finds the same pieces as splitting in id order: when
+// every special token starts with '<' and none holds another (true of Qwen3's 26).
+func (t *Tokenizer) scanOK() bool {
+	t.scanOnce.Do(func() {
+		t.scanSafe = true
+		for i, a := range t.specials {
+			if !strings.HasPrefix(a, "<") {
+				t.scanSafe = false
+			}
+			for j, b := range t.specials {
+				if i != j && strings.Contains(a, b) {
+					t.scanSafe = false
+				}
+			}
+		}
+	})
+	return t.scanSafe
+}
+
+// scan cuts text at special tokens in one pass, looking only at '<' bytes.
+func (t *Tokenizer) scan(text string) []piece {
+	var ps []piece
+	start, i := 0, 0
+	for {
+		j := strings.IndexByte(text[i:], '<')
+		if j < 0 {
+			break
+		}
+		i += j
+		matched := false
+		for k, sp := range t.specials {
+			if strings.HasPrefix(text[i:], sp) {
+				if i > start {
+					ps = append(ps, piece{text: text[start:i], id: -1})
+				}
+				ps = append(ps, piece{text: sp, id: t.ids[k]})
+				i += len(sp)
+				start, matched = i, true
+				break
+			}
+		}
+		if !matched {
+			i++
+		}
+	}
+	if start < len(text) || len(ps) == 0 {
+		ps = append(ps, piece{text: text[start:], id: -1})
+	}
+	return ps
+}
+
+// splitInOrder cuts text at every occurrence of a special token, taking the special tokens one
+// after another in id order as tokenizer.BytePairEncoding.Encode does.
+func (t *Tokenizer) splitInOrder(text string) []piece {
 	ps := []piece{{text: text, id: -1}}
 	for i, sp := range t.specials {
 		if !strings.Contains(text, sp) {

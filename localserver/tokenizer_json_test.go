@@ -93,3 +93,20 @@ func TestLoadTokenizerJSONMatchesGGUF(t *testing.T) {
 		t.Errorf("Encode = %v", got)
 	}
 }
+
+// The one-pass scan cuts texts exactly as splitting special token by special token does.
+func TestScanEqualsSplitInOrder(t *testing.T) {
+	tk := &Tokenizer{specials: []string{"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>", "<think>", "</think>"}, ids: []int32{1, 2, 3, 4, 5, 6, 7}}
+	if !tk.scanOK() {
+		t.Fatal("scanOK() = false for Qwen-like specials")
+	}
+	for _, text := range []string{
+		"", "plain", "<", "<<|im_start|>", "<|im_start|>system\nYou <b>are</b><|im_end|>\n<|im_start|>assistant\n<think>\nhm</think>\n\n<tool_call>\n{}\n</tool_call><|im_end|>",
+		"a<|im_end", "<|im_end|><|im_end|>x<think><think>", "x < y && <|im_start|",
+	} {
+		got, want := tk.scan(text), tk.splitInOrder(text)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("scan(%q) = %v; splitInOrder = %v", text, got, want)
+		}
+	}
+}
