@@ -72,6 +72,12 @@ func LoadTokenizer(ggufPath string) (*Tokenizer, error) {
 	if len(v.Values) == 0 || len(v.Types) != len(v.Values) {
 		return nil, fmt.Errorf("load tokenizer from %s: %d tokens with %d types", ggufPath, len(v.Values), len(v.Types))
 	}
+	return newTokenizer(v), nil
+}
+
+// newTokenizer builds the memoising tokenizer over a vocabulary with the qwen3 pre-tokenizer;
+// control and user-defined tokens are the special tokens text is split at.
+func newTokenizer(v *tokenizer.Vocabulary) *Tokenizer {
 	t := &Tokenizer{
 		bpe:    tokenizer.NewBytePairEncoding(v, qwen3Pretokenizer),
 		addBOS: v.AddBOS,
@@ -86,7 +92,7 @@ func LoadTokenizer(ggufPath string) (*Tokenizer, error) {
 			t.ids = append(t.ids, int32(i))
 		}
 	}
-	return t, nil
+	return t
 }
 
 // piece is a part of a text between special tokens, or one special token (id >= 0).

@@ -27,17 +27,5 @@ func LoadTokenizerJSON(dir string) (*Tokenizer, error) {
 		AddEOS: false,
 		EOS:    []int32{int32(v.eos)},
 	}
-	t := &Tokenizer{
-		bpe:  tokenizer.NewBytePairEncoding(voc, qwen3Pretokenizer),
-		bos:  voc.BOS[0],
-		eos:  voc.EOS[0],
-		memo: map[string][]int32{},
-	}
-	for i, typ := range voc.Types {
-		if typ == tokenizer.TOKEN_TYPE_CONTROL || typ == tokenizer.TOKEN_TYPE_USER_DEFINED {
-			t.specials = append(t.specials, voc.Values[i])
-			t.ids = append(t.ids, int32(i))
-		}
-	}
-	return t, nil
+	return newTokenizer(voc), nil
 }
