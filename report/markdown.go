@@ -95,6 +95,20 @@ func Markdown(w io.Writer, m *metrics.Manifest, tables []ScenarioTable, plotFile
 		if len(failed) > 0 {
 			fmt.Fprintf(&b, "\nFailed requests: %s.\n", strings.Join(failed, ", "))
 		}
+		if len(t.Mismatches) > 0 {
+			fmt.Fprintf(&b, "\nRequests where the server reused more or less than expected (beyond %.0f %%):\n\n", 100*MismatchTolerance)
+			for _, m := range t.Mismatches {
+				why := "the server's cache held less than the previous request left (eviction, a reload or a bug)"
+				switch {
+				case m.LoadNs > 1e8:
+					why = fmt.Sprintf("the model was loaded again (load %s s), which drops the cache", seconds(float64(m.LoadNs)/1e9))
+				case m.CachedTokens > m.ExpectedCachedTokens:
+					why = "the server reused more than the lab expected: the lab's rendering or tokenization differs from the server's"
+				}
+				fmt.Fprintf(&b, "- %s, repetition %d, request %d: cached %s, expected %s, first divergence in %s: %s\n",
+					inline(m.Arm), m.Repetition, m.RequestIndex, thousands(m.CachedTokens), thousands(m.ExpectedCachedTokens), orDash(m.DivergenceSegment), why)
+			}
+		}
 		if files := plotFiles[t.Scenario]; len(files) > 0 {
 			links := make([]string, len(files))
 			for i, f := range files {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"math"
 	"slices"
 
 	"lab/metrics"
@@ -12,6 +13,29 @@ type ScenarioTable struct {
 	Scenario string
 	// Rows holds one row per arm, [metrics.SpecArm] first, then the others sorted by name.
 	Rows []ArmRow
+	// Mismatches are the requests whose measured cached tokens differ from the expected ones by
+	// more than [MismatchTolerance] of the expected, in request order per arm.
+	Mismatches []Mismatch
+}
+
+// MismatchTolerance is how far measured cached tokens may differ from the expected ones, as a
+// share of the expected (1 %), before the report names the request.
+const MismatchTolerance = 0.01
+
+// Mismatch is one request where the server reused a different amount than a perfect prefix cache
+// would have: the server's doing (eviction, a reload, a bug), or a rendering the lab did not
+// foresee.
+type Mismatch struct {
+	Arm                  string
+	Repetition           int32
+	RequestIndex         int32
+	CachedTokens         int64
+	ExpectedCachedTokens int64
+	// DivergenceSegment is where the request first differed from what the cache held.
+	DivergenceSegment string
+	// LoadNs is the server's load time for the request: large after a reload, which drops the
+	// cache and explains a shortfall.
+	LoadNs int64
 }
 
 // ArmRow sums the requests of one scenario×arm, over all its repetitions. Token counts are in
@@ -59,6 +83,7 @@ func Summarize(samples []metrics.Sample) []ScenarioTable {
 	}
 	accs := map[key]*acc{}
 	arms := map[string][]string{}
+	mismatches := map[string][]Mismatch{}
 	for i := range samples {
 		s := &samples[i]
 		k := key{s.Scenario, s.Arm}
@@ -77,6 +102,12 @@ func Summarize(samples []metrics.Sample) []ScenarioTable {
 		r.ExpectedCachedTokens += s.ExpectedCachedTokens
 		r.RereadTokens += s.RereadTokens
 		r.PrefillNs += s.PrefillNs
+		if c := s.CachedTokens; c != nil && s.Error == "" && math.Abs(float64(*c-s.ExpectedCachedTokens)) > MismatchTolerance*float64(max(s.ExpectedCachedTokens, 1)) {
+			mismatches[s.Scenario] = append(mismatches[s.Scenario], Mismatch{
+				Arm: s.Arm, Repetition: s.Repetition, RequestIndex: s.RequestIndex, CachedTokens: *c,
+				ExpectedCachedTokens: s.ExpectedCachedTokens, DivergenceSegment: s.DivergenceSegment, LoadNs: s.LoadNs,
+			})
+		}
 		if s.CachedTokens == nil {
 			r.CachedUnknown++
 		} else {
@@ -97,7 +128,7 @@ func Summarize(samples []metrics.Sample) []ScenarioTable {
 	for _, sc := range scenarios {
 		names := arms[sc]
 		metrics.SortArms(names)
-		t := ScenarioTable{Scenario: sc}
+		t := ScenarioTable{Scenario: sc, Mismatches: mismatches[sc]}
 		var spec *acc
 		if a, ok := accs[key{sc, metrics.SpecArm}]; ok {
 			spec = a
