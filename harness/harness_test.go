@@ -553,3 +553,29 @@ func TestBashAndAbsolutePaths(t *testing.T) {
 func isToolError(content string) bool {
 	return strings.HasPrefix(content, "Error: ") || strings.Contains(content, "]\nError: ")
 }
+
+// The re-read attribution covers the re-read part exactly (each byte is a token here), by kind.
+func TestRereadAttribution(t *testing.T) {
+	for _, name := range []string{"spec", "date-in-system-prompt"} {
+		samples, _ := runTiny(t, arm(t, name))
+		for _, s := range samples {
+			sum := s.RereadSystemTokens + s.RereadToolsTokens + s.RereadMessageTokens + s.RereadToolResultTokens +
+				s.RereadReasoningTokens + s.RereadNoteTokens + s.RereadOtherTokens
+			if want := s.PromptTokens - s.ExpectedCachedTokens; s.ExpectedCachedTokens < s.PromptTokens-1 && sum != want {
+				t.Errorf("%s request %d: attributed %d; want prompt − expected = %d", name, s.RequestIndex, sum, want)
+			}
+		}
+		after := samples[4] // the first request after midnight
+		switch name {
+		case "spec":
+			if after.RereadSystemTokens != 0 || after.RereadToolsTokens != 0 || after.RereadToolResultTokens == 0 || after.RereadNoteTokens == 0 {
+				t.Errorf("spec after midnight: system %d, tools %d, tool results %d, note %d; want only the history and the note re-read",
+					after.RereadSystemTokens, after.RereadToolsTokens, after.RereadToolResultTokens, after.RereadNoteTokens)
+			}
+		default:
+			if after.RereadSystemTokens == 0 || after.RereadToolsTokens == 0 {
+				t.Errorf("date arm after midnight: system %d, tools %d; want both re-read", after.RereadSystemTokens, after.RereadToolsTokens)
+			}
+		}
+	}
+}

@@ -534,9 +534,7 @@ func (r *runner) expect(req *chat.Request, res *chat.Result, s *metrics.Sample) 
 		}
 	}
 	r.prevReasoning = reasoning
-	// Reasoning sent, and the part of it that lies after the divergence (re-read).
-	divergeAt := cachesim.CommonPrefixBytes(res.Rendered, r.prevCacheText)
-	for i, m := range req.Messages {
+	for _, m := range req.Messages {
 		if m.Reasoning == "" {
 			continue
 		}
@@ -545,9 +543,35 @@ func (r *runner) expect(req *chat.Request, res *chat.Result, s *metrics.Sample) 
 			return fmt.Errorf("tokenize reasoning: %w", err)
 		}
 		s.ReasoningTokensSent += int64(len(ids))
+	}
+	// Attribute the re-read part, from the first differing byte on, to the segments it covers.
+	{
+		divergeAt := cachesim.CommonPrefixBytes(res.Rendered, r.prevCacheText)
 		for _, sg := range segs {
-			if sg.Name == "reasoning "+strconv.Itoa(i) && sg.End > divergeAt {
-				s.RereadReasoningTokens += int64(len(ids))
+			if sg.End <= divergeAt {
+				continue
+			}
+			ids, err := tok.Encode(res.Rendered[max(sg.Start, divergeAt):sg.End])
+			if err != nil {
+				return fmt.Errorf("tokenize the re-read part: %w", err)
+			}
+			n := int64(len(ids))
+			kind, _, _ := strings.Cut(sg.Name, " ")
+			switch kind {
+			case "system":
+				s.RereadSystemTokens += n
+			case "tools":
+				s.RereadToolsTokens += n
+			case "message":
+				s.RereadMessageTokens += n
+			case "tool":
+				s.RereadToolResultTokens += n
+			case "reasoning":
+				s.RereadReasoningTokens += n
+			case "note":
+				s.RereadNoteTokens += n
+			default:
+				s.RereadOtherTokens += n
 			}
 		}
 	}
@@ -593,7 +617,7 @@ func (r *runner) parts(req *chat.Request) []cachesim.Part {
 			}
 			parts = append(parts, cachesim.Part{Name: "message " + strconv.Itoa(i), Text: text})
 		default:
-			parts = append(parts, cachesim.Part{Name: "message " + strconv.Itoa(i), Text: m.Content})
+			parts = append(parts, cachesim.Part{Name: "tool result " + strconv.Itoa(i), Text: m.Content})
 		}
 	}
 	return parts

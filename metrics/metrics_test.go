@@ -25,6 +25,8 @@ var columns = []string{
 	"reread_tokens", "reread_reasoning_tokens", "reasoning_tokens_sent", "completion_tokens",
 	"reasoning_tokens_generated", "ttft_ns", "prefill_ns", "total_ns", "load_ns", "request_bytes",
 	"cost_usd", "error",
+	"reread_system_tokens", "reread_tools_tokens", "reread_message_tokens", "reread_tool_result_tokens",
+	"reread_note_tokens", "reread_other_tokens",
 }
 
 // optionalColumns are the nullable columns.

@@ -59,7 +59,7 @@ type Sample struct {
 	// server's cache held; nil when the whole cache matched (the prompt only extended it).
 	DivergenceToken *int64 `parquet:"divergence_token,optional" json:"divergence_token"`
 	// DivergenceSegment names the part of the prompt DivergenceToken falls in: "system",
-	// "tools", "message N", "reasoning N", "note" (N a 0-based message index) or
+	// "tools", "message N", "reasoning N", "tool result N", "note" (N a 0-based message index) or
 	// "generation prompt" (what the template writes after the last message); "" when the whole
 	// cache matched.
 	DivergenceSegment string `parquet:"divergence_segment,dict" json:"divergence_segment"`
@@ -93,6 +93,25 @@ type Sample struct {
 	CostUSD *float64 `parquet:"cost_usd,optional" json:"cost_usd"`
 	// Error is the error the request ended with; "" when it succeeded.
 	Error string `parquet:"error" json:"error"`
+
+	// The re-read attribution: the prompt from the first byte that differs from what the
+	// server's cache held to its end (what a perfect prefix cache re-reads: prompt_tokens −
+	// expected_cached_tokens, up to token boundaries), by the kind of segment it falls in. Each
+	// segment's re-read text is tokenized alone, so the sum may differ from the re-read total by
+	// a token or two per segment. The reasoning part is RereadReasoningTokens.
+	//
+	// RereadSystemTokens lies in the system prompt.
+	RereadSystemTokens int64 `parquet:"reread_system_tokens" json:"reread_system_tokens"`
+	// RereadToolsTokens lies in the tool list.
+	RereadToolsTokens int64 `parquet:"reread_tools_tokens" json:"reread_tools_tokens"`
+	// RereadMessageTokens lies in user and assistant messages (text and tool calls).
+	RereadMessageTokens int64 `parquet:"reread_message_tokens" json:"reread_message_tokens"`
+	// RereadToolResultTokens lies in tool results.
+	RereadToolResultTokens int64 `parquet:"reread_tool_result_tokens" json:"reread_tool_result_tokens"`
+	// RereadNoteTokens lies in session notes.
+	RereadNoteTokens int64 `parquet:"reread_note_tokens" json:"reread_note_tokens"`
+	// RereadOtherTokens lies elsewhere: the generation prompt after the last message.
+	RereadOtherTokens int64 `parquet:"reread_other_tokens" json:"reread_other_tokens"`
 }
 
 // The values of [Sample].Kind.
