@@ -56,6 +56,11 @@ type Client struct {
 	logPath   string
 	logOffset int64
 	logWait   time.Duration
+
+	// args and tools memoise the decoding of tool-call arguments and tool parameters: a session
+	// resends the same ones on every request. The decoded values are only read afterwards.
+	args  map[string]api.ToolCallFunctionArguments
+	tools map[string]api.Tool
 }
 
 // Option configures a Client.
@@ -86,7 +91,8 @@ func New(baseURL, model string, opts ...Option) (*Client, error) {
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		return nil, fmt.Errorf("ollama: bad server address %q: want http://host:port", baseURL)
 	}
-	c := &Client{base: u, model: model, numCtx: 32768, keepAlive: -1, seed: 42, logWait: 3 * time.Second}
+	c := &Client{base: u, model: model, numCtx: 32768, keepAlive: -1, seed: 42, logWait: 3 * time.Second,
+		args: map[string]api.ToolCallFunctionArguments{}, tools: map[string]api.Tool{}}
 	c.api = api.NewClient(u, &http.Client{})
 	for _, o := range opts {
 		o(c)
@@ -164,20 +170,30 @@ func (c *Client) ChatRequest(req *chat.Request) (*api.ChatRequest, error) {
 	for _, m := range req.Messages {
 		am := api.Message{Role: string(m.Role), Content: m.Content, Thinking: m.Reasoning, ToolName: m.ToolName, ToolCallID: m.ToolCallID}
 		for i, tc := range m.ToolCalls {
-			args := api.NewToolCallFunctionArguments()
-			if err := json.Unmarshal(tc.Arguments, &args); err != nil {
-				return nil, fmt.Errorf("ollama: tool call %s arguments: %w", tc.Name, err)
+			args, ok := c.args[string(tc.Arguments)]
+			if !ok {
+				args = api.NewToolCallFunctionArguments()
+				if err := json.Unmarshal(tc.Arguments, &args); err != nil {
+					return nil, fmt.Errorf("ollama: tool call %s arguments: %w", tc.Name, err)
+				}
+				c.args[string(tc.Arguments)] = args
 			}
 			am.ToolCalls = append(am.ToolCalls, api.ToolCall{ID: tc.ID, Function: api.ToolCallFunction{Index: i, Name: tc.Name, Arguments: args}})
 		}
 		out.Messages = append(out.Messages, am)
 	}
 	for _, t := range req.Tools {
-		var params api.ToolFunctionParameters
-		if err := json.Unmarshal(t.Parameters, &params); err != nil {
-			return nil, fmt.Errorf("ollama: tool %s parameters: %w", t.Name, err)
+		key := t.Name + "\x00" + t.Description + "\x00" + string(t.Parameters)
+		tool, ok := c.tools[key]
+		if !ok {
+			var params api.ToolFunctionParameters
+			if err := json.Unmarshal(t.Parameters, &params); err != nil {
+				return nil, fmt.Errorf("ollama: tool %s parameters: %w", t.Name, err)
+			}
+			tool = api.Tool{Type: "function", Function: api.ToolFunction{Name: t.Name, Description: t.Description, Parameters: params}}
+			c.tools[key] = tool
 		}
-		out.Tools = append(out.Tools, api.Tool{Type: "function", Function: api.ToolFunction{Name: t.Name, Description: t.Description, Parameters: params}})
+		out.Tools = append(out.Tools, tool)
 	}
 	return out, nil
 }
