@@ -480,7 +480,7 @@ func TestEventsDuringASession(t *testing.T) {
 	}
 	user := second.Messages[len(second.Messages)-1].Content
 	wantNote := "Try the edit, then read main.go and query the db.\n\n<session-note>\n" +
-		"The permission mode is now plan: read and search only, and change no file.\nWhen you know what to do, write the plan with plan_write and submit it with plan_submit for the person to approve.\n\n" +
+		"The permission mode is now plan: read and search only, and change no file.\nWhen you know what to do, answer with the plan for the person to approve.\n\n" +
 		"The person changed the plan:\n1. Rename greet.\n\n" +
 		"An MCP server connected:\nUse db_query for SQL.\n</session-note>"
 	if user != wantNote {
