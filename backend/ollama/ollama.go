@@ -331,6 +331,27 @@ func (c *Client) Reset(ctx context.Context) error {
 	return fmt.Errorf("ollama at %s: the model %s did not unload within 30 s", c.base, c.model)
 }
 
+// Prefill empties the server's cache, sends text as a raw prompt and returns the server's count
+// of its tokens (prompt_eval_count) and the time it took to prefill them (prompt_eval_duration):
+// one point for `lab calibrate`.
+func (c *Client) Prefill(ctx context.Context, text string) (tokens int, prefill time.Duration, err error) {
+	if err := c.Reset(ctx); err != nil {
+		return 0, 0, err
+	}
+	stream := false
+	g := &api.GenerateRequest{Model: c.model, Prompt: text, Raw: true, Stream: &stream, Options: c.options(), KeepAlive: c.keep()}
+	var final api.GenerateResponse
+	if err := c.api.Generate(ctx, g, func(r api.GenerateResponse) error { final = r; return nil }); err != nil {
+		return 0, 0, c.wrap(err)
+	}
+	if c.logPath != "" {
+		if _, err := c.readCacheLog(c.logWait); err != nil {
+			return 0, 0, err
+		}
+	}
+	return final.PromptEvalCount, final.PromptEvalDuration, nil
+}
+
 // cacheLine is one `loading cache slot` line of the server's debug log.
 type cacheLine struct{ prompt, used, remaining int }
 

@@ -51,6 +51,9 @@ type Options struct {
 	// PrefillPerToken is the time charged per uncached prompt token; 0 means
 	// DefaultPrefillPerToken.
 	PrefillPerToken time.Duration
+	// Prefill, when set, is the prefill cost model `lab calibrate` fitted on a real server; it
+	// replaces PrefillPerToken.
+	Prefill *cachesim.PrefillModel
 }
 
 // Backend simulates a server: renders, tokenizes and applies a cache model. Not safe for
@@ -59,6 +62,7 @@ type Backend struct {
 	model    cachesim.Model
 	tok      Tokenizer
 	perToken time.Duration
+	prefill  *cachesim.PrefillModel
 	conv     *ollama.Client
 }
 
@@ -78,7 +82,7 @@ func New(o Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{model: o.Model, tok: &recent{tok: o.Tokenizer}, perToken: o.PrefillPerToken, conv: conv}, nil
+	return &Backend{model: o.Model, tok: &recent{tok: o.Tokenizer}, perToken: o.PrefillPerToken, prefill: o.Prefill, conv: conv}, nil
 }
 
 // Tokenizer returns the backend's tokenizer, which remembers the last few texts it encoded: give
@@ -166,6 +170,9 @@ func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply
 	res.CachedTokens, res.CachedSource = &cached, chat.SourceSimulation
 	res.CompletionTokens = int64(len(generated))
 	res.Prefill = time.Duration(int64(len(prompt))-cached) * b.perToken
+	if b.prefill != nil {
+		res.Prefill = b.prefill.Cost(int(cached), len(prompt))
+	}
 	res.TTFT, res.Total = res.Prefill, res.Prefill
 	return res, nil
 }

@@ -45,6 +45,8 @@ type runOptions struct {
 	Backend string
 	// CacheModel is the sim's cache model (cachesim.NewModel).
 	CacheModel string
+	// Calibration is a file `lab calibrate` wrote, for the sim's prefill times.
+	Calibration string
 }
 
 func newRunCmd(s *streams) *cobra.Command {
@@ -85,6 +87,7 @@ up in a prefix-cache model (--cache-model); prefill time is a placeholder cost p
 	f.StringVar(&o.CacheDir, "cache", "", "cache folder for the built server and model (default $LAB_CACHE or ~/.cache/lab)")
 	f.BoolVar(&o.GenericBuild, "generic-build", false, "build Ollama without -march=native (slower prefill; runs on any x86-64)")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress output")
+	f.StringVar(&o.Calibration, "calibration", "", "with --backend sim: a file lab calibrate wrote (prefill time by prompt length)")
 	f.StringVar(&o.Backend, "backend", "ollama", "ollama (a real server) or sim (simulated: no server)")
 	f.StringVar(&o.CacheModel, "cache-model", cachesim.ModelLlamaCpp, "with --backend sim: the cache model ("+strings.Join(cachesim.ModelNames, ", ")+")")
 	addModelFlags(c, &o.Model)
@@ -268,7 +271,17 @@ func runSim(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 			return err
 		}
 	}
-	be, err := sim.New(sim.Options{Model: r.model, Tokenizer: tok})
+	opts := sim.Options{Model: r.model, Tokenizer: tok}
+	prefillSetting := sim.DefaultPrefillPerToken.String() + " per token (placeholder)"
+	if o.Calibration != "" {
+		p, err := readCalibration(o.Calibration)
+		if err != nil {
+			return err
+		}
+		opts.Prefill = p
+		prefillSetting = fmt.Sprintf("%s: %.0f ns × n + %.3f ns × n²", o.Calibration, opts.Prefill.Linear, opts.Prefill.Quadratic)
+	}
+	be, err := sim.New(opts)
 	if err != nil {
 		return err
 	}
@@ -278,9 +291,9 @@ func runSim(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 		ServerVersion: "cachesim " + r.model.Name(), NumCtx: o.NumCtx, Tokenizer: be.Tokenizer(),
 		SaveRequests: o.SaveRequests,
 		Settings: map[string]string{
-			"cache_model":       r.model.Name(),
-			"renderer":          sim.Renderer,
-			"prefill_per_token": sim.DefaultPrefillPerToken.String(),
+			"cache_model": r.model.Name(),
+			"renderer":    sim.Renderer,
+			"prefill":     prefillSetting,
 		},
 		Warn: func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
 	}

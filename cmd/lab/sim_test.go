@@ -73,3 +73,36 @@ func TestRunSimBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// With a calibration, each request is charged a·(p−c) + b·(p²−c²) of prefill.
+func TestRunSimWithCalibration(t *testing.T) {
+	cache, err := localserver.DefaultCacheDir(os.Getenv)
+	if err != nil {
+		t.Skip(err)
+	}
+	if _, err := localserver.FetchTokenizer(context.Background(), cache, nil); errors.Is(err, localserver.ErrNoNPM) {
+		t.Skip(err)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cal := filepath.Join(dir, "cal.json")
+	os.WriteFile(cal, []byte(`{"points": [{"tokens": 1000, "prefill_ns": 1}, {"tokens": 2000, "prefill_ns": 2}], "prefill": {"ns_per_token": 1000, "ns_per_token_squared": 0.5}}`), 0o644)
+	if code, _, errOut := runLab(t, "run", "--backend", "sim", "--calibration", cal, "--arm", "spec", "--results", dir, "--run-id", "c", "--quiet"); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	_, samples, err := metrics.ReadRun(filepath.Join(dir, "c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range samples[:5] {
+		p, c := float64(s.PromptTokens), float64(*s.CachedTokens)
+		if want := int64(1000*(p-c) + 0.5*(p*p-c*c)); s.PrefillNs != want {
+			t.Errorf("request %d: prefill %d ns; want %d", s.RequestIndex, s.PrefillNs, want)
+		}
+	}
+	os.WriteFile(cal, []byte(`{"points": []}`), 0o644)
+	if code, _, _ := runLab(t, "run", "--backend", "sim", "--calibration", cal, "--results", dir, "--quiet"); code != exitBadInput {
+		t.Fatalf("a calibration without points: exit %d; want 2", code)
+	}
+}
