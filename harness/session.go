@@ -170,6 +170,8 @@ type runner struct {
 
 	prevCacheText   string
 	prevCacheTokens []int32
+	// whole tokenizes the rendered prompts and cache texts, each step only what it appends.
+	whole *incremental
 	// prevReasoning holds the indexes of the messages that carried reasoning in the previous
 	// request.
 	prevReasoning map[int]bool
@@ -505,7 +507,10 @@ func (r *runner) expect(req *chat.Request, res *chat.Result, s *metrics.Sample) 
 	if tok == nil || res.Rendered == "" {
 		return nil
 	}
-	prompt, err := tok.Encode(res.Rendered)
+	if r.whole == nil || r.whole.tok != tok {
+		r.whole = &incremental{tok: tok}
+	}
+	prompt, err := r.whole.Encode(res.Rendered)
 	if err != nil {
 		return fmt.Errorf("tokenize the rendered prompt: %w", err)
 	}
@@ -576,7 +581,7 @@ func (r *runner) expect(req *chat.Request, res *chat.Result, s *metrics.Sample) 
 		}
 	}
 	if res.CacheText != "" {
-		next, err := tok.Encode(res.CacheText)
+		next, err := r.whole.Encode(res.CacheText)
 		if err != nil {
 			return fmt.Errorf("tokenize the server's cache text: %w", err)
 		}

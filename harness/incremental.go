@@ -1,0 +1,68 @@
+package harness
+
+import (
+	"sort"
+	"strings"
+
+	"lab/cachesim"
+)
+
+// turnMarker is the special token that starts every message of a ChatML-style prompt (Qwen3's
+// <|im_start|>). A tokenizer's pre-tokenizer always splits at a special token, so the tokens
+// before one do not depend on the text after it.
+const turnMarker = "<|im_start|>"
+
+// incremental tokenizes a session's prompts so that a step costs time for what it appends: it
+// keeps the last text it tokenized with the token index of each turn marker, and for a new text
+// reuses the tokens up to the last marker both texts share, tokenizing only the rest. The result
+// is exactly tok.Encode(text). Not safe for concurrent use.
+type incremental struct {
+	tok Tokenizer
+	// last is the last text tokenized, ids its tokens, marks the byte offsets of the turn
+	// markers in last and at[i] the index in ids of the token at marks[i].
+	last  string
+	ids   []int32
+	marks []int
+	at    []int
+}
+
+// Encode returns the tokens of text, reusing the previous text's tokens up to the last turn
+// marker the two texts share.
+func (in *incremental) Encode(text string) ([]int32, error) {
+	common := cachesim.CommonPrefixBytes(text, in.last)
+	// The last marker that starts at or before the common prefix's end and lies wholly in it.
+	k := sort.SearchInts(in.marks, common+1) - 1
+	for k >= 0 && in.marks[k]+len(turnMarker) > common {
+		k--
+	}
+	var ids []int32
+	var marks, at []int
+	start := 0
+	if k >= 0 {
+		start = in.marks[k]
+		ids = append(ids, in.ids[:in.at[k]]...)
+		marks = append(marks, in.marks[:k]...)
+		at = append(at, in.at[:k]...)
+	}
+	// Tokenize the rest piece by piece, each piece starting at a turn marker, to record them.
+	rest := text[start:]
+	for len(rest) > 0 {
+		end := len(rest)
+		if i := strings.Index(rest[min(len(turnMarker), len(rest)):], turnMarker); i >= 0 {
+			end = i + min(len(turnMarker), len(rest))
+		}
+		if strings.HasPrefix(rest, turnMarker) {
+			marks = append(marks, start)
+			at = append(at, len(ids))
+		}
+		piece, err := in.tok.Encode(rest[:end])
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, piece...)
+		start += end
+		rest = rest[end:]
+	}
+	in.last, in.ids, in.marks, in.at = text, ids, marks, at
+	return append([]int32(nil), ids...), nil
+}

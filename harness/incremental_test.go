@@ -1,0 +1,79 @@
+package harness
+
+import (
+	"slices"
+	"testing"
+)
+
+// wordTokenizer splits at spaces and at <|im_start|> (a special token), so that tokens depend on
+// their neighbours within a piece: a wrong reuse boundary would show.
+type wordTokenizer struct{ calls, bytes int }
+
+func (w *wordTokenizer) Encode(s string) ([]int32, error) {
+	w.calls++
+	w.bytes += len(s)
+	var out []int32
+	cur := int32(0)
+	flush := func() {
+		if cur != 0 {
+			out = append(out, cur)
+			cur = 0
+		}
+	}
+	for i := 0; i < len(s); {
+		if len(s[i:]) >= len(turnMarker) && s[i:i+len(turnMarker)] == turnMarker {
+			flush()
+			out = append(out, -1)
+			i += len(turnMarker)
+			continue
+		}
+		if s[i] == ' ' {
+			flush()
+		} else {
+			cur = cur*31 + int32(s[i])
+		}
+		i++
+	}
+	flush()
+	return out, nil
+}
+
+func TestIncrementalEqualsWhole(t *testing.T) {
+	texts := []string{
+		"<|im_start|>system\nbe good<|im_end|>\n<|im_start|>user\nhi there<|im_end|>\n<|im_start|>assistant\n",
+		"<|im_start|>system\nbe good<|im_end|>\n<|im_start|>user\nhi there<|im_end|>\n<|im_start|>assistant\nok then<|im_end|>",
+		"<|im_start|>system\nbe good<|im_end|>\n<|im_start|>user\nhi there<|im_end|>\n<|im_start|>assistant\nok then<|im_end|>\n<|im_start|>user\nmore words here<|im_end|>\n<|im_start|>assistant\n",
+		"<|im_start|>system\nbe bad<|im_end|>\n<|im_start|>user\nhi there<|im_end|>\n",
+		"<|im_start|>sys",
+		"",
+		"no markers at all",
+		"no markers at all, longer",
+		"<|im_start|><|im_start|>x",
+	}
+	whole := &wordTokenizer{}
+	inc := &incremental{tok: &wordTokenizer{}}
+	for _, text := range texts {
+		want, _ := whole.Encode(text)
+		got, err := inc.Encode(text)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("incremental.Encode(%q) = %v; want %v", text, got, want)
+		}
+	}
+}
+
+// A step tokenizes what it appends: the bytes handed to the tokenizer for a prompt that extends
+// the previous one are about the appended part, not the session.
+func TestIncrementalCostsTheAppendedPart(t *testing.T) {
+	tok := &wordTokenizer{}
+	inc := &incremental{tok: tok}
+	text := "<|im_start|>system\nrules<|im_end|>\n"
+	for i := 0; i < 200; i++ {
+		text += "<|im_start|>user\nsome words of the message<|im_end|>\n"
+	}
+	inc.Encode(text)
+	before := tok.bytes
+	inc.Encode(text + "<|im_start|>assistant\nreply<|im_end|>\n")
+	if got := tok.bytes - before; got > 200 {
+		t.Fatalf("tokenized %d bytes for a %d-byte session plus a 40-byte step; want about the step", got, len(text))
+	}
+}
