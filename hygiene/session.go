@@ -97,24 +97,25 @@ func (s *Session) Rewind(turn int) {
 		return
 	}
 	s.turn = max(turn, 0)
-	for n := len(s.reads); n > 0 && s.reads[n-1].turn > s.turn; n = len(s.reads) {
-		k := s.reads[n-1].key
-		if idx := s.readIdx[k]; len(idx) > 1 {
-			s.readIdx[k] = idx[:len(idx)-1]
-		} else {
-			delete(s.readIdx, k)
+	s.reads = dropAfter(s.reads, s.readIdx, s.turn, func(e readEntry) (fileKey, int) { return e.key, e.turn })
+	s.searches = dropAfter(s.searches, s.searchIdx, s.turn, func(e searchEntry) (string, int) { return e.key, e.turn })
+}
+
+// dropAfter removes from the end of entries those whose turn is after turn, and their places in
+// idx (key → indexes into entries, oldest first); it returns the shortened entries.
+func dropAfter[E any, K comparable](entries []E, idx map[K][]int, turn int, keyTurn func(E) (K, int)) []E {
+	for n := len(entries); n > 0; n-- {
+		k, t := keyTurn(entries[n-1])
+		if t <= turn {
+			return entries[:n]
 		}
-		s.reads = s.reads[:n-1]
-	}
-	for n := len(s.searches); n > 0 && s.searches[n-1].turn > s.turn; n = len(s.searches) {
-		k := s.searches[n-1].key
-		if idx := s.searchIdx[k]; len(idx) > 1 {
-			s.searchIdx[k] = idx[:len(idx)-1]
+		if ix := idx[k]; len(ix) > 1 {
+			idx[k] = ix[:len(ix)-1]
 		} else {
-			delete(s.searchIdx, k)
+			delete(idx, k)
 		}
-		s.searches = s.searches[:n-1]
 	}
+	return entries[:0]
 }
 
 // nextID returns the next result id: "#" and the result's number in the session, counting from 1,
