@@ -153,6 +153,12 @@ type Result struct {
 	CacheText string
 	// Body is the request body sent, as JSON, for --save-requests.
 	Body json.RawMessage
+	// Usage is the provider's token accounting, normalised; nil when the backend has none (the
+	// figures above are then the only ones).
+	Usage *Usage
+	// CostUSD is the request's price in US dollars from a pricing table, nil when unknown or not
+	// applicable (local servers).
+	CostUSD *float64
 	// Warnings are problems with this request's figures that do not invalidate it (a server log
 	// line that could not be matched, say).
 	Warnings []string
@@ -176,4 +182,42 @@ func (e *APIError) Error() string {
 		return fmt.Sprintf("%s at %s: %s", e.Backend, e.URL, e.Body)
 	}
 	return fmt.Sprintf("%s at %s: HTTP %d: %s", e.Backend, e.URL, e.StatusCode, e.Body)
+}
+
+// Usage is one request's token accounting normalised over the providers (issue 6): every count
+// is in tokens of the served model, nil when the server did not say (unknown is never 0), and
+// Fields names the wire field each count came from, keyed by the Usage field's name (for example
+// Fields["CachedRead"] = "usage.prompt_tokens_details.cached_tokens").
+//
+// The providers split the prompt differently: OpenAI's prompt_tokens includes cached tokens,
+// Anthropic's input_tokens excludes both cache reads and cache writes, DeepSeek reports
+// prompt_cache_hit_tokens and prompt_cache_miss_tokens. A backend fills Prompt as the whole
+// prompt (cached part included) in every case, so Prompt = CachedRead + CacheWrite + Uncached
+// where all three are known.
+type Usage struct {
+	// Prompt is the whole prompt, cached part included.
+	Prompt *int64
+	// CachedRead is the part of the prompt read from the prompt cache (OpenAI
+	// prompt_tokens_details.cached_tokens, Anthropic cache_read_input_tokens, llama.cpp
+	// timings.cache_n, DeepSeek prompt_cache_hit_tokens).
+	CachedRead *int64
+	// CacheWrite is the part of the prompt written to the cache and billed as a cache write
+	// (Anthropic cache_creation_input_tokens); CacheWrite5m and CacheWrite1h split it by
+	// lifetime where the provider says (Anthropic cache_creation.ephemeral_5m_input_tokens and
+	// ephemeral_1h_input_tokens).
+	CacheWrite   *int64
+	CacheWrite5m *int64
+	CacheWrite1h *int64
+	// Uncached is the part of the prompt processed afresh and not written to a cache (Anthropic
+	// input_tokens, DeepSeek prompt_cache_miss_tokens, llama.cpp timings.prompt_n).
+	Uncached *int64
+	// Generated is the number of tokens generated, reasoning included (OpenAI
+	// completion_tokens, Anthropic output_tokens, llama.cpp timings.predicted_n).
+	Generated *int64
+	// ReasoningGenerated is the part of Generated that is reasoning (OpenAI
+	// completion_tokens_details.reasoning_tokens).
+	ReasoningGenerated *int64
+	// Fields maps a field name of Usage ("Prompt", "CachedRead", ...) to the wire field its count
+	// came from. Counts that are nil have no entry.
+	Fields map[string]string
 }
