@@ -101,7 +101,8 @@ a report.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &usageError{fmt.Errorf("%w (see lab %s --help)", err, c.Name())}
 	})
-	root.AddCommand(newRunCmd(s), newCalibrateCmd(s), newServerCmd(s), newModelCmd(s), newArmsCmd(s), newVersionCmd(s), newConformanceCmd(s))
+	root.AddCommand(newRunCmd(s), newCalibrateCmd(s), newServerCmd(s), newModelCmd(s), newArmsCmd(s), newVersionCmd(s), newConformanceCmd(s),
+		newReportCmd(s), newCompareCmd(s), newCheckCmd(s))
 	return root
 }
 
