@@ -1,6 +1,3 @@
-// Package anthropic holds the lab's encoding of the Anthropic Messages dialect. So far only the
-// request's `system` text ([System]) and `messages` array ([EncodeMessages]); the backend comes
-// later.
 package anthropic
 
 import (
@@ -29,22 +26,32 @@ type redactedBlock struct {
 	Data string `json:"data"`
 }
 
-type textBlock struct {
+// cacheControl is a block's `cache_control` breakpoint: {"type": "ephemeral"} (5 minutes) or
+// {"type": "ephemeral", "ttl": "1h"}.
+type cacheControl struct {
 	Type string `json:"type"`
-	Text string `json:"text"`
+	TTL  string `json:"ttl,omitempty"`
+}
+
+type textBlock struct {
+	Type         string        `json:"type"`
+	Text         string        `json:"text"`
+	CacheControl *cacheControl `json:"cache_control,omitempty"`
 }
 
 type toolUseBlock struct {
-	Type  string          `json:"type"`
-	ID    string          `json:"id"`
-	Name  string          `json:"name"`
-	Input json.RawMessage `json:"input"`
+	Type         string          `json:"type"`
+	ID           string          `json:"id"`
+	Name         string          `json:"name"`
+	Input        json.RawMessage `json:"input"`
+	CacheControl *cacheControl   `json:"cache_control,omitempty"`
 }
 
 type toolResultBlock struct {
-	Type      string `json:"type"`
-	ToolUseID string `json:"tool_use_id"`
-	Content   string `json:"content"`
+	Type         string        `json:"type"`
+	ToolUseID    string        `json:"tool_use_id"`
+	Content      string        `json:"content"`
+	CacheControl *cacheControl `json:"cache_control,omitempty"`
 }
 
 // System returns the request's top-level `system` text: the contents of the system messages at
@@ -82,6 +89,16 @@ func System(msgs []chat.Message) string {
 // hygiene.CurrentTurnReasoning. A message with no block at all, a tool result without
 // ToolCallID, a tool call without ID or Name, or an unknown role is an error.
 func EncodeMessages(msgs []chat.Message) ([]byte, error) {
+	out, err := encodeMessages(msgs)
+	if err != nil {
+		return nil, err
+	}
+	return marshal(out)
+}
+
+// encodeMessages builds the `messages` array EncodeMessages writes. Blocks are pointers, so a
+// breakpoint can be set on one afterwards.
+func encodeMessages(msgs []chat.Message) ([]message, error) {
 	out := []message{}
 	lead := true
 	for i, m := range msgs {
@@ -99,13 +116,13 @@ func EncodeMessages(msgs []chat.Message) ([]byte, error) {
 			role = "assistant"
 			for _, t := range m.Thinking {
 				if t.Redacted {
-					blocks = append(blocks, redactedBlock{Type: "redacted_thinking", Data: t.Data})
+					blocks = append(blocks, &redactedBlock{Type: "redacted_thinking", Data: t.Data})
 				} else {
-					blocks = append(blocks, thinkingBlock{Type: "thinking", Thinking: t.Text, Signature: t.Signature})
+					blocks = append(blocks, &thinkingBlock{Type: "thinking", Thinking: t.Text, Signature: t.Signature})
 				}
 			}
 			if m.Content != "" {
-				blocks = append(blocks, textBlock{Type: "text", Text: m.Content})
+				blocks = append(blocks, &textBlock{Type: "text", Text: m.Content})
 			}
 			for _, tc := range m.ToolCalls {
 				if tc.ID == "" || tc.Name == "" {
@@ -115,16 +132,16 @@ func EncodeMessages(msgs []chat.Message) ([]byte, error) {
 				if len(bytes.TrimSpace(input)) == 0 {
 					input = json.RawMessage("{}")
 				}
-				blocks = append(blocks, toolUseBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: input})
+				blocks = append(blocks, &toolUseBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: input})
 			}
 		case chat.RoleTool:
 			if m.ToolCallID == "" {
 				return nil, fmt.Errorf("anthropic: message %d: a tool result needs the id of the call it answers", i)
 			}
-			blocks = append(blocks, toolResultBlock{Type: "tool_result", ToolUseID: m.ToolCallID, Content: m.Content})
+			blocks = append(blocks, &toolResultBlock{Type: "tool_result", ToolUseID: m.ToolCallID, Content: m.Content})
 		case chat.RoleUser:
 			if m.Content != "" {
-				blocks = append(blocks, textBlock{Type: "text", Text: m.Content})
+				blocks = append(blocks, &textBlock{Type: "text", Text: m.Content})
 			}
 		default:
 			return nil, fmt.Errorf("anthropic: message %d: unknown role %q", i, m.Role)
@@ -138,10 +155,37 @@ func EncodeMessages(msgs []chat.Message) ([]byte, error) {
 		}
 		out = append(out, message{Role: role, Content: blocks})
 	}
+	return out, nil
+}
+
+// setBreakpoint puts cc on the last block of the last message that can carry one (text,
+// tool_use, tool_result; the API refuses cache_control on thinking blocks). It reports whether
+// it found one.
+func setBreakpoint(msgs []message, cc *cacheControl) bool {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		for j := len(msgs[i].Content) - 1; j >= 0; j-- {
+			switch b := msgs[i].Content[j].(type) {
+			case *textBlock:
+				b.CacheControl = cc
+				return true
+			case *toolUseBlock:
+				b.CacheControl = cc
+				return true
+			case *toolResultBlock:
+				b.CacheControl = cc
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// marshal encodes v as JSON with HTML characters not escaped and no trailing newline.
+func marshal(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(out); err != nil {
+	if err := enc.Encode(v); err != nil {
 		return nil, fmt.Errorf("anthropic: %w", err)
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil

@@ -1,0 +1,487 @@
+package anthropic
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"lab/chat"
+)
+
+// APIVersion is the anthropic-version header the client sends.
+const APIVersion = "2023-06-01"
+
+// DefaultBaseURL is the Messages API's address.
+const DefaultBaseURL = "https://api.anthropic.com"
+
+// KeyEnv is the environment variable the API key is read from when no key file is named.
+const KeyEnv = "ANTHROPIC_API_KEY"
+
+// MinThinkingBudget is the smallest thinking budget_tokens the API accepts; the client asks for
+// it, with max_tokens one more, when a request asks to think.
+const MinThinkingBudget = 1024
+
+// Where a prompt-cache breakpoint goes ([Breakpoint].At).
+const (
+	// AtTools marks the last tool of the tool list: the tool list is cached.
+	AtTools = "tools"
+	// AtSystem marks the system prompt's block: tools and system prompt are cached.
+	AtSystem = "system"
+	// AtLastMessage marks the last block of the last message (the newest user text or tool
+	// result) that can carry a marker: the whole prompt is cached for the next request.
+	AtLastMessage = "last-message"
+)
+
+// The lifetimes a breakpoint can have ([Breakpoint].TTL), as the API names them.
+const (
+	TTL5m = "5m"
+	TTL1h = "1h"
+)
+
+// Breakpoint is one `cache_control` marker the client places in every request.
+type Breakpoint struct {
+	// At is where it goes: AtTools, AtSystem or AtLastMessage.
+	At string
+	// TTL is the cache entry's lifetime: TTL5m (the API's default, sent as
+	// {"type": "ephemeral"}) or TTL1h (sent as {"type": "ephemeral", "ttl": "1h"}). "" means 5m.
+	TTL string
+}
+
+// DefaultBreakpoints is the client's default placement: the end of the system prompt and the
+// last message, both 5 minutes.
+func DefaultBreakpoints() []Breakpoint {
+	return []Breakpoint{{At: AtSystem, TTL: TTL5m}, {At: AtLastMessage, TTL: TTL5m}}
+}
+
+// ParseBreakpoints reads a comma-separated list such as "tools,system:1h,last-message" (a place,
+// optionally ":" and a lifetime) for a command-line flag. "" and "none" give an empty list (no
+// caching); the result is checked as [New] checks Options.Breakpoints.
+func ParseBreakpoints(s string) ([]Breakpoint, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "none" {
+		return []Breakpoint{}, nil
+	}
+	var out []Breakpoint
+	for _, f := range strings.Split(s, ",") {
+		at, ttl, _ := strings.Cut(strings.TrimSpace(f), ":")
+		out = append(out, Breakpoint{At: at, TTL: ttl})
+	}
+	if err := checkBreakpoints(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// checkBreakpoints refuses more than four breakpoints (the API answers a fifth with 400), an
+// unknown place or lifetime, a place named twice, and a 1-hour entry after a 5-minute one in
+// prompt order (tools, system, messages): the API requires longer-lived entries first.
+func checkBreakpoints(bps []Breakpoint) error {
+	if len(bps) > 4 {
+		return fmt.Errorf("anthropic: %d cache breakpoints: the API allows at most 4", len(bps))
+	}
+	order := map[string]int{AtTools: 0, AtSystem: 1, AtLastMessage: 2}
+	seen := map[string]bool{}
+	ttlAt := map[int]string{}
+	for _, b := range bps {
+		pos, ok := order[b.At]
+		if !ok {
+			return fmt.Errorf("anthropic: cache breakpoint %q: want %s, %s or %s", b.At, AtTools, AtSystem, AtLastMessage)
+		}
+		if seen[b.At] {
+			return fmt.Errorf("anthropic: cache breakpoint %q named twice", b.At)
+		}
+		seen[b.At] = true
+		switch b.TTL {
+		case "", TTL5m, TTL1h:
+		default:
+			return fmt.Errorf("anthropic: cache breakpoint %s: ttl %q: want %s or %s", b.At, b.TTL, TTL5m, TTL1h)
+		}
+		ttlAt[pos] = b.TTL
+	}
+	short := ""
+	for pos := 0; pos < 3; pos++ {
+		ttl, ok := ttlAt[pos]
+		if !ok {
+			continue
+		}
+		if ttl == TTL1h && short != "" {
+			return fmt.Errorf("anthropic: cache breakpoint %s has ttl 1h after the 5m breakpoint %s: longer-lived entries must come first", atOf(pos), short)
+		}
+		if ttl != TTL1h && short == "" {
+			short = atOf(pos)
+		}
+	}
+	return nil
+}
+
+func atOf(pos int) string { return [...]string{AtTools, AtSystem, AtLastMessage}[pos] }
+
+// Options configures a [Client].
+type Options struct {
+	// BaseURL is the server's address (default DefaultBaseURL); the client posts to
+	// BaseURL + "/v1/messages". It must be an http or https URL.
+	BaseURL string
+	// Model is the model id sent as `model` (required), such as "claude-opus-4-5".
+	Model string
+	// KeyFile names a file holding the API key (surrounding white space ignored). Empty: the key
+	// is read from the environment variable ANTHROPIC_API_KEY.
+	KeyFile string
+	// Breakpoints are the prompt-cache markers placed in every request. nil means
+	// DefaultBreakpoints(); an empty, non-nil slice places none.
+	Breakpoints []Breakpoint
+	// ThinkingBudget is the thinking budget_tokens sent when a request asks to think (default and
+	// minimum MinThinkingBudget); max_tokens is then ThinkingBudget+1.
+	ThinkingBudget int
+	// NoStream sends `stream: false` and reads one JSON response; TTFT is then the time to the
+	// response headers (which arrive after the whole generation).
+	NoStream bool
+	// HTTPClient sends the requests (default: one with no overall timeout; requests end with
+	// their context).
+	HTTPClient *http.Client
+}
+
+// Client sends the harness's requests to the Messages API. Safe for concurrent use: it holds
+// no per-request state.
+type Client struct {
+	endpoint    string
+	model       string
+	key         string
+	breakpoints []Breakpoint
+	budget      int
+	stream      bool
+	http        *http.Client
+}
+
+// New checks opts and returns a client. It reads the API key (from opts.KeyFile or
+// ANTHROPIC_API_KEY; a missing key is an error naming both) but does not contact the server.
+func New(opts Options) (*Client, error) {
+	base := opts.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("anthropic: bad base URL %q: want http(s)://host[:port][/path]", base)
+	}
+	if opts.Model == "" {
+		return nil, errors.New("anthropic: no model: name one (such as claude-opus-4-5)")
+	}
+	bps := opts.Breakpoints
+	if bps == nil {
+		bps = DefaultBreakpoints()
+	}
+	if err := checkBreakpoints(bps); err != nil {
+		return nil, err
+	}
+	budget := opts.ThinkingBudget
+	if budget == 0 {
+		budget = MinThinkingBudget
+	}
+	if budget < MinThinkingBudget {
+		return nil, fmt.Errorf("anthropic: thinking budget %d: the API's minimum is %d", budget, MinThinkingBudget)
+	}
+	var key string
+	if opts.KeyFile != "" {
+		b, err := os.ReadFile(opts.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("anthropic: read the key file: %w", err)
+		}
+		if key = strings.TrimSpace(string(b)); key == "" {
+			return nil, fmt.Errorf("anthropic: the key file %s is empty", opts.KeyFile)
+		}
+	} else if key = strings.TrimSpace(os.Getenv(KeyEnv)); key == "" {
+		return nil, fmt.Errorf("anthropic: no API key: set %s or name a key file", KeyEnv)
+	}
+	h := opts.HTTPClient
+	if h == nil {
+		h = &http.Client{}
+	}
+	return &Client{
+		endpoint:    strings.TrimSuffix(u.String(), "/") + "/v1/messages",
+		model:       opts.Model,
+		key:         key,
+		breakpoints: bps,
+		budget:      budget,
+		stream:      !opts.NoStream,
+		http:        h,
+	}, nil
+}
+
+// URL returns the endpoint the client posts to.
+func (c *Client) URL() string { return c.endpoint }
+
+// Model returns the model id.
+func (c *Client) Model() string { return c.model }
+
+// request is the Messages API request body; field order is the order the keys are written in.
+type request struct {
+	Model     string          `json:"model"`
+	MaxTokens int             `json:"max_tokens"`
+	Stream    bool            `json:"stream"`
+	Thinking  *thinkingConfig `json:"thinking,omitempty"`
+	System    []*textBlock    `json:"system,omitempty"`
+	Tools     []*tool         `json:"tools,omitempty"`
+	Messages  []message       `json:"messages"`
+}
+
+type thinkingConfig struct {
+	Type         string `json:"type"`
+	BudgetTokens int    `json:"budget_tokens"`
+}
+
+type tool struct {
+	Name         string          `json:"name"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"input_schema"`
+	CacheControl *cacheControl   `json:"cache_control,omitempty"`
+}
+
+// Body returns the Messages API request body for req as sent (JSON, HTML characters not
+// escaped), and warnings for breakpoints that had nothing to mark (no tools, no system prompt).
+// Errors are the message encoding's ([EncodeMessages]) and a tool whose parameters are not JSON.
+func (c *Client) Body(req *chat.Request) (body []byte, warnings []string, err error) {
+	msgs, err := encodeMessages(req.Messages)
+	if err != nil {
+		return nil, nil, err
+	}
+	r := request{Model: c.model, MaxTokens: 1, Stream: c.stream, Messages: msgs}
+	if req.Think {
+		r.Thinking = &thinkingConfig{Type: "enabled", BudgetTokens: c.budget}
+		r.MaxTokens = c.budget + 1
+	}
+	if s := System(req.Messages); s != "" {
+		r.System = []*textBlock{{Type: "text", Text: s}}
+	}
+	for _, t := range req.Tools {
+		schema := t.Parameters
+		if len(bytes.TrimSpace(schema)) == 0 {
+			schema = json.RawMessage(`{"type":"object"}`)
+		} else if !json.Valid(schema) {
+			return nil, nil, fmt.Errorf("anthropic: tool %s: parameters are not JSON", t.Name)
+		}
+		r.Tools = append(r.Tools, &tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+	}
+	for _, b := range c.breakpoints {
+		cc := &cacheControl{Type: "ephemeral"}
+		if b.TTL == TTL1h {
+			cc.TTL = TTL1h
+		}
+		placed := false
+		switch b.At {
+		case AtTools:
+			if n := len(r.Tools); n > 0 {
+				r.Tools[n-1].CacheControl, placed = cc, true
+			}
+		case AtSystem:
+			if len(r.System) > 0 {
+				r.System[0].CacheControl, placed = cc, true
+			}
+		case AtLastMessage:
+			placed = setBreakpoint(r.Messages, cc)
+		}
+		if !placed {
+			warnings = append(warnings, fmt.Sprintf("cache breakpoint %s: nothing to mark", b.At))
+		}
+	}
+	body, err = marshal(r)
+	return body, warnings, err
+}
+
+// Response is the assistant message the server answered with, as far as it was generated.
+type Response struct {
+	// ID is the message id ("msg_...").
+	ID string
+	// Message is the answer: Thinking holds its thinking and redacted_thinking blocks with their
+	// signatures, exactly as received (to be passed back unchanged in a tool-use loop);
+	// Reasoning the thinking text joined; Content the text blocks joined; ToolCalls the tool_use
+	// blocks, Arguments the input JSON as streamed.
+	Message chat.Message
+	// StopReason is the API's stop_reason ("end_turn", "max_tokens", "tool_use", ...).
+	StopReason string
+}
+
+// Send sends req (see the package documentation) and returns what it measured. reply is not
+// sent: a cloud API's cache holds prompts only, and the next request resends the reply as an
+// assistant message. Errors are *chat.APIError (an HTTP error status, an `error` event in the
+// stream, a body that cannot be read) with the API key redacted; the Result measured so far is
+// returned with them.
+func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
+	_, res, err := c.Create(ctx, req)
+	return res, err
+}
+
+// Create sends req and returns the model's answer besides the measurements (for a live driver);
+// [Client.Send] keeps only the measurements.
+func (c *Client) Create(ctx context.Context, req *chat.Request) (*Response, *chat.Result, error) {
+	body, warnings, err := c.Body(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	res := &chat.Result{RequestBytes: int64(len(body)), Body: body, Warnings: warnings}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, res, c.apiError(0, err.Error())
+	}
+	hreq.Header.Set("content-type", "application/json")
+	hreq.Header.Set("anthropic-version", APIVersion)
+	hreq.Header.Set("x-api-key", c.key)
+	if c.stream {
+		hreq.Header.Set("accept", "text/event-stream")
+	}
+
+	start := time.Now()
+	resp, err := c.http.Do(hreq)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, res, ctx.Err()
+		}
+		return nil, res, c.apiError(0, err.Error())
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		res.Total = time.Since(start)
+		return nil, res, c.apiError(resp.StatusCode, errorMessage(b))
+	}
+
+	var acc accumulator
+	if c.stream {
+		err = readEvents(resp.Body, func(ev event) error {
+			if res.TTFT == 0 && ev.content() {
+				res.TTFT = time.Since(start)
+			}
+			return acc.add(ev)
+		})
+	} else {
+		res.TTFT = time.Since(start)
+		var b []byte
+		if b, err = io.ReadAll(resp.Body); err == nil {
+			err = acc.whole(b)
+		}
+	}
+	res.Total = time.Since(start)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, res, ctx.Err()
+		}
+		var se *streamError
+		if errors.As(err, &se) {
+			return nil, res, c.apiError(resp.StatusCode, "error event in the stream: "+se.msg)
+		}
+		return nil, res, c.apiError(resp.StatusCode, "read the answer: "+err.Error())
+	}
+	c.fill(res, &acc)
+	return acc.response(), res, nil
+}
+
+// fill sets the result's token figures from the accumulated usage.
+func (c *Client) fill(res *chat.Result, acc *accumulator) {
+	u := &chat.Usage{Fields: map[string]string{}}
+	set := func(name string, dst **int64, f usageField) {
+		if f.v != nil {
+			v := *f.v
+			*dst = &v
+			u.Fields[name] = f.src
+		}
+	}
+	set("Uncached", &u.Uncached, acc.input)
+	set("CachedRead", &u.CachedRead, acc.cacheRead)
+	set("CacheWrite", &u.CacheWrite, acc.cacheWrite)
+	set("CacheWrite5m", &u.CacheWrite5m, acc.write5m)
+	set("CacheWrite1h", &u.CacheWrite1h, acc.write1h)
+	set("Generated", &u.Generated, acc.output)
+
+	if !acc.started && c.stream {
+		res.Warnings = append(res.Warnings, "the stream had no message_start event: prompt counts unknown")
+	}
+	switch {
+	case u.Uncached != nil && u.CachedRead != nil && u.CacheWrite != nil:
+		p := *u.Uncached + *u.CachedRead + *u.CacheWrite
+		u.Prompt = &p
+		u.Fields["Prompt"] = "usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens"
+		res.PromptTokens = p
+	case u.Uncached != nil:
+		res.PromptTokens = *u.Uncached
+		if u.CachedRead != nil {
+			res.PromptTokens += *u.CachedRead
+		}
+		if u.CacheWrite != nil {
+			res.PromptTokens += *u.CacheWrite
+		}
+		res.Warnings = append(res.Warnings, "the usage lacks cache_read_input_tokens or cache_creation_input_tokens: the whole prompt is unknown; prompt_tokens counts only the fields present")
+	case acc.started || !c.stream:
+		res.Warnings = append(res.Warnings, "the usage has no input_tokens: prompt counts unknown")
+	}
+	if u.CachedRead != nil {
+		v := *u.CachedRead
+		res.CachedTokens, res.CachedSource = &v, chat.SourceResponse
+	}
+	if u.Generated != nil {
+		res.CompletionTokens = *u.Generated
+	} else {
+		res.Warnings = append(res.Warnings, "the usage has no output_tokens: completion tokens unknown")
+	}
+	if u.CacheWrite != nil && u.CacheWrite5m != nil && u.CacheWrite1h != nil && *u.CacheWrite5m+*u.CacheWrite1h != *u.CacheWrite {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("cache_creation 5m %d + 1h %d differs from cache_creation_input_tokens %d", *u.CacheWrite5m, *u.CacheWrite1h, *u.CacheWrite))
+	}
+	res.Usage = u
+}
+
+// apiError builds the *chat.APIError for a failure, the API key replaced by "[redacted]".
+func (c *Client) apiError(status int, msg string) *chat.APIError {
+	if c.key != "" {
+		msg = strings.ReplaceAll(msg, c.key, "[redacted]")
+	}
+	return &chat.APIError{Backend: "anthropic", URL: c.endpoint, StatusCode: status, Body: msg}
+}
+
+// errorMessage returns the message of an error body {"type": "error", "error": {"type",
+// "message"}} as "type: message"; any other body quoted, cut to 500 bytes.
+func errorMessage(b []byte) string {
+	var e struct {
+		Error *apiErr `json:"error"`
+	}
+	if json.Unmarshal(b, &e) == nil && e.Error != nil && (e.Error.Type != "" || e.Error.Message != "") {
+		return e.Error.String()
+	}
+	return quote(b)
+}
+
+// quote returns b as a Go-quoted string cut to about 500 bytes ("…" marks a cut).
+func quote(b []byte) string {
+	const max = 500
+	if len(b) > 2*max {
+		b = b[:2*max]
+	}
+	q := strconv.Quote(string(b))
+	if len(q) <= max {
+		return q
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(q[cut]) {
+		cut--
+	}
+	return q[:cut] + "…"
+}
+
+type apiErr struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+func (e *apiErr) String() string {
+	if e.Type == "" {
+		return e.Message
+	}
+	return e.Type + ": " + e.Message
+}

@@ -1,0 +1,299 @@
+package anthropic
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"lab/chat"
+)
+
+// event is one server-sent event of a Messages stream: its `event:` name and its `data:` JSON,
+// whose "type" field names the event (message_start, content_block_start, content_block_delta,
+// content_block_stop, message_delta, message_stop, ping, error).
+type event struct {
+	name string
+	typ  string
+	data []byte
+}
+
+// content reports whether the event carries the answer's content: the first such event is the
+// time to first token.
+func (e event) content() bool {
+	return e.typ == "content_block_start" || e.typ == "content_block_delta"
+}
+
+// readEvents reads server-sent events from r (lines "event: NAME" and "data: JSON", a blank line
+// ending each event, lines starting with ":" ignored) and calls fn for each, stopping at the
+// first error fn returns.
+func readEvents(r io.Reader, fn func(event) error) error {
+	br := bufio.NewReader(r)
+	var name string
+	var data []string
+	dispatch := func() error {
+		if len(data) == 0 {
+			name = ""
+			return nil
+		}
+		ev := event{name: name, data: []byte(strings.Join(data, "\n"))}
+		name, data = "", nil
+		var t struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(ev.data, &t); err != nil {
+			return fmt.Errorf("event %q: data is not JSON: %s", ev.name, quote(ev.data))
+		}
+		ev.typ = t.Type
+		if ev.typ == "" {
+			ev.typ = ev.name
+		}
+		return fn(ev)
+	}
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		line = strings.TrimRight(line, "\r\n")
+		switch {
+		case line == "":
+			if derr := dispatch(); derr != nil {
+				return derr
+			}
+		case strings.HasPrefix(line, ":"):
+		default:
+			field, value, _ := strings.Cut(line, ":")
+			value = strings.TrimPrefix(value, " ")
+			switch field {
+			case "event":
+				name = value
+			case "data":
+				data = append(data, value)
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return dispatch()
+		}
+	}
+}
+
+// streamError is an `error` event in a stream: the server failed after the HTTP 200.
+type streamError struct{ msg string }
+
+func (e *streamError) Error() string { return e.msg }
+
+// wireUsage is the API's usage object; a field absent or null stays nil (unknown).
+type wireUsage struct {
+	InputTokens              *int64 `json:"input_tokens"`
+	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+	CacheCreation            *struct {
+		Ephemeral5m *int64 `json:"ephemeral_5m_input_tokens"`
+		Ephemeral1h *int64 `json:"ephemeral_1h_input_tokens"`
+	} `json:"cache_creation"`
+	OutputTokens *int64 `json:"output_tokens"`
+}
+
+// wireBlock is a content block as content_block_start or a whole response gives it.
+type wireBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
+	Signature string          `json:"signature"`
+	Data      string          `json:"data"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+}
+
+type wireDelta struct {
+	Type        string `json:"type"`
+	Text        string `json:"text"`
+	Thinking    string `json:"thinking"`
+	Signature   string `json:"signature"`
+	PartialJSON string `json:"partial_json"`
+	StopReason  string `json:"stop_reason"`
+}
+
+// usageField is one usage count and the wire field it came from.
+type usageField struct {
+	v   *int64
+	src string
+}
+
+// block is one content block being assembled.
+type block struct {
+	wireBlock
+	json    strings.Builder
+	partial bool
+}
+
+// accumulator assembles a Messages answer from its events (or from one whole response).
+type accumulator struct {
+	started    bool
+	id         string
+	stopReason string
+	blocks     map[int]*block
+
+	input, cacheRead, cacheWrite, write5m, write1h, output usageField
+}
+
+func (a *accumulator) usage(u *wireUsage, prefix string) {
+	if u == nil {
+		return
+	}
+	set := func(dst *usageField, v *int64, name string) {
+		if v != nil {
+			*dst = usageField{v: v, src: prefix + "." + name}
+		}
+	}
+	set(&a.input, u.InputTokens, "input_tokens")
+	set(&a.cacheRead, u.CacheReadInputTokens, "cache_read_input_tokens")
+	set(&a.cacheWrite, u.CacheCreationInputTokens, "cache_creation_input_tokens")
+	if u.CacheCreation != nil {
+		set(&a.write5m, u.CacheCreation.Ephemeral5m, "cache_creation.ephemeral_5m_input_tokens")
+		set(&a.write1h, u.CacheCreation.Ephemeral1h, "cache_creation.ephemeral_1h_input_tokens")
+	}
+	set(&a.output, u.OutputTokens, "output_tokens")
+}
+
+func (a *accumulator) block(i int) *block {
+	if a.blocks == nil {
+		a.blocks = map[int]*block{}
+	}
+	b, ok := a.blocks[i]
+	if !ok {
+		b = &block{}
+		a.blocks[i] = b
+	}
+	return b
+}
+
+// add takes one stream event. message_delta's usage is cumulative and wins over
+// message_start's for every field it carries.
+func (a *accumulator) add(ev event) error {
+	switch ev.typ {
+	case "message_start":
+		var m struct {
+			Message struct {
+				ID    string     `json:"id"`
+				Usage *wireUsage `json:"usage"`
+			} `json:"message"`
+		}
+		if err := json.Unmarshal(ev.data, &m); err != nil {
+			return fmt.Errorf("message_start: %w", err)
+		}
+		a.started = true
+		a.id = m.Message.ID
+		a.usage(m.Message.Usage, "message_start.message.usage")
+	case "content_block_start":
+		var m struct {
+			Index        int       `json:"index"`
+			ContentBlock wireBlock `json:"content_block"`
+		}
+		if err := json.Unmarshal(ev.data, &m); err != nil {
+			return fmt.Errorf("content_block_start: %w", err)
+		}
+		a.block(m.Index).wireBlock = m.ContentBlock
+	case "content_block_delta":
+		var m struct {
+			Index int       `json:"index"`
+			Delta wireDelta `json:"delta"`
+		}
+		if err := json.Unmarshal(ev.data, &m); err != nil {
+			return fmt.Errorf("content_block_delta: %w", err)
+		}
+		b := a.block(m.Index)
+		switch m.Delta.Type {
+		case "text_delta":
+			b.Text += m.Delta.Text
+		case "thinking_delta":
+			b.Thinking += m.Delta.Thinking
+		case "signature_delta":
+			b.Signature += m.Delta.Signature
+		case "input_json_delta":
+			b.json.WriteString(m.Delta.PartialJSON)
+			b.partial = true
+		}
+	case "message_delta":
+		var m struct {
+			Delta wireDelta  `json:"delta"`
+			Usage *wireUsage `json:"usage"`
+		}
+		if err := json.Unmarshal(ev.data, &m); err != nil {
+			return fmt.Errorf("message_delta: %w", err)
+		}
+		if m.Delta.StopReason != "" {
+			a.stopReason = m.Delta.StopReason
+		}
+		a.usage(m.Usage, "message_delta.usage")
+	case "error":
+		var m struct {
+			Error apiErr `json:"error"`
+		}
+		if err := json.Unmarshal(ev.data, &m); err != nil || (m.Error.Type == "" && m.Error.Message == "") {
+			return &streamError{msg: quote(ev.data)}
+		}
+		return &streamError{msg: m.Error.String()}
+	}
+	return nil
+}
+
+// whole takes a non-streamed response body.
+func (a *accumulator) whole(b []byte) error {
+	var m struct {
+		ID         string      `json:"id"`
+		Content    []wireBlock `json:"content"`
+		StopReason string      `json:"stop_reason"`
+		Usage      *wireUsage  `json:"usage"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("the response is not a message: %s", quote(b))
+	}
+	a.started = true
+	a.id, a.stopReason = m.ID, m.StopReason
+	for i, c := range m.Content {
+		a.block(i).wireBlock = c
+	}
+	a.usage(m.Usage, "usage")
+	return nil
+}
+
+// response returns the assembled answer, its blocks in index order.
+func (a *accumulator) response() *Response {
+	r := &Response{ID: a.id, StopReason: a.stopReason, Message: chat.Message{Role: chat.RoleAssistant}}
+	idx := make([]int, 0, len(a.blocks))
+	for i := range a.blocks {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	var reasoning, text []string
+	for _, i := range idx {
+		b := a.blocks[i]
+		switch b.Type {
+		case "thinking":
+			r.Message.Thinking = append(r.Message.Thinking, chat.ThinkingBlock{Text: b.Thinking, Signature: b.Signature})
+			reasoning = append(reasoning, b.Thinking)
+		case "redacted_thinking":
+			r.Message.Thinking = append(r.Message.Thinking, chat.ThinkingBlock{Redacted: true, Data: b.Data})
+		case "text":
+			text = append(text, b.Text)
+		case "tool_use":
+			args := json.RawMessage(b.Input)
+			if b.partial {
+				args = json.RawMessage(b.json.String())
+			}
+			if len(strings.TrimSpace(string(args))) == 0 {
+				args = json.RawMessage("{}")
+			}
+			r.Message.ToolCalls = append(r.Message.ToolCalls, chat.ToolCall{ID: b.ID, Name: b.Name, Arguments: args})
+		}
+	}
+	r.Message.Reasoning = strings.Join(reasoning, "\n\n")
+	r.Message.Content = strings.Join(text, "")
+	return r
+}

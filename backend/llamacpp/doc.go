@@ -1,0 +1,36 @@
+// Package llamacpp is the lab's backend for llama.cpp's llama-server: its OpenAI-compatible
+// POST /v1/chat/completions with the server's own fields (`cache_prompt`, `id_slot`,
+// `chat_template_kwargs`, `timings`), and its native endpoints /apply-template, /tokenize,
+// /completion, /slots and /props (tools/server/README.md of ggml-org/llama.cpp).
+//
+// For every request [Client.Send] does three things:
+//
+//  1. It asks the server to render the request with its own chat template: POST /apply-template
+//     with the very body the chat request carries (the server parses both through
+//     oaicompat_chat_params_parse, so messages, tools and chat_template_kwargs render the same).
+//     The prompt text is Result.Rendered.
+//  2. It sends the request for real, streamed (`stream_options.include_usage`), with
+//     `max_tokens` 1, `cache_prompt` true and `id_slot` pinned (slot 0 by default): the server
+//     prefills the prompt against the slot's KV cache, which is what the lab measures. The last
+//     chunk's `timings` give cache_n (prompt tokens reused from the cache: Result.CachedTokens,
+//     source "response"), prompt_n (tokens prefilled), prompt_ms (Result.Prefill) and
+//     predicted_n; `usage.prompt_tokens` is the whole prompt, cached part included, and newer
+//     builds (PR #19361, Feb 2026) add `usage.prompt_tokens_details.cached_tokens`.
+//  3. Generation emulation (DESIGN.md, "Generation is emulated faithfully"): after a real
+//     generation the slot's cache holds the prompt followed by the tokens the model emitted, in
+//     the model's own output format. The client leaves the cache so by a raw POST /completion
+//     whose prompt is Rendered followed by [Options.Output] of the scripted reply, with
+//     `n_predict` 0 ("the prompt is evaluated into the cache"), `cache_prompt` true and the
+//     same `id_slot`. That text is Result.CacheText. The request is not a measurement. Without
+//     an Output function there is no emulation, and the first result says so in a warning.
+//
+// A cold start ([Client.Reset]) erases every slot's prompt cache: GET /slots lists the slots,
+// POST /slots/{id}?action=erase empties each. llama-server answers every slot action with 501
+// unless it was started with --slot-save-path, and GET /slots with 501 when started with
+// --no-slots; Reset then fails and says so. Builds with a host-RAM prompt cache (--cache-ram,
+// default 8192 MiB, PR #16391) can restore an erased prompt from RAM: start them with
+// --cache-ram 0 for cold starts that stay cold (localserver.StartLlamaServer does).
+//
+// [Client.Tokenizer] counts tokens with the server's own tokenizer (POST /tokenize), and
+// [Client.Props] reads GET /props (model path, context size, build).
+package llamacpp

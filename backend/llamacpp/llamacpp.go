@@ -1,0 +1,605 @@
+package llamacpp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"lab/backend/openai"
+	"lab/chat"
+)
+
+// backendName is the Backend of every *chat.APIError this package returns.
+const backendName = "llamacpp"
+
+// Options configures a [Client]. The zero value of every field but BaseURL is a usable default.
+type Options struct {
+	// BaseURL is the server's address, such as http://127.0.0.1:8080 (an http or https URL
+	// with a host; a trailing /v1 is accepted and dropped). Required.
+	BaseURL string
+	// Model is sent as the request's `model`. A single-model llama-server ignores it; a
+	// router-mode server needs it. Empty sends none.
+	Model string
+	// Slot is the `id_slot` every request and the generation emulation are pinned to; 0 (the
+	// default) is the first slot. A negative value lets the server choose, which leaves the
+	// emulation free to land on another slot than the request it follows.
+	Slot int
+	// ChatTemplateKwargs are sent as `chat_template_kwargs` (llama-server README,
+	// "OpenAI-compatible API"), for example {"preserve_thinking": true}. Unless they set
+	// "enable_thinking", the client sets it to the request's Think.
+	ChatTemplateKwargs map[string]any
+	// Output writes a scripted reply as the served model would have generated it after the
+	// rendered prompt (for Qwen3.5-style templates whose generation prompt ends in "<think>\n":
+	// the lab's ollama.Qwen3Output). Nil turns the generation emulation off.
+	Output func(*chat.Reply) string
+	// APIKey is sent as `Authorization: Bearer` when the server was started with --api-key. The
+	// caller reads it from the environment (LLAMA_API_KEY); it never appears in an error or a
+	// Result.
+	APIKey string
+	// KeyFile names a file holding the API key (surrounding white space ignored); it is read by
+	// New and wins over APIKey.
+	KeyFile string
+	// HTTPClient sends the requests; nil means one with no overall timeout (requests end with
+	// their context).
+	HTTPClient *http.Client
+}
+
+// Client sends the harness's requests to one llama-server. Not safe for concurrent use: the
+// measurement and its emulation must reach the slot in order.
+type Client struct {
+	base   *url.URL
+	opts   Options
+	key    string
+	http   *http.Client
+	warned bool // the missing-Output warning was given
+}
+
+// New returns a client for the llama-server at opts.BaseURL. It checks the options and reads
+// KeyFile but does not contact the server; [Client.Props] does. A bad address or an unreadable
+// key file is an error naming the field.
+func New(opts Options) (*Client, error) {
+	u, err := url.Parse(strings.TrimSpace(opts.BaseURL))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("llamacpp: Options.BaseURL %q: want http://host:port", opts.BaseURL)
+	}
+	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/v1")
+	u.RawQuery, u.Fragment = "", ""
+	c := &Client{base: u, opts: opts, key: opts.APIKey, http: opts.HTTPClient}
+	if opts.KeyFile != "" {
+		b, err := os.ReadFile(opts.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("llamacpp: Options.KeyFile: %w", err)
+		}
+		if c.key = strings.TrimSpace(string(b)); c.key == "" {
+			return nil, fmt.Errorf("llamacpp: Options.KeyFile %s is empty", opts.KeyFile)
+		}
+	}
+	if c.http == nil {
+		c.http = &http.Client{}
+	}
+	return c, nil
+}
+
+// URL returns the server's base address.
+func (c *Client) URL() string { return c.base.String() }
+
+// endpoint returns the URL of path on the server.
+func (c *Client) endpoint(path string) string { return c.base.String() + path }
+
+// tool is one entry of a Chat Completions `tools` array.
+type tool struct {
+	Type     string       `json:"type"`
+	Function toolFunction `json:"function"`
+}
+
+type toolFunction struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// chatBody is the /v1/chat/completions request; /apply-template gets the same.
+type chatBody struct {
+	Model              string          `json:"model,omitempty"`
+	Messages           json.RawMessage `json:"messages"`
+	Tools              []tool          `json:"tools,omitempty"`
+	ChatTemplateKwargs map[string]any  `json:"chat_template_kwargs,omitempty"`
+	Stream             bool            `json:"stream"`
+	StreamOptions      *streamOptions  `json:"stream_options,omitempty"`
+	MaxTokens          int             `json:"max_tokens"`
+	Temperature        float64         `json:"temperature"`
+	CachePrompt        bool            `json:"cache_prompt"`
+	IDSlot             int             `json:"id_slot"`
+}
+
+// ChatBody returns the /v1/chat/completions request body for req, as JSON: `messages` from
+// openai.EncodeMessages (reasoning as `reasoning_content`), `tools` as functions, the
+// chat_template_kwargs (with `enable_thinking` = req.Think unless Options set it), `stream`
+// with `stream_options.include_usage`, `max_tokens` 1, `temperature` 0, `cache_prompt` true and
+// `id_slot`. An invalid message (see openai.EncodeMessages) or tool parameters that are not
+// JSON are errors naming the message or tool.
+func (c *Client) ChatBody(req *chat.Request) ([]byte, error) {
+	msgs, err := openai.EncodeMessages(req.Messages)
+	if err != nil {
+		return nil, fmt.Errorf("llamacpp: %w", err)
+	}
+	b := chatBody{
+		Model:         c.opts.Model,
+		Messages:      msgs,
+		Stream:        true,
+		StreamOptions: &streamOptions{IncludeUsage: true},
+		MaxTokens:     1,
+		CachePrompt:   true,
+		IDSlot:        max(c.opts.Slot, -1),
+	}
+	kw := make(map[string]any, len(c.opts.ChatTemplateKwargs)+1)
+	for k, v := range c.opts.ChatTemplateKwargs {
+		kw[k] = v
+	}
+	if _, ok := kw["enable_thinking"]; !ok {
+		kw["enable_thinking"] = req.Think
+	}
+	b.ChatTemplateKwargs = kw
+	for _, t := range req.Tools {
+		params := bytes.TrimSpace(t.Parameters)
+		if len(params) > 0 && !json.Valid(params) {
+			return nil, fmt.Errorf("llamacpp: tool %s: parameters are not JSON", t.Name)
+		}
+		b.Tools = append(b.Tools, tool{Type: "function", Function: toolFunction{Name: t.Name, Description: t.Description, Parameters: params}})
+	}
+	return marshal(b)
+}
+
+// marshal encodes v as JSON without HTML escaping and without a trailing newline.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("llamacpp: encode request: %w", err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// post sends body to path and returns the response, or a *chat.APIError for a transport error
+// or a status other than 200 (the body then read and closed).
+func (c *Client) post(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, method, c.endpoint(path), rd)
+	if err != nil {
+		return nil, fmt.Errorf("llamacpp: %w", err)
+	}
+	if body != nil {
+		hreq.Header.Set("Content-Type", "application/json")
+	}
+	if c.key != "" {
+		hreq.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	resp, err := c.http.Do(hreq)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &chat.APIError{Backend: backendName, URL: c.endpoint(path), Body: c.redact(err.Error())}
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return nil, &chat.APIError{Backend: backendName, URL: c.endpoint(path), StatusCode: resp.StatusCode, Body: c.redact(errorMessage(b))}
+	}
+	return resp, nil
+}
+
+// getJSON sends a request to path and decodes the JSON answer into out.
+func (c *Client) getJSON(ctx context.Context, method, path string, body []byte, out any) error {
+	resp, err := c.post(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return &chat.APIError{Backend: backendName, URL: c.endpoint(path), StatusCode: resp.StatusCode, Body: c.redact("read answer: " + err.Error())}
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return &chat.APIError{Backend: backendName, URL: c.endpoint(path), StatusCode: resp.StatusCode, Body: c.redact("answer is not the expected JSON: " + err.Error() + ": " + quote(b))}
+	}
+	return nil
+}
+
+// errorBody is llama-server's error object: {"error": {"code", "message", "type"}}
+// (format_error_response in tools/server/server-common.cpp).
+type errorBody struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Type    string `json:"type"`
+}
+
+// errorMessage returns the message of an error answer: llama-server's error.message (with its
+// type), an OpenAI-style error string, or the body quoted and cut to about 500 bytes.
+func errorMessage(b []byte) string {
+	var e struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(b, &e) == nil && len(e.Error) > 0 {
+		var eb errorBody
+		if json.Unmarshal(e.Error, &eb) == nil && eb.Message != "" {
+			if eb.Type != "" {
+				return eb.Message + " (" + eb.Type + ")"
+			}
+			return eb.Message
+		}
+		var s string
+		if json.Unmarshal(e.Error, &s) == nil && s != "" {
+			return s
+		}
+	}
+	return quote(b)
+}
+
+// quote returns b as a quoted Go string, cut to 500 bytes.
+func quote(b []byte) string {
+	const limit = 500
+	if len(b) > limit {
+		return strconv.Quote(string(b[:limit])) + " (cut)"
+	}
+	return strconv.Quote(string(b))
+}
+
+// redact removes the API key from s.
+func (c *Client) redact(s string) string {
+	if c.key == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, c.key, "[redacted]")
+}
+
+// Render returns the prompt text the server builds from a chat request body with its own chat
+// template (POST /apply-template, answer {"prompt": …}), without running the model.
+func (c *Client) Render(ctx context.Context, body []byte) (string, error) {
+	var out struct {
+		Prompt *string `json:"prompt"`
+	}
+	if err := c.getJSON(ctx, http.MethodPost, "/apply-template", body, &out); err != nil {
+		return "", err
+	}
+	if out.Prompt == nil {
+		return "", &chat.APIError{Backend: backendName, URL: c.endpoint("/apply-template"), StatusCode: http.StatusOK, Body: "the answer has no prompt field"}
+	}
+	return *out.Prompt, nil
+}
+
+// Send renders req, sends it for real (the measurement) and emulates the generation of reply
+// (see the package documentation). The result's figures:
+//
+//   - PromptTokens: usage.prompt_tokens (the whole prompt), else timings.cache_n +
+//     timings.prompt_n;
+//   - CachedTokens: timings.cache_n, else usage.prompt_tokens_details.cached_tokens (source
+//     "response"); nil with a warning when the answer has neither;
+//   - CompletionTokens: usage.completion_tokens, else timings.predicted_n;
+//   - Prefill: timings.prompt_ms; TTFT from sending to the first streamed chunk; Total to the
+//     end of the stream;
+//   - Usage: Prompt, CachedRead (timings.cache_n or the usage field), Uncached
+//     (timings.prompt_n), Generated, ReasoningGenerated (usage.completion_tokens_details
+//     .reasoning_tokens, where the build sends it), each with its wire field.
+//
+// A server's refusal is a *chat.APIError; the result so far is returned with it.
+func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
+	body, err := c.ChatBody(req)
+	if err != nil {
+		return nil, err
+	}
+	res := &chat.Result{RequestBytes: int64(len(body)), Body: body}
+	if res.Rendered, err = c.Render(ctx, body); err != nil {
+		return res, err
+	}
+
+	start := time.Now()
+	resp, err := c.post(ctx, http.MethodPost, "/v1/chat/completions", body)
+	if err != nil {
+		res.Total = time.Since(start)
+		return res, err
+	}
+	comp, err := readCompletion(resp, func() { res.TTFT = time.Since(start) })
+	resp.Body.Close()
+	res.Total = time.Since(start)
+	if err != nil {
+		var ae *chat.APIError
+		if errors.As(err, &ae) {
+			ae.URL = c.endpoint("/v1/chat/completions")
+			ae.Body = c.redact(ae.Body)
+			return res, ae
+		}
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		return res, &chat.APIError{Backend: backendName, URL: c.endpoint("/v1/chat/completions"), StatusCode: resp.StatusCode, Body: c.redact("read stream: " + err.Error())}
+	}
+	fill(res, comp)
+
+	if reply != nil {
+		if c.opts.Output == nil {
+			if !c.warned {
+				c.warned = true
+				res.Warnings = append(res.Warnings, "no Output function for the served model: generation is not emulated, the slot's cache holds the prompt without the scripted reply")
+			}
+			return res, nil
+		}
+		text := res.Rendered + c.opts.Output(reply)
+		if err := c.emulate(ctx, text); err != nil {
+			return res, err
+		}
+		res.CacheText = text
+	}
+	return res, nil
+}
+
+// fill sets res's figures from a finished completion.
+func fill(res *chat.Result, comp *completion) {
+	u := &chat.Usage{Fields: map[string]string{}}
+	set := func(dst **int64, name, field string, v *int64) {
+		if v != nil && *dst == nil {
+			n := *v
+			*dst = &n
+			u.Fields[name] = field
+		}
+	}
+	var t timings
+	if comp.Timings != nil {
+		t = *comp.Timings
+	}
+	var pu usage
+	if comp.Usage != nil {
+		pu = *comp.Usage
+	}
+	set(&u.Prompt, "Prompt", "usage.prompt_tokens", pu.PromptTokens)
+	if t.CacheN != nil && t.PromptN != nil {
+		sum := *t.CacheN + *t.PromptN
+		set(&u.Prompt, "Prompt", "timings.cache_n+timings.prompt_n", &sum)
+	}
+	set(&u.CachedRead, "CachedRead", "timings.cache_n", t.CacheN)
+	if pu.PromptTokensDetails != nil {
+		set(&u.CachedRead, "CachedRead", "usage.prompt_tokens_details.cached_tokens", pu.PromptTokensDetails.CachedTokens)
+	}
+	set(&u.Uncached, "Uncached", "timings.prompt_n", t.PromptN)
+	set(&u.Generated, "Generated", "usage.completion_tokens", pu.CompletionTokens)
+	set(&u.Generated, "Generated", "timings.predicted_n", t.PredictedN)
+	if pu.CompletionTokensDetails != nil {
+		set(&u.ReasoningGenerated, "ReasoningGenerated", "usage.completion_tokens_details.reasoning_tokens", pu.CompletionTokensDetails.ReasoningTokens)
+	}
+
+	if !comp.Done {
+		res.Warnings = append(res.Warnings, "the stream ended without data: [DONE]: the answer may be cut")
+	}
+	if comp.Usage == nil {
+		res.Warnings = append(res.Warnings, "the stream carried no usage chunk (stream_options.include_usage ignored?): counts from timings only")
+	}
+	if comp.Timings == nil {
+		res.Warnings = append(res.Warnings, "the answer carried no timings: cached tokens from usage only, prefill time unknown")
+	}
+	if u.Prompt != nil {
+		res.PromptTokens = *u.Prompt
+	}
+	if u.CachedRead != nil {
+		n := *u.CachedRead
+		res.CachedTokens, res.CachedSource = &n, chat.SourceResponse
+	} else {
+		res.Warnings = append(res.Warnings, "the answer has neither timings.cache_n nor usage.prompt_tokens_details.cached_tokens: cached tokens unknown")
+	}
+	if t.CacheN != nil && pu.PromptTokensDetails != nil && pu.PromptTokensDetails.CachedTokens != nil && *t.CacheN != *pu.PromptTokensDetails.CachedTokens {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("timings.cache_n %d and usage.prompt_tokens_details.cached_tokens %d disagree; cached tokens from timings", *t.CacheN, *pu.PromptTokensDetails.CachedTokens))
+	}
+	if u.Generated != nil {
+		res.CompletionTokens = *u.Generated
+	}
+	if t.PromptMS != nil {
+		res.Prefill = time.Duration(*t.PromptMS * float64(time.Millisecond))
+	}
+	if len(u.Fields) > 0 {
+		res.Usage = u
+	}
+}
+
+// completionRequest is a native POST /completion request.
+type completionRequest struct {
+	Prompt      string  `json:"prompt"`
+	NPredict    int     `json:"n_predict"`
+	CachePrompt bool    `json:"cache_prompt"`
+	IDSlot      int     `json:"id_slot"`
+	Temperature float64 `json:"temperature"`
+	Stream      bool    `json:"stream"`
+}
+
+// emulate sends the raw completion that leaves the slot's cache holding text: n_predict 0
+// evaluates the prompt into the cache and generates nothing (README, /completion).
+func (c *Client) emulate(ctx context.Context, text string) error {
+	body, err := marshal(completionRequest{Prompt: text, NPredict: 0, CachePrompt: true, IDSlot: max(c.opts.Slot, -1)})
+	if err != nil {
+		return err
+	}
+	var out json.RawMessage
+	if err := c.getJSON(ctx, http.MethodPost, "/completion", body, &out); err != nil {
+		return fmt.Errorf("generation emulation: %w", err)
+	}
+	return nil
+}
+
+// slotInfo is one element of GET /slots.
+type slotInfo struct {
+	ID *int `json:"id"`
+}
+
+// Reset erases the prompt cache of every slot the server lists (GET /slots, then POST
+// /slots/{id}?action=erase for each), so the next session starts cold. When GET /slots is
+// disabled (--no-slots: 501, or 404 on builds without it) it erases the pinned slot only. An
+// erase refused with 501 (the server was started without --slot-save-path) is an error saying
+// so.
+func (c *Client) Reset(ctx context.Context) error {
+	ids := []int{max(c.opts.Slot, 0)}
+	var slots []slotInfo
+	err := c.getJSON(ctx, http.MethodGet, "/slots", nil, &slots)
+	var ae *chat.APIError
+	switch {
+	case err == nil:
+		ids = ids[:0]
+		for _, s := range slots {
+			if s.ID != nil {
+				ids = append(ids, *s.ID)
+			}
+		}
+		if len(ids) == 0 {
+			return &chat.APIError{Backend: backendName, URL: c.endpoint("/slots"), StatusCode: http.StatusOK, Body: "the server lists no slots"}
+		}
+	case errors.As(err, &ae) && (ae.StatusCode == http.StatusNotImplemented || ae.StatusCode == http.StatusNotFound):
+		// The slots list is disabled; erase the pinned slot alone.
+	default:
+		return fmt.Errorf("list slots: %w", err)
+	}
+	for _, id := range ids {
+		path := "/slots/" + strconv.Itoa(id) + "?action=erase"
+		var out struct {
+			NErased *int64 `json:"n_erased"`
+		}
+		if err := c.getJSON(ctx, http.MethodPost, path, []byte("{}"), &out); err != nil {
+			if errors.As(err, &ae) && ae.StatusCode == http.StatusNotImplemented {
+				return fmt.Errorf("erase slot %d: llama-server refuses slot actions unless started with --slot-save-path DIR: %w", id, err)
+			}
+			return fmt.Errorf("erase slot %d: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// Props is what GET /props says about the server (llama-server README, "GET /props").
+type Props struct {
+	// ModelPath is the GGUF file the server loaded (`model_path`, the -m argument).
+	ModelPath string
+	// NCtx is the context size of a slot in tokens (`default_generation_settings.n_ctx`), 0
+	// when not reported.
+	NCtx int64
+	// TotalSlots is the number of slots (`total_slots`, the --parallel option).
+	TotalSlots int
+	// BuildInfo is the build, "b<number>-<commit>" (`build_info`), "" on builds without it.
+	BuildInfo string
+	// ChatTemplate is the model's Jinja chat template (`chat_template`).
+	ChatTemplate string
+	// Raw is the whole answer.
+	Raw json.RawMessage
+}
+
+// Props asks the server for its properties (GET /props). An unreachable server is a
+// *chat.APIError naming the address.
+func (c *Client) Props(ctx context.Context) (*Props, error) {
+	var raw json.RawMessage
+	if err := c.getJSON(ctx, http.MethodGet, "/props", nil, &raw); err != nil {
+		return nil, err
+	}
+	var p struct {
+		ModelPath                 string `json:"model_path"`
+		TotalSlots                int    `json:"total_slots"`
+		BuildInfo                 string `json:"build_info"`
+		ChatTemplate              string `json:"chat_template"`
+		DefaultGenerationSettings struct {
+			NCtx int64 `json:"n_ctx"`
+		} `json:"default_generation_settings"`
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, &chat.APIError{Backend: backendName, URL: c.endpoint("/props"), StatusCode: http.StatusOK, Body: "answer is not the expected JSON: " + err.Error()}
+	}
+	return &Props{ModelPath: p.ModelPath, NCtx: p.DefaultGenerationSettings.NCtx, TotalSlots: p.TotalSlots,
+		BuildInfo: p.BuildInfo, ChatTemplate: p.ChatTemplate, Raw: raw}, nil
+}
+
+// Version returns the server's build for the manifest: /props `build_info`, or "" when the
+// build does not report one.
+func (c *Client) Version(ctx context.Context) (string, error) {
+	p, err := c.Props(ctx)
+	if err != nil {
+		return "", err
+	}
+	return p.BuildInfo, nil
+}
+
+// Tokenizer counts tokens with the server's own tokenizer (POST /tokenize). It implements the
+// harness's Tokenizer. Safe for concurrent use.
+type Tokenizer struct {
+	c *Client
+	// AddSpecial asks the server to add the model's special start tokens (BOS) to each text
+	// (`add_special`). False, the default, suits the harness, which tokenizes prompts piece by
+	// piece; a chat prompt's own count includes the BOS where the model adds one.
+	AddSpecial bool
+
+	mu   sync.Mutex
+	memo map[string][]int32
+}
+
+// memoLimit bounds the number of texts a Tokenizer remembers.
+const memoLimit = 4096
+
+// Tokenizer returns a tokenizer backed by the server's /tokenize.
+func (c *Client) Tokenizer() *Tokenizer { return &Tokenizer{c: c, memo: map[string][]int32{}} }
+
+// Encode returns the token ids of text as the server tokenizes it: `parse_special` true, so
+// special tokens written as text (such as <|im_start|>) become their ids, as in a rendered
+// prompt; `with_pieces` false. The server's answer {"tokens": [ids…]} is also accepted with
+// pieces ({"id", "piece"} objects). A server's refusal is a *chat.APIError; the call has no
+// context and ends with the client's HTTP timeout, if any.
+func (t *Tokenizer) Encode(text string) ([]int32, error) {
+	if text == "" {
+		return nil, nil
+	}
+	t.mu.Lock()
+	if ids, ok := t.memo[text]; ok {
+		t.mu.Unlock()
+		return append([]int32(nil), ids...), nil
+	}
+	t.mu.Unlock()
+	body, err := marshal(map[string]any{"content": text, "add_special": t.AddSpecial, "parse_special": true, "with_pieces": false})
+	if err != nil {
+		return nil, err
+	}
+	var out struct {
+		Tokens []json.RawMessage `json:"tokens"`
+	}
+	if err := t.c.getJSON(context.Background(), http.MethodPost, "/tokenize", body, &out); err != nil {
+		return nil, err
+	}
+	ids := make([]int32, len(out.Tokens))
+	for i, raw := range out.Tokens {
+		var id int32
+		if err := json.Unmarshal(raw, &id); err != nil {
+			var p struct {
+				ID *int32 `json:"id"`
+			}
+			if err := json.Unmarshal(raw, &p); err != nil || p.ID == nil {
+				return nil, &chat.APIError{Backend: backendName, URL: t.c.endpoint("/tokenize"), StatusCode: http.StatusOK, Body: fmt.Sprintf("token %d is neither an id nor {\"id\": …}: %s", i, quote(raw))}
+			}
+			id = *p.ID
+		}
+		ids[i] = id
+	}
+	t.mu.Lock()
+	if len(t.memo) >= memoLimit {
+		clear(t.memo)
+	}
+	t.memo[text] = ids
+	t.mu.Unlock()
+	return append([]int32(nil), ids...), nil
+}

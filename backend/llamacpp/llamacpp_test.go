@@ -1,0 +1,560 @@
+package llamacpp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"lab/chat"
+)
+
+// rendered is what the fake server's /apply-template answers.
+const rendered = "<|im_start|>system\nsys<|im_end|>\n<|im_start|>user\ngo<|im_end|>\n<|im_start|>assistant\n<think>\n"
+
+// call is one request the fake server received.
+type call struct {
+	Method, Path, Query, Auth string
+	Body                      []byte
+}
+
+// fake answers like llama-server, from the files in testdata. Zero fields give the defaults.
+type fake struct {
+	t *testing.T
+	// chat is the testdata file /v1/chat/completions answers with (an .sse file is sent as an
+	// event stream, a .json file as application/json), status its status (200 when 0).
+	chat   string
+	status int
+	// slots is the status of GET /slots (200 when 0) and erase that of an erase (200 when 0).
+	slots, erase int
+	// echoAuth makes every answer a 401 that echoes the Authorization header.
+	echoAuth bool
+
+	mu    sync.Mutex
+	calls []call
+}
+
+func (f *fake) file(name string) []byte {
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return b
+}
+
+func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var body bytes.Buffer
+	body.ReadFrom(r.Body)
+	f.mu.Lock()
+	f.calls = append(f.calls, call{r.Method, r.URL.Path, r.URL.RawQuery, r.Header.Get("Authorization"), body.Bytes()})
+	f.mu.Unlock()
+	if f.echoAuth {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, `{"error":{"code":401,"message":"Invalid API Key: %s","type":"authentication_error"}}`, r.Header.Get("Authorization"))
+		return
+	}
+	answer := func(status int, name string) {
+		if status == 0 {
+			status = http.StatusOK
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		w.Write(f.file(name))
+	}
+	switch {
+	case r.URL.Path == "/apply-template":
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]string{"prompt": rendered})
+	case r.URL.Path == "/v1/chat/completions":
+		if strings.HasSuffix(f.chat, ".json") {
+			answer(f.status, f.chat)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write(f.file(f.chat))
+	case r.URL.Path == "/completion":
+		answer(0, "completion.json")
+	case r.URL.Path == "/slots" && r.Method == http.MethodGet:
+		if f.slots == http.StatusNotImplemented {
+			answer(f.slots, "error_501_slots.json")
+			return
+		}
+		answer(f.slots, "slots.json")
+	case strings.HasPrefix(r.URL.Path, "/slots/") && r.Method == http.MethodPost:
+		if f.erase == http.StatusNotImplemented {
+			answer(f.erase, "error_501_slot_action.json")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id_slot":%s,"n_erased":1745}`, strings.TrimPrefix(r.URL.Path, "/slots/"))
+	case r.URL.Path == "/props":
+		answer(0, "props.json")
+	case r.URL.Path == "/tokenize":
+		var req map[string]any
+		json.Unmarshal(body.Bytes(), &req)
+		if req["content"] == "pieces" {
+			answer(0, "tokenize_pieces.json")
+			return
+		}
+		answer(0, "tokenize.json")
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (f *fake) got() []call {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]call(nil), f.calls...)
+}
+
+// start serves f on loopback and returns a client for it.
+func start(t *testing.T, f *fake, opts Options) *Client {
+	t.Helper()
+	f.t = t
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	opts.BaseURL = srv.URL
+	c, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func request() *chat.Request {
+	return &chat.Request{
+		Messages: []chat.Message{
+			{Role: chat.RoleSystem, Content: "sys"},
+			{Role: chat.RoleUser, Content: "go"},
+			{Role: chat.RoleAssistant, Reasoning: "Look at a.go.", ToolCalls: []chat.ToolCall{{ID: "call_1", Name: "read_file", Arguments: json.RawMessage(`{"path":"a.go"}`)}}},
+			{Role: chat.RoleTool, ToolCallID: "call_1", ToolName: "read_file", Content: "package a // i < n"},
+		},
+		Tools: []chat.Tool{{Name: "read_file", Description: "Read a file.", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)}},
+		Think: true,
+	}
+}
+
+func ptr(n int64) *int64 { return &n }
+
+func TestNewRejects(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, url, keyFile, want string }{
+		{"empty", "", "", "Options.BaseURL"},
+		{"no scheme", "127.0.0.1:8080", "", "Options.BaseURL"},
+		{"ftp", "ftp://127.0.0.1:8080", "", "Options.BaseURL"},
+		{"no host", "http://", "", "Options.BaseURL"},
+		{"missing key file", "http://127.0.0.1:8080", filepath.Join(t.TempDir(), "none"), "Options.KeyFile"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := New(Options{BaseURL: tc.url, KeyFile: tc.keyFile})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("New(%q, %q) = %v; want an error naming %s", tc.url, tc.keyFile, err, tc.want)
+			}
+		})
+	}
+	c, err := New(Options{BaseURL: "http://127.0.0.1:8080/v1/"})
+	if err != nil || c.URL() != "http://127.0.0.1:8080" {
+		t.Errorf("New(.../v1/) URL = %q, %v; want http://127.0.0.1:8080", c.URL(), err)
+	}
+}
+
+func TestChatBody(t *testing.T) {
+	t.Parallel()
+	c, _ := New(Options{BaseURL: "http://127.0.0.1:1", Model: "qwen3", Slot: 2, ChatTemplateKwargs: map[string]any{"preserve_thinking": true}})
+	b, err := c.ChatBody(request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"model": "qwen3", "stream": true, "stream_options": map[string]any{"include_usage": true},
+		"max_tokens": 1.0, "temperature": 0.0, "cache_prompt": true, "id_slot": 2.0,
+		"chat_template_kwargs": map[string]any{"preserve_thinking": true, "enable_thinking": true},
+	}
+	for k, v := range want {
+		if !reflect.DeepEqual(got[k], v) {
+			t.Errorf("body %s = %#v; want %#v", k, got[k], v)
+		}
+	}
+	msgs := got["messages"].([]any)
+	if a := msgs[2].(map[string]any); a["reasoning_content"] != "Look at a.go." {
+		t.Errorf("assistant message = %v; want reasoning_content", a)
+	}
+	tools := got["tools"].([]any)
+	fn := tools[0].(map[string]any)["function"].(map[string]any)
+	if fn["name"] != "read_file" || fn["parameters"].(map[string]any)["type"] != "object" {
+		t.Errorf("tool = %v", tools[0])
+	}
+	if !bytes.Contains(b, []byte("i < n")) {
+		t.Errorf("body escapes HTML characters: %s", b)
+	}
+
+	// enable_thinking follows Think unless the options set it.
+	r := request()
+	r.Think = false
+	b, _ = c.ChatBody(r)
+	if !bytes.Contains(b, []byte(`"enable_thinking":false`)) {
+		t.Errorf("Think false: body %s lacks enable_thinking false", b)
+	}
+	c2, _ := New(Options{BaseURL: "http://127.0.0.1:1", ChatTemplateKwargs: map[string]any{"enable_thinking": false}})
+	b, _ = c2.ChatBody(request())
+	if !bytes.Contains(b, []byte(`"enable_thinking":false`)) || bytes.Contains(b, []byte(`"model"`)) {
+		t.Errorf("options' enable_thinking false overridden, or an empty model sent: %s", b)
+	}
+
+	bad := request()
+	bad.Tools[0].Parameters = json.RawMessage(`{"type":`)
+	if _, err := c.ChatBody(bad); err == nil || !strings.Contains(err.Error(), "read_file") {
+		t.Errorf("ChatBody(bad parameters) = %v; want an error naming the tool", err)
+	}
+	bad = request()
+	bad.Messages[3].ToolCallID = ""
+	if _, err := c.ChatBody(bad); err == nil || !strings.Contains(err.Error(), "message 3") {
+		t.Errorf("ChatBody(tool message without id) = %v; want an error naming message 3", err)
+	}
+}
+
+func qwenOutput(r *chat.Reply) string {
+	return r.Reasoning + "\n</think>\n\n" + r.Content + "<|im_end|>"
+}
+
+func TestSend(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		chat     string
+		prompt   int64
+		cached   *int64
+		compl    int64
+		prefill  time.Duration
+		usage    *chat.Usage
+		warnings []string // substrings, one per warning, in order
+	}{
+		{
+			name: "streamed text", chat: "stream_text.sse", prompt: 237, cached: ptr(200), compl: 1, prefill: 412500 * time.Microsecond,
+			usage: &chat.Usage{Prompt: ptr(237), CachedRead: ptr(200), Uncached: ptr(37), Generated: ptr(1), Fields: map[string]string{
+				"Prompt": "usage.prompt_tokens", "CachedRead": "timings.cache_n", "Uncached": "timings.prompt_n", "Generated": "usage.completion_tokens"}},
+		},
+		{
+			name: "reasoning and tool calls, cached_tokens in usage", chat: "stream_reasoning_tools.sse", prompt: 4120, cached: ptr(4096), compl: 35, prefill: 30958 * time.Microsecond,
+			usage: &chat.Usage{Prompt: ptr(4120), CachedRead: ptr(4096), Uncached: ptr(24), Generated: ptr(35), ReasoningGenerated: ptr(6), Fields: map[string]string{
+				"Prompt": "usage.prompt_tokens", "CachedRead": "timings.cache_n", "Uncached": "timings.prompt_n", "Generated": "usage.completion_tokens",
+				"ReasoningGenerated": "usage.completion_tokens_details.reasoning_tokens"}},
+		},
+		{
+			name: "no usage chunk: figures from timings", chat: "stream_no_usage.sse", prompt: 512, cached: ptr(0), compl: 1, prefill: 2048 * time.Millisecond,
+			usage: &chat.Usage{Prompt: ptr(512), CachedRead: ptr(0), Uncached: ptr(512), Generated: ptr(1), Fields: map[string]string{
+				"Prompt": "timings.cache_n+timings.prompt_n", "CachedRead": "timings.cache_n", "Uncached": "timings.prompt_n", "Generated": "timings.predicted_n"}},
+			warnings: []string{"no usage chunk"},
+		},
+		{
+			name: "neither usage nor timings: unknown, not 0", chat: "stream_bare.sse",
+			warnings: []string{"without data: [DONE]", "no usage chunk", "no timings", "cached tokens unknown"},
+		},
+		{
+			name: "whole answer", chat: "whole.json", prompt: 237, cached: ptr(236), compl: 35, prefill: 30958 * time.Microsecond,
+			usage: &chat.Usage{Prompt: ptr(237), CachedRead: ptr(236), Uncached: ptr(1), Generated: ptr(35), Fields: map[string]string{
+				"Prompt": "usage.prompt_tokens", "CachedRead": "timings.cache_n", "Uncached": "timings.prompt_n", "Generated": "usage.completion_tokens"}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fake{chat: tc.chat}
+			c := start(t, f, Options{Output: qwenOutput})
+			reply := &chat.Reply{Reasoning: "Think.", Content: "Done."}
+			res, err := c.Send(context.Background(), request(), reply)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.PromptTokens != tc.prompt || res.CompletionTokens != tc.compl || res.Prefill != tc.prefill {
+				t.Errorf("prompt, completion, prefill = %d, %d, %v; want %d, %d, %v", res.PromptTokens, res.CompletionTokens, res.Prefill, tc.prompt, tc.compl, tc.prefill)
+			}
+			switch {
+			case tc.cached == nil && res.CachedTokens != nil:
+				t.Errorf("CachedTokens = %d; want nil (unknown)", *res.CachedTokens)
+			case tc.cached != nil && (res.CachedTokens == nil || *res.CachedTokens != *tc.cached || res.CachedSource != chat.SourceResponse):
+				t.Errorf("CachedTokens = %v (%q); want %d from the response", res.CachedTokens, res.CachedSource, *tc.cached)
+			}
+			if !reflect.DeepEqual(res.Usage, tc.usage) {
+				t.Errorf("Usage = %+v; want %+v", res.Usage, tc.usage)
+			}
+			if len(res.Warnings) != len(tc.warnings) {
+				t.Fatalf("Warnings = %q; want %d matching %q", res.Warnings, len(tc.warnings), tc.warnings)
+			}
+			for i, w := range tc.warnings {
+				if !strings.Contains(res.Warnings[i], w) {
+					t.Errorf("warning %d = %q; want it to mention %q", i, res.Warnings[i], w)
+				}
+			}
+			if res.Rendered != rendered {
+				t.Errorf("Rendered = %q; want the /apply-template prompt", res.Rendered)
+			}
+			wantCache := rendered + "Think.\n</think>\n\nDone.<|im_end|>"
+			if res.CacheText != wantCache {
+				t.Errorf("CacheText = %q; want %q", res.CacheText, wantCache)
+			}
+			if res.TTFT <= 0 || res.Total < res.TTFT {
+				t.Errorf("TTFT %v, Total %v: want 0 < TTFT <= Total", res.TTFT, res.Total)
+			}
+
+			calls := f.got()
+			var paths []string
+			for _, c := range calls {
+				paths = append(paths, c.Path)
+			}
+			if want := []string{"/apply-template", "/v1/chat/completions", "/completion"}; !reflect.DeepEqual(paths, want) {
+				t.Fatalf("requests = %v; want %v", paths, want)
+			}
+			// /apply-template renders the very body the chat request carries.
+			if !bytes.Equal(calls[0].Body, calls[1].Body) || !bytes.Equal(calls[1].Body, res.Body) || res.RequestBytes != int64(len(res.Body)) {
+				t.Errorf("apply-template body, chat body and Result.Body differ")
+			}
+			var em map[string]any
+			if err := json.Unmarshal(calls[2].Body, &em); err != nil {
+				t.Fatal(err)
+			}
+			if em["prompt"] != wantCache || em["n_predict"] != 0.0 || em["cache_prompt"] != true || em["id_slot"] != 0.0 {
+				t.Errorf("emulation request = %v; want the cache text, n_predict 0, cache_prompt, id_slot 0", em)
+			}
+		})
+	}
+}
+
+func TestReadStreamAssemblesTheMessage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		file string
+		want completion
+	}{
+		{"stream_text.sse", completion{Content: "Hello", FinishReason: "length", Done: true}},
+		{"stream_reasoning_tools.sse", completion{Reasoning: "Look at a.go.", FinishReason: "tool_calls", Done: true,
+			ToolCalls: []chat.ToolCall{{ID: "call_a1", Name: "read_file", Arguments: json.RawMessage(`{"path":"a.go"}`)}}}},
+	} {
+		b, err := os.ReadFile(filepath.Join("testdata", tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		firsts := 0
+		got, err := readStream(bytes.NewReader(b), func() { firsts++ })
+		if err != nil {
+			t.Fatalf("%s: %v", tc.file, err)
+		}
+		got.Usage, got.Timings = nil, nil
+		if !reflect.DeepEqual(*got, tc.want) || firsts != 1 {
+			t.Errorf("%s: readStream = %+v, first called %d times; want %+v, once", tc.file, *got, firsts, tc.want)
+		}
+	}
+}
+
+func TestSendErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, chat string
+		status     int
+		want       int
+		msg        string
+	}{
+		{"4xx body", "error_400.json", http.StatusBadRequest, 400, "try increasing it (exceed_context_size_error)"},
+		{"error event", "stream_error.sse", 0, 400, "exceeds the available context size"},
+		{"error in a data chunk", "stream_error_data.sse", 0, 500, "Failed to decode the batch (server_error)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fake{chat: tc.chat, status: tc.status}
+			c := start(t, f, Options{Output: qwenOutput})
+			res, err := c.Send(context.Background(), request(), &chat.Reply{Content: "x"})
+			var ae *chat.APIError
+			if !errors.As(err, &ae) || ae.StatusCode != tc.want || !strings.Contains(ae.Body, tc.msg) || ae.Backend != "llamacpp" ||
+				!strings.HasSuffix(ae.URL, "/v1/chat/completions") {
+				t.Fatalf("Send = %#v; want a *chat.APIError %d at .../v1/chat/completions with %q", err, tc.want, tc.msg)
+			}
+			if res == nil || res.Rendered != rendered {
+				t.Errorf("the result so far is lost: %+v", res)
+			}
+			for _, c := range f.got() {
+				if c.Path == "/completion" {
+					t.Error("emulated a generation after a failed request")
+				}
+			}
+		})
+	}
+	// A body that is not JSON is quoted and cut.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "<html>"+strings.Repeat("x", 2000)+"</html>", http.StatusBadGateway)
+	}))
+	defer srv.Close()
+	c, _ := New(Options{BaseURL: srv.URL})
+	_, err := c.Send(context.Background(), request(), nil)
+	var ae *chat.APIError
+	if !errors.As(err, &ae) || ae.StatusCode != 502 || !strings.HasPrefix(ae.Body, `"<html>xxx`) || len(ae.Body) > 600 {
+		t.Errorf("Send(HTML 502) = %v; want a quoted, cut body", err)
+	}
+}
+
+func TestWithoutOutputNoEmulationAndOneWarning(t *testing.T) {
+	t.Parallel()
+	f := &fake{chat: "stream_text.sse"}
+	c := start(t, f, Options{})
+	for i := range 2 {
+		res, err := c.Send(context.Background(), request(), &chat.Reply{Content: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.CacheText != "" {
+			t.Errorf("CacheText = %q without emulation; want empty", res.CacheText)
+		}
+		if got := len(res.Warnings); got != 1-i {
+			t.Errorf("request %d: %d warnings %q; want %d (the missing Output is said once)", i, got, res.Warnings, 1-i)
+		}
+	}
+	for _, c := range f.got() {
+		if c.Path == "/completion" {
+			t.Error("emulated a generation without an Output function")
+		}
+	}
+}
+
+func TestAPIKeyNeverLeaks(t *testing.T) {
+	t.Parallel()
+	const key = "sk-llama-secret-4242"
+	keyFile := filepath.Join(t.TempDir(), "key")
+	os.WriteFile(keyFile, []byte(key+"\n"), 0o600)
+	f := &fake{echoAuth: true}
+	c := start(t, f, Options{KeyFile: keyFile})
+	res, err := c.Send(context.Background(), request(), &chat.Reply{Content: "x"})
+	var ae *chat.APIError
+	if !errors.As(err, &ae) || ae.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("Send = %v; want a 401 *chat.APIError", err)
+	}
+	if got := f.got(); len(got) == 0 || got[0].Auth != "Bearer "+key {
+		t.Fatalf("the server got Authorization %q; want the key from the file", got[0].Auth)
+	}
+	if strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "[redacted]") {
+		t.Errorf("error %q: the key must be redacted", err)
+	}
+	if dump := fmt.Sprintf("%+v %s", res, res.Body); strings.Contains(dump, key) {
+		t.Errorf("the key appears in the result: %s", dump)
+	}
+	for _, op := range []func() error{
+		func() error { return c.Reset(context.Background()) },
+		func() error { _, err := c.Props(context.Background()); return err },
+		func() error { _, err := c.Tokenizer().Encode("x"); return err },
+	} {
+		if err := op(); err == nil || strings.Contains(err.Error(), key) {
+			t.Errorf("error %v: want an error without the key", err)
+		}
+	}
+}
+
+func TestReset(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name         string
+		slots, erase int
+		wantErased   []string // request paths + queries of the erases
+		wantErr      string
+	}{
+		{"every listed slot", 0, 0, []string{"/slots/0?action=erase", "/slots/1?action=erase"}, ""},
+		{"slots list disabled: the pinned slot", http.StatusNotImplemented, 0, []string{"/slots/3?action=erase"}, ""},
+		{"no --slot-save-path", 0, http.StatusNotImplemented, []string{"/slots/0?action=erase"}, "--slot-save-path"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fake{slots: tc.slots, erase: tc.erase}
+			c := start(t, f, Options{Slot: 3})
+			err := c.Reset(context.Background())
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("Reset = %v; want error %q", err, tc.wantErr)
+			}
+			var erased []string
+			for _, c := range f.got() {
+				if c.Method == http.MethodPost {
+					erased = append(erased, c.Path+"?"+c.Query)
+				}
+			}
+			if !reflect.DeepEqual(erased, tc.wantErased) {
+				t.Errorf("erase requests = %v; want %v", erased, tc.wantErased)
+			}
+		})
+	}
+}
+
+func TestProps(t *testing.T) {
+	t.Parallel()
+	c := start(t, &fake{}, Options{})
+	p, err := c.Props(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ModelPath != "/models/Qwen3-8B-Q4_K_M.gguf" || p.NCtx != 40960 || p.TotalSlots != 1 || p.BuildInfo != "b7212-a1b2c3d4" || !strings.HasPrefix(p.ChatTemplate, "{%- if tools") {
+		t.Errorf("Props = %+v", p)
+	}
+	if v, err := c.Version(context.Background()); v != "b7212-a1b2c3d4" || err != nil {
+		t.Errorf("Version = %q, %v; want b7212-a1b2c3d4", v, err)
+	}
+	// An unreachable server is an APIError with the address and no status.
+	c2, _ := New(Options{BaseURL: "http://127.0.0.1:1"})
+	_, err = c2.Props(context.Background())
+	var ae *chat.APIError
+	if !errors.As(err, &ae) || ae.StatusCode != 0 || ae.URL != "http://127.0.0.1:1/props" {
+		t.Errorf("Props(unreachable) = %#v; want an APIError naming the address", err)
+	}
+}
+
+func TestTokenizer(t *testing.T) {
+	t.Parallel()
+	f := &fake{}
+	c := start(t, f, Options{})
+	tok := c.Tokenizer()
+	ids, err := tok.Encode("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int32{151644, 8948, 198, 2610, 525, 264, 10950, 17847, 13, 151645, 198}
+	if !reflect.DeepEqual(ids, want) {
+		t.Errorf("Encode = %v; want %v", ids, want)
+	}
+	ids[0] = -1 // the caller owns the slice; the memo stays intact
+	again, _ := tok.Encode("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n")
+	if !reflect.DeepEqual(again, want) {
+		t.Errorf("second Encode = %v; want %v", again, want)
+	}
+	pieces, err := tok.Encode("pieces")
+	if err != nil || !reflect.DeepEqual(pieces, []int32{151644, 8948, 198}) {
+		t.Errorf("Encode(answer with pieces) = %v, %v", pieces, err)
+	}
+	var tokenizes int
+	for _, cl := range f.got() {
+		if cl.Path != "/tokenize" {
+			continue
+		}
+		tokenizes++
+		var req map[string]any
+		json.Unmarshal(cl.Body, &req)
+		if req["parse_special"] != true || req["add_special"] != false || req["with_pieces"] != false {
+			t.Errorf("/tokenize request = %v; want parse_special, no add_special, no pieces", req)
+		}
+	}
+	if tokenizes != 2 {
+		t.Errorf("%d /tokenize requests; want 2 (the repeated text is remembered)", tokenizes)
+	}
+	if ids, err := tok.Encode(""); err != nil || len(ids) != 0 {
+		t.Errorf("Encode(\"\") = %v, %v; want nothing", ids, err)
+	}
+}

@@ -1,0 +1,243 @@
+package llamacpp
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"sort"
+
+	"lab/chat"
+)
+
+// usage is the OpenAI-style usage object llama-server sends (server_task_result_cmpl_final in
+// tools/server/server-task.cpp); every count is a pointer so that a missing one stays unknown.
+type usage struct {
+	PromptTokens        *int64 `json:"prompt_tokens"`
+	CompletionTokens    *int64 `json:"completion_tokens"`
+	TotalTokens         *int64 `json:"total_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens *int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails *struct {
+		ReasoningTokens *int64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+// timings is llama-server's `timings` object (result_timings::to_json): cache_n prompt tokens
+// reused from the KV cache, prompt_n prefilled, prompt_ms the prefill time, predicted_n tokens
+// generated in predicted_ms.
+type timings struct {
+	CacheN      *int64   `json:"cache_n"`
+	PromptN     *int64   `json:"prompt_n"`
+	PromptMS    *float64 `json:"prompt_ms"`
+	PredictedN  *int64   `json:"predicted_n"`
+	PredictedMS *float64 `json:"predicted_ms"`
+}
+
+// toolCallPart is one tool call of a message, or a fragment of one in a stream delta.
+type toolCallPart struct {
+	Index    *int   `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// messagePart is a choice's `message` (whole answer) or `delta` (stream chunk).
+type messagePart struct {
+	Content          *string        `json:"content"`
+	ReasoningContent *string        `json:"reasoning_content"`
+	ToolCalls        []toolCallPart `json:"tool_calls"`
+}
+
+// chunk is one streamed chat.completion.chunk, or a whole chat.completion.
+type chunk struct {
+	Choices []struct {
+		Delta        *messagePart `json:"delta"`
+		Message      *messagePart `json:"message"`
+		FinishReason *string      `json:"finish_reason"`
+	} `json:"choices"`
+	Usage          *usage          `json:"usage"`
+	Timings        *timings        `json:"timings"`
+	Error          json.RawMessage `json:"error"`
+	PromptProgress json.RawMessage `json:"prompt_progress"`
+}
+
+// completion is what one chat request's answer said, streamed or whole.
+type completion struct {
+	// Content, Reasoning and ToolCalls are the generated message, put together from the deltas.
+	Content, Reasoning string
+	ToolCalls          []chat.ToolCall
+	// FinishReason is the last finish_reason given ("" when none).
+	FinishReason string
+	// Usage and Timings are the last ones the answer carried; nil when none.
+	Usage   *usage
+	Timings *timings
+	// Done reports that a stream ended with `data: [DONE]` (always true for a whole answer).
+	Done bool
+}
+
+// streamError turns an error object of a stream into a *chat.APIError (URL set by the caller).
+func streamError(raw []byte) *chat.APIError {
+	var eb errorBody
+	msg := quote(raw)
+	if json.Unmarshal(raw, &eb) == nil && eb.Message != "" {
+		msg = eb.Message
+		if eb.Type != "" {
+			msg += " (" + eb.Type + ")"
+		}
+	}
+	return &chat.APIError{Backend: backendName, StatusCode: eb.Code, Body: "error in the stream: " + msg}
+}
+
+// readCompletion reads a /v1/chat/completions answer: a server-sent event stream (`data:`
+// chunks, `data: [DONE]`, `:` pings; an error as `error: {…}` in older builds or `data:
+// {"error": {…}}` in newer ones, both a *chat.APIError) or, when the server answered with
+// application/json, a whole chat.completion. first is called once, when the first chunk that is
+// not prefill progress arrives.
+func readCompletion(resp *http.Response, first func()) (*completion, error) {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt == "application/json" {
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return nil, err
+		}
+		first()
+		var ch chunk
+		if err := json.Unmarshal(b, &ch); err != nil {
+			return nil, fmt.Errorf("the answer is not a chat.completion: %v: %s", err, quote(b))
+		}
+		if len(ch.Error) > 0 && string(ch.Error) != "null" {
+			return nil, streamError(ch.Error)
+		}
+		acc := newAccumulator()
+		acc.add(&ch)
+		c := acc.result()
+		c.Done = true
+		return c, nil
+	}
+	return readStream(resp.Body, first)
+}
+
+// readStream reads a chat completion event stream; see readCompletion.
+func readStream(r io.Reader, first func()) (*completion, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 64*1024*1024)
+	acc := newAccumulator()
+	started, done := false, false
+	for sc.Scan() {
+		line := bytes.TrimRight(sc.Bytes(), "\r")
+		field, value, ok := bytes.Cut(line, []byte(":"))
+		if len(line) == 0 || len(field) == 0 || !ok {
+			continue // blank line, `:` comment (ping) or a line with no field
+		}
+		value = bytes.TrimPrefix(value, []byte(" "))
+		switch string(field) {
+		case "error":
+			return nil, streamError(value)
+		case "data":
+		default:
+			continue // event:, id:, retry:
+		}
+		if string(bytes.TrimSpace(value)) == "[DONE]" {
+			done = true
+			break
+		}
+		var ch chunk
+		if err := json.Unmarshal(value, &ch); err != nil {
+			return nil, fmt.Errorf("stream chunk is not JSON: %v: %s", err, quote(value))
+		}
+		if len(ch.Error) > 0 && string(ch.Error) != "null" {
+			return nil, streamError(ch.Error)
+		}
+		if len(ch.PromptProgress) > 0 && len(ch.Choices) == 0 && ch.Usage == nil && ch.Timings == nil {
+			continue // return_progress: prefill progress, not an answer
+		}
+		if !started {
+			started = true
+			first()
+		}
+		acc.add(&ch)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	c := acc.result()
+	c.Done = done
+	return c, nil
+}
+
+// accumulator puts a message together from stream deltas.
+type accumulator struct {
+	content, reasoning bytes.Buffer
+	calls              map[int]*chat.ToolCall
+	args               map[int]*bytes.Buffer
+	order              []int
+	finish             string
+	usage              *usage
+	timings            *timings
+}
+
+func newAccumulator() *accumulator {
+	return &accumulator{calls: map[int]*chat.ToolCall{}, args: map[int]*bytes.Buffer{}}
+}
+
+func (a *accumulator) add(ch *chunk) {
+	if ch.Usage != nil {
+		a.usage = ch.Usage
+	}
+	if ch.Timings != nil {
+		a.timings = ch.Timings
+	}
+	for _, c := range ch.Choices {
+		if c.FinishReason != nil && *c.FinishReason != "" {
+			a.finish = *c.FinishReason
+		}
+		m := c.Delta
+		if m == nil {
+			m = c.Message
+		}
+		if m == nil {
+			continue
+		}
+		if m.Content != nil {
+			a.content.WriteString(*m.Content)
+		}
+		if m.ReasoningContent != nil {
+			a.reasoning.WriteString(*m.ReasoningContent)
+		}
+		for i, tc := range m.ToolCalls {
+			idx := i
+			if tc.Index != nil {
+				idx = *tc.Index
+			}
+			call, ok := a.calls[idx]
+			if !ok {
+				call = &chat.ToolCall{}
+				a.calls[idx], a.args[idx] = call, &bytes.Buffer{}
+				a.order = append(a.order, idx)
+			}
+			if tc.ID != "" {
+				call.ID = tc.ID
+			}
+			call.Name += tc.Function.Name
+			a.args[idx].WriteString(tc.Function.Arguments)
+		}
+	}
+}
+
+func (a *accumulator) result() *completion {
+	c := &completion{Content: a.content.String(), Reasoning: a.reasoning.String(), FinishReason: a.finish, Usage: a.usage, Timings: a.timings}
+	sort.Ints(a.order)
+	for _, idx := range a.order {
+		call := *a.calls[idx]
+		call.Arguments = json.RawMessage(a.args[idx].String())
+		c.ToolCalls = append(c.ToolCalls, call)
+	}
+	return c
+}

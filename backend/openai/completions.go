@@ -1,0 +1,170 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"lab/chat"
+)
+
+// chunk is one Chat Completions stream chunk, or (with Message) an unstreamed response, as the
+// lab reads it: the delta fields that make a first token, usage with every count optional, and
+// llama-server's timings.
+type chunk struct {
+	Choices []struct {
+		Delta   *delta `json:"delta"`
+		Message *delta `json:"message"`
+	} `json:"choices"`
+	Usage   *usageCounts `json:"usage"`
+	Timings *timings     `json:"timings"`
+}
+
+// delta is a stream delta or a response message: content, reasoning under either name
+// (reasoning_content: llama-server, SGLang, DeepSeek; reasoning: vLLM, OpenRouter, Ollama) and
+// tool calls.
+type delta struct {
+	Content          *string           `json:"content"`
+	ReasoningContent *string           `json:"reasoning_content"`
+	Reasoning        *string           `json:"reasoning"`
+	ToolCalls        []json.RawMessage `json:"tool_calls"`
+}
+
+// first reports whether d carries a generated token: content, reasoning or a tool call.
+func (d *delta) first() bool {
+	if d == nil {
+		return false
+	}
+	return (d.Content != nil && *d.Content != "") || (d.ReasoningContent != nil && *d.ReasoningContent != "") ||
+		(d.Reasoning != nil && *d.Reasoning != "") || len(d.ToolCalls) > 0
+}
+
+// chatFields are the fields the client writes into a Chat Completions body.
+func (c *Client) chatFields(req *chat.Request) ([]field, []string, error) {
+	o := EncodeOptions{ReasoningField: c.profile.Reasoning, ReasoningOnToolCalls: c.profile.ReasoningOnToolCalls}
+	msgs, err := EncodeMessagesWith(req.Messages, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	var warn []string
+	if o.ReasoningField == "" {
+		if n := countReasoning(req.Messages); n > 0 {
+			warn = append(warn, fmt.Sprintf("profile %s takes no reasoning back: the reasoning of %d assistant message(s) was not sent", c.profile.Name, n))
+		}
+	}
+	set := []field{{"messages", msgs}}
+	rest, err := c.baseFields(req, false, c.profile.MaxTokensField)
+	if err != nil {
+		return nil, nil, err
+	}
+	set = append(set, rest...)
+	if !c.opts.NoStream {
+		set = append(set, field{"stream_options", json.RawMessage(`{"include_usage":true}`)})
+	}
+	return c.withExtra(set), warn, nil
+}
+
+func countReasoning(msgs []chat.Message) int {
+	n := 0
+	for _, m := range msgs {
+		if m.Role == chat.RoleAssistant && m.Reasoning != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// sendChat sends req to {base}/chat/completions through go-openai, its body rewritten by the
+// client's doer, and reads the answer raw.
+func (c *Client) sendChat(ctx context.Context, req *chat.Request) (*chat.Result, error) {
+	set, warn, err := c.chatFields(req)
+	if err != nil {
+		return nil, err
+	}
+	e := &edit{set: set, tee: c.opts.NoStream}
+	ctx = context.WithValue(ctx, editKey{}, e)
+	res := &chat.Result{Warnings: warn}
+	// go-openai writes model and stream; the doer writes the rest. Messages stay nil here: the
+	// doer replaces the `messages` field with the lab's encoding.
+	oreq := goopenai.ChatCompletionRequest{Model: c.model}
+	start := time.Now()
+	defer func() {
+		res.Body = e.body
+		res.RequestBytes = int64(len(e.body))
+	}()
+	if c.opts.NoStream {
+		_, err := c.oa.CreateChatCompletion(ctx, oreq)
+		res.Total = time.Since(start)
+		if err != nil {
+			return res, c.apiError(err, e.status)
+		}
+		var ck chunk
+		if err := json.Unmarshal(e.response.Bytes(), &ck); err != nil {
+			return res, c.apiError(fmt.Errorf("decode response: %w", err), e.status)
+		}
+		res.Warnings = append(res.Warnings, "unstreamed request (NoStream): time to first token unknown")
+		c.fillUsage(res, ck.Usage, ck.Timings)
+		return res, nil
+	}
+
+	stream, err := c.oa.CreateChatCompletionStream(ctx, oreq)
+	if err != nil {
+		res.Total = time.Since(start)
+		return res, c.apiError(err, e.status)
+	}
+	defer stream.Close()
+	if !e.start.IsZero() {
+		start = e.start // when the request left, as the doer saw it
+	}
+	var (
+		usage      *usageCounts
+		tim        *timings
+		firstChunk time.Duration
+		n          int
+	)
+	for {
+		raw, err := stream.RecvRaw()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			res.Total = time.Since(start)
+			return res, c.apiError(fmt.Errorf("read stream: %w", err), 0)
+		}
+		now := time.Since(start)
+		var ck chunk
+		if err := json.Unmarshal(raw, &ck); err != nil {
+			res.Total = now
+			return res, c.apiError(fmt.Errorf("stream chunk %d is not JSON: %w", n+1, err), e.status)
+		}
+		n++
+		if firstChunk == 0 && len(ck.Choices) > 0 {
+			firstChunk = now
+		}
+		for _, ch := range ck.Choices {
+			if res.TTFT == 0 && ch.Delta.first() {
+				res.TTFT = now
+			}
+		}
+		// Usage comes in the last chunk (stream_options.include_usage); earlier chunks carry
+		// none or null. The last one seen wins.
+		if ck.Usage != nil {
+			usage = ck.Usage
+		}
+		if ck.Timings != nil {
+			tim = ck.Timings
+		}
+	}
+	res.Total = time.Since(start)
+	if res.TTFT == 0 {
+		res.TTFT = firstChunk
+		res.Warnings = append(res.Warnings, "no chunk carried content, reasoning or a tool call: time to first token is the time to the first chunk with a choice")
+	}
+	c.fillUsage(res, usage, tim)
+	return res, nil
+}

@@ -1,0 +1,32 @@
+// Package openai is the lab's backend for the OpenAI dialects: Chat Completions, which
+// llama-server, vLLM, SGLang, DeepSeek, OpenRouter and OpenAI itself speak, and OpenAI's
+// Responses API. It also holds the dialect's encodings ([EncodeMessages], [EncodeTools],
+// [EncodeInput]), which other backends reuse.
+//
+// For every request [Client.Send]:
+//
+//  1. Encodes the conversation the lab's way: the `messages` array with reasoning in the
+//     field the server's [Profile] names (reasoning_content, reasoning, or none), present even
+//     when empty on DeepSeek's tool-call turns; or, for the Responses API, `input` items with
+//     reasoning items passed back as their encrypted_content ([ReasoningBlock]).
+//  2. Sends it through github.com/sashabaranov/go-openai (v1.43.0), which builds the HTTP
+//     request, authenticates and frames the stream. The fields go-openai does not type are
+//     added without forking it: its ClientConfig.HTTPClient is the client's own HTTPDoer,
+//     which rewrites the JSON body before it leaves (messages/input and tools replaced by the
+//     lab's bytes; max_tokens, stream_options.include_usage, prompt_cache_key, store and the
+//     caller's extra fields set), records the bytes sent, and adds the profile's headers.
+//  3. Streams the answer with the smallest generation the API allows (max_tokens 1;
+//     max_output_tokens 16 for Responses) and reads every chunk raw (go-openai's RecvRaw), so
+//     the untyped fields are seen: vLLM's `reasoning`, DeepSeek's prompt_cache_hit_tokens and
+//     prompt_cache_miss_tokens, llama-server's timings. Usage arrives in the last chunk; a
+//     count the server did not send stays nil (unknown), never 0, except where the profile
+//     says a missing field means 0 (vLLM, SGLang with their cache-report flags).
+//
+// The scripted reply is not generated: a cloud API's prompt cache holds prompts, and the next
+// request resends the reply as a message. A run starts cold on a cloud API only if its prompts
+// start with bytes no earlier request had: [Nonce] gives the line the harness puts first in
+// the system prompt.
+//
+// API keys come from the environment variable the profile names or from a key file, and are
+// redacted from every error.
+package openai

@@ -1,0 +1,316 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"lab/chat"
+)
+
+// Reasoning items of the Responses API in chat.Message (a proposal: chat has no field of its
+// own for them yet). An assistant message's encrypted reasoning item travels as one
+// chat.ThinkingBlock in Message.Thinking with Redacted true, Data the item's
+// `encrypted_content`, Signature its `id` ("rs_…") and Text its summary text ("" for none) —
+// the Anthropic redacted_thinking shape, which is also opaque bytes to be passed back
+// unchanged. [ReasoningBlock] builds one. The Chat Completions dialect ignores them.
+
+// ReasoningBlock returns the chat.ThinkingBlock that carries one Responses API reasoning item:
+// id is the item's `id`, encrypted its `encrypted_content`, summary its summary text.
+func ReasoningBlock(id, encrypted, summary string) chat.ThinkingBlock {
+	return chat.ThinkingBlock{Redacted: true, Data: encrypted, Signature: id, Text: summary}
+}
+
+// EncodeInput returns the Responses API `input` array for msgs, in order, as JSON (HTML
+// characters not escaped):
+//
+//   - system and user messages: {"type": "message", "role", "content"};
+//   - an assistant message: first its reasoning items (Thinking blocks with Redacted and Data,
+//     see [ReasoningBlock]) as {"type": "reasoning", "id", "summary", "encrypted_content"},
+//     then its text as {"type": "message", "role": "assistant", "content"} when not empty,
+//     then each tool call as {"type": "function_call", "call_id", "name", "arguments"} — a
+//     reasoning item is thus always followed by the item it led to, which the API requires;
+//   - a tool message: {"type": "function_call_output", "call_id", "output"}.
+//
+// Plain reasoning text (Message.Reasoning) cannot go back: the API takes reasoning only as the
+// encrypted items it produced. dropped counts the assistant messages whose Reasoning was not
+// sent for that reason. Errors as for [EncodeMessages].
+func EncodeInput(msgs []chat.Message) (input []byte, dropped int, err error) {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	n := 0
+	item := func() {
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		n++
+	}
+	message := func(role, content string) {
+		item()
+		b.WriteString(`{"type":"message","role":`)
+		writeString(&b, role)
+		b.WriteString(`,"content":`)
+		writeString(&b, content)
+		b.WriteByte('}')
+	}
+	for i, m := range msgs {
+		switch m.Role {
+		case chat.RoleSystem, chat.RoleUser:
+			message(string(m.Role), m.Content)
+		case chat.RoleAssistant:
+			sent := false
+			for _, t := range m.Thinking {
+				if !t.Redacted || t.Data == "" {
+					continue
+				}
+				item()
+				b.WriteString(`{"type":"reasoning",`)
+				if t.Signature != "" {
+					b.WriteString(`"id":`)
+					writeString(&b, t.Signature)
+					b.WriteByte(',')
+				}
+				b.WriteString(`"summary":[`)
+				if t.Text != "" {
+					b.WriteString(`{"type":"summary_text","text":`)
+					writeString(&b, t.Text)
+					b.WriteByte('}')
+				}
+				b.WriteString(`],"encrypted_content":`)
+				writeString(&b, t.Data)
+				b.WriteByte('}')
+				sent = true
+			}
+			if m.Reasoning != "" && !sent {
+				dropped++
+			}
+			if m.Content != "" || len(m.ToolCalls) == 0 {
+				message("assistant", m.Content)
+			}
+			for _, tc := range m.ToolCalls {
+				if tc.ID == "" || tc.Name == "" {
+					return nil, 0, fmt.Errorf("openai: message %d: a tool call needs an id and a name", i)
+				}
+				item()
+				b.WriteString(`{"type":"function_call","call_id":`)
+				writeString(&b, tc.ID)
+				b.WriteString(`,"name":`)
+				writeString(&b, tc.Name)
+				b.WriteString(`,"arguments":`)
+				writeString(&b, arguments(tc.Arguments))
+				b.WriteByte('}')
+			}
+		case chat.RoleTool:
+			if m.ToolCallID == "" {
+				return nil, 0, fmt.Errorf("openai: message %d: a tool message needs the tool_call_id of the call it answers", i)
+			}
+			item()
+			b.WriteString(`{"type":"function_call_output","call_id":`)
+			writeString(&b, m.ToolCallID)
+			b.WriteString(`,"output":`)
+			writeString(&b, m.Content)
+			b.WriteByte('}')
+		default:
+			return nil, 0, fmt.Errorf("openai: message %d: unknown role %q", i, m.Role)
+		}
+	}
+	b.WriteByte(']')
+	return b.Bytes(), dropped, nil
+}
+
+// responseEvent is one Responses API stream event as the lab reads it.
+type responseEvent struct {
+	Type     string `json:"type"`
+	Delta    string `json:"delta"`
+	Message  string `json:"message"`
+	Code     string `json:"code"`
+	Response *struct {
+		Status string `json:"status"`
+		Error  *struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+		IncompleteDetails *struct {
+			Reason string `json:"reason"`
+		} `json:"incomplete_details"`
+		Usage *responseUsage `json:"usage"`
+	} `json:"response"`
+}
+
+// responseUsage is the Responses API's usage, every count optional.
+type responseUsage struct {
+	InputTokens        *int64 `json:"input_tokens"`
+	OutputTokens       *int64 `json:"output_tokens"`
+	InputTokensDetails *struct {
+		CachedTokens     *int64 `json:"cached_tokens"`
+		CacheWriteTokens *int64 `json:"cache_write_tokens"`
+	} `json:"input_tokens_details"`
+	OutputTokensDetails *struct {
+		ReasoningTokens *int64 `json:"reasoning_tokens"`
+	} `json:"output_tokens_details"`
+}
+
+// firstToken reports whether a stream event of type t carries a generated token.
+func firstToken(t string) bool {
+	switch t {
+	case "response.output_text.delta", "response.refusal.delta", "response.reasoning_text.delta",
+		"response.reasoning_summary_text.delta", "response.function_call_arguments.delta":
+		return true
+	}
+	return false
+}
+
+// responsesFields are the fields the client writes into a Responses API body: input, tools,
+// max_output_tokens, prompt_cache_key, store false, and, when req.Think, the encrypted
+// reasoning include (non-reasoning models refuse it).
+func (c *Client) responsesFields(req *chat.Request) ([]field, []string, error) {
+	input, dropped, err := EncodeInput(req.Messages)
+	if err != nil {
+		return nil, nil, err
+	}
+	var warn []string
+	if dropped > 0 {
+		warn = append(warn, fmt.Sprintf("Responses API: the reasoning text of %d assistant message(s) was not sent (it takes back only encrypted reasoning items)", dropped))
+	}
+	set := []field{{"input", input}}
+	rest, err := c.baseFields(req, true, "max_output_tokens")
+	if err != nil {
+		return nil, nil, err
+	}
+	set = append(set, rest...)
+	set = append(set, field{"store", json.RawMessage(`false`)})
+	if req.Think {
+		set = append(set, field{"include", json.RawMessage(`["reasoning.encrypted_content"]`)})
+	}
+	return c.withExtra(set), warn, nil
+}
+
+// sendResponses sends req to {base}/responses, streamed, and reads usage from the
+// response.completed (or response.incomplete) event.
+func (c *Client) sendResponses(ctx context.Context, req *chat.Request) (*chat.Result, error) {
+	set, warn, err := c.responsesFields(req)
+	if err != nil {
+		return nil, err
+	}
+	e := &edit{set: set}
+	ctx = context.WithValue(ctx, editKey{}, e)
+	res := &chat.Result{Warnings: warn}
+	defer func() {
+		res.Body = e.body
+		res.RequestBytes = int64(len(e.body))
+	}()
+	start := time.Now()
+	stream, err := c.oa.CreateResponseStream(ctx, goopenai.CreateResponseRequest{Model: c.model})
+	if err != nil {
+		res.Total = time.Since(start)
+		return res, c.apiError(err, e.status)
+	}
+	defer stream.Close()
+	if !e.start.IsZero() {
+		start = e.start
+	}
+	var (
+		usage *responseUsage
+		final bool
+		n     int
+	)
+	for {
+		raw, err := stream.RecvRaw()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			res.Total = time.Since(start)
+			return res, c.apiError(fmt.Errorf("read stream: %w", err), 0)
+		}
+		now := time.Since(start)
+		var ev responseEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			res.Total = now
+			return res, c.apiError(fmt.Errorf("stream event %d is not JSON: %w", n+1, err), e.status)
+		}
+		n++
+		if res.TTFT == 0 && firstToken(ev.Type) && ev.Delta != "" {
+			res.TTFT = now
+		}
+		switch ev.Type {
+		case "error":
+			res.Total = now
+			return res, &chat.APIError{Backend: "openai", URL: c.base.String(), Body: c.redact(joinNonEmpty(ev.Code, ev.Message))}
+		case "response.failed":
+			res.Total = now
+			msg := "response.failed"
+			if ev.Response != nil && ev.Response.Error != nil {
+				msg = joinNonEmpty(ev.Response.Error.Code, ev.Response.Error.Message)
+			}
+			return res, &chat.APIError{Backend: "openai", URL: c.base.String(), Body: c.redact(msg)}
+		case "response.completed", "response.incomplete":
+			final = true
+			if ev.Response != nil {
+				usage = ev.Response.Usage
+				// Incomplete because of max_output_tokens is the expected end of a measuring
+				// request; any other reason is worth a note.
+				if d := ev.Response.IncompleteDetails; ev.Type == "response.incomplete" && d != nil && d.Reason != "max_output_tokens" {
+					res.Warnings = append(res.Warnings, "response incomplete: "+d.Reason)
+				}
+			}
+		}
+	}
+	res.Total = time.Since(start)
+	if !final {
+		res.Warnings = append(res.Warnings, "the stream ended without response.completed: token counts unknown")
+	}
+	if res.TTFT == 0 {
+		res.Warnings = append(res.Warnings, "no event carried output text, reasoning or a tool call: time to first token unknown")
+	}
+	if usage == nil {
+		if final {
+			res.Warnings = append(res.Warnings, "the response carried no usage: token counts unknown")
+		}
+		return res, nil
+	}
+	us := &chat.Usage{Fields: map[string]string{}}
+	put := func(dst **int64, name, wire string, v *int64) {
+		if v != nil {
+			x := *v
+			*dst = &x
+			us.Fields[name] = wire
+		}
+	}
+	put(&us.Prompt, "Prompt", "response.usage.input_tokens", usage.InputTokens)
+	put(&us.Generated, "Generated", "response.usage.output_tokens", usage.OutputTokens)
+	if d := usage.InputTokensDetails; d != nil {
+		put(&us.CachedRead, "CachedRead", "response.usage.input_tokens_details.cached_tokens", d.CachedTokens)
+		put(&us.CacheWrite, "CacheWrite", "response.usage.input_tokens_details.cache_write_tokens", d.CacheWriteTokens)
+	}
+	if d := usage.OutputTokensDetails; d != nil {
+		put(&us.ReasoningGenerated, "ReasoningGenerated", "response.usage.output_tokens_details.reasoning_tokens", d.ReasoningTokens)
+	}
+	if us.Prompt != nil && us.CachedRead != nil {
+		un := *us.Prompt - *us.CachedRead
+		wire := us.Fields["Prompt"] + " - " + us.Fields["CachedRead"]
+		if us.CacheWrite != nil {
+			un -= *us.CacheWrite
+			wire += " - " + us.Fields["CacheWrite"]
+		}
+		us.Uncached, us.Fields["Uncached"] = &un, wire
+	}
+	c.result(res, us)
+	return res, nil
+}
+
+func joinNonEmpty(code, msg string) string {
+	switch {
+	case code == "":
+		return msg
+	case msg == "":
+		return code
+	}
+	return code + ": " + msg
+}
