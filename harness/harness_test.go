@@ -247,6 +247,12 @@ func TestEmbeddedScenariosReplay(t *testing.T) {
 			if len(errs) != sc.ExpectedErrors {
 				t.Errorf("%d tool calls answered an error, the scenario expects %d (expected_errors):\n%s", len(errs), sc.ExpectedErrors, strings.Join(errs, "\n"))
 			}
+			for _, a := range []string{"spec", "compaction-separate-request"} {
+				cfg := harness.RunConfig{Scenarios: []*harness.Scenario{sc}, Arms: []harness.Arm{arm(t, a)}}
+				if n, _ := replay(t, sc, arm(t, a)); cfg.Requests() != len(n) {
+					t.Errorf("%s: RunConfig.Requests() = %d, the session sent %d", a, cfg.Requests(), len(n))
+				}
+			}
 			t.Logf("%s: %d requests, last prompt %d bytes", name, len(samples), samples[len(samples)-1].PromptTokens)
 		})
 	}
@@ -577,5 +583,52 @@ func TestRereadAttribution(t *testing.T) {
 				t.Errorf("date arm after midnight: system %d, tools %d; want both re-read", after.RereadSystemTokens, after.RereadToolsTokens)
 			}
 		}
+	}
+}
+
+// TestContextOverflowIsMarked: with a context window smaller than the session, exactly the
+// requests whose prompt or prompt and reply exceed it are marked, with the warning.
+func TestContextOverflowIsMarked(t *testing.T) {
+	sc, err := harness.LoadScenario("testdata/tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, _ := replay(t, sc, arm(t, "spec"))
+	// The window: one byte-token more than the third request's prompt, so its reply (the cache
+	// text is longer than the prompt) overflows, and every later, longer request too.
+	numCtx := int(all[2].PromptTokens) + 1
+	loop, err := hygiene.ParseConfig(lab.LoopJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, _ := ollama.New("http://127.0.0.1:1", "m")
+	sink := &metrics.MemorySink{}
+	var warned []string
+	err = harness.RunSession(context.Background(), harness.SessionConfig{
+		Scenario: sc, Arm: arm(t, "spec"), Repetition: 1, RunID: "t", Loop: loop, Backend: &renderBackend{conv: conv},
+		Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(), NumCtx: numCtx,
+		Warn: func(err error) { warned = append(warned, err.Error()) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := sink.Samples()
+	if len(got) != len(all) {
+		t.Fatalf("%d samples with a window, %d without", len(got), len(all))
+	}
+	for i, s := range got {
+		want := i >= 2
+		if s.ContextOverflow != want {
+			t.Errorf("request %d (prompt %d, window %d): context_overflow %v, want %v", i, s.PromptTokens, numCtx, s.ContextOverflow, want)
+		}
+		if want != strings.Contains(s.Warnings, metrics.WarningContextOverflow) {
+			t.Errorf("request %d: warnings %q", i, s.Warnings)
+		}
+		if all[i].ContextOverflow || all[i].Warnings != "" {
+			t.Errorf("request %d without a window: overflow %v, warnings %q", i, all[i].ContextOverflow, all[i].Warnings)
+		}
+	}
+	if len(warned) != len(got)-2 {
+		t.Errorf("%d warnings passed to Warn, want %d: %q", len(warned), len(got)-2, warned)
 	}
 }

@@ -50,12 +50,13 @@ type RunConfig struct {
 	Now func() time.Time
 }
 
-// Requests returns the number of requests the matrix sends: one per assistant step.
+// Requests returns the number of requests the matrix sends: one per assistant step and one per
+// compaction (its summary request, §7, as the next turn or separate).
 func (c *RunConfig) Requests() int {
 	n := 0
 	for _, sc := range c.Scenarios {
 		for _, st := range sc.Steps {
-			if st.Assistant != nil {
+			if st.Assistant != nil || st.Compact != nil {
 				n++
 			}
 		}
@@ -158,7 +159,7 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 				sc := SessionConfig{
 					Scenario: sc, Arm: arm, Repetition: rep, RunID: runID, Loop: cfg.Loop, Backend: cfg.Backend,
 					BackendName: cfg.BackendName, Model: cfg.Model, ServerVersion: cfg.ServerVersion,
-					Tokenizer: cfg.Tokenizer, Sink: sink, SandboxDir: sandbox, Warn: cfg.Warn,
+					Tokenizer: cfg.Tokenizer, Sink: sink, SandboxDir: sandbox, Warn: cfg.Warn, NumCtx: cfg.NumCtx,
 					OnSample: func(s *metrics.Sample) {
 						man.Samples++
 						done++

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -64,6 +65,10 @@ type SessionConfig struct {
 	// Warn, when set, receives problems that do not stop the run (a tokenizer that disagrees
 	// with the server's count).
 	Warn func(error)
+	// NumCtx is the server's context window in tokens (Ollama num_ctx, llama-server -c); 0 when
+	// unknown or unlimited. A request whose prompt, or prompt and reply, take more tokens is
+	// marked [metrics.Sample].ContextOverflow.
+	NumCtx int
 }
 
 // RunSession replays one scenario with one arm through the harness and the backend, writing one
@@ -476,14 +481,16 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 	s.CompletionTokens = res.CompletionTokens
 	s.TTFTNs, s.PrefillNs, s.TotalNs, s.LoadNs = int64(res.TTFT), int64(res.Prefill), int64(res.Total), int64(res.Load)
 	s.RequestBytes = res.RequestBytes
-	for _, w := range res.Warnings {
+	warnings := slices.Clone(res.Warnings)
+	if err := r.expect(req, res, s, &warnings); err != nil {
+		return err
+	}
+	for _, w := range warnings {
 		if cfg.Warn != nil {
 			cfg.Warn(fmt.Errorf("%s/%s request %d: %s", s.Scenario, s.Arm, s.RequestIndex, w))
 		}
 	}
-	if err := r.expect(req, res, s); err != nil {
-		return err
-	}
+	s.Warnings = strings.Join(warnings, "; ")
 	if s.CachedTokens != nil {
 		s.RereadTokens = s.PromptTokens - *s.CachedTokens
 	} else {
@@ -502,7 +509,10 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 // the longest common token prefix of this request's rendered prompt and what the server's cache
 // held (the previous rendered prompt followed by the reply as the model wrote it), at most the
 // prompt less one token: a server evaluates at least the last prompt token to sample from it.
-func (r *runner) expect(req *chat.Request, res *chat.Result, s *metrics.Sample) error {
+//
+// It also marks the sample ContextOverflow, with a warning, when the prompt, or the prompt and
+// the reply the cache holds after it, take more tokens than the context window (cfg.NumCtx).
+func (r *runner) expect(req *chat.Request, res *chat.Result, s *metrics.Sample, warnings *[]string) error {
 	tok := r.cfg.Tokenizer
 	if tok == nil || res.Rendered == "" {
 		return nil
@@ -514,8 +524,8 @@ func (r *runner) expect(req *chat.Request, res *chat.Result, s *metrics.Sample) 
 	if err != nil {
 		return fmt.Errorf("tokenize the rendered prompt: %w", err)
 	}
-	if int64(len(prompt)) != res.PromptTokens && r.cfg.Warn != nil {
-		r.cfg.Warn(fmt.Errorf("%s/%s request %d: the lab's tokenizer counts %d prompt tokens, the server %d", s.Scenario, s.Arm, s.RequestIndex, len(prompt), res.PromptTokens))
+	if int64(len(prompt)) != res.PromptTokens {
+		*warnings = append(*warnings, fmt.Sprintf("the lab's tokenizer counts %d prompt tokens, the server %d", len(prompt), res.PromptTokens))
 	}
 	common := cachesim.CommonPrefix(prompt, r.prevCacheTokens)
 	s.ExpectedCachedTokens = int64(min(common, max(len(prompt)-1, 0)))
@@ -588,6 +598,11 @@ func (r *runner) expect(req *chat.Request, res *chat.Result, s *metrics.Sample) 
 		r.prevCacheText, r.prevCacheTokens = res.CacheText, next
 	} else {
 		r.prevCacheText, r.prevCacheTokens = res.Rendered, prompt
+	}
+	if n, used := r.cfg.NumCtx, max(len(prompt), len(r.prevCacheTokens)); n > 0 && used > n {
+		s.ContextOverflow = true
+		*warnings = append(*warnings, fmt.Sprintf("%s: the prompt (%d tokens) and the reply take %d tokens, more than the context window of %d: the server truncates or shifts its context, which empties its KV cache for the next request",
+			metrics.WarningContextOverflow, len(prompt), used, n))
 	}
 	return nil
 }

@@ -32,7 +32,8 @@ type ModelOptions struct {
 	KVHeads int
 	// HeadDim is the width of one head (qwen3.attention.key_length and value_length); default 32.
 	HeadDim int
-	// ContextLength is the trained context in tokens (qwen3.context_length); default 40960.
+	// ContextLength is the trained context in tokens (qwen3.context_length); default
+	// [DefaultContextLength].
 	ContextLength int
 	// Seed seeds the random weights; default 1. The same options give a byte-identical file.
 	Seed int64
@@ -40,6 +41,14 @@ type ModelOptions struct {
 	// halves the file; Ollama's CPU backend loads and runs either.
 	F16 bool
 }
+
+// DefaultContextLength is the synthetic model's context_length and the num_ctx a run pins by
+// default, in tokens: 65,536. Qwen3's own is 40,960, but the longest scenarios (long-compaction)
+// reach 40,400 prompt tokens before a 570-token summary, and a prompt plus reply longer than
+// num_ctx makes Ollama truncate or shift its context, which throws the KV cache away; Ollama caps
+// num_ctx at the model's context_length, so the model must declare the larger window. The KV
+// cache of the default model at this length is a few MiB.
+const DefaultContextLength = 65536
 
 // DefaultModelOptions returns the options of the model measured in the project's reference: a
 // 45 MB file whose prefill of 6,000 tokens takes about a second on a native build.
@@ -51,7 +60,7 @@ func DefaultModelOptions() ModelOptions {
 		Heads:         2,
 		KVHeads:       1,
 		HeadDim:       32,
-		ContextLength: 40960,
+		ContextLength: DefaultContextLength,
 		Seed:          1,
 	}
 }

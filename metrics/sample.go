@@ -112,7 +112,20 @@ type Sample struct {
 	RereadNoteTokens int64 `parquet:"reread_note_tokens" json:"reread_note_tokens"`
 	// RereadOtherTokens lies elsewhere: the generation prompt after the last message.
 	RereadOtherTokens int64 `parquet:"reread_other_tokens" json:"reread_other_tokens"`
+
+	// ContextOverflow is true when the prompt, or the prompt and the reply the server's cache held
+	// after it, took more tokens than the context window the run pinned (Ollama num_ctx): the
+	// server then truncates the prompt (Ollama keeps its first num_keep = 4 tokens) or shifts
+	// its context during generation, and the next request finds almost none of its KV cache.
+	ContextOverflow bool `parquet:"context_overflow" json:"context_overflow"`
+	// Warnings are the problems with this request's figures that did not invalidate it (a
+	// tokenizer that counts differently from the server, a context overflow, a server log line
+	// that could not be matched), joined with "; "; "" when none.
+	Warnings string `parquet:"warnings" json:"warnings"`
 }
+
+// WarningContextOverflow starts the warning of a request marked [Sample].ContextOverflow.
+const WarningContextOverflow = "context overflow"
 
 // The values of [Sample].Kind.
 const (

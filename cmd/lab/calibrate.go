@@ -25,7 +25,7 @@ type Calibration struct {
 }
 
 func newCalibrateCmd(s *streams) *cobra.Command {
-	o := &runOptions{Model: localserver.DefaultModelOptions(), ModelName: localserver.DefaultModelName, NumCtx: 40960}
+	o := &runOptions{Model: localserver.DefaultModelOptions(), ModelName: localserver.DefaultModelName, NumCtx: localserver.DefaultContextLength}
 	var sizes []int
 	var out string
 	c := &cobra.Command{

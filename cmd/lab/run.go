@@ -83,7 +83,7 @@ up in a prefix-cache model (--cache-model); prefill time is a placeholder cost p
 	f.StringVar(&o.ServerLog, "server-log", "", "that server's log, written with OLLAMA_DEBUG=1 (for cached tokens)")
 	f.StringVar(&o.ModelName, "model", localserver.DefaultModelName, "model name on the server")
 	f.StringVar(&o.GGUF, "gguf", "", "with --server: the model's GGUF file, for counting tokens as the server does")
-	f.IntVar(&o.NumCtx, "num-ctx", 40960, "context length pinned for the whole run (Ollama num_ctx; the synthetic model's context_length is 40960); a longer prompt is truncated by Ollama, which moves the prefix")
+	f.IntVar(&o.NumCtx, "num-ctx", localserver.DefaultContextLength, "context length pinned for the whole run, in tokens (Ollama num_ctx; the synthetic model's context_length); a prompt plus reply longer than this makes Ollama truncate or shift its context, which empties the KV cache")
 	f.StringVar(&o.CacheDir, "cache", "", "cache folder for the built server and model (default $LAB_CACHE or ~/.cache/lab)")
 	f.BoolVar(&o.GenericBuild, "generic-build", false, "build Ollama without -march=native (slower prefill; runs on any x86-64)")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress output")
