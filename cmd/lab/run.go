@@ -320,18 +320,25 @@ func runAndReport(ctx context.Context, s *streams, cfg harness.RunConfig) error 
 }
 
 // localServer attaches to the server `lab server start` left running, or prepares and starts a
-// private one; stop stops only a server this call started.
+// private one. stop releases the shared server (its use lock, held from here so that two lab
+// processes take turns) or stops the private one.
 func localServer(ctx context.Context, cache string, o *runOptions, log io.Writer) (*localserver.Server, *localserver.Prepared, func(), error) {
 	prep, err := localserver.Prepare(ctx, setup(cache, o.GenericBuild, o.Model, o.ModelName, log))
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	if srv, err := localserver.Attach(ctx, sharedServerDir(cache)); err == nil {
+		// One run at a time on the shared server: a run resets its cache.
+		unlock, err := srv.Lock(ctx, log)
+		if err != nil {
+			return nil, nil, nil, err
+		}
 		if err := srv.CreateModel(ctx, prep.ModelName, prep.GGUF); err != nil {
+			unlock()
 			return nil, nil, nil, err
 		}
 		fmt.Fprintf(log, "using the local server at %s (lab server start)\n", srv.URL)
-		return srv, prep, func() {}, nil
+		return srv, prep, unlock, nil
 	}
 	dir, err := os.MkdirTemp(filepath.Join(cache), "run-server-")
 	if err != nil {

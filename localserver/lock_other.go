@@ -1,0 +1,13 @@
+//go:build !unix
+
+package localserver
+
+import (
+	"context"
+	"io"
+)
+
+// Lock is a no-op where flock(2) does not exist: runs sharing a server are not kept apart.
+func (s *Server) Lock(ctx context.Context, log io.Writer) (unlock func(), err error) {
+	return func() {}, nil
+}
