@@ -1,6 +1,7 @@
 package plots
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -12,149 +13,194 @@ import (
 	"lab/metrics"
 )
 
+// DivergenceMinLost is the rule for marking a divergence point on the [CachedShare] chart: a
+// request is marked when its divergence_segment is not empty and the part of the previous
+// request's prompt it could not reuse, PromptTokens(previous) − ExpectedCachedTokens, is at
+// least this share of its own prompt (mean over repetitions). A step that only appends to the
+// conversation loses nothing; a date rewritten in the system prompt loses nearly everything.
+const DivergenceMinLost = 0.05
+
+// MaxDivergenceLabels is the number of divergence labels a [CachedShare] chart shows at most:
+// the largest losses first. Markers beyond it (and labels that find no free place) stay
+// unlabelled, so that labels never overlap each other, the markers or the legend.
+const MaxDivergenceLabels = 12
+
 // CachedShare builds the chart "cached share of the prompt per request" for one scenario.
 //
 // The x axis is the request index (0-based, per arm: [metrics.Sample].RequestIndex); the y axis
 // is cached_tokens / prompt_tokens in percent (0–100). Each arm gets one solid line with points,
-// in a stable order and colour: [metrics.SpecArm] first (drawn on top), then the others sorted by
-// name. A lighter dashed line of the same colour shows expected_cached_tokens / prompt_tokens, the
-// share a perfect prefix cache would have reused; the gap between the two lines is the server's
-// doing. The legend names the arms and the dashed "expected" line.
+// in a stable order, colour and point shape: [metrics.SpecArm] first (drawn on top), then the
+// others sorted by name. A lighter dashed line of the same colour shows expected_cached_tokens /
+// prompt_tokens, the share a perfect prefix cache would have reused; the gap between the two
+// lines is the server's doing. The legend names the arms, the dashed "expected" line and the
+// divergence marker.
+//
+// Divergence points (see [DivergenceMinLost]) get a ring in the arm's colour and a short label
+// naming the segment where the prompt first differed from the cache ("system", "reasoning 51");
+// arms that diverge at the same request in the same segment share one label ("system, 3 arms"),
+// placed near the largest drop. At most [MaxDivergenceLabels] labels are drawn, largest losses
+// first, each where it overlaps no other label or marker and crosses the fewest lines.
 //
 // Samples of other scenarios are ignored. Requests whose cached_tokens are unknown (nil) are
 // skipped: the solid line has a gap there, never a fall to 0. Requests with no prompt tokens
 // (failed before the server counted them) are skipped in both lines. When a scenario×arm ran
-// several repetitions, each point is the mean over the repetitions that know the value. It
-// returns [ErrNoSamples] when no sample of the scenario has prompt tokens.
+// several repetitions ([metrics.Sample].Repetition), each point is the mean over the repetitions
+// that know the value and a light band shows their minimum to maximum. It returns
+// [ErrNoSamples] when no sample of the scenario has prompt tokens.
 func CachedShare(scenario string, samples []metrics.Sample) (*plot.Plot, error) {
-	type acc struct{ cached, nCached, expected, nExpected float64 }
-	byArm := map[string]map[int32]*acc{}
-	for i := range samples {
-		s := &samples[i]
-		if s.Scenario != scenario || s.PromptTokens <= 0 {
-			continue
-		}
-		idx := byArm[s.Arm]
-		if idx == nil {
-			idx = map[int32]*acc{}
-			byArm[s.Arm] = idx
-		}
-		a := idx[s.RequestIndex]
-		if a == nil {
-			a = &acc{}
-			idx[s.RequestIndex] = a
-		}
-		prompt := float64(s.PromptTokens)
-		a.expected += 100 * float64(s.ExpectedCachedTokens) / prompt
-		a.nExpected++
-		if s.CachedTokens != nil {
-			a.cached += 100 * float64(*s.CachedTokens) / prompt
-			a.nCached++
-		}
-	}
-	if len(byArm) == 0 {
+	seqs := sequences(scenario, samples)
+	if len(seqs) == 0 {
 		return nil, fmt.Errorf("plot cached share of scenario %q: %w", scenario, ErrNoSamples)
 	}
-	arms := make([]string, 0, len(byArm))
-	for arm := range byArm {
-		arms = append(arms, arm)
-	}
-	metrics.SortArms(arms)
+	measured := collect(seqs, perSample(func(s *metrics.Sample) (float64, bool) {
+		if s.CachedTokens == nil {
+			return 0, false
+		}
+		return 100 * float64(*s.CachedTokens) / float64(s.PromptTokens), true
+	}))
+	expected := collect(seqs, perSample(func(s *metrics.Sample) (float64, bool) {
+		return 100 * float64(s.ExpectedCachedTokens) / float64(s.PromptTokens), true
+	}))
 
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s: cached share of the prompt per request", scenario)
-	p.X.Label.Text = "request"
-	p.Y.Label.Text = "cached share of prompt (%)"
-	p.X.Tick.Marker = integerTicks{}
+	p := newChart(fmt.Sprintf("%s: cached share of the prompt per request", scenario),
+		"request (0-based)", "cached share of the prompt (%)")
 	p.Y.Tick.Marker = percentTicks
-	grid := plotter.NewGrid()
-	grid.Vertical.Color = lighter(palette[len(palette)-1], 0.12)
-	grid.Horizontal.Color = grid.Vertical.Color
-	p.Add(grid)
-	p.Legend.Top = true
-	p.Legend.ThumbnailWidth = vg.Points(24)
-	p.Legend.TextStyle.Font.Size = vg.Points(10)
-	useSans(p)
 
-	// Build every arm's plotters, then add them in reverse so that spec, listed first, is drawn
-	// last, on top of the lines it coincides with.
-	var layers [][]plot.Plotter
-	maxIdx := int32(0)
-	for i, arm := range arms {
-		idx := byArm[arm]
-		keys := make([]int32, 0, len(idx))
-		for k := range idx {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		maxIdx = max(maxIdx, keys[len(keys)-1])
-
-		var expected plotter.XYs
-		var segments []plotter.XYs // runs of consecutive requests with known cached tokens
-		var points plotter.XYs
-		prev := int32(-2)
-		for _, k := range keys {
-			a := idx[k]
-			x := float64(k)
-			expected = append(expected, plotter.XY{X: x, Y: a.expected / a.nExpected})
-			if a.nCached == 0 {
-				prev = -2
-				continue
+	arms := expected.arms() // every arm with prompt tokens has an expected share
+	dashes := []vg.Length{vg.Points(5), vg.Points(3)}
+	var lines []plotter.XYs
+	for i, arm := range slices.Backward(arms) { // spec's expected line on top
+		for _, run := range runs(expected[arm]) {
+			xys := make(plotter.XYs, len(run))
+			for j, pt := range run {
+				xys[j] = plotter.XY{X: float64(pt.x), Y: pt.mean}
 			}
-			pt := plotter.XY{X: x, Y: a.cached / a.nCached}
-			points = append(points, pt)
-			if k != prev+1 || len(segments) == 0 {
-				segments = append(segments, nil)
-			}
-			segments[len(segments)-1] = append(segments[len(segments)-1], pt)
-			prev = k
-		}
-
-		col := colorOf(i)
-		var layer []plot.Plotter
-		exp, err := plotter.NewLine(expected)
-		if err != nil {
-			return nil, fmt.Errorf("plot expected share of arm %q: %w", arm, err)
-		}
-		exp.Color = lighter(col, 0.55)
-		exp.Width = vg.Points(1.25)
-		exp.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
-		layer = append(layer, exp)
-
-		style := draw.LineStyle{Color: col, Width: vg.Points(1.5)}
-		for _, seg := range segments {
-			if len(seg) < 2 {
-				continue // a lone point: the scatter draws it
-			}
-			l, err := plotter.NewLine(seg)
+			l, err := plotter.NewLine(xys)
 			if err != nil {
-				return nil, fmt.Errorf("plot cached share of arm %q: %w", arm, err)
+				return nil, fmt.Errorf("plot expected share of arm %q: %w", arm, err)
 			}
-			l.LineStyle = style
-			layer = append(layer, l)
+			l.Color = lighter(colorOf(i), 0.55)
+			l.Width = vg.Points(1.25)
+			l.Dashes = dashes
+			p.Add(l)
+			lines = append(lines, xys)
 		}
-		glyph := draw.GlyphStyle{Color: col, Radius: vg.Points(2), Shape: draw.CircleGlyph{}}
-		if len(points) > 0 {
-			sc, err := plotter.NewScatter(points)
-			if err != nil {
-				return nil, fmt.Errorf("plot cached share of arm %q: %w", arm, err)
-			}
-			sc.GlyphStyle = glyph
-			layer = append(layer, sc)
+	}
+	drawn, maxX, err := lineChart(p, measured.withArms(seqs))
+	if err != nil {
+		return nil, err
+	}
+	lines = append(lines, drawn...)
+	for _, pts := range expected {
+		for _, pt := range pts {
+			maxX = max(maxX, pt.x)
 		}
-		// The legend shows a line with a point, whether or not the arm has a line segment.
-		p.Legend.Add(arm, &plotter.Line{LineStyle: style}, &plotter.Scatter{GlyphStyle: glyph})
-		layers = append(layers, layer)
 	}
-	for _, layer := range slices.Backward(layers) {
-		p.Add(layer...)
+	p.X.Min, p.X.Max = 0, float64(max(maxX, 1))
+	p.Legend.Add("expected", keyLine(draw.LineStyle{Color: grey(0.55), Width: vg.Points(1.25), Dashes: dashes}))
+
+	marks := divergences(seqs, arms, measured, expected)
+	if len(marks.marks) > 0 {
+		marks.lines = lines
+		p.Add(marks)
+		p.Legend.Add(fmt.Sprintf("diverged: segment (≥ %.0f %% lost)", 100*DivergenceMinLost), divergenceKey{})
 	}
-	expectedKey := &plotter.Line{LineStyle: draw.LineStyle{
-		Color: lighter(palette[len(palette)-1], 0.45), Width: vg.Points(1.25),
-		Dashes: []vg.Length{vg.Points(5), vg.Points(3)},
-	}}
-	p.Legend.Add("expected", expectedKey)
-	p.X.Min, p.X.Max = 0, float64(max(maxIdx, 1))
 	p.Y.Min, p.Y.Max = 0, 100 // fixed, so charts of different runs compare at a glance
 	return p, nil
+}
+
+// divergences finds the divergence points of every arm (see [DivergenceMinLost]) and groups
+// them into labels.
+func divergences(seqs map[repKey][]*metrics.Sample, arms []string, measured, expected series) *divergenceMarks {
+	type acc struct {
+		lost     stat
+		segments map[string]int
+	}
+	byArm := map[string]map[int32]*acc{}
+	for k, seq := range seqs {
+		for i := 1; i < len(seq); i++ {
+			s := seq[i]
+			lost := max(0, float64(seq[i-1].PromptTokens-s.ExpectedCachedTokens)) / float64(s.PromptTokens)
+			m := byArm[k.arm]
+			if m == nil {
+				m = map[int32]*acc{}
+				byArm[k.arm] = m
+			}
+			a := m[s.RequestIndex]
+			if a == nil {
+				a = &acc{segments: map[string]int{}}
+				m[s.RequestIndex] = a
+			}
+			a.lost.add(lost)
+			if s.DivergenceSegment != "" {
+				a.segments[s.DivergenceSegment]++
+			}
+		}
+	}
+	at := func(s series, arm string, x int32) (float64, bool) {
+		i, ok := slices.BinarySearchFunc(s[arm], x, func(p point, x int32) int { return cmp.Compare(p.x, x) })
+		if !ok {
+			return 0, false
+		}
+		return s[arm][i].mean, true
+	}
+
+	type group struct {
+		x       int32
+		segment string
+		lost    float64 // the largest mean lost share among its arms
+		anchor  plotter.XY
+		arms    int
+	}
+	groups := map[[2]string]*group{}
+	dm := &divergenceMarks{}
+	for i, arm := range arms {
+		for x, a := range byArm[arm] {
+			if len(a.segments) == 0 || a.lost.mean() < DivergenceMinLost {
+				continue
+			}
+			// The most frequent segment over the repetitions; ties go to the first by name.
+			segs := make([]string, 0, len(a.segments))
+			for seg := range a.segments {
+				segs = append(segs, seg)
+			}
+			slices.SortFunc(segs, func(p, q string) int {
+				return cmp.Or(cmp.Compare(a.segments[q], a.segments[p]), cmp.Compare(p, q))
+			})
+			y, ok := at(measured, arm, x)
+			if !ok {
+				y, _ = at(expected, arm, x)
+			}
+			pt := plotter.XY{X: float64(x), Y: y}
+			dm.marks = append(dm.marks, mark{XY: pt, color: colorOf(i), arm: i})
+			k := [2]string{fmt.Sprint(x), segs[0]}
+			g := groups[k]
+			if g == nil {
+				g = &group{x: x, segment: segs[0]}
+				groups[k] = g
+			}
+			g.arms++
+			if l := a.lost.mean(); l > g.lost || (l == g.lost && y < g.anchor.Y) {
+				g.lost, g.anchor = l, pt
+			}
+		}
+	}
+	slices.SortFunc(dm.marks, func(a, b mark) int {
+		return cmp.Or(cmp.Compare(a.X, b.X), cmp.Compare(a.arm, b.arm))
+	})
+	ordered := make([]*group, 0, len(groups))
+	for _, g := range groups {
+		ordered = append(ordered, g)
+	}
+	slices.SortFunc(ordered, func(a, b *group) int {
+		return cmp.Or(cmp.Compare(b.lost, a.lost), cmp.Compare(a.x, b.x), cmp.Compare(a.segment, b.segment))
+	})
+	for _, g := range ordered[:min(len(ordered), MaxDivergenceLabels)] {
+		text := g.segment
+		if g.arms > 1 {
+			text = fmt.Sprintf("%s, %d arms", g.segment, g.arms)
+		}
+		dm.labels = append(dm.labels, label{text: text, anchor: g.anchor})
+	}
+	return dm
 }

@@ -1,11 +1,19 @@
 // Package plots draws the lab's charts from measured samples with gonum/plot; it is the only
 // package of the lab that imports gonum.
 //
-//  1. A builder such as [CachedShare] takes the samples of a run ([metrics.Sample], read with
-//     metrics.ReadRun) and returns a *plot.Plot. It chooses no file and writes nothing.
-//  2. [Write] renders a plot as PNG or SVG of a given size to an io.Writer; the caller chooses
-//     the path (results/<run-id>/plots/<scenario>-cached-share.svg, say) and closes the file.
+//  1. A per-scenario builder takes the samples of a run ([metrics.Sample], read with
+//     metrics.ReadRun) and returns a *plot.Plot; it chooses no file and writes nothing.
+//     [ScenarioCharts] lists the standard ones with their file-name parts: [CachedShare] (with
+//     the divergence points marked and labelled by segment, see [DivergenceMinLost]),
+//     [CumulativeReread] and [PrefillTime]. With several repetitions a point is their mean and a
+//     light band their range.
+//  2. [RelativeBars] draws figures relative to spec across scenarios, one [Bar] per arm with
+//     its confidence interval, computed by the caller; [RelativeBarsHeight] sizes it.
+//  3. [Write] renders a plot as PNG or SVG of a given size to an io.Writer, the legend in a
+//     column right of the data (shrunk to fit with 30 arms); the caller chooses the path
+//     (results/<run-id>/plots/<scenario>-<chart>.svg, say) and closes the file.
 //
-// Builders are deterministic: the same samples give the same SVG, byte for byte, which the
-// package's golden tests rely on.
+// Arms are ordered as metrics.SortArms orders them (spec first, drawn on top) and keep the same
+// colour and point shape in every chart of a scenario. Builders are deterministic: the same
+// samples give the same SVG, byte for byte, which the package's golden tests rely on.
 package plots

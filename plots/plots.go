@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -82,12 +83,30 @@ func drawWithLegendRight(p *plot.Plot, c draw.Canvas) {
 		c.SetColor(q.BackgroundColor)
 		c.Fill(c.Rectangle.Path())
 	}
+	fitLegend(&q.Legend, c.Size().Y-2*legendGap)
 	if w := q.Legend.Rectangle(c).Size().X; w > 0 {
 		q.Legend.Left = false
 		q.Legend.XOffs += w + legendGap
 		c = draw.Crop(c, 0, -(w + 2*legendGap), 0, 0)
 	}
 	q.Draw(c)
+}
+
+// minLegendFont is the smallest font size [fitLegend] shrinks a legend to.
+const minLegendFont = 5.5
+
+// fitLegend shrinks l's font (in steps of half a point, down to [minLegendFont] points) and drops
+// its padding until it is at most height tall, so that a legend of 30 arms fits beside the data
+// instead of running off the canvas. A legend that fits is left as it is.
+func fitLegend(l *plot.Legend, height vg.Length) {
+	tall := func() bool { return l.Rectangle(draw.Canvas{}).Size().Y > height }
+	if !tall() {
+		return
+	}
+	l.Padding = 0
+	for tall() && l.TextStyle.Font.Size > vg.Points(minLegendFont) {
+		l.TextStyle.Font.Size -= vg.Points(0.5)
+	}
 }
 
 // palette holds the line colours, in the order arms get them: the Okabe–Ito colours, which
@@ -104,6 +123,21 @@ var palette = []color.NRGBA{
 
 // colorOf returns the colour of the i-th arm.
 func colorOf(i int) color.NRGBA { return palette[i%len(palette)] }
+
+// glyphs holds the point shapes of the arms: the first len(palette) arms get circles, the next
+// squares, and so on, so that up to len(palette)*len(glyphs) (42) arms differ in colour or shape.
+// The ring is kept for divergence markers.
+var glyphs = []draw.GlyphDrawer{
+	draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{},
+	draw.PyramidGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{},
+}
+
+// armStyle returns the line and point style of the i-th arm in display order.
+func armStyle(i int) (draw.LineStyle, draw.GlyphStyle) {
+	col := colorOf(i)
+	return draw.LineStyle{Color: col, Width: vg.Points(1.5)},
+		draw.GlyphStyle{Color: col, Radius: vg.Points(2), Shape: glyphs[(i/len(palette))%len(glyphs)]}
+}
 
 // lighter mixes c with white, keeping frac of c.
 func lighter(c color.NRGBA, frac float64) color.NRGBA {
@@ -134,6 +168,44 @@ var percentTicks = plot.ConstantTicks{
 	{Value: 0, Label: "0"}, {Value: 10}, {Value: 20, Label: "20"}, {Value: 30},
 	{Value: 40, Label: "40"}, {Value: 50}, {Value: 60, Label: "60"}, {Value: 70},
 	{Value: 80, Label: "80"}, {Value: 90}, {Value: 100, Label: "100"},
+}
+
+// siTicks places ticks as plot.DefaultTicks does and labels them with an SI suffix: 0, 500,
+// 1.5k, 20k, 1.2M. It suits token counts.
+type siTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (siTicks) Ticks(lo, hi float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ticks {
+		if ticks[i].Label != "" {
+			ticks[i].Label = siLabel(ticks[i].Value)
+		}
+	}
+	return ticks
+}
+
+// siLabel formats v with at most three significant digits and a k, M or G suffix.
+func siLabel(v float64) string {
+	a := math.Abs(v)
+	for _, u := range []struct {
+		div    float64
+		suffix string
+	}{{1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
+		if a >= u.div {
+			return strconv.FormatFloat(roundSig(v/u.div, 3), 'f', -1, 64) + u.suffix
+		}
+	}
+	return strconv.FormatFloat(roundSig(v, 3), 'f', -1, 64)
+}
+
+// roundSig rounds v to n significant digits.
+func roundSig(v float64, n int) float64 {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return v
+	}
+	scale := math.Pow10(n - 1 - int(math.Floor(math.Log10(math.Abs(v)))))
+	return math.Round(v*scale) / scale
 }
 
 // useSans sets every text of p in Liberation Sans instead of gonum's default serif face. The

@@ -1,0 +1,29 @@
+package plots
+
+import (
+	"gonum.org/v1/plot"
+
+	"lab/metrics"
+)
+
+// Chart is one standard per-scenario chart: its name and its builder.
+type Chart struct {
+	// Name is the chart's part of a file name, for example "cached-share": a caller writes
+	// results/<run-id>/plots/<scenario>-<Name>.<format>.
+	Name string
+	// Build builds the chart of one scenario from a run's samples (samples of other scenarios
+	// are ignored). It returns an error wrapping [ErrNoSamples] when the scenario has nothing
+	// to draw in this chart, which a caller may skip.
+	Build func(scenario string, samples []metrics.Sample) (*plot.Plot, error)
+}
+
+// ScenarioCharts returns the standard charts of one scenario, in the order a report shows them:
+// "cached-share" ([CachedShare]), "cumulative-reread" ([CumulativeReread]) and "prefill"
+// ([PrefillTime]). The slice is new on every call; the caller may modify it.
+func ScenarioCharts() []Chart {
+	return []Chart{
+		{Name: "cached-share", Build: CachedShare},
+		{Name: "cumulative-reread", Build: CumulativeReread},
+		{Name: "prefill", Build: PrefillTime},
+	}
+}

@@ -1,0 +1,72 @@
+package plots
+
+import (
+	"fmt"
+
+	"gonum.org/v1/plot"
+
+	"lab/metrics"
+)
+
+// CumulativeReread builds the chart "re-read tokens, cumulative" for one scenario: per arm, the
+// running total of [metrics.Sample].RereadTokens (the prompt tokens the server processed again)
+// over the request index, so that the arm with the steepest line is the one that re-reads most
+// and the height at the last request is its total.
+//
+// The x axis is the request index (0-based); the y axis counts tokens of the served model's
+// tokenizer, from 0, labelled with SI suffixes (20k, 1.5M). Arms are coloured, shaped and
+// ordered as in [CachedShare]. The running total is taken per repetition, in request order; with
+// several repetitions each point is the mean of those totals and a light band their minimum to
+// maximum. Samples of other scenarios and requests with no prompt tokens (failed before the
+// server counted them) are left out. It returns [ErrNoSamples] when no sample of the scenario
+// has prompt tokens.
+func CumulativeReread(scenario string, samples []metrics.Sample) (*plot.Plot, error) {
+	seqs := sequences(scenario, samples)
+	if len(seqs) == 0 {
+		return nil, fmt.Errorf("plot cumulative re-read tokens of scenario %q: %w", scenario, ErrNoSamples)
+	}
+	s := collect(seqs, func(seq []*metrics.Sample) ([]float64, []bool) {
+		vals, ok := make([]float64, len(seq)), make([]bool, len(seq))
+		total := 0.0
+		for i, smp := range seq {
+			total += float64(smp.RereadTokens)
+			vals[i], ok[i] = total, true
+		}
+		return vals, ok
+	})
+	p := newChart(fmt.Sprintf("%s: re-read tokens, cumulative per arm", scenario),
+		"request (0-based)", "re-read tokens (cumulative)")
+	p.Y.Tick.Marker = siTicks{}
+	if _, _, err := lineChart(p, s); err != nil {
+		return nil, err
+	}
+	p.Y.Min = 0
+	p.Y.Max = max(p.Y.Max, 1)
+	return p, nil
+}
+
+// PrefillTime builds the chart "prefill time per request" for one scenario: per arm, the time
+// the server spent processing the prompt tokens it did not reuse ([metrics.Sample].PrefillNs, as
+// the server reports it, for Ollama prompt_eval_duration), in seconds, over the request index.
+//
+// The x axis is the request index (0-based); the y axis is seconds, from 0. Arms are coloured,
+// shaped and ordered as in [CachedShare]; with several repetitions each point is the mean and a
+// light band the minimum to maximum. A prefill of 0 ns is taken as unknown (a server processes
+// at least one token of every prompt; the sim backend without calibration reports none) and
+// leaves a gap, as do requests with no prompt tokens; samples of other scenarios are left out.
+// It returns [ErrNoSamples] when no sample of the scenario has a prefill time.
+func PrefillTime(scenario string, samples []metrics.Sample) (*plot.Plot, error) {
+	seqs := sequences(scenario, samples)
+	s := collect(seqs, perSample(func(s *metrics.Sample) (float64, bool) {
+		return float64(s.PrefillNs) / 1e9, s.PrefillNs > 0
+	}))
+	if len(s) == 0 {
+		return nil, fmt.Errorf("plot prefill time of scenario %q: %w", scenario, ErrNoSamples)
+	}
+	p := newChart(fmt.Sprintf("%s: prefill time per request", scenario), "request (0-based)", "prefill (s)")
+	if _, _, err := lineChart(p, s.withArms(seqs)); err != nil {
+		return nil, err
+	}
+	p.Y.Min = 0
+	return p, nil
+}

@@ -1,0 +1,272 @@
+package plots
+
+import (
+	"cmp"
+	"fmt"
+	"image/color"
+	"maps"
+	"slices"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"lab/metrics"
+)
+
+// stat accumulates one value per repetition: its mean, minimum and maximum.
+type stat struct {
+	sum, lo, hi float64
+	n           int
+}
+
+func (s *stat) add(v float64) {
+	if s.n == 0 || v < s.lo {
+		s.lo = v
+	}
+	if s.n == 0 || v > s.hi {
+		s.hi = v
+	}
+	s.sum += v
+	s.n++
+}
+
+func (s *stat) mean() float64 { return s.sum / float64(s.n) }
+
+// point is one request of one arm: the mean over the repetitions that know the value, and its
+// range.
+type point struct {
+	x            int32
+	mean, lo, hi float64
+	n            int
+}
+
+// series maps an arm to its points, sorted by request index.
+type series map[string][]point
+
+// arms returns the arms of s in display order ([metrics.SortArms]).
+func (s series) arms() []string {
+	arms := slices.Collect(maps.Keys(s))
+	metrics.SortArms(arms)
+	return arms
+}
+
+// withArms adds an empty series for every arm of seqs that s lacks, so that an arm keeps its
+// colour, shape and legend entry in every chart of a scenario even where it has no value.
+func (s series) withArms(seqs map[repKey][]*metrics.Sample) series {
+	for k := range seqs {
+		if _, ok := s[k.arm]; !ok {
+			s[k.arm] = nil
+		}
+	}
+	return s
+}
+
+// repKey identifies one scenario×arm×repetition sequence of requests.
+type repKey struct {
+	arm string
+	rep int32
+}
+
+// sequences returns, per arm and repetition, the samples of scenario with prompt tokens, in
+// request order. Samples of other scenarios and requests that failed before the server counted
+// their prompt (PromptTokens ≤ 0) are left out.
+func sequences(scenario string, samples []metrics.Sample) map[repKey][]*metrics.Sample {
+	out := map[repKey][]*metrics.Sample{}
+	for i := range samples {
+		s := &samples[i]
+		if s.Scenario != scenario || s.PromptTokens <= 0 {
+			continue
+		}
+		k := repKey{s.Arm, s.Repetition}
+		out[k] = append(out[k], s)
+	}
+	for _, seq := range out {
+		slices.SortStableFunc(seq, func(a, b *metrics.Sample) int { return cmp.Compare(a.RequestIndex, b.RequestIndex) })
+	}
+	return out
+}
+
+// collect aggregates, per arm and request index, the values value returns for each sequence of
+// seqs. value is called once per sequence with its samples in request order and returns one
+// value per sample, ok false where the value is unknown; unknown values are left out of the
+// mean, and a request no repetition knows is left out of the series.
+func collect(seqs map[repKey][]*metrics.Sample, value func(seq []*metrics.Sample) (vals []float64, ok []bool)) series {
+	acc := map[string]map[int32]*stat{}
+	for k, seq := range seqs {
+		vals, ok := value(seq)
+		for i, s := range seq {
+			if !ok[i] {
+				continue
+			}
+			byIdx := acc[k.arm]
+			if byIdx == nil {
+				byIdx = map[int32]*stat{}
+				acc[k.arm] = byIdx
+			}
+			st := byIdx[s.RequestIndex]
+			if st == nil {
+				st = &stat{}
+				byIdx[s.RequestIndex] = st
+			}
+			st.add(vals[i])
+		}
+	}
+	out := series{}
+	for arm, byIdx := range acc {
+		pts := make([]point, 0, len(byIdx))
+		for x, st := range byIdx {
+			pts = append(pts, point{x: x, mean: st.mean(), lo: st.lo, hi: st.hi, n: st.n})
+		}
+		slices.SortFunc(pts, func(a, b point) int { return cmp.Compare(a.x, b.x) })
+		out[arm] = pts
+	}
+	return out
+}
+
+// perSample returns a value function for [collect] that takes each sample alone.
+func perSample(f func(*metrics.Sample) (float64, bool)) func([]*metrics.Sample) ([]float64, []bool) {
+	return func(seq []*metrics.Sample) ([]float64, []bool) {
+		vals, ok := make([]float64, len(seq)), make([]bool, len(seq))
+		for i, s := range seq {
+			vals[i], ok[i] = f(s)
+		}
+		return vals, ok
+	}
+}
+
+// runs splits pts into runs of consecutive request indices: a missing request leaves a gap.
+func runs(pts []point) [][]point {
+	var out [][]point
+	for i, p := range pts {
+		if i == 0 || p.x != pts[i-1].x+1 {
+			out = append(out, nil)
+		}
+		out[len(out)-1] = append(out[len(out)-1], p)
+	}
+	return out
+}
+
+// bandAlpha is the opacity of a min–max band over repetitions.
+const bandAlpha = 0x38
+
+// armLayer builds the plotters of one arm's series: a min–max band over repetitions where the
+// repetitions differ, one line per run of consecutive requests, and a point per request. It
+// returns the plotters, whether it drew a band, and every line it drew (for label placement).
+func armLayer(arm string, i int, pts []point) (layer []plot.Plotter, band bool, lines []plotter.XYs, err error) {
+	line, glyph := armStyle(i)
+	for _, run := range runs(pts) {
+		if len(run) >= 2 && slices.ContainsFunc(run, func(p point) bool { return p.hi > p.lo }) {
+			ring := make(plotter.XYs, 0, 2*len(run))
+			for _, p := range run {
+				ring = append(ring, plotter.XY{X: float64(p.x), Y: p.hi})
+			}
+			for _, p := range slices.Backward(run) {
+				ring = append(ring, plotter.XY{X: float64(p.x), Y: p.lo})
+			}
+			poly, err := plotter.NewPolygon(ring)
+			if err != nil {
+				return nil, false, nil, fmt.Errorf("plot band of arm %q: %w", arm, err)
+			}
+			c := colorOf(i)
+			c.A = bandAlpha
+			poly.Color = c
+			poly.LineStyle.Width = 0
+			layer = append(layer, poly)
+			band = true
+		}
+	}
+	var all plotter.XYs
+	for _, run := range runs(pts) {
+		xys := make(plotter.XYs, len(run))
+		for j, p := range run {
+			xys[j] = plotter.XY{X: float64(p.x), Y: p.mean}
+		}
+		all = append(all, xys...)
+		if len(xys) < 2 {
+			continue // a lone point: the scatter draws it
+		}
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return nil, false, nil, fmt.Errorf("plot arm %q: %w", arm, err)
+		}
+		l.LineStyle = line
+		layer = append(layer, l)
+		lines = append(lines, xys)
+	}
+	if len(all) > 0 {
+		sc, err := plotter.NewScatter(all)
+		if err != nil {
+			return nil, false, nil, fmt.Errorf("plot arm %q: %w", arm, err)
+		}
+		sc.GlyphStyle = glyph
+		layer = append(layer, sc)
+	}
+	return layer, band, lines, nil
+}
+
+// newChart returns an empty chart with the lab's look: title, axis labels, light grid, sans
+// text, the legend at the top right (drawn beside the data by [Write]).
+func newChart(title, xLabel, yLabel string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xLabel
+	p.Y.Label.Text = yLabel
+	p.X.Tick.Marker = integerTicks{}
+	grid := plotter.NewGrid()
+	grid.Vertical.Color = lighter(palette[len(palette)-1], 0.12)
+	grid.Horizontal.Color = grid.Vertical.Color
+	p.Add(grid)
+	p.Legend.Top = true
+	p.Legend.ThumbnailWidth = vg.Points(24)
+	p.Legend.TextStyle.Font.Size = vg.Points(10)
+	useSans(p)
+	return p
+}
+
+// bandKey is the legend entry of the min–max bands.
+func bandKey() *plotter.Polygon {
+	c := lighter(palette[len(palette)-1], 0.45)
+	c.A = bandAlpha * 2
+	return &plotter.Polygon{Color: c}
+}
+
+// lineChart draws s on p, one line per arm in display order with spec drawn last (on top), adds
+// the legend entries and returns every line drawn. maxX is the largest request index.
+func lineChart(p *plot.Plot, s series) (lines []plotter.XYs, maxX int32, err error) {
+	arms := s.arms()
+	var layers [][]plot.Plotter
+	anyBand := false
+	maxReps := 0
+	for i, arm := range arms {
+		layer, band, ls, err := armLayer(arm, i, s[arm])
+		if err != nil {
+			return nil, 0, err
+		}
+		anyBand = anyBand || band
+		lines = append(lines, ls...)
+		for _, pt := range s[arm] {
+			maxX = max(maxX, pt.x)
+			maxReps = max(maxReps, pt.n)
+		}
+		line, glyph := armStyle(i)
+		p.Legend.Add(arm, &plotter.Line{LineStyle: line}, &plotter.Scatter{GlyphStyle: glyph})
+		layers = append(layers, layer)
+	}
+	// spec, listed first, is drawn last, on top of the lines it coincides with.
+	for _, layer := range slices.Backward(layers) {
+		p.Add(layer...)
+	}
+	if anyBand {
+		p.Legend.Add(fmt.Sprintf("min–max of %d repetitions", maxReps), bandKey())
+	}
+	p.X.Min, p.X.Max = 0, float64(max(maxX, 1))
+	return lines, maxX, nil
+}
+
+// grey returns a neutral grey of the given lightness (0 black, 1 white).
+func grey(l float64) color.NRGBA { return lighter(color.NRGBA{A: 0xFF}, 1-l) }
+
+// keyLine is a legend thumbnail of a line style.
+func keyLine(sty draw.LineStyle) *plotter.Line { return &plotter.Line{LineStyle: sty} }
