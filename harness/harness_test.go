@@ -632,3 +632,106 @@ func TestContextOverflowIsMarked(t *testing.T) {
 		t.Errorf("%d warnings passed to Warn, want %d: %q", len(warned), len(got)-2, warned)
 	}
 }
+
+// usageBackend adds a provider's usage record to renderBackend's figures, and a Reset when
+// resets is set.
+type usageBackend struct {
+	renderBackend
+	resets int
+	// minCache: a shared prefix shorter than this is not reused (OpenAI reuses nothing below
+	// 1,024 tokens), so a nonce early in the prompt starts the cache cold.
+	minCache int64
+}
+
+func (b *usageBackend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
+	res, err := b.renderBackend.Send(ctx, req, reply)
+	if err != nil {
+		return nil, err
+	}
+	if *res.CachedTokens < b.minCache {
+		*res.CachedTokens = 0
+	}
+	w5, w1, r := int64(7), int64(3), int64(11)
+	w := w5 + w1
+	res.Usage = &chat.Usage{CacheWrite: &w, CacheWrite5m: &w5, CacheWrite1h: &w1, ReasoningGenerated: &r,
+		Fields: map[string]string{"CacheWrite": "usage.cache_creation_input_tokens", "ReasoningGenerated": "x.reasoning"}}
+	return res, nil
+}
+
+type resettingBackend struct{ usageBackend }
+
+func (b *resettingBackend) Reset(context.Context) error { b.resets++; b.prev = ""; return nil }
+
+func TestUsagePrefixAndCacheState(t *testing.T) {
+	sc, err := harness.LoadScenario("testdata/tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop, err := hygiene.ParseConfig(lab.LoopJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, _ := ollama.New("http://127.0.0.1:1", "m")
+	for _, tc := range []struct {
+		name    string
+		backend harness.Backend
+		prefix  string
+		warm    bool
+		want    string
+	}{
+		{"reset", &resettingBackend{usageBackend{renderBackend: renderBackend{conv: conv}}}, "", false, metrics.CacheColdVerified},
+		{"nonce", &usageBackend{renderBackend: renderBackend{conv: conv}, minCache: 200}, "lab-run: 0123\n", false, metrics.CacheColdVerified},
+		{"nonce, yet cached", &usageBackend{renderBackend: renderBackend{conv: conv}}, "lab-run: 0123\n", false, metrics.CacheColdFailed},
+		{"none", &usageBackend{renderBackend: renderBackend{conv: conv}}, "", false, metrics.CacheUncontrolled},
+		{"warm", &resettingBackend{usageBackend{renderBackend: renderBackend{conv: conv}}}, "", true, metrics.CacheWarm},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var nonce func(string) string
+			if tc.prefix != "" {
+				nonce = func(session string) string { return tc.prefix + session + "\n" }
+			}
+			dir, man, err := harness.Run(context.Background(), harness.RunConfig{
+				Nonce:     nonce,
+				Scenarios: []*harness.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec")}, Repeat: 2,
+				ResultsDir: t.TempDir(), RunID: "u", Loop: loop, Backend: tc.backend, Tokenizer: byteTokenizer{},
+				Warm:  tc.warm,
+				Price: func(u *chat.Usage) (float64, bool) { return float64(*u.CacheWrite) / 100, true },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if man.CacheState != tc.want {
+				t.Errorf("cache_state %q, want %q", man.CacheState, tc.want)
+			}
+			_, samples, err := metrics.ReadRun(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := samples[1]
+			if s.CacheWriteTokens == nil || *s.CacheWriteTokens != 10 || *s.CacheWrite5mTokens != 7 || *s.CacheWrite1hTokens != 3 ||
+				s.ReasoningTokensGenerated != 11 || s.CostUSD == nil || *s.CostUSD != 0.1 ||
+				s.UsageFields != `{"CacheWrite":"usage.cache_creation_input_tokens","ReasoningGenerated":"x.reasoning"}` {
+				t.Errorf("usage columns: write %v 5m %v 1h %v, reasoning %d, cost %v, fields %s",
+					s.CacheWriteTokens, s.CacheWrite5mTokens, s.CacheWrite1hTokens, s.ReasoningTokensGenerated, s.CostUSD, s.UsageFields)
+			}
+			var reqs []*chat.Request
+			switch b := tc.backend.(type) {
+			case *usageBackend:
+				reqs = b.requests
+			case *resettingBackend:
+				reqs = b.requests
+				if want := 2; !tc.warm && b.resets != want {
+					t.Errorf("%d resets, want one per session (%d)", b.resets, want)
+				}
+				if tc.warm && b.resets != 0 {
+					t.Errorf("--warm: %d resets", b.resets)
+				}
+			}
+			for i, r := range reqs {
+				if got := strings.HasPrefix(r.Messages[0].Content, "lab-run: 0123\n"); got != (tc.prefix != "") {
+					t.Fatalf("request %d: system prompt starts %q", i, r.Messages[0].Content[:20])
+				}
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"lab/chat"
 	"lab/hygiene"
 	"lab/metrics"
 )
@@ -46,6 +47,14 @@ type RunConfig struct {
 	Progress func(done, total int, s *metrics.Sample)
 	// Warn receives problems that do not stop the run.
 	Warn func(error)
+	// Nonce, when set, gives the text written first in every system prompt of a session, from
+	// the session's name "<run-id>/<scenario>/<arm>/<repetition>": a nonce unique to the
+	// session starts a cloud API's prompt cache cold (it cannot be emptied). Each session needs
+	// its own: a second repetition would otherwise find the first one's prefix cached.
+	Nonce func(session string) string
+	// Warm and Price are passed to every session (SessionConfig).
+	Warm  bool
+	Price func(u *chat.Usage) (usd float64, ok bool)
 	// Now is the clock for the run id and the manifest; nil means time.Now.
 	Now func() time.Time
 }
@@ -152,6 +161,9 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 		}
 	}()
 
+	_, resets := cfg.Backend.(Resetter)
+	cold := &coldCheck{controlled: resets || cfg.Nonce != nil, warm: cfg.Warm}
+	defer func() { man.CacheState = cold.state() }()
 	total, done := cfg.Requests(), 0
 	for rep := 1; rep <= max(cfg.Repeat, 1); rep++ {
 		for _, sc := range cfg.Scenarios {
@@ -160,13 +172,20 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 					Scenario: sc, Arm: arm, Repetition: rep, RunID: runID, Loop: cfg.Loop, Backend: cfg.Backend,
 					BackendName: cfg.BackendName, Model: cfg.Model, ServerVersion: cfg.ServerVersion,
 					Tokenizer: cfg.Tokenizer, Sink: sink, SandboxDir: sandbox, Warn: cfg.Warn, NumCtx: cfg.NumCtx,
+					Warm: cfg.Warm, Price: cfg.Price,
 					OnSample: func(s *metrics.Sample) {
+						if s.RequestIndex == 0 {
+							cold.first(s)
+						}
 						man.Samples++
 						done++
 						if cfg.Progress != nil {
 							cfg.Progress(done, total, s)
 						}
 					},
+				}
+				if cfg.Nonce != nil {
+					sc.PromptPrefix = cfg.Nonce(fmt.Sprintf("%s/%s/%s/%d", runID, sc.Scenario.Name, arm.Name, rep))
 				}
 				if reqFile != nil {
 					sc.Requests = reqFile
@@ -178,4 +197,38 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 		}
 	}
 	return dir, man, nil
+}
+
+// coldCheck follows, session by session, whether each started with an empty prompt cache, for
+// the manifest's cache_state.
+type coldCheck struct {
+	controlled, warm         bool
+	sessions, unknown, found int
+}
+
+// first records a session's first request, the probe: its cached tokens must be 0.
+func (c *coldCheck) first(s *metrics.Sample) {
+	c.sessions++
+	switch {
+	case s.CachedTokens == nil:
+		c.unknown++
+	case *s.CachedTokens > 0:
+		c.found++
+	}
+}
+
+// state is the manifest's cache_state.
+func (c *coldCheck) state() string {
+	switch {
+	case c.warm:
+		return metrics.CacheWarm
+	case !c.controlled:
+		return metrics.CacheUncontrolled
+	case c.found > 0:
+		return metrics.CacheColdFailed
+	case c.unknown > 0 || c.sessions == 0:
+		return metrics.CacheColdUnverified
+	default:
+		return metrics.CacheColdVerified
+	}
 }

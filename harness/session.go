@@ -69,6 +69,14 @@ type SessionConfig struct {
 	// unknown or unlimited. A request whose prompt, or prompt and reply, take more tokens is
 	// marked [metrics.Sample].ContextOverflow.
 	NumCtx int
+	// PromptPrefix, when set, is written first in every system prompt the session sends: a
+	// per-run nonce that starts a cloud API's prompt cache cold (issue 6, "Cold and warm").
+	PromptPrefix string
+	// Warm keeps the server's cache as the previous session left it: no Reset.
+	Warm bool
+	// Price, when set, gives a request's price in US dollars from its usage (a pricing table);
+	// ok false leaves cost_usd null.
+	Price func(u *chat.Usage) (usd float64, ok bool)
 }
 
 // RunSession replays one scenario with one arm through the harness and the backend, writing one
@@ -85,7 +93,7 @@ func RunSession(ctx context.Context, cfg SessionConfig) error {
 		return err
 	}
 	defer ws.Remove()
-	if r, ok := cfg.Backend.(Resetter); ok {
+	if r, ok := cfg.Backend.(Resetter); ok && !cfg.Warm {
 		if err := r.Reset(ctx); err != nil {
 			return fmt.Errorf("reset the server's cache before %s/%s: %w", sc.Name, cfg.Arm.Name, err)
 		}
@@ -452,6 +460,12 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 		StartedAt: time.Now().UTC(),
 	}
 	r.index++
+	if cfg.PromptPrefix != "" && len(req.Messages) > 0 && req.Messages[0].Role == chat.RoleSystem {
+		cp := *req
+		cp.Messages = slices.Clone(req.Messages)
+		cp.Messages[0].Content = cfg.PromptPrefix + cp.Messages[0].Content
+		req = &cp
+	}
 	res, sendErr := cfg.Backend.Send(ctx, req, reply)
 	if res != nil && len(res.Body) > 0 && cfg.Requests != nil {
 		line, _ := json.Marshal(struct {
@@ -481,6 +495,7 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 	s.CompletionTokens = res.CompletionTokens
 	s.TTFTNs, s.PrefillNs, s.TotalNs, s.LoadNs = int64(res.TTFT), int64(res.Prefill), int64(res.Total), int64(res.Load)
 	s.RequestBytes = res.RequestBytes
+	fillUsage(s, res, cfg.Price)
 	warnings := slices.Clone(res.Warnings)
 	if err := r.expect(req, res, s, &warnings); err != nil {
 		return err
@@ -713,4 +728,27 @@ func (r *runner) transcript() string {
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// fillUsage copies the provider's normalised usage (issue 6) into the sample: cache writes,
+// reasoning tokens generated, the wire field of each figure, and the price.
+func fillUsage(s *metrics.Sample, res *chat.Result, price func(*chat.Usage) (float64, bool)) {
+	s.CostUSD = res.CostUSD
+	u := res.Usage
+	if u == nil {
+		return
+	}
+	s.CacheWriteTokens, s.CacheWrite5mTokens, s.CacheWrite1hTokens = u.CacheWrite, u.CacheWrite5m, u.CacheWrite1h
+	if u.ReasoningGenerated != nil {
+		s.ReasoningTokensGenerated = *u.ReasoningGenerated
+	}
+	if len(u.Fields) > 0 {
+		b, _ := json.Marshal(u.Fields) // map keys sorted: the same usage gives the same text
+		s.UsageFields = string(b)
+	}
+	if s.CostUSD == nil && price != nil {
+		if usd, ok := price(u); ok {
+			s.CostUSD = &usd
+		}
+	}
 }

@@ -459,6 +459,11 @@ func (s *Server) CreateModel(ctx context.Context, name, ggufPath string) error {
 		}
 	}
 
+	// A runner still serving the name's previous file could not be unloaded by name once the
+	// name points to the new file (Ollama resolves a name to its current blob): unload it now.
+	if err := s.unload(ctx, full); err != nil {
+		return fmt.Errorf("create model %s: %w", name, err)
+	}
 	if err := s.uploadBlob(ctx, digest, ggufPath); err != nil {
 		return fmt.Errorf("create model %s: %w", name, err)
 	}
@@ -536,4 +541,41 @@ func fileDigest(path string) (string, error) {
 		return "", fmt.Errorf("hash %s: %w", path, err)
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// unload asks the server to unload the model name (full, with its tag) if a runner serves it, and
+// waits up to 30 s until /api/ps no longer lists it.
+func (s *Server) unload(ctx context.Context, full string) error {
+	c := s.client()
+	running := func() (bool, error) {
+		ps, err := c.ListRunning(ctx)
+		if err != nil {
+			return false, err
+		}
+		for _, m := range ps.Models {
+			if m.Name == full || m.Model == full {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	if r, err := running(); err != nil || !r {
+		return err
+	}
+	stream := false
+	g := &api.GenerateRequest{Model: full, Stream: &stream, KeepAlive: &api.Duration{Duration: 0}}
+	if err := c.Generate(ctx, g, func(api.GenerateResponse) error { return nil }); err != nil {
+		return fmt.Errorf("unload %s: %w", full, err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		if r, err := running(); err != nil || !r {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("unload %s: still running after 30 s", full)
 }

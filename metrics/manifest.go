@@ -51,9 +51,32 @@ type Manifest struct {
 	Samples int `json:"samples"`
 	// Error is the error that ended the run early; "" (omitted) when none did.
 	Error string `json:"error,omitempty"`
+	// CacheState says how the run controlled the server's prompt cache at the start of each
+	// session: one of [CacheColdVerified], [CacheColdUnverified], [CacheColdFailed], [CacheWarm],
+	// [CacheUncontrolled]; "" in runs made before the field existed.
+	CacheState string `json:"cache_state,omitempty"`
 	// Settings are other settings of the run worth recording (flags, keep_alive, seeds), by name.
 	Settings map[string]string `json:"settings,omitempty"`
 }
+
+// The values of [Manifest].CacheState. A session starts cold when the lab emptied the server's
+// cache (Ollama: the model unloaded; llama-server: its slots erased) or put a per-run nonce first
+// in the prompt (cloud APIs, whose caches cannot be emptied). The probe that verifies it is the
+// session's first request: its cached tokens must be 0.
+const (
+	// CacheColdVerified: every session started cold and its first request reported 0 cached tokens.
+	CacheColdVerified = "cold-verified"
+	// CacheColdUnverified: every session started cold, but some first request's cached count was
+	// unknown.
+	CacheColdUnverified = "cold-unverified"
+	// CacheColdFailed: the lab tried to start cold, but some session's first request reported
+	// cached tokens (another client on the server, or a cache the reset did not reach).
+	CacheColdFailed = "cold-failed"
+	// CacheWarm: the run kept the cache as it found it (lab run --warm).
+	CacheWarm = "warm"
+	// CacheUncontrolled: the backend can neither empty the cache nor was a nonce used.
+	CacheUncontrolled = "uncontrolled"
+)
 
 // WriteManifest writes m to path as indented JSON, atomically: it writes a temporary file in
 // the same directory, syncs it and renames it over path, so readers see the old file or the new

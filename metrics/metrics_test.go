@@ -26,12 +26,14 @@ var columns = []string{
 	"reasoning_tokens_generated", "ttft_ns", "prefill_ns", "total_ns", "load_ns", "request_bytes",
 	"cost_usd", "error",
 	"reread_system_tokens", "reread_tools_tokens", "reread_message_tokens", "reread_tool_result_tokens",
-	"reread_note_tokens", "reread_other_tokens",
+	"reread_note_tokens", "reread_other_tokens", "context_overflow", "warnings",
+	"cache_write_5m_tokens", "cache_write_1h_tokens", "usage_fields",
 }
 
 // optionalColumns are the nullable columns.
 var optionalColumns = map[string]bool{
 	"cached_tokens": true, "cache_write_tokens": true, "divergence_token": true, "cost_usd": true,
+	"cache_write_5m_tokens": true, "cache_write_1h_tokens": true,
 }
 
 // testSamples returns n samples in which every fourth has unknown cached tokens and the others

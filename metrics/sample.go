@@ -122,6 +122,15 @@ type Sample struct {
 	// tokenizer that counts differently from the server, a context overflow, a server log line
 	// that could not be matched), joined with "; "; "" when none.
 	Warnings string `parquet:"warnings" json:"warnings"`
+	// CacheWrite5mTokens and CacheWrite1hTokens split CacheWriteTokens by the cache entry's
+	// lifetime where the provider says (Anthropic cache_creation.ephemeral_5m_input_tokens and
+	// ephemeral_1h_input_tokens); nil when unknown.
+	CacheWrite5mTokens *int64 `parquet:"cache_write_5m_tokens,optional" json:"cache_write_5m_tokens"`
+	CacheWrite1hTokens *int64 `parquet:"cache_write_1h_tokens,optional" json:"cache_write_1h_tokens"`
+	// UsageFields names the wire field each usage figure came from, as a JSON object keyed by
+	// the field of chat.Usage, for example {"CachedRead":"usage.prompt_tokens_details.cached_tokens"};
+	// "" when the backend reported none.
+	UsageFields string `parquet:"usage_fields" json:"usage_fields"`
 }
 
 // WarningContextOverflow starts the warning of a request marked [Sample].ContextOverflow.

@@ -1,11 +1,22 @@
-// Package report turns measured samples into tables and writes them for people.
+// Package report turns measured samples into tables and writes them for people and programs.
 //
-//  1. [Summarize] groups the samples of a run ([metrics.Sample], read with metrics.ReadRun) by
-//     scenario and arm and adds them up into one [ScenarioTable] per scenario: requests, prompt
-//     tokens, cached and expected cached tokens, re-read tokens, prefill time, the server's cache
-//     efficiency and each arm's re-read tokens relative to the spec arm's.
-//  2. [Markdown] writes report.md from the run's manifest, the tables and the names of the plot
-//     files the caller wrote, to an io.Writer; it chooses no path.
+//  1. [Analyze] groups the samples of one or more runs ([metrics.Sample], read with
+//     metrics.ReadRun) by scenario, arm and repetition (repetitions of different runs are kept
+//     apart by run id). Per scenario×arm it adds up each repetition (requests, prompt, cached,
+//     expected cached and re-read tokens, re-read tokens by segment kind, prefill time, cost),
+//     takes their means with 95 % confidence intervals, compares each arm with the spec arm
+//     repetition by repetition (ratio of means with Fieller's interval, paired difference with
+//     its t interval), and checks the spec's own claims ([Claims]: the midnight cliff, the
+//     re-read tokens saved by sending reasoning back). [Summarize] is the pooled view (every
+//     repetition summed into one row), kept inside the analysis.
+//  2. A [Report] bundles the analysis with the runs' manifests and the figures the caller
+//     rendered ([Figure]: file names and SVG bytes; the package never draws charts or chooses
+//     paths).
+//  3. A [Writer] chosen by name with [Lookup] writes the report to an io.Writer: text,
+//     markdown, csv, json, benchfmt (the Go benchmark format, for benchstat) or html (one
+//     self-contained page, plots inline as SVG).
+//  4. [Compare] sets two analyses side by side (an old run and a new one) and flags
+//     regressions beyond a threshold and the confidence intervals.
 //
 // The package imports only the standard library and metrics. It never calls a server: a report
 // can be rebuilt from the files of a run at any time.

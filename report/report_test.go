@@ -121,7 +121,7 @@ func TestMarkdown(t *testing.T) {
 	plotFiles := map[string][]string{
 		"midnight": {"plots/midnight-cached-share.svg", "plots/midnight-cached-share.png"},
 	}
-	if err := report.Markdown(&buf, testManifest(), report.Summarize(fixture()), plotFiles); err != nil {
+	if err := report.Markdown(&buf, &report.Report{Runs: []*metrics.Manifest{testManifest()}, Analysis: report.Analyze(fixture()), Figures: figures(plotFiles)}); err != nil {
 		t.Fatal(err)
 	}
 	golden.Check(t, "TestMarkdown.golden.md", buf.Bytes())
@@ -132,11 +132,11 @@ func TestMarkdownIncomplete(t *testing.T) {
 	m := testManifest()
 	m.Complete, m.EndedAt, m.Error = false, time.Time{}, "send request 12: connection refused"
 	var buf bytes.Buffer
-	if err := report.Markdown(&buf, m, nil, nil); err != nil {
+	if err := report.Markdown(&buf, &report.Report{Runs: []*metrics.Manifest{m}, Analysis: report.Analyze(nil)}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"- Complete: **no**, error: send request 12: connection refused\n",
+		"- Complete: NO, error: send request 12: connection refused\n",
 		"ended: —\n",
 		"No samples.",
 	} {
@@ -148,13 +148,26 @@ func TestMarkdownIncomplete(t *testing.T) {
 
 func TestMarkdownErrors(t *testing.T) {
 	t.Parallel()
-	if err := report.Markdown(&bytes.Buffer{}, nil, nil, nil); err == nil {
-		t.Errorf("Markdown(nil manifest) = nil; want error")
+	if err := report.Markdown(&bytes.Buffer{}, &report.Report{Analysis: report.Analyze(nil)}); err == nil {
+		t.Errorf("Markdown(no manifest) = nil; want error")
 	}
 	errFull := errors.New("disk full")
-	if err := report.Markdown(failWriter{errFull}, testManifest(), nil, nil); !errors.Is(err, errFull) {
+	if err := report.Markdown(failWriter{errFull}, &report.Report{Runs: []*metrics.Manifest{testManifest()}, Analysis: report.Analyze(nil)}); !errors.Is(err, errFull) {
 		t.Errorf("Markdown(failing writer) = %v; want %v", err, errFull)
 	}
+}
+
+// figures turns the old plot file lists into figures.
+func figures(plotFiles map[string][]string) []report.Figure {
+	var figs []report.Figure
+	for sc, files := range plotFiles {
+		f := report.Figure{Scenario: sc, Title: sc + ": cached share", Files: map[string]string{}}
+		for _, p := range files {
+			f.Files[p[strings.LastIndex(p, ".")+1:]] = p
+		}
+		figs = append(figs, f)
+	}
+	return figs
 }
 
 type failWriter struct{ err error }

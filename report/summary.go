@@ -26,47 +26,47 @@ const MismatchTolerance = 0.01
 // would have: the server's doing (eviction, a reload, a bug), or a rendering the lab did not
 // foresee.
 type Mismatch struct {
-	Arm                  string
-	Repetition           int32
-	RequestIndex         int32
-	CachedTokens         int64
-	ExpectedCachedTokens int64
+	Arm                  string `json:"arm"`
+	Repetition           int32  `json:"repetition"`
+	RequestIndex         int32  `json:"request_index"`
+	CachedTokens         int64  `json:"cached_tokens"`
+	ExpectedCachedTokens int64  `json:"expected_cached_tokens"`
 	// DivergenceSegment is where the request first differed from what the cache held.
-	DivergenceSegment string
+	DivergenceSegment string `json:"divergence_segment"`
 	// LoadNs is the server's load time for the request: large after a reload, which drops the
 	// cache and explains a shortfall.
-	LoadNs int64
+	LoadNs int64 `json:"load_ns"`
 }
 
 // ArmRow sums the requests of one scenario×arm, over all its repetitions. Token counts are in
 // tokens of the served model's tokenizer.
 type ArmRow struct {
 	// Arm is the arm's name.
-	Arm string
+	Arm string `json:"arm"`
 	// Requests is the number of requests (samples), failed ones included.
-	Requests int
+	Requests int `json:"requests"`
 	// Failed is the number of requests that ended with an error.
-	Failed int
+	Failed int `json:"failed"`
 	// PromptTokens is the sum of prompt_tokens.
-	PromptTokens int64
+	PromptTokens int64 `json:"prompt_tokens"`
 	// CachedTokens is the sum of cached_tokens over the requests whose count is known;
 	// CachedUnknown requests are left out (they are not counted as 0).
-	CachedTokens int64
+	CachedTokens int64 `json:"cached_tokens"`
 	// CachedUnknown is the number of requests whose cached_tokens is unknown (null).
-	CachedUnknown int
+	CachedUnknown int `json:"cached_unknown"`
 	// ExpectedCachedTokens is the sum of expected_cached_tokens over all requests.
-	ExpectedCachedTokens int64
+	ExpectedCachedTokens int64 `json:"expected_cached_tokens"`
 	// RereadTokens is the sum of reread_tokens: prompt tokens the server processed again.
-	RereadTokens int64
+	RereadTokens int64 `json:"reread_tokens"`
 	// PrefillNs is the sum of prefill_ns, in nanoseconds.
-	PrefillNs int64
+	PrefillNs int64 `json:"prefill_ns"`
 	// Efficiency is the server's cache efficiency, the sum of cached_tokens divided by the sum of
 	// expected_cached_tokens over the requests whose cached_tokens is known (1 = it reused all a
 	// perfect prefix cache could). nil when undefined: no known count, or nothing expected.
-	Efficiency *float64
+	Efficiency *float64 `json:"efficiency"`
 	// RereadVsSpec is RereadTokens divided by the spec arm's RereadTokens in the same scenario
 	// (1 for the spec arm itself). nil when the scenario has no spec arm or spec re-read nothing.
-	RereadVsSpec *float64
+	RereadVsSpec *float64 `json:"reread_vs_spec"`
 }
 
 // PrefillSeconds returns PrefillNs in seconds.

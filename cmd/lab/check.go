@@ -1,14 +1,214 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"lab/check"
+	"lab/harness"
+	"lab/localserver"
+	"lab/metrics"
+	"lab/scenarios"
 )
 
-// Placeholder: the check helper replaces this file.
+// checkOptions are `lab check`'s flags.
+type checkOptions struct {
+	// File is the check file (the argument).
+	File string
+	// Backend is sim (the default) or ollama: where the file's scenarios run.
+	Backend string
+	// Run is an existing run folder to evaluate instead of running.
+	Run string
+	// Results, when set, keeps the run in Results/<run-id>/ instead of a temporary folder.
+	Results string
+	// CacheDir is the cache folder (tokenizer, server build); "" for the default.
+	CacheDir string
+	JSON     bool
+	Quiet    bool
+}
+
+// checkFailedError is a check that ran and found expectations that failed: exit code 3 (it
+// unwraps to a *failedError, which exitCode maps to 3).
+type checkFailedError struct{ fe *failedError }
+
+func (e *checkFailedError) Error() string {
+	return fmt.Sprintf("%d of %d expectations failed", e.fe.failed, e.fe.total)
+}
+func (e *checkFailedError) Unwrap() error { return e.fe }
 
 func newCheckCmd(s *streams) *cobra.Command {
-	return &cobra.Command{Use: "check", Short: "Check declared expectations", Hidden: true,
-		RunE: func(*cobra.Command, []string) error { return errors.New("not yet") }}
+	o := &checkOptions{}
+	c := &cobra.Command{
+		Use:   "check FILE",
+		Short: "Run scenarios and check declared expectations (the CI gate)",
+		Long: `check reads a check file (format: checks/README.md), runs the scenarios × arms it lists on the
+sim backend (deterministic, seconds; --backend ollama runs them on the local server as lab run
+does) and checks every expectation against the samples: a least cached share from a given request
+on, no divergence before a given segment, a most re-read tokens per scenario × arm. With --run it
+evaluates an existing run folder instead and runs nothing.
+
+It prints one line per failure (scenario, arm, repetition, request, first divergent segment,
+and the expectation's file:line) and a summary "N expectations, N held, N failed"; --json prints
+one JSON document instead. Exit codes: 0 every expectation held, 3 one failed, 2 bad input (a
+flag, a check file error "file:line: message"), 1 could not run.`,
+		Example: `  lab check checks/ci.yaml
+  lab check checks/ci.yaml --json | jq '.expectations[] | select(.status == "failed")'
+  lab check checks/ci.yaml --run results/20261129-231502
+  lab check checks/ci.yaml --backend ollama --results results`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.File = args[0]
+			return runCheck(cmd.Context(), s, o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.Backend, "backend", "sim", "where to run the scenarios: sim (simulated, no server) or ollama (the local server)")
+	f.StringVar(&o.Run, "run", "", "evaluate this run folder (results/<run-id>) instead of running")
+	f.StringVar(&o.Results, "results", "", "keep the run in this folder's <run-id>/ (default: a temporary folder, removed afterwards)")
+	f.StringVar(&o.CacheDir, "cache", "", "cache folder for the tokenizer and the built server (default $LAB_CACHE or ~/.cache/lab)")
+	f.BoolVar(&o.JSON, "json", false, "print one JSON document instead of lines")
+	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress output")
+	return c
+}
+
+func runCheck(ctx context.Context, s *streams, o *checkOptions) error {
+	if o.Run != "" && (o.Results != "" || o.Backend != "sim") {
+		return badInput("--run evaluates a run folder and runs nothing: drop --backend and --results")
+	}
+	if o.Backend != "sim" && o.Backend != "ollama" {
+		return badInput("--backend %q: want sim or ollama", o.Backend)
+	}
+	known := check.Known{Scenarios: scenarios.Names()}
+	for _, a := range harness.Arms() {
+		known.Arms = append(known.Arms, a.Name)
+	}
+
+	// --run: the run folder's own scenarios and arms (a scenario loaded from a path) are known too.
+	var samples []metrics.Sample
+	if o.Run != "" {
+		man, ss, err := metrics.ReadRun(o.Run)
+		if errors.Is(err, fs.ErrNotExist) {
+			return badInput("--run %s: %v", o.Run, err)
+		}
+		if err != nil {
+			return err
+		}
+		if !man.Complete {
+			fmt.Fprintf(s.err, "lab: warning: run %s is incomplete (%d requests measured): expectations are checked on what was measured\n", o.Run, man.Samples)
+		}
+		known.Scenarios = union(known.Scenarios, man.Scenarios)
+		known.Arms = union(known.Arms, man.Arms)
+		samples = ss
+	}
+	file, err := check.Load(o.File, known)
+	if err != nil {
+		// A check file that is missing or wrong is bad input: exit 2.
+		return &usageError{err}
+	}
+	if o.Run == "" {
+		if samples, err = runCheckMatrix(ctx, s, o, file); err != nil {
+			return err
+		}
+	}
+
+	res := check.Evaluate(file, samples)
+	if o.JSON {
+		err = check.WriteJSON(s.out, res)
+	} else {
+		err = check.WriteText(s.out, res)
+	}
+	if err != nil {
+		return err
+	}
+	if !res.OK() {
+		return &checkFailedError{&failedError{failed: res.Failed, total: len(res.Expectations)}}
+	}
+	return nil
+}
+
+// runCheckMatrix runs the file's scenarios × arms with runRun, as `lab run` would with its
+// default flags, and reads the samples back.
+func runCheckMatrix(ctx context.Context, s *streams, o *checkOptions, file *check.File) ([]metrics.Sample, error) {
+	if len(file.Scenarios) == 0 {
+		return nil, badInput("%s: nothing to run: list the scenarios under scenarios:, or name one in an expectation", file.Path)
+	}
+	if len(file.Arms) == 0 {
+		return nil, badInput("%s: nothing to run: list the arms under arms:, or name one in an expectation", file.Path)
+	}
+	ro, err := runDefaults(s)
+	if err != nil {
+		return nil, err
+	}
+	ro.Backend = o.Backend
+	ro.Scenario = strings.Join(file.Scenarios, ",")
+	ro.Arm = strings.Join(file.Arms, ",")
+	ro.Repeat = file.Repeat
+	ro.CacheDir = o.CacheDir
+	ro.Quiet = o.Quiet
+	// The run id names the sandbox folder, whose absolute path appears in some tool results: an
+	// id as long as lab run's default (YYYYMMDD-HHMMSS) gives the prompts the token counts a
+	// plain lab run has, and the nanoseconds keep two checks started in the same second apart.
+	ro.RunID = fmt.Sprintf("check-%09d", time.Now().UnixNano()%1e9)
+	ro.ResultsDir = o.Results
+	// The run's own "results: ..." lines go to stdout only when its folder is kept and stdout
+	// is not carrying JSON.
+	s2 := *s
+	if o.JSON || o.Results == "" {
+		s2.out = io.Discard
+	}
+	if o.Results == "" {
+		dir, err := os.MkdirTemp("", "lab-check-")
+		if err != nil {
+			return nil, fmt.Errorf("create a results folder: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		ro.ResultsDir = dir
+	}
+	if err := runRun(ctx, &s2, ro); err != nil {
+		return nil, err
+	}
+	_, samples, err := metrics.ReadRun(filepath.Join(ro.ResultsDir, ro.RunID))
+	if err != nil {
+		return nil, err
+	}
+	return samples, nil
+}
+
+// runDefaults returns the options `lab run` has with no flags: the flag defaults of newRunCmd.
+func runDefaults(s *streams) (*runOptions, error) {
+	fl := newRunCmd(s).Flags()
+	def := func(name string) string { return fl.Lookup(name).DefValue }
+	numCtx, err := strconv.Atoi(def("num-ctx"))
+	if err != nil {
+		return nil, fmt.Errorf("lab run's --num-ctx default: %w", err)
+	}
+	return &runOptions{
+		Repeat:     1,
+		NumCtx:     numCtx,
+		ModelName:  def("model"),
+		CacheModel: def("cache-model"),
+		Model:      localserver.DefaultModelOptions(),
+	}, nil
+}
+
+// union returns a with the names of b it lacks appended.
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, n := range b {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }

@@ -1,19 +1,209 @@
 package main
 
 import (
-	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"lab/metrics"
+	"lab/report"
 )
 
-// Placeholder: the report helper replaces this file.
+// regressionError is returned by lab compare when it flags regressions; it unwraps to a
+// failedError, so that the exit code is 3.
+type regressionError struct{ n, total int }
+
+func (e *regressionError) Error() string {
+	return fmt.Sprintf("%d of %d compared figures regressed", e.n, e.total)
+}
+func (e *regressionError) Unwrap() error { return &failedError{failed: e.n, total: e.total} }
+
+// expandRuns expands the RUN arguments (folders or glob patterns) into run folders, in the order
+// given, without duplicates. A pattern that matches nothing, or a folder without a manifest, is
+// bad input.
+func expandRuns(args []string) ([]string, error) {
+	var dirs []string
+	for _, arg := range args {
+		matches := []string{arg}
+		if strings.ContainsAny(arg, "*?[") {
+			m, err := filepath.Glob(arg)
+			if err != nil {
+				return nil, badInput("run pattern %q: %v", arg, err)
+			}
+			if len(m) == 0 {
+				return nil, badInput("run pattern %q matches nothing", arg)
+			}
+			matches = m
+		}
+		for _, d := range matches {
+			if fi, err := os.Stat(filepath.Join(d, metrics.ManifestFile)); err != nil || !fi.Mode().IsRegular() {
+				return nil, badInput("%s is not a run folder (no %s)", d, metrics.ManifestFile)
+			}
+			if !slices.Contains(dirs, d) {
+				dirs = append(dirs, d)
+			}
+		}
+	}
+	return dirs, nil
+}
+
+// loadRuns reads the runs in dirs and merges their samples. A run whose samples cannot be read
+// is bad input naming its folder.
+func loadRuns(dirs []string) ([]*metrics.Manifest, []metrics.Sample, error) {
+	var mans []*metrics.Manifest
+	var all []metrics.Sample
+	ids := map[string]string{}
+	for _, d := range dirs {
+		m, samples, err := metrics.ReadRun(d)
+		if err != nil {
+			return nil, nil, badInput("%v", err)
+		}
+		// Repetitions of different runs are kept apart by run id: two folders with one id
+		// would merge their repetitions.
+		for i := range samples {
+			if other, ok := ids[samples[i].RunID]; ok && other != d {
+				return nil, nil, badInput("%s and %s hold samples of the same run id %q", other, d, samples[i].RunID)
+			}
+		}
+		for i := range samples {
+			ids[samples[i].RunID] = d
+		}
+		mans = append(mans, m)
+		all = append(all, samples...)
+	}
+	return mans, all, nil
+}
 
 func newReportCmd(s *streams) *cobra.Command {
-	return &cobra.Command{Use: "report RUN...", Short: "Write report.md and report.html for runs", Hidden: true,
-		RunE: func(*cobra.Command, []string) error { return errors.New("not yet") }}
+	var format, out string
+	cmd := &cobra.Command{
+		Use:   "report RUN...",
+		Short: "Write report.md, report.html and plots for runs, or one format to stdout",
+		Long: `report reads one or more run folders (results/<run-id>, or glob patterns) and reports them:
+per scenario and arm the totals of each repetition, their means with 95 % confidence intervals,
+the ratio to the spec arm and the paired difference to it, cache efficiency, the requests whose
+cached tokens differ from the expected ones, and the spec's own claims checked against the run
+(the midnight cliff; the re-read tokens saved by sending reasoning back).
+
+Without --format it writes report.md, report.html (self-contained, plots inline) and plots/
+into the run folder, or into --out DIR (required for several runs). With --format it writes
+that format to stdout instead: text, markdown, csv, json, benchfmt (the Go benchmark format:
+benchstat old.txt new.txt compares two runs) or html. The samples of several runs are merged;
+repetitions of different runs are kept apart by run id.`,
+		Example: `  lab report results/20261129-231502
+  lab report --out /tmp/all 'results/2026*'
+  lab report --format text results/20261129-231502
+  lab report --format benchfmt results/old > old.txt && lab report --format benchfmt results/new > new.txt && benchstat old.txt new.txt`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			var write report.Writer
+			if format != "" {
+				w, err := report.Lookup(format)
+				if err != nil {
+					return &usageError{err}
+				}
+				write = w
+			}
+			dirs, err := expandRuns(args)
+			if err != nil {
+				return err
+			}
+			if write == nil && out == "" && len(dirs) > 1 {
+				return badInput("%d runs given: --out DIR says where to write their report", len(dirs))
+			}
+			mans, samples, err := loadRuns(dirs)
+			if err != nil {
+				return err
+			}
+			if write != nil {
+				// Charts are files: the formats on stdout carry none (html links none either).
+				return write(s.out, &report.Report{Runs: mans, Analysis: report.Analyze(samples)})
+			}
+			dest := out
+			if dest == "" {
+				dest = dirs[0]
+			}
+			if err := os.MkdirAll(dest, 0o755); err != nil {
+				return err
+			}
+			files, err := writeReportFiles(dest, mans, samples)
+			fmt.Fprintf(s.out, "report: %s\n", dest)
+			for _, f := range files {
+				fmt.Fprintf(s.out, "  %s\n", f)
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "", "write one format to stdout: "+strings.Join(report.Formats(), ", ")+" (default: report.md, report.html and plots/ into the folder)")
+	cmd.Flags().StringVar(&out, "out", "", "the folder to write report.md, report.html and plots/ into (default: the run folder; required for several runs)")
+	return cmd
+}
+
+// parseThreshold parses a relative threshold: "5%" or "0.05" (both 5 %).
+func parseThreshold(v string) (float64, error) {
+	pct := strings.HasSuffix(v, "%")
+	f, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(v, "%")), 64)
+	if err != nil || f < 0 || f != f {
+		return 0, fmt.Errorf("--threshold %q: want a share such as 5%% or 0.05", v)
+	}
+	if pct {
+		f /= 100
+	}
+	return f, nil
 }
 
 func newCompareCmd(s *streams) *cobra.Command {
-	return &cobra.Command{Use: "compare OLD NEW", Short: "Compare two runs", Hidden: true,
-		RunE: func(*cobra.Command, []string) error { return errors.New("not yet") }}
+	var format, threshold string
+	cmd := &cobra.Command{
+		Use:   "compare OLD NEW",
+		Short: "Compare two runs and flag regressions",
+		Long: `compare sets two run folders side by side, per scenario and arm: re-read tokens, cached share
+of the prompt, prefill seconds and cache efficiency, each the mean over the run's repetitions
+with its 95 % confidence interval. It flags a regression where NEW is worse than OLD by more
+than --threshold and, when both runs have 2 or more repetitions, beyond Welch's 95 % interval
+of the difference. Exit code 3 when it flags a regression, 2 for bad input, 0 otherwise.`,
+		Example: `  lab compare results/before results/after
+  lab compare --threshold 1% --format markdown results/before results/after`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(c *cobra.Command, args []string) error {
+			if !slices.Contains(report.CompareFormats(), format) {
+				return badInput("--format %q: want one of %s", format, strings.Join(report.CompareFormats(), ", "))
+			}
+			th, err := parseThreshold(threshold)
+			if err != nil {
+				return &usageError{err}
+			}
+			var an [2]*report.Analysis
+			for i, arg := range args {
+				dirs, err := expandRuns([]string{arg})
+				if err != nil {
+					return err
+				}
+				if len(dirs) != 1 {
+					return badInput("%s: matches %d runs; want one", arg, len(dirs))
+				}
+				_, samples, err := loadRuns(dirs)
+				if err != nil {
+					return err
+				}
+				an[i] = report.Analyze(samples)
+			}
+			cmp := report.Compare(an[0], an[1], th)
+			if err := cmp.Write(s.out, format); err != nil {
+				return err
+			}
+			if cmp.Regressions > 0 {
+				return &regressionError{n: cmp.Regressions, total: len(cmp.Changes)}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "text", "output format: "+strings.Join(report.CompareFormats(), ", "))
+	cmd.Flags().StringVar(&threshold, "threshold", "5%", "relative worsening tolerated before a change is a regression (5% or 0.05)")
+	return cmd
 }

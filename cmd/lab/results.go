@@ -1,18 +1,31 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 
 	"lab/metrics"
 	"lab/plots"
 	"lab/report"
 )
 
-// writeReport reads a run's results and writes plots/<scenario>-cached-share.{svg,png} and
-// report.md beside them; it returns the files written, relative to dir.
+// The files a report writes into its folder, beside plots/.
+const (
+	reportMarkdown = "report.md"
+	reportHTML     = "report.html"
+	plotsDir       = "plots"
+)
+
+// writeReport reads a run's results and writes its charts under plots/, report.md and
+// report.html into the run folder; it returns the files of the folder, relative to dir (for a
+// run's closing message).
 func writeReport(dir string) (files []string, err error) {
 	man, samples, err := metrics.ReadRun(dir)
 	if err != nil {
@@ -22,43 +35,146 @@ func writeReport(dir string) (files []string, err error) {
 	if _, err := os.Stat(filepath.Join(dir, "requests.jsonl")); err == nil {
 		files = append(files, "requests.jsonl")
 	}
-	plotFiles := map[string][]string{}
+	written, err := writeReportFiles(dir, []*metrics.Manifest{man}, samples)
+	return append(files, written...), err
+}
+
+// writeReportFiles analyses samples, renders the charts into out/plots/ and writes report.md
+// and report.html into out; it returns the files written, relative to out.
+func writeReportFiles(out string, runs []*metrics.Manifest, samples []metrics.Sample) (files []string, err error) {
+	an := report.Analyze(samples)
+	figs, files, err := renderFigures(out, scenarioOrder(runs, an), samples, an)
+	if err != nil {
+		return files, err
+	}
+	r := &report.Report{Runs: runs, Analysis: an, Figures: figs}
+	for _, f := range []struct {
+		name  string
+		write report.Writer
+	}{{reportMarkdown, report.Markdown}, {reportHTML, report.HTML}} {
+		if err := writeFile(filepath.Join(out, f.name), func(w *os.File) error { return f.write(w, r) }); err != nil {
+			return files, err
+		}
+		files = append(files, f.name)
+	}
+	return files, nil
+}
+
+// scenarioOrder returns the scenarios to chart: in the order the runs' manifests name them,
+// then any other scenario of the analysis.
+func scenarioOrder(runs []*metrics.Manifest, an *report.Analysis) []string {
+	var names []string
+	for _, m := range runs {
+		for _, s := range m.Scenarios {
+			if !slices.Contains(names, s) {
+				names = append(names, s)
+			}
+		}
+	}
+	for _, sc := range an.Scenarios {
+		if !slices.Contains(names, sc.Scenario) {
+			names = append(names, sc.Scenario)
+		}
+	}
+	return names
+}
+
+// renderFigures draws the standard charts of each scenario (plots.ScenarioCharts) and the
+// cross-scenario chart of re-read tokens relative to spec into out/plots/<name>.{svg,png}, and
+// returns them as report figures with their SVG bytes, and the files written relative to out.
+// A chart with nothing to draw (plots.ErrNoSamples) is skipped.
+func renderFigures(out string, scenarios []string, samples []metrics.Sample, an *report.Analysis) (figs []report.Figure, files []string, err error) {
+	if err := os.MkdirAll(filepath.Join(out, plotsDir), 0o755); err != nil {
+		return nil, nil, err
+	}
 	byScenario := map[string][]metrics.Sample{}
 	for _, s := range samples {
 		byScenario[s.Scenario] = append(byScenario[s.Scenario], s)
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "plots"), 0o755); err != nil {
-		return files, err
+	// save writes one chart (its title and a function rendering it as a format) in every
+	// format and records it as a figure.
+	save := func(scenario, name, title string, render func(w io.Writer, format string) error) error {
+		fig := report.Figure{Scenario: scenario, Title: title, Files: map[string]string{}}
+		for _, format := range []string{"svg", "png"} {
+			rel := path.Join(plotsDir, name+"."+format)
+			var buf bytes.Buffer
+			if err := render(&buf, format); err != nil {
+				return fmt.Errorf("plot %s: %w", name, err)
+			}
+			if err := os.WriteFile(filepath.Join(out, filepath.FromSlash(rel)), buf.Bytes(), 0o644); err != nil {
+				return err
+			}
+			if format == "svg" {
+				fig.SVG = buf.Bytes()
+			}
+			fig.Files[format] = rel
+			files = append(files, rel)
+		}
+		figs = append(figs, fig)
+		return nil
 	}
-	for _, name := range man.Scenarios {
-		ss := byScenario[name]
+	for _, sc := range scenarios {
+		ss := byScenario[sc]
 		if len(ss) == 0 {
 			continue
 		}
-		p, err := plots.CachedShare(name, ss)
-		if errors.Is(err, plots.ErrNoSamples) {
+		// The standard per-scenario charts; new ones added to plots.ScenarioCharts appear here.
+		for _, c := range plots.ScenarioCharts() {
+			p, err := c.Build(sc, ss)
+			if errors.Is(err, plots.ErrNoSamples) {
+				continue
+			}
+			if err != nil {
+				return figs, files, fmt.Errorf("plot %s of %s: %w", c.Name, sc, err)
+			}
+			if err := save(sc, sc+"-"+c.Name, p.Title.Text, func(w io.Writer, format string) error {
+				return plots.Write(w, p, format, plots.DefaultWidth, plots.DefaultHeight)
+			}); err != nil {
+				return figs, files, err
+			}
+		}
+	}
+	// Across scenarios: re-read tokens relative to spec with Fieller's 95 % interval.
+	bars := relativeBars(an)
+	p, err := plots.RelativeBars("re-read tokens relative to spec (95 % CI)", bars)
+	switch {
+	case errors.Is(err, plots.ErrNoSamples):
+	case err != nil:
+		return figs, files, fmt.Errorf("plot re-read relative to spec: %w", err)
+	default:
+		if err := save("", "reread-vs-spec", p.Title.Text, func(w io.Writer, format string) error {
+			return plots.Write(w, p, format, plots.DefaultWidth, plots.RelativeBarsHeight(bars))
+		}); err != nil {
+			return figs, files, err
+		}
+	}
+	return figs, files, nil
+}
+
+// relativeBars returns one bar per scenario×arm of the re-read tokens relative to the spec arm,
+// grouped by scenario; arms whose ratio does not exist are left out.
+func relativeBars(an *report.Analysis) []plots.Bar {
+	var bars []plots.Bar
+	for _, sc := range an.Scenarios {
+		if sc.Arm(metrics.SpecArm) == nil {
 			continue
 		}
-		if err != nil {
-			return files, fmt.Errorf("plot %s: %w", name, err)
-		}
-		for _, format := range []string{"svg", "png"} {
-			rel := filepath.Join("plots", name+"-cached-share."+format)
-			if err := writeFile(filepath.Join(dir, rel), func(f *os.File) error {
-				return plots.Write(f, p, format, plots.DefaultWidth, plots.DefaultHeight)
-			}); err != nil {
-				return files, err
+		for _, st := range sc.Arms {
+			b := plots.Bar{Label: st.Arm, Group: sc.Scenario, Value: 1}
+			if v := st.VsSpec; v != nil {
+				r := v.RereadRatio
+				if math.IsNaN(r.Value) || math.IsInf(r.Value, 0) {
+					continue
+				}
+				b.Value = r.Value
+				if r.CI != nil {
+					b.Lo, b.Hi = new(r.CI.Lo), new(r.CI.Hi)
+				}
 			}
-			plotFiles[name] = append(plotFiles[name], rel)
-			files = append(files, rel)
+			bars = append(bars, b)
 		}
 	}
-	if err := writeFile(filepath.Join(dir, "report.md"), func(f *os.File) error {
-		return report.Markdown(f, man, report.Summarize(samples), plotFiles)
-	}); err != nil {
-		return files, err
-	}
-	return append(files, "report.md"), nil
+	return bars
 }
 
 // writeFile creates path, lets write fill it and closes it, keeping the close error.

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"lab/metrics"
+)
+
+// writeRun writes a small run folder: scenario midnight, arms spec and date-in-system-prompt,
+// two repetitions of four requests; the date arm's cache is lost at request 3. extra is added to
+// the date arm's re-read tokens at every request.
+func writeRun(t *testing.T, dir, id string, extra int64) string {
+	t.Helper()
+	run := filepath.Join(dir, id)
+	if err := os.MkdirAll(run, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sink, err := metrics.CreateParquet(filepath.Join(run, metrics.SamplesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for rep := int32(1); rep <= 2; rep++ {
+		for _, arm := range []string{metrics.SpecArm, "date-in-system-prompt"} {
+			for i := int32(0); i < 4; i++ {
+				prompt := int64(1000 + 100*i)
+				cached := int64(0)
+				if i > 0 {
+					cached = prompt - 100 - int64(rep)
+				}
+				reread := prompt - cached
+				seg := ""
+				if arm != metrics.SpecArm && i == 3 {
+					cached, reread, seg = 0, prompt+extra, "system"
+				}
+				s := &metrics.Sample{
+					RunID: id, Scenario: "midnight", Arm: arm, Repetition: rep, RequestIndex: i, Backend: "sim", Model: "m",
+					PromptTokens: prompt, CachedTokens: new(cached), ExpectedCachedTokens: cached, RereadTokens: reread,
+					DivergenceSegment: seg, PrefillNs: reread * 1e6,
+				}
+				if err := sink.Write(s); err != nil {
+					t.Fatal(err)
+				}
+				n++
+			}
+		}
+	}
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m := &metrics.Manifest{RunID: id, Scenarios: []string{"midnight"}, Arms: []string{"spec", "date-in-system-prompt"},
+		Repetitions: 2, Backend: "sim", Model: "m", Complete: true, Samples: n,
+		StartedAt: time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC), EndedAt: time.Date(2026, 11, 29, 23, 1, 0, 0, time.UTC)}
+	if err := metrics.WriteManifest(filepath.Join(run, metrics.ManifestFile), m); err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
+func TestReportWritesIntoTheRunFolder(t *testing.T) {
+	run := writeRun(t, t.TempDir(), "a", 0)
+	code, out, errOut := runLab(t, "report", run)
+	if code != exitOK {
+		t.Fatalf("lab report: exit %d, stderr %q", code, errOut)
+	}
+	for _, f := range []string{"report.md", "report.html", "plots/midnight-cached-share.svg", "plots/midnight-cached-share.png"} {
+		if fi, err := os.Stat(filepath.Join(run, f)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+		if !strings.Contains(out, "  "+f+"\n") {
+			t.Errorf("stdout does not list %s:\n%s", f, out)
+		}
+	}
+	html, _ := os.ReadFile(filepath.Join(run, "report.html"))
+	if !strings.Contains(string(html), "<svg") || !strings.Contains(string(html), "The midnight cliff") {
+		t.Errorf("report.html lacks an inline chart or the cliff section")
+	}
+	md, _ := os.ReadFile(filepath.Join(run, "report.md"))
+	// The date arm's cliff: request 3, a 1,300-token prompt re-read whole.
+	if !strings.Contains(string(md), "| date-in-system-prompt | 3 | 1,300 ± 0 |") {
+		t.Errorf("report.md lacks the date arm's cliff row:\n%s", md)
+	}
+}
+
+func TestReportFormatsToStdout(t *testing.T) {
+	run := writeRun(t, t.TempDir(), "a", 0)
+	code, out, errOut := runLab(t, "report", "--format", "benchfmt", run)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	if !strings.HasPrefix(out, "backend: sim\nmodel: m\n") || strings.Count(out, "\nBenchmarkLab/scenario=midnight/arm=spec 4 ") != 2 {
+		t.Errorf("benchfmt output:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(run, "report.md")); !os.IsNotExist(err) {
+		t.Errorf("--format wrote report.md into the run folder: %v", err)
+	}
+	code, out, _ = runLab(t, "report", "--format", "json", run)
+	if code != exitOK || !strings.Contains(out, `"run_id": "a"`) {
+		t.Errorf("json: exit %d, %.200s", code, out)
+	}
+}
+
+func TestReportSeveralRuns(t *testing.T) {
+	dir := t.TempDir()
+	writeRun(t, dir, "a", 0)
+	writeRun(t, dir, "b", 0)
+	if code, _, errOut := runLab(t, "report", filepath.Join(dir, "*")); code != exitBadInput || !strings.Contains(errOut, "--out") {
+		t.Errorf("two runs without --out: exit %d, stderr %q; want 2 naming --out", code, errOut)
+	}
+	out := filepath.Join(dir, "merged")
+	code, _, errOut := runLab(t, "report", "--out", out, filepath.Join(dir, "a"), filepath.Join(dir, "b"))
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 2 runs × 2 repetitions, kept apart by run id: 4 repetitions per arm.
+	if !strings.Contains(string(md), "# Runs a, b") || !strings.Contains(string(md), "| spec | 4 | 4 ± 0 |") {
+		t.Errorf("merged report.md:\n%s", md)
+	}
+}
+
+func TestReportBadInput(t *testing.T) {
+	dir := t.TempDir()
+	run := writeRun(t, dir, "a", 0)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"report", filepath.Join(dir, "nope")}, filepath.Join(dir, "nope")},
+		{[]string{"report", dir}, dir + " is not a run folder"},
+		{[]string{"report", filepath.Join(dir, "x*")}, "matches nothing"},
+		{[]string{"report", "--format", "yaml", run}, `"yaml"`},
+		{[]string{"report"}, "requires at least 1 arg"},
+		{[]string{"compare", run}, "accepts 2 arg"},
+		{[]string{"compare", "--threshold", "lots", run, run}, `"lots"`},
+		{[]string{"compare", "--format", "csv", run, run}, `"csv"`},
+		{[]string{"compare", run, filepath.Join(dir, "nope")}, filepath.Join(dir, "nope")},
+	} {
+		code, _, errOut := runLab(t, tc.args...)
+		if code != exitBadInput || !strings.Contains(errOut, tc.want) {
+			t.Errorf("lab %s: exit %d, stderr %q; want 2 and %q", strings.Join(tc.args, " "), code, errOut, tc.want)
+		}
+	}
+}
+
+func TestCompareExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	old := writeRun(t, dir, "old", 0)
+	same := writeRun(t, dir, "same", 0)
+	worse := writeRun(t, dir, "worse", 400) // the date arm re-reads 400 more per repetition (+16 %)
+	code, out, errOut := runLab(t, "compare", old, same)
+	if code != exitOK || strings.Contains(out, "REGRESSION") {
+		t.Errorf("compare old same: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runLab(t, "compare", old, worse)
+	if code != exitFailed || !strings.Contains(out, "date-in-system-prompt  reread_tokens") || !strings.Contains(out, "REGRESSION") {
+		t.Errorf("compare old worse: exit %d; want 3\n%s%s", code, out, errOut)
+	}
+	// At a threshold above the change, nothing is flagged.
+	if code, out, _ := runLab(t, "compare", "--threshold", "90%", "--format", "markdown", old, worse); code != exitOK || !strings.HasPrefix(out, "| scenario |") {
+		t.Errorf("compare --threshold 90%%: exit %d\n%s", code, out)
+	}
+}
+
+func TestParseThreshold(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want float64
+		ok   bool
+	}{{"5%", 0.05, true}, {"0.05", 0.05, true}, {"0", 0, true}, {"12.5%", 0.125, true}, {"-1%", 0, false}, {"x", 0, false}, {"NaN", 0, false}} {
+		got, err := parseThreshold(tc.in)
+		if (err == nil) != tc.ok || (tc.ok && got != tc.want) {
+			t.Errorf("parseThreshold(%q) = %v, %v; want %v (ok %v)", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}

@@ -1,0 +1,288 @@
+package report
+
+import (
+	"math"
+	"slices"
+
+	"lab/metrics"
+)
+
+// Segments splits re-read tokens by the kind of prompt segment they lie in, after the
+// reread_*_tokens columns of [metrics.Sample]. Token counts.
+type Segments struct {
+	System     int64 `json:"system"`
+	Tools      int64 `json:"tools"`
+	Message    int64 `json:"message"`
+	ToolResult int64 `json:"tool_result"`
+	Reasoning  int64 `json:"reasoning"`
+	Note       int64 `json:"note"`
+	Other      int64 `json:"other"`
+}
+
+// SegmentNames are the kinds of [Segments], in the order of [Segments.Values].
+var SegmentNames = []string{"system", "tools", "message", "tool_result", "reasoning", "note", "other"}
+
+// Values returns the counts in the order of [SegmentNames].
+func (s Segments) Values() []int64 {
+	return []int64{s.System, s.Tools, s.Message, s.ToolResult, s.Reasoning, s.Note, s.Other}
+}
+
+func (s *Segments) add(x *metrics.Sample) {
+	s.System += x.RereadSystemTokens
+	s.Tools += x.RereadToolsTokens
+	s.Message += x.RereadMessageTokens
+	s.ToolResult += x.RereadToolResultTokens
+	s.Reasoning += x.RereadReasoningTokens
+	s.Note += x.RereadNoteTokens
+	s.Other += x.RereadOtherTokens
+}
+
+// RepTotals adds up the requests of one repetition of one scenario×arm. Token counts are in
+// tokens of the served model's tokenizer.
+type RepTotals struct {
+	metrics.RepKey
+	// Requests is the number of requests, failed ones included; Failed those with an error.
+	Requests int `json:"requests"`
+	Failed   int `json:"failed"`
+	// PromptTokens is the sum of prompt_tokens.
+	PromptTokens int64 `json:"prompt_tokens"`
+	// CachedTokens is the sum of the known cached_tokens; CachedUnknown counts the requests
+	// whose count is unknown (left out, not counted as 0).
+	CachedTokens  int64 `json:"cached_tokens"`
+	CachedUnknown int   `json:"cached_unknown"`
+	// PromptWhereCached and ExpectedWhereCached are the sums of prompt_tokens and
+	// expected_cached_tokens over the requests whose cached_tokens is known: the denominators
+	// of the cached share and the cache efficiency.
+	PromptWhereCached   int64 `json:"prompt_where_cached"`
+	ExpectedWhereCached int64 `json:"expected_where_cached"`
+	// ExpectedCachedTokens is the sum of expected_cached_tokens over all requests.
+	ExpectedCachedTokens int64 `json:"expected_cached_tokens"`
+	// RereadTokens is the sum of reread_tokens; Reread splits it by segment kind.
+	RereadTokens int64    `json:"reread_tokens"`
+	Reread       Segments `json:"reread"`
+	// PrefillNs is the sum of prefill_ns, in nanoseconds.
+	PrefillNs int64 `json:"prefill_ns"`
+	// CostUSD is the sum of cost_usd in US dollars over the requests that have one; nil when
+	// none has.
+	CostUSD *float64 `json:"cost_usd,omitempty"`
+}
+
+// CachedShare returns cached / prompt tokens over the requests whose cached count is known;
+// nil when none is known.
+func (r *RepTotals) CachedShare() *float64 {
+	if r.PromptWhereCached == 0 {
+		return nil
+	}
+	return new(float64(r.CachedTokens) / float64(r.PromptWhereCached))
+}
+
+// Efficiency returns cached / expected cached tokens over the requests whose cached count is
+// known (the server's cache efficiency); nil when none is known or nothing was expected.
+func (r *RepTotals) Efficiency() *float64 {
+	if r.ExpectedWhereCached == 0 {
+		return nil
+	}
+	return new(float64(r.CachedTokens) / float64(r.ExpectedWhereCached))
+}
+
+// ArmStats is one scenario×arm over its repetitions: the totals of each repetition and their
+// means with 95 % confidence intervals ([metrics.Estimate]; no interval with one repetition).
+type ArmStats struct {
+	Arm string `json:"arm"`
+	// Reps holds each repetition's totals, in [metrics.RepKey] order.
+	Reps []RepTotals `json:"reps"`
+	// Pooled sums every repetition into one row, as [Summarize] does.
+	Pooled ArmRow `json:"pooled"`
+
+	// Means over repetitions of the per-repetition totals (tokens; PrefillSeconds in seconds).
+	Requests             metrics.Estimate   `json:"requests"`
+	PromptTokens         metrics.Estimate   `json:"prompt_tokens"`
+	CachedTokens         metrics.Estimate   `json:"cached_tokens"`
+	ExpectedCachedTokens metrics.Estimate   `json:"expected_cached_tokens"`
+	RereadTokens         metrics.Estimate   `json:"reread_tokens"`
+	Reread               []metrics.Estimate `json:"reread_by_segment"` // in the order of SegmentNames
+	PrefillSeconds       metrics.Estimate   `json:"prefill_seconds"`
+	// CachedShare and Efficiency are means over the repetitions where they are defined (N
+	// says how many); ratios in [0, 1] (efficiency may exceed 1).
+	CachedShare metrics.Estimate `json:"cached_share"`
+	Efficiency  metrics.Estimate `json:"efficiency"`
+	// CostUSD is the mean cost per repetition in US dollars; nil when no request has a cost.
+	CostUSD *metrics.Estimate `json:"cost_usd,omitempty"`
+	// VsSpec compares the arm with the spec arm of the same scenario, repetition by repetition;
+	// nil for the spec arm itself and when the scenario has no spec arm.
+	VsSpec *VsSpec `json:"vs_spec,omitempty"`
+}
+
+// VsSpec compares an arm with [metrics.SpecArm] over the repetitions both ran (paired by
+// [metrics.RepKey]).
+type VsSpec struct {
+	// Pairs is the number of repetitions both arms ran.
+	Pairs int `json:"pairs"`
+	// RereadRatio is mean(arm's re-read tokens) / mean(spec's), with Fieller's interval.
+	RereadRatio metrics.Ratio `json:"reread_ratio"`
+	// RereadDiff is the mean paired difference arm − spec of re-read tokens, with its t interval.
+	RereadDiff metrics.Estimate `json:"reread_diff"`
+	// PrefillRatio and PrefillDiff do the same for prefill seconds.
+	PrefillRatio metrics.Ratio    `json:"prefill_ratio"`
+	PrefillDiff  metrics.Estimate `json:"prefill_diff"`
+}
+
+// ScenarioStats is one scenario of an [Analysis].
+type ScenarioStats struct {
+	Scenario string `json:"scenario"`
+	// Arms holds one entry per arm in the order of [metrics.SortArms].
+	Arms []ArmStats `json:"arms"`
+	// Mismatches are the requests whose measured cached tokens differ from the expected ones
+	// by more than [MismatchTolerance], as in [ScenarioTable].
+	Mismatches []Mismatch `json:"mismatches,omitempty"`
+}
+
+// Arm returns the stats of the named arm, or nil.
+func (s *ScenarioStats) Arm(name string) *ArmStats {
+	for i := range s.Arms {
+		if s.Arms[i].Arm == name {
+			return &s.Arms[i]
+		}
+	}
+	return nil
+}
+
+// Analysis is everything a report shows, computed from the samples of one or more runs.
+type Analysis struct {
+	// Scenarios are sorted by name.
+	Scenarios []ScenarioStats `json:"scenarios"`
+	// Claims checks the spec's own measured claims against the run.
+	Claims Claims `json:"claims"`
+}
+
+// Analyze computes the analysis of samples (of one run or of several merged: repetitions of
+// different runs are kept apart by run id). It returns an empty Analysis for no samples.
+func Analyze(samples []metrics.Sample) *Analysis {
+	a := &Analysis{}
+	tables := Summarize(samples)
+	type key struct{ scenario, arm string }
+	reps := map[key]map[metrics.RepKey]*RepTotals{}
+	for i := range samples {
+		s := &samples[i]
+		k := key{s.Scenario, s.Arm}
+		m := reps[k]
+		if m == nil {
+			m = map[metrics.RepKey]*RepTotals{}
+			reps[k] = m
+		}
+		rk := metrics.RepKey{RunID: s.RunID, Repetition: s.Repetition}
+		t := m[rk]
+		if t == nil {
+			t = &RepTotals{RepKey: rk}
+			m[rk] = t
+		}
+		t.Requests++
+		if s.Error != "" {
+			t.Failed++
+		}
+		t.PromptTokens += s.PromptTokens
+		t.ExpectedCachedTokens += s.ExpectedCachedTokens
+		t.RereadTokens += s.RereadTokens
+		t.Reread.add(s)
+		t.PrefillNs += s.PrefillNs
+		if s.CachedTokens == nil {
+			t.CachedUnknown++
+		} else {
+			t.CachedTokens += *s.CachedTokens
+			t.PromptWhereCached += s.PromptTokens
+			t.ExpectedWhereCached += s.ExpectedCachedTokens
+		}
+		if s.CostUSD != nil {
+			t.CostUSD = new(*s.CostUSD + deref(t.CostUSD))
+		}
+	}
+	for _, tab := range tables {
+		sc := ScenarioStats{Scenario: tab.Scenario, Mismatches: tab.Mismatches}
+		for _, row := range tab.Rows {
+			sc.Arms = append(sc.Arms, armStats(row, reps[key{tab.Scenario, row.Arm}]))
+		}
+		if spec := sc.Arm(metrics.SpecArm); spec != nil {
+			for i := range sc.Arms {
+				if sc.Arms[i].Arm != metrics.SpecArm {
+					sc.Arms[i].VsSpec = vsSpec(spec, &sc.Arms[i])
+				}
+			}
+		}
+		a.Scenarios = append(a.Scenarios, sc)
+	}
+	a.Claims = claims(samples, a)
+	return a
+}
+
+func deref(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func armStats(row ArmRow, reps map[metrics.RepKey]*RepTotals) ArmStats {
+	st := ArmStats{Arm: row.Arm, Pooled: row}
+	for _, t := range reps {
+		st.Reps = append(st.Reps, *t)
+	}
+	slices.SortFunc(st.Reps, func(a, b RepTotals) int { return a.RepKey.Compare(b.RepKey) })
+	col := func(f func(*RepTotals) (float64, bool)) metrics.Estimate {
+		var xs []float64
+		for i := range st.Reps {
+			if v, ok := f(&st.Reps[i]); ok {
+				xs = append(xs, v)
+			}
+		}
+		return metrics.MeanCI(xs)
+	}
+	st.Requests = col(func(t *RepTotals) (float64, bool) { return float64(t.Requests), true })
+	st.PromptTokens = col(func(t *RepTotals) (float64, bool) { return float64(t.PromptTokens), true })
+	st.CachedTokens = col(func(t *RepTotals) (float64, bool) {
+		return float64(t.CachedTokens), t.CachedUnknown < t.Requests
+	})
+	st.ExpectedCachedTokens = col(func(t *RepTotals) (float64, bool) { return float64(t.ExpectedCachedTokens), true })
+	st.RereadTokens = col(func(t *RepTotals) (float64, bool) { return float64(t.RereadTokens), true })
+	for i := range SegmentNames {
+		st.Reread = append(st.Reread, col(func(t *RepTotals) (float64, bool) { return float64(t.Reread.Values()[i]), true }))
+	}
+	st.PrefillSeconds = col(func(t *RepTotals) (float64, bool) { return float64(t.PrefillNs) / 1e9, true })
+	st.CachedShare = col(func(t *RepTotals) (float64, bool) { v := t.CachedShare(); return deref(v), v != nil })
+	st.Efficiency = col(func(t *RepTotals) (float64, bool) { v := t.Efficiency(); return deref(v), v != nil })
+	if cost := col(func(t *RepTotals) (float64, bool) { return deref(t.CostUSD), t.CostUSD != nil }); cost.N > 0 {
+		st.CostUSD = &cost
+	}
+	return st
+}
+
+func perRep(st *ArmStats, f func(*RepTotals) float64) map[metrics.RepKey]float64 {
+	m := make(map[metrics.RepKey]float64, len(st.Reps))
+	for i := range st.Reps {
+		m[st.Reps[i].RepKey] = f(&st.Reps[i])
+	}
+	return m
+}
+
+func reread(t *RepTotals) float64   { return float64(t.RereadTokens) }
+func prefillS(t *RepTotals) float64 { return float64(t.PrefillNs) / 1e9 }
+
+func vsSpec(spec, arm *ArmStats) *VsSpec {
+	v := &VsSpec{}
+	b, n, keys := metrics.Pair(perRep(spec, reread), perRep(arm, reread))
+	v.Pairs = len(keys)
+	// Pair returns slices of equal length: the errors cannot happen.
+	v.RereadRatio, _ = metrics.RatioOfMeans(b, n)
+	v.RereadDiff, _ = metrics.PairedDiff(b, n)
+	b, n, _ = metrics.Pair(perRep(spec, prefillS), perRep(arm, prefillS))
+	v.PrefillRatio, _ = metrics.RatioOfMeans(b, n)
+	v.PrefillDiff, _ = metrics.PairedDiff(b, n)
+	return v
+}
+
+// finite returns v, or nil when v is NaN or infinite (JSON has no NaN).
+func finite(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}

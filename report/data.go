@@ -1,0 +1,191 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"lab/metrics"
+)
+
+// CSV writes one row per scenario×arm after a header row: the means over repetitions with the
+// ends of their 95 % intervals, the comparison with the spec arm and the re-read tokens by
+// segment kind. Columns (tokens, seconds, shares in 0–1, dollars): scenario, arm, repetitions,
+// requests, prompt_tokens, cached_tokens, cached_unknown (requests, pooled over repetitions),
+// expected_cached_tokens, reread_tokens, reread_tokens_lo, reread_tokens_hi,
+// reread_<segment>_tokens for each of [SegmentNames], prefill_s, prefill_s_lo, prefill_s_hi,
+// cached_share, cache_efficiency, reread_vs_spec, reread_vs_spec_lo, reread_vs_spec_hi,
+// reread_diff_vs_spec, reread_diff_vs_spec_lo, reread_diff_vs_spec_hi, cost_usd. A value that
+// does not exist (an interval with one repetition, a comparison without a spec arm, an unknown
+// count) is an empty cell. It returns an error for a report without analysis or runs and any
+// error writing to w (one Write call).
+func CSV(w io.Writer, r *Report) error {
+	if err := check(r, "csv"); err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	cw := csv.NewWriter(&b)
+	head := []string{"scenario", "arm", "repetitions", "requests", "prompt_tokens", "cached_tokens", "cached_unknown",
+		"expected_cached_tokens", "reread_tokens", "reread_tokens_lo", "reread_tokens_hi"}
+	for _, s := range SegmentNames {
+		head = append(head, "reread_"+s+"_tokens")
+	}
+	head = append(head, "prefill_s", "prefill_s_lo", "prefill_s_hi", "cached_share", "cache_efficiency",
+		"reread_vs_spec", "reread_vs_spec_lo", "reread_vs_spec_hi",
+		"reread_diff_vs_spec", "reread_diff_vs_spec_lo", "reread_diff_vs_spec_hi", "cost_usd")
+	_ = cw.Write(head)
+	for _, sc := range r.Analysis.Scenarios {
+		for _, st := range sc.Arms {
+			row := []string{sc.Scenario, st.Arm, strconv.Itoa(len(st.Reps)), mean(st.Requests), mean(st.PromptTokens),
+				mean(st.CachedTokens), strconv.Itoa(st.Pooled.CachedUnknown), mean(st.ExpectedCachedTokens)}
+			row = append(row, withEnds(st.RereadTokens)...)
+			for _, e := range st.Reread {
+				row = append(row, mean(e))
+			}
+			row = append(row, withEnds(st.PrefillSeconds)...)
+			row = append(row, mean(st.CachedShare), mean(st.Efficiency))
+			if v := st.VsSpec; v != nil {
+				row = append(row, num(finite(v.RereadRatio.Value)), lo(v.RereadRatio.CI), hi(v.RereadRatio.CI))
+				row = append(row, withEnds(v.RereadDiff)...)
+			} else {
+				row = append(row, "", "", "", "", "", "")
+			}
+			if st.CostUSD != nil {
+				row = append(row, mean(*st.CostUSD))
+			} else {
+				row = append(row, "")
+			}
+			_ = cw.Write(row)
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("write csv report: %w", err)
+	}
+	return write(w, "csv", b.Bytes())
+}
+
+func num(v *float64) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*v, 'f', -1, 64)
+}
+
+func mean(e metrics.Estimate) string {
+	if e.N == 0 {
+		return ""
+	}
+	return num(&e.Mean)
+}
+
+func lo(ci *metrics.Interval) string {
+	if ci == nil {
+		return ""
+	}
+	return num(&ci.Lo)
+}
+
+func hi(ci *metrics.Interval) string {
+	if ci == nil {
+		return ""
+	}
+	return num(&ci.Hi)
+}
+
+func withEnds(e metrics.Estimate) []string { return []string{mean(e), lo(e.CI), hi(e.CI)} }
+
+// JSON writes the report as one indented JSON object: "runs" (the manifests, as in
+// manifest.json), "analysis" (the [Analysis] with its json field names) and "figures" (scenario,
+// title and files of each figure, without the SVG). Ratios that do not exist are null. It
+// returns an error for a report without analysis or runs and any error writing to w.
+func JSON(w io.Writer, r *Report) error {
+	if err := check(r, "json"); err != nil {
+		return err
+	}
+	type figure struct {
+		Scenario string            `json:"scenario"`
+		Title    string            `json:"title"`
+		Files    map[string]string `json:"files"`
+	}
+	figs := make([]figure, len(r.Figures))
+	for i, f := range r.Figures {
+		figs[i] = figure{f.Scenario, f.Title, f.Files}
+	}
+	data, err := json.MarshalIndent(struct {
+		Runs     []*metrics.Manifest `json:"runs"`
+		Analysis *Analysis           `json:"analysis"`
+		Figures  []figure            `json:"figures"`
+	}{r.Runs, r.Analysis, figs}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode json report: %w", err)
+	}
+	return write(w, "json", append(data, '\n'))
+}
+
+// BenchName is the benchmark name of the benchfmt lines: BenchmarkLab/scenario=S/arm=A.
+const BenchName = "BenchmarkLab"
+
+// Benchfmt writes the report in the Go benchmark data format (golang.org/design/14313-benchmark-format),
+// so that `benchstat old.txt new.txt` compares two runs. It writes:
+//
+//   - configuration lines "backend: B" and "model: M" when every run has the same value (values
+//     that differ between the two files would make benchstat put them in separate tables, so no
+//     run id or version is written);
+//   - unit metadata lines "Unit cached-tokens better=higher" and "Unit expected-cached-tokens
+//     better=higher" (the other units are better lower, benchstat's default);
+//   - one result line per scenario×arm×repetition, for example
+//     "BenchmarkLab/scenario=midnight/arm=spec 48 728063 prompt-tokens 678347 cached-tokens
+//     678000 expected-cached-tokens 49716 reread-tokens 107600000000 prefill-ns": the name with
+//     the scenario and arm as sub-name keys, the number of requests as iterations, then value–unit
+//     pairs, totals of the repetition. cached-tokens is left out when a request's count is
+//     unknown, cost-usd is added when a request has a cost.
+//
+// Repetitions with the same name are samples of one benchmark for benchstat. Spaces in names
+// become underscores. An arm name ending in "-<digits>" would be read by benchstat as a
+// GOMAXPROCS suffix; the lab's arms have none. It returns an error for a report without
+// analysis or runs and any error writing to w (one Write call).
+func Benchfmt(w io.Writer, r *Report) error {
+	if err := check(r, "benchfmt"); err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	for _, kv := range []struct {
+		key string
+		get func(*metrics.Manifest) string
+	}{
+		{"backend", func(m *metrics.Manifest) string { return m.Backend }},
+		{"model", func(m *metrics.Manifest) string { return m.Model }},
+	} {
+		v := kv.get(r.Runs[0])
+		same := v != "" && !strings.ContainsAny(v, "\n")
+		for _, m := range r.Runs[1:] {
+			same = same && kv.get(m) == v
+		}
+		if same {
+			fmt.Fprintf(&b, "%s: %s\n", kv.key, v)
+		}
+	}
+	b.WriteString("Unit cached-tokens better=higher\nUnit expected-cached-tokens better=higher\n")
+	name := func(s string) string { return strings.Join(strings.Fields(s), "_") }
+	for _, sc := range r.Analysis.Scenarios {
+		for _, st := range sc.Arms {
+			for _, t := range st.Reps {
+				fmt.Fprintf(&b, "%s/scenario=%s/arm=%s %d %d prompt-tokens", BenchName, name(sc.Scenario), name(st.Arm), t.Requests, t.PromptTokens)
+				if t.CachedUnknown == 0 {
+					fmt.Fprintf(&b, " %d cached-tokens", t.CachedTokens)
+				}
+				fmt.Fprintf(&b, " %d expected-cached-tokens %d reread-tokens %d prefill-ns", t.ExpectedCachedTokens, t.RereadTokens, t.PrefillNs)
+				if t.CostUSD != nil {
+					fmt.Fprintf(&b, " %s cost-usd", strconv.FormatFloat(*t.CostUSD, 'g', -1, 64))
+				}
+				b.WriteString("\n")
+			}
+		}
+	}
+	return write(w, "benchfmt", b.Bytes())
+}
