@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -733,5 +734,42 @@ func TestUsagePrefixAndCacheState(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSandboxDoesNotDependOnTheRunID: two runs with run ids of different lengths send the same
+// bytes, although answers name the sandbox's absolute path.
+func TestSandboxDoesNotDependOnTheRunID(t *testing.T) {
+	sc, err := harness.LoadScenarioFS(scenarios.FS, "midnight/scenario.yaml", "scenarios/midnight/scenario.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop, err := hygiene.ParseConfig(lab.LoopJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, _ := ollama.New("http://127.0.0.1:1", "m")
+	var prompts [][]int64
+	results := t.TempDir()
+	for _, id := range []string{"a", "a-much-longer-run-id-20261130"} {
+		_, _, err := harness.Run(context.Background(), harness.RunConfig{
+			Scenarios: []*harness.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec")}, ResultsDir: results, RunID: id,
+			Loop: loop, Backend: &renderBackend{conv: conv}, Tokenizer: byteTokenizer{},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, samples, err := metrics.ReadRun(filepath.Join(results, id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p []int64
+		for _, s := range samples {
+			p = append(p, s.PromptTokens)
+		}
+		prompts = append(prompts, p)
+	}
+	if !slices.Equal(prompts[0], prompts[1]) {
+		t.Errorf("prompt sizes differ between run ids:\n%v\n%v", prompts[0], prompts[1])
 	}
 }

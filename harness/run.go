@@ -39,7 +39,8 @@ type RunConfig struct {
 	// SaveRequests writes every request body to requests.jsonl beside the samples.
 	SaveRequests bool
 	// SandboxDir is where each session's workspace is written (into SandboxDir/<project>); ""
-	// means <temp>/lab-sandbox/<run-id>, removed at the end.
+	// means <temp>/lab-sandbox/s<N>, the first slot no other lab process holds (so the same for
+	// every run made one at a time), emptied at the end.
 	SandboxDir string
 	// Settings are recorded in the manifest as they are (flags, model options).
 	Settings map[string]string
@@ -105,6 +106,17 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 	if _, err := os.Stat(dir); err == nil {
 		return "", nil, fmt.Errorf("run: %s already exists; choose another --run-id", dir)
 	}
+	// The sandbox's path appears in answers that name absolute paths (errors, search results):
+	// the same path for every arm of the run, and from run to run.
+	sandbox := cfg.SandboxDir
+	if sandbox == "" {
+		sb, release, err := claimSandbox()
+		if err != nil {
+			return "", nil, err
+		}
+		defer release()
+		sandbox = sb
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", nil, fmt.Errorf("run: %w", err)
 	}
@@ -132,13 +144,6 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 		if reqFile, err = os.Create(filepath.Join(dir, "requests.jsonl")); err != nil {
 			return dir, man, errors.Join(err, sink.Close())
 		}
-	}
-	// The sandbox's path appears in answers that name absolute paths (errors, grep): the same
-	// path for every arm of the run, and of the same length from run to run.
-	sandbox := cfg.SandboxDir
-	if sandbox == "" {
-		sandbox = filepath.Join(os.TempDir(), "lab-sandbox", runID)
-		defer os.RemoveAll(sandbox)
 	}
 	// Whatever happens, close the Parquet file (its footer makes it readable) and record in the
 	// manifest how far the run got.

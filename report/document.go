@@ -224,6 +224,10 @@ func cliffRank(arm string) int {
 // mismatchReason says why a request's cached tokens differ from the expected ones.
 func mismatchReason(m *Mismatch) string {
 	switch {
+	case m.AfterOverflow:
+		return "the previous request's prompt and reply overflowed the context window (num_ctx): the server truncated or shifted its context, which emptied its KV cache"
+	case m.Overflow:
+		return "the prompt is longer than the context window (num_ctx): the server truncated it, keeping only its first tokens"
 	case m.LoadNs > 1e8:
 		return fmt.Sprintf("the model was loaded again (load %s s), which drops the cache", seconds(float64(m.LoadNs)/1e9))
 	case m.CachedTokens > m.ExpectedCachedTokens:

@@ -173,3 +173,31 @@ func figures(plotFiles map[string][]string) []report.Figure {
 type failWriter struct{ err error }
 
 func (f failWriter) Write([]byte) (int, error) { return 0, f.err }
+
+// TestMismatchAfterContextOverflow: a request that finds almost nothing cached after the previous
+// request of its session overflowed num_ctx is explained by the overflow, not by a reload.
+func TestMismatchAfterContextOverflow(t *testing.T) {
+	t.Parallel()
+	mk := func(idx int32, cached, expected int64, overflow bool) metrics.Sample {
+		return metrics.Sample{RunID: "r", Scenario: "long-compaction", Arm: metrics.SpecArm, Repetition: 1, RequestIndex: idx,
+			PromptTokens: expected + 500, CachedTokens: new(cached), ExpectedCachedTokens: expected,
+			DivergenceSegment: "message 1", LoadNs: 1.2e8, ContextOverflow: overflow}
+	}
+	samples := []metrics.Sample{mk(22, 39343, 39343, false), mk(23, 39272, 39272, true), mk(24, 4, 1966, false), mk(25, 10, 2866, false)}
+	tables := report.Summarize(samples)
+	ms := tables[0].Mismatches
+	if len(ms) != 2 || !ms[0].AfterOverflow || ms[1].AfterOverflow || ms[0].RequestIndex != 24 {
+		t.Fatalf("mismatches %+v; want requests 24 (after the overflow) and 25 (not)", ms)
+	}
+	var buf bytes.Buffer
+	if err := report.Markdown(&buf, &report.Report{Runs: []*metrics.Manifest{testManifest()}, Analysis: report.Analyze(samples)}); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if !strings.Contains(out, "overflowed the context window") {
+		t.Errorf("the report does not name the overflow:\n%s", out)
+	}
+	if !strings.Contains(out, "loaded again") { // request 25: the load heuristic still applies
+		t.Errorf("request 25's reason is missing:\n%s", out)
+	}
+}

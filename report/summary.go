@@ -36,6 +36,13 @@ type Mismatch struct {
 	// LoadNs is the server's load time for the request: large after a reload, which drops the
 	// cache and explains a shortfall.
 	LoadNs int64 `json:"load_ns"`
+	// AfterOverflow: the previous request of the same session overflowed the context window
+	// (its prompt and reply took more than num_ctx, [metrics.Sample].ContextOverflow), so the
+	// server truncated or shifted its context and kept almost nothing of its KV cache.
+	AfterOverflow bool `json:"after_overflow,omitempty"`
+	// Overflow: this request's own prompt was longer than the context window; the server
+	// truncated it.
+	Overflow bool `json:"overflow,omitempty"`
 }
 
 // ArmRow sums the requests of one scenario×arm, over all its repetitions. Token counts are in
@@ -84,8 +91,16 @@ func Summarize(samples []metrics.Sample) []ScenarioTable {
 	accs := map[key]*acc{}
 	arms := map[string][]string{}
 	mismatches := map[string][]Mismatch{}
+	type session struct {
+		run, scenario, arm string
+		rep                int32
+	}
+	overflowed := map[session]bool{} // the session's previous request overflowed
 	for i := range samples {
 		s := &samples[i]
+		sess := session{s.RunID, s.Scenario, s.Arm, s.Repetition}
+		after := overflowed[sess]
+		overflowed[sess] = s.ContextOverflow
 		k := key{s.Scenario, s.Arm}
 		a := accs[k]
 		if a == nil {
@@ -106,6 +121,7 @@ func Summarize(samples []metrics.Sample) []ScenarioTable {
 			mismatches[s.Scenario] = append(mismatches[s.Scenario], Mismatch{
 				Arm: s.Arm, Repetition: s.Repetition, RequestIndex: s.RequestIndex, CachedTokens: *c,
 				ExpectedCachedTokens: s.ExpectedCachedTokens, DivergenceSegment: s.DivergenceSegment, LoadNs: s.LoadNs,
+				AfterOverflow: after, Overflow: s.ContextOverflow && *c < s.ExpectedCachedTokens,
 			})
 		}
 		if s.CachedTokens == nil {
