@@ -15,6 +15,7 @@ import (
 
 	lab "lab"
 	"lab/backend/ollama"
+	"lab/backend/openai"
 	"lab/backend/sim"
 	"lab/cachesim"
 	"lab/harness"
@@ -47,6 +48,10 @@ type runOptions struct {
 	CacheModel string
 	// Calibration is a file `lab calibrate` wrote, for the sim's prefill times.
 	Calibration string
+	// Warm keeps the server's cache as it is at the start of each session (no reset, no nonce).
+	Warm bool
+	// Remote are the flags of the llamacpp, openai and anthropic backends.
+	Remote remoteOptions
 }
 
 func newRunCmd(s *streams) *cobra.Command {
@@ -88,7 +93,15 @@ up in a prefix-cache model (--cache-model); prefill time is a placeholder cost p
 	f.BoolVar(&o.GenericBuild, "generic-build", false, "build Ollama without -march=native (slower prefill; runs on any x86-64)")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress output")
 	f.StringVar(&o.Calibration, "calibration", "", "with --backend sim: a file lab calibrate wrote (prefill time by prompt length)")
-	f.StringVar(&o.Backend, "backend", "ollama", "ollama (a real server) or sim (simulated: no server)")
+	f.StringVar(&o.Backend, "backend", "ollama", "ollama (the local server, or --server), sim (simulated: no server), llamacpp (llama-server), openai (any OpenAI-compatible API) or anthropic (Messages API)")
+	f.StringVar(&o.Remote.BaseURL, "base-url", "", "with --backend llamacpp, openai or anthropic: the server's or API's address (openai: up to /v1)")
+	f.StringVar(&o.Remote.Profile, "profile", "", "with --backend openai: the server kind ("+strings.Join(openai.ProfileNames(), ", ")+"); default generic, or openai without --base-url")
+	f.StringVar(&o.Remote.API, "api", "", "with --backend openai: chat (Chat Completions, the default) or responses (the Responses API)")
+	f.StringVar(&o.Remote.KeyFile, "key-file", "", "a file holding the API key (default: the environment: OPENAI_API_KEY, ANTHROPIC_API_KEY, DEEPSEEK_API_KEY, OPENROUTER_API_KEY, LLAMA_API_KEY)")
+	f.StringVar(&o.Remote.Breakpoints, "cache-breakpoints", "", "with --backend anthropic: cache_control places, such as tools,system:1h,last-message (default system,last-message; none for no caching)")
+	f.StringVar(&o.Remote.LlamaServer, "llamacpp", "", "with --backend llamacpp: a llama-server binary to start, serving --gguf (instead of --base-url)")
+	f.StringVar(&o.Remote.Pricing, "pricing", "", "a pricing file replacing the embedded table (cost_usd of cloud runs)")
+	f.BoolVar(&o.Warm, "warm", false, "keep the server's cache as each session finds it: no reset and no nonce (the manifest records cache_state warm)")
 	f.StringVar(&o.CacheModel, "cache-model", cachesim.ModelLlamaCpp, "with --backend sim: the cache model ("+strings.Join(cachesim.ModelNames, ", ")+")")
 	addModelFlags(c, &o.Model)
 	return c
@@ -156,19 +169,22 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 		}
 	}
 	switch o.Backend {
-	case "ollama":
+	case "ollama", "llamacpp", "openai", "anthropic":
 	case "sim":
 		if o.ServerURL != "" || o.ServerLog != "" {
 			return badInput("--backend sim uses no server: drop --server and --server-log")
 		}
 	default:
-		return badInput("--backend %q: want ollama or sim", o.Backend)
+		return badInput("--backend %q: want ollama, sim, %s", o.Backend, strings.Join(remoteBackends, ", "))
+	}
+	if err := checkRemote(o); err != nil {
+		return err
 	}
 	cacheModel, err := cachesim.NewModel(o.CacheModel, cachesim.Options{})
 	if err != nil {
 		return badInput("--cache-model: %v", err)
 	}
-	if o.Backend != "sim" && o.ServerURL == "" && (o.ServerLog != "" || o.GGUF != "") {
+	if o.Backend == "ollama" && o.ServerURL == "" && (o.ServerLog != "" || o.GGUF != "") {
 		return badInput("--server-log and --gguf describe a server given with --server; the local server needs neither")
 	}
 	for _, f := range []struct{ flag, path string }{{"--server-log", o.ServerLog}, {"--gguf", o.GGUF}} {
@@ -183,8 +199,11 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 	if o.Quiet {
 		progress = io.Discard
 	}
-	if o.Backend == "sim" {
+	switch o.Backend {
+	case "sim":
 		return runSim(ctx, s, o, simRun{scenarios: scs, arms: arms, loop: loop, model: cacheModel, progress: progress})
+	case "llamacpp", "openai", "anthropic":
+		return runRemote(ctx, s, o, simRun{scenarios: scs, arms: arms, loop: loop, progress: progress})
 	}
 
 	// The server: the one given, the one `lab server start` left running, or our own.
@@ -228,7 +247,7 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 		Scenarios: scs, Arms: arms, Repeat: o.Repeat, ResultsDir: o.ResultsDir, RunID: o.RunID,
 		LabVersion: version(), Loop: loop, Backend: client, BackendName: "ollama", Model: o.ModelName,
 		ServerVersion: serverVersion, ServerURL: url, NumCtx: o.NumCtx, Tokenizer: tok,
-		SaveRequests: o.SaveRequests,
+		SaveRequests: o.SaveRequests, Warm: o.Warm,
 		Settings: map[string]string{
 			"model_hidden": fmt.Sprint(o.Model.HiddenSize), "model_layers": fmt.Sprint(o.Model.Layers),
 			"generic_build": fmt.Sprint(o.GenericBuild),
@@ -289,7 +308,7 @@ func runSim(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 		Scenarios: r.scenarios, Arms: r.arms, Repeat: o.Repeat, ResultsDir: o.ResultsDir, RunID: o.RunID,
 		LabVersion: version(), Loop: r.loop, Backend: be, BackendName: "sim", Model: o.ModelName,
 		ServerVersion: "cachesim " + r.model.Name(), NumCtx: o.NumCtx, Tokenizer: be.Tokenizer(),
-		SaveRequests: o.SaveRequests,
+		SaveRequests: o.SaveRequests, Warm: o.Warm,
 		Settings: map[string]string{
 			"cache_model": r.model.Name(),
 			"renderer":    sim.Renderer,

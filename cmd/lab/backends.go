@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"lab/backend/anthropic"
+	"lab/backend/llamacpp"
+	"lab/backend/ollama"
+	"lab/backend/openai"
+	"lab/chat"
+	"lab/harness"
+	"lab/localserver"
+	"lab/pricing"
+)
+
+// remoteOptions are the flags of the backends other than ollama and sim.
+type remoteOptions struct {
+	// BaseURL is the server's or API's address (--base-url).
+	BaseURL string
+	// Profile is the OpenAI-compatible server kind (--profile).
+	Profile string
+	// API is chat or responses (--api, openai only).
+	API string
+	// KeyFile names a file holding the API key (--key-file); else the environment.
+	KeyFile string
+	// Breakpoints is the Anthropic cache_control placement (--cache-breakpoints).
+	Breakpoints string
+	// LlamaServer is a llama-server binary to start (--llamacpp), serving --gguf.
+	LlamaServer string
+	// Pricing is a pricing file replacing the embedded table (--pricing).
+	Pricing string
+}
+
+// remoteBackends are the --backend values runRemote serves.
+var remoteBackends = []string{"llamacpp", "openai", "anthropic"}
+
+// checkRemote validates the remote backends' flags before anything starts.
+func checkRemote(o *runOptions) error {
+	r := &o.Remote
+	isRemote := false
+	for _, b := range remoteBackends {
+		isRemote = isRemote || o.Backend == b
+	}
+	if !isRemote {
+		for _, f := range []struct{ flag, v string }{{"--base-url", r.BaseURL}, {"--profile", r.Profile}, {"--api", r.API},
+			{"--key-file", r.KeyFile}, {"--cache-breakpoints", r.Breakpoints}, {"--llamacpp", r.LlamaServer}} {
+			if f.v != "" {
+				return badInput("%s is for --backend %s, not %s", f.flag, strings.Join(remoteBackends, ", "), o.Backend)
+			}
+		}
+		return nil
+	}
+	if o.ServerURL != "" || o.ServerLog != "" {
+		return badInput("--backend %s takes --base-url, not --server or --server-log", o.Backend)
+	}
+	if r.Profile != "" && o.Backend != "openai" {
+		return badInput("--profile is for --backend openai")
+	}
+	if r.API != "" && o.Backend != "openai" {
+		return badInput("--api is for --backend openai")
+	}
+	if r.Breakpoints != "" && o.Backend != "anthropic" {
+		return badInput("--cache-breakpoints is for --backend anthropic")
+	}
+	if o.Backend == "llamacpp" {
+		switch {
+		case r.LlamaServer == "" && r.BaseURL == "":
+			return badInput("--backend llamacpp needs --base-url of a running llama-server, or --llamacpp PATH and --gguf MODEL to start one")
+		case r.LlamaServer != "" && r.BaseURL != "":
+			return badInput("give --base-url (a running llama-server) or --llamacpp (start one), not both")
+		case r.LlamaServer != "" && o.GGUF == "":
+			return badInput("--llamacpp needs --gguf: the model file to serve")
+		}
+	} else if r.LlamaServer != "" {
+		return badInput("--llamacpp is for --backend llamacpp")
+	}
+	if o.Backend != "llamacpp" && o.GGUF != "" {
+		return badInput("--gguf is for --backend ollama, sim or llamacpp")
+	}
+	for _, f := range []struct{ flag, path string }{{"--key-file", r.KeyFile}, {"--llamacpp", r.LlamaServer}, {"--pricing", r.Pricing}} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(f.path); err != nil {
+			return badInput("%s: %v", f.flag, err)
+		}
+	}
+	return nil
+}
+
+// runRemote runs the matrix against llama-server, an OpenAI-compatible API or the Anthropic
+// Messages API. Each session starts cold: llama-server's slots are erased (its Reset); a cloud
+// API, whose cache cannot be emptied, gets a nonce unique to the session first in the system
+// prompt. Cloud requests are priced from the pricing table.
+func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
+	ro := &o.Remote
+	var (
+		backend                   harness.Backend
+		tok                       harness.Tokenizer
+		url, serverVersion, model = ro.BaseURL, "", o.ModelName
+		nonce                     func(string) string
+		price                     func(*chat.Usage) (float64, bool)
+		settings                  = map[string]string{}
+	)
+	switch o.Backend {
+	case "llamacpp":
+		if ro.LlamaServer != "" {
+			cache, err := cacheDir(s, o.CacheDir)
+			if err != nil {
+				return err
+			}
+			dir, err := os.MkdirTemp(cache, "llama-server-")
+			if err != nil {
+				return fmt.Errorf("create the llama-server's folder: %w", err)
+			}
+			defer os.RemoveAll(dir)
+			srv, err := localserver.StartLlamaServer(ctx, localserver.LlamaStartOptions{
+				Binary: ro.LlamaServer, Model: o.GGUF, Dir: dir, CtxSize: o.NumCtx, Log: r.progress,
+			})
+			if err != nil {
+				return err
+			}
+			defer func() {
+				if err := srv.Stop(); err != nil {
+					fmt.Fprintln(s.err, "lab: stop llama-server:", err)
+				}
+			}()
+			url = srv.URL
+			settings["llama_server"] = ro.LlamaServer
+		}
+		c, err := llamacpp.New(llamacpp.Options{BaseURL: url, Output: ollama.Qwen3Output,
+			APIKey: s.getenv("LLAMA_API_KEY"), KeyFile: ro.KeyFile})
+		if err != nil {
+			return &usageError{err}
+		}
+		if serverVersion, err = c.Version(ctx); err != nil {
+			return fmt.Errorf("reach llama-server: %w", err)
+		}
+		if p, err := c.Props(ctx); err == nil && p.ModelPath != "" {
+			model = filepath.Base(p.ModelPath)
+		}
+		backend, tok = c, c.Tokenizer()
+	case "openai":
+		c, err := openai.New(openai.Options{Profile: ro.Profile, BaseURL: ro.BaseURL, Model: o.ModelName,
+			API: ro.API, KeyFile: ro.KeyFile, Getenv: s.getenv})
+		if err != nil {
+			return &usageError{err}
+		}
+		backend, url = c, c.URL()
+		settings["profile"] = c.Profile().Name
+		nonce = func(session string) string { return openai.Nonce(session) + "\n" }
+	case "anthropic":
+		var bps []anthropic.Breakpoint
+		if ro.Breakpoints != "" {
+			var err error
+			if bps, err = anthropic.ParseBreakpoints(ro.Breakpoints); err != nil {
+				return badInput("--cache-breakpoints: %v", err)
+			}
+		}
+		c, err := anthropic.New(anthropic.Options{BaseURL: ro.BaseURL, Model: o.ModelName, KeyFile: ro.KeyFile, Breakpoints: bps})
+		if err != nil {
+			return &usageError{err}
+		}
+		backend, url = c, c.URL()
+		if ro.Breakpoints != "" {
+			settings["cache_breakpoints"] = ro.Breakpoints
+		}
+		nonce = func(session string) string { return openai.Nonce(session) + "\n" }
+	}
+	if o.Backend != "llamacpp" {
+		table, err := pricingTable(ro.Pricing)
+		if err != nil {
+			return err
+		}
+		price = func(u *chat.Usage) (float64, bool) { return table.Cost(model, u) }
+		if ro.Pricing != "" {
+			settings["pricing"] = ro.Pricing
+		}
+		if tok == nil {
+			fmt.Fprintf(s.err, "lab: note: %s does not render or tokenize prompts for the lab: expected cached tokens and the divergence columns stay 0\n", o.Backend)
+		}
+	}
+	cfg := harness.RunConfig{
+		Scenarios: r.scenarios, Arms: r.arms, Repeat: o.Repeat, ResultsDir: o.ResultsDir, RunID: o.RunID,
+		LabVersion: version(), Loop: r.loop, Backend: backend, BackendName: o.Backend, Model: model,
+		ServerVersion: serverVersion, ServerURL: url, NumCtx: o.NumCtx, Tokenizer: tok,
+		SaveRequests: o.SaveRequests, Settings: settings, Nonce: nonce, Warm: o.Warm, Price: price,
+		Warn: func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
+	}
+	if o.Warm {
+		cfg.Nonce = nil
+	}
+	if o.Backend != "llamacpp" {
+		cfg.NumCtx = 0 // a cloud API's window is the model's, not the lab's to pin
+	}
+	cfg.Progress = newProgress(r.progress, cfg.Requests())
+	return runAndReport(ctx, s, cfg)
+}
+
+// pricingTable is the embedded pricing table, or the file given with --pricing.
+func pricingTable(path string) (*pricing.Table, error) {
+	if path == "" {
+		return pricing.Default()
+	}
+	t, err := pricing.Load(path)
+	if err != nil {
+		return nil, &usageError{err}
+	}
+	return t, nil
+}

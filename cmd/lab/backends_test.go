@@ -1,0 +1,149 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"lab/metrics"
+)
+
+// fakeOpenAI is an OpenAI-compatible server on loopback with OpenAI's prompt cache rule: the
+// longest common prefix with the previous request, in "tokens" of 4 bytes of the messages'
+// JSON, reused only from 1,024 tokens on and in steps of 128.
+type fakeOpenAI struct {
+	mu      sync.Mutex
+	prev    []byte
+	systems []string
+}
+
+func (f *fakeOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1/chat/completions" {
+		http.NotFound(w, r)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	var req struct {
+		Messages json.RawMessage `json:"messages"`
+		Stream   bool            `json:"stream"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		http.Error(w, err.Error(), 400)
+		return
+	}
+	var msgs []struct{ Role, Content string }
+	json.Unmarshal(req.Messages, &msgs)
+	f.mu.Lock()
+	n := 0
+	for n < len(req.Messages) && n < len(f.prev) && req.Messages[n] == f.prev[n] {
+		n++
+	}
+	f.prev = req.Messages
+	if len(msgs) > 0 {
+		f.systems = append(f.systems, msgs[0].Content)
+	}
+	f.mu.Unlock()
+	prompt, cached := len(req.Messages)/4, n/4
+	if cached < 1024 {
+		cached = 0
+	} else {
+		cached -= cached % 128
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"ok\"},\"finish_reason\":null}]}\n\n")
+	fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":1,\"total_tokens\":%d,\"prompt_tokens_details\":{\"cached_tokens\":%d}}}\n\n", prompt, prompt+1, cached)
+	fmt.Fprintf(w, "data: [DONE]\n\n")
+}
+
+// lab run --backend openai --base-url URL works against any OpenAI-compatible server and writes
+// the same Parquet columns, with the cached tokens from usage, each session started cold by its
+// own nonce and verified by its first request.
+func TestRunAgainstAnOpenAICompatibleServer(t *testing.T) {
+	f := &fakeOpenAI{}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	results := t.TempDir()
+	code, stdout, stderr := runLab(t, "run", "--backend", "openai", "--base-url", srv.URL+"/v1", "--model", "m",
+		"--scenario", "midnight", "--arm", "spec", "--repeat", "2", "--results", results, "--run-id", "oa", "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	man, samples, err := metrics.ReadRun(filepath.Join(results, "oa"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if man.Backend != "openai" || man.CacheState != metrics.CacheColdVerified || !man.Complete || man.Settings["profile"] != "generic" {
+		t.Errorf("manifest: backend %q, cache_state %q, complete %v, settings %v", man.Backend, man.CacheState, man.Complete, man.Settings)
+	}
+	reused := 0
+	for _, s := range samples {
+		if s.CachedTokens == nil || s.CachedSource != metrics.CachedSourceResponse || s.PromptTokens == 0 {
+			t.Fatalf("request %d: cached %v from %q, prompt %d", s.RequestIndex, s.CachedTokens, s.CachedSource, s.PromptTokens)
+		}
+		if s.RequestIndex == 0 && *s.CachedTokens != 0 {
+			t.Errorf("repetition %d starts with %d cached tokens: the nonce did not make it cold", s.Repetition, *s.CachedTokens)
+		}
+		if *s.CachedTokens > 0 {
+			reused++
+		}
+		if !strings.Contains(s.UsageFields, "prompt_tokens_details.cached_tokens") {
+			t.Errorf("request %d: usage_fields %q", s.RequestIndex, s.UsageFields)
+		}
+		if s.RereadTokens != s.PromptTokens-*s.CachedTokens {
+			t.Errorf("request %d: reread %d, prompt %d, cached %d", s.RequestIndex, s.RereadTokens, s.PromptTokens, *s.CachedTokens)
+		}
+	}
+	if reused < len(samples)/2 {
+		t.Errorf("only %d of %d requests reused the cache", reused, len(samples))
+	}
+	// The nonce is the session's: first in every system prompt, different for the repetitions.
+	first, last := f.systems[0], f.systems[len(f.systems)-1]
+	if !strings.HasPrefix(first, "lab-run: ") || !strings.HasPrefix(last, "lab-run: ") || first[:26] == last[:26] {
+		t.Errorf("system prompts start %q and %q; want a nonce per session", first[:30], last[:30])
+	}
+}
+
+// An API key from the environment appears in no result file, no output line and no error, even
+// when the server echoes it back.
+func TestAPIKeyIsNeverWritten(t *testing.T) {
+	const key = "sk-lab-test-SECRET-0123456789abcdef"
+	t.Setenv("OPENAI_API_KEY", key)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(401)
+		fmt.Fprintf(w, `{"error":{"message":"Incorrect API key provided: %s (header %q)","type":"invalid_request_error"}}`, key, r.Header.Get("Authorization"))
+	}))
+	defer srv.Close()
+	results := t.TempDir()
+	code, stdout, stderr := runLab(t, "run", "--backend", "openai", "--profile", "openai", "--base-url", srv.URL+"/v1",
+		"--model", "gpt-x", "--scenario", "midnight", "--arm", "spec", "--results", results, "--run-id", "key")
+	if code != 1 {
+		t.Errorf("exit %d, want 1 (the server refused)", code)
+	}
+	if !strings.Contains(stderr, "401") {
+		t.Errorf("stderr does not name the refusal: %s", stderr)
+	}
+	for name, text := range map[string]string{"stdout": stdout, "stderr": stderr} {
+		if strings.Contains(text, "SECRET") {
+			t.Errorf("%s holds the key: %s", name, text)
+		}
+	}
+	filepath.WalkDir(results, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, _ := os.ReadFile(path)
+		if strings.Contains(string(b), "SECRET") {
+			t.Errorf("%s holds the key", path)
+		}
+		return nil
+	})
+}
