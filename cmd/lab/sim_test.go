@@ -75,7 +75,12 @@ func TestRunSimBadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"run", "--backend", "llamacpp"}, `--backend "llamacpp"`},
+		{[]string{"run", "--backend", "vllm"}, `--backend "vllm"`},
+		{[]string{"run", "--backend", "llamacpp"}, "needs --base-url"},
+		{[]string{"run", "--backend", "openai", "--server", "http://127.0.0.1:1"}, "takes --base-url"},
+		{[]string{"run", "--backend", "sim", "--profile", "vllm"}, "--profile is for"},
+		{[]string{"run", "--backend", "anthropic", "--cache-breakpoints", "middle"}, "--cache-breakpoints"},
+		{[]string{"run", "--backend", "openai", "--key-file", "/nonexistent/key"}, "--key-file"},
 		{[]string{"run", "--backend", "sim", "--cache-model", "sglang"}, `unknown cache model "sglang"`},
 		{[]string{"run", "--backend", "sim", "--server", "http://127.0.0.1:1"}, "uses no server"},
 	} {
