@@ -11,7 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	lab "lab"
 	"lab/backend/ollama"
@@ -391,41 +393,62 @@ func setup(cache string, generic bool, m localserver.ModelOptions, name string, 
 // sharedServerDir is where `lab server start` keeps the server it leaves running.
 func sharedServerDir(cache string) string { return filepath.Join(cache, "server") }
 
-// newProgress returns the progress display: a line redrawn in place on a terminal, one line
-// per request otherwise.
+// newProgress returns the progress display for total requests: on a terminal a progress bar
+// (requests done of total, the rate and the time left) with the request just measured after it;
+// otherwise one plain line per request, for logs and CI. A request that failed is always written
+// on a line of its own.
 func newProgress(w io.Writer, total int) func(done, total int, s *metrics.Sample) {
-	tty := isTerminal(w)
-	start := time.Now()
-	return func(done, _ int, s *metrics.Sample) {
+	line := func(done int, s *metrics.Sample) string {
 		cached := "?"
 		if s.CachedTokens != nil && s.PromptTokens > 0 {
 			cached = fmt.Sprintf("%.0f%%", 100*float64(*s.CachedTokens)/float64(s.PromptTokens))
 		}
-		eta := ""
-		if done > 0 && done < total {
-			eta = " eta " + (time.Since(start) / time.Duration(done) * time.Duration(total-done)).Round(time.Second).String()
-		}
-		line := fmt.Sprintf("[%d/%d] %s/%s request %d: %d prompt tokens, %s cached, prefill %.2fs%s",
-			done, total, s.Scenario, s.Arm, s.RequestIndex, s.PromptTokens, cached, float64(s.PrefillNs)/1e9, eta)
+		l := fmt.Sprintf("%s/%s request %d: %d prompt tokens, %s cached, prefill %.2fs",
+			s.Scenario, s.Arm, s.RequestIndex, s.PromptTokens, cached, float64(s.PrefillNs)/1e9)
 		if s.Error != "" {
-			line += " error: " + s.Error
+			l += " error: " + s.Error
 		}
-		if tty {
-			fmt.Fprintf(w, "\r\033[K%s", line)
-			if done == total || s.Error != "" {
-				fmt.Fprintln(w)
+		return l
+	}
+	if !isTerminal(w) {
+		start := time.Now()
+		return func(done, _ int, s *metrics.Sample) {
+			eta := ""
+			if done > 0 && done < total {
+				eta = " eta " + (time.Since(start) / time.Duration(done) * time.Duration(total-done)).Round(time.Second).String()
 			}
-			return
+			fmt.Fprintf(w, "[%d/%d] %s%s\n", done, total, line(done, s), eta)
 		}
-		fmt.Fprintln(w, line)
+	}
+	bar := progressbar.NewOptions(total,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetWidth(24),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetItsString("requests"),
+		progressbar.OptionShowIts(),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }),
+	)
+	return func(done, _ int, s *metrics.Sample) {
+		if s.Error != "" {
+			bar.Clear()
+			fmt.Fprintf(w, "[%d/%d] %s\n", done, total, line(done, s))
+		}
+		desc := fmt.Sprintf("%s/%s request %d", s.Scenario, s.Arm, s.RequestIndex)
+		if s.CachedTokens != nil && s.PromptTokens > 0 {
+			desc += fmt.Sprintf(", %.0f%% cached", 100*float64(*s.CachedTokens)/float64(s.PromptTokens))
+		}
+		bar.Describe(desc)
+		if done > bar.GetMax() { // a scenario sent more requests than planned
+			bar.ChangeMax(done)
+		}
+		bar.Set(done)
 	}
 }
 
+// isTerminal reports whether w is a terminal, where the progress bar can redraw itself.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
