@@ -13,6 +13,7 @@ test: setup server
 	$(GO) vet ./...
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: the files above are not formatted"; exit 1; }
 	$(GO) test -timeout 60m ./...
+	./$(BIN) check checks/ci.yaml
 	$(MAKE) fuzz
 
 # Each fuzz test for a short time: the parsers and the caps must never panic and never break
