@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"lab/internal/fakellama"
 	"lab/metrics"
 )
 
@@ -146,4 +147,30 @@ func TestAPIKeyIsNeverWritten(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// lab server start --llamacpp starts the user's llama-server and leaves it running; status and
+// stop find it.
+func TestServerStartLlamaCpp(t *testing.T) {
+	dir := t.TempDir()
+	bin := fakellama.Build(t, dir)
+	model := filepath.Join(dir, "model.gguf")
+	os.WriteFile(model, []byte("GGUF"), 0o644)
+	cache := filepath.Join(dir, "cache")
+	code, out, errOut := runLab(t, "server", "start", "--cache", cache, "--llamacpp", bin, "--gguf", model)
+	if code != 0 || !strings.Contains(out, "llama-server b9999-fake") {
+		t.Fatalf("start: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, out, _ = runLab(t, "server", "status", "--cache", cache); code != 0 || !strings.Contains(out, "llama-server running: http://127.0.0.1:") {
+		t.Errorf("status: exit %d, %q", code, out)
+	}
+	if code, out, _ = runLab(t, "server", "stop", "--cache", cache); code != 0 || !strings.Contains(out, "stopped llama-server") {
+		t.Errorf("stop: exit %d, %q", code, out)
+	}
+	if code, out, _ = runLab(t, "server", "status", "--cache", cache); code != 0 || strings.Contains(out, "llama-server running") {
+		t.Errorf("status after stop: exit %d, %q", code, out)
+	}
+	if code, _, errOut = runLab(t, "server", "start", "--cache", cache, "--llamacpp", bin); code != 2 || !strings.Contains(errOut, "needs --gguf") {
+		t.Errorf("--llamacpp without --gguf: exit %d, %q", code, errOut)
+	}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -19,8 +21,9 @@ func addModelFlags(c *cobra.Command, m *localserver.ModelOptions) {
 }
 
 func newServerCmd(s *streams) *cobra.Command {
-	var cache string
+	var cache, llamaBin, llamaModel string
 	var generic bool
+	var llamaCtx int
 	m := localserver.DefaultModelOptions()
 	c := &cobra.Command{
 		Use:   "server",
@@ -37,6 +40,9 @@ func newServerCmd(s *streams) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
+			if llamaBin != "" || llamaModel != "" {
+				return startLlama(cmd, s, dir, llamaBin, llamaModel, llamaCtx)
+			}
 			if srv, err := localserver.Attach(ctx, sharedServerDir(dir)); err == nil {
 				fmt.Fprintf(s.out, "already running: %s (pid %d, log %s)\n", srv.URL, srv.PID, srv.LogPath)
 				return nil
@@ -57,6 +63,9 @@ func newServerCmd(s *streams) *cobra.Command {
 		},
 	}
 	start.Flags().BoolVar(&generic, "generic-build", false, "build Ollama without -march=native")
+	start.Flags().StringVar(&llamaBin, "llamacpp", "", "start your own llama-server binary instead of Ollama, serving --gguf (use it with lab run --backend llamacpp --base-url URL)")
+	start.Flags().StringVar(&llamaModel, "gguf", "", "with --llamacpp: the GGUF model file to serve")
+	start.Flags().IntVar(&llamaCtx, "ctx-size", localserver.DefaultContextLength, "with --llamacpp: the context size in tokens (-c)")
 	addModelFlags(start, &m)
 	// attached runs f on the server `lab server start` left running, or says it is not running.
 	attached := func(f func(*localserver.Server) error) func(*cobra.Command, []string) error {
@@ -76,15 +85,42 @@ func newServerCmd(s *streams) *cobra.Command {
 			return f(srv)
 		}
 	}
+	// andLlama runs f, then g on the llama-server `lab server start --llamacpp` left running, if
+	// there is one.
+	andLlama := func(f func(*cobra.Command, []string) error, g func(*localserver.LlamaServer) error) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, args []string) error {
+			if err := f(cmd, args); err != nil {
+				return err
+			}
+			dir, err := cacheDir(s, cache)
+			if err != nil {
+				return err
+			}
+			ls, err := localserver.AttachLlamaServer(cmd.Context(), sharedLlamaDir(dir))
+			if errors.Is(err, localserver.ErrLlamaNotRunning) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			return g(ls)
+		}
+	}
 	stop := &cobra.Command{
 		Use:   "stop",
-		Short: "Stop the server lab server start started",
+		Short: "Stop the server lab server start started (and its llama-server, if one was started)",
 		Args:  cobra.NoArgs,
-		RunE: attached(func(srv *localserver.Server) error {
+		RunE: andLlama(attached(func(srv *localserver.Server) error {
 			if err := srv.Stop(); err != nil {
 				return err
 			}
 			fmt.Fprintf(s.out, "stopped %s (pid %d)\n", srv.URL, srv.PID)
+			return nil
+		}), func(ls *localserver.LlamaServer) error {
+			if err := ls.Stop(); err != nil {
+				return err
+			}
+			fmt.Fprintf(s.out, "stopped llama-server %s (pid %d)\n", ls.URL, ls.PID)
 			return nil
 		}),
 	}
@@ -92,8 +128,11 @@ func newServerCmd(s *streams) *cobra.Command {
 		Use:   "status",
 		Short: "Say whether the local server is running, and where",
 		Args:  cobra.NoArgs,
-		RunE: attached(func(srv *localserver.Server) error {
+		RunE: andLlama(attached(func(srv *localserver.Server) error {
 			fmt.Fprintf(s.out, "running: %s\nollama %s, pid %d, log %s\n", srv.URL, srv.Version, srv.PID, srv.LogPath)
+			return nil
+		}), func(ls *localserver.LlamaServer) error {
+			fmt.Fprintf(s.out, "llama-server running: %s\nbuild %s, pid %d, model %s, log %s\n", ls.URL, ls.BuildInfo, ls.PID, ls.ModelPath, ls.LogPath)
 			return nil
 		}),
 	}
@@ -154,4 +193,35 @@ func newModelCmd(s *streams) *cobra.Command {
 	addModelFlags(synth, &m)
 	c.AddCommand(synth)
 	return c
+}
+
+// sharedLlamaDir is where `lab server start --llamacpp` keeps the llama-server it leaves running.
+func sharedLlamaDir(cache string) string { return filepath.Join(cache, "llama-server") }
+
+// startLlama starts the user's llama-server binary serving model and leaves it running.
+func startLlama(cmd *cobra.Command, s *streams, cache, bin, model string, ctxSize int) error {
+	switch {
+	case bin == "":
+		return badInput("--gguf without --llamacpp: the synthetic model is served by Ollama; name a llama-server binary with --llamacpp")
+	case model == "":
+		return badInput("--llamacpp needs --gguf: the model file to serve")
+	}
+	for _, f := range []struct{ flag, path string }{{"--llamacpp", bin}, {"--gguf", model}} {
+		if _, err := os.Stat(f.path); err != nil {
+			return badInput("%s: %v", f.flag, err)
+		}
+	}
+	ctx := cmd.Context()
+	if ls, err := localserver.AttachLlamaServer(ctx, sharedLlamaDir(cache)); err == nil {
+		fmt.Fprintf(s.out, "already running: llama-server %s (pid %d, log %s)\n", ls.URL, ls.PID, ls.LogPath)
+		return nil
+	}
+	ls, err := localserver.StartLlamaServer(ctx, localserver.LlamaStartOptions{
+		Binary: bin, Model: model, Dir: sharedLlamaDir(cache), CtxSize: ctxSize, Log: s.err,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(s.out, "%s\nllama-server %s, pid %d, model %s, log %s\n", ls.URL, ls.BuildInfo, ls.PID, ls.ModelPath, ls.LogPath)
+	return nil
 }
