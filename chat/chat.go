@@ -94,6 +94,12 @@ type Request struct {
 	Tools []Tool
 	// Think asks a reasoning model to reason before it answers (Ollama `think`).
 	Think bool
+	// Generate is the most tokens the model may generate for this request, reasoning included
+	// (Ollama option num_predict, OpenAI max_completion_tokens): the live driver's request, which
+	// the backend sends for a real generation and answers with [Result].Reply. 0 is the scripted
+	// behaviour: the backend generates as little as it can and leaves the cache as if the model
+	// had written the scripted reply.
+	Generate int
 }
 
 // Reply is what the model answered a request with. In scripted mode the scenario gives it and the
@@ -162,6 +168,11 @@ type Result struct {
 	// Warnings are problems with this request's figures that do not invalidate it (a server log
 	// line that could not be matched, say).
 	Warnings []string
+	// Reply is what the model generated for a request with Generate > 0: its reasoning (Ollama
+	// message.thinking, OpenAI reasoning_content), its text and its tool calls, as the server
+	// parsed them from the stream; nil for a scripted request (Generate 0). A generation cut off
+	// at the token limit gives what was parsed before the cut.
+	Reply *Reply
 }
 
 // APIError is a server's refusal or failure, with the address so a user knows which server.
@@ -174,6 +185,10 @@ type APIError struct {
 	StatusCode int
 	// Body is the server's error message, or the transport error's.
 	Body string
+	// RetryAfter is how long the server asked the client to wait before trying again, from its
+	// Retry-After header (RFC 9110 §10.2.3: delay-seconds or an HTTP-date), usually with HTTP
+	// 429 or 503; 0 when it gave none.
+	RetryAfter time.Duration
 }
 
 // Error implements error.

@@ -7,7 +7,8 @@
 //     mistake (an unknown key, a wrong type, an unknown scenario or arm, a negative number, a
 //     share outside 0..1) is a *[SyntaxError] printed as "file:line: message". The format is
 //     documented in checks/README.md.
-//  2. [Evaluate] checks every expectation against a run's []metrics.Sample, for example those
+//  2. [EvaluateRuns] (or [Evaluate], without manifests) leaves out the sessions that did not
+//     complete (report.Sessions) and checks every expectation against a run's []metrics.Sample, for example those
 //     metrics.ReadRun returns, and returns a [Result]: each expectation [Held] or [Failed] with
 //     the requests (scenario, arm, repetition, request index, first divergent segment) that
 //     broke it.

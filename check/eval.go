@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"lab/metrics"
+	"lab/report"
 )
 
 // Status is an expectation's outcome: [Held] or [Failed].
@@ -32,6 +33,9 @@ type Result struct {
 	// Held and Failed count the outcomes by status.
 	Held   int `json:"held"`
 	Failed int `json:"failed"`
+	// LeftOut are the sessions left out of every expectation because they did not complete
+	// (report.Sessions: a request failed, or the run was interrupted during it).
+	LeftOut []report.LeftOut `json:"left_out,omitempty"`
 }
 
 // OK reports whether every expectation held.
@@ -45,8 +49,13 @@ type Outcome struct {
 	// Status is held or failed.
 	Status Status `json:"status"`
 	// Checked is how many requests (min_cached_share, no_divergence_before) or scenario × arm
-	// pairs (max_reread_tokens) the expectation was checked against.
+	// pairs (max_reread_tokens) the expectation was checked against. An expectation that
+	// matched samples but checked none (from_request beyond every session) fails.
 	Checked int `json:"checked"`
+	// LeftOut is how many sessions the expectation matched that were left out as incomplete
+	// (listed in [Result].LeftOut); a session left out because a request failed is also a
+	// failure of the expectation.
+	LeftOut int `json:"left_out,omitempty"`
 	// CachedSources, for min_cached_share, are the sources of the cached token counts the
 	// shares were computed from, sorted: cached_source values such as "simulation" or
 	// "server_log", and [CachedExpected] where cached_tokens was unknown.
@@ -96,21 +105,47 @@ type session struct {
 }
 
 // Evaluate checks every expectation of f against samples (any order; for example a run folder's
-// metrics.ReadRun) and returns the outcomes. It never fails: an expectation that matches no
-// samples is [Failed] with a failure saying so.
+// metrics.ReadRun) and returns the outcomes: [EvaluateRuns] without manifests, so that a
+// session with a failed request is left out and fails the expectations that match it.
 func Evaluate(f *File, samples []metrics.Sample) *Result {
-	sessions := group(samples)
-	res := &Result{File: f.Path, Expectations: []Outcome{}}
+	return EvaluateRuns(f, nil, samples)
+}
+
+// EvaluateRuns checks every expectation of f against the complete sessions of samples
+// (report.Sessions with the runs' manifests: a session is left out when one of its requests
+// failed, or when its run was interrupted during it) and returns the outcomes. It never fails:
+// an expectation that matches no samples, or that checks no request, is [Failed] with a
+// failure saying so; a left-out session with a failed request is a failure of every
+// expectation that matches it; an interrupted session is only counted ([Outcome].LeftOut) and
+// listed ([Result].LeftOut).
+func EvaluateRuns(f *File, runs []*metrics.Manifest, samples []metrics.Sample) *Result {
+	complete, left := report.Sessions(runs, samples)
+	sessions := group(complete)
+	res := &Result{File: f.Path, Expectations: []Outcome{}, LeftOut: left}
 	for i := range f.Expect {
 		e := f.Expect[i]
 		o := Outcome{Expectation: e, Description: e.String(), Failures: []Failure{}}
+		match := func(scenario, arm string) bool {
+			return (e.Scenario == Any || e.Scenario == scenario) && (e.Arm == Any || e.Arm == arm)
+		}
 		var matched []*session
 		for _, s := range sessions {
-			if (e.Scenario == Any || e.Scenario == s.scenario) && (e.Arm == Any || e.Arm == s.arm) {
+			if match(s.scenario, s.arm) {
 				matched = append(matched, s)
 			}
 		}
-		if len(matched) == 0 {
+		for _, l := range left {
+			if !match(l.Scenario, l.Arm) {
+				continue
+			}
+			o.LeftOut++
+			if l.Reason == report.LeftFailed {
+				req := int(l.Request)
+				o.Failures = append(o.Failures, Failure{Scenario: l.Scenario, Arm: l.Arm, Repetition: int(l.Repetition), Request: &req,
+					Message: "the request failed: " + l.Error + " (its session is left out)"})
+			}
+		}
+		if len(matched) == 0 && o.LeftOut == 0 {
 			o.Failures = append(o.Failures, Failure{Scenario: e.Scenario, Arm: e.Arm,
 				Message: "no requests of " + e.Scenario + "/" + e.Arm + " in the samples"})
 		}
@@ -121,6 +156,15 @@ func Evaluate(f *File, samples []metrics.Sample) *Result {
 			checkDivergence(&o, matched)
 		case e.MaxRereadTokens != nil:
 			checkReread(&o, matched)
+		}
+		if o.Checked == 0 && len(o.Failures) == 0 && (len(matched) > 0 || o.LeftOut > 0) {
+			// A check of nothing must not pass: from_request beyond every session, or every
+			// matching session left out.
+			msg := fmt.Sprintf("checked no request: no request of %s/%s from request %d on", e.Scenario, e.Arm, e.FromRequest)
+			if len(matched) == 0 {
+				msg = fmt.Sprintf("checked no request: every session of %s/%s was left out as incomplete", e.Scenario, e.Arm)
+			}
+			o.Failures = append(o.Failures, Failure{Scenario: e.Scenario, Arm: e.Arm, Message: msg})
 		}
 		o.Status = Held
 		if len(o.Failures) > 0 {
@@ -189,8 +233,13 @@ func (o *Outcome) applies(r *metrics.Sample) bool {
 
 // CachedShare returns a sample's cached share (cached tokens / prompt tokens) and the source of
 // its cached tokens: the sample's cached_tokens and cached_source when known, else
-// expected_cached_tokens and [CachedExpected]. ok is false when the prompt has no tokens.
+// expected_cached_tokens and [CachedExpected]. ok is false when the prompt has no tokens, and
+// when cached_tokens is unknown and so is expected_cached_tokens ([metrics.Sample].ExpectedUnknown:
+// source "").
 func CachedShare(s *metrics.Sample) (share float64, source string, ok bool) {
+	if s.CachedTokens == nil && s.ExpectedUnknown {
+		return 0, "", false
+	}
 	cached, source := s.ExpectedCachedTokens, CachedExpected
 	if s.CachedTokens != nil {
 		cached, source = *s.CachedTokens, s.CachedSource
@@ -218,11 +267,15 @@ func checkShare(o *Outcome, matched []*session) {
 				continue
 			}
 			share, src, ok := CachedShare(r)
-			sources[src] = true
 			if !ok {
-				o.Failures = append(o.Failures, requestFailure(s, r, "no prompt tokens: no cached share"))
+				msg := "no prompt tokens: no cached share"
+				if src == "" {
+					msg = "no cached share: the server did not say how many tokens it reused, and the backend shows no rendering to compute the expected ones"
+				}
+				o.Failures = append(o.Failures, requestFailure(s, r, msg))
 				continue
 			}
+			sources[src] = true
 			if share < least {
 				f := requestFailure(s, r, fmt.Sprintf("cached share %.3f < %s", share, formatShare(least)))
 				f.Value, f.CachedSource = share, src
@@ -244,6 +297,12 @@ func checkDivergence(o *Outcome, matched []*session) {
 				continue
 			}
 			o.Checked++
+			if r.ExpectedUnknown {
+				// Never a vacuous pass: an empty divergence_segment means nothing here.
+				o.Failures = append(o.Failures, requestFailure(s, r,
+					"divergence unknown: the backend records no divergence (it shows neither the rendered prompt nor its tokens)"))
+				continue
+			}
 			if r.DivergenceSegment == "" {
 				continue
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -57,7 +58,7 @@ func TestEvaluateMinCachedShare(t *testing.T) {
 		{"request 1 counts from 1", Expectation{Scenario: "midnight", Arm: "spec", MinCachedShare: ptr(0.9), FromRequest: 1, ExceptTurnStarts: true}, []string{"spec 1 1"}},
 		{"from request 0 checks the cold start", Expectation{Scenario: "midnight", Arm: "spec", MinCachedShare: ptr(0.1), FromRequest: 0}, []string{"spec 1 0"}},
 		{"the date arm falls at midnight", Expectation{Scenario: "midnight", Arm: "*", MinCachedShare: ptr(0.45), FromRequest: 1}, []string{"date-in-system-prompt 1 3"}},
-		{"from beyond the last request checks nothing", Expectation{Scenario: "midnight", Arm: "*", MinCachedShare: ptr(1.0), FromRequest: 9}, nil},
+		{"from beyond the last request checks no request: fails", Expectation{Scenario: "midnight", Arm: "*", MinCachedShare: ptr(1.0), FromRequest: 9}, []string{"* 0 -"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -65,7 +66,11 @@ func TestEvaluateMinCachedShare(t *testing.T) {
 			o := res.Expectations[0]
 			var got []string
 			for _, f := range o.Failures {
-				got = append(got, strings.Join([]string{f.Arm, itoa(f.Repetition), itoa(*f.Request)}, " "))
+				r := "-"
+				if f.Request != nil {
+					r = itoa(*f.Request)
+				}
+				got = append(got, strings.Join([]string{f.Arm, itoa(f.Repetition), r}, " "))
 			}
 			if d := cmp.Diff(tc.want, got); d != "" {
 				t.Errorf("failures (-want +got):\n%s", d)
@@ -134,7 +139,7 @@ func TestEvaluateMinCachedShareErroredRequest(t *testing.T) {
 	s := req("s", "spec", 1, 1, 1, 2, 1000, 1000, 1000, 0, "")
 	s.Error = "connection reset"
 	res := Evaluate(one(Expectation{Scenario: "s", Arm: "spec", MinCachedShare: ptr(0.5), FromRequest: 1}), []metrics.Sample{s})
-	if f := res.Expectations[0].Failures; len(f) != 1 || f[0].Message != "the request failed: connection reset" {
+	if f := res.Expectations[0].Failures; len(f) != 1 || f[0].Message != "the request failed: connection reset (its session is left out)" {
 		t.Fatalf("failures %+v", f)
 	}
 }
@@ -273,3 +278,63 @@ func TestWriteTextCapsFailures(t *testing.T) {
 		t.Errorf("WriteText =\n%s", buf.String())
 	}
 }
+
+// A backend that records no divergence (expected_unknown: a cloud API) fails
+// no_divergence_before instead of passing it vacuously, and a request with neither cached nor
+// expected cached tokens fails min_cached_share.
+func TestEvaluateExpectedUnknown(t *testing.T) {
+	var ss []metrics.Sample
+	for i := range 3 {
+		s := req("s", "spec", 1, i, 1, i+1, 1000, -1, 0, 1000, "")
+		s.ExpectedUnknown = true
+		ss = append(ss, s)
+	}
+	res := Evaluate(one(Expectation{Line: 4, Scenario: "s", Arm: "spec", NoDivergenceBefore: SegmentTools, FromRequest: 1}), ss)
+	o := res.Expectations[0]
+	if o.Status != Failed || len(o.Failures) != 2 || !strings.Contains(o.Failures[0].Message, "the backend records no divergence") {
+		t.Errorf("no_divergence_before over unknown divergences: %s, %+v; want 2 failures naming it", o.Status, o.Failures)
+	}
+	res = Evaluate(one(Expectation{Scenario: "s", Arm: "spec", MinCachedShare: ptr(0.0), FromRequest: 1}), ss)
+	o = res.Expectations[0]
+	if o.Status != Failed || len(o.Failures) != 2 || !strings.Contains(o.Failures[0].Message, "no cached share") || len(o.CachedSources) != 0 {
+		t.Errorf("min_cached_share with nothing known: %s, %+v, sources %v", o.Status, o.Failures, o.CachedSources)
+	}
+}
+
+// An interrupted run: its last session is left out (not averaged into max_reread_tokens),
+// counted, and listed by WriteText; the expectation is checked on the complete sessions.
+func TestEvaluateRunsInterrupted(t *testing.T) {
+	var ss []metrics.Sample
+	for rep := 1; rep <= 2; rep++ {
+		for i := range 3 {
+			s := req("s", "spec", rep, i, 1, i+1, 1000, 500, 500, 500, "")
+			s.RunID, s.StartedAt = "r", s.StartedAt.Add(time.Duration(10*rep+i)*time.Second)
+			ss = append(ss, s)
+		}
+	}
+	ss = ss[:5] // repetition 2 cut after request 1
+	f := one(Expectation{Line: 3, Scenario: "s", Arm: "spec", MaxRereadTokens: ptrInt(1500)})
+	// Without the manifest the cut repetition (1,000 re-read tokens) is averaged in: 1,250.
+	if o := Evaluate(f, ss).Expectations[0]; o.Status != Held || o.Checked != 1 || o.LeftOut != 0 {
+		t.Fatalf("without manifest: %+v", o)
+	}
+	res := EvaluateRuns(f, []*metrics.Manifest{{RunID: "r", Complete: false}}, ss)
+	o := res.Expectations[0]
+	if o.Status != Held || o.LeftOut != 1 || len(res.LeftOut) != 1 || res.LeftOut[0].Repetition != 2 {
+		t.Fatalf("interrupted run: %+v, left out %+v", o, res.LeftOut)
+	}
+	f.Expect[0].MaxRereadTokens = ptrInt(1400) // repetition 1 re-read 1,500: fails now, held with the cut one averaged in
+	res = EvaluateRuns(f, []*metrics.Manifest{{RunID: "r", Complete: false}}, ss)
+	if res.Expectations[0].Status != Failed || !strings.Contains(res.Expectations[0].Failures[0].Message, "re-read tokens 1,500 > 1,400 (mean of 1 repetition)") {
+		t.Errorf("failures %+v", res.Expectations[0].Failures)
+	}
+	var buf bytes.Buffer
+	if err := WriteText(&buf, res); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "LEFT OUT s/spec repetition 2 of run r: the run was interrupted during this session (2 requests measured)\n") {
+		t.Errorf("WriteText:\n%s", buf.String())
+	}
+}
+
+func ptrInt(v int64) *int64 { return &v }

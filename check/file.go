@@ -395,8 +395,11 @@ func (p *parser) parseFile(root *yaml.Node) (*File, error) {
 	if !ok {
 		return nil, p.errorf(root.Line, "no expect list: a check file needs at least one expectation")
 	}
-	if list.Kind != yaml.SequenceNode || len(list.Content) == 0 {
+	if list.Kind != yaml.SequenceNode {
 		return nil, p.errorf(list.Line, "expect: want a list of expectations, got %s", describe(list))
+	}
+	if len(list.Content) == 0 {
+		return nil, p.errorf(list.Line, "expect: the list is empty: a check file needs at least one expectation")
 	}
 	for _, item := range list.Content {
 		e, err := p.expectation(item)

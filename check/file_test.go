@@ -102,7 +102,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown expectation key", e + "    min_cached_shares: 0.9\n", `c.yaml:4: expectation: unknown key "min_cached_shares"`},
 		{"repeated key", e + "    max_reread_tokens: 1\n    max_reread_tokens: 2\n", `c.yaml:5: expectation: key "max_reread_tokens" given twice (first at line 4)`},
 		{"no expect", "scenarios: [midnight]\n", "c.yaml:1: no expect list"},
-		{"empty expect", "expect: []\n", "c.yaml:1: expect: want a list of expectations, got a list"},
+		{"empty expect", "expect: []\n", "c.yaml:1: expect: the list is empty: a check file needs at least one expectation"},
 		{"expect not a list", "expect: 3\n", "c.yaml:1: expect: want a list of expectations, got 3"},
 		{"unknown scenario", "expect:\n  - scenario: midnite\n    arm: spec\n    max_reread_tokens: 1\n", `c.yaml:2: scenario: unknown scenario "midnite" (known: edit-loop, midnight, unchanged-rereads, or "*" for every one)`},
 		{"unknown arm", "expect:\n  - scenario: midnight\n    arm: spek\n    max_reread_tokens: 1\n", `c.yaml:3: arm: unknown arm "spek"`},

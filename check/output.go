@@ -16,7 +16,9 @@ const MaxTextFailures = 10
 //
 //	FAIL midnight/spec rep 1 request 27: cached share 0.000 < 0.25 (cached tokens: simulation; first divergence: system) [checks/ci.yaml:9]
 //
-// then a summary "3 expectations, 2 held, 1 failed". Held expectations print nothing.
+// then one line per session left out as incomplete ("LEFT OUT midnight/spec repetition 2 of run
+// R: request 7 failed: …"), then a summary "3 expectations, 2 held, 1 failed". Held
+// expectations print nothing.
 func WriteText(w io.Writer, r *Result) error {
 	bw := bufio.NewWriter(w)
 	for _, o := range r.Expectations {
@@ -30,6 +32,9 @@ func WriteText(w io.Writer, r *Result) error {
 			}
 			fmt.Fprintf(bw, "FAIL %s [%s:%d]\n", failureLine(&f), r.File, o.Line)
 		}
+	}
+	for i := range r.LeftOut {
+		fmt.Fprintf(bw, "LEFT OUT %s\n", r.LeftOut[i].String())
 	}
 	fmt.Fprintf(bw, "%d expectation%s, %d held, %d failed\n", len(r.Expectations), plural(len(r.Expectations)), r.Held, r.Failed)
 	return bw.Flush()

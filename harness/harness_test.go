@@ -211,6 +211,7 @@ func TestScenarioErrorsNameFileAndLine(t *testing.T) {
 		{"number pattern", base + "  - assistant:\n      calls:\n        - grep: {pattern: 12}\n", ":9: grep: pattern: want a string"},
 		{"empty user", base + "  - assistant:\n      text: hi\n  - user:\n  - assistant:\n      text: x\n", ":9: user: empty message"},
 		{"second document", base + "  - assistant:\n      text: hi\n---\nname: y\n", ":9: a second YAML document"},
+		{"name with a slash", "project: p\nname: team/midnight v2\nworkspace: w.txtar\nclock: \"2026-11-05T22:00:00Z\"\nsteps:\n  - user: hi\n", `:2: name "team/midnight v2": want lower-case`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,6 +59,14 @@ type RunConfig struct {
 	Price func(u *chat.Usage) (usd float64, ok bool)
 	// Now is the clock for the run id and the manifest; nil means time.Now.
 	Now func() time.Time
+	// Retry says how often a request that failed with a retryable error is sent again, after
+	// how long, and how long each attempt may take; the zero value is the default policy.
+	Retry RetryPolicy
+	// Resume carries on the run in ResultsDir/RunID, which stopped early (an interrupt, failed
+	// sessions), instead of starting a new one: see [Run].
+	Resume bool
+	// Driver is every session's driver: scripted (the zero value) or live, with its bounds.
+	Driver Driver
 }
 
 // Requests returns the number of requests the matrix sends: one per assistant step and one per
@@ -86,6 +95,20 @@ func CheckRunID(id string) error {
 // as measured), manifest.json (complete: false until every session ended well) and, with
 // SaveRequests, requests.jsonl. It returns the run's folder and manifest; on an error both are
 // still returned when the folder was made, and what was measured is kept and readable.
+//
+// A request that fails with a retryable error is sent again as cfg.Retry says; its row records
+// the retries. A session that cannot go on (a request that still failed, with the error in its
+// row) ends there and the run goes on with the next session; at the end Run returns a
+// *[SessionsError] counting the sessions that failed. An interrupt (ctx canceled) or a samples
+// file that cannot be written stops the run at once. On every path the Parquet file is closed
+// (its footer written, every row kept) and the manifest says complete false with the error.
+//
+// With cfg.Resume, Run carries on the run in ResultsDir/RunID: cfg must describe the same
+// matrix, backend and model as its manifest. The rows of the sessions that completed are kept;
+// the rows of a session that was cut or failed are dropped and the session is run again whole
+// (a scripted session's cache state depends on every request before); samples.parquet is
+// rewritten with the kept rows followed by the new ones (a new file, renamed over the old one
+// once closed, so that an interrupted resume loses nothing either).
 func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest, err error) {
 	now := cfg.Now
 	if now == nil {
@@ -97,13 +120,21 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 	start := now()
 	runID := cfg.RunID
 	if runID == "" {
+		if cfg.Resume {
+			return "", nil, errors.New("run: resume needs the run id")
+		}
 		runID = start.Format("20060102-150405")
 	}
 	if err := CheckRunID(runID); err != nil {
 		return "", nil, err
 	}
 	dir = filepath.Join(cfg.ResultsDir, runID)
-	if _, err := os.Stat(dir); err == nil {
+	var old *prior
+	if cfg.Resume {
+		if old, err = loadPrior(dir, &cfg); err != nil {
+			return "", nil, err
+		}
+	} else if _, err := os.Stat(dir); err == nil {
 		return "", nil, fmt.Errorf("run: %s already exists; choose another --run-id", dir)
 	}
 	// The sandbox's path appears in answers that name absolute paths (errors, search results):
@@ -120,36 +151,67 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", nil, fmt.Errorf("run: %w", err)
 	}
-	man = &metrics.Manifest{
-		LabVersion: cfg.LabVersion, RunID: runID, Repetitions: max(cfg.Repeat, 1),
-		Backend: cfg.BackendName, Model: cfg.Model, ServerVersion: cfg.ServerVersion, ServerURL: cfg.ServerURL,
-		NumCtx: cfg.NumCtx, StartedAt: start.UTC(), Settings: cfg.Settings,
-	}
-	for _, sc := range cfg.Scenarios {
-		man.Scenarios = append(man.Scenarios, sc.Name)
-	}
-	for _, a := range cfg.Arms {
-		man.Arms = append(man.Arms, a.Name)
+	if old != nil {
+		man = old.man
+		man.EndedAt, man.Complete, man.Error, man.Samples = time.Time{}, false, "", 0
+		if man.Settings == nil {
+			man.Settings = map[string]string{}
+		}
+		resumed := start.UTC().Format(time.RFC3339)
+		if prev := man.Settings[SettingResumedAt]; prev != "" {
+			resumed = prev + ", " + resumed
+		}
+		man.Settings[SettingResumedAt] = resumed
+	} else {
+		man = &metrics.Manifest{
+			LabVersion: cfg.LabVersion, RunID: runID, Repetitions: max(cfg.Repeat, 1),
+			Backend: cfg.BackendName, Model: cfg.Model, ServerVersion: cfg.ServerVersion, ServerURL: cfg.ServerURL,
+			NumCtx: cfg.NumCtx, StartedAt: start.UTC(), Settings: cfg.Settings,
+		}
+		for _, sc := range cfg.Scenarios {
+			man.Scenarios = append(man.Scenarios, sc.Name)
+		}
+		for _, a := range cfg.Arms {
+			man.Arms = append(man.Arms, a.Name)
+		}
 	}
 	manPath := filepath.Join(dir, metrics.ManifestFile)
 	if err := metrics.WriteManifest(manPath, man); err != nil {
 		return dir, man, err
 	}
-	sink, err := metrics.CreateParquet(filepath.Join(dir, metrics.SamplesFile))
+	samplesPath := filepath.Join(dir, metrics.SamplesFile)
+	writePath := samplesPath
+	if old != nil {
+		// The kept rows and the new ones go to a new file, renamed over the old one once closed.
+		writePath = samplesPath + ".resume"
+		if err := os.Remove(writePath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return dir, man, fmt.Errorf("run: %w", err)
+		}
+	}
+	psink, err := metrics.CreateParquet(writePath)
 	if err != nil {
 		return dir, man, err
 	}
+	sink := &trackSink{Sink: psink}
 	var reqFile *os.File
 	if cfg.SaveRequests {
-		if reqFile, err = os.Create(filepath.Join(dir, "requests.jsonl")); err != nil {
-			return dir, man, errors.Join(err, sink.Close())
+		flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+		if old != nil {
+			flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+		}
+		if reqFile, err = os.OpenFile(filepath.Join(dir, "requests.jsonl"), flags, 0o644); err != nil {
+			return dir, man, errors.Join(err, psink.Close())
 		}
 	}
 	// Whatever happens, close the Parquet file (its footer makes it readable) and record in the
 	// manifest how far the run got.
 	defer func() {
-		if cerr := sink.Close(); cerr != nil {
+		if cerr := psink.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("close %s: %w", metrics.SamplesFile, cerr))
+		} else if writePath != samplesPath {
+			if rerr := os.Rename(writePath, samplesPath); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("replace %s: %w", metrics.SamplesFile, rerr))
+			}
 		}
 		if reqFile != nil {
 			if cerr := reqFile.Close(); cerr != nil {
@@ -170,14 +232,40 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 	cold := &coldCheck{controlled: resets || cfg.Nonce != nil, warm: cfg.Warm}
 	defer func() { man.CacheState = cold.state() }()
 	total, done := cfg.Requests(), 0
+	if old != nil {
+		for i := range old.kept {
+			s := &old.kept[i]
+			if err := sink.Write(s); err != nil {
+				return dir, man, err
+			}
+			if s.RequestIndex == 0 {
+				cold.first(s)
+			}
+			man.Samples++
+			done++
+		}
+		if old.dropped > 0 && cfg.Warn != nil {
+			cfg.Warn(fmt.Errorf("resume %s: kept %d rows of %d completed sessions; dropped %d rows of sessions that did not complete, which run again whole",
+				dir, len(old.kept), len(old.done), old.dropped))
+		}
+	}
+	var failed []error
+	sessions := 0
 	for rep := 1; rep <= max(cfg.Repeat, 1); rep++ {
 		for _, sc := range cfg.Scenarios {
 			for _, arm := range cfg.Arms {
+				sessions++
+				if old != nil && old.done[sessionKey{sc.Name, arm.Name, int32(rep)}] {
+					continue
+				}
+				if err := ctx.Err(); err != nil {
+					return dir, man, fmt.Errorf("interrupted before %s/%s repetition %d: %w", sc.Name, arm.Name, rep, err)
+				}
 				sc := SessionConfig{
 					Scenario: sc, Arm: arm, Repetition: rep, RunID: runID, Loop: cfg.Loop, Backend: cfg.Backend,
 					BackendName: cfg.BackendName, Model: cfg.Model, ServerVersion: cfg.ServerVersion,
 					Tokenizer: cfg.Tokenizer, Sink: sink, SandboxDir: sandbox, Warn: cfg.Warn, NumCtx: cfg.NumCtx,
-					Warm: cfg.Warm, Price: cfg.Price,
+					Warm: cfg.Warm, Price: cfg.Price, Retry: cfg.Retry, Driver: cfg.Driver,
 					OnSample: func(s *metrics.Sample) {
 						if s.RequestIndex == 0 {
 							cold.first(s)
@@ -195,13 +283,73 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 				if reqFile != nil {
 					sc.Requests = reqFile
 				}
-				if err := RunSession(ctx, sc); err != nil {
-					return dir, man, fmt.Errorf("%s/%s repetition %d: %w", sc.Scenario.Name, arm.Name, rep, err)
+				serr := RunSession(ctx, sc)
+				if serr == nil {
+					continue
+				}
+				serr = fmt.Errorf("%s/%s repetition %d: %w", sc.Scenario.Name, arm.Name, rep, serr)
+				switch {
+				case ctx.Err() != nil:
+					return dir, man, fmt.Errorf("interrupted: %w", serr)
+				case sink.err != nil:
+					return dir, man, serr
+				}
+				// The session cannot go on; the next one starts cold and can.
+				failed = append(failed, serr)
+				if cfg.Warn != nil {
+					cfg.Warn(fmt.Errorf("session failed, going on with the next: %w", serr))
 				}
 			}
 		}
 	}
+	if len(failed) > 0 {
+		return dir, man, &SessionsError{Failed: len(failed), Total: sessions, Errs: failed}
+	}
 	return dir, man, nil
+}
+
+// SettingResumedAt is the manifest setting that lists, comma-separated, when the run was resumed
+// (RFC 3339, UTC).
+const SettingResumedAt = "resumed_at"
+
+// SessionsError is [Run]'s error when sessions failed and the run went on without them.
+type SessionsError struct {
+	// Failed is the number of sessions that failed, Total the number of sessions of the matrix.
+	Failed, Total int
+	// Errs are the failures, each naming its session ("scenario/arm repetition N: …").
+	Errs []error
+}
+
+// Error implements error: the count and the first failures.
+func (e *SessionsError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of %d sessions failed", e.Failed, e.Total)
+	for i, err := range e.Errs {
+		if i == 3 {
+			fmt.Fprintf(&b, "; and %d more (see the error column)", len(e.Errs)-i)
+			break
+		}
+		b.WriteString("; " + err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the failures, for errors.Is and errors.As.
+func (e *SessionsError) Unwrap() []error { return e.Errs }
+
+// trackSink remembers the first error writing to its sink: a run whose samples cannot be
+// written stops.
+type trackSink struct {
+	metrics.Sink
+	err error
+}
+
+func (t *trackSink) Write(s *metrics.Sample) error {
+	err := t.Sink.Write(s)
+	if err != nil && t.err == nil {
+		t.err = err
+	}
+	return err
 }
 
 // coldCheck follows, session by session, whether each started with an empty prompt cache, for

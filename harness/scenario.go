@@ -232,6 +232,20 @@ func asSyntax(file string, err error) error {
 	return &SyntaxError{File: file, Line: line, Msg: msg}
 }
 
+// scenarioName is what a scenario's name may be: it names plot files, benchmark names and report
+// sections.
+var scenarioName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+
+// topKeyLine returns the 1-based line of the top-level key in a YAML document, 0 when not found.
+func topKeyLine(data []byte, key string) int {
+	for i, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, key+":") || strings.HasPrefix(strings.TrimLeft(l, " \t{"), `"`+key+`":`) {
+			return i + 1
+		}
+	}
+	return 0
+}
+
 var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 
 func splitYAMLLine(s string) (int, string) {
@@ -268,6 +282,9 @@ func parseScenario(file string, data []byte) (*Scenario, error) {
 		if f.v == "" {
 			return nil, bad(0, "missing field %s", f.name)
 		}
+	}
+	if !scenarioName.MatchString(s.Name) {
+		return nil, bad(topKeyLine(data, "name"), "name %q: want lower-case letters, digits, '.', '_' and '-', starting with a letter or digit (it names files and report sections)", s.Name)
 	}
 	if strings.ContainsAny(s.Project, `/\`) || s.Project == "." || s.Project == ".." {
 		return nil, bad(0, "project %q: want a single path component", s.Project)

@@ -77,6 +77,12 @@ type SessionConfig struct {
 	// Price, when set, gives a request's price in US dollars from its usage (a pricing table);
 	// ok false leaves cost_usd null.
 	Price func(u *chat.Usage) (usd float64, ok bool)
+	// Retry says how often a request that failed with a retryable error is sent again and how
+	// long each attempt may take; the zero value is the default policy ([RetryPolicy]).
+	Retry RetryPolicy
+	// Driver says who decides the assistant's steps: the scenario (the zero value) or the model
+	// ([DriverLive], with its bounds; see live.go).
+	Driver Driver
 }
 
 // RunSession replays one scenario with one arm through the harness and the backend, writing one
@@ -94,7 +100,7 @@ func RunSession(ctx context.Context, cfg SessionConfig) error {
 	}
 	defer ws.Remove()
 	if r, ok := cfg.Backend.(Resetter); ok && !cfg.Warm {
-		if err := r.Reset(ctx); err != nil {
+		if err := retryDo(ctx, cfg.Retry, r.Reset); err != nil {
 			return fmt.Errorf("reset the server's cache before %s/%s: %w", sc.Name, cfg.Arm.Name, err)
 		}
 	}
@@ -111,39 +117,40 @@ func RunSession(ctx context.Context, cfg SessionConfig) error {
 		mode: mode, promptMode: mode, mcpResults: map[string]string{}, pending: map[string]string{}, commandRuns: map[string]int{}}
 	r.tools = r.toolList()
 	r.system = r.buildSystem() // §10.1: built once, when the session starts
+	if cfg.Driver.Live() {
+		return r.runLive(ctx)
+	}
 	for _, st := range sc.Steps {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		switch {
-		case st.Clock != nil:
-			r.clock = st.At
-		case st.User != nil:
-			if err := r.user(*st.User); err != nil {
-				return err
-			}
-		case st.Assistant != nil:
-			if err := r.assistant(ctx, st.Assistant); err != nil {
-				return err
-			}
-		case st.Compact != nil:
-			if err := r.compact(ctx, st.Compact); err != nil {
-				return err
-			}
-		case st.Mode != nil:
-			if err := r.setMode(*st.Mode); err != nil {
-				return err
-			}
-		case st.Plan != nil:
-			r.plan = *st.Plan
-			r.changed("plan", *st.Plan)
-		case st.MCP != nil:
-			r.connect(st.MCP)
-		case st.Outside != nil:
-			if err := r.ws.Outside(*st.Outside); err != nil {
-				return err
-			}
+		if err := r.event(ctx, st); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// event runs one step of the scenario. The live driver runs every step but the assistant ones.
+func (r *runner) event(ctx context.Context, st Step) error {
+	switch {
+	case st.Clock != nil:
+		r.clock = st.At
+	case st.User != nil:
+		return r.user(*st.User)
+	case st.Assistant != nil:
+		return r.assistant(ctx, st.Assistant)
+	case st.Compact != nil:
+		return r.compact(ctx, st.Compact)
+	case st.Mode != nil:
+		return r.setMode(*st.Mode)
+	case st.Plan != nil:
+		r.plan = *st.Plan
+		r.changed("plan", *st.Plan)
+	case st.MCP != nil:
+		r.connect(st.MCP)
+	case st.Outside != nil:
+		return r.ws.Outside(*st.Outside)
 	}
 	return nil
 }
@@ -188,6 +195,12 @@ type runner struct {
 	// prevReasoning holds the indexes of the messages that carried reasoning in the previous
 	// request.
 	prevReasoning map[int]bool
+
+	// live is the live driver's state; nil in a scripted session.
+	live *liveState
+	// seenCalls holds every tool call of the session so far (tool and canonical arguments), for
+	// the repeated_call column.
+	seenCalls map[string]bool
 }
 
 // date is the person's date in the clock's zone (§10.3: "the date is the person's own").
@@ -466,7 +479,8 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 		cp.Messages[0].Content = cfg.PromptPrefix + cp.Messages[0].Content
 		req = &cp
 	}
-	res, sendErr := cfg.Backend.Send(ctx, req, reply)
+	res, tries, sendErr := send(ctx, cfg.Retry, cfg.Backend, req, reply)
+	s.Retries, s.RetryWaitNs = int32(tries.retries), int64(tries.wait)
 	if res != nil && len(res.Body) > 0 && cfg.Requests != nil {
 		line, _ := json.Marshal(struct {
 			Scenario     string          `json:"scenario"`
@@ -481,6 +495,8 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 	}
 	if sendErr != nil {
 		s.Error = sendErr.Error()
+		r.annotate(s, req, reply, res, sendErr)
+		s.Warnings = strings.Join(tries.notes, "; ")
 		if err := cfg.Sink.Write(s); err != nil {
 			return errors.Join(sendErr, err)
 		}
@@ -496,7 +512,8 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 	s.TTFTNs, s.PrefillNs, s.TotalNs, s.LoadNs = int64(res.TTFT), int64(res.Prefill), int64(res.Total), int64(res.Load)
 	s.RequestBytes = res.RequestBytes
 	fillUsage(s, res, cfg.Price)
-	warnings := slices.Clone(res.Warnings)
+	r.annotate(s, req, reply, res, nil)
+	warnings := append(tries.notes, res.Warnings...)
 	if err := r.expect(req, res, s, &warnings); err != nil {
 		return err
 	}
@@ -530,6 +547,7 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 func (r *runner) expect(req *chat.Request, res *chat.Result, s *metrics.Sample, warnings *[]string) error {
 	tok := r.cfg.Tokenizer
 	if tok == nil || res.Rendered == "" {
+		s.ExpectedUnknown = true
 		return nil
 	}
 	if r.whole == nil || r.whole.tok != tok {
@@ -694,16 +712,24 @@ func (r *runner) compact(ctx context.Context, c *CompactStep) error {
 		}, Think: true}
 	}
 	r.step++
-	if err := r.measure(ctx, req, &chat.Reply{Reasoning: c.Reasoning, Content: c.Summary}, metrics.KindCompaction); err != nil {
+	reply := &chat.Reply{Reasoning: c.Reasoning, Content: c.Summary}
+	if r.live != nil {
+		req.Generate, reply = r.live.d.MaxTokens, nil // the model writes the summary
+	}
+	if err := r.measure(ctx, req, reply, metrics.KindCompaction); err != nil {
 		return err
 	}
-	content := strings.TrimRight(c.Summary, "\n")
+	summary, ok := r.compactSummary(c)
+	if !ok {
+		return nil
+	}
+	content := strings.TrimRight(summary, "\n")
 	if table := r.hs.Compact(); table != "" {
 		content += "\n\n" + table
 	}
 	r.history = []chat.Message{{Role: chat.RoleUser, Content: content, Summary: true}}
 	r.pruned = 0
-	r.summary = c.Summary
+	r.summary = summary
 	r.promptMode = r.mode
 	r.system = r.buildSystem()
 	// The note that carried the date is gone with the history: the next message carries it again.

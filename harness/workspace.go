@@ -68,13 +68,29 @@ func (w *Workspace) resolve(p string) (string, error) {
 	}
 	// A file is identified by its resolved path (§1): follow symbolic links, and refuse one that
 	// leads outside the project.
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return abs, nil // does not exist (yet): the tool says so, or creates it
-	}
 	root, err := filepath.EvalSymlinks(w.Root)
 	if err != nil {
 		return "", fmt.Errorf("resolve %s: %w", w.Root, err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		// Does not exist (yet): the tool says so, or creates it, inside the project only. A
+		// dangling link, or a link on the way to a folder outside, would take a new file out.
+		for d := abs; within(w.Root, d); d = filepath.Dir(d) {
+			if fi, lerr := os.Lstat(d); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+				target, terr := filepath.EvalSymlinks(d)
+				if terr != nil {
+					return "", fmt.Errorf("%s: %s is a link to nothing", abs, d)
+				}
+				if !within(root, target) {
+					return "", fmt.Errorf("%s leads to %s, outside the project", abs, target)
+				}
+			}
+			if d == w.Root {
+				break
+			}
+		}
+		return abs, nil
 	}
 	if !within(root, real) {
 		return "", fmt.Errorf("%s leads to %s, outside the project", abs, real)
@@ -201,12 +217,36 @@ func (w *Workspace) Run(s *hygiene.Session, tool string, raw json.RawMessage) st
 	return out
 }
 
+// MaxFileBytes bounds the files the tools read and write, in bytes (10 MiB): a read, edit or
+// search of a larger file, and a write or edit whose content would be larger, is refused with
+// the absolute path, so that no tool call can fill the memory or the disk.
+const MaxFileBytes = 10 << 20
+
+// errTooLarge marks a file larger than [MaxFileBytes].
+var errTooLarge = errors.New("too large")
+
+// readFile reads the file at abs, refusing one larger than [MaxFileBytes].
+func readFile(abs string) ([]byte, error) {
+	if fi, err := os.Stat(abs); err == nil && fi.Mode().IsRegular() && fi.Size() > MaxFileBytes {
+		return nil, fmt.Errorf("the file is %d bytes, more than the %d the tools read: %w", fi.Size(), MaxFileBytes, errTooLarge)
+	}
+	return os.ReadFile(abs)
+}
+
+// checkSize refuses content larger than [MaxFileBytes].
+func checkSize(abs string, n int) error {
+	if n > MaxFileBytes {
+		return fmt.Errorf("%s: the content would be %d bytes, more than the %d the tools write", abs, n, MaxFileBytes)
+	}
+	return nil
+}
+
 func (w *Workspace) read(s *hygiene.Session, a callArgs) (string, error) {
 	abs, err := w.resolve(a.Path)
 	if err != nil {
 		return "", err
 	}
-	data, err := os.ReadFile(abs)
+	data, err := readFile(abs)
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", abs, unwrapPathError(err))
 	}
@@ -263,7 +303,16 @@ func (w *Workspace) grep(s *hygiene.Session, raw json.RawMessage, a callArgs) (s
 		if err != nil || d.IsDir() {
 			return err
 		}
-		data, err := os.ReadFile(p)
+		if d.Type()&fs.ModeSymlink != 0 {
+			// A link is searched where it leads, inside the project only.
+			if _, err := w.resolve(p); err != nil {
+				return nil
+			}
+		}
+		data, err := readFile(p)
+		if errors.Is(err, errTooLarge) {
+			return nil // not searched
+		}
 		if err != nil {
 			return err
 		}
@@ -288,7 +337,7 @@ func (w *Workspace) edit(s *hygiene.Session, a callArgs) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	data, err := os.ReadFile(abs)
+	data, err := readFile(abs)
 	if err != nil {
 		return "", fmt.Errorf("edit %s: %w", abs, unwrapPathError(err))
 	}
@@ -302,6 +351,9 @@ func (w *Workspace) edit(s *hygiene.Session, a callArgs) (string, error) {
 		return "", fmt.Errorf("edit %s: old_string occurs %d times; give more context so it occurs once", abs, n)
 	}
 	updated := strings.Replace(old, a.OldString, a.NewString, 1)
+	if err := checkSize(abs, len(updated)); err != nil {
+		return "", fmt.Errorf("edit %w", err)
+	}
 	if err := os.WriteFile(abs, []byte(updated), 0o644); err != nil {
 		return "", fmt.Errorf("edit %s: %w", abs, err)
 	}
@@ -319,6 +371,9 @@ func (w *Workspace) write(s *hygiene.Session, a callArgs) (string, error) {
 		return "", err
 	}
 	content := []byte(*a.Content)
+	if err := checkSize(abs, len(content)); err != nil {
+		return "", fmt.Errorf("write %w", err)
+	}
 	old, exists, err := readIfExists(abs)
 	if err != nil {
 		return "", fmt.Errorf("write %s: %w", abs, err)
@@ -338,7 +393,7 @@ func (w *Workspace) write(s *hygiene.Session, a callArgs) (string, error) {
 // readIfExists reads a file: its content and true, or false when there is no such file. A
 // directory is an error.
 func readIfExists(abs string) ([]byte, bool, error) {
-	data, err := os.ReadFile(abs)
+	data, err := readFile(abs)
 	switch {
 	case err == nil:
 		return data, true, nil
@@ -362,7 +417,7 @@ func (w *Workspace) multiedit(s *hygiene.Session, a callArgs) (string, error) {
 	if len(a.Edits) == 0 {
 		return "", fmt.Errorf("multiedit %s: no edits", abs)
 	}
-	data, err := os.ReadFile(abs)
+	data, err := readFile(abs)
 	if err != nil {
 		return "", fmt.Errorf("multiedit %s: %w", abs, unwrapPathError(err))
 	}
@@ -378,6 +433,9 @@ func (w *Workspace) multiedit(s *hygiene.Session, a callArgs) (string, error) {
 			return "", fmt.Errorf("multiedit %s: edit %d: old_string occurs %d times; give more context so it occurs once; the file is unchanged", abs, i+1, n)
 		}
 		cur = strings.Replace(cur, e.OldString, e.NewString, 1)
+	}
+	if err := checkSize(abs, len(cur)); err != nil {
+		return "", fmt.Errorf("multiedit %w; the file is unchanged", err)
 	}
 	if err := os.WriteFile(abs, []byte(cur), 0o644); err != nil {
 		return "", fmt.Errorf("multiedit %s: %w", abs, unwrapPathError(err))
@@ -518,6 +576,11 @@ func (w *Workspace) commit(order []string, files map[string]*fileState, orig map
 			return fmt.Errorf("write %s: %w", abs, unwrapPathError(err))
 		}
 		return nil
+	}
+	for _, abs := range order {
+		if err := checkSize(abs, len(files[abs].data)); err != nil {
+			return fmt.Errorf("%w; no file was changed", err)
+		}
 	}
 	for i, abs := range order {
 		st := *files[abs]

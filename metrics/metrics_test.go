@@ -28,6 +28,8 @@ var columns = []string{
 	"reread_system_tokens", "reread_tools_tokens", "reread_message_tokens", "reread_tool_result_tokens",
 	"reread_note_tokens", "reread_other_tokens", "context_overflow", "warnings",
 	"cache_write_5m_tokens", "cache_write_1h_tokens", "usage_fields",
+	"retries", "retry_wait_ns",
+	"driver", "end_reason", "repeated_call", "expected_unknown",
 }
 
 // optionalColumns are the nullable columns.
@@ -153,8 +155,8 @@ func TestParquetSchema(t *testing.T) {
 	if got := pf.NumRows(); got != 40 {
 		t.Errorf("NumRows() = %d; want 40", got)
 	}
-	if got := len(pf.RowGroups()); got != 3 {
-		t.Errorf("row groups = %d; want 3 (a row group every 16 rows)", got)
+	if got, want := len(pf.RowGroups()), (40+metrics.RowGroupRows-1)/metrics.RowGroupRows; got != want {
+		t.Errorf("row groups = %d; want %d (a row group every %d rows)", got, want, metrics.RowGroupRows)
 	}
 	elems := pf.Metadata().Schema[1:] // [0] is the root
 	var names []string

@@ -131,7 +131,55 @@ type Sample struct {
 	// the field of chat.Usage, for example {"CachedRead":"usage.prompt_tokens_details.cached_tokens"};
 	// "" when the backend reported none.
 	UsageFields string `parquet:"usage_fields" json:"usage_fields"`
+	// Retries is the number of times the request was sent again after a retryable failure (a
+	// connection refused or reset, a timeout, HTTP 408, 429 or 5xx, a stream cut short); 0 when
+	// the first attempt answered. The errors of the failed attempts are in Warnings.
+	Retries int32 `parquet:"retries" json:"retries"`
+	// RetryWaitNs is the time the harness waited between attempts (its backoff, or the server's
+	// Retry-After), in nanoseconds; 0 without retries.
+	RetryWaitNs int64 `parquet:"retry_wait_ns" json:"retry_wait_ns"`
+	// Driver says who decided the assistant's steps: [DriverScripted] (the scenario) or
+	// [DriverLive] (the model, issue 7).
+	Driver string `parquet:"driver,dict" json:"driver"`
+	// EndReason is why the turn ended, on the turn's last request of a live session (one of the
+	// End* constants, such as [EndAnswered] or [EndMaxSteps]); "" on every other request and in
+	// scripted sessions, whose turns end where the scenario says.
+	EndReason string `parquet:"end_reason,dict" json:"end_reason"`
+	// RepeatedCall is true when the reply to this request made a tool call the session had
+	// already made: the same tool with the same arguments (compared as canonical JSON: keys
+	// sorted, no spaces), earlier in the session or earlier in the same reply.
+	RepeatedCall bool `parquet:"repeated_call" json:"repeated_call"`
+	// ExpectedUnknown is true when the lab could not compute what a perfect prefix cache could
+	// have reused, because the backend shows neither the prompt as the server rendered it nor its
+	// tokens (cloud APIs): ExpectedCachedTokens, the divergence and the reread_*_tokens split are
+	// then 0 and mean nothing, and readers treat them as unknown. False in runs made before the
+	// column existed, whose backends (Ollama, sim) always computed it.
+	ExpectedUnknown bool `parquet:"expected_unknown" json:"expected_unknown"`
 }
+
+// The values of [Sample].Driver.
+const (
+	// DriverScripted: the scenario gives every assistant step.
+	DriverScripted = "scripted"
+	// DriverLive: the model decides; the scenario gives the user turns and the workspace.
+	DriverLive = "live"
+)
+
+// The values of [Sample].EndReason: why a live turn ended.
+const (
+	// EndAnswered: the model answered without tool calls after making at least one in the turn.
+	EndAnswered = "answered"
+	// EndNoCall: the model answered without making any tool call in the turn.
+	EndNoCall = "no_call"
+	// EndMaxTokens: the reply reached the per-request token limit without a tool call (cut off).
+	EndMaxTokens = "max_tokens"
+	// EndMaxSteps: the turn reached its step limit; the last step's calls were run.
+	EndMaxSteps = "max_steps"
+	// EndTimeout: the turn's wall-time limit ran out during a request.
+	EndTimeout = "timeout"
+	// EndError: the request failed; the error column says why.
+	EndError = "error"
+)
 
 // WarningContextOverflow starts the warning of a request marked [Sample].ContextOverflow.
 const WarningContextOverflow = "context overflow"

@@ -139,7 +139,7 @@ func RelativeBars(title string, bars []Bar) (*plot.Plot, error) {
 
 	grid := plotter.NewGrid()
 	grid.Horizontal.Width = 0
-	grid.Vertical.Color = lighter(palette[len(palette)-1], 0.12)
+	grid.Vertical.Color = lighter(ink, 0.12)
 	p.Add(grid)
 	p.Add(hb)
 	ref, err := plotter.NewLine(plotter.XYs{{X: 1, Y: -0.5}, {X: 1, Y: float64(n) - 0.5}})

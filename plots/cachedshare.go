@@ -32,7 +32,9 @@ const MaxDivergenceLabels = 12
 // in a stable order, colour and point shape: [metrics.SpecArm] first (drawn on top), then the
 // others sorted by name. A lighter dashed line of the same colour shows expected_cached_tokens /
 // prompt_tokens, the share a perfect prefix cache would have reused; the gap between the two
-// lines is the server's doing. The legend names the arms, the dashed "expected" line and the
+// lines is the server's doing. Requests whose expected cached tokens are unknown
+// ([metrics.Sample].ExpectedUnknown: a cloud API shows no rendering) have no expected point and
+// no divergence marker. The legend names the arms, the dashed "expected" line and the
 // divergence marker.
 //
 // Divergence points (see [DivergenceMinLost]) get a ring in the arm's colour and a short label
@@ -59,15 +61,15 @@ func CachedShare(scenario string, samples []metrics.Sample) (*plot.Plot, error) 
 		return 100 * float64(*s.CachedTokens) / float64(s.PromptTokens), true
 	}))
 	expected := collect(seqs, perSample(func(s *metrics.Sample) (float64, bool) {
-		return 100 * float64(s.ExpectedCachedTokens) / float64(s.PromptTokens), true
+		return 100 * float64(s.ExpectedCachedTokens) / float64(s.PromptTokens), !s.ExpectedUnknown
 	}))
 
 	p := newChart(fmt.Sprintf("%s: cached share of the prompt per request", scenario),
 		"request (0-based)", "cached share of the prompt (%)")
 	p.Y.Tick.Marker = percentTicks
 
-	arms := expected.arms() // every arm with prompt tokens has an expected share
-	dashes := []vg.Length{vg.Points(5), vg.Points(3)}
+	arms := series{}.withArms(seqs).arms() // every arm with prompt tokens, as lineChart orders them
+	expDashes := []vg.Length{vg.Points(5), vg.Points(3)}
 	var lines []plotter.XYs
 	for i, arm := range slices.Backward(arms) { // spec's expected line on top
 		for _, run := range runs(expected[arm]) {
@@ -81,7 +83,7 @@ func CachedShare(scenario string, samples []metrics.Sample) (*plot.Plot, error) 
 			}
 			l.Color = lighter(colorOf(i), 0.55)
 			l.Width = vg.Points(1.25)
-			l.Dashes = dashes
+			l.Dashes = expDashes
 			p.Add(l)
 			lines = append(lines, xys)
 		}
@@ -97,7 +99,9 @@ func CachedShare(scenario string, samples []metrics.Sample) (*plot.Plot, error) 
 		}
 	}
 	p.X.Min, p.X.Max = 0, float64(max(maxX, 1))
-	p.Legend.Add("expected", keyLine(draw.LineStyle{Color: grey(0.55), Width: vg.Points(1.25), Dashes: dashes}))
+	if len(expected) > 0 {
+		p.Legend.Add("expected", keyLine(draw.LineStyle{Color: grey(0.55), Width: vg.Points(1.25), Dashes: expDashes}))
+	}
 
 	marks := divergences(seqs, arms, measured, expected)
 	if len(marks.marks) > 0 {
@@ -120,6 +124,9 @@ func divergences(seqs map[repKey][]*metrics.Sample, arms []string, measured, exp
 	for k, seq := range seqs {
 		for i := 1; i < len(seq); i++ {
 			s := seq[i]
+			if s.ExpectedUnknown {
+				continue // no divergence was computed
+			}
 			lost := max(0, float64(seq[i-1].PromptTokens-s.ExpectedCachedTokens)) / float64(s.PromptTokens)
 			m := byArm[k.arm]
 			if m == nil {

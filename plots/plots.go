@@ -109,8 +109,10 @@ func fitLegend(l *plot.Legend, height vg.Length) {
 	}
 }
 
-// palette holds the line colours, in the order arms get them: the Okabe–Ito colours, which
-// stay distinct for colour-blind readers.
+// palette holds the line colours, in the order arms (or groups of bars) get them: 20
+// qualitative colours, so that up to 20 series differ by colour. The first seven are the
+// Okabe–Ito colours, which stay distinct for colour-blind readers; the other thirteen are from
+// Sasha Trubetskoy's list of 20 distinct colours, leaving out those close to the first seven.
 var palette = []color.NRGBA{
 	{0x00, 0x72, 0xB2, 0xFF}, // blue
 	{0xD5, 0x5E, 0x00, 0xFF}, // vermillion
@@ -119,24 +121,51 @@ var palette = []color.NRGBA{
 	{0xE6, 0x9F, 0x00, 0xFF}, // orange
 	{0x56, 0xB4, 0xE9, 0xFF}, // sky blue
 	{0x00, 0x00, 0x00, 0xFF}, // black
+	{0xE6, 0x19, 0x4B, 0xFF}, // red
+	{0x3C, 0xB4, 0x4B, 0xFF}, // green
+	{0x91, 0x1E, 0xB4, 0xFF}, // purple
+	{0x9A, 0x63, 0x24, 0xFF}, // brown
+	{0x00, 0x00, 0x75, 0xFF}, // navy
+	{0xF0, 0x32, 0xE6, 0xFF}, // magenta
+	{0x80, 0x80, 0x00, 0xFF}, // olive
+	{0x80, 0x00, 0x00, 0xFF}, // maroon
+	{0xA9, 0xA9, 0xA9, 0xFF}, // grey
+	{0xBF, 0xEF, 0x45, 0xFF}, // lime
+	{0x46, 0x99, 0x90, 0xFF}, // teal
+	{0xFF, 0xD8, 0xB1, 0xFF}, // apricot
+	{0xDC, 0xBE, 0xFF, 0xFF}, // lavender
 }
+
+// ink is the colour the grid and neutral keys are mixed from.
+var ink = color.NRGBA{0x00, 0x00, 0x00, 0xFF}
 
 // colorOf returns the colour of the i-th arm.
 func colorOf(i int) color.NRGBA { return palette[i%len(palette)] }
 
 // glyphs holds the point shapes of the arms: the first len(palette) arms get circles, the next
-// squares, and so on, so that up to len(palette)*len(glyphs) (42) arms differ in colour or shape.
-// The ring is kept for divergence markers.
+// squares, and so on, so that up to len(palette)*len(glyphs) (120) arms differ in colour or
+// shape. The ring is kept for divergence markers.
 var glyphs = []draw.GlyphDrawer{
 	draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{},
 	draw.PyramidGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{},
 }
 
+// dashes holds the line patterns of the arms beside their shapes: solid for the first
+// len(palette) arms, then dashed, dotted and dash-dotted, so that arms sharing a colour differ
+// in line too.
+var dashes = [][]vg.Length{
+	nil,
+	{vg.Points(6), vg.Points(3)},
+	{vg.Points(1.5), vg.Points(2)},
+	{vg.Points(6), vg.Points(2), vg.Points(1.5), vg.Points(2)},
+}
+
 // armStyle returns the line and point style of the i-th arm in display order.
 func armStyle(i int) (draw.LineStyle, draw.GlyphStyle) {
 	col := colorOf(i)
-	return draw.LineStyle{Color: col, Width: vg.Points(1.5)},
-		draw.GlyphStyle{Color: col, Radius: vg.Points(2), Shape: glyphs[(i/len(palette))%len(glyphs)]}
+	round := i / len(palette)
+	return draw.LineStyle{Color: col, Width: vg.Points(1.5), Dashes: dashes[round%len(dashes)]},
+		draw.GlyphStyle{Color: col, Radius: vg.Points(2), Shape: glyphs[round%len(glyphs)]}
 }
 
 // lighter mixes c with white, keeping frac of c.

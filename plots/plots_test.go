@@ -481,3 +481,37 @@ func barsGrouped() []plots.Bar {
 	}
 	return bars
 }
+
+// Requests whose expected cached tokens are unknown (a cloud API) get no expected line and no
+// divergence marker, even where their zero expected count would be a drop.
+func TestCachedShareExpectedUnknown(t *testing.T) {
+	t.Parallel()
+	svg := func(unknown bool) string {
+		samples := fixture()
+		for i := range samples {
+			samples[i].ExpectedUnknown = unknown
+			if unknown {
+				samples[i].ExpectedCachedTokens, samples[i].DivergenceSegment = 0, ""
+				if samples[i].RequestIndex == 6 {
+					samples[i].DivergenceSegment = "system" // a stale value the reader must ignore
+				}
+			}
+		}
+		p, err := plots.CachedShare("midnight", samples)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := plots.Write(&b, p, "svg", plots.DefaultWidth, plots.DefaultHeight); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	known, unknown := svg(false), svg(true)
+	if !strings.Contains(known, "stroke-dasharray") || !strings.Contains(known, ">expected<") || !strings.Contains(known, ">diverged: segment") {
+		t.Fatalf("with known expected counts the chart lacks the expected line or the divergence key")
+	}
+	if strings.Contains(unknown, "stroke-dasharray") || strings.Contains(unknown, ">expected<") || strings.Contains(unknown, ">diverged: segment") {
+		t.Errorf("with unknown expected counts the chart draws an expected line or divergence markers")
+	}
+}

@@ -215,7 +215,7 @@ func newChart(title, xLabel, yLabel string) *plot.Plot {
 	p.Y.Label.Text = yLabel
 	p.X.Tick.Marker = integerTicks{}
 	grid := plotter.NewGrid()
-	grid.Vertical.Color = lighter(palette[len(palette)-1], 0.12)
+	grid.Vertical.Color = lighter(ink, 0.12)
 	grid.Horizontal.Color = grid.Vertical.Color
 	p.Add(grid)
 	p.Legend.Top = true
@@ -227,7 +227,7 @@ func newChart(title, xLabel, yLabel string) *plot.Plot {
 
 // bandKey is the legend entry of the min–max bands.
 func bandKey() *plotter.Polygon {
-	c := lighter(palette[len(palette)-1], 0.45)
+	c := lighter(ink, 0.45)
 	c.A = bandAlpha * 2
 	return &plotter.Polygon{Color: c}
 }

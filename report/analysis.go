@@ -50,18 +50,28 @@ type RepTotals struct {
 	// whose count is unknown (left out, not counted as 0).
 	CachedTokens  int64 `json:"cached_tokens"`
 	CachedUnknown int   `json:"cached_unknown"`
-	// PromptWhereCached and ExpectedWhereCached are the sums of prompt_tokens and
-	// expected_cached_tokens over the requests whose cached_tokens is known: the denominators
-	// of the cached share and the cache efficiency.
-	PromptWhereCached   int64 `json:"prompt_where_cached"`
+	// PromptWhereCached is the sum of prompt_tokens over the requests whose cached_tokens is
+	// known: the denominator of the cached share.
+	PromptWhereCached int64 `json:"prompt_where_cached"`
+	// ExpectedWhereCached and CachedWhereExpected are the sums of expected_cached_tokens and
+	// cached_tokens over the requests whose cached_tokens and expected cached tokens are both
+	// known: the denominator and numerator of the cache efficiency.
 	ExpectedWhereCached int64 `json:"expected_where_cached"`
-	// ExpectedCachedTokens is the sum of expected_cached_tokens over all requests.
+	CachedWhereExpected int64 `json:"cached_where_expected"`
+	// ExpectedCachedTokens is the sum of expected_cached_tokens over the requests where the lab
+	// could compute it; ExpectedUnknown counts those where it could not
+	// ([metrics.Sample].ExpectedUnknown: a cloud API shows no rendering), left out.
 	ExpectedCachedTokens int64 `json:"expected_cached_tokens"`
-	// RereadTokens is the sum of reread_tokens; Reread splits it by segment kind.
+	ExpectedUnknown      int   `json:"expected_unknown"`
+	// RereadTokens is the sum of reread_tokens; Reread splits it by segment kind, over the
+	// requests whose expected cached tokens are known (the split is unknown with them).
 	RereadTokens int64    `json:"reread_tokens"`
 	Reread       Segments `json:"reread"`
-	// PrefillNs is the sum of prefill_ns, in nanoseconds.
-	PrefillNs int64 `json:"prefill_ns"`
+	// PrefillNs is the sum of prefill_ns, in nanoseconds; PrefillKnown counts the requests with
+	// a prefill time (prefill_ns > 0: a server processes at least one token of every prompt, so
+	// 0 means the backend did not say, as a cloud API or the uncalibrated sim).
+	PrefillNs    int64 `json:"prefill_ns"`
+	PrefillKnown int   `json:"prefill_known"`
 	// CostUSD is the sum of cost_usd in US dollars over the requests that have one; nil when
 	// none has.
 	CostUSD *float64 `json:"cost_usd,omitempty"`
@@ -76,13 +86,19 @@ func (r *RepTotals) CachedShare() *float64 {
 	return new(float64(r.CachedTokens) / float64(r.PromptWhereCached))
 }
 
-// Efficiency returns cached / expected cached tokens over the requests whose cached count is
-// known (the server's cache efficiency); nil when none is known or nothing was expected.
+// Efficiency returns cached / expected cached tokens over the requests whose cached and
+// expected counts are both known (the server's cache efficiency); nil when none is known or
+// nothing was expected.
 func (r *RepTotals) Efficiency() *float64 {
 	if r.ExpectedWhereCached == 0 {
 		return nil
 	}
-	return new(float64(r.CachedTokens) / float64(r.ExpectedWhereCached))
+	return new(float64(r.CachedWhereExpected) / float64(r.ExpectedWhereCached))
+}
+
+// PrefillSeconds returns PrefillNs in seconds; false when no request has a prefill time.
+func (r *RepTotals) PrefillSeconds() (float64, bool) {
+	return float64(r.PrefillNs) / 1e9, r.PrefillKnown > 0
 }
 
 // ArmStats is one scenario×arm over its repetitions: the totals of each repetition and their
@@ -95,6 +111,8 @@ type ArmStats struct {
 	Pooled ArmRow `json:"pooled"`
 
 	// Means over repetitions of the per-repetition totals (tokens; PrefillSeconds in seconds).
+	// ExpectedCachedTokens and Reread are over the repetitions with a known expected count,
+	// PrefillSeconds over those with a known prefill time (N = 0 when none: unknown).
 	Requests             metrics.Estimate   `json:"requests"`
 	PromptTokens         metrics.Estimate   `json:"prompt_tokens"`
 	CachedTokens         metrics.Estimate   `json:"cached_tokens"`
@@ -153,12 +171,18 @@ type Analysis struct {
 	Scenarios []ScenarioStats `json:"scenarios"`
 	// Claims checks the spec's own measured claims against the run.
 	Claims Claims `json:"claims"`
+	// LeftOut are the sessions left out of every figure because they did not complete (see
+	// [Sessions]); set by [AnalyzeRuns], empty from [Analyze].
+	LeftOut []LeftOut `json:"left_out,omitempty"`
+	// Live compares the arms of live sessions (lab run --driver live) on what the model did;
+	// empty when the samples hold none.
+	Live []LiveRow `json:"live,omitempty"`
 }
 
 // Analyze computes the analysis of samples (of one run or of several merged: repetitions of
 // different runs are kept apart by run id). It returns an empty Analysis for no samples.
 func Analyze(samples []metrics.Sample) *Analysis {
-	a := &Analysis{}
+	a := &Analysis{Live: LiveTable(samples)}
 	tables := Summarize(samples)
 	type key struct{ scenario, arm string }
 	reps := map[key]map[metrics.RepKey]*RepTotals{}
@@ -181,16 +205,26 @@ func Analyze(samples []metrics.Sample) *Analysis {
 			t.Failed++
 		}
 		t.PromptTokens += s.PromptTokens
-		t.ExpectedCachedTokens += s.ExpectedCachedTokens
 		t.RereadTokens += s.RereadTokens
-		t.Reread.add(s)
+		if s.ExpectedUnknown {
+			t.ExpectedUnknown++
+		} else {
+			t.ExpectedCachedTokens += s.ExpectedCachedTokens
+			t.Reread.add(s)
+		}
 		t.PrefillNs += s.PrefillNs
+		if s.PrefillNs > 0 {
+			t.PrefillKnown++
+		}
 		if s.CachedTokens == nil {
 			t.CachedUnknown++
 		} else {
 			t.CachedTokens += *s.CachedTokens
 			t.PromptWhereCached += s.PromptTokens
-			t.ExpectedWhereCached += s.ExpectedCachedTokens
+			if !s.ExpectedUnknown {
+				t.CachedWhereExpected += *s.CachedTokens
+				t.ExpectedWhereCached += s.ExpectedCachedTokens
+			}
 		}
 		if s.CostUSD != nil {
 			t.CostUSD = new(*s.CostUSD + deref(t.CostUSD))
@@ -241,12 +275,16 @@ func armStats(row ArmRow, reps map[metrics.RepKey]*RepTotals) ArmStats {
 	st.CachedTokens = col(func(t *RepTotals) (float64, bool) {
 		return float64(t.CachedTokens), t.CachedUnknown < t.Requests
 	})
-	st.ExpectedCachedTokens = col(func(t *RepTotals) (float64, bool) { return float64(t.ExpectedCachedTokens), true })
+	st.ExpectedCachedTokens = col(func(t *RepTotals) (float64, bool) {
+		return float64(t.ExpectedCachedTokens), t.ExpectedUnknown < t.Requests
+	})
 	st.RereadTokens = col(func(t *RepTotals) (float64, bool) { return float64(t.RereadTokens), true })
 	for i := range SegmentNames {
-		st.Reread = append(st.Reread, col(func(t *RepTotals) (float64, bool) { return float64(t.Reread.Values()[i]), true }))
+		st.Reread = append(st.Reread, col(func(t *RepTotals) (float64, bool) {
+			return float64(t.Reread.Values()[i]), t.ExpectedUnknown < t.Requests
+		}))
 	}
-	st.PrefillSeconds = col(func(t *RepTotals) (float64, bool) { return float64(t.PrefillNs) / 1e9, true })
+	st.PrefillSeconds = col(func(t *RepTotals) (float64, bool) { return t.PrefillSeconds() })
 	st.CachedShare = col(func(t *RepTotals) (float64, bool) { v := t.CachedShare(); return deref(v), v != nil })
 	st.Efficiency = col(func(t *RepTotals) (float64, bool) { v := t.Efficiency(); return deref(v), v != nil })
 	if cost := col(func(t *RepTotals) (float64, bool) { return deref(t.CostUSD), t.CostUSD != nil }); cost.N > 0 {

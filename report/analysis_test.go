@@ -112,10 +112,14 @@ func TestAnalyze(t *testing.T) {
 				t.Errorf("date cliff = %+v", cl)
 			}
 		case metrics.SpecArm:
-			if len(cl.Requests) != 0 || cl.From.N != 0 {
-				t.Errorf("spec cliff = %+v; want no drop", cl)
+			// At the date arm's cliff (request 2) spec's share rises from 90 % to 90.4 %.
+			if len(cl.Requests) != 1 || cl.Requests[0] != 2 || !near(cl.From.Mean, 0.9, 1e-12) || cl.To.Mean < cl.From.Mean {
+				t.Errorf("spec cliff = %+v; want its change at the date arm's request 2, no drop", cl)
 			}
 		}
+	}
+	if !c.AtDateCliff || c.Holds == nil || !*c.Holds {
+		t.Errorf("cliff at date cliff %v, holds %v; want true, true (90 %% to 0.8 %%)", c.AtDateCliff, c.Holds)
 	}
 	// Reasoning sent back: 1 − 1225/1320.
 	if r := a.Claims.Reasoning; len(r) != 1 || r[0].Saved == nil || !near(*r[0].Saved, 1-1225.0/1320, 1e-12) || r[0].Pairs != 3 ||
@@ -296,14 +300,15 @@ func TestCompare(t *testing.T) {
 			flagged = append(flagged, ch.Arm+" "+ch.Metric)
 		}
 	}
-	if strings.Join(flagged, ",") != "reasoning-never reread_tokens" || c.Regressions != 1 {
+	// The spec arm missing from the new run counts as a regression.
+	if strings.Join(flagged, ",") != "reasoning-never reread_tokens" || c.Regressions != 2 {
 		t.Errorf("regressions = %v; want only reasoning-never reread_tokens (date's +4.3 %% is within 5 %%)", flagged)
 	}
 	if strings.Join(c.OnlyOld, ",") != "midnight/spec" || strings.Join(c.OnlyNew, ",") != "midnight/plain" {
 		t.Errorf("only old %v, only new %v", c.OnlyOld, c.OnlyNew)
 	}
-	if c := report.Compare(old, report.Analyze(next), 0.01); c.Regressions != 2 {
-		t.Errorf("Compare at 1 %%: %d regressions; want 2", c.Regressions)
+	if c := report.Compare(old, report.Analyze(next), 0.01); c.Regressions != 3 {
+		t.Errorf("Compare at 1 %%: %d regressions; want 3", c.Regressions)
 	}
 	// Beyond the threshold but not beyond the interval: no regression.
 	var noisy []metrics.Sample

@@ -28,6 +28,14 @@ const (
 	// ClaimReasoningSaved is the claim "a step re-read about a fifth fewer tokens with its
 	// reasoning sent back": the share of re-read tokens saved.
 	ClaimReasoningSaved = 0.2
+
+	// ClaimReasoningTolerance is how far from [ClaimReasoningSaved] ("about a fifth") the saved
+	// share, or its 95 % interval, may lie for the claim to hold: ±10 points.
+	ClaimReasoningTolerance = 0.1
+	// ClaimCliffHoldsFrom and ClaimCliffHoldsTo are the cached shares the [CliffArm] must fall
+	// from (at least) and to (at most), mean over repetitions, for the cliff claim to hold.
+	ClaimCliffHoldsFrom = 0.9
+	ClaimCliffHoldsTo   = 0.1
 )
 
 // Claims holds the checks of the spec's claims that the run has data for.
@@ -42,15 +50,26 @@ type Claims struct {
 
 // CliffClaim is the midnight cliff of each arm of scenario [CliffScenario].
 type CliffClaim struct {
+	// AtDateCliff is true when the run has a [CliffArm] whose cached share dropped: every arm's
+	// entry is then the change of its share at the request of the date arm's largest drop (the
+	// first request after the date changed), so that the arms are compared at the same
+	// request. When false, each arm's entry is its own largest drop.
+	AtDateCliff bool `json:"at_date_cliff"`
 	// Arms holds one entry per arm with data, in the order of [metrics.SortArms].
 	Arms []Cliff `json:"arms"`
+	// Holds says whether the claim holds on this run: the [CliffArm]'s share fell from at least
+	// [ClaimCliffHoldsFrom] to at most [ClaimCliffHoldsTo] (means over repetitions); nil when
+	// the run has no drop of the date arm.
+	Holds *bool `json:"holds,omitempty"`
 }
 
-// Cliff is an arm's largest single-request drop of the cached share (cached / prompt tokens,
-// between a request and the previous one with a known count, in one repetition), averaged over
-// repetitions. Each repetition contributes its own largest drop; a repetition whose share never
-// dropped contributes nothing, and an arm whose share never dropped has no Requests and
-// estimates with N = 0.
+// Cliff is the change of an arm's cached share (cached / prompt tokens) from the previous
+// request with a known count to the request of the cliff, in one repetition, averaged over
+// repetitions. The request of the cliff is the one where the [CliffArm] dropped most in the
+// same repetition (the most frequent such request for a repetition the date arm lacks), or,
+// without a date arm, the arm's own largest drop. A repetition with no known share at that
+// request (or, without a date arm, whose share never dropped) contributes nothing; an arm with
+// no contribution has no Requests and estimates with N = 0.
 type Cliff struct {
 	Arm string `json:"arm"`
 	// Requests are the 0-based request indices where the drops happened, distinct, sorted.
@@ -80,6 +99,9 @@ type ReasoningClaim struct {
 	// SavedCI is 1 minus the ends of Fieller's interval of the ratio; nil with fewer than 2
 	// pairs or an unbounded interval.
 	SavedCI *metrics.Interval `json:"saved_ci,omitempty"`
+	// Holds is true when Saved, or its interval when there is one, comes within
+	// [ClaimReasoningTolerance] of [ClaimReasoningSaved]; false otherwise and when Saved is nil.
+	Holds bool `json:"holds"`
 }
 
 func claims(samples []metrics.Sample, a *Analysis) Claims {
@@ -100,6 +122,13 @@ func claims(samples []metrics.Sample, a *Analysis) Claims {
 		if r.CI != nil {
 			rc.SavedCI = &metrics.Interval{Lo: 1 - r.CI.Hi, Hi: 1 - r.CI.Lo}
 		}
+		if rc.Saved != nil {
+			lo, hi := *rc.Saved, *rc.Saved
+			if rc.SavedCI != nil {
+				lo, hi = min(lo, rc.SavedCI.Lo), max(hi, rc.SavedCI.Hi)
+			}
+			rc.Holds = hi >= ClaimReasoningSaved-ClaimReasoningTolerance && lo <= ClaimReasoningSaved+ClaimReasoningTolerance
+		}
 		c.Reasoning = append(c.Reasoning, rc)
 	}
 	return c
@@ -109,6 +138,60 @@ type cliffPoint struct {
 	request            int32
 	prompt, from, to   float64
 	reread, prefillSec float64
+}
+
+// shareOf returns a request's cached share; false when its cached count is unknown, its prompt
+// empty or it failed.
+func shareOf(s *metrics.Sample) (float64, bool) {
+	if s.CachedTokens == nil || s.PromptTokens <= 0 || s.Error != "" {
+		return 0, false
+	}
+	return float64(*s.CachedTokens) / float64(s.PromptTokens), true
+}
+
+func pointAt(s *metrics.Sample, from, to float64) *cliffPoint {
+	return &cliffPoint{request: s.RequestIndex, prompt: float64(s.PromptTokens), from: from, to: to,
+		reread: float64(s.RereadTokens), prefillSec: float64(s.PrefillNs) / 1e9}
+}
+
+// largestDrop returns the largest drop of the share in ss (sorted by request), nil when it
+// never dropped, and how many requests have a known share.
+func largestDrop(ss []*metrics.Sample) (best *cliffPoint, known int) {
+	prev := -1.0
+	for _, s := range ss {
+		share, ok := shareOf(s)
+		if !ok {
+			continue
+		}
+		known++
+		if prev >= 0 && prev-share > 0 && (best == nil || prev-share > best.from-best.to) {
+			best = pointAt(s, prev, share)
+		}
+		prev = share
+	}
+	return best, known
+}
+
+// changeAt returns the change of the share at request req of ss (sorted by request) from the
+// previous request with a known share; nil when either is unknown.
+func changeAt(ss []*metrics.Sample, req int32) *cliffPoint {
+	prev := -1.0
+	for _, s := range ss {
+		if s.RequestIndex > req {
+			break
+		}
+		share, ok := shareOf(s)
+		if s.RequestIndex == req {
+			if !ok || prev < 0 {
+				return nil
+			}
+			return pointAt(s, prev, share)
+		}
+		if ok {
+			prev = share
+		}
+	}
+	return nil
 }
 
 func cliffClaim(samples []metrics.Sample) *CliffClaim {
@@ -125,30 +208,45 @@ func cliffClaim(samples []metrics.Sample) *CliffClaim {
 		k := key{s.Arm, metrics.RepKey{RunID: s.RunID, Repetition: s.Repetition}}
 		byRep[k] = append(byRep[k], s)
 	}
+	for _, ss := range byRep {
+		slices.SortStableFunc(ss, func(a, b *metrics.Sample) int { return int(a.RequestIndex) - int(b.RequestIndex) })
+	}
+	// The date arm's cliff, per repetition, and the most frequent one.
+	dateAt := map[metrics.RepKey]int32{}
+	count := map[int32]int{}
+	for k, ss := range byRep {
+		if k.arm != CliffArm {
+			continue
+		}
+		if best, _ := largestDrop(ss); best != nil {
+			dateAt[k.rep] = best.request
+			count[best.request]++
+		}
+	}
+	mode, modeN := int32(0), 0
+	for req, n := range count {
+		if n > modeN || (n == modeN && req < mode) {
+			mode, modeN = req, n
+		}
+	}
 	points := map[string][]cliffPoint{}
 	for k, ss := range byRep {
-		slices.SortStableFunc(ss, func(a, b *metrics.Sample) int { return int(a.RequestIndex) - int(b.RequestIndex) })
-		var best *cliffPoint
-		prev, known := -1.0, 0
-		for _, s := range ss {
-			if s.CachedTokens == nil || s.PromptTokens <= 0 || s.Error != "" {
-				continue
+		var pt *cliffPoint
+		known := 0
+		if len(dateAt) > 0 {
+			req, ok := dateAt[k.rep]
+			if !ok {
+				req = mode
 			}
-			share := float64(*s.CachedTokens) / float64(s.PromptTokens)
-			known++
-			if prev >= 0 && prev-share > 0 && (best == nil || prev-share > best.from-best.to) {
-				best = &cliffPoint{
-					request: s.RequestIndex, prompt: float64(s.PromptTokens), from: prev, to: share,
-					reread: float64(s.RereadTokens), prefillSec: float64(s.PrefillNs) / 1e9,
-				}
-			}
-			prev = share
+			pt = changeAt(ss, req)
+		} else {
+			pt, known = largestDrop(ss)
 		}
 		switch {
-		case best != nil:
-			points[k.arm] = append(points[k.arm], *best)
-		case known >= 2 && points[k.arm] == nil:
-			points[k.arm] = []cliffPoint{} // the share never dropped
+		case pt != nil:
+			points[k.arm] = append(points[k.arm], *pt)
+		case (len(dateAt) > 0 || known >= 2) && points[k.arm] == nil:
+			points[k.arm] = []cliffPoint{} // no drop, or no share at the date arm's cliff
 		}
 	}
 	if len(points) == 0 {
@@ -159,7 +257,7 @@ func cliffClaim(samples []metrics.Sample) *CliffClaim {
 		arms = append(arms, arm)
 	}
 	metrics.SortArms(arms)
-	c := &CliffClaim{}
+	c := &CliffClaim{AtDateCliff: len(dateAt) > 0}
 	for _, arm := range arms {
 		ps := points[arm]
 		// Map order is random: sort the points so the means add up in a fixed order.
@@ -194,6 +292,9 @@ func cliffClaim(samples []metrics.Sample) *CliffClaim {
 			if !slices.Contains(cl.Requests, p.request) {
 				cl.Requests = append(cl.Requests, p.request)
 			}
+		}
+		if arm == CliffArm && c.AtDateCliff && cl.From.N > 0 {
+			c.Holds = new(cl.From.Mean >= ClaimCliffHoldsFrom && cl.To.Mean <= ClaimCliffHoldsTo)
 		}
 		c.Arms = append(c.Arms, cl)
 	}

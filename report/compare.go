@@ -31,7 +31,7 @@ func CompareMetrics() []CompareMetric {
 	return []CompareMetric{
 		{Name: "reread_tokens", format: tok, value: func(t *RepTotals) (float64, bool) { return float64(t.RereadTokens), true }},
 		{Name: "cached_share", HigherIsBetter: true, format: pct, value: func(t *RepTotals) (float64, bool) { v := t.CachedShare(); return deref(v), v != nil }},
-		{Name: "prefill_seconds", format: seconds, value: func(t *RepTotals) (float64, bool) { return float64(t.PrefillNs) / 1e9, true }},
+		{Name: "prefill_seconds", format: seconds, value: func(t *RepTotals) (float64, bool) { return t.PrefillSeconds() }},
 		{Name: "cache_efficiency", HigherIsBetter: true, format: pct, value: func(t *RepTotals) (float64, bool) { v := t.Efficiency(); return deref(v), v != nil }},
 	}
 }
@@ -65,17 +65,20 @@ type Comparison struct {
 	// for, scenarios by name, arms in [metrics.SortArms] order, metrics in [CompareMetrics]
 	// order.
 	Changes []Change `json:"changes"`
-	// OnlyOld and OnlyNew name the scenario×arm pairs ("scenario/arm") one run lacks.
+	// OnlyOld and OnlyNew name the scenario×arm pairs ("scenario/arm") one run lacks. A pair
+	// the old run has and the new one lacks (not run, or every session of it left out as
+	// incomplete) is a regression: the new run lost what the old one measured.
 	OnlyOld []string `json:"only_old,omitempty"`
 	OnlyNew []string `json:"only_new,omitempty"`
-	// Regressions is the number of changes flagged as regressions.
+	// Regressions is the number of changes flagged as regressions plus the pairs of OnlyOld.
 	Regressions int `json:"regressions"`
 }
 
 // Compare sets two analyses side by side per scenario×arm on [CompareMetrics] and flags
 // regressions: the new run worse than the old by more than threshold (a share: 0.05 = 5 %)
 // and, when both runs have at least 2 repetitions, beyond Welch's 95 % interval of the
-// difference. A nil analysis counts as empty.
+// difference. A scenario×arm of old that next lacks counts as a regression too. A nil analysis
+// counts as empty.
 func Compare(old, next *Analysis, threshold float64) *Comparison {
 	c := &Comparison{Threshold: threshold}
 	index := func(a *Analysis) map[string]*ArmStats {
@@ -98,6 +101,7 @@ func Compare(old, next *Analysis, threshold float64) *Comparison {
 				ns, ok := nm[k]
 				if !ok {
 					c.OnlyOld = append(c.OnlyOld, k)
+					c.Regressions++
 					continue
 				}
 				for _, m := range CompareMetrics() {
@@ -178,6 +182,9 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 		change := "—"
 		if ch.Relative != nil {
 			change = fmt.Sprintf("%+.1f%%", 100**ch.Relative)
+			if change == "+0.0%" || change == "-0.0%" {
+				change = "0.0%" // a change that rounds to nothing has no sign
+			}
 		} else if ch.Delta.Mean != 0 {
 			change = "new"
 		} else {
@@ -190,13 +197,17 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 		rows[i] = []string{ch.Scenario, ch.Arm, ch.Metric, estimate(ch.Old, f), estimate(ch.New, f), change, flag}
 	}
 	summary := fmt.Sprintf("%d regressions beyond %s (and beyond the 95 %% interval where both runs have 2 or more repetitions).",
-		c.Regressions, strconv.FormatFloat(100*c.Threshold, 'f', -1, 64)+" %")
+		c.Regressions-len(c.OnlyOld), strconv.FormatFloat(100*c.Threshold, 'f', -1, 64)+" %")
+	if n := len(c.OnlyOld); n > 0 {
+		summary += fmt.Sprintf(" %d scenario×arm pair%s of the old run missing from the new run, each a regression.", n, plural(n))
+	}
 	only := func(label string, ks []string) string {
 		if len(ks) == 0 {
 			return ""
 		}
 		return fmt.Sprintf("%s: %s.", label, strings.Join(ks, ", "))
 	}
+	missing := "only in the old run (missing from the new run: REGRESSION)"
 	switch format {
 	case "text":
 		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
@@ -205,7 +216,7 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 			fmt.Fprintln(tw, strings.Join(r, "\t"))
 		}
 		_ = tw.Flush()
-		for _, s := range []string{only("only in the old run", c.OnlyOld), only("only in the new run", c.OnlyNew), summary} {
+		for _, s := range []string{only(missing, c.OnlyOld), only("only in the new run", c.OnlyNew), summary} {
 			if s != "" {
 				b.WriteString(s + "\n")
 			}
@@ -218,7 +229,7 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 			}
 			fmt.Fprintf(&b, "| %s |\n", strings.Join(r, " | "))
 		}
-		for _, s := range []string{only("Only in the old run", c.OnlyOld), only("Only in the new run", c.OnlyNew), summary} {
+		for _, s := range []string{only("Only in the old run (missing from the new run: REGRESSION)", c.OnlyOld), only("Only in the new run", c.OnlyNew), summary} {
 			if s != "" {
 				b.WriteString("\n" + s + "\n")
 			}
@@ -233,4 +244,11 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 		return fmt.Errorf("comparison format %q: %w (want one of %s)", format, ErrUnknownFormat, strings.Join(CompareFormats(), ", "))
 	}
 	return write(w, "comparison", b.Bytes())
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

@@ -19,7 +19,9 @@ import (
 // expected_cached_tokens, reread_tokens, reread_tokens_lo, reread_tokens_hi,
 // reread_<segment>_tokens for each of [SegmentNames], prefill_s, prefill_s_lo, prefill_s_hi,
 // cached_share, cache_efficiency, reread_vs_spec, reread_vs_spec_lo, reread_vs_spec_hi,
-// reread_diff_vs_spec, reread_diff_vs_spec_lo, reread_diff_vs_spec_hi, cost_usd. A value that
+// reread_diff_vs_spec, reread_diff_vs_spec_lo, reread_diff_vs_spec_hi, cost_usd,
+// expected_unknown (requests whose expected cached tokens are unknown, pooled; they are left
+// out of expected_cached_tokens, the reread_<segment>_tokens and cache_efficiency). A value that
 // does not exist (an interval with one repetition, a comparison without a spec arm, an unknown
 // count) is an empty cell. It returns an error for a report without analysis or runs and any
 // error writing to w (one Write call).
@@ -36,7 +38,7 @@ func CSV(w io.Writer, r *Report) error {
 	}
 	head = append(head, "prefill_s", "prefill_s_lo", "prefill_s_hi", "cached_share", "cache_efficiency",
 		"reread_vs_spec", "reread_vs_spec_lo", "reread_vs_spec_hi",
-		"reread_diff_vs_spec", "reread_diff_vs_spec_lo", "reread_diff_vs_spec_hi", "cost_usd")
+		"reread_diff_vs_spec", "reread_diff_vs_spec_lo", "reread_diff_vs_spec_hi", "cost_usd", "expected_unknown")
 	_ = cw.Write(head)
 	for _, sc := range r.Analysis.Scenarios {
 		for _, st := range sc.Arms {
@@ -59,6 +61,7 @@ func CSV(w io.Writer, r *Report) error {
 			} else {
 				row = append(row, "")
 			}
+			row = append(row, strconv.Itoa(st.Pooled.ExpectedUnknown))
 			_ = cw.Write(row)
 		}
 	}
@@ -137,16 +140,20 @@ const BenchName = "BenchmarkLab"
 //     that differ between the two files would make benchstat put them in separate tables, so no
 //     run id or version is written);
 //   - unit metadata lines "Unit cached-tokens better=higher" and "Unit expected-cached-tokens
-//     better=higher" (the other units are better lower, benchstat's default);
+//     better=higher" (the other units are better lower, benchstat's default), each when a line
+//     uses the unit;
 //   - one result line per scenario×arm×repetition, for example
 //     "BenchmarkLab/scenario=midnight/arm=spec 48 728063 prompt-tokens 678347 cached-tokens
 //     678000 expected-cached-tokens 49716 reread-tokens 107600000000 prefill-ns": the name with
 //     the scenario and arm as sub-name keys, the number of requests as iterations, then value–unit
 //     pairs, totals of the repetition. cached-tokens is left out when a request's count is
-//     unknown, cost-usd is added when a request has a cost.
+//     unknown, expected-cached-tokens when a request's expected count is unknown (a cloud API
+//     shows no rendering), prefill-ns when no request has a prefill time (every prefill_ns 0);
+//     cost-usd is added when a request has a cost.
 //
-// Repetitions with the same name are samples of one benchmark for benchstat. Spaces in names
-// become underscores. An arm name ending in "-<digits>" would be read by benchstat as a
+// Repetitions with the same name are samples of one benchmark for benchstat. The format splits
+// a name into parts at "/" and ends it at a space, so each scenario and arm name is escaped
+// with [BenchNamePart]. An arm name ending in "-<digits>" would be read by benchstat as a
 // GOMAXPROCS suffix; the lab's arms have none. It returns an error for a report without
 // analysis or runs and any error writing to w (one Write call).
 func Benchfmt(w io.Writer, r *Report) error {
@@ -170,22 +177,56 @@ func Benchfmt(w io.Writer, r *Report) error {
 			fmt.Fprintf(&b, "%s: %s\n", kv.key, v)
 		}
 	}
-	b.WriteString("Unit cached-tokens better=higher\nUnit expected-cached-tokens better=higher\n")
-	name := func(s string) string { return strings.Join(strings.Fields(s), "_") }
+	var lines bytes.Buffer
+	cachedUnit, expectedUnit := false, false
 	for _, sc := range r.Analysis.Scenarios {
 		for _, st := range sc.Arms {
 			for _, t := range st.Reps {
-				fmt.Fprintf(&b, "%s/scenario=%s/arm=%s %d %d prompt-tokens", BenchName, name(sc.Scenario), name(st.Arm), t.Requests, t.PromptTokens)
+				b := &lines
+				fmt.Fprintf(b, "%s/scenario=%s/arm=%s %d %d prompt-tokens", BenchName, BenchNamePart(sc.Scenario), BenchNamePart(st.Arm), t.Requests, t.PromptTokens)
 				if t.CachedUnknown == 0 {
-					fmt.Fprintf(&b, " %d cached-tokens", t.CachedTokens)
+					fmt.Fprintf(b, " %d cached-tokens", t.CachedTokens)
+					cachedUnit = true
 				}
-				fmt.Fprintf(&b, " %d expected-cached-tokens %d reread-tokens %d prefill-ns", t.ExpectedCachedTokens, t.RereadTokens, t.PrefillNs)
+				if t.ExpectedUnknown == 0 {
+					fmt.Fprintf(b, " %d expected-cached-tokens", t.ExpectedCachedTokens)
+					expectedUnit = true
+				}
+				fmt.Fprintf(b, " %d reread-tokens", t.RereadTokens)
+				if t.PrefillKnown > 0 {
+					fmt.Fprintf(b, " %d prefill-ns", t.PrefillNs)
+				}
 				if t.CostUSD != nil {
-					fmt.Fprintf(&b, " %s cost-usd", strconv.FormatFloat(*t.CostUSD, 'g', -1, 64))
+					fmt.Fprintf(b, " %s cost-usd", strconv.FormatFloat(*t.CostUSD, 'g', -1, 64))
 				}
 				b.WriteString("\n")
 			}
 		}
 	}
+	if cachedUnit {
+		b.WriteString("Unit cached-tokens better=higher\n")
+	}
+	if expectedUnit {
+		b.WriteString("Unit expected-cached-tokens better=higher\n")
+	}
+	b.Write(lines.Bytes())
 	return write(w, "benchfmt", b.Bytes())
+}
+
+// BenchNamePart escapes a scenario or arm name for a part of a benchmark name: the Go benchmark
+// format (golang.org/design/14313-benchmark-format) splits a name into parts at "/", ends it at
+// white space and reads "key=value" in each part, so "/", "%", "=", white space and other bytes
+// outside printable ASCII are written as "%XX" (percent-encoding, upper-case hex). A name of
+// letters, digits, "-", "_" and "." is returned as is.
+func BenchNamePart(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || c == '/' || c == '%' || c == '=' {
+			fmt.Fprintf(&b, "%%%02X", c)
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
 }

@@ -9,6 +9,11 @@
 //     its t interval), and checks the spec's own claims ([Claims]: the midnight cliff, the
 //     re-read tokens saved by sending reasoning back). [Summarize] is the pooled view (every
 //     repetition summed into one row), kept inside the analysis.
+//     [Sessions] leaves out the sessions that did not complete (a failed request; the session
+//     an interruption cut, from the manifest's complete: false) and [AnalyzeRuns] analyses
+//     the rest, listing what it left out; report, compare and lab check --run all use it.
+//     Requests whose expected cached tokens are unknown (metrics.Sample.ExpectedUnknown: cloud
+//     APIs) are left out of the expected totals, the efficiency and the mismatches.
 //  2. A [Report] bundles the analysis with the runs' manifests and the figures the caller
 //     rendered ([Figure]: file names and SVG bytes; the package never draws charts or chooses
 //     paths).

@@ -76,20 +76,37 @@ func buildDocument(r *Report) *document {
 		"over the requests whose count is known; expected cached tokens are what a perfect prefix cache "+
 		"could have reused; re-read tokens are what the server processed again. Cached share is cached / "+
 		"prompt tokens and cache efficiency is cached / expected cached tokens, both over the requests "+
-		"whose cached count is known. Re-read vs spec is the arm's mean re-read tokens over the spec "+
+		"whose cached count is known (and, for efficiency, whose expected count is known: a cloud API shows no rendering, so the lab cannot compute it). Re-read vs spec is the arm's mean re-read tokens over the spec "+
 		"arm's, with Fieller's 95 % interval; re-read − spec is the mean paired difference per "+
 		"repetition, with its t interval.")
 
 	a := r.Analysis
+	if len(a.LeftOut) > 0 {
+		d.para("Left out of every figure below: %d session%s that did not complete (a session is left out whole when "+
+			"one of its requests failed, or when the run was interrupted during it):", len(a.LeftOut), plural(len(a.LeftOut)))
+		items := make([]string, len(a.LeftOut))
+		for i := range a.LeftOut {
+			items[i] = a.LeftOut[i].String()
+		}
+		d.list(items...)
+	}
 	if a.Claims.Cliff != nil || len(a.Claims.Reasoning) > 0 {
 		d.heading(2, "The spec's claims against this run")
+		if slices.ContainsFunc(r.Runs, func(m *metrics.Manifest) bool { return m.Backend == "sim" }) {
+			d.para("%s", "Caveat: these figures come from the sim backend, a reference computed by a cache model, "+
+				"not a measurement of a server; they check the harness, not the claims' numbers.")
+		}
 		if c := a.Claims.Cliff; c != nil {
 			d.heading(3, "The midnight cliff")
+			what := "the largest drop of the cached share from one request to the next"
+			if c.AtDateCliff {
+				what = fmt.Sprintf("the change of the cached share at the request where the %s arm dropped most "+
+					"(the first request after the date changed), from the request before", CliffArm)
+			}
 			d.para("The spec (3.2.0, §10): a date that changed at midnight sent a %s-token session from %s cached "+
-				"to %s (%s s of re-reading). Below, per arm of scenario %s, the largest drop of the cached share "+
-				"from one request to the next, and what the request at the drop re-read.",
+				"to %s (%s s of re-reading). Below, per arm of scenario %s, %s, and what that request re-read.",
 				thousands(ClaimCliffPromptTokens), percent(new(ClaimCliffFrom)), percent(new(ClaimCliffTo)),
-				strconv.FormatFloat(ClaimCliffSeconds, 'f', 0, 64), CliffScenario)
+				strconv.FormatFloat(ClaimCliffSeconds, 'f', 0, 64), CliffScenario, what)
 			rows := [][]string{{"the spec's claim", "—", thousands(ClaimCliffPromptTokens), percent(new(ClaimCliffFrom)),
 				percent(new(ClaimCliffTo)), thousands(ClaimCliffPromptTokens), seconds(ClaimCliffSeconds)}}
 			arms := slices.Clone(c.Arms)
@@ -105,7 +122,8 @@ func buildDocument(r *Report) *document {
 				rows = append(rows, []string{cl.Arm, strings.Join(req, ", "), tokEst(cl.PromptTokens), pctEst(cl.From),
 					pctEst(cl.To), tokEst(cl.RereadTokens), secEst(cl.PrefillSeconds)})
 			}
-			d.table([]string{"", "request", "prompt tokens", "cached before", "cached at the drop", "re-read tokens", "prefill (s)"}, 2, rows)
+			d.table([]string{"", "request", "prompt tokens", "cached before", "cached at the request", "re-read tokens", "prefill (s)"}, 2, rows)
+			d.para("%s", cliffVerdict(c))
 		}
 		if len(a.Claims.Reasoning) > 0 {
 			d.heading(3, "Reasoning sent back")
@@ -114,15 +132,56 @@ func buildDocument(r *Report) *document {
 				"sending reasoning back: 1 − spec / %s, with the 95 %% interval from Fieller's interval of the ratio.",
 				metrics.SpecArm, ReasoningNeverArm, ReasoningNeverArm)
 			var rows [][]string
+			held := 0
 			for _, rc := range a.Claims.Reasoning {
+				verdict := "does not hold"
+				if rc.Holds {
+					verdict = "holds"
+					held++
+				}
 				rows = append(rows, []string{rc.Scenario, strconv.Itoa(rc.Pairs), tokEst(rc.Never), tokEst(rc.Spec),
-					withCI(rc.Saved, rc.SavedCI, pct), percent(new(ClaimReasoningSaved))})
+					withCI(rc.Saved, rc.SavedCI, pct), percent(new(ClaimReasoningSaved)), verdict})
 			}
 			d.table([]string{"scenario", "repetitions", "re-read tokens, " + ReasoningNeverArm, "re-read tokens, " + metrics.SpecArm,
-				"saved", "claimed"}, 1, rows)
+				"saved", "claimed", "on this run"}, 1, rows)
+			n := len(a.Claims.Reasoning)
+			verdict := fmt.Sprintf("Verdict: the claim holds on this run in %d of %d scenario%s", held, n, plural(n))
+			if held == 0 {
+				verdict = "Verdict: the claim does not hold on this run"
+			}
+			d.para("%s (holds: the share saved, or its 95 %% interval, within %.0f points of %s).", verdict,
+				100*ClaimReasoningTolerance, percent(new(ClaimReasoningSaved)))
 		}
 	}
 
+	if len(a.Live) > 0 {
+		d.heading(2, "Live sessions: what the model did")
+		d.para("%s", "The model decided every step (--driver live). Per scenario and arm: the mean per session over the repetitions [95 % CI]; Δ spec is the paired difference to the spec arm [95 % CI]; and how the turns ended.")
+		head := []string{"scenario", "arm", "repetitions"}
+		for _, m := range a.Live[0].Metrics {
+			head = append(head, fmt.Sprintf("%s (%s)", m.Name, m.Unit), "Δ spec")
+		}
+		head = append(head, "turns ended")
+		var rows [][]string
+		for _, r := range a.Live {
+			cells := []string{r.Scenario, r.Arm, strconv.Itoa(r.Repetitions)}
+			for _, m := range r.Metrics {
+				vs := "—"
+				if m.VsSpec != nil {
+					vs = liveEstimate(*m.VsSpec)
+				}
+				cells = append(cells, liveEstimate(m.Estimate), vs)
+			}
+			reasons := make([]string, 0, len(r.EndReasons))
+			for name, n := range r.EndReasons {
+				reasons = append(reasons, fmt.Sprintf("%s %d", name, n))
+			}
+			slices.Sort(reasons)
+			cells = append(cells, strings.Join(reasons, ", "))
+			rows = append(rows, cells)
+		}
+		d.table(head, 2, rows)
+	}
 	if len(a.Scenarios) == 0 {
 		d.para("No samples.")
 	}
@@ -148,8 +207,12 @@ func buildDocument(r *Report) *document {
 			if u := st.Pooled.CachedUnknown; u > 0 {
 				cached = fmt.Sprintf("%s (%s unknown)", cached, thousands(int64(u)))
 			}
+			expected := tokEst(st.ExpectedCachedTokens)
+			if u := st.Pooled.ExpectedUnknown; u > 0 {
+				expected = fmt.Sprintf("%s (%s unknown)", expected, thousands(int64(u)))
+			}
 			row := []string{st.Arm, strconv.Itoa(len(st.Reps)), tokEst(st.Requests), tokEst(st.PromptTokens), cached,
-				tokEst(st.ExpectedCachedTokens), tokEst(st.RereadTokens), secEst(st.PrefillSeconds),
+				expected, tokEst(st.RereadTokens), secEst(st.PrefillSeconds),
 				pctEst(st.CachedShare), pctEst(st.Efficiency), vsRatio, vsDiff}
 			if cost {
 				c := "—"
@@ -161,7 +224,7 @@ func buildDocument(r *Report) *document {
 			rows = append(rows, row)
 			seg := []string{st.Arm}
 			for _, e := range st.Reread {
-				seg = append(seg, tokEst(e))
+				seg = append(seg, tokEst(e)) // "—" where the split is unknown
 				anySeg = anySeg || e.Mean != 0
 			}
 			segRows = append(segRows, seg)
@@ -208,6 +271,25 @@ func buildDocument(r *Report) *document {
 		d.blocks = append(d.blocks, block{kind: bFigure, fig: &r.Figures[i]})
 	}
 	return d
+}
+
+// cliffVerdict is the one-line verdict of the cliff claim.
+func cliffVerdict(c *CliffClaim) string {
+	if c.Holds == nil {
+		return fmt.Sprintf("Verdict: none: the run has no drop of the %s arm to compare with the claim.", CliffArm)
+	}
+	var date *Cliff
+	for i := range c.Arms {
+		if c.Arms[i].Arm == CliffArm {
+			date = &c.Arms[i]
+		}
+	}
+	verdict := "does not hold"
+	if *c.Holds {
+		verdict = "holds"
+	}
+	return fmt.Sprintf("Verdict: the claim %s on this run: the %s arm fell from %s to %s cached (holds: from at least %s to at most %s).",
+		verdict, CliffArm, pctEst(date.From), pctEst(date.To), percent(new(ClaimCliffHoldsFrom)), percent(new(ClaimCliffHoldsTo)))
 }
 
 // cliffRank orders the cliff table: spec, the date arm, then the others (already sorted).

@@ -34,12 +34,12 @@ func Markdown(w io.Writer, r *Report) error {
 		}
 		switch bl.kind {
 		case bHeading:
-			fmt.Fprintf(&b, "%s %s\n", strings.Repeat("#", bl.level), bl.text)
+			fmt.Fprintf(&b, "%s %s\n", strings.Repeat("#", bl.level), escapeHTML(bl.text))
 		case bPara:
-			fmt.Fprintf(&b, "%s\n", bl.text)
+			fmt.Fprintf(&b, "%s\n", escapeHTML(bl.text))
 		case bList:
 			for _, it := range bl.items {
-				fmt.Fprintf(&b, "- %s\n", inline(it))
+				fmt.Fprintf(&b, "- %s\n", escapeHTML(inline(it)))
 			}
 		case bTable:
 			cells := make([]string, len(bl.head))
@@ -61,14 +61,14 @@ func Markdown(w io.Writer, r *Report) error {
 		case bFigure:
 			f := bl.fig
 			if svg, ok := f.Files["svg"]; ok {
-				fmt.Fprintf(&b, "![%s](%s)\n\n", inline(f.Title), escapePath(svg))
+				fmt.Fprintf(&b, "![%s](%s)\n\n", escapeHTML(inline(f.Title)), escapePath(svg))
 			}
 			var links []string
 			for _, format := range figureFormats(f) {
 				p := f.Files[format]
-				links = append(links, fmt.Sprintf("[%s](%s)", inline(path.Base(p)), escapePath(p)))
+				links = append(links, fmt.Sprintf("[%s](%s)", escapeHTML(inline(path.Base(p))), escapePath(p)))
 			}
-			fmt.Fprintf(&b, "%s: %s\n", inline(f.Title), strings.Join(links, ", "))
+			fmt.Fprintf(&b, "%s: %s\n", escapeHTML(inline(f.Title)), strings.Join(links, ", "))
 		}
 	}
 	return write(w, "markdown", b.Bytes())
@@ -178,7 +178,14 @@ func inline(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-// cell makes s safe in a Markdown table cell.
+// cell makes s safe in a Markdown table cell: one line, HTML escaped, | escaped.
 func cell(s string) string {
-	return strings.ReplaceAll(inline(s), "|", `\|`)
+	return strings.ReplaceAll(escapeHTML(inline(s)), "|", `\|`)
 }
+
+// htmlEscaper escapes what Markdown would pass through as HTML: a scenario named
+// "<script>" must show as text.
+var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+// escapeHTML escapes &, < and > in Markdown text.
+func escapeHTML(s string) string { return htmlEscaper.Replace(s) }

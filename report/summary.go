@@ -61,15 +61,20 @@ type ArmRow struct {
 	CachedTokens int64 `json:"cached_tokens"`
 	// CachedUnknown is the number of requests whose cached_tokens is unknown (null).
 	CachedUnknown int `json:"cached_unknown"`
-	// ExpectedCachedTokens is the sum of expected_cached_tokens over all requests.
+	// ExpectedCachedTokens is the sum of expected_cached_tokens over the requests where the lab
+	// could compute it ([metrics.Sample].ExpectedUnknown false).
 	ExpectedCachedTokens int64 `json:"expected_cached_tokens"`
+	// ExpectedUnknown is the number of requests whose expected cached tokens are unknown (a
+	// cloud API shows no rendering): left out of ExpectedCachedTokens and Efficiency.
+	ExpectedUnknown int `json:"expected_unknown"`
 	// RereadTokens is the sum of reread_tokens: prompt tokens the server processed again.
 	RereadTokens int64 `json:"reread_tokens"`
 	// PrefillNs is the sum of prefill_ns, in nanoseconds.
 	PrefillNs int64 `json:"prefill_ns"`
 	// Efficiency is the server's cache efficiency, the sum of cached_tokens divided by the sum of
-	// expected_cached_tokens over the requests whose cached_tokens is known (1 = it reused all a
-	// perfect prefix cache could). nil when undefined: no known count, or nothing expected.
+	// expected_cached_tokens over the requests whose cached and expected cached tokens are both
+	// known (1 = it reused all a perfect prefix cache could). nil when undefined: no such
+	// request, or nothing expected.
 	Efficiency *float64 `json:"efficiency"`
 	// RereadVsSpec is RereadTokens divided by the spec arm's RereadTokens in the same scenario
 	// (1 for the spec arm itself). nil when the scenario has no spec arm or spec re-read nothing.
@@ -85,8 +90,8 @@ func (r *ArmRow) PrefillSeconds() float64 { return float64(r.PrefillNs) / 1e9 }
 func Summarize(samples []metrics.Sample) []ScenarioTable {
 	type key struct{ scenario, arm string }
 	type acc struct {
-		row                 ArmRow
-		expectedWhereCached int64
+		row                                      ArmRow
+		expectedWhereCached, cachedWhereExpected int64
 	}
 	accs := map[key]*acc{}
 	arms := map[string][]string{}
@@ -114,10 +119,15 @@ func Summarize(samples []metrics.Sample) []ScenarioTable {
 			r.Failed++
 		}
 		r.PromptTokens += s.PromptTokens
-		r.ExpectedCachedTokens += s.ExpectedCachedTokens
+		if s.ExpectedUnknown {
+			r.ExpectedUnknown++
+		} else {
+			r.ExpectedCachedTokens += s.ExpectedCachedTokens
+		}
 		r.RereadTokens += s.RereadTokens
 		r.PrefillNs += s.PrefillNs
-		if c := s.CachedTokens; c != nil && s.Error == "" && math.Abs(float64(*c-s.ExpectedCachedTokens)) > MismatchTolerance*float64(max(s.ExpectedCachedTokens, 1)) {
+		// A request whose expected cached tokens are unknown has nothing to differ from.
+		if c := s.CachedTokens; c != nil && s.Error == "" && !s.ExpectedUnknown && math.Abs(float64(*c-s.ExpectedCachedTokens)) > MismatchTolerance*float64(max(s.ExpectedCachedTokens, 1)) {
 			mismatches[s.Scenario] = append(mismatches[s.Scenario], Mismatch{
 				Arm: s.Arm, Repetition: s.Repetition, RequestIndex: s.RequestIndex, CachedTokens: *c,
 				ExpectedCachedTokens: s.ExpectedCachedTokens, DivergenceSegment: s.DivergenceSegment, LoadNs: s.LoadNs,
@@ -128,7 +138,10 @@ func Summarize(samples []metrics.Sample) []ScenarioTable {
 			r.CachedUnknown++
 		} else {
 			r.CachedTokens += *s.CachedTokens
-			a.expectedWhereCached += s.ExpectedCachedTokens
+			if !s.ExpectedUnknown {
+				a.expectedWhereCached += s.ExpectedCachedTokens
+				a.cachedWhereExpected += *s.CachedTokens
+			}
 		}
 	}
 	if len(arms) == 0 {
@@ -152,8 +165,8 @@ func Summarize(samples []metrics.Sample) []ScenarioTable {
 		for _, arm := range names {
 			a := accs[key{sc, arm}]
 			r := a.row
-			if r.CachedUnknown < r.Requests && a.expectedWhereCached > 0 {
-				r.Efficiency = new(float64(r.CachedTokens) / float64(a.expectedWhereCached))
+			if a.expectedWhereCached > 0 {
+				r.Efficiency = new(float64(a.cachedWhereExpected) / float64(a.expectedWhereCached))
 			}
 			if spec != nil && spec.row.RereadTokens != 0 {
 				r.RereadVsSpec = new(float64(r.RereadTokens) / float64(spec.row.RereadTokens))

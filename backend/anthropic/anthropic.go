@@ -351,7 +351,9 @@ func (c *Client) Create(ctx context.Context, req *chat.Request) (*Response, *cha
 	if resp.StatusCode/100 != 2 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		res.Total = time.Since(start)
-		return nil, res, c.apiError(resp.StatusCode, errorMessage(b))
+		ae := c.apiError(resp.StatusCode, errorMessage(b))
+		ae.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+		return nil, res, ae
 	}
 
 	var acc accumulator
@@ -443,6 +445,20 @@ func (c *Client) apiError(status int, msg string) *chat.APIError {
 		msg = strings.ReplaceAll(msg, c.key, "[redacted]")
 	}
 	return &chat.APIError{Backend: "anthropic", URL: c.endpoint, StatusCode: status, Body: msg}
+}
+
+// retryAfter reads a Retry-After header value (RFC 9110 §10.2.3), which the API sends with 429
+// and 529: delay-seconds, or an HTTP-date counted from now, at most a day. Empty, unreadable,
+// negative and past values are 0.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return time.Duration(min(max(n, 0), int64(24*time.Hour/time.Second))) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return min(t.Sub(now), 24*time.Hour)
+	}
+	return 0
 }
 
 // errorMessage returns the message of an error body {"type": "error", "error": {"type",

@@ -202,7 +202,8 @@ func (c *Client) post(ctx context.Context, method, path string, body []byte) (*h
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return nil, &chat.APIError{Backend: backendName, URL: c.endpoint(path), StatusCode: resp.StatusCode, Body: c.redact(errorMessage(b))}
+		return nil, &chat.APIError{Backend: backendName, URL: c.endpoint(path), StatusCode: resp.StatusCode, Body: c.redact(errorMessage(b)),
+			RetryAfter: openai.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())}
 	}
 	return resp, nil
 }

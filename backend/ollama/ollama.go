@@ -18,6 +18,11 @@
 //     reply's tokens; its cache then holds what a real generation would have left. That request
 //     is not a measurement and produces no sample.
 //
+// A request with Generate > 0 (the live driver, issue 7) is a real generation instead: step 2
+// sends num_predict = Generate, the temperature ([WithTemperature], default 0.7) and the seed
+// ([Client.SetSeed]), and the streamed message's thinking, content and tool_calls become
+// [chat.Result].Reply; there is no emulation (the server's cache holds what the model wrote).
+//
 // Pinned for the whole run: num_ctx and keep_alive (changing a runner option such as num_ctx
 // reloads the model and drops the cache: ollama server/sched.go needsReload).
 package ollama
@@ -52,6 +57,8 @@ type Client struct {
 	numCtx    int
 	keepAlive time.Duration
 	seed      int
+	// temperature is the live generation's sampling temperature.
+	temperature float64
 
 	logPath   string
 	logOffset int64
@@ -73,6 +80,14 @@ func WithNumCtx(n int) Option { return func(c *Client) { c.numCtx = n } }
 // drops the KV cache).
 func WithKeepAlive(d time.Duration) Option { return func(c *Client) { c.keepAlive = d } }
 
+// WithTemperature sets the sampling temperature (Ollama option temperature) of live generations
+// (requests with Generate > 0); default 0.7. Scripted requests always use 0.
+func WithTemperature(t float64) Option { return func(c *Client) { c.temperature = t } }
+
+// SetSeed sets the sampling seed (Ollama option seed) of the requests that follow; default 42.
+// The live driver gives each repetition its own.
+func (c *Client) SetSeed(seed int64) { c.seed = int(seed) }
+
 // WithServerLog names the server's log file, written with OLLAMA_DEBUG=1. After each request the
 // client reads the new `msg="loading cache slot" … prompt=N used=U` line: U is the number of
 // prompt tokens the server reused from its KV cache. Without a log, cached tokens are unknown.
@@ -91,7 +106,7 @@ func New(baseURL, model string, opts ...Option) (*Client, error) {
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		return nil, fmt.Errorf("ollama: bad server address %q: want http://host:port", baseURL)
 	}
-	c := &Client{base: u, model: model, numCtx: 32768, keepAlive: -1, seed: 42, logWait: 3 * time.Second,
+	c := &Client{base: u, model: model, numCtx: 32768, keepAlive: -1, seed: 42, temperature: 0.7, logWait: 3 * time.Second,
 		args: map[string]api.ToolCallFunctionArguments{}, tools: map[string]api.Tool{}}
 	c.api = api.NewClient(u, &http.Client{})
 	for _, o := range opts {
@@ -138,6 +153,11 @@ func (c *Client) options() map[string]any {
 	return map[string]any{"num_ctx": c.numCtx, "num_predict": 1, "temperature": 0, "seed": c.seed}
 }
 
+// generateOptions are the options of a live generation of at most n tokens.
+func (c *Client) generateOptions(n int) map[string]any {
+	return map[string]any{"num_ctx": c.numCtx, "num_predict": n, "temperature": c.temperature, "seed": c.seed}
+}
+
 func (c *Client) keep() *api.Duration { return &api.Duration{Duration: c.keepAlive} }
 
 // wrap turns a transport or status error into a *chat.APIError naming the server.
@@ -161,9 +181,12 @@ func (c *Client) wrap(err error) error {
 
 // ChatRequest converts a lab request to Ollama's /api/chat request: messages with `thinking` for
 // reasoning (omitted when empty), tool calls with their arguments in the order written, and the
-// pinned options.
+// pinned options (for req.Generate > 0: num_predict Generate, the live temperature and seed).
 func (c *Client) ChatRequest(req *chat.Request) (*api.ChatRequest, error) {
 	out := &api.ChatRequest{Model: c.model, Options: c.options(), KeepAlive: c.keep()}
+	if req.Generate > 0 {
+		out.Options = c.generateOptions(req.Generate)
+	}
 	if req.Think {
 		out.Think = &api.ThinkValue{Value: true}
 	}
@@ -222,7 +245,8 @@ func (c *Client) Render(ctx context.Context, req *api.ChatRequest) (string, erro
 }
 
 // Send renders req, sends it for real (the measurement), and emulates the generation of reply
-// (see the package documentation). The result's figures: PromptTokens = prompt_eval_count (the
+// (see the package documentation); with req.Generate > 0 it lets the model generate instead,
+// ignores reply and returns what the model wrote in the result's Reply. The result's figures: PromptTokens = prompt_eval_count (the
 // whole prompt, cached part included, in v0.17.4), Prefill = prompt_eval_duration (the uncached
 // part only), CachedTokens from the server log's `used=` (nil without a log), TTFT from sending to
 // the first streamed chunk, Total to the last.
@@ -244,16 +268,31 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 	}
 
 	var final api.ChatResponse
+	var reasoning, content strings.Builder
+	var calls []chat.ToolCall
 	start := time.Now()
 	err = c.api.Chat(ctx, creq, func(resp api.ChatResponse) error {
 		if res.TTFT == 0 {
 			res.TTFT = time.Since(start)
+		}
+		reasoning.WriteString(resp.Message.Thinking)
+		content.WriteString(resp.Message.Content)
+		for _, tc := range resp.Message.ToolCalls {
+			args, err := json.Marshal(tc.Function.Arguments)
+			if err != nil {
+				return fmt.Errorf("ollama: tool call %s arguments: %w", tc.Function.Name, err)
+			}
+			calls = append(calls, chat.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
 		}
 		if resp.Done {
 			final = resp
 		}
 		return nil
 	})
+	if req.Generate > 0 {
+		// What the model wrote, also when the stream broke off: a timeout keeps what came.
+		res.Reply = &chat.Reply{Reasoning: reasoning.String(), Content: content.String(), ToolCalls: calls}
+	}
 	res.Total = time.Since(start)
 	if err != nil {
 		return res, c.wrap(err)
@@ -278,6 +317,13 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 		}
 	}
 
+	if req.Generate > 0 {
+		// The cache holds the real generation. Its text is rebuilt from the parsed reply in
+		// Qwen3's output format (the server does not return the raw tokens): exact for a reply
+		// the model ended itself, an approximation for one cut off at num_predict.
+		res.CacheText = res.Rendered + Qwen3Output(res.Reply)
+		return res, nil
+	}
 	if reply != nil {
 		res.CacheText = res.Rendered + Qwen3Output(reply)
 		if err := c.emulate(ctx, res.CacheText); err != nil {

@@ -15,6 +15,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -241,6 +242,8 @@ type edit struct {
 	start    time.Time
 	response bytes.Buffer
 	status   int
+	// retryAfter is the answer's Retry-After header as a wait (RFC 9110 §10.2.3); 0 without one.
+	retryAfter time.Duration
 }
 
 type editKey struct{}
@@ -289,6 +292,7 @@ func (d *doer) Do(r *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	e.status = resp.StatusCode
+	e.retryAfter = ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	if e.tee {
 		resp.Body = struct {
 			io.Reader
@@ -412,6 +416,37 @@ func (c *Client) apiError(err error, status int) error {
 	}
 	ae.Body = c.redact(ae.Body)
 	return ae
+}
+
+// apiErrorFrom is apiError for the failure of the request e sent, with the server's
+// Retry-After (429, 503) when it gave one.
+func (c *Client) apiErrorFrom(err error, e *edit) error {
+	err = c.apiError(err, e.status)
+	var ae *chat.APIError
+	if errors.As(err, &ae) {
+		ae.RetryAfter = e.retryAfter
+	}
+	return err
+}
+
+// ParseRetryAfter reads a Retry-After header value (RFC 9110 §10.2.3): delay-seconds, or an
+// HTTP-date from which the wait is counted from now, at most a day. Empty, unreadable, negative
+// and past values are 0. For [chat.APIError].RetryAfter.
+func ParseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 {
+			return 0
+		}
+		return time.Duration(min(n, int64(24*time.Hour/time.Second))) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return min(t.Sub(now), 24*time.Hour)
+	}
+	return 0
 }
 
 // quote returns a body that is not JSON (or JSON without an error object) as a quoted string,

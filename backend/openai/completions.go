@@ -101,7 +101,7 @@ func (c *Client) sendChat(ctx context.Context, req *chat.Request) (*chat.Result,
 		_, err := c.oa.CreateChatCompletion(ctx, oreq)
 		res.Total = time.Since(start)
 		if err != nil {
-			return res, c.apiError(err, e.status)
+			return res, c.apiErrorFrom(err, e)
 		}
 		var ck chunk
 		if err := json.Unmarshal(e.response.Bytes(), &ck); err != nil {
@@ -115,7 +115,7 @@ func (c *Client) sendChat(ctx context.Context, req *chat.Request) (*chat.Result,
 	stream, err := c.oa.CreateChatCompletionStream(ctx, oreq)
 	if err != nil {
 		res.Total = time.Since(start)
-		return res, c.apiError(err, e.status)
+		return res, c.apiErrorFrom(err, e)
 	}
 	defer stream.Close()
 	if !e.start.IsZero() {

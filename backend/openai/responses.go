@@ -209,7 +209,7 @@ func (c *Client) sendResponses(ctx context.Context, req *chat.Request) (*chat.Re
 	stream, err := c.oa.CreateResponseStream(ctx, goopenai.CreateResponseRequest{Model: c.model})
 	if err != nil {
 		res.Total = time.Since(start)
-		return res, c.apiError(err, e.status)
+		return res, c.apiErrorFrom(err, e)
 	}
 	defer stream.Close()
 	if !e.start.IsZero() {

@@ -13,6 +13,11 @@
 //  4. charges prefill time for the tokens not reused: (prompt − cached) × PrefillPerToken.
 //
 // Cached tokens are reported with source chat.SourceSimulation.
+//
+// A request with Generate > 0 (the live driver, issue 7) is answered by the scripted model: the
+// next reply of the script given with [Backend.SetScript], returned as [chat.Result].Reply as if
+// the model had written it, and stored in the cache as in step 3. The live loop is so tested
+// without a model: driven by the scenario's own steps, it sends the scripted driver's requests.
 package sim
 
 import (
@@ -64,6 +69,37 @@ type Backend struct {
 	perToken time.Duration
 	prefill  *cachesim.PrefillModel
 	conv     *ollama.Client
+
+	// script is the scripted model's replies, in groups (see SetScript); group and next say
+	// which reply comes next.
+	script      [][]chat.Reply
+	group, next int
+}
+
+// SetScript gives the scripted model its replies for the session that follows, in groups: a
+// request whose last message is a user message (a turn's first request, or a compaction's) is
+// answered with the first reply of the next group, every other request with the next reply of
+// the current group. A group that runs out, or a script that does, answers an empty reply (no
+// reasoning, text or calls). So a turn cut short by a bound does not shift the replies of the
+// turns after it. The harness builds the script from a scenario (harness.ScriptedReplies).
+func (b *Backend) SetScript(groups [][]chat.Reply) {
+	b.script, b.group, b.next = groups, -1, 0
+}
+
+// scripted returns the scripted model's reply to req.
+func (b *Backend) scripted(req *chat.Request) (*chat.Reply, error) {
+	if b.script == nil {
+		return nil, errors.New("sim: a request with Generate > 0 needs the scripted model's replies (SetScript)")
+	}
+	if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == chat.RoleUser {
+		b.group, b.next = b.group+1, 0
+	}
+	if b.group < 0 || b.group >= len(b.script) || b.next >= len(b.script[b.group]) {
+		return &chat.Reply{}, nil
+	}
+	r := b.script[b.group][b.next]
+	b.next++
+	return &r, nil
 }
 
 // New returns a simulation backend.
@@ -122,7 +158,9 @@ func (r *recent) Encode(text string) ([]int32, error) {
 func (b *Backend) Model() cachesim.Model { return b.model }
 
 // Send simulates one request (see the package documentation). reply is the scripted reply whose
-// generation is emulated; nil stores the prompt alone. The result has PromptTokens,
+// generation is emulated; nil stores the prompt alone. With req.Generate > 0 the scripted model
+// answers instead (reply is ignored; see [Backend.SetScript]) and the result's Reply is its
+// answer; the scripted model does not cut a reply at Generate tokens. The result has PromptTokens,
 // CachedTokens (source simulation), CompletionTokens (the reply's tokens), Prefill = TTFT = Total
 // = (prompt − cached) × PrefillPerToken, RequestBytes and Body (the /api/chat body the Ollama
 // backend would send), Rendered and CacheText.
@@ -144,6 +182,12 @@ func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply
 		return res, fmt.Errorf("sim: render: %w", err)
 	}
 	res.Rendered = rendered
+	if req.Generate > 0 {
+		if reply, err = b.scripted(req); err != nil {
+			return res, err
+		}
+		res.Reply = reply
+	}
 	prompt, err := b.tok.Encode(rendered)
 	if err != nil {
 		return res, fmt.Errorf("sim: tokenize the prompt: %w", err)

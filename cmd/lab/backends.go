@@ -47,7 +47,7 @@ func checkRemote(o *runOptions) error {
 	}
 	if !isRemote {
 		for _, f := range []struct{ flag, v string }{{"--base-url", r.BaseURL}, {"--profile", r.Profile}, {"--api", r.API},
-			{"--key-file", r.KeyFile}, {"--cache-breakpoints", r.Breakpoints}, {"--llamacpp", r.LlamaServer}} {
+			{"--key-file", r.KeyFile}, {"--cache-breakpoints", r.Breakpoints}, {"--llamacpp", r.LlamaServer}, {"--pricing", r.Pricing}} {
 			if f.v != "" {
 				return badInput("%s is for --backend %s, not %s", f.flag, strings.Join(remoteBackends, ", "), o.Backend)
 			}

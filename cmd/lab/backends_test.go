@@ -95,6 +95,9 @@ func TestRunAgainstAnOpenAICompatibleServer(t *testing.T) {
 		if *s.CachedTokens > 0 {
 			reused++
 		}
+		if !s.ExpectedUnknown {
+			t.Errorf("request %d: expected_unknown false, but a cloud API shows no rendering", s.RequestIndex)
+		}
 		if !strings.Contains(s.UsageFields, "prompt_tokens_details.cached_tokens") {
 			t.Errorf("request %d: usage_fields %q", s.RequestIndex, s.UsageFields)
 		}

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -96,20 +94,20 @@ func runCheck(ctx context.Context, s *streams, o *checkOptions) error {
 
 	// --run: the run folder's own scenarios and arms (a scenario loaded from a path) are known too.
 	var samples []metrics.Sample
+	var runs []*metrics.Manifest
 	if o.Run != "" {
+		// A folder that is missing, or whose manifest or samples cannot be read, is not a
+		// readable run: bad input, as for lab report.
 		man, ss, err := metrics.ReadRun(o.Run)
-		if errors.Is(err, fs.ErrNotExist) {
-			return badInput("--run %s: %v", o.Run, err)
-		}
 		if err != nil {
-			return err
+			return badInput("--run %s: not a readable run: %v", o.Run, err)
 		}
 		if !man.Complete {
-			fmt.Fprintf(s.err, "lab: warning: run %s is incomplete (%d requests measured): expectations are checked on what was measured\n", o.Run, man.Samples)
+			fmt.Fprintf(s.err, "lab: warning: run %s is incomplete (%d requests measured): its last session is left out, the expectations are checked on the sessions that completed\n", o.Run, man.Samples)
 		}
 		known.Scenarios = union(known.Scenarios, man.Scenarios)
 		known.Arms = union(known.Arms, man.Arms)
-		samples = ss
+		samples, runs = ss, []*metrics.Manifest{man}
 	}
 	file, err := check.Load(o.File, known)
 	if err != nil {
@@ -117,12 +115,12 @@ func runCheck(ctx context.Context, s *streams, o *checkOptions) error {
 		return &usageError{err}
 	}
 	if o.Run == "" {
-		if samples, err = runCheckMatrix(ctx, s, o, file); err != nil {
+		if runs, samples, err = runCheckMatrix(ctx, s, o, file); err != nil {
 			return err
 		}
 	}
 
-	res := check.Evaluate(file, samples)
+	res := check.EvaluateRuns(file, runs, samples)
 	if o.JSON {
 		err = check.WriteJSON(s.out, res)
 	} else {
@@ -138,17 +136,17 @@ func runCheck(ctx context.Context, s *streams, o *checkOptions) error {
 }
 
 // runCheckMatrix runs the file's scenarios × arms with runRun, as `lab run` would with its
-// default flags, and reads the samples back.
-func runCheckMatrix(ctx context.Context, s *streams, o *checkOptions, file *check.File) ([]metrics.Sample, error) {
+// default flags, and reads the manifest and samples back.
+func runCheckMatrix(ctx context.Context, s *streams, o *checkOptions, file *check.File) ([]*metrics.Manifest, []metrics.Sample, error) {
 	if len(file.Scenarios) == 0 {
-		return nil, badInput("%s: nothing to run: list the scenarios under scenarios:, or name one in an expectation", file.Path)
+		return nil, nil, badInput("%s: nothing to run: list the scenarios under scenarios:, or name one in an expectation", file.Path)
 	}
 	if len(file.Arms) == 0 {
-		return nil, badInput("%s: nothing to run: list the arms under arms:, or name one in an expectation", file.Path)
+		return nil, nil, badInput("%s: nothing to run: list the arms under arms:, or name one in an expectation", file.Path)
 	}
 	ro, err := runDefaults(s)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ro.Backend = o.Backend
 	ro.Scenario = strings.Join(file.Scenarios, ",")
@@ -156,9 +154,8 @@ func runCheckMatrix(ctx context.Context, s *streams, o *checkOptions, file *chec
 	ro.Repeat = file.Repeat
 	ro.CacheDir = o.CacheDir
 	ro.Quiet = o.Quiet
-	// The run id names the sandbox folder, whose absolute path appears in some tool results: an
-	// id as long as lab run's default (YYYYMMDD-HHMMSS) gives the prompts the token counts a
-	// plain lab run has, and the nanoseconds keep two checks started in the same second apart.
+	// The run id names only the results folder (the sandbox path does not depend on it): the
+	// nanoseconds keep two checks started in the same second apart.
 	ro.RunID = fmt.Sprintf("check-%09d", time.Now().UnixNano()%1e9)
 	ro.ResultsDir = o.Results
 	// The run's own "results: ..." lines go to stdout only when its folder is kept and stdout
@@ -170,19 +167,19 @@ func runCheckMatrix(ctx context.Context, s *streams, o *checkOptions, file *chec
 	if o.Results == "" {
 		dir, err := os.MkdirTemp("", "lab-check-")
 		if err != nil {
-			return nil, fmt.Errorf("create a results folder: %w", err)
+			return nil, nil, fmt.Errorf("create a results folder: %w", err)
 		}
 		defer os.RemoveAll(dir)
 		ro.ResultsDir = dir
 	}
 	if err := runRun(ctx, &s2, ro); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	_, samples, err := metrics.ReadRun(filepath.Join(ro.ResultsDir, ro.RunID))
+	man, samples, err := metrics.ReadRun(filepath.Join(ro.ResultsDir, ro.RunID))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return samples, nil
+	return []*metrics.Manifest{man}, samples, nil
 }
 
 // runDefaults returns the options `lab run` has with no flags: the flag defaults of newRunCmd.
@@ -193,13 +190,32 @@ func runDefaults(s *streams) (*runOptions, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lab run's --num-ctx default: %w", err)
 	}
-	return &runOptions{
+	o := &runOptions{
 		Repeat:     1,
 		NumCtx:     numCtx,
 		ModelName:  def("model"),
 		CacheModel: def("cache-model"),
 		Model:      localserver.DefaultModelOptions(),
-	}, nil
+	}
+	// The scripted driver and the default retries and request timeout (flags of live.go and
+	// resume.go, when lab run has them).
+	if f := fl.Lookup("driver"); f != nil {
+		o.Live.Driver = f.DefValue
+	}
+	for _, d := range []struct {
+		name string
+		set  func(string) error
+	}{
+		{"retries", func(v string) (err error) { o.Reliability.Retries, err = strconv.Atoi(v); return err }},
+		{"request-timeout", func(v string) (err error) { o.Reliability.RequestTimeout, err = time.ParseDuration(v); return err }},
+	} {
+		if f := fl.Lookup(d.name); f != nil {
+			if err := d.set(f.DefValue); err != nil {
+				return nil, fmt.Errorf("lab run's --%s default: %w", d.name, err)
+			}
+		}
+	}
+	return o, nil
 }
 
 // union returns a with the names of b it lacks appended.

@@ -222,3 +222,24 @@ func TestRunDefaults(t *testing.T) {
 		t.Errorf("runDefaults = %+v", o)
 	}
 }
+
+// A run folder whose samples cannot be read is bad input (exit 2) for lab check --run, as for
+// lab report; so is a missing folder.
+func TestCheckRunUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	run := writeRun(t, dir, "a", 0)
+	if err := os.WriteFile(filepath.Join(run, metrics.SamplesFile), []byte("not parquet"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "c.yaml")
+	os.WriteFile(file, []byte("expect:\n  - scenario: midnight\n    arm: spec\n    max_reread_tokens: 10\n"), 0o644)
+	for _, r := range []string{run, filepath.Join(dir, "nope")} {
+		code, _, errOut := runLab(t, "check", file, "--run", r)
+		if code != exitBadInput || !strings.Contains(errOut, r) {
+			t.Errorf("check --run %s: exit %d, stderr %q; want 2 naming it", r, code, errOut)
+		}
+	}
+	if code, _, errOut := runLab(t, "report", run); code != exitBadInput {
+		t.Errorf("report of the same folder: exit %d, stderr %q; want 2", code, errOut)
+	}
+}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,29 +26,45 @@ func (e *regressionError) Error() string {
 func (e *regressionError) Unwrap() error { return &failedError{failed: e.n, total: e.total} }
 
 // expandRuns expands the RUN arguments (folders or glob patterns) into run folders, in the order
-// given, without duplicates. A pattern that matches nothing, or a folder without a manifest, is
-// bad input.
-func expandRuns(args []string) ([]string, error) {
+// given, without duplicates. A folder named outright without a manifest is bad input naming it;
+// a path a pattern matches that is not a run folder (a file, a folder without a manifest) is
+// skipped with a warning on warn. A pattern that matches no run folder is bad input.
+func expandRuns(args []string, warn io.Writer) ([]string, error) {
 	var dirs []string
+	isRun := func(d string) bool {
+		fi, err := os.Stat(filepath.Join(d, metrics.ManifestFile))
+		return err == nil && fi.Mode().IsRegular()
+	}
 	for _, arg := range args {
-		matches := []string{arg}
-		if strings.ContainsAny(arg, "*?[") {
-			m, err := filepath.Glob(arg)
-			if err != nil {
-				return nil, badInput("run pattern %q: %v", arg, err)
+		if !strings.ContainsAny(arg, "*?[") {
+			if !isRun(arg) {
+				return nil, badInput("%s is not a run folder (no %s)", arg, metrics.ManifestFile)
 			}
-			if len(m) == 0 {
-				return nil, badInput("run pattern %q matches nothing", arg)
+			if !slices.Contains(dirs, arg) {
+				dirs = append(dirs, arg)
 			}
-			matches = m
+			continue
 		}
-		for _, d := range matches {
-			if fi, err := os.Stat(filepath.Join(d, metrics.ManifestFile)); err != nil || !fi.Mode().IsRegular() {
-				return nil, badInput("%s is not a run folder (no %s)", d, metrics.ManifestFile)
+		m, err := filepath.Glob(arg)
+		if err != nil {
+			return nil, badInput("run pattern %q: %v", arg, err)
+		}
+		if len(m) == 0 {
+			return nil, badInput("run pattern %q matches nothing", arg)
+		}
+		found := 0
+		for _, d := range m {
+			if !isRun(d) {
+				fmt.Fprintf(warn, "lab: warning: %s (matched by %q) is not a run folder (no %s): skipped\n", d, arg, metrics.ManifestFile)
+				continue
 			}
+			found++
 			if !slices.Contains(dirs, d) {
 				dirs = append(dirs, d)
 			}
+		}
+		if found == 0 {
+			return nil, badInput("run pattern %q matches no run folder (none of its %d matches has a %s)", arg, len(m), metrics.ManifestFile)
 		}
 	}
 	return dirs, nil
@@ -108,8 +126,11 @@ repetitions of different runs are kept apart by run id.`,
 					return &usageError{err}
 				}
 				write = w
+				if out != "" {
+					return badInput("--format %s writes to stdout and --out %s names a folder for report.md, report.html and plots/: give one of them", format, out)
+				}
 			}
-			dirs, err := expandRuns(args)
+			dirs, err := expandRuns(args, s.err)
 			if err != nil {
 				return err
 			}
@@ -122,7 +143,7 @@ repetitions of different runs are kept apart by run id.`,
 			}
 			if write != nil {
 				// Charts are files: the formats on stdout carry none (html links none either).
-				return write(s.out, &report.Report{Runs: mans, Analysis: report.Analyze(samples)})
+				return write(s.out, &report.Report{Runs: mans, Analysis: report.AnalyzeRuns(mans, samples)})
 			}
 			dest := out
 			if dest == "" {
@@ -144,21 +165,36 @@ repetitions of different runs are kept apart by run id.`,
 	return cmd
 }
 
-// parseThreshold parses a relative threshold: "5%" or "0.05" (both 5 %).
+// parseThreshold parses a relative threshold: a percentage ("5%") or a share of at most 1
+// ("0.05"), both 5 %. A bare number above 1 ("5") is an error asking whether a percentage was
+// meant: it would tolerate a 500 % worsening.
 func parseThreshold(v string) (float64, error) {
 	pct := strings.HasSuffix(v, "%")
-	f, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(v, "%")), 64)
-	if err != nil || f < 0 || f != f {
+	num := strings.TrimSpace(strings.TrimSuffix(v, "%"))
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
 		return 0, fmt.Errorf("--threshold %q: want a share such as 5%% or 0.05", v)
 	}
 	if pct {
-		f /= 100
+		return f / 100, nil
+	}
+	if f > 1 {
+		return 0, fmt.Errorf("--threshold %q: a bare number is a share of 1 (%s would tolerate a %s %% worsening): did you mean %s%%?",
+			v, num, strconv.FormatFloat(100*f, 'f', -1, 64), num)
 	}
 	return f, nil
 }
 
+// incompleteRunError is lab compare's verdict on a new run that is incomplete or empty: exit
+// code 3, like a regression (it unwraps to a failedError).
+type incompleteRunError struct{ msg string }
+
+func (e *incompleteRunError) Error() string { return e.msg }
+func (e *incompleteRunError) Unwrap() error { return &failedError{failed: 1, total: 1} }
+
 func newCompareCmd(s *streams) *cobra.Command {
 	var format, threshold string
+	var allowIncomplete bool
 	cmd := &cobra.Command{
 		Use:   "compare OLD NEW",
 		Short: "Compare two runs and flag regressions",
@@ -166,7 +202,11 @@ func newCompareCmd(s *streams) *cobra.Command {
 of the prompt, prefill seconds and cache efficiency, each the mean over the run's repetitions
 with its 95 % confidence interval. It flags a regression where NEW is worse than OLD by more
 than --threshold and, when both runs have 2 or more repetitions, beyond Welch's 95 % interval
-of the difference. Exit code 3 when it flags a regression, 2 for bad input, 0 otherwise.`,
+of the difference. A scenario×arm OLD has and NEW lacks is a regression too. Sessions that did
+not complete (a failed request; the session an interruption cut) are left out of both runs'
+figures. A NEW run that is empty, or incomplete (manifest complete: false) without
+--allow-incomplete, fails. Exit code 3 when it flags a regression or NEW fails, 2 for bad
+input, 0 otherwise.`,
 		Example: `  lab compare results/before results/after
   lab compare --threshold 1% --format markdown results/before results/after`,
 		Args: cobra.ExactArgs(2),
@@ -179,31 +219,49 @@ of the difference. Exit code 3 when it flags a regression, 2 for bad input, 0 ot
 				return &usageError{err}
 			}
 			var an [2]*report.Analysis
+			var newRun *metrics.Manifest
+			var newSamples int
 			for i, arg := range args {
-				dirs, err := expandRuns([]string{arg})
+				dirs, err := expandRuns([]string{arg}, s.err)
 				if err != nil {
 					return err
 				}
 				if len(dirs) != 1 {
 					return badInput("%s: matches %d runs; want one", arg, len(dirs))
 				}
-				_, samples, err := loadRuns(dirs)
+				mans, samples, err := loadRuns(dirs)
 				if err != nil {
 					return err
 				}
-				an[i] = report.Analyze(samples)
+				an[i] = report.AnalyzeRuns(mans, samples)
+				for _, l := range an[i].LeftOut {
+					fmt.Fprintf(s.err, "lab: %s: left out %s\n", dirs[0], l.String())
+				}
+				newRun, newSamples = mans[0], len(samples)
 			}
 			cmp := report.Compare(an[0], an[1], th)
 			if err := cmp.Write(s.out, format); err != nil {
 				return err
 			}
+			switch {
+			case newSamples == 0:
+				return &incompleteRunError{fmt.Sprintf("the new run %s has no samples: nothing to compare", args[1])}
+			case !newRun.Complete && !allowIncomplete:
+				why := ""
+				if newRun.Error != "" {
+					why = " (" + newRun.Error + ")"
+				}
+				return &incompleteRunError{fmt.Sprintf("the new run %s is incomplete (manifest complete: false%s): "+
+					"it may lack sessions the old run has; --allow-incomplete compares what it measured", args[1], why)}
+			}
 			if cmp.Regressions > 0 {
-				return &regressionError{n: cmp.Regressions, total: len(cmp.Changes)}
+				return &regressionError{n: cmp.Regressions, total: len(cmp.Changes) + len(cmp.OnlyOld)}
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: "+strings.Join(report.CompareFormats(), ", "))
-	cmd.Flags().StringVar(&threshold, "threshold", "5%", "relative worsening tolerated before a change is a regression (5% or 0.05)")
+	cmd.Flags().StringVar(&threshold, "threshold", "5%", "relative worsening tolerated before a change is a regression (5% or 0.05; a bare number above 1 is refused)")
+	cmd.Flags().BoolVar(&allowIncomplete, "allow-incomplete", false, "compare a new run whose manifest says complete: false instead of failing (exit 3)")
 	return cmd
 }

@@ -174,10 +174,143 @@ func TestParseThreshold(t *testing.T) {
 		in   string
 		want float64
 		ok   bool
-	}{{"5%", 0.05, true}, {"0.05", 0.05, true}, {"0", 0, true}, {"12.5%", 0.125, true}, {"-1%", 0, false}, {"x", 0, false}, {"NaN", 0, false}} {
+	}{{"5%", 0.05, true}, {"0.05", 0.05, true}, {"0", 0, true}, {"12.5%", 0.125, true}, {"-1%", 0, false}, {"x", 0, false}, {"NaN", 0, false},
+		{"1", 1, true}, {"5", 0, false}, {"150%", 1.5, true}, {"Inf", 0, false}} {
 		got, err := parseThreshold(tc.in)
 		if (err == nil) != tc.ok || (tc.ok && got != tc.want) {
 			t.Errorf("parseThreshold(%q) = %v, %v; want %v (ok %v)", tc.in, got, err, tc.want, tc.ok)
 		}
+	}
+}
+
+// editManifest rewrites the manifest of the run folder run with edit.
+func editManifest(t *testing.T, run string, edit func(*metrics.Manifest)) {
+	t.Helper()
+	path := filepath.Join(run, metrics.ManifestFile)
+	m, err := metrics.ReadManifest(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(m)
+	if err := metrics.WriteManifest(path, m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An incomplete or empty new run fails the comparison (exit 3, naming it) unless
+// --allow-incomplete; a scenario×arm the new run lacks is a regression.
+func TestCompareIncompleteNewRun(t *testing.T) {
+	dir := t.TempDir()
+	old := writeRun(t, dir, "old", 0)
+	cut := writeRun(t, dir, "cut", 0)
+	editManifest(t, cut, func(m *metrics.Manifest) { m.Complete, m.Error = false, "interrupt" })
+	code, out, errOut := runLab(t, "compare", old, cut)
+	if code != exitFailed || !strings.Contains(errOut, "the new run "+cut+" is incomplete (manifest complete: false (interrupt))") {
+		t.Errorf("compare old cut: exit %d, stderr %q; want 3 naming the incomplete run", code, errOut)
+	}
+	// The cut run's last session (date-in-system-prompt, repetition 2) is left out: one repetition remains.
+	if !strings.Contains(errOut, "left out midnight/date-in-system-prompt repetition 2 of run cut: the run was interrupted") {
+		t.Errorf("stderr does not name the left-out session: %q", errOut)
+	}
+	if code, out, errOut := runLab(t, "compare", "--allow-incomplete", old, cut); code != exitOK {
+		t.Errorf("compare --allow-incomplete: exit %d\n%s%s", code, out, errOut)
+	}
+	_ = out
+
+	empty := filepath.Join(dir, "empty")
+	if err := os.MkdirAll(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sink, err := metrics.CreateParquet(filepath.Join(empty, metrics.SamplesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := metrics.WriteManifest(filepath.Join(empty, metrics.ManifestFile), &metrics.Manifest{RunID: "empty", Complete: true}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runLab(t, "compare", "--allow-incomplete", old, empty)
+	if code != exitFailed || !strings.Contains(errOut, "has no samples") || !strings.Contains(out, "missing from the new run: REGRESSION): midnight/spec, midnight/date-in-system-prompt") {
+		t.Errorf("compare old empty: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+func TestCompareThresholdBareNumber(t *testing.T) {
+	run := writeRun(t, t.TempDir(), "a", 0)
+	code, _, errOut := runLab(t, "compare", "--threshold", "5", run, run)
+	if code != exitBadInput || !strings.Contains(errOut, "did you mean 5%?") {
+		t.Errorf("--threshold 5: exit %d, stderr %q; want 2 asking for 5%%", code, errOut)
+	}
+}
+
+// A pattern that also matches files that are not runs skips them with a warning.
+func TestRunPatternSkipsNonRuns(t *testing.T) {
+	dir := t.TempDir()
+	a := writeRun(t, dir, "a", 0)
+	writeRun(t, dir, "b", 0)
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runLab(t, "compare", a, filepath.Join(dir, "b*"))
+	if code != exitOK {
+		t.Errorf("compare a 'b*': exit %d\n%s%s", code, out, errOut)
+	}
+	code, _, errOut = runLab(t, "report", "--format", "json", filepath.Join(dir, "*"))
+	if code != exitOK || !strings.Contains(errOut, filepath.Join(dir, "notes.txt")+` (matched by "`) || !strings.Contains(errOut, "is not a run folder") {
+		t.Errorf("report '*' with a file: exit %d, stderr %q; want 0 and a warning naming notes.txt", code, errOut)
+	}
+	code, _, errOut = runLab(t, "compare", a, filepath.Join(dir, "n*"))
+	if code != exitBadInput || !strings.Contains(errOut, "matches no run folder") {
+		t.Errorf("compare a 'n*': exit %d, stderr %q; want 2", code, errOut)
+	}
+}
+
+func TestReportFormatWithOut(t *testing.T) {
+	run := writeRun(t, t.TempDir(), "a", 0)
+	code, _, errOut := runLab(t, "report", "--format", "csv", "--out", t.TempDir(), run)
+	if code != exitBadInput || !strings.Contains(errOut, "--out") {
+		t.Errorf("--format csv --out: exit %d, stderr %q; want 2", code, errOut)
+	}
+}
+
+// Scenario names with "/", spaces or HTML give safe plot file names.
+func TestReportOddScenarioNames(t *testing.T) {
+	run := writeRun(t, t.TempDir(), "a", 0)
+	samples, err := metrics.ReadParquet(filepath.Join(run, metrics.SamplesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(run, metrics.SamplesFile)); err != nil {
+		t.Fatal(err)
+	}
+	sink, err := metrics.CreateParquet(filepath.Join(run, metrics.SamplesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range samples {
+		samples[i].Scenario = "team/<b>mid night</b>"
+		if err := sink.Write(&samples[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	editManifest(t, run, func(m *metrics.Manifest) { m.Scenarios = []string{"team/<b>mid night</b>"} })
+	code, out, errOut := runLab(t, "report", run)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "  plots/team_b_mid_night_b_-cached-share.svg\n") {
+		t.Errorf("plot files:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(run, "plots", "team_b_mid_night_b_-cached-share.png")); err != nil {
+		t.Error(err)
+	}
+	md, _ := os.ReadFile(filepath.Join(run, "report.md"))
+	if !strings.Contains(string(md), "## team/&lt;b&gt;mid night&lt;/b&gt;\n") {
+		t.Errorf("report.md heading not escaped")
 	}
 }

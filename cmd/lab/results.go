@@ -10,6 +10,8 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
+	"unicode"
 
 	"lab/metrics"
 	"lab/plots"
@@ -41,9 +43,11 @@ func writeReport(dir string) (files []string, err error) {
 
 // writeReportFiles analyses samples, renders the charts into out/plots/ and writes report.md
 // and report.html into out; it returns the files written, relative to out.
+// Sessions that did not complete (report.Sessions) are left out of the analysis and the charts.
 func writeReportFiles(out string, runs []*metrics.Manifest, samples []metrics.Sample) (files []string, err error) {
-	an := report.Analyze(samples)
-	figs, files, err := renderFigures(out, scenarioOrder(runs, an), samples, an)
+	complete, _ := report.Sessions(runs, samples)
+	an := report.AnalyzeRuns(runs, samples)
+	figs, files, err := renderFigures(out, scenarioOrder(runs, an), complete, an)
 	if err != nil {
 		return files, err
 	}
@@ -93,7 +97,9 @@ func renderFigures(out string, scenarios []string, samples []metrics.Sample, an 
 	}
 	// save writes one chart (its title and a function rendering it as a format) in every
 	// format and records it as a figure.
+	used := map[string]bool{}
 	save := func(scenario, name, title string, render func(w io.Writer, format string) error) error {
+		name = uniqueName(fileName(name), used)
 		fig := report.Figure{Scenario: scenario, Title: title, Files: map[string]string{}}
 		for _, format := range []string{"svg", "png"} {
 			rel := path.Join(plotsDir, name+"."+format)
@@ -175,6 +181,42 @@ func relativeBars(an *report.Analysis) []plots.Bar {
 		}
 	}
 	return bars
+}
+
+// fileName makes a chart's name safe as one file name on every system: each run of characters
+// other than ASCII letters, digits, "-", "_" and "." becomes one "_" ("team/a b" →
+// "team_a_b"), and a name that would be empty or hidden gets a leading "_".
+func fileName(name string) string {
+	var b strings.Builder
+	under := false
+	for _, r := range name {
+		ok := r < 0x80 && (r == '-' || r == '_' || r == '.' || unicode.IsLetter(r) || unicode.IsDigit(r))
+		if !ok {
+			if !under {
+				b.WriteByte('_')
+			}
+			under = true
+			continue
+		}
+		b.WriteRune(r)
+		under = false
+	}
+	s := b.String()
+	if s == "" || strings.HasPrefix(s, ".") {
+		s = "_" + s
+	}
+	return s
+}
+
+// uniqueName returns name, or name with "-2", "-3", … appended when used has it (two scenarios
+// whose names differ only in replaced characters), and records it in used.
+func uniqueName(name string, used map[string]bool) string {
+	n := name
+	for i := 2; used[n]; i++ {
+		n = fmt.Sprintf("%s-%d", name, i)
+	}
+	used[n] = true
+	return n
 }
 
 // writeFile creates path, lets write fill it and closes it, keeping the close error.

@@ -50,10 +50,18 @@ type runOptions struct {
 	CacheModel string
 	// Calibration is a file `lab calibrate` wrote, for the sim's prefill times.
 	Calibration string
+	// CacheModelSet is true when --cache-model was given (it has a default).
+	CacheModelSet bool
 	// Warm keeps the server's cache as it is at the start of each session (no reset, no nonce).
 	Warm bool
 	// Remote are the flags of the llamacpp, openai and anthropic backends.
 	Remote remoteOptions
+	// Reliability are --retries, --request-timeout and --resume (resume.go).
+	Reliability reliabilityOptions
+	// Live are --driver and the live driver's bounds (live.go).
+	Live liveOptions
+	// changed reports whether a flag was given on the command line.
+	changed func(name string) bool
 }
 
 func newRunCmd(s *streams) *cobra.Command {
@@ -76,7 +84,13 @@ up in a prefix-cache model (--cache-model); prefill time is a placeholder cost p
   lab run --server http://127.0.0.1:11434 --server-log ~/.ollama/logs/server.log --model qwen3:8b`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runRun(cmd.Context(), s, o)
+			ctx, err := prepareRun(cmd, o) // --resume sets the run's own flags first
+			if err != nil {
+				return err
+			}
+			o.CacheModelSet = cmd.Flags().Changed("cache-model")
+			o.changed = cmd.Flags().Changed
+			return runRun(ctx, s, o)
 		},
 	}
 	f := c.Flags()
@@ -106,6 +120,8 @@ up in a prefix-cache model (--cache-model); prefill time is a placeholder cost p
 	f.BoolVar(&o.Warm, "warm", false, "keep the server's cache as each session finds it: no reset and no nonce (the manifest records cache_state warm)")
 	f.StringVar(&o.CacheModel, "cache-model", cachesim.ModelLlamaCpp, "with --backend sim: the cache model ("+strings.Join(cachesim.ModelNames, ", ")+")")
 	addModelFlags(c, &o.Model)
+	addReliabilityFlags(c, &o.Reliability)
+	addLiveFlags(c, &o.Live)
 	return c
 }
 
@@ -162,7 +178,7 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.RunID != "" {
+	if o.RunID != "" && o.Reliability.Resume == "" {
 		if err := harness.CheckRunID(o.RunID); err != nil {
 			return badInput("--run-id: %v", err)
 		}
@@ -181,6 +197,16 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 	}
 	if err := checkRemote(o); err != nil {
 		return err
+	}
+	changed := o.changed
+	if changed == nil {
+		changed = func(string) bool { return false }
+	}
+	if err := o.Live.check(o.Backend, changed); err != nil {
+		return err
+	}
+	if o.Backend != "sim" && (o.CacheModelSet || o.Calibration != "") {
+		return badInput("--cache-model and --calibration are for --backend sim: the %s backend measures a real cache", o.Backend)
 	}
 	cacheModel, err := cachesim.NewModel(o.CacheModel, cachesim.Options{})
 	if err != nil {
@@ -222,7 +248,7 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 		defer stop()
 		url, logPath, serverVersion, gguf = srv.URL, srv.LogPath, srv.Version, prep.GGUF
 	}
-	client, err := ollama.New(url, o.ModelName, ollama.WithNumCtx(o.NumCtx), ollama.WithServerLog(logPath))
+	client, err := ollama.New(url, o.ModelName, ollama.WithNumCtx(o.NumCtx), ollama.WithServerLog(logPath), ollama.WithTemperature(o.Live.Temperature))
 	if err != nil {
 		return &usageError{err}
 	}
@@ -249,13 +275,14 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 		Scenarios: scs, Arms: arms, Repeat: o.Repeat, ResultsDir: o.ResultsDir, RunID: o.RunID,
 		LabVersion: version(), Loop: loop, Backend: client, BackendName: "ollama", Model: o.ModelName,
 		ServerVersion: serverVersion, ServerURL: url, NumCtx: o.NumCtx, Tokenizer: tok,
-		SaveRequests: o.SaveRequests, Warm: o.Warm,
+		SaveRequests: o.SaveRequests, Warm: o.Warm, Driver: o.Live.driver(),
 		Settings: map[string]string{
 			"model_hidden": fmt.Sprint(o.Model.HiddenSize), "model_layers": fmt.Sprint(o.Model.Layers),
 			"generic_build": fmt.Sprint(o.GenericBuild),
 		},
 		Warn: func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
 	}
+	o.Live.record(cfg.Settings)
 	cfg.Progress = newProgress(progress, cfg.Requests())
 	return runAndReport(ctx, s, cfg)
 }
@@ -310,7 +337,7 @@ func runSim(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 		Scenarios: r.scenarios, Arms: r.arms, Repeat: o.Repeat, ResultsDir: o.ResultsDir, RunID: o.RunID,
 		LabVersion: version(), Loop: r.loop, Backend: be, BackendName: "sim", Model: o.ModelName,
 		ServerVersion: "cachesim " + r.model.Name(), NumCtx: o.NumCtx, Tokenizer: be.Tokenizer(),
-		SaveRequests: o.SaveRequests, Warm: o.Warm,
+		SaveRequests: o.SaveRequests, Warm: o.Warm, Driver: o.Live.driver(),
 		Settings: map[string]string{
 			"cache_model": r.model.Name(),
 			"renderer":    sim.Renderer,
@@ -318,13 +345,14 @@ func runSim(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 		},
 		Warn: func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
 	}
+	o.Live.record(cfg.Settings)
 	cfg.Progress = newProgress(r.progress, cfg.Requests())
 	return runAndReport(ctx, s, cfg)
 }
 
 // runAndReport runs the matrix and writes the report, also after a failure.
 func runAndReport(ctx context.Context, s *streams, cfg harness.RunConfig) error {
-	dir, man, runErr := harness.Run(ctx, cfg)
+	dir, man, runErr := harness.Run(ctx, withRunCall(ctx, cfg))
 	if dir == "" {
 		return runErr
 	}
@@ -336,6 +364,7 @@ func runAndReport(ctx context.Context, s *streams, cfg harness.RunConfig) error 
 	}
 	if man != nil && !man.Complete {
 		fmt.Fprintf(s.out, "  (incomplete: %d requests measured before the error)\n", man.Samples)
+		fmt.Fprintln(s.out, resumeHint(dir))
 	}
 	return errors.Join(runErr, repErr)
 }
@@ -420,6 +449,12 @@ func newProgress(w io.Writer, total int) func(done, total int, s *metrics.Sample
 			fmt.Fprintf(w, "[%d/%d] %s%s\n", done, total, line(done, s), eta)
 		}
 	}
+	width := 80
+	if f, ok := w.(*os.File); ok {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
+			width = cols
+		}
+	}
 	bar := progressbar.NewOptions(total,
 		progressbar.OptionSetWriter(w),
 		progressbar.OptionSetWidth(24),
@@ -435,9 +470,18 @@ func newProgress(w io.Writer, total int) func(done, total int, s *metrics.Sample
 			bar.Clear()
 			fmt.Fprintf(w, "[%d/%d] %s\n", done, total, line(done, s))
 		}
-		desc := fmt.Sprintf("%s/%s request %d", s.Scenario, s.Arm, s.RequestIndex)
+		desc := fmt.Sprintf("%s/%s", s.Scenario, s.Arm)
+		if s.Repetition > 1 {
+			desc += fmt.Sprintf(" #%d", s.Repetition)
+		}
+		desc += fmt.Sprintf(" request %d", s.RequestIndex)
 		if s.CachedTokens != nil && s.PromptTokens > 0 {
 			desc += fmt.Sprintf(", %.0f%% cached", 100*float64(*s.CachedTokens)/float64(s.PromptTokens))
+		}
+		// The bar, the count and the rate take about 50 columns; the description gets the rest,
+		// so a line never wraps (a wrapped line leaves a stale copy at every redraw).
+		if n := width - 52; len(desc) > n {
+			desc = desc[:max(n-1, 0)] + "…"
 		}
 		bar.Describe(desc)
 		if done > bar.GetMax() { // a scenario sent more requests than planned

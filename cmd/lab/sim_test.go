@@ -76,6 +76,9 @@ func TestRunSimBadFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"run", "--backend", "vllm"}, `--backend "vllm"`},
+		{[]string{"run", "--backend", "sim", "--pricing", "sim_test.go"}, "--pricing is for"},
+		{[]string{"run", "--cache-model", "vllm"}, "--cache-model and --calibration are for --backend sim"},
+		{[]string{"run", "--backend", "openai", "--calibration", "x.json"}, "are for --backend sim"},
 		{[]string{"run", "--backend", "llamacpp"}, "needs --base-url"},
 		{[]string{"run", "--backend", "openai", "--server", "http://127.0.0.1:1"}, "takes --base-url"},
 		{[]string{"run", "--backend", "sim", "--profile", "vllm"}, "--profile is for"},

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"lab/harness"
+)
+
+// liveOptions are `lab run`'s flags for the driver (issue 7): who decides the assistant's steps,
+// and the live driver's bounds and sampling.
+type liveOptions struct {
+	// Driver is scripted (the scenario's steps) or live (the model decides).
+	Driver string
+	// MaxSteps bounds the step requests of one live turn.
+	MaxSteps int
+	// MaxTokens bounds the tokens one live request may generate, reasoning included.
+	MaxTokens int
+	// TurnTimeout bounds the wall time of one live turn.
+	TurnTimeout time.Duration
+	// Seed is repetition 1's sampling seed; repetition r uses seed + r − 1.
+	Seed int64
+	// Temperature is the live sampling temperature.
+	Temperature float64
+}
+
+// addLiveFlags adds the driver's flags to c.
+func addLiveFlags(c *cobra.Command, o *liveOptions) {
+	f := c.Flags()
+	f.StringVar(&o.Driver, "driver", harness.DriverScripted, "scripted (the scenario gives every assistant step) or live (the model decides; the scenario gives the user turns and the workspace; --backend ollama or sim)")
+	f.IntVar(&o.MaxSteps, "max-steps", harness.DefaultMaxSteps, "with --driver live: the most requests of one turn")
+	f.IntVar(&o.MaxTokens, "max-tokens", harness.DefaultMaxTokens, "with --driver live: the most tokens one request may generate, reasoning included (Ollama num_predict)")
+	f.DurationVar(&o.TurnTimeout, "turn-timeout", harness.DefaultTurnTimeout, "with --driver live: the most wall time of one turn")
+	f.Int64Var(&o.Seed, "sampling-seed", 42, "with --driver live: the sampling seed of repetition 1 (Ollama option seed); repetition r uses it + r − 1 (--seed is the synthetic model's weights)")
+	f.Float64Var(&o.Temperature, "temperature", 0.7, "with --driver live: the sampling temperature")
+}
+
+// check validates the driver's flags against the backend, before anything starts. changed
+// reports whether a flag was given.
+func (o *liveOptions) check(backend string, changed func(name string) bool) error {
+	switch o.Driver {
+	case harness.DriverScripted:
+		for _, name := range []string{"max-steps", "max-tokens", "turn-timeout", "sampling-seed", "temperature"} {
+			if changed(name) {
+				return badInput("--%s is for --driver live", name)
+			}
+		}
+		return nil
+	case harness.DriverLive:
+	default:
+		return badInput("--driver %q: want scripted or live", o.Driver)
+	}
+	if backend != "ollama" && backend != "sim" {
+		return badInput("--driver live needs --backend ollama or sim: the %s backend does not generate yet", backend)
+	}
+	switch {
+	case o.MaxSteps < 1:
+		return badInput("--max-steps %d: want at least 1", o.MaxSteps)
+	case o.MaxTokens < 1:
+		return badInput("--max-tokens %d: want at least 1", o.MaxTokens)
+	case o.TurnTimeout <= 0:
+		return badInput("--turn-timeout %s: want a duration above 0", o.TurnTimeout)
+	case o.Temperature < 0:
+		return badInput("--temperature %g: want 0 or more", o.Temperature)
+	}
+	return nil
+}
+
+// driver is the harness's driver for the flags.
+func (o *liveOptions) driver() harness.Driver {
+	if o.Driver != harness.DriverLive {
+		return harness.Driver{}
+	}
+	return harness.Driver{Mode: harness.DriverLive, MaxSteps: o.MaxSteps, MaxTokens: o.MaxTokens, TurnTimeout: o.TurnTimeout, Seed: o.Seed}
+}
+
+// record writes the driver and, for a live run, its bounds and sampling into the manifest's
+// settings.
+func (o *liveOptions) record(settings map[string]string) {
+	if o.Driver != harness.DriverLive {
+		settings["driver"] = harness.DriverScripted
+		return
+	}
+	settings["driver"] = harness.DriverLive
+	settings["max_steps"] = fmt.Sprint(o.MaxSteps)
+	settings["max_tokens"] = fmt.Sprint(o.MaxTokens)
+	settings["turn_timeout"] = o.TurnTimeout.String()
+	settings["seed"] = fmt.Sprintf("%d (repetition r: seed + r − 1)", o.Seed)
+	settings["temperature"] = fmt.Sprint(o.Temperature)
+}

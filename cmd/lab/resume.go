@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"lab/harness"
+	"lab/metrics"
+)
+
+// reliabilityOptions are `lab run`'s flags for server faults and interrupts.
+type reliabilityOptions struct {
+	// Retries is how often a request that failed with a retryable error is sent again.
+	Retries int
+	// RequestTimeout bounds each attempt of each request.
+	RequestTimeout time.Duration
+	// Resume is the folder of a run to carry on (--resume results/<run-id>).
+	Resume string
+}
+
+// settingRunFlags is the manifest setting that records the flags a run was started with, as a
+// JSON object (flag name → value), for `lab run --resume`.
+const settingRunFlags = "lab_run_flags"
+
+// notRecorded are the flags that do not describe what a run measures: not recorded in the
+// manifest, and the only ones (with resumeAllows) that --resume takes.
+var notRecorded = []string{"resume", "run-id", "results", "quiet", "retries", "request-timeout"}
+
+// resumeAllows are the flags --resume takes beside notRecorded's: where things are on this
+// machine, which a resumed run may need to find again.
+var resumeAllows = []string{"quiet", "retries", "request-timeout", "cache", "key-file", "resume"}
+
+func addReliabilityFlags(c *cobra.Command, o *reliabilityOptions) {
+	f := c.Flags()
+	f.IntVar(&o.Retries, "retries", harness.DefaultAttempts-1, "times a request is sent again after a connection refused or reset, a timeout, HTTP 408, 429 or 5xx, or a stream cut short (waits 1s, 2s, 4s…, or the server's Retry-After, up to 1m)")
+	f.DurationVar(&o.RequestTimeout, "request-timeout", harness.DefaultRequestTimeout, "the longest one request may take, its whole streamed answer included; a request that takes longer is retried")
+	f.StringVar(&o.Resume, "resume", "", "carry on the run in this folder (results/<run-id>) that stopped early: keeps its completed sessions, runs the others, with the run's own settings")
+}
+
+// runCall is what runAndReport needs from the command line beyond the harness.RunConfig each
+// backend builds: the retry policy, the resume, and the flags to record.
+type runCall struct {
+	retry  harness.RetryPolicy
+	resume bool
+	flags  map[string]string
+}
+
+type runCallKey struct{}
+
+// prepareRun validates the reliability flags and, with --resume, sets every other flag as the
+// run was started with (its manifest's lab_run_flags) and the results folder and run id to the
+// run's. It returns ctx carrying what runAndReport applies to the run's configuration.
+func prepareRun(cmd *cobra.Command, o *runOptions) (context.Context, error) {
+	r := &o.Reliability
+	if r.Retries < 0 {
+		return nil, badInput("--retries %d: want 0 or more", r.Retries)
+	}
+	if r.RequestTimeout <= 0 {
+		return nil, badInput("--request-timeout %s: want a positive duration, such as 5m", r.RequestTimeout)
+	}
+	call := &runCall{retry: harness.RetryPolicy{Attempts: r.Retries + 1, RequestTimeout: r.RequestTimeout}}
+	f := cmd.Flags()
+	if r.Resume != "" {
+		var given []string
+		f.Visit(func(fl *pflag.Flag) {
+			if !slices.Contains(resumeAllows, fl.Name) {
+				given = append(given, "--"+fl.Name)
+			}
+		})
+		if len(given) > 0 {
+			return nil, badInput("--resume carries on a run with its own settings: drop %s", strings.Join(given, ", "))
+		}
+		man, err := metrics.ReadManifest(filepath.Join(r.Resume, metrics.ManifestFile))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, badInput("--resume %s: no %s there: not a run folder", r.Resume, metrics.ManifestFile)
+		}
+		if err != nil {
+			return nil, &usageError{fmt.Errorf("--resume: %w", err)}
+		}
+		if man.Complete {
+			return nil, badInput("--resume %s: the run is complete; nothing to resume", r.Resume)
+		}
+		flags := map[string]string{}
+		if raw := man.Settings[settingRunFlags]; raw != "" {
+			if err := json.Unmarshal([]byte(raw), &flags); err != nil {
+				return nil, badInput("--resume %s: setting %s: %v", r.Resume, settingRunFlags, err)
+			}
+		} else {
+			// A run made before the flags were recorded: what its manifest says.
+			flags = map[string]string{"scenario": strings.Join(man.Scenarios, ","), "arm": strings.Join(man.Arms, ","),
+				"repeat": strconv.Itoa(man.Repetitions), "backend": man.Backend, "model": man.Model}
+		}
+		for _, name := range slices.Sorted(maps.Keys(flags)) {
+			fl := f.Lookup(name)
+			if fl == nil || slices.Contains(notRecorded, name) {
+				return nil, badInput("--resume %s: the run was started with --%s, which this lab run does not take", r.Resume, name)
+			}
+			if err := setFlag(fl, flags[name]); err != nil {
+				return nil, badInput("--resume %s: --%s %q: %v", r.Resume, name, flags[name], err)
+			}
+		}
+		o.ResultsDir, o.RunID = filepath.Dir(filepath.Clean(r.Resume)), filepath.Base(filepath.Clean(r.Resume))
+		call.resume, call.flags = true, flags
+		return context.WithValue(cmd.Context(), runCallKey{}, call), nil
+	}
+	call.flags = map[string]string{}
+	f.Visit(func(fl *pflag.Flag) {
+		if slices.Contains(notRecorded, fl.Name) {
+			return
+		}
+		v := flagValue(fl)
+		if fl.Name == "scenario" && isScenarioPath(v) {
+			if abs, err := filepath.Abs(v); err == nil {
+				v = abs
+			}
+		}
+		call.flags[fl.Name] = v
+	})
+	return context.WithValue(cmd.Context(), runCallKey{}, call), nil
+}
+
+// isScenarioPath reports a --scenario value that is a file, as loadScenarios tells them apart.
+func isScenarioPath(v string) bool {
+	return strings.HasSuffix(v, ".yaml") || strings.HasSuffix(v, ".yml") || strings.HasSuffix(v, ".json") || strings.ContainsRune(v, filepath.Separator)
+}
+
+// flagValue is a flag's value as setFlag takes it back: a list flag's items joined by commas.
+func flagValue(fl *pflag.Flag) string {
+	if sv, ok := fl.Value.(pflag.SliceValue); ok {
+		return strings.Join(sv.GetSlice(), ",")
+	}
+	return fl.Value.String()
+}
+
+// setFlag sets fl from flagValue's text.
+func setFlag(fl *pflag.Flag, v string) error {
+	if sv, ok := fl.Value.(pflag.SliceValue); ok {
+		var items []string
+		if v != "" {
+			items = strings.Split(v, ",")
+		}
+		fl.Changed = true
+		return sv.Replace(items)
+	}
+	fl.Changed = true
+	return fl.Value.Set(v)
+}
+
+// withRunCall applies the command line's retry policy, resume and recorded flags to cfg.
+func withRunCall(ctx context.Context, cfg harness.RunConfig) harness.RunConfig {
+	call, _ := ctx.Value(runCallKey{}).(*runCall)
+	if call == nil {
+		return cfg
+	}
+	cfg.Retry, cfg.Resume = call.retry, call.resume
+	if b, err := json.Marshal(call.flags); err == nil {
+		settings := map[string]string{settingRunFlags: string(b)}
+		for k, v := range cfg.Settings {
+			settings[k] = v
+		}
+		cfg.Settings = settings
+	}
+	return cfg
+}
+
+// resumeHint is the line that tells how to carry on an incomplete run.
+func resumeHint(dir string) string {
+	return fmt.Sprintf("  carry on with: lab run --resume %s", dir)
+}

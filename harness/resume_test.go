@@ -1,0 +1,201 @@
+package harness_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	lab "lab"
+	"lab/chat"
+	"lab/harness"
+	"lab/hygiene"
+	"lab/metrics"
+)
+
+// rowKeys lists each row as scenario/arm/repetition/request_index, sorted.
+func rowKeys(samples []metrics.Sample) []string {
+	var out []string
+	for _, s := range samples {
+		out = append(out, fmt.Sprintf("%s/%s/%d/%d", s.Scenario, s.Arm, s.Repetition, s.RequestIndex))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// An interrupted run keeps every row in a readable file and says it is incomplete; resumed, it
+// keeps the completed sessions, runs the cut one again whole and ends with the same rows as a run
+// that was never interrupted.
+func TestInterruptAndResume(t *testing.T) {
+	t.Parallel()
+	sc, err := harness.LoadScenario("testdata/tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop, err := hygiene.ParseConfig(lab.LoopJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := func(results string, be harness.Backend) harness.RunConfig {
+		return harness.RunConfig{
+			Scenarios: []*harness.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec"), arm(t, "date-in-system-prompt")}, Repeat: 2,
+			ResultsDir: results, RunID: "r", Loop: loop, Backend: be, Tokenizer: byteTokenizer{}, SandboxDir: t.TempDir(),
+		}
+	}
+	// The uninterrupted run.
+	whole := t.TempDir()
+	_, man, err := harness.Run(context.Background(), cfg(whole, newFault(nil)))
+	if err != nil || !man.Complete {
+		t.Fatalf("whole run: %v", err)
+	}
+	_, want, err := metrics.ReadRun(filepath.Join(whole, "r"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != 28 {
+		t.Fatalf("whole run: %d rows; want 2 arms × 2 repetitions × 7", len(want))
+	}
+
+	for _, stopAfter := range []int{3, 7, 10, 27} {
+		t.Run(fmt.Sprint(stopAfter), func(t *testing.T) {
+			results := t.TempDir()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			c := cfg(results, newFault(nil))
+			c.Progress = func(done, total int, s *metrics.Sample) {
+				if done == stopAfter {
+					cancel() // Ctrl-C: main's signal.NotifyContext cancels the context
+				}
+			}
+			dir, man, err := harness.Run(ctx, c)
+			if !errors.Is(err, context.Canceled) || !strings.HasPrefix(err.Error(), "interrupted") {
+				t.Fatalf("interrupted run: %v", err)
+			}
+			m2, cut, rerr := metrics.ReadRun(dir)
+			if rerr != nil {
+				t.Fatalf("the interrupted run's files: %v", rerr)
+			}
+			if m2.Complete || m2.Error == "" || m2.EndedAt.IsZero() || len(cut) != stopAfter || m2.Samples != stopAfter || man.Samples != stopAfter {
+				t.Fatalf("interrupted: complete %v, error %q, ended %v, %d rows (manifest %d); want %d rows", m2.Complete, m2.Error, m2.EndedAt, len(cut), m2.Samples, stopAfter)
+			}
+
+			// A resume that is interrupted again loses nothing either.
+			ctx2, cancel2 := context.WithCancel(context.Background())
+			defer cancel2()
+			c = cfg(results, newFault(nil))
+			c.Resume = true
+			c.Progress = func(done, total int, s *metrics.Sample) {
+				if s.RequestIndex == 1 {
+					cancel2()
+				}
+			}
+			if _, _, err := harness.Run(ctx2, c); stopAfter < 27 && !errors.Is(err, context.Canceled) {
+				t.Fatalf("second interrupt: %v", err)
+			}
+			if _, again, err := metrics.ReadRun(dir); err != nil || len(again) < stopAfter/7*7 {
+				t.Fatalf("after the second interrupt: %d rows, %v", len(again), err)
+			}
+
+			be := newFault(nil)
+			c = cfg(results, be)
+			c.Resume = true
+			var sent []int
+			c.Progress = func(done, total int, s *metrics.Sample) { sent = append(sent, done) }
+			_, man, err = harness.Run(context.Background(), c)
+			if err != nil || !man.Complete || man.Error != "" {
+				t.Fatalf("resumed: %v, complete %v, error %q", err, man.Complete, man.Error)
+			}
+			m3, got, err := metrics.ReadRun(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(rowKeys(got), rowKeys(want)) {
+				t.Errorf("resumed rows\n%v\nwant\n%v", rowKeys(got), rowKeys(want))
+			}
+			if !m3.Complete || m3.Samples != 28 || m3.StartedAt != man.StartedAt || !strings.Contains(m3.Settings[harness.SettingResumedAt], ", ") {
+				t.Errorf("manifest: complete %v, samples %d, settings %v", m3.Complete, m3.Samples, m3.Settings)
+			}
+			// Only whole sessions were sent again: the rows of completed sessions were kept.
+			if be.calls%7 != 0 || be.calls == 0 || len(sent) != be.calls || sent[len(sent)-1] != 28 {
+				t.Errorf("resume sent %d requests (progress %v); want whole sessions only", be.calls, sent)
+			}
+			// The measured figures of a rerun session are those of the uninterrupted run.
+			for i := range got {
+				g, w := got[i], want[slices.IndexFunc(want, func(w metrics.Sample) bool {
+					return w.Arm == got[i].Arm && w.Repetition == got[i].Repetition && w.RequestIndex == got[i].RequestIndex
+				})]
+				if g.PromptTokens != w.PromptTokens || *g.CachedTokens != *w.CachedTokens || g.ExpectedCachedTokens != w.ExpectedCachedTokens {
+					t.Errorf("%s/%d/%d: prompt %d cached %d expected %d; want %d %d %d", g.Arm, g.Repetition, g.RequestIndex,
+						g.PromptTokens, *g.CachedTokens, g.ExpectedCachedTokens, w.PromptTokens, *w.CachedTokens, w.ExpectedCachedTokens)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dir, metrics.SamplesFile+".resume")); !os.IsNotExist(err) {
+				t.Errorf("the resume's temporary file is left: %v", err)
+			}
+		})
+	}
+}
+
+// A session that failed is run again on resume, also when only its last request failed; a resume of a complete run, or with another
+// matrix, is refused.
+func TestResumeRerunsFailedSessionsAndChecksTheRun(t *testing.T) {
+	t.Parallel()
+	results := t.TempDir()
+	sc, err := harness.LoadScenario("testdata/tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop, err := hygiene.ParseConfig(lab.LoopJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := func(be harness.Backend, arms ...string) harness.RunConfig {
+		var as []harness.Arm
+		for _, a := range arms {
+			as = append(as, arm(t, a))
+		}
+		return harness.RunConfig{Scenarios: []*harness.Scenario{sc}, Arms: as, ResultsDir: results, RunID: "r",
+			Loop: loop, Backend: be, Tokenizer: byteTokenizer{}, SandboxDir: t.TempDir(), Retry: harness.RetryPolicy{Attempts: 1}}
+	}
+	down := newFault(func(call int, _ *chat.Request) error {
+		// The first session's last request fails (all its rows are there, the last with the
+		// error), and the second session's third.
+		if call == 7 || call > 9 {
+			return &chat.APIError{Backend: "fake", Body: "connection refused"}
+		}
+		return nil
+	})
+	if _, _, err := harness.Run(context.Background(), cfg(down, "spec", "plain")); err == nil {
+		t.Fatal("a run whose server went down succeeded")
+	}
+	c := cfg(newFault(nil), "spec", "no-stubs")
+	c.Resume = true
+	if _, _, err := harness.Run(context.Background(), c); err == nil || !strings.Contains(err.Error(), "arms are [spec plain], this one's [spec no-stubs]") {
+		t.Errorf("resume with other arms: %v", err)
+	}
+	up := newFault(nil)
+	c = cfg(up, "spec", "plain")
+	c.Resume = true
+	if _, man, err := harness.Run(context.Background(), c); err != nil || !man.Complete {
+		t.Fatalf("resume: %v", err)
+	}
+	if up.calls != 14 {
+		t.Errorf("resume sent %d requests; want both failed sessions' 14", up.calls)
+	}
+	_, samples, err := metrics.ReadRun(filepath.Join(results, "r"))
+	if err != nil || len(samples) != 14 {
+		t.Fatalf("%d rows, %v", len(samples), err)
+	}
+	for _, s := range samples {
+		if s.Error != "" {
+			t.Errorf("%s/%d kept its error row: %s", s.Arm, s.RequestIndex, s.Error)
+		}
+	}
+	if _, _, err := harness.Run(context.Background(), c); !errors.Is(err, harness.ErrNothingToResume) {
+		t.Errorf("resume of a complete run: %v", err)
+	}
+}

@@ -1,0 +1,204 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+	"time"
+
+	"lab/chat"
+)
+
+// The defaults of [RetryPolicy].
+const (
+	// DefaultAttempts is how many times a request is sent at most: the first attempt and two
+	// retries.
+	DefaultAttempts = 3
+	// DefaultBackoff is the wait before the first retry; each next wait doubles it.
+	DefaultBackoff = time.Second
+	// DefaultMaxWait caps one wait between attempts, a server's Retry-After included.
+	DefaultMaxWait = time.Minute
+	// DefaultRequestTimeout bounds one attempt of one request: sending it, the server's prefill
+	// and the whole streamed answer (and, for Ollama, the generation emulation after it).
+	DefaultRequestTimeout = 5 * time.Minute
+)
+
+// RetryPolicy says how often and after how long a request that failed with a retryable error
+// ([Retryable]) is sent again. Its zero value is the default policy: 3 attempts, waits of 1 s
+// then 2 s (or the server's Retry-After, up to 1 min), each attempt bounded by 5 min.
+type RetryPolicy struct {
+	// Attempts is the most times one request is sent, the first included; 0 means
+	// [DefaultAttempts], 1 means no retry.
+	Attempts int
+	// Backoff is the wait before the first retry, doubled for each next one; 0 means
+	// [DefaultBackoff]. A server's Retry-After, when longer, is waited instead.
+	Backoff time.Duration
+	// MaxWait caps one wait; 0 means [DefaultMaxWait].
+	MaxWait time.Duration
+	// RequestTimeout bounds each attempt; 0 means [DefaultRequestTimeout], a negative value no
+	// bound. An attempt that runs out of time is a retryable failure.
+	RequestTimeout time.Duration
+	// Sleep waits d or until ctx ends (returning ctx's error); nil waits with a timer. Tests
+	// replace it to see the waits without waiting.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+func (p RetryPolicy) attempts() int {
+	if p.Attempts <= 0 {
+		return DefaultAttempts
+	}
+	return p.Attempts
+}
+
+func (p RetryPolicy) timeout() time.Duration {
+	if p.RequestTimeout == 0 {
+		return DefaultRequestTimeout
+	}
+	return p.RequestTimeout
+}
+
+// wait is the pause before retry number n (1-based) after err: the backoff doubled n−1 times,
+// or the server's Retry-After when longer, at most MaxWait.
+func (p RetryPolicy) wait(n int, err error) time.Duration {
+	base, limit := p.Backoff, p.MaxWait
+	if base <= 0 {
+		base = DefaultBackoff
+	}
+	if limit <= 0 {
+		limit = DefaultMaxWait
+	}
+	d := base
+	for i := 1; i < n && d < limit; i++ {
+		d *= 2
+	}
+	var ae *chat.APIError
+	if errors.As(err, &ae) && ae.RetryAfter > d {
+		d = ae.RetryAfter
+	}
+	return min(d, limit)
+}
+
+func (p RetryPolicy) sleep(ctx context.Context, d time.Duration) error {
+	if p.Sleep != nil {
+		return p.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ErrRequestTimeout marks an attempt that did not end within [RetryPolicy].RequestTimeout.
+var ErrRequestTimeout = errors.New("harness: request timed out")
+
+// Retryable reports whether a request that failed with err may succeed when sent again: a
+// connection refused or reset, a timeout ([ErrRequestTimeout], a network timeout), a stream cut
+// short (an unexpected EOF), and a *chat.APIError with no HTTP status (no answer, or a
+// transport error after the answer began) or with HTTP 408, 429 or 5xx. Not retryable: any
+// other HTTP status (a 4xx: the request itself is wrong), a malformed answer, and a canceled
+// context (the run was interrupted).
+func Retryable(err error) bool {
+	switch {
+	case err == nil, errors.Is(err, context.Canceled):
+		return false
+	case errors.Is(err, ErrRequestTimeout), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, io.ErrUnexpectedEOF):
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	var ae *chat.APIError
+	if errors.As(err, &ae) {
+		switch s := ae.StatusCode; {
+		case s == 0, s == 408, s == 429, s >= 500:
+			return true
+		case s == 200:
+			// The answer began, then the transport failed: a stream cut short. The backends
+			// keep only the transport error's text.
+			return strings.Contains(ae.Body, "unexpected EOF") || strings.Contains(ae.Body, "connection reset")
+		}
+		return false
+	}
+	var oe *net.OpError
+	return errors.As(err, &oe)
+}
+
+// attempts is what sending one request took: how often it was sent again, how long the harness
+// waited between attempts, and the errors of the attempts that failed before the last.
+type attempts struct {
+	retries int
+	wait    time.Duration
+	notes   []string
+}
+
+// send sends req through the backend, again after each retryable failure, as p says. Each
+// attempt runs under p's request timeout. It returns the last attempt's result and error.
+func send(ctx context.Context, p RetryPolicy, be Backend, req *chat.Request, reply *chat.Reply) (*chat.Result, attempts, error) {
+	var a attempts
+	for n := 1; ; n++ {
+		res, err := sendOnce(ctx, p, be, req, reply)
+		if err == nil || ctx.Err() != nil || n >= p.attempts() || !Retryable(err) {
+			return res, a, err
+		}
+		d := p.wait(n, err)
+		a.notes = append(a.notes, fmt.Sprintf("attempt %d failed (%v); sent again after %s", n, err, d))
+		if serr := p.sleep(ctx, d); serr != nil {
+			return res, a, err
+		}
+		a.retries++
+		a.wait += d
+	}
+}
+
+// sendOnce is one attempt under p's request timeout. A timeout of the attempt (not of ctx) is
+// reported as [ErrRequestTimeout].
+func sendOnce(ctx context.Context, p RetryPolicy, be Backend, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
+	t := p.timeout()
+	if t < 0 {
+		return be.Send(ctx, req, reply)
+	}
+	actx, cancel := context.WithTimeoutCause(ctx, t, ErrRequestTimeout)
+	defer cancel()
+	res, err := be.Send(actx, req, reply)
+	if err != nil && ctx.Err() == nil && actx.Err() != nil {
+		err = fmt.Errorf("%w: no complete answer within %s (--request-timeout): %w", ErrRequestTimeout, t, err)
+	}
+	return res, err
+}
+
+// retryDo runs fn as [send] runs a request: again after each retryable failure, each attempt
+// under p's request timeout. For the requests that are not measured (a cache reset).
+func retryDo(ctx context.Context, p RetryPolicy, fn func(context.Context) error) error {
+	for n := 1; ; n++ {
+		err := func() error {
+			t := p.timeout()
+			if t < 0 {
+				return fn(ctx)
+			}
+			actx, cancel := context.WithTimeoutCause(ctx, t, ErrRequestTimeout)
+			defer cancel()
+			err := fn(actx)
+			if err != nil && ctx.Err() == nil && actx.Err() != nil {
+				err = fmt.Errorf("%w: no answer within %s: %w", ErrRequestTimeout, t, err)
+			}
+			return err
+		}()
+		if err == nil || ctx.Err() != nil || n >= p.attempts() || !Retryable(err) {
+			return err
+		}
+		if serr := p.sleep(ctx, p.wait(n, err)); serr != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,141 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"lab/metrics"
+)
+
+// The values of [LeftOut].Reason.
+const (
+	// LeftFailed: a request of the session ended with an error (metrics.Sample.Error).
+	LeftFailed = "failed"
+	// LeftInterrupted: the run's manifest says complete: false and this is the run's last
+	// session (the latest started_at), the one the interruption cut.
+	LeftInterrupted = "interrupted"
+)
+
+// LeftOut is a session (run id, scenario, arm, repetition) that [Sessions] left out of the
+// statistics because it did not complete.
+type LeftOut struct {
+	RunID      string `json:"run_id"`
+	Scenario   string `json:"scenario"`
+	Arm        string `json:"arm"`
+	Repetition int32  `json:"repetition"`
+	// Requests is the number of rows the session has.
+	Requests int `json:"requests"`
+	// Reason is [LeftFailed] or [LeftInterrupted].
+	Reason string `json:"reason"`
+	// Request and Error are, for [LeftFailed], the first failed request (0-based
+	// request_index) and its error.
+	Request int32  `json:"request,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// String says which session was left out and why, in one line, for example
+// "midnight/spec repetition 2 of run 20261129-231502: request 7 failed: connection refused".
+func (l *LeftOut) String() string {
+	who := fmt.Sprintf("%s/%s repetition %d", l.Scenario, l.Arm, l.Repetition)
+	if l.RunID != "" {
+		who += " of run " + l.RunID
+	}
+	if l.Reason == LeftFailed {
+		return fmt.Sprintf("%s: request %d failed: %s", who, l.Request, inline(l.Error))
+	}
+	return fmt.Sprintf("%s: the run was interrupted during this session (%d requests measured)", who, l.Requests)
+}
+
+// sessionKey identifies one session of samples.
+type sessionKey struct {
+	run, scenario, arm string
+	rep                int32
+}
+
+func keyOf(s *metrics.Sample) sessionKey {
+	return sessionKey{s.RunID, s.Scenario, s.Arm, s.Repetition}
+}
+
+// Sessions splits samples into those of complete sessions and the sessions left out. A session
+// (run id, scenario, arm, repetition) is incomplete when one of its rows has an error, or when
+// its run's manifest (matched by run id among runs) says complete: false and it is that run's
+// last session: sessions run one after the other, so the one with the latest started_at is the
+// one an interruption cut (a run resumed to the end says complete: true again; rows with the same
+// started_at are ordered as given, the file order). Samples of a run
+// id without a manifest are judged by their errors only. complete keeps the order of samples;
+// left is sorted by run id, scenario, arm and repetition. Every statistic of the package's
+// callers (report, compare, lab check --run) is computed over complete only.
+func Sessions(runs []*metrics.Manifest, samples []metrics.Sample) (complete []metrics.Sample, left []LeftOut) {
+	interrupted := map[string]bool{}
+	for _, m := range runs {
+		if m != nil && !m.Complete {
+			interrupted[m.RunID] = true
+		}
+	}
+	type info struct {
+		rows   int
+		failed *metrics.Sample
+	}
+	by := map[sessionKey]*info{}
+	last := map[string]sessionKey{} // run id → its last session
+	lastAt := map[string]int{}      // run id → index of the run's latest sample
+	for i := range samples {
+		s := &samples[i]
+		k := keyOf(s)
+		in := by[k]
+		if in == nil {
+			in = &info{}
+			by[k] = in
+		}
+		in.rows++
+		if s.Error != "" && (in.failed == nil || s.RequestIndex < in.failed.RequestIndex) {
+			in.failed = s
+		}
+		if j, ok := lastAt[s.RunID]; !ok || !s.StartedAt.Before(samples[j].StartedAt) {
+			lastAt[s.RunID], last[s.RunID] = i, k
+		}
+	}
+	cut := map[sessionKey]bool{}
+	for run, k := range last {
+		if interrupted[run] {
+			cut[k] = true
+		}
+	}
+	for k, in := range by {
+		switch {
+		case in.failed != nil:
+			left = append(left, LeftOut{RunID: k.run, Scenario: k.scenario, Arm: k.arm, Repetition: k.rep, Requests: in.rows,
+				Reason: LeftFailed, Request: in.failed.RequestIndex, Error: in.failed.Error})
+		case cut[k]:
+			left = append(left, LeftOut{RunID: k.run, Scenario: k.scenario, Arm: k.arm, Repetition: k.rep, Requests: in.rows,
+				Reason: LeftInterrupted})
+		}
+	}
+	if len(left) == 0 {
+		return samples, nil
+	}
+	slices.SortFunc(left, func(a, b LeftOut) int {
+		return cmp.Or(cmp.Compare(a.RunID, b.RunID), cmp.Compare(a.Scenario, b.Scenario), cmp.Compare(a.Arm, b.Arm), cmp.Compare(a.Repetition, b.Repetition))
+	})
+	out := make(map[sessionKey]bool, len(left))
+	for _, l := range left {
+		out[sessionKey{l.RunID, l.Scenario, l.Arm, l.Repetition}] = true
+	}
+	complete = make([]metrics.Sample, 0, len(samples))
+	for i := range samples {
+		if !out[keyOf(&samples[i])] {
+			complete = append(complete, samples[i])
+		}
+	}
+	return complete, left
+}
+
+// AnalyzeRuns is [Analyze] over the complete sessions of runs' samples ([Sessions]), with the
+// sessions left out recorded in [Analysis].LeftOut.
+func AnalyzeRuns(runs []*metrics.Manifest, samples []metrics.Sample) *Analysis {
+	complete, left := Sessions(runs, samples)
+	a := Analyze(complete)
+	a.LeftOut = left
+	return a
+}
