@@ -9,9 +9,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"unicode"
+
+	"golang.org/x/sync/errgroup"
 
 	"lab/metrics"
 	"lab/plots"
@@ -119,6 +122,14 @@ func renderFigures(out string, scenarios []string, samples []metrics.Sample, an 
 		figs = append(figs, fig)
 		return nil
 	}
+	// The per-scenario charts are drawn side by side (drawing PNGs is most of a sim run's
+	// report), then saved in order.
+	type job struct {
+		scenario, name, title string
+		out                   map[string][]byte
+	}
+	var jobs []*job
+	var draws []func(w io.Writer, format string) error
 	for _, sc := range scenarios {
 		ss := byScenario[sc]
 		if len(ss) == 0 {
@@ -133,11 +144,35 @@ func renderFigures(out string, scenarios []string, samples []metrics.Sample, an 
 			if err != nil {
 				return figs, files, fmt.Errorf("plot %s of %s: %w", c.Name, sc, err)
 			}
-			if err := save(sc, sc+"-"+c.Name, p.Title.Text, func(w io.Writer, format string) error {
+			jobs = append(jobs, &job{scenario: sc, name: sc + "-" + c.Name, title: p.Title.Text, out: map[string][]byte{}})
+			draws = append(draws, func(w io.Writer, format string) error {
 				return plots.Write(w, p, format, plots.DefaultWidth, plots.DefaultHeight)
-			}); err != nil {
-				return figs, files, err
+			})
+		}
+	}
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, j := range jobs {
+		g.Go(func() error {
+			for _, format := range []string{"svg", "png"} {
+				var buf bytes.Buffer
+				if err := draws[i](&buf, format); err != nil {
+					return fmt.Errorf("plot %s: %w", j.name, err)
+				}
+				j.out[format] = buf.Bytes()
 			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return figs, files, err
+	}
+	for _, j := range jobs {
+		if err := save(j.scenario, j.name, j.title, func(w io.Writer, format string) error {
+			_, err := w.Write(j.out[format])
+			return err
+		}); err != nil {
+			return figs, files, err
 		}
 	}
 	// Across scenarios: re-read tokens relative to spec with Fieller's 95 % interval.
