@@ -21,12 +21,15 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/ollama/ollama/api"
 	"github.com/ollama/ollama/model/renderers"
 
 	"lab/backend/ollama"
@@ -74,6 +77,38 @@ type Backend struct {
 	// which reply comes next.
 	script      [][]chat.Reply
 	group, next int
+
+	// tools and toolsJSON cache the JSON of the last tool list: a session sends the same list
+	// on almost every request, and encoding its schemas is a third of the body's cost.
+	tools     []chat.Tool
+	toolsJSON json.RawMessage
+}
+
+// wireRequest is the /api/chat body with the tool list given as JSON (it replaces the embedded
+// request's tools, and is written last).
+type wireRequest struct {
+	*api.ChatRequest
+	Tools json.RawMessage `json:"tools,omitempty"`
+}
+
+// encode returns the /api/chat body of creq, built from req, reusing the tool list's JSON when
+// it is the previous request's.
+func (b *Backend) encode(req *chat.Request, creq *api.ChatRequest) ([]byte, error) {
+	same := slices.EqualFunc(req.Tools, b.tools, func(x, y chat.Tool) bool {
+		return x.Name == y.Name && x.Description == y.Description && bytes.Equal(x.Parameters, y.Parameters)
+	})
+	if !same || (b.toolsJSON == nil && len(req.Tools) > 0) {
+		j, err := json.Marshal(creq.Tools)
+		if err != nil {
+			return nil, err
+		}
+		b.tools, b.toolsJSON = slices.Clone(req.Tools), j
+	}
+	w := wireRequest{ChatRequest: creq}
+	if len(req.Tools) > 0 {
+		w.Tools = b.toolsJSON
+	}
+	return json.Marshal(w)
 }
 
 // SetScript gives the scripted model its replies for the session that follows, in groups: a
@@ -172,7 +207,7 @@ func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply
 	if err != nil {
 		return nil, err
 	}
-	body, err := json.Marshal(creq)
+	body, err := b.encode(req, creq)
 	if err != nil {
 		return nil, fmt.Errorf("sim: encode request: %w", err)
 	}

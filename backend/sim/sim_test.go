@@ -3,6 +3,7 @@ package sim_test
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -184,6 +185,37 @@ func TestHarnessExpectationMatchesLlamaCpp(t *testing.T) {
 		}
 		if !strings.HasPrefix(armName, "date") && samples[len(samples)-1].ExpectedCachedTokens == 0 {
 			t.Errorf("%s: last request expected nothing cached", armName)
+		}
+	}
+}
+
+// The body is the request the Ollama backend would send (the tool list's JSON is reused between
+// requests, not changed): same fields, same values, same size, also when the tool list changes.
+func TestBodyIsTheOllamaRequest(t *testing.T) {
+	b := newSim(t, cachesim.ModelIdeal, time.Millisecond)
+	conv, _ := ollama.New("http://127.0.0.1:1", "sim") // the sim converts as a client of model "sim"
+	tool := func(name string) chat.Tool {
+		return chat.Tool{Name: name, Description: "d " + name, Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"p"}},"required":["path"]}`)}
+	}
+	msgs := []chat.Message{{Role: chat.RoleSystem, Content: "s"}, {Role: chat.RoleUser, Content: "u"}}
+	for i, tools := range [][]chat.Tool{{tool("read"), tool("grep")}, {tool("read"), tool("grep")}, {tool("read")}, nil, {tool("read")}} {
+		req := &chat.Request{Messages: msgs, Tools: tools, Think: true}
+		res, err := b.Send(context.Background(), req, &chat.Reply{Content: "ok"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		creq, err := conv.ChatRequest(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(creq)
+		var got, exp map[string]any
+		if err := json.Unmarshal(res.Body, &got); err != nil {
+			t.Fatal(err)
+		}
+		json.Unmarshal(want, &exp)
+		if !reflect.DeepEqual(got, exp) || res.RequestBytes != int64(len(want)) {
+			t.Errorf("request %d: body %s\nwant %s (%d bytes, got %d)", i, res.Body, want, len(want), res.RequestBytes)
 		}
 	}
 }
