@@ -236,3 +236,17 @@ type Usage struct {
 	// came from. Counts that are nil have no entry.
 	Fields map[string]string
 }
+
+// CacheFillError is a failure after a request was measured: the step that leaves the server's
+// cache as the generation would have (the scripted reply's emulation) failed. Sending the request
+// again would measure a cache the first attempt warmed, so it is never retried; the session ends
+// with the error.
+type CacheFillError struct{ Err error }
+
+// Error implements error.
+func (e *CacheFillError) Error() string {
+	return "fill the cache after the measured request: " + e.Err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *CacheFillError) Unwrap() error { return e.Err }

@@ -106,8 +106,9 @@ var ErrRequestTimeout = errors.New("harness: request timed out")
 // other HTTP status (a 4xx: the request itself is wrong), a malformed answer, and a canceled
 // context (the run was interrupted).
 func Retryable(err error) bool {
+	var fill *chat.CacheFillError
 	switch {
-	case err == nil, errors.Is(err, context.Canceled):
+	case err == nil, errors.Is(err, context.Canceled), errors.As(err, &fill):
 		return false
 	case errors.Is(err, ErrRequestTimeout), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
@@ -121,7 +122,16 @@ func Retryable(err error) bool {
 	var ae *chat.APIError
 	if errors.As(err, &ae) {
 		switch s := ae.StatusCode; {
-		case s == 0, s == 408, s == 429, s >= 500:
+		case s == 0:
+			// No answer: retry what a transport says about the connection, not a request the
+			// lab could not build or an answer it could not read.
+			for _, t := range []string{"connection refused", "connection reset", "broken pipe", "EOF", "i/o timeout", "deadline exceeded", "timeout"} {
+				if strings.Contains(ae.Body, t) {
+					return true
+				}
+			}
+			return false
+		case s == 408, s == 429, s >= 500:
 			return true
 		case s == 200:
 			// The answer began, then the transport failed: a stream cut short. The backends
@@ -129,6 +139,10 @@ func Retryable(err error) bool {
 			return strings.Contains(ae.Body, "unexpected EOF") || strings.Contains(ae.Body, "connection reset")
 		}
 		return false
+	}
+	var de *net.DNSError
+	if errors.As(err, &de) {
+		return de.IsTimeout || de.IsTemporary
 	}
 	var oe *net.OpError
 	return errors.As(err, &oe)

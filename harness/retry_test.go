@@ -47,6 +47,11 @@ func TestRetryable(t *testing.T) {
 		{"stream cut after 200", api(200, "read stream: unexpected EOF"), true},
 		{"malformed stream after 200", api(200, "stream chunk 2 is not JSON: invalid character"), false},
 		{"plain error", errors.New("tokenize: bad input"), false},
+		{"no answer, unreadable", api(0, "invalid character 'x' looking for beginning of value"), false},
+		{"no rendering", api(0, "no _debug_info.rendered_template in the answer"), false},
+		{"cache fill after the measure", &chat.CacheFillError{Err: api(500, "boom")}, false},
+		{"unknown host", &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "nowhere.invalid", IsNotFound: true}}, false},
+		{"ollama stream without done", api(200, "the answer stream ended before its done message: unexpected EOF"), true},
 	} {
 		if got := harness.Retryable(tc.err); got != tc.want {
 			t.Errorf("Retryable(%s: %v) = %v; want %v", tc.name, tc.err, got, tc.want)

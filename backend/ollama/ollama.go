@@ -297,6 +297,14 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 	if err != nil {
 		return res, c.wrap(err)
 	}
+	// The api client ends a stream quietly when the body breaks off or the context ends (it does
+	// not check its scanner's error): an answer without its done message is a failure.
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	if !final.Done {
+		return res, &chat.APIError{Backend: "ollama", URL: c.base.String(), StatusCode: 200, Body: "the answer stream ended before its done message: unexpected EOF"}
+	}
 	res.PromptTokens = int64(final.PromptEvalCount)
 	res.CompletionTokens = int64(final.EvalCount)
 	res.Prefill = final.PromptEvalDuration
@@ -326,8 +334,21 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 	}
 	if reply != nil {
 		res.CacheText = res.Rendered + Qwen3Output(reply)
-		if err := c.emulate(ctx, res.CacheText); err != nil {
-			return res, err
+		// The request is measured; only the cache fill is tried again (it is idempotent: the
+		// same raw prompt leaves the same cache). Sending the request again would measure a
+		// cache the first attempt warmed.
+		var err error
+		for attempt := 1; attempt <= 3; attempt++ {
+			if err = c.emulate(ctx, res.CacheText); err == nil || ctx.Err() != nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Duration(attempt) * time.Second):
+			}
+		}
+		if err != nil {
+			return res, &chat.CacheFillError{Err: err}
 		}
 	}
 	return res, nil

@@ -185,3 +185,65 @@ func TestLogTruncationIsFollowed(t *testing.T) {
 		t.Fatalf("after truncation: cached %v, warnings %q; want the new line read", res.CachedTokens, res.Warnings)
 	}
 }
+
+// A chat stream that breaks off before its done message is an error (the api client ends such a
+// stream quietly), and a failing cache fill is tried again without measuring the request again.
+func TestCutStreamAndCacheFill(t *testing.T) {
+	var chats, generates int
+	var failGenerates int
+	cut := false
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/chat":
+			var req api.ChatRequest
+			json.NewDecoder(r.Body).Decode(&req)
+			if req.DebugRenderOnly {
+				json.NewEncoder(w).Encode(map[string]any{"model": req.Model, "done": true, "_debug_info": map[string]any{"rendered_template": "RENDERED"}})
+				return
+			}
+			chats++
+			w.Write([]byte(`{"model":"m","message":{"role":"assistant","content":"x"},"done":false}` + "\n"))
+			if cut {
+				return // the body ends here: no done message
+			}
+			w.Write([]byte(`{"model":"m","message":{"role":"assistant","content":""},"done":true,"prompt_eval_count":100,"eval_count":1}` + "\n"))
+		case "/api/generate":
+			generates++
+			if generates <= failGenerates {
+				http.Error(w, `{"error":"boom"}`, http.StatusInternalServerError)
+				return
+			}
+			json.NewEncoder(w).Encode(map[string]any{"model": "m", "done": true})
+		}
+	}))
+	defer srv.Close()
+	c, err := New(srv.URL, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &chat.Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}}}
+	reply := &chat.Reply{Content: "ok"}
+
+	cut = true
+	_, err = c.Send(context.Background(), req, reply)
+	var ae *chat.APIError
+	if !errors.As(err, &ae) || ae.StatusCode != 200 || !strings.Contains(ae.Body, "unexpected EOF") {
+		t.Fatalf("a cut stream: %v; want an APIError with status 200 and unexpected EOF", err)
+	}
+	if generates != 0 {
+		t.Errorf("the cache was filled after a cut stream")
+	}
+
+	cut, failGenerates = false, 1
+	res, err := c.Send(context.Background(), req, reply)
+	if err != nil || res.PromptTokens != 100 || chats != 2 || generates != 2 {
+		t.Fatalf("a cache fill failing once: err %v, prompt %d, %d chat requests, %d generate requests; want no error, 100, 2, 2", err, res.PromptTokens, chats, generates)
+	}
+
+	failGenerates = 100
+	_, err = c.Send(context.Background(), req, reply)
+	var fill *chat.CacheFillError
+	if !errors.As(err, &fill) || chats != 3 {
+		t.Fatalf("a cache fill failing for good: %v after %d chat requests; want a CacheFillError after 3", err, chats)
+	}
+}
