@@ -191,7 +191,7 @@ type runner struct {
 	prevCacheText   string
 	prevCacheTokens []int32
 	// whole tokenizes the rendered prompts and cache texts, each step only what it appends.
-	whole *incremental
+	whole *cachesim.Incremental
 	// prevReasoning holds the indexes of the messages that carried reasoning in the previous
 	// request.
 	prevReasoning map[int]bool
@@ -550,8 +550,8 @@ func (r *runner) expect(req *chat.Request, res *chat.Result, s *metrics.Sample, 
 		s.ExpectedUnknown = true
 		return nil
 	}
-	if r.whole == nil || r.whole.tok != tok {
-		r.whole = &incremental{tok: tok}
+	if r.whole == nil || r.whole.Tok != tok {
+		r.whole = &cachesim.Incremental{Tok: tok}
 	}
 	prompt, err := r.whole.Encode(res.Rendered)
 	if err != nil {

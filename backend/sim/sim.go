@@ -67,11 +67,13 @@ type Options struct {
 // Backend simulates a server: renders, tokenizes and applies a cache model. Not safe for
 // concurrent use (the cache model has state).
 type Backend struct {
-	model    cachesim.Model
-	tok      Tokenizer
-	perToken time.Duration
-	prefill  *cachesim.PrefillModel
-	conv     *ollama.Client
+	model cachesim.Model
+	// tok is the tokenizer given to the harness; whole tokenizes the backend's own prompts and
+	// cache texts incrementally (a step costs what it appends), remembering the last few.
+	tok, whole Tokenizer
+	perToken   time.Duration
+	prefill    *cachesim.PrefillModel
+	conv       *ollama.Client
 
 	// script is the scripted model's replies, in groups (see SetScript); group and next say
 	// which reply comes next.
@@ -153,7 +155,8 @@ func New(o Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{model: o.Model, tok: &recent{tok: o.Tokenizer}, perToken: o.PrefillPerToken, prefill: o.Prefill, conv: conv}, nil
+	return &Backend{model: o.Model, tok: &recent{tok: o.Tokenizer}, whole: &recent{tok: &cachesim.Incremental{Tok: o.Tokenizer}},
+		perToken: o.PrefillPerToken, prefill: o.Prefill, conv: conv}, nil
 }
 
 // Tokenizer returns the backend's tokenizer, which remembers the last few texts it encoded: give
@@ -223,7 +226,7 @@ func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply
 		}
 		res.Reply = reply
 	}
-	prompt, err := b.tok.Encode(rendered)
+	prompt, err := b.whole.Encode(rendered)
 	if err != nil {
 		return res, fmt.Errorf("sim: tokenize the prompt: %w", err)
 	}
@@ -237,7 +240,7 @@ func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply
 		// Its tokens after the prompt are the generated ones. Where the reply's first token
 		// merges with the prompt's last (an empty reasoning: "<think>\n" + "\n</think>" gives
 		// "\n\n"), the held prompt is the common part and the rest counts as generated.
-		full, err := b.tok.Encode(res.CacheText)
+		full, err := b.whole.Encode(res.CacheText)
 		if err != nil {
 			return res, fmt.Errorf("sim: tokenize the reply: %w", err)
 		}

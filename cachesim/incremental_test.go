@@ -1,4 +1,4 @@
-package harness
+package cachesim
 
 import (
 	"slices"
@@ -51,12 +51,12 @@ func TestIncrementalEqualsWhole(t *testing.T) {
 		"<|im_start|><|im_start|>x",
 	}
 	whole := &wordTokenizer{}
-	inc := &incremental{tok: &wordTokenizer{}}
+	inc := &Incremental{Tok: &wordTokenizer{}}
 	for _, text := range texts {
 		want, _ := whole.Encode(text)
 		got, err := inc.Encode(text)
 		if err != nil || !slices.Equal(got, want) {
-			t.Errorf("incremental.Encode(%q) = %v; want %v", text, got, want)
+			t.Errorf("Incremental.Encode(%q) = %v; want %v", text, got, want)
 		}
 	}
 }
@@ -65,7 +65,7 @@ func TestIncrementalEqualsWhole(t *testing.T) {
 // the previous one are about the appended part, not the session.
 func TestIncrementalCostsTheAppendedPart(t *testing.T) {
 	tok := &wordTokenizer{}
-	inc := &incremental{tok: tok}
+	inc := &Incremental{Tok: tok}
 	text := "<|im_start|>system\nrules<|im_end|>\n"
 	for i := 0; i < 200; i++ {
 		text += "<|im_start|>user\nsome words of the message<|im_end|>\n"

@@ -1,10 +1,8 @@
-package harness
+package cachesim
 
 import (
 	"sort"
 	"strings"
-
-	"lab/cachesim"
 )
 
 // turnMarker is the special token that starts every message of a ChatML-style prompt (Qwen3's
@@ -12,12 +10,20 @@ import (
 // before one do not depend on the text after it.
 const turnMarker = "<|im_start|>"
 
-// incremental tokenizes a session's prompts so that a step costs time for what it appends: it
+// Tokenizer turns text (special tokens written as their text, such as <|im_start|>) into the
+// served model's token ids.
+type Tokenizer interface {
+	Encode(text string) ([]int32, error)
+}
+
+// Incremental tokenizes a session's prompts so that a step costs time for what it appends: it
 // keeps the last text it tokenized with the token index of each turn marker, and for a new text
 // reuses the tokens up to the last marker both texts share, tokenizing only the rest. The result
-// is exactly tok.Encode(text). Not safe for concurrent use.
-type incremental struct {
-	tok Tokenizer
+// is exactly Tok.Encode(text), for a tokenizer whose pre-tokenizer splits at special tokens (every
+// BPE tokenizer of a chat model does). Not safe for concurrent use.
+type Incremental struct {
+	// Tok is the tokenizer it wraps.
+	Tok Tokenizer
 	// last is the last text tokenized, ids its tokens, marks the byte offsets of the turn
 	// markers in last and at[i] the index in ids of the token at marks[i].
 	last  string
@@ -28,8 +34,8 @@ type incremental struct {
 
 // Encode returns the tokens of text, reusing the previous text's tokens up to the last turn
 // marker the two texts share.
-func (in *incremental) Encode(text string) ([]int32, error) {
-	common := cachesim.CommonPrefixBytes(text, in.last)
+func (in *Incremental) Encode(text string) ([]int32, error) {
+	common := CommonPrefixBytes(text, in.last)
 	// The last marker that starts at or before the common prefix's end and lies wholly in it.
 	k := sort.SearchInts(in.marks, common+1) - 1
 	for k >= 0 && in.marks[k]+len(turnMarker) > common {
@@ -55,7 +61,7 @@ func (in *incremental) Encode(text string) ([]int32, error) {
 			marks = append(marks, start)
 			at = append(at, len(ids))
 		}
-		piece, err := in.tok.Encode(rest[:end])
+		piece, err := in.Tok.Encode(rest[:end])
 		if err != nil {
 			return nil, err
 		}
