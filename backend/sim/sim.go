@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ollama/ollama/api"
@@ -84,13 +85,16 @@ type Backend struct {
 	// on almost every request, and encoding its schemas is a third of the body's cost.
 	tools     []chat.Tool
 	toolsJSON json.RawMessage
+	// messageJSON caches the JSON of the previous request's messages, by messageKey.
+	messageJSON map[string][]byte
 }
 
 // wireRequest is the /api/chat body with the tool list given as JSON (it replaces the embedded
 // request's tools, and is written last).
 type wireRequest struct {
 	*api.ChatRequest
-	Tools json.RawMessage `json:"tools,omitempty"`
+	Messages json.RawMessage `json:"messages"`
+	Tools    json.RawMessage `json:"tools,omitempty"`
 }
 
 // encode returns the /api/chat body of creq, built from req, reusing the tool list's JSON when
@@ -110,7 +114,50 @@ func (b *Backend) encode(req *chat.Request, creq *api.ChatRequest) ([]byte, erro
 	if len(req.Tools) > 0 {
 		w.Tools = b.toolsJSON
 	}
+	// The messages: each one's JSON is reused from the previous request when the message is the
+	// same (a session resends its history), keyed by what the chat message holds.
+	if len(req.Messages) == len(creq.Messages) {
+		next := make(map[string][]byte, len(req.Messages))
+		var arr bytes.Buffer
+		arr.WriteByte('[')
+		for i, m := range req.Messages {
+			k := messageKey(&m)
+			j, ok := b.messageJSON[k]
+			if !ok {
+				var err error
+				if j, err = json.Marshal(creq.Messages[i]); err != nil {
+					return nil, err
+				}
+			}
+			next[k] = j
+			if i > 0 {
+				arr.WriteByte(',')
+			}
+			arr.Write(j)
+		}
+		arr.WriteByte(']')
+		b.messageJSON = next
+		w.Messages = arr.Bytes()
+	} else {
+		j, err := json.Marshal(creq.Messages)
+		if err != nil {
+			return nil, err
+		}
+		w.Messages = j
+	}
 	return json.Marshal(w)
+}
+
+// messageKey is a key that differs for any two chat messages that encode differently.
+func messageKey(m *chat.Message) string {
+	var k strings.Builder
+	for _, f := range []string{string(m.Role), m.Content, m.Reasoning, m.ToolCallID, m.ToolName} {
+		fmt.Fprintf(&k, "%d:%s", len(f), f)
+	}
+	for _, tc := range m.ToolCalls {
+		fmt.Fprintf(&k, "%d:%s%d:%s%d:%s", len(tc.ID), tc.ID, len(tc.Name), tc.Name, len(tc.Arguments), tc.Arguments)
+	}
+	return k.String()
 }
 
 // SetScript gives the scripted model its replies for the session that follows, in groups: a

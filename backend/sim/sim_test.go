@@ -198,7 +198,18 @@ func TestBodyIsTheOllamaRequest(t *testing.T) {
 		return chat.Tool{Name: name, Description: "d " + name, Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"p"}},"required":["path"]}`)}
 	}
 	msgs := []chat.Message{{Role: chat.RoleSystem, Content: "s"}, {Role: chat.RoleUser, Content: "u"}}
+	call := chat.Message{Role: chat.RoleAssistant, Reasoning: "think", ToolCalls: []chat.ToolCall{{ID: "call_1", Name: "read", Arguments: json.RawMessage(`{"path":"a.go","limit":3}`)}}}
+	result := chat.Message{Role: chat.RoleTool, Content: "[#0001 a.go] x", ToolCallID: "call_1", ToolName: "read"}
 	for i, tools := range [][]chat.Tool{{tool("read"), tool("grep")}, {tool("read"), tool("grep")}, {tool("read")}, nil, {tool("read")}} {
+		// The history grows, and one message changes (its reasoning is dropped) as a new turn does.
+		switch i {
+		case 1:
+			msgs = append(msgs, call, result)
+		case 2:
+			msgs = append(msgs, chat.Message{Role: chat.RoleUser, Content: "next"})
+		case 3:
+			msgs[2].Reasoning = ""
+		}
 		req := &chat.Request{Messages: msgs, Tools: tools, Think: true}
 		res, err := b.Send(context.Background(), req, &chat.Reply{Content: "ok"})
 		if err != nil {
