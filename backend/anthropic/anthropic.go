@@ -142,6 +142,11 @@ type Options struct {
 	// ThinkingBudget is the thinking budget_tokens sent when a request asks to think (default and
 	// minimum MinThinkingBudget); max_tokens is then ThinkingBudget+1.
 	ThinkingBudget int
+	// Thinking is how a request that asks to think (chat.Request.Think) asks the API:
+	// ThinkingEnabled (default: extended thinking, {type: enabled, budget_tokens}, the only mode
+	// of Claude 4.5 and earlier), ThinkingAdaptive ({type: adaptive}, the mode of Claude 4.6 and
+	// later, which reject extended thinking from 4.7 on) or ThinkingOff (no thinking field).
+	Thinking string
 	// NoStream sends `stream: false` and reads one JSON response; TTFT is then the time to the
 	// response headers (which arrive after the whole generation).
 	NoStream bool
@@ -158,6 +163,7 @@ type Client struct {
 	key         string
 	breakpoints []Breakpoint
 	budget      int
+	thinking    string
 	stream      bool
 	http        *http.Client
 }
@@ -182,6 +188,11 @@ func New(opts Options) (*Client, error) {
 	}
 	if err := checkBreakpoints(bps); err != nil {
 		return nil, err
+	}
+	switch opts.Thinking {
+	case "", ThinkingEnabled, ThinkingAdaptive, ThinkingOff:
+	default:
+		return nil, fmt.Errorf("anthropic: thinking %q: want %s, %s or %s", opts.Thinking, ThinkingEnabled, ThinkingAdaptive, ThinkingOff)
 	}
 	budget := opts.ThinkingBudget
 	if budget == 0 {
@@ -212,6 +223,7 @@ func New(opts Options) (*Client, error) {
 		key:         key,
 		breakpoints: bps,
 		budget:      budget,
+		thinking:    opts.Thinking,
 		stream:      !opts.NoStream,
 		http:        h,
 	}, nil
@@ -236,8 +248,15 @@ type request struct {
 
 type thinkingConfig struct {
 	Type         string `json:"type"`
-	BudgetTokens int    `json:"budget_tokens"`
+	BudgetTokens int    `json:"budget_tokens,omitempty"`
 }
+
+// The values of Options.Thinking.
+const (
+	ThinkingEnabled  = "enabled"
+	ThinkingAdaptive = "adaptive"
+	ThinkingOff      = "off"
+)
 
 type tool struct {
 	Name         string          `json:"name"`
@@ -255,8 +274,12 @@ func (c *Client) Body(req *chat.Request) (body []byte, warnings []string, err er
 		return nil, nil, err
 	}
 	r := request{Model: c.model, MaxTokens: 1, Stream: c.stream, Messages: msgs}
-	if req.Think {
-		r.Thinking = &thinkingConfig{Type: "enabled", BudgetTokens: c.budget}
+	switch {
+	case !req.Think || c.thinking == ThinkingOff:
+	case c.thinking == ThinkingAdaptive:
+		r.Thinking = &thinkingConfig{Type: ThinkingAdaptive}
+	default:
+		r.Thinking = &thinkingConfig{Type: ThinkingEnabled, BudgetTokens: c.budget}
 		r.MaxTokens = c.budget + 1
 	}
 	if s := System(req.Messages); s != "" {

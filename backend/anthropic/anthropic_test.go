@@ -181,6 +181,26 @@ func TestRequestBody(t *testing.T) {
 		t.Errorf("warnings = %q; want one about the system breakpoint", warnings)
 	}
 
+	// Adaptive thinking (Claude 4.6 and later): no budget, max_tokens stays 1; thinking off: no
+	// thinking field.
+	for mode, want := range map[string]string{
+		ThinkingAdaptive: `{"model":"claude-opus-4-5","max_tokens":1,"stream":true,"thinking":{"type":"adaptive"},"messages":`,
+		ThinkingOff:      `{"model":"claude-opus-4-5","max_tokens":1,"stream":true,"messages":`,
+	} {
+		c = newClient(t, "http://127.0.0.1:1", Options{Thinking: mode})
+		body, _, err = c.Body(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(string(body), want) {
+			t.Errorf("thinking %s: Body =\n%s\nwant it to start\n%s", mode, body, want)
+		}
+	}
+	t.Setenv(KeyEnv, testKey)
+	if _, err := New(Options{Model: "m", Thinking: "sometimes"}); err == nil || !strings.Contains(err.Error(), "sometimes") {
+		t.Errorf("New with thinking %q: %v", "sometimes", err)
+	}
+
 	// No breakpoints at all.
 	c = newClient(t, "http://127.0.0.1:1", Options{Breakpoints: []Breakpoint{}, NoStream: true})
 	body, _, err = c.Body(req)

@@ -33,6 +33,8 @@ type remoteOptions struct {
 	LlamaServer string
 	// Pricing is a pricing file replacing the embedded table (--pricing).
 	Pricing string
+	// Thinking is how Anthropic requests ask to think (--thinking): enabled, adaptive or off.
+	Thinking string
 }
 
 // remoteBackends are the --backend values runRemote serves.
@@ -47,7 +49,7 @@ func checkRemote(o *runOptions) error {
 	}
 	if !isRemote {
 		for _, f := range []struct{ flag, v string }{{"--base-url", r.BaseURL}, {"--profile", r.Profile}, {"--api", r.API},
-			{"--key-file", r.KeyFile}, {"--cache-breakpoints", r.Breakpoints}, {"--llamacpp", r.LlamaServer}, {"--pricing", r.Pricing}} {
+			{"--key-file", r.KeyFile}, {"--cache-breakpoints", r.Breakpoints}, {"--llamacpp", r.LlamaServer}, {"--pricing", r.Pricing}, {"--thinking", r.Thinking}} {
 			if f.v != "" {
 				return badInput("%s is for --backend %s, not %s", f.flag, strings.Join(remoteBackends, ", "), o.Backend)
 			}
@@ -65,6 +67,9 @@ func checkRemote(o *runOptions) error {
 	}
 	if r.Breakpoints != "" && o.Backend != "anthropic" {
 		return badInput("--cache-breakpoints is for --backend anthropic")
+	}
+	if r.Thinking != "" && o.Backend != "anthropic" {
+		return badInput("--thinking is for --backend anthropic")
 	}
 	if o.Backend == "llamacpp" {
 		switch {
@@ -161,7 +166,7 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 				return badInput("--cache-breakpoints: %v", err)
 			}
 		}
-		c, err := anthropic.New(anthropic.Options{BaseURL: ro.BaseURL, Model: o.ModelName, KeyFile: ro.KeyFile, Breakpoints: bps})
+		c, err := anthropic.New(anthropic.Options{BaseURL: ro.BaseURL, Model: o.ModelName, KeyFile: ro.KeyFile, Breakpoints: bps, Thinking: ro.Thinking})
 		if err != nil {
 			return &usageError{err}
 		}

@@ -83,6 +83,7 @@ func TestRunSimBadFlags(t *testing.T) {
 		{[]string{"run", "--backend", "openai", "--server", "http://127.0.0.1:1"}, "takes --base-url"},
 		{[]string{"run", "--backend", "sim", "--profile", "vllm"}, "--profile is for"},
 		{[]string{"run", "--backend", "anthropic", "--cache-breakpoints", "middle"}, "--cache-breakpoints"},
+		{[]string{"run", "--backend", "openai", "--thinking", "adaptive"}, "--thinking is for --backend anthropic"},
 		{[]string{"run", "--backend", "openai", "--key-file", "/nonexistent/key"}, "--key-file"},
 		{[]string{"run", "--backend", "sim", "--cache-model", "sglang"}, `unknown cache model "sglang"`},
 		{[]string{"run", "--backend", "sim", "--server", "http://127.0.0.1:1"}, "uses no server"},
