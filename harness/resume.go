@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -28,18 +30,28 @@ type prior struct {
 	done map[sessionKey]bool
 	// dropped is the number of rows of sessions that did not complete.
 	dropped int
+	// records are the manifest's records of the sessions that completed (made from their rows
+	// for a run whose manifest has none), in the order they ended.
+	records []metrics.SessionRecord
 }
 
 // ErrNothingToResume is returned by [Run] with Resume for a run whose manifest says it completed.
 var ErrNothingToResume = errors.New("harness: the run is complete; nothing to resume")
 
 // loadPrior reads the run in dir for a resume: its manifest, which must describe the matrix,
-// backend and model of cfg, and its samples. A session is complete when none of its rows carries
-// an error and, with the scripted driver, its rows are request indexes 0 to n−1, n being the
-// requests its scenario plans ([RunConfig.Requests]'s count for one session); with the live
-// driver, its rows are request indexes 0 to some m and every turn of the scenario ended (a row
-// with an end_reason per turn). A samples file no reader can open (a run killed before it
-// closed the file) is set aside as samples.parquet.unreadable and every session runs again.
+// backend and model of cfg, and its samples ([metrics.ReadSamples]: the journal's rows when a
+// killed run left samples.parquet unreadable).
+//
+// When the manifest records how sessions ended ([metrics.Manifest].Sessions), a session is
+// complete when its last record says so and its rows are request indexes 0 to n−1, n the record's
+// request count. For a run without records: a session is complete when none of its rows carries an
+// error (a live turn's row that ends it at its time limit, end_reason "timeout", is a normal turn
+// end) and, with the scripted driver, its rows are request indexes 0 to n−1, n being the requests
+// its scenario plans ([RunConfig.Requests]'s count for one session); with the live driver, its
+// rows are request indexes 0 to some m and every turn of the scenario ended (a row with an
+// end_reason per turn). A samples file no reader can open and without a journal (a run killed
+// before the journal existed) is set aside as samples.parquet.unreadable-<time> and every session
+// runs again.
 func loadPrior(dir string, cfg *RunConfig) (*prior, error) {
 	man, err := metrics.ReadManifest(filepath.Join(dir, metrics.ManifestFile))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -75,7 +87,14 @@ func loadPrior(dir string, cfg *RunConfig) (*prior, error) {
 	}
 	p := &prior{man: man, done: map[sessionKey]bool{}}
 	path := filepath.Join(dir, metrics.SamplesFile)
-	rows, err := metrics.ReadParquet(path)
+	rows, recovered, err := metrics.ReadSamples(path)
+	if _, jerr := os.Stat(metrics.JournalPath(path)); err != nil && jerr == nil {
+		// A journal that cannot be read: say so rather than measure its sessions again over it.
+		return nil, fmt.Errorf("resume %s: %w", dir, err)
+	}
+	if recovered && cfg.Warn != nil {
+		cfg.Warn(fmt.Errorf("resume %s: %s is unreadable (the run was killed): recovered %d rows from %s", dir, metrics.SamplesFile, len(rows), metrics.JournalFile))
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return p, nil
@@ -107,6 +126,10 @@ func loadPrior(dir string, cfg *RunConfig) (*prior, error) {
 			}
 		}
 	}
+	if len(man.Sessions) > 0 {
+		p.fromRecords(rows)
+		return p, nil
+	}
 	type tally struct {
 		seen       map[int32]bool
 		last, ends int32
@@ -120,7 +143,7 @@ func loadPrior(dir string, cfg *RunConfig) (*prior, error) {
 			t = &tally{seen: map[int32]bool{}}
 			sessions[k] = t
 		}
-		if r.Error != "" || t.seen[r.RequestIndex] || r.RequestIndex < 0 || (!live && int(r.RequestIndex) >= planned[r.Scenario]) {
+		if (r.Error != "" && r.EndReason != metrics.EndTimeout) || t.seen[r.RequestIndex] || r.RequestIndex < 0 || (!live && int(r.RequestIndex) >= planned[r.Scenario]) {
 			t.bad = true
 		}
 		t.seen[r.RequestIndex] = true
@@ -139,6 +162,58 @@ func loadPrior(dir string, cfg *RunConfig) (*prior, error) {
 			p.done[k] = true
 		}
 	}
+	p.keep(rows)
+	// Records for the kept sessions, in the order their rows came.
+	counted := map[sessionKey]int{}
+	var order []sessionKey
+	for _, r := range p.kept {
+		k := sessionKey{r.Scenario, r.Arm, r.Repetition}
+		if counted[k] == 0 {
+			order = append(order, k)
+		}
+		counted[k]++
+	}
+	for _, k := range order {
+		p.records = append(p.records, metrics.SessionRecord{Scenario: k.scenario, Arm: k.arm, Repetition: int(k.repetition), Requests: counted[k], Complete: true})
+	}
+	return p, nil
+}
+
+// fromRecords marks done the sessions the manifest records as complete whose rows are all there
+// (request indexes 0 to n−1, n the record's count), and keeps their rows and records.
+func (p *prior) fromRecords(rows []metrics.Sample) {
+	last := map[sessionKey]metrics.SessionRecord{}
+	for _, rec := range p.man.Sessions {
+		last[sessionKey{rec.Scenario, rec.Arm, int32(rec.Repetition)}] = rec
+	}
+	seen := map[sessionKey]map[int32]bool{}
+	bad := map[sessionKey]bool{}
+	for _, r := range rows {
+		k := sessionKey{r.Scenario, r.Arm, r.Repetition}
+		if seen[k] == nil {
+			seen[k] = map[int32]bool{}
+		}
+		if seen[k][r.RequestIndex] || r.RequestIndex < 0 || int(r.RequestIndex) >= last[k].Requests {
+			bad[k] = true
+		}
+		seen[k][r.RequestIndex] = true
+	}
+	for k, rec := range last {
+		if rec.Complete && !bad[k] && len(seen[k]) == rec.Requests && rec.Requests > 0 {
+			p.done[k] = true
+		}
+	}
+	p.keep(rows)
+	for _, rec := range p.man.Sessions {
+		k := sessionKey{rec.Scenario, rec.Arm, int32(rec.Repetition)}
+		if p.done[k] && last[k] == rec {
+			p.records = append(p.records, rec)
+		}
+	}
+}
+
+// keep splits rows into those of done sessions, kept in order, and the dropped ones.
+func (p *prior) keep(rows []metrics.Sample) {
 	for _, r := range rows {
 		if p.done[sessionKey{r.Scenario, r.Arm, r.Repetition}] {
 			p.kept = append(p.kept, r)
@@ -146,5 +221,67 @@ func loadPrior(dir string, cfg *RunConfig) (*prior, error) {
 			p.dropped++
 		}
 	}
-	return p, nil
+}
+
+// keepRequests rewrites the requests file at path (requests.jsonl) keeping only the lines of the
+// sessions in keep, in order, atomically (a temporary file renamed over it). A missing file is
+// nothing to do; a last line cut short (a killed run) is dropped; any other line that is not a
+// JSON object with scenario, arm and repetition is an error naming the file and line.
+func keepRequests(path string, keep map[sessionKey]bool) (err error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	var out bytes.Buffer
+	for n, rest := 1, data; len(rest) > 0; n++ {
+		line, tail, whole := bytes.Cut(rest, []byte("\n"))
+		rest = tail
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var id struct {
+			Scenario   string `json:"scenario"`
+			Arm        string `json:"arm"`
+			Repetition int32  `json:"repetition"`
+		}
+		if jerr := json.Unmarshal(line, &id); jerr != nil {
+			if !whole {
+				break // the last line, cut short by a crash
+			}
+			return fmt.Errorf("resume: %s:%d: %w", path, n, jerr)
+		}
+		if keep[sessionKey{id.Scenario, id.Arm, id.Repetition}] {
+			out.Write(line)
+			out.WriteByte('\n')
+		}
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	_, err = tmp.Write(out.Bytes())
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("resume: rewrite %s: %w", path, err)
+	}
+	return nil
 }

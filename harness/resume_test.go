@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -197,5 +198,140 @@ func TestResumeRerunsFailedSessionsAndChecksTheRun(t *testing.T) {
 	}
 	if _, _, err := harness.Run(context.Background(), c); !errors.Is(err, harness.ErrNothingToResume) {
 		t.Errorf("resume of a complete run: %v", err)
+	}
+}
+
+// snapshot copies the files of the run folder dir to to: what a kill -9 at this moment leaves on
+// disk (every write the run made has reached the OS; nothing was closed).
+func snapshot(t *testing.T, dir, to string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(to, 0o755)
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(to, e.Name()), data, 0o644)
+	}
+}
+
+// bodyBackend is faultBackend with a request body in every result, for requests.jsonl.
+type bodyBackend struct{ *faultBackend }
+
+func (b bodyBackend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
+	res, err := b.faultBackend.Send(ctx, req, reply)
+	if res != nil {
+		res.Body = []byte(fmt.Sprintf(`{"messages":%d}`, len(req.Messages)))
+	}
+	return res, err
+}
+
+// requestLines returns requests.jsonl's lines as scenario/arm/repetition/request_index.
+func requestLines(t *testing.T, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var r struct {
+			Scenario, Arm string
+			Repetition    int
+			RequestIndex  int `json:"request_index"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out = append(out, fmt.Sprintf("%s/%s/%d/%d", r.Scenario, r.Arm, r.Repetition, r.RequestIndex))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A run killed with SIGKILL (the files as they were at request 10, nothing closed): its rows are
+// read back from the journal, its manifest records the one session that ended, and a resume
+// keeps that session, runs the others, and rewrites requests.jsonl without the lines of the
+// session it ran again.
+func TestKilledRunRecoversAndResumes(t *testing.T) {
+	t.Parallel()
+	sc, err := harness.LoadScenario("testdata/tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop, err := hygiene.ParseConfig(lab.LoopJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := func(results string, be harness.Backend) harness.RunConfig {
+		return harness.RunConfig{
+			Scenarios: []*harness.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec"), arm(t, "date-in-system-prompt")}, Repeat: 2,
+			ResultsDir: results, RunID: "r", Loop: loop, Backend: be, Tokenizer: byteTokenizer{}, SandboxDir: t.TempDir(),
+			SaveRequests: true,
+		}
+	}
+	results, killed := t.TempDir(), t.TempDir()
+	c := cfg(results, bodyBackend{newFault(nil)})
+	c.Progress = func(done, total int, s *metrics.Sample) {
+		if done == 10 {
+			snapshot(t, filepath.Join(results, "r"), filepath.Join(killed, "r"))
+		}
+	}
+	_, _, err = harness.Run(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(killed, "r")
+	man, rows, err := metrics.ReadRun(dir)
+	if err != nil {
+		t.Fatalf("the killed run's rows: %v", err)
+	}
+	if len(rows) != 10 || man.Complete {
+		t.Fatalf("killed run: %d rows, complete %v; want the 10 written before the kill", len(rows), man.Complete)
+	}
+	if want := []metrics.SessionRecord{{Scenario: "tiny", Arm: "spec", Repetition: 1, Requests: 7, Complete: true}}; !slices.Equal(man.Sessions, want) {
+		t.Errorf("killed run's session records %+v; want %+v", man.Sessions, want)
+	}
+	if got := len(requestLines(t, filepath.Join(dir, harness.RequestsFile))); got != 10 {
+		t.Errorf("killed run: %d request lines; want 10", got)
+	}
+
+	be := newFault(nil)
+	c = cfg(killed, bodyBackend{be})
+	c.Resume = true
+	if _, man, err = harness.Run(context.Background(), c); err != nil || !man.Complete {
+		t.Fatalf("resume: %v", err)
+	}
+	if be.calls != 21 {
+		t.Errorf("resume sent %d requests; want the 21 of the three sessions that did not end", be.calls)
+	}
+	_, whole, err := metrics.ReadRun(filepath.Join(results, "r"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, got, err := metrics.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rowKeys(got), rowKeys(whole)) {
+		t.Errorf("resumed rows\n%v\nwant\n%v", rowKeys(got), rowKeys(whole))
+	}
+	if got, want := requestLines(t, filepath.Join(dir, harness.RequestsFile)), requestLines(t, filepath.Join(results, "r", harness.RequestsFile)); !slices.Equal(got, want) {
+		t.Errorf("requests.jsonl after the resume:\n%v\nwant one line per request of the uninterrupted run:\n%v", got, want)
+	}
+	if len(man.Sessions) != 4 || man.Sessions[0].Arm != "spec" || man.Sessions[0].Repetition != 1 {
+		t.Errorf("session records after the resume: %+v", man.Sessions)
+	}
+	for _, r := range man.Sessions {
+		if !r.Complete || r.Requests != 7 {
+			t.Errorf("record %+v; want complete with 7 requests", r)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, metrics.JournalFile)); !os.IsNotExist(err) {
+		t.Errorf("the journal is left after the resume closed the samples: %v", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,8 +91,10 @@ func CheckRunID(id string) error {
 }
 
 // Run runs the matrix and writes results/<run-id>/: samples.parquet (one row per request, written
-// as measured), manifest.json (complete: false until every session ended well) and, with
-// SaveRequests, requests.jsonl. It returns the run's folder and manifest; on an error both are
+// as measured, with its journal samples.journal.jsonl until the file is closed, so that a killed
+// run loses no row), manifest.json (complete: false until every session ended well; written
+// again as each session ends, recording its outcome in Sessions) and, with SaveRequests,
+// requests.jsonl. It returns the run's folder and manifest; on an error both are
 // still returned when the folder was made, and what was measured is kept and readable.
 //
 // A request that fails with a retryable error is sent again as cfg.Retry says; its row records
@@ -107,8 +108,9 @@ func CheckRunID(id string) error {
 // matrix, backend and model as its manifest. The rows of the sessions that completed are kept;
 // the rows of a session that was cut or failed are dropped and the session is run again whole
 // (a scripted session's cache state depends on every request before); samples.parquet is
-// rewritten with the kept rows followed by the new ones (a new file, renamed over the old one
-// once closed, so that an interrupted resume loses nothing either).
+// rewritten with the kept rows followed by the new ones ([metrics.ReplaceParquet]: an
+// interrupted or killed resume loses nothing either), and so is requests.jsonl (the lines of
+// the kept sessions, then the new ones).
 func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest, err error) {
 	now := cfg.Now
 	if now == nil {
@@ -153,7 +155,8 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 	}
 	if old != nil {
 		man = old.man
-		man.EndedAt, man.Complete, man.Error, man.Samples = time.Time{}, false, "", 0
+		man.EndedAt, man.Complete, man.Error, man.Samples = time.Time{}, false, "", len(old.kept)
+		man.Sessions = old.records
 		if man.Settings == nil {
 			man.Settings = map[string]string{}
 		}
@@ -180,15 +183,17 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 		return dir, man, err
 	}
 	samplesPath := filepath.Join(dir, metrics.SamplesFile)
-	writePath := samplesPath
+	reqPath := filepath.Join(dir, RequestsFile)
+	var psink *metrics.ParquetSink
 	if old != nil {
-		// The kept rows and the new ones go to a new file, renamed over the old one once closed.
-		writePath = samplesPath + ".resume"
-		if err := os.Remove(writePath); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return dir, man, fmt.Errorf("run: %w", err)
+		// The requests of the sessions that run again go, as their rows do.
+		if err := keepRequests(reqPath, old.done); err != nil {
+			return dir, man, err
 		}
+		psink, err = metrics.ReplaceParquet(samplesPath, old.kept)
+	} else {
+		psink, err = metrics.CreateParquet(samplesPath)
 	}
-	psink, err := metrics.CreateParquet(writePath)
 	if err != nil {
 		return dir, man, err
 	}
@@ -199,7 +204,7 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 		if old != nil {
 			flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
 		}
-		if reqFile, err = os.OpenFile(filepath.Join(dir, "requests.jsonl"), flags, 0o644); err != nil {
+		if reqFile, err = os.OpenFile(reqPath, flags, 0o644); err != nil {
 			return dir, man, errors.Join(err, psink.Close())
 		}
 	}
@@ -208,10 +213,6 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 	defer func() {
 		if cerr := psink.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("close %s: %w", metrics.SamplesFile, cerr))
-		} else if writePath != samplesPath {
-			if rerr := os.Rename(writePath, samplesPath); rerr != nil {
-				err = errors.Join(err, fmt.Errorf("replace %s: %w", metrics.SamplesFile, rerr))
-			}
 		}
 		if reqFile != nil {
 			if cerr := reqFile.Close(); cerr != nil {
@@ -233,15 +234,11 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 	defer func() { man.CacheState = cold.state() }()
 	total, done := cfg.Requests(), 0
 	if old != nil {
+		// ReplaceParquet wrote the kept rows.
 		for i := range old.kept {
-			s := &old.kept[i]
-			if err := sink.Write(s); err != nil {
-				return dir, man, err
-			}
-			if s.RequestIndex == 0 {
+			if s := &old.kept[i]; s.RequestIndex == 0 {
 				cold.first(s)
 			}
-			man.Samples++
 			done++
 		}
 		if old.dropped > 0 && cfg.Warn != nil {
@@ -261,6 +258,7 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 				if err := ctx.Err(); err != nil {
 					return dir, man, fmt.Errorf("interrupted before %s/%s repetition %d: %w", sc.Name, arm.Name, rep, err)
 				}
+				rows := 0
 				sc := SessionConfig{
 					Scenario: sc, Arm: arm, Repetition: rep, RunID: runID, Loop: cfg.Loop, Backend: cfg.Backend,
 					BackendName: cfg.BackendName, Model: cfg.Model, ServerVersion: cfg.ServerVersion,
@@ -271,6 +269,7 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 							cold.first(s)
 						}
 						man.Samples++
+						rows++
 						done++
 						if cfg.Progress != nil {
 							cfg.Progress(done, total, s)
@@ -284,6 +283,16 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 					sc.Requests = reqFile
 				}
 				serr := RunSession(ctx, sc)
+				// The session's outcome goes to the manifest at once: a run killed later still
+				// says which sessions are whole.
+				rec := metrics.SessionRecord{Scenario: sc.Scenario.Name, Arm: arm.Name, Repetition: rep, Requests: rows, Complete: serr == nil}
+				if serr != nil {
+					rec.Error = serr.Error()
+				}
+				man.Sessions = append(man.Sessions, rec)
+				if werr := metrics.WriteManifest(manPath, man); werr != nil {
+					return dir, man, errors.Join(serr, werr)
+				}
 				if serr == nil {
 					continue
 				}
@@ -307,6 +316,11 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 	}
 	return dir, man, nil
 }
+
+// RequestsFile is the name of the file, beside the samples, that receives every request body
+// with RunConfig.SaveRequests: one JSON object a line with scenario, arm, repetition,
+// request_index and body.
+const RequestsFile = "requests.jsonl"
 
 // SettingResumedAt is the manifest setting that lists, comma-separated, when the run was resumed
 // (RFC 3339, UTC).

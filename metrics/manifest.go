@@ -16,6 +16,9 @@ const (
 	ManifestFile = "manifest.json"
 	// SamplesFile is the name of the run's samples, Parquet, one [Sample] per row.
 	SamplesFile = "samples.parquet"
+	// JournalFile is the name of the samples journal a [ParquetSink] keeps beside SamplesFile
+	// while the run writes it: one JSON line per sample, removed once samples.parquet is closed.
+	JournalFile = "samples.journal.jsonl"
 )
 
 // Manifest describes one run: what was run, against which server, when, and whether it
@@ -57,6 +60,27 @@ type Manifest struct {
 	CacheState string `json:"cache_state,omitempty"`
 	// Settings are other settings of the run worth recording (flags, keep_alive, seeds), by name.
 	Settings map[string]string `json:"settings,omitempty"`
+	// Sessions records each session (scenario × arm × repetition) as it ended, in the order they
+	// ended: the manifest is written again after each one. A session of the run's rows without a
+	// record did not end (the run was interrupted or killed during it). Empty (omitted) in runs
+	// made before the field existed, and until the run's first session ended; readers then
+	// judge sessions by their rows.
+	Sessions []SessionRecord `json:"sessions,omitempty"`
+}
+
+// SessionRecord is how one session of a run ended, in [Manifest].Sessions.
+type SessionRecord struct {
+	// Scenario, Arm and Repetition (1-based) name the session, as the rows' columns do.
+	Scenario   string `json:"scenario"`
+	Arm        string `json:"arm"`
+	Repetition int    `json:"repetition"`
+	// Requests is the number of rows the session wrote.
+	Requests int `json:"requests"`
+	// Complete is true when the session ended without an error: its rows are a whole session
+	// (a live turn that reached its time limit ends normally, its row's end_reason "timeout").
+	Complete bool `json:"complete"`
+	// Error is the error that ended the session early; "" (omitted) when it completed.
+	Error string `json:"error,omitempty"`
 }
 
 // The values of [Manifest].CacheState. A session starts cold when the lab emptied the server's
@@ -135,15 +159,17 @@ func ReadManifest(path string) (*Manifest, error) {
 	return &m, nil
 }
 
-// ReadRun reads <dir>/manifest.json and <dir>/samples.parquet. If the manifest reads but the
-// samples do not (for example a run that died before closing its sink), it returns the manifest
-// with the error, so the caller can still say what the run was.
+// ReadRun reads <dir>/manifest.json and the run's samples with [ReadSamples]:
+// <dir>/samples.parquet, or, when that file is missing or unreadable (a run killed before it
+// closed its sink), the rows of its journal <dir>/samples.journal.jsonl. If the manifest reads but
+// neither the samples nor a journal do, it returns the manifest with the error, so the caller can
+// still say what the run was.
 func ReadRun(dir string) (*Manifest, []Sample, error) {
 	m, err := ReadManifest(filepath.Join(dir, ManifestFile))
 	if err != nil {
 		return nil, nil, fmt.Errorf("read run %s: %w", dir, err)
 	}
-	samples, err := ReadParquet(filepath.Join(dir, SamplesFile))
+	samples, _, err := ReadSamples(filepath.Join(dir, SamplesFile))
 	if err != nil {
 		return m, nil, fmt.Errorf("read run %s: %w", dir, err)
 	}

@@ -305,6 +305,10 @@ func testManifest() *metrics.Manifest {
 		Complete:      true,
 		Samples:       40,
 		Settings:      map[string]string{"keep_alive": "30m"},
+		Sessions: []metrics.SessionRecord{
+			{Scenario: "midnight", Arm: "spec", Repetition: 1, Requests: 20, Complete: true},
+			{Scenario: "midnight", Arm: "date-in-system-prompt", Repetition: 1, Requests: 3, Error: "HTTP 500"},
+		},
 	}
 }
 
@@ -339,12 +343,12 @@ func TestManifestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{`"lab_version": "v0.1.0"`, `"num_ctx": 32768`, `"server_url"`, `"ended_at"`, `"complete": true`} {
+	for _, key := range []string{`"lab_version": "v0.1.0"`, `"num_ctx": 32768`, `"server_url"`, `"ended_at"`, `"complete": true`, `"requests": 3`, `"error": "HTTP 500"`} {
 		if !strings.Contains(string(data), key) {
 			t.Errorf("manifest.json lacks %s:\n%s", key, data)
 		}
 	}
-	if strings.Contains(string(data), `"error"`) {
+	if strings.Contains(string(data), "\n  \"error\"") {
 		t.Errorf("manifest.json has an error key for a run without error:\n%s", data)
 	}
 }

@@ -1,9 +1,16 @@
 package metrics
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/parquet-go/parquet-go"
@@ -17,48 +24,167 @@ import (
 const RowGroupRows = 512
 
 // ParquetSink is a [Sink] that writes samples to a Parquet file (samples.parquet), one row per
-// sample, with the columns of [Sample]'s parquet tags. It is safe for concurrent use.
+// sample, with the columns of [Sample]'s parquet tags, and keeps a journal of the same rows beside
+// it ([JournalPath]). It is safe for concurrent use.
 //
 // Rows are written as they come: every [RowGroupRows] rows form a row group that goes to the
-// file at once, and Close writes the last row group and the footer. A Parquet file is unreadable without its
-// footer, so a run interrupted before Close (a crash, a kill) leaves a file no reader can open:
-// the caller must Close the sink on every path, errors and Ctrl-C (context cancellation)
-// included, and check Close's error.
+// file at once, and Close writes the last row group and the footer. A Parquet file is unreadable
+// without its footer, so the sink also appends each row, as it is written, as one JSON line to the
+// journal (samples.journal.jsonl): the line reaches the operating system before Write returns
+// (a process killed with SIGKILL loses no row), and the journal is synced to disk with every row
+// group (a power cut loses at most the rows of the last row group). Close removes the journal once
+// the Parquet file is whole; [ReadSamples] and [ReadRun] read the journal's rows when the Parquet
+// file is missing or unreadable. The caller must still Close the sink on every path, errors and
+// Ctrl-C (context cancellation) included, and check Close's error.
 type ParquetSink struct {
 	mu      sync.Mutex
 	path    string
+	jpath   string
 	f       *os.File
+	j       *os.File
 	w       *parquet.GenericWriter[Sample]
 	rows    int
 	pending int
 	closed  bool
 }
 
-// CreateParquet creates the file at path and returns a sink writing samples to it. It fails if
-// the file already exists (errors.Is(err, fs.ErrExist)), so that no earlier measurement is
-// overwritten; the directory must exist.
+// JournalPath returns the path of the journal kept beside the samples file at path: path with its
+// ".parquet" extension replaced by ".journal.jsonl" (results/<run-id>/samples.journal.jsonl,
+// [JournalFile]), or path + ".journal.jsonl" when it has no such extension.
+func JournalPath(path string) string {
+	return strings.TrimSuffix(path, ".parquet") + ".journal.jsonl"
+}
+
+// CreateParquet creates the file at path and its journal ([JournalPath]) and returns a sink
+// writing samples to both. It fails if either file already exists (errors.Is(err,
+// fs.ErrExist)), so that no earlier measurement is overwritten; the directory must exist.
 func CreateParquet(path string) (*ParquetSink, error) {
+	j, err := os.OpenFile(JournalPath(path), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("create samples journal: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		_ = j.Close()
+		_ = os.Remove(j.Name())
+		return nil, fmt.Errorf("create samples file: %w", err)
+	}
+	return &ParquetSink{path: path, jpath: j.Name(), f: f, j: j, w: parquet.NewGenericWriter[Sample](f)}, nil
+}
+
+// ReplaceParquet replaces the samples file at path (and its journal) with a new one whose first
+// rows are rows, and returns a sink that writes the next rows after them: a resumed run keeps the
+// rows of its completed sessions and measures the others again. It never leaves a moment where
+// neither the old rows nor the kept ones can be read: it first writes the kept rows to a new
+// journal (a temporary file, synced, renamed over the old journal), then removes the old Parquet
+// file and creates the new one with rows in it. Killed at any point, [ReadSamples] returns either
+// the old file's rows or the kept rows followed by those measured since. Len counts rows.
+func ReplaceParquet(path string, rows []Sample) (*ParquetSink, error) {
+	jpath := JournalPath(path)
+	tmp, err := os.CreateTemp(filepath.Dir(jpath), "."+filepath.Base(jpath)+".*.tmp")
+	if err != nil {
+		return nil, fmt.Errorf("replace samples journal: %w", err)
+	}
+	bw := bufio.NewWriter(tmp)
+	for i := range rows {
+		line, err := journalLine(&rows[i])
+		if err == nil {
+			_, err = bw.Write(line)
+		}
+		if err != nil {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+			return nil, fmt.Errorf("write samples journal %s: %w", tmp.Name(), err)
+		}
+	}
+	err = bw.Flush()
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), jpath)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+		return nil, fmt.Errorf("replace samples journal %s: %w", jpath, err)
+	}
+	syncDir(filepath.Dir(jpath))
+	// From here the journal holds the kept rows: the old Parquet file may go.
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("replace samples file: %w", err)
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("create samples file: %w", err)
 	}
-	w := parquet.NewGenericWriter[Sample](f)
-	return &ParquetSink{path: path, f: f, w: w}, nil
+	j, err := os.OpenFile(jpath, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("open samples journal: %w", err)
+	}
+	p := &ParquetSink{path: path, jpath: jpath, f: f, j: j, w: parquet.NewGenericWriter[Sample](f)}
+	for i := range rows {
+		if err := p.writeParquet(rows[i]); err != nil {
+			_ = p.w.Close()
+			_ = f.Close()
+			_ = j.Close()
+			return nil, err
+		}
+	}
+	return p, nil
 }
 
-// Write appends a copy of s as one row (StartedAt converted to UTC). It returns [ErrClosed]
-// after Close, an error for a nil s, and any error writing the file.
+// syncDir syncs a directory so that a rename in it survives a power cut; where directories
+// cannot be synced (Windows) it does nothing.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+}
+
+// journalLine is s as one line of the journal: its JSON (the json tags of [Sample]) and "\n".
+func journalLine(s *Sample) ([]byte, error) {
+	line, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("encode sample: %w", err)
+	}
+	return append(line, '\n'), nil
+}
+
+// Write appends a copy of s as one row (StartedAt converted to UTC): first to the journal, as one
+// line handed to the operating system, then to the Parquet writer. It returns [ErrClosed] after
+// Close, an error for a nil s, and any error writing either file.
 func (p *ParquetSink) Write(s *Sample) error {
 	if s == nil {
 		return errNilSample
 	}
 	row := *s
 	row.StartedAt = row.StartedAt.UTC()
+	line, err := journalLine(&row)
+	if err != nil {
+		return err
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return ErrClosed
 	}
+	if _, err := p.j.Write(line); err != nil {
+		return fmt.Errorf("write sample to %s: %w", p.jpath, err)
+	}
+	return p.writeParquet(row)
+}
+
+// writeParquet writes row to the Parquet writer and, every [RowGroupRows] rows, flushes a row
+// group and syncs the journal. p.mu must be held (or p not yet shared).
+func (p *ParquetSink) writeParquet(row Sample) error {
 	if _, err := p.w.Write([]Sample{row}); err != nil {
 		return fmt.Errorf("write sample to %s: %w", p.path, err)
 	}
@@ -68,6 +194,9 @@ func (p *ParquetSink) Write(s *Sample) error {
 		p.pending = 0
 		if err := p.w.Flush(); err != nil {
 			return fmt.Errorf("flush row group to %s: %w", p.path, err)
+		}
+		if err := p.j.Sync(); err != nil {
+			return fmt.Errorf("sync %s: %w", p.jpath, err)
 		}
 	}
 	return nil
@@ -80,9 +209,10 @@ func (p *ParquetSink) Len() int {
 	return p.rows
 }
 
-// Close writes the buffered rows and the footer, syncs and closes the file. Its error must be
-// checked: a failed Close leaves a file readers cannot open. Calling Close again returns nil and
-// does nothing.
+// Close writes the buffered rows and the footer, syncs and closes the file, then closes and
+// removes the journal. Its error must be checked: after a failed Close the Parquet file may be
+// unreadable, and the journal is kept so that readers recover the rows from it. Calling Close
+// again returns nil and does nothing.
 func (p *ParquetSink) Close() (err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -97,6 +227,14 @@ func (p *ParquetSink) Close() (err error) {
 	}
 	if cerr := p.f.Close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("close %s: %w", p.path, cerr))
+	}
+	if cerr := p.j.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("close %s: %w", p.jpath, cerr)
+	}
+	if err == nil {
+		if rerr := os.Remove(p.jpath); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			err = fmt.Errorf("remove %s: %w", p.jpath, rerr)
+		}
 	}
 	return err
 }
@@ -114,4 +252,61 @@ func ReadParquet(path string) ([]Sample, error) {
 		rows[i].StartedAt = rows[i].StartedAt.UTC()
 	}
 	return rows, nil
+}
+
+// ReadJournal reads the rows of a samples journal ([JournalPath]): one JSON object per line, in
+// the order they were written, with StartedAt in UTC. A last line without its newline that is not
+// a whole JSON object (the write a crash cut short) is ignored. It fails on a line that is not a
+// sample, naming the file and the 1-based line.
+func ReadJournal(path string) ([]Sample, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read samples journal: %w", err)
+	}
+	defer f.Close()
+	var rows []Sample
+	r := bufio.NewReaderSize(f, 64<<10)
+	for n := 1; ; n++ {
+		line, err := r.ReadBytes('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("read samples journal %s: %w", path, err)
+		}
+		whole := err == nil
+		if len(bytes.TrimSpace(line)) > 0 {
+			var s Sample
+			if derr := json.Unmarshal(line, &s); derr != nil {
+				if !whole {
+					break // the last line, cut short by a crash
+				}
+				return nil, fmt.Errorf("samples journal %s:%d: %w", path, n, derr)
+			}
+			s.StartedAt = s.StartedAt.UTC()
+			rows = append(rows, s)
+		}
+		if !whole {
+			break
+		}
+	}
+	return rows, nil
+}
+
+// ReadSamples reads the samples of the Parquet file at path ([ReadParquet]); when that file is
+// missing or unreadable (a run killed before its sink closed it) and its journal ([JournalPath])
+// exists, it returns the journal's rows instead ([ReadJournal]), with recovered true. Without a
+// journal it returns ReadParquet's error (errors.Is(err, fs.ErrNotExist) for a missing file); a
+// journal that cannot be read adds its error to it.
+func ReadSamples(path string) (rows []Sample, recovered bool, err error) {
+	rows, err = ReadParquet(path)
+	if err == nil {
+		return rows, false, nil
+	}
+	jrows, jerr := ReadJournal(JournalPath(path))
+	switch {
+	case jerr == nil:
+		return jrows, true, nil
+	case errors.Is(jerr, fs.ErrNotExist):
+		return nil, false, err
+	default:
+		return nil, false, errors.Join(err, jerr)
+	}
 }

@@ -10,10 +10,12 @@ import (
 
 // The values of [LeftOut].Reason.
 const (
-	// LeftFailed: a request of the session ended with an error (metrics.Sample.Error).
+	// LeftFailed: the session ended with an error: its manifest record says so, or, for a run
+	// without records, a request of the session ended with an error (metrics.Sample.Error).
 	LeftFailed = "failed"
-	// LeftInterrupted: the run's manifest says complete: false and this is the run's last
-	// session (the latest started_at), the one the interruption cut.
+	// LeftInterrupted: the session never ended: the run's manifest records how other sessions
+	// ended but not this one, or (a run without records) the manifest says complete: false and
+	// this is the run's last session (the latest started_at), the one the interruption cut.
 	LeftInterrupted = "interrupted"
 )
 
@@ -29,7 +31,8 @@ type LeftOut struct {
 	// Reason is [LeftFailed] or [LeftInterrupted].
 	Reason string `json:"reason"`
 	// Request and Error are, for [LeftFailed], the first failed request (0-based
-	// request_index) and its error.
+	// request_index) and its error; when no row carries an error, Request is -1 and Error is the
+	// session's, from its manifest record.
 	Request int32  `json:"request,omitempty"`
 	Error   string `json:"error,omitempty"`
 }
@@ -42,6 +45,9 @@ func (l *LeftOut) String() string {
 		who += " of run " + l.RunID
 	}
 	if l.Reason == LeftFailed {
+		if l.Request < 0 {
+			return fmt.Sprintf("%s: the session failed: %s", who, inline(l.Error))
+		}
 		return fmt.Sprintf("%s: request %d failed: %s", who, l.Request, inline(l.Error))
 	}
 	return fmt.Sprintf("%s: the run was interrupted during this session (%d requests measured)", who, l.Requests)
@@ -57,20 +63,42 @@ func keyOf(s *metrics.Sample) sessionKey {
 	return sessionKey{s.RunID, s.Scenario, s.Arm, s.Repetition}
 }
 
-// Sessions splits samples into those of complete sessions and the sessions left out. A session
-// (run id, scenario, arm, repetition) is incomplete when one of its rows has an error, or when
-// its run's manifest (matched by run id among runs) says complete: false and it is that run's
-// last session: sessions run one after the other, so the one with the latest started_at is the
-// one an interruption cut (a run resumed to the end says complete: true again; rows with the same
-// started_at are ordered as given, the file order). Samples of a run
-// id without a manifest are judged by their errors only. complete keeps the order of samples;
-// left is sorted by run id, scenario, arm and repetition. Every statistic of the package's
-// callers (report, compare, lab check --run) is computed over complete only.
+// Sessions splits samples into those of complete sessions and the sessions left out. Sessions
+// (run id, scenario, arm, repetition) are matched to their run's manifest by run id.
+//
+// When the manifest records how its sessions ended (metrics.Manifest.Sessions, written as each
+// session ends), those records decide: a session is complete when its (last) record says
+// complete, whatever its rows hold (a live turn that reached its time limit leaves a row with an
+// error and end_reason "timeout", and is a normal turn end); a record that says it failed leaves
+// it out as [LeftFailed]; a session without a record never ended and is left out as
+// [LeftInterrupted].
+//
+// For a run without records (made before they existed), and samples of a run id without a
+// manifest, the rows decide: a session is incomplete when one of its rows has an error (other
+// than a live turn's timeout), or when its run's manifest says complete: false and it is that
+// run's last session: sessions run one after the other, so the one with the latest started_at is
+// the one an interruption cut (a run resumed to the end says complete: true again; rows with the
+// same started_at are ordered as given, the file order). Samples of a run id without a manifest
+// are judged by their errors only.
+//
+// complete keeps the order of samples; left is sorted by run id, scenario, arm and repetition.
+// Every statistic of the package's callers (report, compare, lab check --run) is computed over
+// complete only.
 func Sessions(runs []*metrics.Manifest, samples []metrics.Sample) (complete []metrics.Sample, left []LeftOut) {
 	interrupted := map[string]bool{}
+	records := map[sessionKey]*metrics.SessionRecord{}
+	recorded := map[string]bool{} // run ids whose manifest has records
 	for _, m := range runs {
-		if m != nil && !m.Complete {
+		if m == nil {
+			continue
+		}
+		if !m.Complete {
 			interrupted[m.RunID] = true
+		}
+		for i := range m.Sessions {
+			r := &m.Sessions[i]
+			recorded[m.RunID] = true
+			records[sessionKey{m.RunID, r.Scenario, r.Arm, int32(r.Repetition)}] = r
 		}
 	}
 	type info struct {
@@ -89,7 +117,7 @@ func Sessions(runs []*metrics.Manifest, samples []metrics.Sample) (complete []me
 			by[k] = in
 		}
 		in.rows++
-		if s.Error != "" && (in.failed == nil || s.RequestIndex < in.failed.RequestIndex) {
+		if s.Error != "" && s.EndReason != metrics.EndTimeout && (in.failed == nil || s.RequestIndex < in.failed.RequestIndex) {
 			in.failed = s
 		}
 		if j, ok := lastAt[s.RunID]; !ok || !s.StartedAt.Before(samples[j].StartedAt) {
@@ -103,6 +131,22 @@ func Sessions(runs []*metrics.Manifest, samples []metrics.Sample) (complete []me
 		}
 	}
 	for k, in := range by {
+		if recorded[k.run] {
+			rec := records[k]
+			switch {
+			case rec == nil:
+				left = append(left, LeftOut{RunID: k.run, Scenario: k.scenario, Arm: k.arm, Repetition: k.rep, Requests: in.rows,
+					Reason: LeftInterrupted})
+			case rec.Complete:
+			case in.failed != nil:
+				left = append(left, LeftOut{RunID: k.run, Scenario: k.scenario, Arm: k.arm, Repetition: k.rep, Requests: in.rows,
+					Reason: LeftFailed, Request: in.failed.RequestIndex, Error: in.failed.Error})
+			default:
+				left = append(left, LeftOut{RunID: k.run, Scenario: k.scenario, Arm: k.arm, Repetition: k.rep, Requests: in.rows,
+					Reason: LeftFailed, Request: -1, Error: rec.Error})
+			}
+			continue
+		}
 		switch {
 		case in.failed != nil:
 			left = append(left, LeftOut{RunID: k.run, Scenario: k.scenario, Arm: k.arm, Repetition: k.rep, Requests: in.rows,

@@ -1,0 +1,192 @@
+package metrics_test
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"lab/metrics"
+)
+
+// utc returns samples with StartedAt in UTC, as every reader returns them.
+func utc(samples []metrics.Sample) []metrics.Sample {
+	out := make([]metrics.Sample, len(samples))
+	for i, s := range samples {
+		s.StartedAt = s.StartedAt.UTC()
+		out[i] = s
+	}
+	return out
+}
+
+// abandoned writes samples to a sink at dir/samples.parquet and never closes it: the process was
+// killed (SIGKILL, a power cut after the OS wrote the journal).
+func abandoned(t *testing.T, dir string, samples []metrics.Sample) {
+	t.Helper()
+	sink, err := metrics.CreateParquet(filepath.Join(dir, metrics.SamplesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range samples {
+		if err := sink.Write(&samples[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A run killed before it closed its sink: samples.parquet has no footer, but ReadRun returns
+// every row written, from the journal; a last line the kill cut short is ignored.
+func TestJournalRecoversAKilledRun(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{1, 7, metrics.RowGroupRows + 3} {
+		dir := t.TempDir()
+		if err := metrics.WriteManifest(filepath.Join(dir, metrics.ManifestFile), testManifest()); err != nil {
+			t.Fatal(err)
+		}
+		want := testSamples(n)
+		abandoned(t, dir, want)
+		if _, err := metrics.ReadParquet(filepath.Join(dir, metrics.SamplesFile)); err == nil {
+			t.Fatalf("%d rows: the unclosed Parquet file reads; the test simulates nothing", n)
+		}
+		_, got, err := metrics.ReadRun(dir)
+		if err != nil {
+			t.Fatalf("%d rows: ReadRun of a killed run: %v", n, err)
+		}
+		if diff := cmp.Diff(utc(want), got); diff != "" {
+			t.Errorf("%d rows: rows recovered from the journal (-want +got):\n%s", n, diff)
+		}
+		if _, rec, _ := metrics.ReadSamples(filepath.Join(dir, metrics.SamplesFile)); !rec {
+			t.Errorf("%d rows: ReadSamples says the rows did not come from the journal", n)
+		}
+
+		// The kill cut the next line short.
+		jpath := filepath.Join(dir, metrics.JournalFile)
+		f, err := os.OpenFile(jpath, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(`{"run_id":"run-1","scenario":"midnight","arm":"spec","repetition":0,"request_ind`)
+		f.Close()
+		if _, got, err := metrics.ReadRun(dir); err != nil || len(got) != n {
+			t.Errorf("%d rows and a cut line: ReadRun = %d rows, %v; want %d", n, len(got), err, n)
+		}
+	}
+}
+
+// The journal is removed once the sink closed the Parquet file; readers then use the file.
+func TestJournalRemovedOnClose(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, metrics.SamplesFile)
+	if got := metrics.JournalPath(path); got != filepath.Join(dir, metrics.JournalFile) {
+		t.Errorf("JournalPath(%s) = %s; want %s", path, got, metrics.JournalFile)
+	}
+	sink, err := metrics.CreateParquet(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := testSamples(3)
+	for i := range s {
+		sink.Write(&s[i])
+	}
+	data, err := os.ReadFile(filepath.Join(dir, metrics.JournalFile))
+	if err != nil || bytes.Count(data, []byte("\n")) != 3 {
+		t.Fatalf("journal before Close: %d lines, %v; want 3 (each row reaches the OS as it is written)", bytes.Count(data, []byte("\n")), err)
+	}
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, metrics.JournalFile)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("journal after Close: %v; want it removed", err)
+	}
+	rows, rec, err := metrics.ReadSamples(path)
+	if err != nil || rec || len(rows) != 3 {
+		t.Errorf("ReadSamples = %d rows, recovered %v, %v; want 3 from the Parquet file", len(rows), rec, err)
+	}
+	// A journal whose sink was not the one to close: CreateParquet refuses to overwrite it.
+	os.WriteFile(filepath.Join(dir, metrics.JournalFile), nil, 0o644)
+	if _, err := metrics.CreateParquet(filepath.Join(dir, metrics.SamplesFile)); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("CreateParquet with a journal there = %v; want fs.ErrExist", err)
+	}
+}
+
+// A line in the middle of the journal that is not a sample is an error naming the file and the
+// line; a last line without its newline that is whole JSON is kept (the kill came between the
+// row and its newline).
+func TestReadJournalLines(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	abandoned(t, dir, testSamples(3))
+	jpath := filepath.Join(dir, metrics.JournalFile)
+	data, _ := os.ReadFile(jpath)
+	lines := strings.SplitAfter(string(data), "\n")
+	os.WriteFile(jpath, []byte(lines[0]+lines[1]+strings.TrimSuffix(lines[2], "\n")), 0o644)
+	if rows, err := metrics.ReadJournal(jpath); err != nil || len(rows) != 3 || rows[2].RequestIndex != 1 {
+		t.Errorf("last line without newline: %d rows, %v; want 3", len(rows), err)
+	}
+	os.WriteFile(jpath, []byte(lines[0]+"{\"run_id\": 7}\n"+lines[2]), 0o644)
+	if _, err := metrics.ReadJournal(jpath); err == nil || !strings.Contains(err.Error(), jpath+":2:") {
+		t.Errorf("a bad second line: %v; want an error naming %s:2", err, jpath)
+	}
+	if _, _, err := metrics.ReadRun(dir); err == nil {
+		t.Errorf("ReadRun with a bad journal and no readable Parquet file: no error")
+	}
+}
+
+// ReplaceParquet (a resume) keeps the given rows first; killed before Close, the run reads back
+// the kept rows and the new ones; closed, the Parquet file holds them and the journal is gone.
+func TestReplaceParquet(t *testing.T) {
+	t.Parallel()
+	all := testSamples(10)
+	for _, old := range []string{"closed", "killed"} {
+		t.Run(old, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, metrics.SamplesFile)
+			if old == "closed" {
+				writeParquet(t, path, all[:6])
+			} else {
+				abandoned(t, dir, all[:6])
+			}
+			kept := all[:4]
+			sink, err := metrics.ReplaceParquet(path, kept)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sink.Len() != 4 {
+				t.Errorf("Len = %d; want the 4 kept rows", sink.Len())
+			}
+			for i := 6; i < 8; i++ {
+				if err := sink.Write(&all[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := utc(append(append([]metrics.Sample{}, kept...), all[6:8]...))
+			rows, rec, err := metrics.ReadSamples(path)
+			if err != nil || !rec {
+				t.Fatalf("killed resume: recovered %v, %v", rec, err)
+			}
+			if diff := cmp.Diff(want, rows); diff != "" {
+				t.Errorf("killed resume (-want +got):\n%s", diff)
+			}
+			if err := sink.Close(); err != nil {
+				t.Fatal(err)
+			}
+			rows, err = metrics.ReadParquet(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, rows); diff != "" {
+				t.Errorf("closed resume (-want +got):\n%s", diff)
+			}
+			entries, _ := os.ReadDir(dir)
+			if len(entries) != 1 {
+				t.Errorf("files left: %d; want only %s", len(entries), metrics.SamplesFile)
+			}
+		})
+	}
+}
