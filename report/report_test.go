@@ -201,3 +201,17 @@ func TestMismatchAfterContextOverflow(t *testing.T) {
 		t.Errorf("request 25's reason is missing:\n%s", out)
 	}
 }
+
+// A live turn that ran out of time ends normally: its row is not a failed request.
+func TestTimedOutLiveTurnIsNotAFailure(t *testing.T) {
+	t.Parallel()
+	samples := []metrics.Sample{
+		{RunID: "r", Scenario: "s", Arm: metrics.SpecArm, Repetition: 1, RequestIndex: 0, PromptTokens: 10, CachedTokens: new(int64(0)), Driver: metrics.DriverLive},
+		{RunID: "r", Scenario: "s", Arm: metrics.SpecArm, Repetition: 1, RequestIndex: 1, PromptTokens: 20, CachedTokens: new(int64(9)), ExpectedCachedTokens: 9,
+			Driver: metrics.DriverLive, EndReason: metrics.EndTimeout, Error: "context deadline exceeded"},
+		{RunID: "r", Scenario: "s", Arm: metrics.SpecArm, Repetition: 1, RequestIndex: 2, PromptTokens: 30, Error: "HTTP 500"},
+	}
+	if got := report.Summarize(samples)[0].Rows[0].Failed; got != 1 {
+		t.Errorf("Failed = %d; want 1 (the HTTP 500, not the timed-out turn)", got)
+	}
+}

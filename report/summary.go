@@ -115,7 +115,7 @@ func Summarize(samples []metrics.Sample) []ScenarioTable {
 		}
 		r := &a.row
 		r.Requests++
-		if s.Error != "" {
+		if s.Error != "" && s.EndReason != metrics.EndTimeout { // a timed-out live turn ends normally
 			r.Failed++
 		}
 		r.PromptTokens += s.PromptTokens
