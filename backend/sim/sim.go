@@ -89,14 +89,6 @@ type Backend struct {
 	messageJSON map[string][]byte
 }
 
-// wireRequest is the /api/chat body with the tool list given as JSON (it replaces the embedded
-// request's tools, and is written last).
-type wireRequest struct {
-	*api.ChatRequest
-	Messages json.RawMessage `json:"messages"`
-	Tools    json.RawMessage `json:"tools,omitempty"`
-}
-
 // encode returns the /api/chat body of creq, built from req, reusing the tool list's JSON when
 // it is the previous request's.
 func (b *Backend) encode(req *chat.Request, creq *api.ChatRequest) ([]byte, error) {
@@ -110,12 +102,9 @@ func (b *Backend) encode(req *chat.Request, creq *api.ChatRequest) ([]byte, erro
 		}
 		b.tools, b.toolsJSON = slices.Clone(req.Tools), j
 	}
-	w := wireRequest{ChatRequest: creq}
-	if len(req.Tools) > 0 {
-		w.Tools = b.toolsJSON
-	}
 	// The messages: each one's JSON is reused from the previous request when the message is the
 	// same (a session resends its history), keyed by what the chat message holds.
+	var msgs []byte
 	if len(req.Messages) == len(creq.Messages) {
 		next := make(map[string][]byte, len(req.Messages))
 		var arr bytes.Buffer
@@ -137,15 +126,36 @@ func (b *Backend) encode(req *chat.Request, creq *api.ChatRequest) ([]byte, erro
 		}
 		arr.WriteByte(']')
 		b.messageJSON = next
-		w.Messages = arr.Bytes()
+		msgs = arr.Bytes()
 	} else {
-		j, err := json.Marshal(creq.Messages)
-		if err != nil {
+		var err error
+		if msgs, err = json.Marshal(creq.Messages); err != nil {
 			return nil, err
 		}
-		w.Messages = j
 	}
-	return json.Marshal(w)
+	// The rest of the request, then the messages and the tool list spliced in as they are
+	// (a json.RawMessage field would be validated and copied again on every request).
+	rest := *creq
+	rest.Messages, rest.Tools = nil, nil
+	head, err := json.Marshal(&rest)
+	if err != nil {
+		return nil, err
+	}
+	const null = `"messages":null`
+	k := bytes.Index(head, []byte(null))
+	if k < 0 {
+		return nil, errors.New("sim: encode request: no messages field")
+	}
+	body := make([]byte, 0, len(head)+len(msgs)+len(b.toolsJSON)+16)
+	body = append(body, head[:k]...)
+	body = append(body, `"messages":`...)
+	body = append(body, msgs...)
+	body = append(body, head[k+len(null):len(head)-1]...)
+	if len(req.Tools) > 0 {
+		body = append(body, `,"tools":`...)
+		body = append(body, b.toolsJSON...)
+	}
+	return append(body, '}'), nil
 }
 
 // messageKey is a key that differs for any two chat messages that encode differently.
