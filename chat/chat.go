@@ -94,6 +94,11 @@ type Request struct {
 	Tools []Tool
 	// Think asks a reasoning model to reason before it answers (Ollama `think`).
 	Think bool
+	// CacheBreakpoints says where a prompt-caching API that needs explicit markers (Anthropic
+	// Messages `cache_control`) should place them: "system" (the end of the system prompt) and
+	// "last-message" (the end of the last message), as the arm's measures make those parts
+	// stable. nil leaves the placement to the backend's own default.
+	CacheBreakpoints []string
 	// Generate is the most tokens the model may generate for this request, reasoning included
 	// (Ollama option num_predict, OpenAI max_completion_tokens): the live driver's request, which
 	// the backend sends for a real generation and answers with [Result].Reply. 0 is the scripted

@@ -774,3 +774,25 @@ func TestSandboxDoesNotDependOnTheRunID(t *testing.T) {
 		t.Errorf("prompt sizes differ between run ids:\n%v\n%v", prompts[0], prompts[1])
 	}
 }
+
+// Each arm places prompt-cache markers where its measures keep the prompt stable: the system
+// prompt's end only where it stays the same for the session.
+func TestCacheBreakpointsByArm(t *testing.T) {
+	for name, want := range map[string][]string{
+		"spec":                     {"system", "last-message"},
+		"no-stubs":                 {"system", "last-message"},
+		"date-in-system-prompt":    {"last-message"},
+		"changes-in-system-prompt": {"last-message"},
+		"plain":                    {"last-message"},
+	} {
+		if got := harness.CacheBreakpoints(arm(t, name)); !slices.Equal(got, want) {
+			t.Errorf("%s: %v; want %v", name, got, want)
+		}
+	}
+	_, be := runTiny(t, arm(t, "date-in-system-prompt"))
+	for i, r := range be.requests {
+		if !slices.Equal(r.CacheBreakpoints, []string{"last-message"}) {
+			t.Errorf("request %d carries %v", i, r.CacheBreakpoints)
+		}
+	}
+}

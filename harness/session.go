@@ -397,7 +397,7 @@ func (r *runner) request() *chat.Request {
 	}
 	history = r.practiceOnResults(history)
 	msgs := append([]chat.Message{{Role: chat.RoleSystem, Content: system}}, history...)
-	return &chat.Request{Messages: msgs, Tools: r.tools, Think: true}
+	return &chat.Request{Messages: msgs, Tools: r.tools, Think: true, CacheBreakpoints: CacheBreakpoints(r.cfg.Arm)}
 }
 
 // practiceOnResults applies the arm's practices that rewrite earlier tool output (pruning in
@@ -777,4 +777,18 @@ func fillUsage(s *metrics.Sample, res *chat.Result, price func(*chat.Usage) (flo
 			s.CostUSD = &usd
 		}
 	}
+}
+
+// CacheBreakpoints is where the arm places explicit prompt-cache markers (Anthropic
+// cache_control, chat.Request.CacheBreakpoints): at the end of the system prompt when the arm keeps
+// it the same for the whole session (the date travels in a note, §10.2, and changes arrive as
+// notes, §10.3), and at the end of the last message always, so each request reads what the one
+// before it wrote. No marker after the tool list: Anthropic caches tools before the system prompt,
+// and a cached tool list would be found by the next session, whose cold start relies on a nonce
+// at the start of the system prompt.
+func CacheBreakpoints(a Arm) []string {
+	if a.Measures.DateInNote && a.Measures.NotesForChanges {
+		return []string{"system", "last-message"}
+	}
+	return []string{"last-message"}
 }

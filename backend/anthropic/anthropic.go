@@ -136,8 +136,10 @@ type Options struct {
 	// KeyFile names a file holding the API key (surrounding white space ignored). Empty: the key
 	// is read from the environment variable ANTHROPIC_API_KEY.
 	KeyFile string
-	// Breakpoints are the prompt-cache markers placed in every request. nil means
-	// DefaultBreakpoints(); an empty, non-nil slice places none.
+	// Breakpoints are the prompt-cache markers placed in every request, whatever the request
+	// asks. nil means the request's own placement (chat.Request.CacheBreakpoints, which the
+	// harness sets from the arm; 5-minute entries), or DefaultBreakpoints() for a request without
+	// one; an empty, non-nil slice places none.
 	Breakpoints []Breakpoint
 	// ThinkingBudget is the thinking budget_tokens sent when a request asks to think (default and
 	// minimum MinThinkingBudget); max_tokens is then ThinkingBudget+1.
@@ -163,6 +165,7 @@ type Client struct {
 	key         string
 	breakpoints []Breakpoint
 	budget      int
+	explicit    bool
 	thinking    string
 	stream      bool
 	http        *http.Client
@@ -223,6 +226,7 @@ func New(opts Options) (*Client, error) {
 		key:         key,
 		breakpoints: bps,
 		budget:      budget,
+		explicit:    opts.Breakpoints != nil,
 		thinking:    opts.Thinking,
 		stream:      !opts.NoStream,
 		http:        h,
@@ -294,7 +298,16 @@ func (c *Client) Body(req *chat.Request) (body []byte, warnings []string, err er
 		}
 		r.Tools = append(r.Tools, &tool{Name: t.Name, Description: t.Description, InputSchema: schema})
 	}
-	for _, b := range c.breakpoints {
+	bps := c.breakpoints
+	if !c.explicit && req.CacheBreakpoints != nil {
+		// The arm's placement (chat.Request.CacheBreakpoints), 5-minute entries; a placement
+		// given in Options wins.
+		bps = bps[:0:0]
+		for _, at := range req.CacheBreakpoints {
+			bps = append(bps, Breakpoint{At: at})
+		}
+	}
+	for _, b := range bps {
 		cc := &cacheControl{Type: "ephemeral"}
 		if b.TTL == TTL1h {
 			cc.TTL = TTL1h

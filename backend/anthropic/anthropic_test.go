@@ -201,6 +201,22 @@ func TestRequestBody(t *testing.T) {
 		t.Errorf("New with thinking %q: %v", "sometimes", err)
 	}
 
+	// The arm's placement is used when Options give none, and ignored when they do.
+	armReq := &chat.Request{Messages: testRequest().Messages, Tools: testRequest().Tools, CacheBreakpoints: []string{"last-message"}}
+	c = newClient(t, "http://127.0.0.1:1", Options{})
+	body, _, err = c.Body(armReq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(body), "cache_control"); n != 1 || strings.Contains(string(body), `"You are a coding agent.","cache_control"`) {
+		t.Errorf("arm placement last-message: %d markers in %s; want one, on the last message", n, body)
+	}
+	c = newClient(t, "http://127.0.0.1:1", Options{Breakpoints: []Breakpoint{{At: AtSystem}}})
+	body, _, _ = c.Body(armReq)
+	if n := strings.Count(string(body), "cache_control"); n != 1 || !strings.Contains(string(body), `"You are a coding agent.","cache_control"`) {
+		t.Errorf("explicit system placement: %d markers in %s; want one, on the system prompt", n, body)
+	}
+
 	// No breakpoints at all.
 	c = newClient(t, "http://127.0.0.1:1", Options{Breakpoints: []Breakpoint{}, NoStream: true})
 	body, _, err = c.Body(req)
