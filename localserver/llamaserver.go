@@ -440,56 +440,24 @@ func llamaAlive(pid int, binary string) bool {
 	return true
 }
 
-// waitExit waits up to d for the server process to end.
-func (s *LlamaServer) waitExit(d time.Duration) bool {
-	deadline := time.After(d)
-	for {
-		if s.exited != nil {
-			select {
-			case <-s.exited:
-				return true
-			case <-deadline:
-				return false
-			}
-		}
-		if !llamaAlive(s.PID, s.Binary) {
-			return true
-		}
-		select {
-		case <-deadline:
-			return false
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+// proc is the server's process, for waiting on it and stopping it.
+func (s *LlamaServer) proc() process {
+	return process{name: "llama-server", pid: s.PID, exited: s.exited,
+		alive: func(pid int) bool { return llamaAlive(pid, s.Binary) }}
 }
 
+// waitExit waits up to d for the server process to end.
+func (s *LlamaServer) waitExit(d time.Duration) bool { return s.proc().waitExit(d) }
+
 // kill ends the server's whole process group at once.
-func (s *LlamaServer) kill() {
-	syscall.Kill(-s.PID, syscall.SIGKILL)
-	s.waitExit(5 * time.Second)
-}
+func (s *LlamaServer) kill() { s.proc().kill() }
 
 // Stop ends the server: SIGTERM, then after 10 s SIGKILL to its process group. It removes the
 // state file if that still records this server. Stopping a server that has already exited is
 // not an error.
 func (s *LlamaServer) Stop() error {
 	defer s.removeState()
-	if err := syscall.Kill(s.PID, syscall.SIGTERM); err != nil {
-		if errors.Is(err, syscall.ESRCH) {
-			return nil
-		}
-		return fmt.Errorf("stop llama-server pid %d: %w", s.PID, err)
-	}
-	if s.waitExit(stopGrace) {
-		return nil
-	}
-	if err := syscall.Kill(-s.PID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("kill llama-server pid %d: %w", s.PID, err)
-	}
-	if !s.waitExit(5 * time.Second) {
-		return fmt.Errorf("stop llama-server pid %d: still running after SIGKILL", s.PID)
-	}
-	return nil
+	return s.proc().stop()
 }
 
 // removeState deletes the state file if it records this server's pid.

@@ -366,56 +366,23 @@ func processAlive(pid int) bool {
 	return true
 }
 
-// waitExit waits up to d for the server process to end.
-func (s *Server) waitExit(d time.Duration) bool {
-	deadline := time.After(d)
-	for {
-		if s.exited != nil {
-			select {
-			case <-s.exited:
-				return true
-			case <-deadline:
-				return false
-			}
-		}
-		if !processAlive(s.PID) {
-			return true
-		}
-		select {
-		case <-deadline:
-			return false
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+// proc is the server's process, for waiting on it and stopping it.
+func (s *Server) proc() process {
+	return process{name: "ollama", pid: s.PID, exited: s.exited, alive: processAlive}
 }
 
+// waitExit waits up to d for the server process to end.
+func (s *Server) waitExit(d time.Duration) bool { return s.proc().waitExit(d) }
+
 // kill ends the server's whole process group at once (the server and its model runners).
-func (s *Server) kill() {
-	syscall.Kill(-s.PID, syscall.SIGKILL)
-	s.waitExit(5 * time.Second)
-}
+func (s *Server) kill() { s.proc().kill() }
 
 // Stop ends the server: SIGTERM, then after 10 s SIGKILL to its process group (the server and
 // its model runners). It removes the state file if that still records this server. Stopping a
 // server that has already exited is not an error.
 func (s *Server) Stop() error {
 	defer s.removeState()
-	if err := syscall.Kill(s.PID, syscall.SIGTERM); err != nil {
-		if errors.Is(err, syscall.ESRCH) {
-			return nil
-		}
-		return fmt.Errorf("stop ollama pid %d: %w", s.PID, err)
-	}
-	if s.waitExit(stopGrace) {
-		return nil
-	}
-	if err := syscall.Kill(-s.PID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("kill ollama pid %d: %w", s.PID, err)
-	}
-	if !s.waitExit(5 * time.Second) {
-		return fmt.Errorf("stop ollama pid %d: still running after SIGKILL", s.PID)
-	}
-	return nil
+	return s.proc().stop()
 }
 
 // removeState deletes the state file if it records this server's pid.
