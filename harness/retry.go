@@ -123,20 +123,27 @@ func Retryable(err error) bool {
 	if errors.As(err, &ae) {
 		switch s := ae.StatusCode; {
 		case s == 0:
-			// No answer: retry what a transport says about the connection, not a request the
-			// lab could not build or an answer it could not read.
-			for _, t := range []string{"connection refused", "connection reset", "broken pipe", "EOF", "i/o timeout", "deadline exceeded", "timeout"} {
+			// No HTTP status: a transport failure or an error the server reported inside its
+			// stream, which are worth another try; not an answer the lab could not read, a
+			// request it could not build, or a host that does not exist.
+			for _, t := range []string{"invalid character", "cannot unmarshal", "not JSON", "rendered_template", "no such host", "unsupported protocol", "invalid_request"} {
 				if strings.Contains(ae.Body, t) {
-					return true
+					return false
 				}
 			}
-			return false
+			return true
 		case s == 408, s == 429, s >= 500:
 			return true
 		case s == 200:
 			// The answer began, then the transport failed: a stream cut short. The backends
 			// keep only the transport error's text.
-			return strings.Contains(ae.Body, "unexpected EOF") || strings.Contains(ae.Body, "connection reset")
+			// Or the server reported an overload or a server error inside a stream it had begun.
+			for _, t := range []string{"unexpected EOF", "connection reset", "overloaded", "server_error", "rate_limit", "api_error"} {
+				if strings.Contains(ae.Body, t) {
+					return true
+				}
+			}
+			return false
 		}
 		return false
 	}

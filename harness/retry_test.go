@@ -52,6 +52,14 @@ func TestRetryable(t *testing.T) {
 		{"cache fill after the measure", &chat.CacheFillError{Err: api(500, "boom")}, false},
 		{"unknown host", &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "nowhere.invalid", IsNotFound: true}}, false},
 		{"ollama stream without done", api(200, "the answer stream ended before its done message: unexpected EOF"), true},
+		{"responses stream server_error", api(0, "response.failed: server_error: The server had an error"), true},
+		{"responses stream rate limit", api(0, "stream error: rate_limit_exceeded"), true},
+		{"HTTP/2 GOAWAY", api(0, "http2: server sent GOAWAY and closed the connection"), true},
+		{"connection timed out", api(0, "dial tcp 10.0.0.1:443: connect: connection timed out"), true},
+		{"no route", api(0, "dial tcp 10.0.0.1:443: connect: no route to host"), true},
+		{"idle connection closed", api(0, "http: server closed idle connection"), true},
+		{"anthropic overloaded in stream", api(200, "overloaded_error: Overloaded"), true},
+		{"unknown host as text", api(0, "dial tcp: lookup nowhere.invalid: no such host"), false},
 	} {
 		if got := harness.Retryable(tc.err); got != tc.want {
 			t.Errorf("Retryable(%s: %v) = %v; want %v", tc.name, tc.err, got, tc.want)

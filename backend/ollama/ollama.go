@@ -337,11 +337,13 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 		// The request is measured; only the cache fill is tried again (it is idempotent: the
 		// same raw prompt leaves the same cache). Sending the request again would measure a
 		// cache the first attempt warmed.
+		const attempts = 3
 		var err error
-		for attempt := 1; attempt <= 3; attempt++ {
-			if err = c.emulate(ctx, res.CacheText); err == nil || ctx.Err() != nil {
+		for attempt := 1; attempt <= attempts; attempt++ {
+			if err = c.emulate(ctx, res.CacheText); err == nil || ctx.Err() != nil || attempt == attempts {
 				break
 			}
+			res.Warnings = append(res.Warnings, fmt.Sprintf("filling the cache after the request failed (attempt %d of %d), tried again: %v", attempt, attempts, err))
 			select {
 			case <-ctx.Done():
 			case <-time.After(time.Duration(attempt) * time.Second):

@@ -236,8 +236,8 @@ func TestCutStreamAndCacheFill(t *testing.T) {
 
 	cut, failGenerates = false, 1
 	res, err := c.Send(context.Background(), req, reply)
-	if err != nil || res.PromptTokens != 100 || chats != 2 || generates != 2 {
-		t.Fatalf("a cache fill failing once: err %v, prompt %d, %d chat requests, %d generate requests; want no error, 100, 2, 2", err, res.PromptTokens, chats, generates)
+	if err != nil || res.PromptTokens != 100 || chats != 2 || generates != 2 || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "attempt 1 of 3") {
+		t.Fatalf("a cache fill failing once: err %v, prompt %d, %d chat requests, %d generate requests, warnings %q; want no error, 100, 2, 2, one warning", err, res.PromptTokens, chats, generates, res.Warnings)
 	}
 
 	failGenerates = 100

@@ -105,7 +105,7 @@ func (b *Backend) encode(req *chat.Request, creq *api.ChatRequest) ([]byte, erro
 	// The messages: each one's JSON is reused from the previous request when the message is the
 	// same (a session resends its history), keyed by what the chat message holds.
 	var msgs []byte
-	if len(req.Messages) == len(creq.Messages) {
+	if len(req.Messages) == len(creq.Messages) && len(creq.Messages) > 0 {
 		next := make(map[string][]byte, len(req.Messages))
 		var arr bytes.Buffer
 		arr.WriteByte('[')
@@ -141,21 +141,24 @@ func (b *Backend) encode(req *chat.Request, creq *api.ChatRequest) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	const null = `"messages":null`
+	// encoding/json writes the fields in the struct's order: the messages second, the tool list
+	// just before the options (which has no omitempty, so it is always there).
+	const null, options = `"messages":null`, `,"options":`
 	k := bytes.Index(head, []byte(null))
-	if k < 0 {
-		return nil, errors.New("sim: encode request: no messages field")
+	o := bytes.Index(head, []byte(options))
+	if k < 0 || o < k {
+		return nil, errors.New("sim: encode request: unexpected field layout")
 	}
 	body := make([]byte, 0, len(head)+len(msgs)+len(b.toolsJSON)+16)
 	body = append(body, head[:k]...)
 	body = append(body, `"messages":`...)
 	body = append(body, msgs...)
-	body = append(body, head[k+len(null):len(head)-1]...)
+	body = append(body, head[k+len(null):o]...)
 	if len(req.Tools) > 0 {
 		body = append(body, `,"tools":`...)
 		body = append(body, b.toolsJSON...)
 	}
-	return append(body, '}'), nil
+	return append(body, head[o:]...), nil
 }
 
 // messageKey is a key that differs for any two chat messages that encode differently.

@@ -114,7 +114,7 @@ up in a prefix-cache model (--cache-model); prefill time is a placeholder cost p
 	f.StringVar(&o.Remote.Profile, "profile", "", "with --backend openai: the server kind ("+strings.Join(openai.ProfileNames(), ", ")+"); default generic, or openai without --base-url")
 	f.StringVar(&o.Remote.API, "api", "", "with --backend openai: chat (Chat Completions, the default) or responses (the Responses API)")
 	f.StringVar(&o.Remote.KeyFile, "key-file", "", "a file holding the API key (default: the environment: OPENAI_API_KEY, ANTHROPIC_API_KEY, DEEPSEEK_API_KEY, OPENROUTER_API_KEY, LLAMA_API_KEY)")
-	f.StringVar(&o.Remote.Breakpoints, "cache-breakpoints", "", "with --backend anthropic: cache_control places, such as tools,system:1h,last-message (default system,last-message; none for no caching)")
+	f.StringVar(&o.Remote.Breakpoints, "cache-breakpoints", "", "with --backend anthropic: cache_control places for every arm, such as tools,system:1h,last-message (default: each arm's own placement, see README; none for no caching)")
 	f.StringVar(&o.Remote.Thinking, "thinking", "", "with --backend anthropic: how a request asks to think: enabled (extended thinking, budget 1,024 tokens: Claude 4.5 and earlier; the default), adaptive (Claude 4.6 and later) or off")
 	f.StringVar(&o.Remote.LlamaServer, "llamacpp", "", "with --backend llamacpp: a llama-server binary to start, serving --gguf (instead of --base-url)")
 	f.StringVar(&o.Remote.Pricing, "pricing", "", "a pricing file replacing the embedded table (cost_usd of cloud runs)")
