@@ -255,3 +255,41 @@ func (e *CacheFillError) Error() string {
 
 // Unwrap returns the cause.
 func (e *CacheFillError) Unwrap() error { return e.Err }
+
+// Set records v as the figure named field (the Usage field's name: "Prompt", "CachedRead",
+// "CacheWrite", "CacheWrite5m", "CacheWrite1h", "Uncached", "Generated", "ReasoningGenerated")
+// and wire as the wire field it came from in Fields. A nil v, or a figure already set, is left
+// as it is: the first source given wins, so a backend lists a figure's sources by preference.
+// An unknown field name is a programming error and panics.
+func (u *Usage) Set(field, wire string, v *int64) {
+	var dst **int64
+	switch field {
+	case "Prompt":
+		dst = &u.Prompt
+	case "CachedRead":
+		dst = &u.CachedRead
+	case "CacheWrite":
+		dst = &u.CacheWrite
+	case "CacheWrite5m":
+		dst = &u.CacheWrite5m
+	case "CacheWrite1h":
+		dst = &u.CacheWrite1h
+	case "Uncached":
+		dst = &u.Uncached
+	case "Generated":
+		dst = &u.Generated
+	case "ReasoningGenerated":
+		dst = &u.ReasoningGenerated
+	default:
+		panic("chat.Usage.Set: unknown field " + field)
+	}
+	if v == nil || *dst != nil {
+		return
+	}
+	x := *v
+	*dst = &x
+	if u.Fields == nil {
+		u.Fields = map[string]string{}
+	}
+	u.Fields[field] = wire
+}

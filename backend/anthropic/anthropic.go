@@ -425,19 +425,13 @@ func (c *Client) Create(ctx context.Context, req *chat.Request) (*Response, *cha
 // fill sets the result's token figures from the accumulated usage.
 func (c *Client) fill(res *chat.Result, acc *accumulator) {
 	u := &chat.Usage{Fields: map[string]string{}}
-	set := func(name string, dst **int64, f usageField) {
-		if f.v != nil {
-			v := *f.v
-			*dst = &v
-			u.Fields[name] = f.src
-		}
-	}
-	set("Uncached", &u.Uncached, acc.input)
-	set("CachedRead", &u.CachedRead, acc.cacheRead)
-	set("CacheWrite", &u.CacheWrite, acc.cacheWrite)
-	set("CacheWrite5m", &u.CacheWrite5m, acc.write5m)
-	set("CacheWrite1h", &u.CacheWrite1h, acc.write1h)
-	set("Generated", &u.Generated, acc.output)
+	set := func(name string, f usageField) { u.Set(name, f.src, f.v) }
+	set("Uncached", acc.input)
+	set("CachedRead", acc.cacheRead)
+	set("CacheWrite", acc.cacheWrite)
+	set("CacheWrite5m", acc.write5m)
+	set("CacheWrite1h", acc.write1h)
+	set("Generated", acc.output)
 
 	if !acc.started && c.stream {
 		res.Warnings = append(res.Warnings, "the stream had no message_start event: prompt counts unknown")

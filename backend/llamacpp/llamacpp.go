@@ -355,13 +355,6 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 // fill sets res's figures from a finished completion.
 func fill(res *chat.Result, comp *completion) {
 	u := &chat.Usage{Fields: map[string]string{}}
-	set := func(dst **int64, name, field string, v *int64) {
-		if v != nil && *dst == nil {
-			n := *v
-			*dst = &n
-			u.Fields[name] = field
-		}
-	}
 	var t timings
 	if comp.Timings != nil {
 		t = *comp.Timings
@@ -370,20 +363,20 @@ func fill(res *chat.Result, comp *completion) {
 	if comp.Usage != nil {
 		pu = *comp.Usage
 	}
-	set(&u.Prompt, "Prompt", "usage.prompt_tokens", pu.PromptTokens)
+	u.Set("Prompt", "usage.prompt_tokens", pu.PromptTokens)
 	if t.CacheN != nil && t.PromptN != nil {
 		sum := *t.CacheN + *t.PromptN
-		set(&u.Prompt, "Prompt", "timings.cache_n+timings.prompt_n", &sum)
+		u.Set("Prompt", "timings.cache_n+timings.prompt_n", &sum)
 	}
-	set(&u.CachedRead, "CachedRead", "timings.cache_n", t.CacheN)
+	u.Set("CachedRead", "timings.cache_n", t.CacheN)
 	if pu.PromptTokensDetails != nil {
-		set(&u.CachedRead, "CachedRead", "usage.prompt_tokens_details.cached_tokens", pu.PromptTokensDetails.CachedTokens)
+		u.Set("CachedRead", "usage.prompt_tokens_details.cached_tokens", pu.PromptTokensDetails.CachedTokens)
 	}
-	set(&u.Uncached, "Uncached", "timings.prompt_n", t.PromptN)
-	set(&u.Generated, "Generated", "usage.completion_tokens", pu.CompletionTokens)
-	set(&u.Generated, "Generated", "timings.predicted_n", t.PredictedN)
+	u.Set("Uncached", "timings.prompt_n", t.PromptN)
+	u.Set("Generated", "usage.completion_tokens", pu.CompletionTokens)
+	u.Set("Generated", "timings.predicted_n", t.PredictedN)
 	if pu.CompletionTokensDetails != nil {
-		set(&u.ReasoningGenerated, "ReasoningGenerated", "usage.completion_tokens_details.reasoning_tokens", pu.CompletionTokensDetails.ReasoningTokens)
+		u.Set("ReasoningGenerated", "usage.completion_tokens_details.reasoning_tokens", pu.CompletionTokensDetails.ReasoningTokens)
 	}
 
 	if !comp.Done {

@@ -506,38 +506,29 @@ func (c *Client) fillUsage(res *chat.Result, u *usageCounts, t *timings) {
 		return
 	}
 	us := &chat.Usage{Fields: map[string]string{}}
-	set := func(dst **int64, name, wire string, v *int64) {
-		if v != nil {
-			x := *v
-			*dst = &x
-			us.Fields[name] = wire
-		}
-	}
-	set(&us.Prompt, "Prompt", "usage.prompt_tokens", u.PromptTokens)
-	set(&us.Generated, "Generated", "usage.completion_tokens", u.CompletionTokens)
+	us.Set("Prompt", "usage.prompt_tokens", u.PromptTokens)
+	us.Set("Generated", "usage.completion_tokens", u.CompletionTokens)
 	if d := u.CompletionTokensDetails; d != nil {
-		set(&us.ReasoningGenerated, "ReasoningGenerated", "usage.completion_tokens_details.reasoning_tokens", d.ReasoningTokens)
+		us.Set("ReasoningGenerated", "usage.completion_tokens_details.reasoning_tokens", d.ReasoningTokens)
 	}
 	var cached *int64
 	if d := u.PromptTokensDetails; d != nil {
 		cached = d.CachedTokens
-		set(&us.CacheWrite, "CacheWrite", "usage.prompt_tokens_details.cache_write_tokens", d.CacheWriteTokens)
+		us.Set("CacheWrite", "usage.prompt_tokens_details.cache_write_tokens", d.CacheWriteTokens)
 	}
 	switch c.profile.Cached {
 	case CachedHitMiss:
-		set(&us.CachedRead, "CachedRead", "usage.prompt_cache_hit_tokens", u.PromptCacheHitTokens)
-		set(&us.Uncached, "Uncached", "usage.prompt_cache_miss_tokens", u.PromptCacheMissTokens)
-		if us.CachedRead == nil {
-			set(&us.CachedRead, "CachedRead", "usage.prompt_tokens_details.cached_tokens", cached)
-		}
+		us.Set("CachedRead", "usage.prompt_cache_hit_tokens", u.PromptCacheHitTokens)
+		us.Set("Uncached", "usage.prompt_cache_miss_tokens", u.PromptCacheMissTokens)
+		us.Set("CachedRead", "usage.prompt_tokens_details.cached_tokens", cached)
 	case CachedDetailsOrZero:
 		if u.PromptTokensDetails != nil {
 			c.seenDetails.Store(true)
 		}
 		if cached != nil {
-			set(&us.CachedRead, "CachedRead", "usage.prompt_tokens_details.cached_tokens", cached)
+			us.Set("CachedRead", "usage.prompt_tokens_details.cached_tokens", cached)
 		} else if us.Prompt != nil {
-			set(&us.CachedRead, "CachedRead", "usage.prompt_tokens_details.cached_tokens (absent: 0)", new(int64))
+			us.Set("CachedRead", "usage.prompt_tokens_details.cached_tokens (absent: 0)", new(int64))
 			if !c.seenDetails.Load() {
 				res.Warnings = append(res.Warnings, fmt.Sprintf("profile %s: no prompt_tokens_details in the usage, counted as 0 cached tokens; "+
 					"that holds only if the server runs with --enable-prompt-tokens-details (vLLM) or --enable-cache-report (SGLang), "+
@@ -545,22 +536,28 @@ func (c *Client) fillUsage(res *chat.Result, u *usageCounts, t *timings) {
 			}
 		}
 	default:
-		set(&us.CachedRead, "CachedRead", "usage.prompt_tokens_details.cached_tokens", cached)
-		if us.CachedRead == nil && t != nil {
-			set(&us.CachedRead, "CachedRead", "timings.cache_n", t.CacheN)
+		us.Set("CachedRead", "usage.prompt_tokens_details.cached_tokens", cached)
+		if t != nil {
+			us.Set("CachedRead", "timings.cache_n", t.CacheN)
 		}
 	}
-	if us.Uncached == nil && us.Prompt != nil && us.CachedRead != nil {
-		un := *us.Prompt - *us.CachedRead
-		wire := us.Fields["Prompt"] + " - " + us.Fields["CachedRead"]
-		if us.CacheWrite != nil {
-			un -= *us.CacheWrite
-			wire += " - " + us.Fields["CacheWrite"]
-		}
-		us.Uncached = &un
-		us.Fields["Uncached"] = wire
-	}
+	deriveUncached(us)
 	c.result(res, us)
+}
+
+// deriveUncached sets Uncached, when the server did not say, as the prompt less its cached
+// read and cache write (OpenAI's prompt_tokens includes both), naming the fields it came from.
+func deriveUncached(us *chat.Usage) {
+	if us.Uncached != nil || us.Prompt == nil || us.CachedRead == nil {
+		return
+	}
+	un := *us.Prompt - *us.CachedRead
+	wire := us.Fields["Prompt"] + " - " + us.Fields["CachedRead"]
+	if us.CacheWrite != nil {
+		un -= *us.CacheWrite
+		wire += " - " + us.Fields["CacheWrite"]
+	}
+	us.Set("Uncached", wire, &un)
 }
 
 // result copies the normalised usage's counts into the Result's own figures.

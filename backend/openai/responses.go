@@ -276,31 +276,16 @@ func (c *Client) sendResponses(ctx context.Context, req *chat.Request) (*chat.Re
 		return res, nil
 	}
 	us := &chat.Usage{Fields: map[string]string{}}
-	put := func(dst **int64, name, wire string, v *int64) {
-		if v != nil {
-			x := *v
-			*dst = &x
-			us.Fields[name] = wire
-		}
-	}
-	put(&us.Prompt, "Prompt", "response.usage.input_tokens", usage.InputTokens)
-	put(&us.Generated, "Generated", "response.usage.output_tokens", usage.OutputTokens)
+	us.Set("Prompt", "response.usage.input_tokens", usage.InputTokens)
+	us.Set("Generated", "response.usage.output_tokens", usage.OutputTokens)
 	if d := usage.InputTokensDetails; d != nil {
-		put(&us.CachedRead, "CachedRead", "response.usage.input_tokens_details.cached_tokens", d.CachedTokens)
-		put(&us.CacheWrite, "CacheWrite", "response.usage.input_tokens_details.cache_write_tokens", d.CacheWriteTokens)
+		us.Set("CachedRead", "response.usage.input_tokens_details.cached_tokens", d.CachedTokens)
+		us.Set("CacheWrite", "response.usage.input_tokens_details.cache_write_tokens", d.CacheWriteTokens)
 	}
 	if d := usage.OutputTokensDetails; d != nil {
-		put(&us.ReasoningGenerated, "ReasoningGenerated", "response.usage.output_tokens_details.reasoning_tokens", d.ReasoningTokens)
+		us.Set("ReasoningGenerated", "response.usage.output_tokens_details.reasoning_tokens", d.ReasoningTokens)
 	}
-	if us.Prompt != nil && us.CachedRead != nil {
-		un := *us.Prompt - *us.CachedRead
-		wire := us.Fields["Prompt"] + " - " + us.Fields["CachedRead"]
-		if us.CacheWrite != nil {
-			un -= *us.CacheWrite
-			wire += " - " + us.Fields["CacheWrite"]
-		}
-		us.Uncached, us.Fields["Uncached"] = &un, wire
-	}
+	deriveUncached(us)
 	c.result(res, us)
 	return res, nil
 }
