@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"lab/cachesim"
 	"lab/check"
@@ -23,17 +20,7 @@ func needSimTokenizer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs scenarios on the sim backend")
 	}
-	cache, err := localserver.DefaultCacheDir(os.Getenv)
-	if err != nil {
-		t.Skip(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if _, err := localserver.FetchTokenizer(ctx, cache, nil); errors.Is(err, localserver.ErrNoNPM) {
-		t.Skip(err)
-	} else if err != nil {
-		t.Fatal(err)
-	}
+	needTokenizer(t)
 }
 
 // The project's own CI file holds on the sim backend: exit 0, and the summary says so.

