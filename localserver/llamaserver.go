@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -219,19 +218,10 @@ func StartLlamaServer(ctx context.Context, o LlamaStartOptions) (*LlamaServer, e
 	if err := os.MkdirAll(slotDir, 0o755); err != nil {
 		return nil, fmt.Errorf("start llama-server: %w", err)
 	}
-	port := o.Port
-	if port == 0 {
-		if port, err = freePort(); err != nil {
-			return nil, err
-		}
-	}
-	host := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	// Another server on the port would answer in place of ours.
-	l, err := net.Listen("tcp", host)
+	host, port, err := loopbackHost("llama-server", o.Port)
 	if err != nil {
-		return nil, fmt.Errorf("start llama-server: port %d: %w", port, err)
+		return nil, err
 	}
-	l.Close()
 
 	args := LlamaArgs(o.Model, "127.0.0.1", port, o.CtxSize, slotDir, llamaHelp(ctx, o.Binary), o.Args)
 	s := &LlamaServer{

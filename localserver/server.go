@@ -131,6 +131,24 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// loopbackHost returns 127.0.0.1:<port> for a server named what to listen on: port, or a free
+// one when port is 0. It fails when the port is taken: another server there would answer in
+// place of ours.
+func loopbackHost(what string, port int) (host string, portUsed int, err error) {
+	if port == 0 {
+		if port, err = freePort(); err != nil {
+			return "", 0, err
+		}
+	}
+	host = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	l, err := net.Listen("tcp", host)
+	if err != nil {
+		return "", 0, fmt.Errorf("start %s: port %d: %w", what, port, err)
+	}
+	l.Close()
+	return host, port, nil
+}
+
 // Start starts `ollama serve` bound to 127.0.0.1:<o.Port> in its own process group, so that it
 // outlives the lab process and ignores the terminal's Ctrl-C; ctx bounds only the start-up. The
 // server runs with OLLAMA_DEBUG=1, OLLAMA_NUM_PARALLEL=1, OLLAMA_MAX_LOADED_MODELS=1,
@@ -168,19 +186,10 @@ func Start(ctx context.Context, o StartOptions) (*Server, error) {
 	if err := os.MkdirAll(models, 0o755); err != nil {
 		return nil, fmt.Errorf("start ollama: %w", err)
 	}
-	port := o.Port
-	if port == 0 {
-		if port, err = freePort(); err != nil {
-			return nil, err
-		}
-	}
-	host := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	// Another server on the port would answer in place of ours.
-	l, err := net.Listen("tcp", host)
+	host, _, err := loopbackHost("ollama", o.Port)
 	if err != nil {
-		return nil, fmt.Errorf("start ollama: port %d: %w", port, err)
+		return nil, err
 	}
-	l.Close()
 	s := &Server{
 		URL:     "http://" + host,
 		Host:    host,
