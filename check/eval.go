@@ -262,7 +262,7 @@ func checkShare(o *Outcome, matched []*session) {
 				continue
 			}
 			o.Checked++
-			if r.Error != "" && r.EndReason != metrics.EndTimeout {
+			if r.Failed() {
 				o.Failures = append(o.Failures, requestFailure(s, r, "the request failed: "+r.Error))
 				continue
 			}

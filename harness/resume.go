@@ -143,7 +143,7 @@ func loadPrior(dir string, cfg *RunConfig) (*prior, error) {
 			t = &tally{seen: map[int32]bool{}}
 			sessions[k] = t
 		}
-		if (r.Error != "" && r.EndReason != metrics.EndTimeout) || t.seen[r.RequestIndex] || r.RequestIndex < 0 || (!live && int(r.RequestIndex) >= planned[r.Scenario]) {
+		if r.Failed() || t.seen[r.RequestIndex] || r.RequestIndex < 0 || (!live && int(r.RequestIndex) >= planned[r.Scenario]) {
 			t.bad = true
 		}
 		t.seen[r.RequestIndex] = true

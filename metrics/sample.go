@@ -184,6 +184,10 @@ const (
 // WarningContextOverflow starts the warning of a request marked [Sample].ContextOverflow.
 const WarningContextOverflow = "context overflow"
 
+// Failed reports whether the request failed: it ended with an error, other than a live turn's
+// time limit ([EndTimeout]), which ends the turn normally though the request was cut.
+func (s *Sample) Failed() bool { return s.Error != "" && s.EndReason != EndTimeout }
+
 // The values of [Sample].Kind.
 const (
 	// KindStep is a request for one step of the agent's turn.

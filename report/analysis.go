@@ -201,7 +201,7 @@ func Analyze(samples []metrics.Sample) *Analysis {
 			m[rk] = t
 		}
 		t.Requests++
-		if s.Error != "" && s.EndReason != metrics.EndTimeout { // a timed-out live turn ends normally
+		if s.Failed() {
 			t.Failed++
 		}
 		t.PromptTokens += s.PromptTokens

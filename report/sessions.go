@@ -117,7 +117,7 @@ func Sessions(runs []*metrics.Manifest, samples []metrics.Sample) (complete []me
 			by[k] = in
 		}
 		in.rows++
-		if s.Error != "" && s.EndReason != metrics.EndTimeout && (in.failed == nil || s.RequestIndex < in.failed.RequestIndex) {
+		if s.Failed() && (in.failed == nil || s.RequestIndex < in.failed.RequestIndex) {
 			in.failed = s
 		}
 		if j, ok := lastAt[s.RunID]; !ok || !s.StartedAt.Before(samples[j].StartedAt) {

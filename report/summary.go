@@ -115,7 +115,7 @@ func Summarize(samples []metrics.Sample) []ScenarioTable {
 		}
 		r := &a.row
 		r.Requests++
-		if s.Error != "" && s.EndReason != metrics.EndTimeout { // a timed-out live turn ends normally
+		if s.Failed() {
 			r.Failed++
 		}
 		r.PromptTokens += s.PromptTokens
