@@ -116,6 +116,22 @@ type Reply struct {
 	Content string
 	// ToolCalls are the calls it made, in order.
 	ToolCalls []ToolCall
+	// Thinking is the reasoning in the form a dialect must get back unchanged ([Message].Thinking):
+	// Anthropic thinking and redacted_thinking blocks with their signatures, OpenAI Responses
+	// encrypted reasoning items. nil where the dialect carries reasoning as plain text only.
+	Thinking []ThinkingBlock
+}
+
+// ScriptGroup is a run of a scripted model's replies (backend/sim playing the model for the live
+// driver's tests): the reply to one request whose last message is a user message, then the
+// replies to the step requests that follow it.
+type ScriptGroup struct {
+	// AfterCompaction marks the group that answers the first request after a compaction (its
+	// last message the summary, [Message].Summary) and the steps of the turn after it. A turn
+	// cut short before it never sends that request: the group is then skipped.
+	AfterCompaction bool
+	// Replies are the group's replies, in order.
+	Replies []Reply
 }
 
 // Source names where a figure came from, because a cached-token count from a response field, a

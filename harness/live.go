@@ -94,25 +94,26 @@ type Seeder interface {
 // Scripter is a Backend that plays a scripted model (backend/sim): at the start of each live
 // session the harness gives it the scenario's own assistant steps ([ScriptedReplies]).
 type Scripter interface {
-	SetScript(groups [][]chat.Reply)
+	SetScript(groups []chat.ScriptGroup)
 }
 
 // ScriptedReplies returns the scenario's assistant steps and compaction summaries as the replies
 // a scripted model answers with, grouped as a scripted model answers them ([Scripter]): a new
 // group at each turn's first step, at each compaction and at the first step after a compaction
-// (each is a request whose last message is a user message). root is the sandbox's project root,
-// written where a call's arguments say {{root}}, as the scripted driver does.
-func ScriptedReplies(sc *Scenario, root string) [][]chat.Reply {
+// (each is a request whose last message is a user message; the last kind is marked
+// AfterCompaction, since a turn cut short by a bound never sends it). root is the sandbox's
+// project root, written where a call's arguments say {{root}}, as the scripted driver does.
+func ScriptedReplies(sc *Scenario, root string) []chat.ScriptGroup {
 	quoted := []byte(strings.Trim(strconv.Quote(root), `"`))
-	var groups [][]chat.Reply
-	fresh := true
+	var groups []chat.ScriptGroup
+	fresh, afterCompaction := true, false
 	for _, st := range sc.Steps {
 		switch {
 		case st.User != nil:
-			fresh = true
+			fresh, afterCompaction = true, false
 		case st.Compact != nil:
-			groups = append(groups, []chat.Reply{{Reasoning: st.Compact.Reasoning, Content: st.Compact.Summary}})
-			fresh = true
+			groups = append(groups, chat.ScriptGroup{Replies: []chat.Reply{{Reasoning: st.Compact.Reasoning, Content: st.Compact.Summary}}})
+			fresh, afterCompaction = true, true
 		case st.Assistant != nil:
 			a := st.Assistant
 			rep := chat.Reply{Reasoning: a.Reasoning, Content: a.Text}
@@ -120,10 +121,11 @@ func ScriptedReplies(sc *Scenario, root string) [][]chat.Reply {
 				rep.ToolCalls = append(rep.ToolCalls, chat.ToolCall{Name: c.Tool, Arguments: bytes.ReplaceAll(c.Args, []byte(RootPlaceholder), quoted)})
 			}
 			if fresh || len(groups) == 0 {
-				groups = append(groups, nil)
-				fresh = false
+				groups = append(groups, chat.ScriptGroup{AfterCompaction: afterCompaction})
+				fresh, afterCompaction = false, false
 			}
-			groups[len(groups)-1] = append(groups[len(groups)-1], rep)
+			g := &groups[len(groups)-1]
+			g.Replies = append(g.Replies, rep)
 		}
 	}
 	return groups
@@ -227,7 +229,7 @@ func (r *runner) liveTurn(ctx context.Context, between [][]Step) error {
 		if lv.last != nil && lv.last.Reply != nil {
 			reply = *lv.last.Reply
 		}
-		msg := chat.Message{Role: chat.RoleAssistant, Reasoning: reply.Reasoning, Content: reply.Content}
+		msg := chat.Message{Role: chat.RoleAssistant, Reasoning: reply.Reasoning, Content: reply.Content, Thinking: reply.Thinking}
 		for _, tc := range reply.ToolCalls {
 			// The harness numbers the calls as the scripted driver does, whatever ids the
 			// server gave: the same session sends the same bytes with either driver.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -33,11 +34,17 @@ import (
 type recorder struct {
 	*sim.Backend
 	requests []*chat.Request
+	// replies are the scripted model's replies to the live requests, in order.
+	replies []*chat.Reply
 }
 
 func (r *recorder) Send(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
 	r.requests = append(r.requests, req)
-	return r.Backend.Send(ctx, req, reply)
+	res, err := r.Backend.Send(ctx, req, reply)
+	if err == nil && res.Reply != nil {
+		r.replies = append(r.replies, res.Reply)
+	}
+	return res, err
 }
 
 func newRecorder(t *testing.T) *recorder {
@@ -376,5 +383,112 @@ func TestLiveAgainstAFakeOllama(t *testing.T) {
 	}
 	if len(fake.options) != 3 {
 		t.Fatalf("%d generations; want 3 (no generation emulation in live mode)", len(fake.options))
+	}
+}
+
+func TestLiveShellRunsForRealAndScriptedAnswersItsOutput(t *testing.T) {
+	sc := load(t, "testdata/live-shell.yaml")
+	if sc.Shell == nil || sc.Shell.Limit != 20*time.Second {
+		t.Fatalf("shell = %+v, want a 20s limit", sc.Shell)
+	}
+	result := func(d harness.Driver) (bash, glob string, root string) {
+		sandbox := t.TempDir()
+		be := newRecorder(t)
+		if _, err := session(t, sc, arm(t, "spec"), d, be, sandbox); err != nil {
+			t.Fatal(err)
+		}
+		last := be.requests[len(be.requests)-1]
+		for _, m := range last.Messages {
+			switch m.ToolName {
+			case "bash":
+				bash = m.Content
+			case "glob":
+				glob = m.Content
+			}
+		}
+		if !slices.ContainsFunc(last.Tools, func(tl chat.Tool) bool { return tl.Name == "bash" }) {
+			t.Errorf("%q driver: bash is not in the tool list", d.Mode)
+		}
+		return bash, glob, filepath.Join(sandbox, "demo")
+	}
+	bash, glob, root := result(harness.Driver{})
+	if want := "[#0001]\nscripted"; bash != want {
+		t.Errorf("scripted bash = %q, want %q", bash, want)
+	}
+	if want := "[#0002]\n" + filepath.Join(root, "main.go"); glob != want {
+		t.Errorf("scripted glob = %q, want %q", glob, want)
+	}
+	bash, _, _ = result(harness.Driver{Mode: harness.DriverLive})
+	if strings.Contains(bash, "network namespace") {
+		t.Skipf("this machine refuses a network namespace: %s", bash)
+	}
+	if want := "[#0001]\n2\nREADME.md\nmain.go\n(exit status 2)"; bash != want {
+		t.Errorf("live bash = %q, want %q", bash, want)
+	}
+}
+
+// TestLiveTurnCutBeforeACompaction cuts every turn of long-compaction after 2 steps, before its
+// mid-turn compaction: the scripted model must still answer the compaction with its summary and
+// each later turn with that turn's own first step (the group the cut turn never asked for, the
+// steps after the compaction, is skipped).
+func TestLiveTurnCutBeforeACompaction(t *testing.T) {
+	sc, err := harness.LoadScenarioFS(scenarios.FS, "long-compaction/scenario.yaml", "scenarios/long-compaction/scenario.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := newRecorder(t)
+	var warnings []string
+	sink := &metrics.MemorySink{}
+	err = harness.RunSession(context.Background(), harness.SessionConfig{
+		Scenario: sc, Arm: arm(t, "spec"), Repetition: 1, RunID: "t", Loop: loop(t), Backend: be,
+		Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(),
+		Driver: harness.Driver{Mode: harness.DriverLive, MaxSteps: 2, MaxTokens: 1 << 30},
+		Retry:  harness.RetryPolicy{Attempts: 1},
+		Warn:   func(err error) { warnings = append(warnings, err.Error()) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) > 0 {
+		t.Errorf("warnings: %q", warnings)
+	}
+	// What each turn's first step and each compaction should be answered with, in order.
+	var want []string
+	first := false
+	for _, st := range sc.Steps {
+		switch {
+		case st.User != nil:
+			first = true
+		case st.Compact != nil:
+			want = append(want, "summary: "+st.Compact.Summary)
+		case st.Assistant != nil && first:
+			want = append(want, "step: "+st.Assistant.Reasoning)
+			first = false
+		}
+	}
+	var got []string
+	samples := sink.Samples()
+	if len(samples) != len(be.replies) {
+		t.Fatalf("%d samples, %d replies", len(samples), len(be.replies))
+	}
+	for i, s := range samples {
+		switch {
+		case s.Kind == metrics.KindCompaction:
+			got = append(got, "summary: "+be.replies[i].Content)
+		case s.Step == 1:
+			got = append(got, "step: "+be.replies[i].Reasoning)
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("first replies and summaries (-scripted +live):\n%s", diff)
+	}
+	ends := 0
+	for _, s := range samples {
+		if s.EndReason == metrics.EndMaxSteps {
+			ends++
+		}
+	}
+	if ends == 0 {
+		t.Errorf("no turn ended max_steps: the test cuts nothing")
 	}
 }

@@ -212,7 +212,9 @@ func TestCheckCallNewTools(t *testing.T) {
 		{"recall", `{"id":"#0001","offset":3}`, ""},
 		{"recall", `{"id":1}`, "id: want a string"},
 		{"recall", `{}`, `missing argument "id"`},
-		{"glob", `{}`, "unknown tool (the tools are read, list, grep, edit, write, multiedit, apply_patch, recall, bash, and the tools of MCP servers connected before the call)"},
+		{"glob", `{}`, `missing argument "pattern"`},
+		{"glob", `{"pattern":"**/*.go","path":"src"}`, ""},
+		{"find", `{}`, "unknown tool (the tools are read, list, glob, grep, edit, write, multiedit, apply_patch, recall, bash, and the tools of MCP servers connected before the call)"},
 	} {
 		err := checkCall(Call{Tool: tc.tool, Args: []byte(tc.args)})
 		if tc.err == "" && err != nil || tc.err != "" && (err == nil || err.Error() != tc.err) {

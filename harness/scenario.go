@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bmatcuk/doublestar/v4"
 	"go.yaml.in/yaml/v3"
 
 	"golang.org/x/tools/txtar"
@@ -49,6 +50,12 @@ type Scenario struct {
 	// Commands are the scripted outputs of the bash tool: the calls of one command string take
 	// its entries in order, and its last entry repeats when they run out.
 	Commands []Command `yaml:"commands"`
+	// Shell gives the live driver a real shell (issue 7): its bash tool runs each command with
+	// /bin/sh in the workspace, without network and within Shell.Timeout. nil leaves bash to the
+	// scripted Commands alone. bash is in the tool list when the scenario has either (spec 3.2.0
+	// §10.4: only what is fixed for the session leaves a tool out). The scripted driver always
+	// answers from Commands, so a run replays the same bytes.
+	Shell *ShellConfig `yaml:"shell"`
 
 	// File is the scenario file's path; set by [LoadScenario].
 	File string `yaml:"-"`
@@ -83,6 +90,27 @@ type Step struct {
 	// At is the clock after a Clock step (set by [LoadScenario]).
 	At time.Time
 }
+
+// ShellConfig is a scenario's `shell:` mapping: a real shell for the live driver.
+type ShellConfig struct {
+	// Timeout bounds the wall time of each command, in Go duration syntax ("30s"); "" means
+	// [DefaultShellTimeout]. At most [MaxShellTimeout].
+	Timeout string `yaml:"timeout"`
+	// Limit is Timeout parsed; set by [LoadScenario].
+	Limit time.Duration `yaml:"-"`
+}
+
+// The bounds of a scenario's shell commands.
+const (
+	// DefaultShellTimeout bounds a command when the scenario's shell gives no timeout.
+	DefaultShellTimeout = 30 * time.Second
+	// MaxShellTimeout is the longest timeout a scenario may give.
+	MaxShellTimeout = 10 * time.Minute
+)
+
+// HasShell reports whether the session's tool list has bash: the scenario scripts commands or
+// gives a real shell.
+func (s *Scenario) HasShell() bool { return len(s.Commands) > 0 || s.Shell != nil }
 
 // Command is one scripted output of the bash tool.
 type Command struct {
@@ -167,6 +195,7 @@ func (e *SyntaxError) Error() string {
 var toolArgs = map[string]map[string]bool{
 	"read":        {"path": true, "offset": false, "limit": false},
 	"list":        {"path": false},
+	"glob":        {"pattern": true, "path": false},
 	"grep":        {"pattern": true, "path": false},
 	"edit":        {"path": true, "old_string": true, "new_string": true},
 	"write":       {"path": true, "content": true},
@@ -300,6 +329,16 @@ func parseScenario(file string, data []byte) (*Scenario, error) {
 	if len(s.Steps) == 0 {
 		return nil, bad(0, "no steps")
 	}
+	if s.Shell != nil {
+		s.Shell.Limit = DefaultShellTimeout
+		if s.Shell.Timeout != "" {
+			d, err := time.ParseDuration(s.Shell.Timeout)
+			if err != nil || d <= 0 || d > MaxShellTimeout {
+				return nil, bad(topKeyLine(data, "shell"), "shell: timeout %q: want a duration above 0 and at most %s, such as 30s", s.Shell.Timeout, MaxShellTimeout)
+			}
+			s.Shell.Limit = d
+		}
+	}
 
 	if s.Mode != "" && !modeExists(s.Mode) {
 		return nil, bad(0, "mode %q: no prompts/modes/%s.md (the modes are %s)", s.Mode, s.Mode, strings.Join(Modes(), ", "))
@@ -418,7 +457,7 @@ func advance(now time.Time, v string) (time.Time, error) {
 func checkCall(c Call) error {
 	spec, ok := toolArgs[c.Tool]
 	if !ok {
-		return fmt.Errorf("unknown tool (the tools are read, list, grep, edit, write, multiedit, apply_patch, recall, bash, and the tools of MCP servers connected before the call)")
+		return fmt.Errorf("unknown tool (the tools are read, list, glob, grep, edit, write, multiedit, apply_patch, recall, bash, and the tools of MCP servers connected before the call)")
 	}
 	var args map[string]any
 	if err := json.Unmarshal(c.Args, &args); err != nil {
@@ -462,7 +501,11 @@ func checkCall(c Call) error {
 			}
 		}
 	}
-	if p, ok := args["pattern"]; ok {
+	if p, ok := args["pattern"]; ok && c.Tool == "glob" {
+		if !doublestar.ValidatePattern(p.(string)) {
+			return fmt.Errorf("pattern: %q is not a valid glob pattern", p)
+		}
+	} else if ok {
 		if _, err := regexp.Compile(p.(string)); err != nil {
 			return fmt.Errorf("pattern: %v", err)
 		}

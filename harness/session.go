@@ -330,7 +330,7 @@ var changesFiles = map[string]bool{"edit": true, "write": true, "multiedit": tru
 // servers that connected; with §10.4 off, without the tools the current mode forbids.
 func (r *runner) toolList() []chat.Tool {
 	var tools []chat.Tool
-	for _, t := range ToolList(r.cfg.Arm.Measures) {
+	for _, t := range ToolList(r.cfg.Arm.Measures, r.cfg.Scenario.HasShell()) {
 		if !r.cfg.Arm.Measures.FixedToolList && readOnlyModes[r.mode] && changesFiles[t.Name] {
 			continue
 		}
@@ -355,7 +355,10 @@ func (r *runner) runTool(tc chat.ToolCall) string {
 	if res, ok := r.mcpResults[tc.Name]; ok {
 		return r.hs.Result(res)
 	}
-	if tc.Name == "bash" {
+	if tc.Name == "bash" && r.cfg.Scenario.HasShell() {
+		if r.live != nil && r.cfg.Scenario.Shell != nil {
+			return r.shell(r.live.turn, tc.Arguments)
+		}
 		return r.bash(tc.Arguments)
 	}
 	if readOnlyModes[r.mode] && changesFiles[tc.Name] {

@@ -9,9 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/aymanbagabas/go-udiff"
+	"github.com/bmatcuk/doublestar/v4"
 	"golang.org/x/tools/txtar"
 
 	"lab/chat"
@@ -126,14 +128,18 @@ func answers(m hygiene.Measures, diff, plain string) string {
 }
 
 // ToolList is the fixed tool list of a session (spec 3.2.0 §10.4): the same for every request.
-// read, list, grep and edit come first, in that order, then write, multiedit, apply_patch and —
-// when m.Recall is on (§4) — recall. Only what is fixed for the session leaves a tool out.
-func ToolList(m hygiene.Measures) []chat.Tool {
+// read, list, glob, grep and edit come first, in that order, then write, multiedit, apply_patch,
+// bash when the scenario has a shell (shell: its scripted commands, or a real shell for the live
+// driver) and, when m.Recall is on (§4), recall. Only what is fixed for the session leaves a
+// tool out (§10.4: "what the project's configuration … switched off before the session began").
+func ToolList(m hygiene.Measures, shell bool) []chat.Tool {
 	tools := []chat.Tool{
 		{Name: "read", Description: readDescription(m),
 			Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"File path, relative to the project root"},"offset":{"type":"integer","description":"First line to show, 1-based"},"limit":{"type":"integer","description":"Number of lines to show"}},"required":["path"]}`)},
 		{Name: "list", Description: "List a directory of the project recursively, one absolute path per line; directories end with /.",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"Directory, relative to the project root; default the root"}}}`)},
+		{Name: "glob", Description: "Find the project's files whose path matches a glob pattern: * and ? within a path component, ** across folders, {a,b} and [abc]. Answers one absolute path per line, sorted.",
+			Parameters: json.RawMessage(`{"type":"object","properties":{"pattern":{"type":"string","description":"Glob pattern, such as **/*.go, relative to path"},"path":{"type":"string","description":"Directory to search, relative to the project root; default the root"}},"required":["pattern"]}`)},
 		{Name: "grep", Description: "Search the project's files for a regular expression (RE2 syntax). Answers path:line: text for each matching line.",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"pattern":{"type":"string","description":"Regular expression"},"path":{"type":"string","description":"File or directory to search; default the root"}},"required":["pattern"]}`)},
 		{Name: "edit", Description: "Replace old_string, which must occur exactly once in the file, with new_string." + answers(m, " Answers with the unified diff of the change.", " Answers Edited and the path."),
@@ -145,8 +151,10 @@ func ToolList(m hygiene.Measures) []chat.Tool {
 		{Name: "apply_patch", Description: "Add, delete, update and move files with one patch, all or nothing. Format:\n*** Begin Patch\n*** Add File: path\n+each line of the new file\n*** Delete File: path\n*** Update File: path\n*** Move to: new/path (optional)\n@@ a line just before the change (optional)\n context line\n-removed line\n+added line\n*** End Patch\nPaths are relative to the project root. Give about three lines of context around each change. Answers with each file's change in the patch's order.",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"patch":{"type":"string","description":"The whole patch, from *** Begin Patch to *** End Patch"}},"required":["patch"]}`)},
 	}
-	tools = append(tools, chat.Tool{Name: "bash", Description: "Run a shell command in the project (or in cwd, relative to the project root) and answer what it prints, with its exit status when not 0.",
-		Parameters: json.RawMessage(`{"type":"object","properties":{"command":{"type":"string","description":"The command line"},"cwd":{"type":"string","description":"Directory to run in, relative to the project root; default the root"}},"required":["command"]}`)})
+	if shell {
+		tools = append(tools, chat.Tool{Name: "bash", Description: "Run a shell command in the project (or in cwd, relative to the project root) and answer what it prints, with its exit status when not 0.",
+			Parameters: json.RawMessage(`{"type":"object","properties":{"command":{"type":"string","description":"The command line"},"cwd":{"type":"string","description":"Directory to run in, relative to the project root; default the root"}},"required":["command"]}`)})
+	}
 	if m.Recall {
 		tools = append(tools, chat.Tool{Name: "recall", Description: "Show a stored tool result again, in full, by its id (the #… at the start of its bracket): up to 2000 lines from offset. Use it for output that was cut short, or a result from before a summary.",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"id":{"type":"string","description":"The result's id, such as #0012"},"offset":{"type":"integer","description":"First line to show, 1-based"},"limit":{"type":"integer","description":"Number of lines to show"}},"required":["id"]}`)})
@@ -188,6 +196,8 @@ func (w *Workspace) Run(s *hygiene.Session, tool string, raw json.RawMessage) st
 		out, err = w.read(s, a)
 	case "list":
 		out, err = w.list(s, raw, a)
+	case "glob":
+		out, err = w.glob(s, raw, a)
 	case "grep":
 		out, err = w.grep(s, raw, a)
 	case "edit":
@@ -285,6 +295,52 @@ func (w *Workspace) list(s *hygiene.Session, raw json.RawMessage, a callArgs) (s
 		return s.Search("list", raw, fmt.Sprintf("%s is empty.", abs)), nil
 	}
 	return s.Search("list", raw, strings.Join(lines, "\n")), nil
+}
+
+// glob answers the files under a.Path whose path relative to it matches a.Pattern
+// (github.com/bmatcuk/doublestar syntax), each by its absolute path (spec 3.2.0 §1: a search's
+// results name the absolute path), sorted; like list and grep it is deduplicated by result (§6,
+// loop.json dedupe.by_result). A pattern may start with a folder, relative or absolute (§11:
+// absolute paths are accepted): the folder is resolved in the sandbox like any path. Links are
+// not followed, so no name outside the project is shown.
+func (w *Workspace) glob(s *hygiene.Session, raw json.RawMessage, a callArgs) (string, error) {
+	if a.Pattern == "" {
+		return "", fmt.Errorf("glob: pattern is required")
+	}
+	base, pattern := doublestar.SplitPattern(filepath.ToSlash(a.Pattern))
+	if !doublestar.ValidatePattern(pattern) {
+		return "", fmt.Errorf("glob: %q is not a valid pattern", a.Pattern)
+	}
+	dir := a.Path
+	if base != "." {
+		if filepath.IsAbs(base) || strings.HasPrefix(base, "~") {
+			dir = base
+		} else {
+			dir = filepath.Join(a.Path, base)
+		}
+	}
+	abs, err := w.resolve(dir)
+	if err != nil {
+		return "", err
+	}
+	if fi, err := os.Stat(abs); err != nil {
+		return "", fmt.Errorf("glob %s: %w", abs, unwrapPathError(err))
+	} else if !fi.IsDir() {
+		return "", fmt.Errorf("glob %s: not a directory", abs)
+	}
+	matches, err := doublestar.Glob(os.DirFS(abs), pattern, doublestar.WithNoFollow(), doublestar.WithFilesOnly())
+	if err != nil {
+		return "", fmt.Errorf("glob %s: %w", abs, err)
+	}
+	if len(matches) == 0 {
+		return s.Search("glob", raw, "No files match."), nil
+	}
+	out := make([]string, len(matches))
+	for i, m := range matches {
+		out[i] = filepath.Join(abs, filepath.FromSlash(m))
+	}
+	slices.Sort(out)
+	return s.Search("glob", raw, strings.Join(out, "\n")), nil
 }
 
 // grep names each match by its absolute path (spec 3.2.0 §1: a search's results name the

@@ -214,18 +214,69 @@ func TestListAndGrepDedupe(t *testing.T) {
 }
 
 func TestToolList(t *testing.T) {
-	names := func(m hygiene.Measures) string {
+	names := func(m hygiene.Measures, shell bool) string {
 		var out []string
-		for _, tl := range harness.ToolList(m) {
+		for _, tl := range harness.ToolList(m, shell) {
 			out = append(out, tl.Name)
 		}
 		return strings.Join(out, ",")
 	}
-	if got, want := names(hygiene.Spec()), "read,list,grep,edit,write,multiedit,apply_patch,bash,recall"; got != want {
-		t.Errorf("ToolList(Spec) = %s, want %s", got, want)
+	for _, c := range []struct {
+		m     hygiene.Measures
+		shell bool
+		want  string
+	}{
+		{hygiene.Spec(), true, "read,list,glob,grep,edit,write,multiedit,apply_patch,bash,recall"},
+		{hygiene.Spec(), false, "read,list,glob,grep,edit,write,multiedit,apply_patch,recall"},
+		{hygiene.Measures{}, true, "read,list,glob,grep,edit,write,multiedit,apply_patch,bash"},
+		{hygiene.Measures{}, false, "read,list,glob,grep,edit,write,multiedit,apply_patch"},
+	} {
+		if got := names(c.m, c.shell); got != c.want {
+			t.Errorf("ToolList(recall %v, shell %v) = %s, want %s", c.m.Recall, c.shell, got, c.want)
+		}
 	}
-	if got, want := names(hygiene.Measures{}), "read,list,grep,edit,write,multiedit,apply_patch,bash"; got != want {
-		t.Errorf("ToolList(plain) = %s, want %s", got, want)
+}
+
+func TestGlob(t *testing.T) {
+	ws, hs := newWS(t, hygiene.Spec(), "a.go", "package a\n")
+	for name, data := range map[string]string{"cmd/b.go": "package main\n", "cmd/sub/c.go": "package sub\n", "docs/x.md": "# x\n"} {
+		p := filepath.Join(ws.Root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A link to a folder outside the project is not followed: no name from outside shows.
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret.go"), []byte("package s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(ws.Root, "cmd", "out")); err != nil {
+		t.Fatal(err)
+	}
+	abs := func(names ...string) string {
+		var out []string
+		for _, n := range names {
+			out = append(out, filepath.Join(ws.Root, filepath.FromSlash(n)))
+		}
+		return strings.Join(out, "\n")
+	}
+	for _, c := range []struct{ args, want string }{
+		{`{"pattern":"**/*.go"}`, "[#0001]\n" + abs("a.go", "cmd/b.go", "cmd/sub/c.go")},
+		{`{"pattern":"*.go","path":"cmd"}`, "[#0002]\n" + abs("cmd/b.go")},
+		{`{"pattern":"cmd/**/*.go"}`, "[#0003]\n" + abs("cmd/b.go", "cmd/sub/c.go")},
+		{`{"pattern":"` + ws.Root + `/docs/*.{md,txt}"}`, "[#0004]\n" + abs("docs/x.md")},
+		{`{"pattern":"*.rs"}`, "[#0005]\nNo files match."},
+		// §6: the same glob with the same result is a stub.
+		{`{ "pattern": "*.rs" }`, "[#0006] Same result as #0005."},
+		{`{"pattern":"../*"}`, "[#0007]\nError: " + filepath.Dir(ws.Root) + " is outside the project"},
+		{`{"pattern":"[a"}`, `[#0008]` + "\n" + `Error: glob: "[a" is not a valid pattern`},
+	} {
+		if got := ws.Run(hs, "glob", []byte(c.args)); got != c.want {
+			t.Errorf("glob %s =\n%s\nwant\n%s", c.args, got, c.want)
+		}
 	}
 }
 

@@ -78,7 +78,7 @@ type Backend struct {
 
 	// script is the scripted model's replies, in groups (see SetScript); group and next say
 	// which reply comes next.
-	script      [][]chat.Reply
+	script      []chat.ScriptGroup
 	group, next int
 
 	// tools and toolsJSON cache the JSON of the last tool list: a session sends the same list
@@ -174,12 +174,15 @@ func messageKey(m *chat.Message) string {
 }
 
 // SetScript gives the scripted model its replies for the session that follows, in groups: a
-// request whose last message is a user message (a turn's first request, or a compaction's) is
-// answered with the first reply of the next group, every other request with the next reply of
-// the current group. A group that runs out, or a script that does, answers an empty reply (no
-// reasoning, text or calls). So a turn cut short by a bound does not shift the replies of the
-// turns after it. The harness builds the script from a scenario (harness.ScriptedReplies).
-func (b *Backend) SetScript(groups [][]chat.Reply) {
+// request whose last message is a user message (a turn's first request, a compaction's, or the
+// first after a compaction, whose last message is the summary) is answered with the first reply
+// of the next group of its kind (AfterCompaction for the request after a compaction, any other
+// group otherwise, skipping an AfterCompaction group that a turn cut short never asked for),
+// every other request with the next reply of the current group. A group that runs out, or a
+// script that does, answers an empty reply (no reasoning, text or calls). So a turn cut short by
+// a bound does not shift the replies of the turns after it. The harness builds the script from a
+// scenario (harness.ScriptedReplies).
+func (b *Backend) SetScript(groups []chat.ScriptGroup) {
 	b.script, b.group, b.next = groups, -1, 0
 }
 
@@ -189,12 +192,22 @@ func (b *Backend) scripted(req *chat.Request) (*chat.Reply, error) {
 		return nil, errors.New("sim: a request with Generate > 0 needs the scripted model's replies (SetScript)")
 	}
 	if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == chat.RoleUser {
+		after := req.Messages[n-1].Summary
 		b.group, b.next = b.group+1, 0
+		for !after && b.group < len(b.script) && b.script[b.group].AfterCompaction {
+			b.group++
+		}
+		if after && b.group < len(b.script) && !b.script[b.group].AfterCompaction {
+			// The scenario's turn went on with a new user message after the compaction; the
+			// model has nothing scripted for this step, and keeps the group for that turn.
+			b.group--
+			return &chat.Reply{}, nil
+		}
 	}
-	if b.group < 0 || b.group >= len(b.script) || b.next >= len(b.script[b.group]) {
+	if b.group < 0 || b.group >= len(b.script) || b.next >= len(b.script[b.group].Replies) {
 		return &chat.Reply{}, nil
 	}
-	r := b.script[b.group][b.next]
+	r := b.script[b.group].Replies[b.next]
 	b.next++
 	return &r, nil
 }
