@@ -760,7 +760,7 @@ func TestSandboxDoesNotDependOnTheRunID(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, samples, err := metrics.ReadRun(filepath.Join(results, id))
+		_, samples, err := metrics.ReadRun(metrics.RunDir(results, id))
 		if err != nil {
 			t.Fatal(err)
 		}

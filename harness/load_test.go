@@ -97,7 +97,7 @@ func TestLoadMemoryIsFlat(t *testing.T) {
 	if atEnd > at1k+8<<20 {
 		t.Errorf("heap in use grew from %d to %d bytes between 1,000 and %d requests", at1k, atEnd, total)
 	}
-	samples, err := metrics.ReadParquet(dir + "/" + metrics.SamplesFile)
+	samples, err := metrics.ReadParquet(dir + "/" + metrics.PartFile(metrics.Shard{}))
 	if err != nil || len(samples) != total {
 		t.Fatalf("read back %d rows, %v", len(samples), err)
 	}

@@ -38,9 +38,10 @@ type prior struct {
 // ErrNothingToResume is returned by [Run] with Resume for a run whose manifest says it completed.
 var ErrNothingToResume = errors.New("harness: the run is complete; nothing to resume")
 
-// loadPrior reads the run in dir for a resume: its manifest, which must describe the matrix,
-// backend and model of cfg, and its samples ([metrics.ReadSamples]: the journal's rows when a
-// killed run left samples.parquet unreadable).
+// loadPrior reads the run's part in dir for a resume (files: the part's manifest and samples, or
+// the old layout's): its manifest, which must describe the matrix, shard, backend and model of
+// cfg, and its samples ([metrics.ReadSamples]: the journal's rows when a killed run left the
+// samples file unreadable or, for a part, still partial).
 //
 // When the manifest records how sessions ended ([metrics.Manifest].Sessions), a session is
 // complete when its last record says so and its rows are request indexes 0 to n−1, n the record's
@@ -50,12 +51,16 @@ var ErrNothingToResume = errors.New("harness: the run is complete; nothing to re
 // its scenario plans ([RunConfig.Requests]'s count for one session); with the live driver, its
 // rows are request indexes 0 to some m and every turn of the scenario ended (a row with an
 // end_reason per turn). A samples file no reader can open and without a journal (a run killed
-// before the journal existed) is set aside as samples.parquet.unreadable-<time> and every session
+// before the journal existed) is set aside as <name>.unreadable-<time> and every session
 // runs again.
-func loadPrior(dir string, cfg *RunConfig) (*prior, error) {
-	man, err := metrics.ReadManifest(filepath.Join(dir, metrics.ManifestFile))
+func loadPrior(dir string, files runFiles, cfg *RunConfig) (*prior, error) {
+	manFile := filepath.Base(files.manifest)
+	man, err := metrics.ReadManifest(files.manifest)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("resume %s: no %s: not a run folder", dir, metrics.ManifestFile)
+		if files.layout == metrics.LayoutParts && metrics.IsRunDir(dir) {
+			return nil, fmt.Errorf("resume %s: no %s: the run has no shard %s", dir, manFile, files.shard)
+		}
+		return nil, fmt.Errorf("resume %s: no %s: not a run folder", dir, manFile)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("resume %s: %w", dir, err)
@@ -70,6 +75,13 @@ func loadPrior(dir string, cfg *RunConfig) (*prior, error) {
 	for _, a := range cfg.Arms {
 		arms = append(arms, a.Name)
 	}
+	runShard, thisShard := "", ""
+	if files.layout == metrics.LayoutParts {
+		runShard, thisShard = "1/1", files.shard.String()
+		if man.Shard != nil {
+			runShard = man.Shard.String()
+		}
+	}
 	for _, c := range []struct {
 		field     string
 		run, this any
@@ -80,20 +92,21 @@ func loadPrior(dir string, cfg *RunConfig) (*prior, error) {
 		{"repetitions", man.Repetitions, max(cfg.Repeat, 1), man.Repetitions == max(cfg.Repeat, 1)},
 		{"backend", man.Backend, cfg.BackendName, man.Backend == cfg.BackendName},
 		{"model", man.Model, cfg.Model, man.Model == cfg.Model},
+		{"shard", runShard, thisShard, runShard == thisShard},
 	} {
 		if !c.same {
 			return nil, fmt.Errorf("resume %s: the run's %s are %v, this one's %v: a resumed run must be the same run", dir, c.field, c.run, c.this)
 		}
 	}
 	p := &prior{man: man, done: map[sessionKey]bool{}}
-	path := filepath.Join(dir, metrics.SamplesFile)
+	path := files.samples
 	rows, recovered, err := metrics.ReadSamples(path)
 	if _, jerr := os.Stat(metrics.JournalPath(path)); err != nil && jerr == nil {
 		// A journal that cannot be read: say so rather than measure its sessions again over it.
 		return nil, fmt.Errorf("resume %s: %w", dir, err)
 	}
 	if recovered && cfg.Warn != nil {
-		cfg.Warn(fmt.Errorf("resume %s: %s is unreadable (the run was killed): recovered %d rows from %s", dir, metrics.SamplesFile, len(rows), metrics.JournalFile))
+		cfg.Warn(fmt.Errorf("resume %s: %s is unreadable or missing (the run was killed): recovered %d rows from %s", dir, filepath.Base(path), len(rows), filepath.Base(metrics.JournalPath(path))))
 	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

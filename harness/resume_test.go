@@ -53,7 +53,7 @@ func TestInterruptAndResume(t *testing.T) {
 	if err != nil || !man.Complete {
 		t.Fatalf("whole run: %v", err)
 	}
-	_, want, err := metrics.ReadRun(filepath.Join(whole, "r"))
+	_, want, err := metrics.ReadRun(metrics.RunDir(whole, "r"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestInterruptAndResume(t *testing.T) {
 						g.PromptTokens, *g.CachedTokens, g.ExpectedCachedTokens, w.PromptTokens, *w.CachedTokens, w.ExpectedCachedTokens)
 				}
 			}
-			if _, err := os.Stat(filepath.Join(dir, metrics.SamplesFile+".resume")); !os.IsNotExist(err) {
+			if _, err := os.Stat(filepath.Join(dir, metrics.PartFile(metrics.Shard{})+".resume")); !os.IsNotExist(err) {
 				t.Errorf("the resume's temporary file is left: %v", err)
 			}
 		})
@@ -187,7 +187,7 @@ func TestResumeRerunsFailedSessionsAndChecksTheRun(t *testing.T) {
 	if up.calls != 14 {
 		t.Errorf("resume sent %d requests; want both failed sessions' 14", up.calls)
 	}
-	_, samples, err := metrics.ReadRun(filepath.Join(results, "r"))
+	_, samples, err := metrics.ReadRun(metrics.RunDir(results, "r"))
 	if err != nil || len(samples) != 14 {
 		t.Fatalf("%d rows, %v", len(samples), err)
 	}
@@ -278,14 +278,14 @@ func TestKilledRunRecoversAndResumes(t *testing.T) {
 	c := cfg(results, bodyBackend{newFault(nil)})
 	c.Progress = func(done, total int, s *metrics.Sample) {
 		if done == 10 {
-			snapshot(t, filepath.Join(results, "r"), filepath.Join(killed, "r"))
+			snapshot(t, metrics.RunDir(results, "r"), metrics.RunDir(killed, "r"))
 		}
 	}
 	_, _, err = harness.Run(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(killed, "r")
+	dir := metrics.RunDir(killed, "r")
 	man, rows, err := metrics.ReadRun(dir)
 	if err != nil {
 		t.Fatalf("the killed run's rows: %v", err)
@@ -296,7 +296,7 @@ func TestKilledRunRecoversAndResumes(t *testing.T) {
 	if want := []metrics.SessionRecord{{Scenario: "tiny", Arm: "spec", Repetition: 1, Requests: 7, Complete: true}}; !slices.Equal(man.Sessions, want) {
 		t.Errorf("killed run's session records %+v; want %+v", man.Sessions, want)
 	}
-	if got := len(requestLines(t, filepath.Join(dir, harness.RequestsFile))); got != 10 {
+	if got := len(requestLines(t, filepath.Join(dir, metrics.PartRequestsFile(metrics.Shard{})))); got != 10 {
 		t.Errorf("killed run: %d request lines; want 10", got)
 	}
 
@@ -309,7 +309,7 @@ func TestKilledRunRecoversAndResumes(t *testing.T) {
 	if be.calls != 21 {
 		t.Errorf("resume sent %d requests; want the 21 of the three sessions that did not end", be.calls)
 	}
-	_, whole, err := metrics.ReadRun(filepath.Join(results, "r"))
+	_, whole, err := metrics.ReadRun(metrics.RunDir(results, "r"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +320,7 @@ func TestKilledRunRecoversAndResumes(t *testing.T) {
 	if !slices.Equal(rowKeys(got), rowKeys(whole)) {
 		t.Errorf("resumed rows\n%v\nwant\n%v", rowKeys(got), rowKeys(whole))
 	}
-	if got, want := requestLines(t, filepath.Join(dir, harness.RequestsFile)), requestLines(t, filepath.Join(results, "r", harness.RequestsFile)); !slices.Equal(got, want) {
+	if got, want := requestLines(t, filepath.Join(dir, metrics.PartRequestsFile(metrics.Shard{}))), requestLines(t, filepath.Join(metrics.RunDir(results, "r"), metrics.PartRequestsFile(metrics.Shard{}))); !slices.Equal(got, want) {
 		t.Errorf("requests.jsonl after the resume:\n%v\nwant one line per request of the uninterrupted run:\n%v", got, want)
 	}
 	if len(man.Sessions) != 4 || man.Sessions[0].Arm != "spec" || man.Sessions[0].Repetition != 1 {
@@ -331,7 +331,7 @@ func TestKilledRunRecoversAndResumes(t *testing.T) {
 			t.Errorf("record %+v; want complete with 7 requests", r)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, metrics.JournalFile)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, metrics.JournalPath(metrics.PartFile(metrics.Shard{})))); !os.IsNotExist(err) {
 		t.Errorf("the journal is left after the resume closed the samples: %v", err)
 	}
 }

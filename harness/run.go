@@ -21,10 +21,18 @@ type RunConfig struct {
 	Arms      []Arm
 	// Repeat is the number of repetitions of each scenario × arm; 0 means 1.
 	Repeat int
-	// ResultsDir is the folder that receives <run-id>/ ("results").
+	// ResultsDir is the folder that receives run_id=<run-id>/ ("results").
 	ResultsDir string
-	// RunID names the run's folder; "" makes one from the start time, such as 20261129-224501.
+	// RunID names the run and its folder, run_id=<run-id> ([metrics.RunDir]); "" makes one from
+	// the start time, such as 20261129-224501 (not with a Shard: every shard must name the same
+	// run). With Resume, a RunID of "run_id=<id>" names the folder itself, and a RunID whose
+	// folder ResultsDir/<id> holds a run of the old layout resumes that one in place.
 	RunID string
+	// Shard is the part of the matrix this Run runs (lab run --shard i/n): the sessions
+	// [RunConfig.Sessions] lists, written as the run folder's part i of n
+	// (part-000i-of-000n.parquet, manifest-000i-of-000n.json); the zero Shard is the whole
+	// matrix, written as part 1 of 1.
+	Shard metrics.Shard
 	// LabVersion is recorded in the manifest.
 	LabVersion string
 	// Loop is loop.json's context section.
@@ -68,18 +76,15 @@ type RunConfig struct {
 	Driver Driver
 }
 
-// Requests returns the number of requests the matrix sends: one per assistant step and one per
-// compaction (its summary request, §7, as the next turn or separate).
+// Requests returns the number of requests the matrix's sessions of c's shard send (every
+// session's without a shard): one per assistant step and one per compaction (its summary
+// request, §7, as the next turn or separate).
 func (c *RunConfig) Requests() int {
 	n := 0
-	for _, sc := range c.Scenarios {
-		for _, st := range sc.Steps {
-			if st.Assistant != nil || st.Compact != nil {
-				n++
-			}
-		}
+	for _, ms := range c.Sessions() {
+		n += sessionRequests(c.Scenarios[ms.Scenario])
 	}
-	return n * len(c.Arms) * max(c.Repeat, 1)
+	return n
 }
 
 // CheckRunID reports a run id that cannot name a folder inside the results folder.
@@ -90,12 +95,16 @@ func CheckRunID(id string) error {
 	return nil
 }
 
-// Run runs the matrix and writes results/<run-id>/: samples.parquet (one row per request, written
-// as measured, with its journal samples.journal.jsonl until the file is closed, so that a killed
-// run loses no row), manifest.json (complete: false until every session ended well; written
-// again as each session ends, recording its outcome in Sessions) and, with SaveRequests,
-// requests.jsonl. It returns the run's folder and manifest; on an error both are
-// still returned when the folder was made, and what was measured is kept and readable.
+// Run runs the matrix, or its shard's sessions, and writes them as one part of the run folder
+// results/run_id=<run-id>/ (see metrics' package doc): part-i-of-n.parquet (one row per request,
+// written as measured, named part-i-of-n.parquet.partial until it is closed, with its journal
+// part-i-of-n.journal.jsonl until then, so that a killed run loses no row), manifest-i-of-n.json
+// (complete: false until every session of the part ended well; written again as each session
+// ends, recording its outcome in Sessions; its Shard says i/n) and, with SaveRequests,
+// requests-i-of-n.jsonl; i/n is 1/1 without a Shard. Other shards of the run may be written into
+// the same folder, at the same time or later, or on other machines and copied in. It returns the
+// run's folder and the part's manifest; on an error both are still returned when the folder was
+// made, and what was measured is kept and readable.
 //
 // A request that fails with a retryable error is sent again as cfg.Retry says; its row records
 // the retries. A session that cannot go on (a request that still failed, with the error in its
@@ -104,8 +113,10 @@ func CheckRunID(id string) error {
 // file that cannot be written stops the run at once. On every path the Parquet file is closed
 // (its footer written, every row kept) and the manifest says complete false with the error.
 //
-// With cfg.Resume, Run carries on the run in ResultsDir/RunID: cfg must describe the same
-// matrix, backend and model as its manifest. The rows of the sessions that completed are kept;
+// With cfg.Resume, Run carries on the run's part (the shard cfg.Shard names) in its folder:
+// cfg must describe the same matrix, shard, backend and model as the part's manifest. A run of
+// the old layout (results/<id>/manifest.json, samples.parquet) is resumed in place in that
+// layout. The rows of the sessions that completed are kept;
 // the rows of a session that was cut or failed are dropped and the session is run again whole
 // (a scripted session's cache state depends on every request before); samples.parquet is
 // rewritten with the kept rows followed by the new ones ([metrics.ReplaceParquet]: an
@@ -121,24 +132,35 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 	}
 	start := now()
 	runID := cfg.RunID
-	if runID == "" {
-		if cfg.Resume {
+	if err := cfg.Shard.Check(); err != nil {
+		return "", nil, fmt.Errorf("run: %w", err)
+	}
+	layout := metrics.LayoutParts
+	var old *prior
+	switch {
+	case cfg.Resume:
+		if runID == "" {
 			return "", nil, errors.New("run: resume needs the run id")
 		}
-		runID = start.Format("20060102-150405")
-	}
-	if err := CheckRunID(runID); err != nil {
-		return "", nil, err
-	}
-	dir = filepath.Join(cfg.ResultsDir, runID)
-	var old *prior
-	if cfg.Resume {
-		if old, err = loadPrior(dir, &cfg); err != nil {
+		if dir, runID, layout, err = resumeDir(&cfg); err != nil {
 			return "", nil, err
 		}
-	} else if _, err := os.Stat(dir); err == nil {
-		return "", nil, fmt.Errorf("run: %s already exists; choose another --run-id", dir)
+		if old, err = loadPrior(dir, filesOf(dir, layout, cfg.Shard), &cfg); err != nil {
+			return "", nil, err
+		}
+	default:
+		if err := CheckNewRun(cfg.ResultsDir, runID, cfg.Shard); err != nil {
+			return "", nil, fmt.Errorf("run: %w", err)
+		}
+		if runID == "" {
+			runID = start.Format("20060102-150405")
+			if err := CheckNewRun(cfg.ResultsDir, runID, cfg.Shard); err != nil {
+				return "", nil, fmt.Errorf("run: %w", err)
+			}
+		}
+		dir = metrics.RunDir(cfg.ResultsDir, runID)
 	}
+	files := filesOf(dir, layout, cfg.Shard)
 	// The sandbox's path appears in answers that name absolute paths (errors, search results):
 	// the same path for every arm of the run, and from run to run.
 	sandbox := cfg.SandboxDir
@@ -171,6 +193,9 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 			Backend: cfg.BackendName, Model: cfg.Model, ServerVersion: cfg.ServerVersion, ServerURL: cfg.ServerURL,
 			NumCtx: cfg.NumCtx, StartedAt: start.UTC(), Settings: cfg.Settings,
 		}
+		if layout == metrics.LayoutParts {
+			man.Shard = &files.shard
+		}
 		for _, sc := range cfg.Scenarios {
 			man.Scenarios = append(man.Scenarios, sc.Name)
 		}
@@ -178,21 +203,20 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 			man.Arms = append(man.Arms, a.Name)
 		}
 	}
-	manPath := filepath.Join(dir, metrics.ManifestFile)
+	manPath := files.manifest
 	if err := metrics.WriteManifest(manPath, man); err != nil {
 		return dir, man, err
 	}
-	samplesPath := filepath.Join(dir, metrics.SamplesFile)
-	reqPath := filepath.Join(dir, RequestsFile)
+	reqPath := files.requests
 	var psink *metrics.ParquetSink
 	if old != nil {
 		// The requests of the sessions that run again go, as their rows do.
 		if err := keepRequests(reqPath, old.done); err != nil {
 			return dir, man, err
 		}
-		psink, err = metrics.ReplaceParquet(samplesPath, old.kept)
+		psink, err = files.replace(dir, old.kept)
 	} else {
-		psink, err = metrics.CreateParquet(samplesPath)
+		psink, err = files.create(dir)
 	}
 	if err != nil {
 		return dir, man, err
@@ -212,11 +236,11 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 	// manifest how far the run got.
 	defer func() {
 		if cerr := psink.Close(); cerr != nil {
-			err = errors.Join(err, fmt.Errorf("close %s: %w", metrics.SamplesFile, cerr))
+			err = errors.Join(err, fmt.Errorf("close %s: %w", filepath.Base(files.samples), cerr))
 		}
 		if reqFile != nil {
 			if cerr := reqFile.Close(); cerr != nil {
-				err = errors.Join(err, fmt.Errorf("close requests.jsonl: %w", cerr))
+				err = errors.Join(err, fmt.Errorf("close %s: %w", filepath.Base(reqPath), cerr))
 			}
 		}
 		man.EndedAt = now().UTC()
@@ -247,68 +271,65 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 		}
 	}
 	var failed []error
-	sessions := 0
-	for rep := 1; rep <= max(cfg.Repeat, 1); rep++ {
-		for _, sc := range cfg.Scenarios {
-			for _, arm := range cfg.Arms {
-				sessions++
-				if old != nil && old.done[sessionKey{sc.Name, arm.Name, int32(rep)}] {
-					continue
+	matrix := cfg.Sessions()
+	sessions := len(matrix)
+	for _, ms := range matrix {
+		scen, arm, rep := cfg.Scenarios[ms.Scenario], cfg.Arms[ms.Arm], ms.Repetition
+		if old != nil && old.done[sessionKey{scen.Name, arm.Name, int32(rep)}] {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return dir, man, fmt.Errorf("interrupted before %s/%s repetition %d: %w", scen.Name, arm.Name, rep, err)
+		}
+		rows := 0
+		sc := SessionConfig{
+			Scenario: scen, Arm: arm, Repetition: rep, RunID: runID, Loop: cfg.Loop, Backend: cfg.Backend,
+			BackendName: cfg.BackendName, Model: cfg.Model, ServerVersion: cfg.ServerVersion,
+			Tokenizer: cfg.Tokenizer, Sink: sink, SandboxDir: sandbox, Warn: cfg.Warn, NumCtx: cfg.NumCtx,
+			Warm: cfg.Warm, Price: cfg.Price, Retry: cfg.Retry, Driver: cfg.Driver,
+			OnSample: func(s *metrics.Sample) {
+				if s.RequestIndex == 0 {
+					cold.first(s)
 				}
-				if err := ctx.Err(); err != nil {
-					return dir, man, fmt.Errorf("interrupted before %s/%s repetition %d: %w", sc.Name, arm.Name, rep, err)
+				man.Samples++
+				rows++
+				done++
+				if cfg.Progress != nil {
+					cfg.Progress(done, total, s)
 				}
-				rows := 0
-				sc := SessionConfig{
-					Scenario: sc, Arm: arm, Repetition: rep, RunID: runID, Loop: cfg.Loop, Backend: cfg.Backend,
-					BackendName: cfg.BackendName, Model: cfg.Model, ServerVersion: cfg.ServerVersion,
-					Tokenizer: cfg.Tokenizer, Sink: sink, SandboxDir: sandbox, Warn: cfg.Warn, NumCtx: cfg.NumCtx,
-					Warm: cfg.Warm, Price: cfg.Price, Retry: cfg.Retry, Driver: cfg.Driver,
-					OnSample: func(s *metrics.Sample) {
-						if s.RequestIndex == 0 {
-							cold.first(s)
-						}
-						man.Samples++
-						rows++
-						done++
-						if cfg.Progress != nil {
-							cfg.Progress(done, total, s)
-						}
-					},
-				}
-				if cfg.Nonce != nil {
-					sc.PromptPrefix = cfg.Nonce(fmt.Sprintf("%s/%s/%s/%d", runID, sc.Scenario.Name, arm.Name, rep))
-				}
-				if reqFile != nil {
-					sc.Requests = reqFile
-				}
-				serr := RunSession(ctx, sc)
-				// The session's outcome goes to the manifest at once: a run killed later still
-				// says which sessions are whole.
-				rec := metrics.SessionRecord{Scenario: sc.Scenario.Name, Arm: arm.Name, Repetition: rep, Requests: rows, Complete: serr == nil}
-				if serr != nil {
-					rec.Error = serr.Error()
-				}
-				man.Sessions = append(man.Sessions, rec)
-				if werr := metrics.WriteManifest(manPath, man); werr != nil {
-					return dir, man, errors.Join(serr, werr)
-				}
-				if serr == nil {
-					continue
-				}
-				serr = fmt.Errorf("%s/%s repetition %d: %w", sc.Scenario.Name, arm.Name, rep, serr)
-				switch {
-				case ctx.Err() != nil:
-					return dir, man, fmt.Errorf("interrupted: %w", serr)
-				case sink.err != nil:
-					return dir, man, serr
-				}
-				// The session cannot go on; the next one starts cold and can.
-				failed = append(failed, serr)
-				if cfg.Warn != nil {
-					cfg.Warn(fmt.Errorf("session failed, going on with the next: %w", serr))
-				}
-			}
+			},
+		}
+		if cfg.Nonce != nil {
+			sc.PromptPrefix = cfg.Nonce(fmt.Sprintf("%s/%s/%s/%d", runID, sc.Scenario.Name, arm.Name, rep))
+		}
+		if reqFile != nil {
+			sc.Requests = reqFile
+		}
+		serr := RunSession(ctx, sc)
+		// The session's outcome goes to the manifest at once: a run killed later still
+		// says which sessions are whole.
+		rec := metrics.SessionRecord{Scenario: sc.Scenario.Name, Arm: arm.Name, Repetition: rep, Requests: rows, Complete: serr == nil}
+		if serr != nil {
+			rec.Error = serr.Error()
+		}
+		man.Sessions = append(man.Sessions, rec)
+		if werr := metrics.WriteManifest(manPath, man); werr != nil {
+			return dir, man, errors.Join(serr, werr)
+		}
+		if serr == nil {
+			continue
+		}
+		serr = fmt.Errorf("%s/%s repetition %d: %w", sc.Scenario.Name, arm.Name, rep, serr)
+		switch {
+		case ctx.Err() != nil:
+			return dir, man, fmt.Errorf("interrupted: %w", serr)
+		case sink.err != nil:
+			return dir, man, serr
+		}
+		// The session cannot go on; the next one starts cold and can.
+		failed = append(failed, serr)
+		if cfg.Warn != nil {
+			cfg.Warn(fmt.Errorf("session failed, going on with the next: %w", serr))
 		}
 	}
 	if len(failed) > 0 {
@@ -318,8 +339,9 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 }
 
 // RequestsFile is the name of the file, beside the samples, that receives every request body
-// with RunConfig.SaveRequests: one JSON object a line with scenario, arm, repetition,
-// request_index and body.
+// with RunConfig.SaveRequests in a run of the old layout: one JSON object a line with scenario,
+// arm, repetition, request_index and body. A part's is [metrics.PartRequestsFile]
+// (requests-0001-of-0001.jsonl).
 const RequestsFile = "requests.jsonl"
 
 // SettingResumedAt is the manifest setting that lists, comma-separated, when the run was resumed
@@ -328,7 +350,8 @@ const SettingResumedAt = "resumed_at"
 
 // SessionsError is [Run]'s error when sessions failed and the run went on without them.
 type SessionsError struct {
-	// Failed is the number of sessions that failed, Total the number of sessions of the matrix.
+	// Failed is the number of sessions that failed, Total the number of sessions of the matrix
+	// (of the run's shard).
 	Failed, Total int
 	// Errs are the failures, each naming its session ("scenario/arm repetition N: …").
 	Errs []error

@@ -10,24 +10,32 @@ import (
 	"time"
 )
 
-// The files of a run folder, results/<run-id>/.
+// The files of a run folder of the old layout, results/<run-id>/ ([LayoutSingle]); runs are now
+// written in parts, results/run_id=<id>/part-0001-of-0001.parquet ([PartFile],
+// [PartManifestFile]). Readers read both.
 const (
-	// ManifestFile is the name of the run's [Manifest], JSON.
+	// ManifestFile is the name of the run's [Manifest], JSON, in the old layout.
 	ManifestFile = "manifest.json"
-	// SamplesFile is the name of the run's samples, Parquet, one [Sample] per row.
+	// SamplesFile is the name of the run's samples, Parquet, one [Sample] per row, in the old
+	// layout.
 	SamplesFile = "samples.parquet"
 	// JournalFile is the name of the samples journal a [ParquetSink] keeps beside SamplesFile
 	// while the run writes it: one JSON line per sample, removed once samples.parquet is closed.
 	JournalFile = "samples.journal.jsonl"
 )
 
-// Manifest describes one run: what was run, against which server, when, and whether it
-// completed. It is stored as indented JSON with snake_case keys in manifest.json.
+// Manifest describes one run, or one part of it: what was run, against which server, when, and
+// whether it completed. It is stored as indented JSON with snake_case keys, one per part
+// (manifest-0001-of-0004.json, [PartManifestFile]; manifest.json in the old layout).
 type Manifest struct {
 	// LabVersion is the version of the lab that made the run (from its build info).
 	LabVersion string `json:"lab_version"`
-	// RunID identifies the run; it names the folder results/<run-id>/.
+	// RunID identifies the run; it names the folder results/run_id=<run-id>/ ([RunDir]).
 	RunID string `json:"run_id"`
+	// Shard is the part of the run this manifest describes (lab run --shard i/n; 1/1 for a run
+	// not split); nil (omitted) in the old layout and in a manifest merged from parts
+	// ([MergeParts]), which describes the whole run.
+	Shard *Shard `json:"shard,omitempty"`
 	// Scenarios are the names of the scenarios run, in the order they ran.
 	Scenarios []string `json:"scenarios"`
 	// Arms are the names of the arms run, in the order they ran.
@@ -50,7 +58,7 @@ type Manifest struct {
 	EndedAt time.Time `json:"ended_at,omitzero"`
 	// Complete is true when every planned request was sent and the sample file was closed.
 	Complete bool `json:"complete"`
-	// Samples is the number of rows written to samples.parquet.
+	// Samples is the number of rows written to the samples file (the part's, or samples.parquet).
 	Samples int `json:"samples"`
 	// Error is the error that ended the run early; "" (omitted) when none did.
 	Error string `json:"error,omitempty"`
@@ -157,21 +165,4 @@ func ReadManifest(path string) (*Manifest, error) {
 		return nil, fmt.Errorf("decode manifest %s: %w", path, err)
 	}
 	return &m, nil
-}
-
-// ReadRun reads <dir>/manifest.json and the run's samples with [ReadSamples]:
-// <dir>/samples.parquet, or, when that file is missing or unreadable (a run killed before it
-// closed its sink), the rows of its journal <dir>/samples.journal.jsonl. If the manifest reads but
-// neither the samples nor a journal do, it returns the manifest with the error, so the caller can
-// still say what the run was.
-func ReadRun(dir string) (*Manifest, []Sample, error) {
-	m, err := ReadManifest(filepath.Join(dir, ManifestFile))
-	if err != nil {
-		return nil, nil, fmt.Errorf("read run %s: %w", dir, err)
-	}
-	samples, _, err := ReadSamples(filepath.Join(dir, SamplesFile))
-	if err != nil {
-		return m, nil, fmt.Errorf("read run %s: %w", dir, err)
-	}
-	return m, samples, nil
 }

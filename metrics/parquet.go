@@ -23,23 +23,26 @@ import (
 // both the buffered rows (~0.5 MB) and that growth (~90 B a request) small.
 const RowGroupRows = 512
 
-// ParquetSink is a [Sink] that writes samples to a Parquet file (samples.parquet), one row per
+// ParquetSink is a [Sink] that writes samples to a Parquet file (a run's part,
+// part-0001-of-0001.parquet, made by [CreatePart]; samples.parquet in the old layout), one row per
 // sample, with the columns of [Sample]'s parquet tags, and keeps a journal of the same rows beside
 // it ([JournalPath]). It is safe for concurrent use.
 //
 // Rows are written as they come: every [RowGroupRows] rows form a row group that goes to the
 // file at once, and Close writes the last row group and the footer. A Parquet file is unreadable
 // without its footer, so the sink also appends each row, as it is written, as one JSON line to the
-// journal (samples.journal.jsonl): the line reaches the operating system before Write returns
+// journal: the line reaches the operating system before Write returns
 // (a process killed with SIGKILL loses no row), and the journal is synced to disk with every row
 // group (a power cut loses at most the rows of the last row group). Close removes the journal once
 // the Parquet file is whole; [ReadSamples] and [ReadRun] read the journal's rows when the Parquet
 // file is missing or unreadable. The caller must still Close the sink on every path, errors and
 // Ctrl-C (context cancellation) included, and check Close's error.
 type ParquetSink struct {
-	mu      sync.Mutex
-	path    string
-	jpath   string
+	mu    sync.Mutex
+	path  string
+	jpath string
+	// final, when set, is the name Close renames path to once the file is whole ([CreatePart]).
+	final   string
 	f       *os.File
 	j       *os.File
 	w       *parquet.GenericWriter[Sample]
@@ -49,8 +52,9 @@ type ParquetSink struct {
 }
 
 // JournalPath returns the path of the journal kept beside the samples file at path: path with its
-// ".parquet" extension replaced by ".journal.jsonl" (results/<run-id>/samples.journal.jsonl,
-// [JournalFile]), or path + ".journal.jsonl" when it has no such extension.
+// ".parquet" extension replaced by ".journal.jsonl" (part-0001-of-0001.journal.jsonl;
+// samples.journal.jsonl, [JournalFile], in the old layout), or path + ".journal.jsonl" when it
+// has no such extension.
 func JournalPath(path string) string {
 	return strings.TrimSuffix(path, ".parquet") + ".journal.jsonl"
 }
@@ -59,7 +63,12 @@ func JournalPath(path string) string {
 // writing samples to both. It fails if either file already exists (errors.Is(err,
 // fs.ErrExist)), so that no earlier measurement is overwritten; the directory must exist.
 func CreateParquet(path string) (*ParquetSink, error) {
-	j, err := os.OpenFile(JournalPath(path), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	return createParquet(path, JournalPath(path))
+}
+
+// createParquet creates the samples file at path and the journal at jpath, both new.
+func createParquet(path, jpath string) (*ParquetSink, error) {
+	j, err := os.OpenFile(jpath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("create samples journal: %w", err)
 	}
@@ -81,9 +90,22 @@ func CreateParquet(path string) (*ParquetSink, error) {
 // the old file's rows or the kept rows followed by those measured since. Len counts rows.
 func ReplaceParquet(path string, rows []Sample) (*ParquetSink, error) {
 	jpath := JournalPath(path)
+	if err := writeJournal(jpath, rows); err != nil {
+		return nil, err
+	}
+	// From here the journal holds the kept rows: the old Parquet file may go.
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("replace samples file: %w", err)
+	}
+	return reopenParquet(path, jpath, rows)
+}
+
+// writeJournal replaces the journal at jpath with one holding rows, atomically: a temporary file,
+// synced, renamed over it, and the directory synced.
+func writeJournal(jpath string, rows []Sample) error {
 	tmp, err := os.CreateTemp(filepath.Dir(jpath), "."+filepath.Base(jpath)+".*.tmp")
 	if err != nil {
-		return nil, fmt.Errorf("replace samples journal: %w", err)
+		return fmt.Errorf("replace samples journal: %w", err)
 	}
 	bw := bufio.NewWriter(tmp)
 	for i := range rows {
@@ -94,7 +116,7 @@ func ReplaceParquet(path string, rows []Sample) (*ParquetSink, error) {
 		if err != nil {
 			_ = tmp.Close()
 			_ = os.Remove(tmp.Name())
-			return nil, fmt.Errorf("write samples journal %s: %w", tmp.Name(), err)
+			return fmt.Errorf("write samples journal %s: %w", tmp.Name(), err)
 		}
 	}
 	err = bw.Flush()
@@ -112,13 +134,15 @@ func ReplaceParquet(path string, rows []Sample) (*ParquetSink, error) {
 	}
 	if err != nil {
 		_ = os.Remove(tmp.Name())
-		return nil, fmt.Errorf("replace samples journal %s: %w", jpath, err)
+		return fmt.Errorf("replace samples journal %s: %w", jpath, err)
 	}
 	syncDir(filepath.Dir(jpath))
-	// From here the journal holds the kept rows: the old Parquet file may go.
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("replace samples file: %w", err)
-	}
+	return nil
+}
+
+// reopenParquet creates the samples file at path (which must not exist), opens the journal at
+// jpath (which already holds rows) for appending, and writes rows to the new file.
+func reopenParquet(path, jpath string, rows []Sample) (*ParquetSink, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("create samples file: %w", err)
@@ -209,8 +233,9 @@ func (p *ParquetSink) Len() int {
 	return p.rows
 }
 
-// Close writes the buffered rows and the footer, syncs and closes the file, then closes and
-// removes the journal. Its error must be checked: after a failed Close the Parquet file may be
+// Close writes the buffered rows and the footer, syncs and closes the file, renames it to its
+// final name (a part made by [CreatePart] or [ReplacePart]: [PartFile]), then closes and removes
+// the journal. Its error must be checked: after a failed Close the Parquet file may be
 // unreadable, and the journal is kept so that readers recover the rows from it. Calling Close
 // again returns nil and does nothing.
 func (p *ParquetSink) Close() (err error) {
@@ -230,6 +255,14 @@ func (p *ParquetSink) Close() (err error) {
 	}
 	if cerr := p.j.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("close %s: %w", p.jpath, cerr)
+	}
+	if err == nil && p.final != "" {
+		// The file is whole: it takes its final name, then the journal may go.
+		if rerr := os.Rename(p.path, p.final); rerr != nil {
+			err = fmt.Errorf("rename %s: %w", p.path, rerr)
+		} else {
+			syncDir(filepath.Dir(p.final))
+		}
 	}
 	if err == nil {
 		if rerr := os.Remove(p.jpath); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {

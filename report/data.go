@@ -102,8 +102,9 @@ func hi(ci *metrics.Interval) string {
 
 func withEnds(e metrics.Estimate) []string { return []string{mean(e), lo(e.CI), hi(e.CI)} }
 
-// JSON writes the report as one indented JSON object: "runs" (the manifests, as in
-// manifest.json), "analysis" (the [Analysis] with its json field names) and "figures" (scenario,
+// JSON writes the report as one indented JSON object: "runs" (the manifests, as in a run's
+// manifest files; a run split into shards as its parts' manifests merged, metrics.MergeParts),
+// "analysis" (the [Analysis] with its json field names) and "figures" (scenario,
 // title and files of each figure, without the SVG). Ratios that do not exist are null. It
 // returns an error for a report without analysis or runs and any error writing to w.
 func JSON(w io.Writer, r *Report) error {

@@ -155,7 +155,18 @@ type Options struct {
 	// HTTPClient sends the requests (default: one with no overall timeout; requests end with
 	// their context).
 	HTTPClient *http.Client
+	// Temperature is the sampling `temperature` of live generations (requests with
+	// chat.Request.Generate > 0), 0 to 1; nil means [DefaultTemperature]. It is sent only when
+	// the request does not think: the API refuses a temperature other than its default with
+	// extended or adaptive thinking ("Thinking isn't compatible with temperature or top_k
+	// modifications", Anthropic's extended thinking docs), so a thinking request samples at the
+	// default, 1. Scripted requests send none.
+	Temperature *float64
 }
+
+// DefaultTemperature is the sampling temperature of live generations when Options.Temperature
+// is nil (the value the Ollama backend uses too).
+const DefaultTemperature = 0.7
 
 // Client sends the harness's requests to the Messages API. Safe for concurrent use: it holds
 // no per-request state.
@@ -169,6 +180,7 @@ type Client struct {
 	thinking    string
 	stream      bool
 	http        *http.Client
+	temperature float64
 }
 
 // New checks opts and returns a client. It reads the API key (from opts.KeyFile or
@@ -216,6 +228,13 @@ func New(opts Options) (*Client, error) {
 	} else if key = strings.TrimSpace(os.Getenv(KeyEnv)); key == "" {
 		return nil, fmt.Errorf("anthropic: no API key: set %s or name a key file", KeyEnv)
 	}
+	temperature := DefaultTemperature
+	if opts.Temperature != nil {
+		if t := *opts.Temperature; t < 0 || t > 1 || t != t {
+			return nil, fmt.Errorf("anthropic: temperature %g: the API takes 0 to 1", t)
+		}
+		temperature = *opts.Temperature
+	}
 	h := opts.HTTPClient
 	if h == nil {
 		h = &http.Client{}
@@ -230,6 +249,7 @@ func New(opts Options) (*Client, error) {
 		thinking:    opts.Thinking,
 		stream:      !opts.NoStream,
 		http:        h,
+		temperature: temperature,
 	}, nil
 }
 
@@ -241,13 +261,14 @@ func (c *Client) Model() string { return c.model }
 
 // request is the Messages API request body; field order is the order the keys are written in.
 type request struct {
-	Model     string          `json:"model"`
-	MaxTokens int             `json:"max_tokens"`
-	Stream    bool            `json:"stream"`
-	Thinking  *thinkingConfig `json:"thinking,omitempty"`
-	System    []*textBlock    `json:"system,omitempty"`
-	Tools     []*tool         `json:"tools,omitempty"`
-	Messages  []message       `json:"messages"`
+	Model       string          `json:"model"`
+	MaxTokens   int             `json:"max_tokens"`
+	Stream      bool            `json:"stream"`
+	Thinking    *thinkingConfig `json:"thinking,omitempty"`
+	Temperature *float64        `json:"temperature,omitempty"`
+	System      []*textBlock    `json:"system,omitempty"`
+	Tools       []*tool         `json:"tools,omitempty"`
+	Messages    []message       `json:"messages"`
 }
 
 type thinkingConfig struct {
@@ -271,20 +292,38 @@ type tool struct {
 
 // Body returns the Messages API request body for req as sent (JSON, HTML characters not
 // escaped), and warnings for breakpoints that had nothing to mark (no tools, no system prompt).
-// Errors are the message encoding's ([EncodeMessages]) and a tool whose parameters are not JSON.
+// Errors are the message encoding's ([EncodeMessages]), a tool whose parameters are not JSON,
+// and a live request (req.Generate > 0) with extended thinking whose Generate does not exceed
+// the thinking budget (the API requires max_tokens > budget_tokens; the error names
+// --max-tokens and the budget rather than lowering the budget behind the user's back).
+//
+// A live request sends max_tokens = req.Generate and, when it does not think, the temperature
+// (Options.Temperature); a scripted one max_tokens 1 (budget+1 with thinking) and no
+// temperature. The API has no sampling seed: the live driver's seed does not reach it.
 func (c *Client) Body(req *chat.Request) (body []byte, warnings []string, err error) {
 	msgs, err := encodeMessages(req.Messages)
 	if err != nil {
 		return nil, nil, err
 	}
 	r := request{Model: c.model, MaxTokens: 1, Stream: c.stream, Messages: msgs}
+	if req.Generate > 0 {
+		r.MaxTokens = req.Generate
+	}
 	switch {
 	case !req.Think || c.thinking == ThinkingOff:
 	case c.thinking == ThinkingAdaptive:
 		r.Thinking = &thinkingConfig{Type: ThinkingAdaptive}
 	default:
 		r.Thinking = &thinkingConfig{Type: ThinkingEnabled, BudgetTokens: c.budget}
-		r.MaxTokens = c.budget + 1
+		if req.Generate == 0 {
+			r.MaxTokens = c.budget + 1
+		} else if req.Generate <= c.budget {
+			return nil, nil, fmt.Errorf("anthropic: a live generation of at most %d tokens (--max-tokens) with extended thinking: the API requires max_tokens above the thinking budget of %d tokens; give --max-tokens %d or more, or --thinking adaptive or off", req.Generate, c.budget, c.budget+1)
+		}
+	}
+	if req.Generate > 0 && r.Thinking == nil {
+		t := c.temperature
+		r.Temperature = &t
 	}
 	if s := System(req.Messages); s != "" {
 		r.System = []*textBlock{{Type: "text", Text: s}}
@@ -351,14 +390,31 @@ type Response struct {
 // assistant message. Errors are *chat.APIError (an HTTP error status, an `error` event in the
 // stream, a body that cannot be read) with the API key redacted; the Result measured so far is
 // returned with them.
+//
+// A live request (req.Generate > 0) is a real generation (see [Client.Body] for what it
+// sends); Result.Reply is what the model wrote ([LiveReply]): also when the stream broke off,
+// what came before. Rendered and CacheText stay empty: the API shows neither the prompt it
+// rendered nor what its cache holds.
 func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
-	_, res, err := c.Create(ctx, req)
+	resp, res, err := c.create(ctx, req)
+	if req.Generate > 0 && res != nil && resp != nil {
+		res.Reply = LiveReply(resp, res)
+	}
 	return res, err
 }
 
-// Create sends req and returns the model's answer besides the measurements (for a live driver);
-// [Client.Send] keeps only the measurements.
+// Create sends req and returns the model's answer besides the measurements; [Client.Send]
+// returns the measurements with the answer as a chat.Reply. On an error the answer is nil.
 func (c *Client) Create(ctx context.Context, req *chat.Request) (*Response, *chat.Result, error) {
+	resp, res, err := c.create(ctx, req)
+	if err != nil {
+		return nil, res, err
+	}
+	return resp, res, nil
+}
+
+// create is Create returning, with a stream that broke off, the answer as far as it came.
+func (c *Client) create(ctx context.Context, req *chat.Request) (*Response, *chat.Result, error) {
 	body, warnings, err := c.Body(req)
 	if err != nil {
 		return nil, nil, err
@@ -410,16 +466,47 @@ func (c *Client) Create(ctx context.Context, req *chat.Request) (*Response, *cha
 	res.Total = time.Since(start)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, res, ctx.Err()
+			return acc.response(), res, ctx.Err()
 		}
 		var se *streamError
 		if errors.As(err, &se) {
-			return nil, res, c.apiError(resp.StatusCode, "error event in the stream: "+se.msg)
+			return acc.response(), res, c.apiError(resp.StatusCode, "error event in the stream: "+se.msg)
 		}
-		return nil, res, c.apiError(resp.StatusCode, "read the answer: "+err.Error())
+		return acc.response(), res, c.apiError(resp.StatusCode, "read the answer: "+err.Error())
 	}
 	c.fill(res, &acc)
 	return acc.response(), res, nil
+}
+
+// LiveReply returns the answer r as the chat.Reply of a live request: Thinking its thinking and
+// redacted_thinking blocks exactly as received (signatures included: the next request sends them
+// back unchanged), Reasoning their text joined by a blank line, Content the text, ToolCalls the
+// tool_use blocks (Arguments the input JSON as streamed). A thinking block without its signature
+// (the answer was cut before the signature_delta) and a tool_use whose input JSON the cut left
+// unfinished cannot be sent back: they are left out, each with a warning on res (nil: none).
+func LiveReply(r *Response, res *chat.Result) *chat.Reply {
+	warn := func(format string, a ...any) {
+		if res != nil {
+			res.Warnings = append(res.Warnings, fmt.Sprintf(format, a...))
+		}
+	}
+	m := r.Message
+	out := &chat.Reply{Reasoning: m.Reasoning, Content: m.Content}
+	for i, t := range m.Thinking {
+		if !t.Redacted && t.Signature == "" {
+			warn("thinking block %d has no signature (stop_reason %q): it cannot be sent back and was left out; its text stays in the reasoning", i, r.StopReason)
+			continue
+		}
+		out.Thinking = append(out.Thinking, t)
+	}
+	for _, tc := range m.ToolCalls {
+		if !json.Valid(tc.Arguments) {
+			warn("tool_use %s (%s) has unfinished input (stop_reason %q): the call was left out", tc.ID, tc.Name, r.StopReason)
+			continue
+		}
+		out.ToolCalls = append(out.ToolCalls, tc)
+	}
+	return out
 }
 
 // fill sets the result's token figures from the accumulated usage.

@@ -25,6 +25,14 @@
 // (https://platform.claude.com/docs/en/build-with-claude/prompt-caching). [Client.Send] reports
 // that sum as PromptTokens and cache_read_input_tokens as CachedTokens (source "response").
 //
+// A live request (chat.Request.Generate > 0, the live driver of issue 7) is a real generation:
+// max_tokens is Generate (with extended thinking it must exceed the thinking budget, else
+// [Client.Body] refuses it naming --max-tokens), the sampling temperature (Options.Temperature,
+// default 0.7) is sent when the request does not think (the API takes none with thinking), and
+// the answer comes back in Result.Reply ([LiveReply]) with its thinking blocks and signatures as
+// received. The Messages API has no sampling seed, so the client is no harness.Seeder: the
+// repetitions of a live run differ by the API's own sampling only.
+//
 // The API runs in the cloud: the lab cannot see the rendered prompt (Result.Rendered and
 // CacheText stay empty), cannot empty the cache (no Reset) and does not need to emulate the
 // generation (the prompt cache holds prompts; the next request resends the scripted reply as a

@@ -52,7 +52,17 @@ type Options struct {
 	// HTTPClient sends the requests; nil means one with no overall timeout (requests end with
 	// their context).
 	HTTPClient *http.Client
+	// Temperature is the sampling `temperature` of live generations (requests with
+	// chat.Request.Generate > 0); nil means [DefaultTemperature]. Scripted requests use 0.
+	Temperature *float64
 }
+
+// DefaultTemperature is the sampling temperature of live generations when Options.Temperature
+// is nil (the value the Ollama backend uses too).
+const DefaultTemperature = 0.7
+
+// DefaultSeed is the sampling seed of live generations until [Client.SetSeed] sets another.
+const DefaultSeed = 42
 
 // Client sends the harness's requests to one llama-server. Not safe for concurrent use: the
 // measurement and its emulation must reach the slot in order.
@@ -62,7 +72,16 @@ type Client struct {
 	key    string
 	http   *http.Client
 	warned bool // the missing-Output warning was given
+	// temperature and seed sample the live generations.
+	temperature float64
+	seed        int64
 }
+
+// SetSeed sets the sampling seed (llama-server `seed`) of the live generations that follow
+// (requests with chat.Request.Generate > 0); default [DefaultSeed]. The live driver gives each
+// repetition its own (harness.Seeder). Scripted requests sample greedily (temperature 0) and
+// send no seed.
+func (c *Client) SetSeed(seed int64) { c.seed = seed }
 
 // New returns a client for the llama-server at opts.BaseURL. It checks the options and reads
 // KeyFile but does not contact the server; [Client.Props] does. A bad address or an unreadable
@@ -74,7 +93,13 @@ func New(opts Options) (*Client, error) {
 	}
 	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/v1")
 	u.RawQuery, u.Fragment = "", ""
-	c := &Client{base: u, opts: opts, key: opts.APIKey, http: opts.HTTPClient}
+	c := &Client{base: u, opts: opts, key: opts.APIKey, http: opts.HTTPClient, temperature: DefaultTemperature, seed: DefaultSeed}
+	if opts.Temperature != nil {
+		if t := *opts.Temperature; t < 0 || t != t {
+			return nil, fmt.Errorf("llamacpp: Options.Temperature %g: want 0 or more", t)
+		}
+		c.temperature = *opts.Temperature
+	}
 	if opts.KeyFile != "" {
 		b, err := os.ReadFile(opts.KeyFile)
 		if err != nil {
@@ -122,6 +147,7 @@ type chatBody struct {
 	StreamOptions      *streamOptions  `json:"stream_options,omitempty"`
 	MaxTokens          int             `json:"max_tokens"`
 	Temperature        float64         `json:"temperature"`
+	Seed               *int64          `json:"seed,omitempty"`
 	CachePrompt        bool            `json:"cache_prompt"`
 	IDSlot             int             `json:"id_slot"`
 }
@@ -130,8 +156,10 @@ type chatBody struct {
 // openai.EncodeMessages (reasoning as `reasoning_content`), `tools` as functions, the
 // chat_template_kwargs (with `enable_thinking` = req.Think unless Options set it), `stream`
 // with `stream_options.include_usage`, `max_tokens` 1, `temperature` 0, `cache_prompt` true and
-// `id_slot`. An invalid message (see openai.EncodeMessages) or tool parameters that are not
-// JSON are errors naming the message or tool.
+// `id_slot`. A live request (req.Generate > 0) has `max_tokens` Generate, the live `temperature`
+// (Options.Temperature) and `seed` ([Client.SetSeed]) instead. An invalid message (see
+// openai.EncodeMessages) or tool parameters that are not JSON are errors naming the message or
+// tool.
 func (c *Client) ChatBody(req *chat.Request) ([]byte, error) {
 	msgs, err := openai.EncodeMessages(req.Messages)
 	if err != nil {
@@ -145,6 +173,10 @@ func (c *Client) ChatBody(req *chat.Request) ([]byte, error) {
 		MaxTokens:     1,
 		CachePrompt:   true,
 		IDSlot:        max(c.opts.Slot, -1),
+	}
+	if req.Generate > 0 {
+		seed := c.seed
+		b.MaxTokens, b.Temperature, b.Seed = req.Generate, c.temperature, &seed
 	}
 	kw := make(map[string]any, len(c.opts.ChatTemplateKwargs)+1)
 	for k, v := range c.opts.ChatTemplateKwargs {
@@ -301,6 +333,16 @@ func (c *Client) Render(ctx context.Context, body []byte) (string, error) {
 //     (timings.prompt_n), Generated, ReasoningGenerated (usage.completion_tokens_details
 //     .reasoning_tokens, where the build sends it), each with its wire field.
 //
+// A live request (req.Generate > 0) is a real generation instead (see [Client.ChatBody]): reply
+// is ignored, there is no emulation (the slot's cache holds what the model generated), and
+// Result.Reply is what the model wrote, parsed from the stream: reasoning_content, content and
+// tool_calls (fragments joined by index). A generation cut at max_tokens (finish_reason
+// "length") keeps what was parsed, less a tool call whose arguments the cut left unfinished (a
+// warning says so); a stream that broke off gives what came before. CacheText is then Rendered
+// followed by [Options.Output] of that reply: the server does not return the generated tokens,
+// so this is the text the model wrote rebuilt in its output format — exact for a reply the model
+// ended itself, an approximation for one cut at max_tokens; empty without an Output function.
+//
 // A server's refusal is a *chat.APIError; the result so far is returned with it.
 func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
 	body, err := c.ChatBody(req)
@@ -321,6 +363,10 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 	comp, err := readCompletion(resp, func() { res.TTFT = time.Since(start) })
 	resp.Body.Close()
 	res.Total = time.Since(start)
+	if req.Generate > 0 && comp != nil {
+		// What the model wrote, also when the stream broke off: a timeout keeps what came.
+		res.Reply = liveReply(comp, res)
+	}
 	if err != nil {
 		var ae *chat.APIError
 		if errors.As(err, &ae) {
@@ -335,6 +381,12 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 	}
 	fill(res, comp)
 
+	if req.Generate > 0 {
+		if c.opts.Output != nil {
+			res.CacheText = res.Rendered + c.opts.Output(res.Reply)
+		}
+		return res, nil
+	}
 	if reply != nil {
 		if c.opts.Output == nil {
 			if !c.warned {
@@ -350,6 +402,23 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 		res.CacheText = text
 	}
 	return res, nil
+}
+
+// liveReply returns what the model wrote in comp. With finish_reason "length" a tool call whose
+// arguments are not whole JSON is left out, with a warning on res.
+func liveReply(comp *completion, res *chat.Result) *chat.Reply {
+	r := &chat.Reply{Reasoning: comp.Reasoning, Content: comp.Content}
+	for i, tc := range comp.ToolCalls {
+		if len(bytes.TrimSpace(tc.Arguments)) == 0 {
+			tc.Arguments = json.RawMessage("{}")
+		}
+		if comp.FinishReason == "length" && !json.Valid(tc.Arguments) {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the generation was cut at max_tokens inside tool call %d (%s): the call was dropped", i, tc.Name))
+			continue
+		}
+		r.ToolCalls = append(r.ToolCalls, tc)
+	}
+	return r
 }
 
 // fill sets res's figures from a finished completion.

@@ -124,7 +124,8 @@ func readCompletion(resp *http.Response, first func()) (*completion, error) {
 	return readStream(resp.Body, first)
 }
 
-// readStream reads a chat completion event stream; see readCompletion.
+// readStream reads a chat completion event stream; see readCompletion. With an error it returns
+// the message as far as it came (for a live request's Reply), Done false.
 func readStream(r io.Reader, first func()) (*completion, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 64*1024*1024)
@@ -139,7 +140,7 @@ func readStream(r io.Reader, first func()) (*completion, error) {
 		value = bytes.TrimPrefix(value, []byte(" "))
 		switch string(field) {
 		case "error":
-			return nil, streamError(value)
+			return acc.result(), streamError(value)
 		case "data":
 		default:
 			continue // event:, id:, retry:
@@ -150,10 +151,10 @@ func readStream(r io.Reader, first func()) (*completion, error) {
 		}
 		var ch chunk
 		if err := json.Unmarshal(value, &ch); err != nil {
-			return nil, fmt.Errorf("stream chunk is not JSON: %v: %s", err, quote(value))
+			return acc.result(), fmt.Errorf("stream chunk is not JSON: %v: %s", err, quote(value))
 		}
 		if len(ch.Error) > 0 && string(ch.Error) != "null" {
-			return nil, streamError(ch.Error)
+			return acc.result(), streamError(ch.Error)
 		}
 		if len(ch.PromptProgress) > 0 && len(ch.Choices) == 0 && ch.Usage == nil && ch.Timings == nil {
 			continue // return_progress: prefill progress, not an answer
@@ -165,7 +166,7 @@ func readStream(r io.Reader, first func()) (*completion, error) {
 		acc.add(&ch)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, err
+		return acc.result(), err
 	}
 	c := acc.result()
 	c.Done = done

@@ -53,8 +53,9 @@ type Options struct {
 	// HTTPClient carries the requests; nil is a client with no overall timeout (requests end
 	// with their context).
 	HTTPClient *http.Client
-	// MaxTokens bounds the generation of every request; 0 is the smallest the API allows: 1
-	// for Chat Completions, 16 for the Responses API (its minimum max_output_tokens).
+	// MaxTokens bounds the generation of every scripted request; 0 is the smallest the API
+	// allows: 1 for Chat Completions, 16 for the Responses API (its minimum max_output_tokens).
+	// A live request (chat.Request.Generate > 0) is bounded by its Generate instead.
 	MaxTokens int
 	// PromptCacheKey is sent as `prompt_cache_key` where the profile takes it (OpenAI), to
 	// route a session's requests to the same cache; "" sends none.
@@ -68,7 +69,20 @@ type Options struct {
 	Extra map[string]json.RawMessage
 	// Headers are extra HTTP headers for every request, added to the profile's.
 	Headers map[string]string
+	// Temperature is the sampling temperature (`temperature`, Chat Completions and Responses)
+	// of live generations, requests with chat.Request.Generate > 0; nil means
+	// [DefaultTemperature]. Scripted requests send no temperature. OpenAI's reasoning models
+	// (o-series, gpt-5) accept only their default, 1: give 1 for them.
+	Temperature *float64
 }
+
+// DefaultTemperature is the sampling temperature of live generations when Options.Temperature
+// is nil (the value Ollama's backend uses too).
+const DefaultTemperature = 0.7
+
+// DefaultSeed is the sampling seed of live Chat Completions requests until [Client.SetSeed]
+// sets another.
+const DefaultSeed = 42
 
 // Client sends the harness's requests to one OpenAI-compatible server and model. Safe for
 // concurrent use: every request carries its own state.
@@ -87,7 +101,18 @@ type Client struct {
 	// seenDetails records that a response from this server carried prompt_tokens_details
 	// (for CachedDetailsOrZero: the server's flag is on).
 	seenDetails atomic.Bool
+	// temperature is the live generations' sampling temperature; seed their sampling seed
+	// (Chat Completions only).
+	temperature float64
+	seed        atomic.Int64
 }
+
+// SetSeed sets the sampling seed (Chat Completions `seed`) of the live generations that follow
+// (requests with chat.Request.Generate > 0); default [DefaultSeed]. The live driver gives each
+// repetition its own (harness.Seeder). The Responses API takes no seed: there it has no effect.
+// Servers sample reproducibly for a seed only on a best-effort basis (OpenAI says so of its
+// own). Safe for concurrent use.
+func (c *Client) SetSeed(seed int64) { c.seed.Store(seed) }
 
 // New validates opts and returns a client. It does not contact the server. Errors: an unknown
 // profile or API, a base URL that does not parse or is not http(s)://host, no model, a key
@@ -98,7 +123,14 @@ func New(opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{profile: p, model: opts.Model, api: opts.API, opts: opts}
+	c := &Client{profile: p, model: opts.Model, api: opts.API, opts: opts, temperature: DefaultTemperature}
+	c.seed.Store(DefaultSeed)
+	if opts.Temperature != nil {
+		if t := *opts.Temperature; t < 0 || t > 2 || t != t {
+			return nil, fmt.Errorf("openai: temperature %g: want 0 to 2", t)
+		}
+		c.temperature = *opts.Temperature
+	}
 	if c.api == "" {
 		c.api = APIChat
 	}
@@ -196,7 +228,18 @@ func (c *Client) Profile() Profile { return c.profile }
 // it measured. The scripted reply is not generated: a cloud API's cache holds prompts, and the
 // next request resends the reply as a message (the server cannot be made to hold it otherwise),
 // so reply is not used. Rendered and CacheText stay empty (the server does not say how it
-// rendered the prompt).
+// rendered the prompt, nor which text its cache holds after the answer).
+//
+// A request with req.Generate > 0 (the live driver) is a real generation instead: the bound is
+// req.Generate (the profile's MaxTokensField; Responses max_output_tokens), with `temperature`
+// (Options.Temperature) and, for Chat Completions, `seed` ([Client.SetSeed]); reply is ignored
+// and Result.Reply holds what the model wrote, parsed from the stream: Chat Completions
+// content, reasoning_content (or reasoning) and tool_calls joined by their index; the
+// Responses API's output items: reasoning text (reasoning_text, else the summary), output_text,
+// function calls, and each reasoning item with encrypted_content as a Thinking block in
+// [ReasoningBlock]'s form, which [EncodeInput] sends back as the same item. A generation cut
+// at the bound, or a stream that broke off, gives what was parsed before the cut, less a tool
+// call whose arguments the cut left unfinished (a warning says so).
 //
 // Figures: PromptTokens = usage.prompt_tokens (Responses: usage.input_tokens), CachedTokens from
 // where the profile says (Profile.Cached; nil when the server did not say), CompletionTokens =
@@ -354,8 +397,10 @@ func setFields(body []byte, set []field) ([]byte, error) {
 }
 
 // baseFields are the fields every request of c gets beside messages/input: tools, the
-// generation bound, the prompt cache key, then Options.Extra (which may replace any of them).
-func (c *Client) baseFields(req *chat.Request, flatTools bool, maxField string) ([]field, error) {
+// generation bound (req.Generate for a live request, else the smallest), for a live request
+// the temperature and, with seed, the seed, then the prompt cache key. Options.Extra (applied
+// after, by withExtra) may replace any of them.
+func (c *Client) baseFields(req *chat.Request, flatTools bool, maxField string, seed bool) ([]field, error) {
 	var set []field
 	if len(req.Tools) > 0 {
 		tools, err := encodeTools(req.Tools, flatTools)
@@ -364,7 +409,17 @@ func (c *Client) baseFields(req *chat.Request, flatTools bool, maxField string) 
 		}
 		set = append(set, field{"tools", tools})
 	}
-	set = append(set, field{maxField, json.RawMessage(fmt.Sprint(c.max))})
+	bound := c.max
+	if req.Generate > 0 {
+		bound = req.Generate
+	}
+	set = append(set, field{maxField, json.RawMessage(strconv.Itoa(bound))})
+	if req.Generate > 0 {
+		set = append(set, field{"temperature", json.RawMessage(strconv.FormatFloat(c.temperature, 'g', -1, 64))})
+		if seed {
+			set = append(set, field{"seed", json.RawMessage(strconv.FormatInt(c.seed.Load(), 10))})
+		}
+	}
 	if c.opts.PromptCacheKey != "" && c.profile.PromptCacheKey {
 		k, _ := json.Marshal(c.opts.PromptCacheKey)
 		set = append(set, field{"prompt_cache_key", k})

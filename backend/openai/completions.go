@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
@@ -18,8 +21,10 @@ import (
 // llama-server's timings.
 type chunk struct {
 	Choices []struct {
-		Delta   *delta `json:"delta"`
-		Message *delta `json:"message"`
+		Index        int     `json:"index"`
+		Delta        *delta  `json:"delta"`
+		Message      *delta  `json:"message"`
+		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
 	Usage   *usageCounts `json:"usage"`
 	Timings *timings     `json:"timings"`
@@ -58,7 +63,7 @@ func (c *Client) chatFields(req *chat.Request) ([]field, []string, error) {
 		}
 	}
 	set := []field{{"messages", msgs}}
-	rest, err := c.baseFields(req, false, c.profile.MaxTokensField)
+	rest, err := c.baseFields(req, false, c.profile.MaxTokensField, true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -109,6 +114,11 @@ func (c *Client) sendChat(ctx context.Context, req *chat.Request) (*chat.Result,
 		}
 		res.Warnings = append(res.Warnings, "unstreamed request (NoStream): time to first token unknown")
 		c.fillUsage(res, ck.Usage, ck.Timings)
+		if req.Generate > 0 {
+			var g generation
+			g.add(&ck)
+			res.Reply = g.reply(res)
+		}
 		return res, nil
 	}
 
@@ -126,7 +136,12 @@ func (c *Client) sendChat(ctx context.Context, req *chat.Request) (*chat.Result,
 		tim        *timings
 		firstChunk time.Duration
 		n          int
+		gen        generation
 	)
+	if req.Generate > 0 {
+		// What the model wrote, also when the stream breaks off: a timeout keeps what came.
+		defer func() { res.Reply = gen.reply(res) }()
+	}
 	for {
 		raw, err := stream.RecvRaw()
 		if errors.Is(err, io.EOF) {
@@ -143,6 +158,7 @@ func (c *Client) sendChat(ctx context.Context, req *chat.Request) (*chat.Result,
 			return res, c.apiError(fmt.Errorf("stream chunk %d is not JSON: %w", n+1, err), e.status)
 		}
 		n++
+		gen.add(&ck)
 		if firstChunk == 0 && len(ck.Choices) > 0 {
 			firstChunk = now
 		}
@@ -167,4 +183,111 @@ func (c *Client) sendChat(ctx context.Context, req *chat.Request) (*chat.Result,
 	}
 	c.fillUsage(res, usage, tim)
 	return res, nil
+}
+
+// toolCallDelta is one tool call of a response message, or a fragment of one in a stream delta:
+// OpenAI streams a call by `index`, its id and name in the first fragment, its arguments in
+// pieces after (https://platform.openai.com/docs/guides/function-calling, "Streaming").
+type toolCallDelta struct {
+	Index    *int   `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// generation puts together what the model wrote from the chunks of a Chat Completions stream
+// (or from an unstreamed response's message): its reasoning, its text and its tool calls, joined
+// by the calls' index. Only the first choice (index 0) is read: the lab asks for one.
+type generation struct {
+	content, reasoning strings.Builder
+	calls              map[int]*chat.ToolCall
+	args               map[int]*strings.Builder
+	finish             string
+}
+
+// add takes one chunk. A tool call fragment that is not the expected object is skipped.
+func (g *generation) add(ck *chunk) {
+	for _, ch := range ck.Choices {
+		if ch.Index != 0 {
+			continue
+		}
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			g.finish = *ch.FinishReason
+		}
+		d := ch.Delta
+		if d == nil {
+			d = ch.Message
+		}
+		if d == nil {
+			continue
+		}
+		if d.Content != nil {
+			g.content.WriteString(*d.Content)
+		}
+		// A server in the middle of renaming the field may send both with the same text:
+		// reasoning_content wins.
+		switch {
+		case d.ReasoningContent != nil && *d.ReasoningContent != "":
+			g.reasoning.WriteString(*d.ReasoningContent)
+		case d.Reasoning != nil:
+			g.reasoning.WriteString(*d.Reasoning)
+		}
+		for i, raw := range d.ToolCalls {
+			var tc toolCallDelta
+			if json.Unmarshal(raw, &tc) != nil {
+				continue
+			}
+			idx := i
+			if tc.Index != nil {
+				idx = *tc.Index
+			}
+			if g.calls == nil {
+				g.calls, g.args = map[int]*chat.ToolCall{}, map[int]*strings.Builder{}
+			}
+			call, ok := g.calls[idx]
+			if !ok {
+				call = &chat.ToolCall{}
+				g.calls[idx], g.args[idx] = call, &strings.Builder{}
+			}
+			if tc.ID != "" {
+				call.ID = tc.ID
+			}
+			// The name comes whole in the first fragment; some servers repeat it in later ones.
+			if n := tc.Function.Name; n != "" && n != call.Name {
+				call.Name += n
+			}
+			g.args[idx].WriteString(tc.Function.Arguments)
+		}
+	}
+}
+
+// reply returns what the model wrote, its tool calls in index order. A generation cut at the
+// token limit (finish_reason "length") keeps what was parsed, less the tool calls whose
+// arguments it cut before they were whole JSON (a warning on res names them).
+func (g *generation) reply(res *chat.Result) *chat.Reply {
+	r := &chat.Reply{Reasoning: g.reasoning.String(), Content: g.content.String()}
+	r.ToolCalls = finishCalls(g.calls, g.args, g.finish == "length", res)
+	return r
+}
+
+// finishCalls returns calls in index order with their arguments (args; "{}" when empty). With
+// cut, a call whose arguments are not whole JSON is dropped and a warning on res says so.
+func finishCalls(calls map[int]*chat.ToolCall, args map[int]*strings.Builder, cut bool, res *chat.Result) []chat.ToolCall {
+	var out []chat.ToolCall
+	for _, idx := range slices.Sorted(maps.Keys(calls)) {
+		tc := *calls[idx]
+		a := strings.TrimSpace(args[idx].String())
+		if a == "" {
+			a = "{}"
+		}
+		if cut && !json.Valid([]byte(a)) {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the generation was cut at the token limit inside tool call %d (%s): the call was dropped", idx, tc.Name))
+			continue
+		}
+		tc.Arguments = json.RawMessage(a)
+		out = append(out, tc)
+	}
+	return out
 }

@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
@@ -124,14 +127,23 @@ func EncodeInput(msgs []chat.Message) (input []byte, dropped int, err error) {
 	return b.Bytes(), dropped, nil
 }
 
-// responseEvent is one Responses API stream event as the lab reads it.
+// responseEvent is one Responses API stream event as the lab reads it
+// (https://platform.openai.com/docs/api-reference/responses-streaming): its type, the output
+// item it concerns (output_index, and the item itself in response.output_item.added and .done),
+// the part of that item (summary_index, content_index), a delta, and for the final events the
+// response with its usage and output.
 type responseEvent struct {
-	Type     string `json:"type"`
-	Delta    string `json:"delta"`
-	Message  string `json:"message"`
-	Code     string `json:"code"`
-	Response *struct {
-		Status string `json:"status"`
+	Type         string        `json:"type"`
+	Delta        string        `json:"delta"`
+	Message      string        `json:"message"`
+	Code         string        `json:"code"`
+	OutputIndex  int           `json:"output_index"`
+	SummaryIndex int           `json:"summary_index"`
+	ContentIndex int           `json:"content_index"`
+	Item         *responseItem `json:"item"`
+	Response     *struct {
+		Status string          `json:"status"`
+		Output []*responseItem `json:"output"`
 		Error  *struct {
 			Code    string `json:"code"`
 			Message string `json:"message"`
@@ -179,7 +191,7 @@ func (c *Client) responsesFields(req *chat.Request) ([]field, []string, error) {
 		warn = append(warn, fmt.Sprintf("Responses API: the reasoning text of %d assistant message(s) was not sent (it takes back only encrypted reasoning items)", dropped))
 	}
 	set := []field{{"input", input}}
-	rest, err := c.baseFields(req, true, "max_output_tokens")
+	rest, err := c.baseFields(req, true, "max_output_tokens", false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -219,7 +231,12 @@ func (c *Client) sendResponses(ctx context.Context, req *chat.Request) (*chat.Re
 		usage *responseUsage
 		final bool
 		n     int
+		out   output
 	)
+	if req.Generate > 0 {
+		// What the model wrote, also when the stream breaks off: a timeout keeps what came.
+		defer func() { res.Reply = out.reply(res) }()
+	}
 	for {
 		raw, err := stream.RecvRaw()
 		if errors.Is(err, io.EOF) {
@@ -236,6 +253,7 @@ func (c *Client) sendResponses(ctx context.Context, req *chat.Request) (*chat.Re
 			return res, c.apiError(fmt.Errorf("stream event %d is not JSON: %w", n+1, err), e.status)
 		}
 		n++
+		out.add(&ev)
 		if res.TTFT == 0 && firstToken(ev.Type) && ev.Delta != "" {
 			res.TTFT = now
 		}
@@ -298,4 +316,169 @@ func joinNonEmpty(code, msg string) string {
 		return code
 	}
 	return code + ": " + msg
+}
+
+// responseItem is one output item of a Responses API answer: a reasoning item (id "rs_…",
+// summary parts, content parts of type reasoning_text, encrypted_content when the request
+// included reasoning.encrypted_content), a message (content parts of type output_text or
+// refusal) or a function_call (call_id, name, arguments as a JSON string).
+type responseItem struct {
+	Type             string     `json:"type"`
+	ID               string     `json:"id"`
+	CallID           string     `json:"call_id"`
+	Name             string     `json:"name"`
+	Arguments        string     `json:"arguments"`
+	EncryptedContent string     `json:"encrypted_content"`
+	Summary          []itemPart `json:"summary"`
+	Content          []itemPart `json:"content"`
+	Status           string     `json:"status"`
+}
+
+// itemPart is a summary or content part of an output item.
+type itemPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// output puts together the output items of a Responses API stream: each item from
+// response.output_item.added, grown by the deltas (output_text, reasoning_summary_text,
+// reasoning_text, function_call_arguments), replaced whole by response.output_item.done and,
+// when the final event carries it, by the response's output.
+type output struct {
+	items map[int]*responseItem
+	// cut is set by a response.incomplete for max_output_tokens.
+	cut bool
+}
+
+// item returns the output item at index i, of type typ when the stream did not announce it
+// (response.output_item.added).
+func (o *output) item(i int, typ string) *responseItem {
+	if o.items == nil {
+		o.items = map[int]*responseItem{}
+	}
+	it, ok := o.items[i]
+	if !ok {
+		it = &responseItem{Type: typ}
+		o.items[i] = it
+	}
+	return it
+}
+
+// part returns parts[i], growing parts as needed (an index out of reason, below 0 or above
+// 1024, is the nearest end: a bad stream does not allocate without bound).
+func part(parts *[]itemPart, i int, typ string) *itemPart {
+	i = min(max(i, 0), 1024)
+	for len(*parts) <= i {
+		*parts = append(*parts, itemPart{Type: typ})
+	}
+	return &(*parts)[i]
+}
+
+// add takes one stream event.
+func (o *output) add(ev *responseEvent) {
+	switch ev.Type {
+	case "response.output_item.added":
+		if ev.Item != nil {
+			*o.item(ev.OutputIndex, "") = *ev.Item
+		}
+	case "response.output_item.done":
+		if ev.Item != nil {
+			*o.item(ev.OutputIndex, "") = *ev.Item
+		}
+	case "response.output_text.delta":
+		it := o.item(ev.OutputIndex, "message")
+		p := part(&it.Content, ev.ContentIndex, "output_text")
+		p.Text += ev.Delta
+	case "response.reasoning_summary_text.delta":
+		it := o.item(ev.OutputIndex, "reasoning")
+		p := part(&it.Summary, ev.SummaryIndex, "summary_text")
+		p.Text += ev.Delta
+	case "response.reasoning_text.delta":
+		it := o.item(ev.OutputIndex, "reasoning")
+		p := part(&it.Content, ev.ContentIndex, "reasoning_text")
+		p.Text += ev.Delta
+	case "response.function_call_arguments.delta":
+		it := o.item(ev.OutputIndex, "function_call")
+		it.Arguments += ev.Delta
+	case "response.completed", "response.incomplete":
+		if ev.Response == nil {
+			return
+		}
+		if d := ev.Response.IncompleteDetails; ev.Type == "response.incomplete" && d != nil && d.Reason == "max_output_tokens" {
+			o.cut = true
+		}
+		if len(ev.Response.Output) > 0 {
+			o.items = map[int]*responseItem{}
+			for i, it := range ev.Response.Output {
+				if it != nil {
+					o.items[i] = it
+				}
+			}
+		}
+	}
+}
+
+// reply returns what the model wrote, in output order:
+//
+//   - a reasoning item's text (its reasoning_text content, else its summary, parts joined by a
+//     blank line) goes to Reasoning, items joined by a blank line; an item with
+//     encrypted_content also becomes a Thinking block ([ReasoningBlock]: id, encrypted_content,
+//     summary), which [EncodeInput] sends back as the same reasoning item;
+//   - a message's output_text parts go to Content;
+//   - a function_call becomes a tool call (ID its call_id, Arguments its arguments, "{}" when
+//     empty).
+//
+// A generation cut at max_output_tokens keeps what was parsed, less a function call whose
+// arguments the cut left unfinished (not whole JSON; a warning on res says so).
+func (o *output) reply(res *chat.Result) *chat.Reply {
+	r := &chat.Reply{}
+	var reasoning []string
+	var content strings.Builder
+	for _, idx := range slices.Sorted(maps.Keys(o.items)) {
+		it := o.items[idx]
+		switch it.Type {
+		case "reasoning":
+			summary := joinParts(it.Summary, "summary_text")
+			text := joinParts(it.Content, "reasoning_text")
+			if text == "" {
+				text = summary
+			}
+			if text != "" {
+				reasoning = append(reasoning, text)
+			}
+			if it.EncryptedContent != "" {
+				r.Thinking = append(r.Thinking, ReasoningBlock(it.ID, it.EncryptedContent, summary))
+			}
+		case "message":
+			for _, p := range it.Content {
+				if p.Type == "output_text" {
+					content.WriteString(p.Text)
+				}
+			}
+		case "function_call":
+			args := strings.TrimSpace(it.Arguments)
+			if args == "" {
+				args = "{}"
+			}
+			if (o.cut || it.Status == "incomplete") && !json.Valid([]byte(args)) {
+				res.Warnings = append(res.Warnings, fmt.Sprintf("the generation was cut at max_output_tokens inside function call %d (%s): the call was dropped", idx, it.Name))
+				continue
+			}
+			r.ToolCalls = append(r.ToolCalls, chat.ToolCall{ID: it.CallID, Name: it.Name, Arguments: json.RawMessage(args)})
+		}
+	}
+	r.Reasoning = strings.Join(reasoning, "\n\n")
+	r.Content = content.String()
+	return r
+}
+
+// joinParts joins the texts of the parts of type typ with a blank line.
+func joinParts(parts []itemPart, typ string) string {
+	var texts []string
+	for _, p := range parts {
+		if p.Type == typ && p.Text != "" {
+			texts = append(texts, p.Text)
+		}
+	}
+	return strings.Join(texts, "\n\n")
 }

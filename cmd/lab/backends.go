@@ -138,7 +138,7 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 			settings["llama_server"] = ro.LlamaServer
 		}
 		c, err := llamacpp.New(llamacpp.Options{BaseURL: url, Output: ollama.Qwen3Output,
-			APIKey: s.getenv("LLAMA_API_KEY"), KeyFile: ro.KeyFile})
+			APIKey: s.getenv("LLAMA_API_KEY"), KeyFile: ro.KeyFile, Temperature: &o.Live.Temperature})
 		if err != nil {
 			return &usageError{err}
 		}
@@ -151,7 +151,7 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 		backend, tok = c, c.Tokenizer()
 	case "openai":
 		c, err := openai.New(openai.Options{Profile: ro.Profile, BaseURL: ro.BaseURL, Model: o.ModelName,
-			API: ro.API, KeyFile: ro.KeyFile, Getenv: s.getenv})
+			API: ro.API, KeyFile: ro.KeyFile, Getenv: s.getenv, Temperature: &o.Live.Temperature})
 		if err != nil {
 			return &usageError{err}
 		}
@@ -166,7 +166,8 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 				return badInput("--cache-breakpoints: %v", err)
 			}
 		}
-		c, err := anthropic.New(anthropic.Options{BaseURL: ro.BaseURL, Model: o.ModelName, KeyFile: ro.KeyFile, Breakpoints: bps, Thinking: ro.Thinking})
+		c, err := anthropic.New(anthropic.Options{BaseURL: ro.BaseURL, Model: o.ModelName, KeyFile: ro.KeyFile, Breakpoints: bps, Thinking: ro.Thinking,
+			Temperature: &o.Live.Temperature})
 		if err != nil {
 			return &usageError{err}
 		}
@@ -194,14 +195,17 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 		LabVersion: version(), Loop: r.loop, Backend: backend, BackendName: o.Backend, Model: model,
 		ServerVersion: serverVersion, ServerURL: url, NumCtx: o.NumCtx, Tokenizer: tok,
 		SaveRequests: o.SaveRequests, Settings: settings, Nonce: nonce, Warm: o.Warm, Price: price,
-		Warn: func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
+		Driver: o.Live.driver(),
+		Warn:   func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
 	}
+	o.Live.record(cfg.Settings)
 	if o.Warm {
 		cfg.Nonce = nil
 	}
 	if o.Backend != "llamacpp" {
 		cfg.NumCtx = 0 // a cloud API's window is the model's, not the lab's to pin
 	}
+	cfg = withShard(ctx, cfg)
 	cfg.Progress = newProgress(r.progress, cfg.Requests())
 	return runAndReport(ctx, s, cfg)
 }

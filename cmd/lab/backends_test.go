@@ -77,7 +77,7 @@ func TestRunAgainstAnOpenAICompatibleServer(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
-	man, samples, err := metrics.ReadRun(filepath.Join(results, "oa"))
+	man, samples, err := metrics.ReadRun(metrics.RunDir(results, "oa"))
 	if err != nil {
 		t.Fatal(err)
 	}

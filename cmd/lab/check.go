@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,7 +61,7 @@ one JSON document instead. Exit codes: 0 every expectation held, 3 one failed, 2
 flag, a check file error "file:line: message"), 1 could not run.`,
 		Example: `  lab check checks/ci.yaml
   lab check checks/ci.yaml --json | jq '.expectations[] | select(.status == "failed")'
-  lab check checks/ci.yaml --run results/20261129-231502
+  lab check checks/ci.yaml --run results/run_id=20261129-231502
   lab check checks/ci.yaml --backend ollama --results results`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -72,8 +71,8 @@ flag, a check file error "file:line: message"), 1 could not run.`,
 	}
 	f := c.Flags()
 	f.StringVar(&o.Backend, "backend", "sim", "where to run the scenarios: sim (simulated, no server) or ollama (the local server)")
-	f.StringVar(&o.Run, "run", "", "evaluate this run folder (results/<run-id>) instead of running")
-	f.StringVar(&o.Results, "results", "", "keep the run in this folder's <run-id>/ (default: a temporary folder, removed afterwards)")
+	f.StringVar(&o.Run, "run", "", "evaluate this run folder (results/run_id=<run-id>, every shard of it) instead of running")
+	f.StringVar(&o.Results, "results", "", "keep the run in this folder's run_id=<run-id>/ (default: a temporary folder, removed afterwards)")
 	f.StringVar(&o.CacheDir, "cache", "", "cache folder for the tokenizer and the built server (default $LAB_CACHE or ~/.cache/lab)")
 	f.BoolVar(&o.JSON, "json", false, "print one JSON document instead of lines")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress output")
@@ -103,7 +102,11 @@ func runCheck(ctx context.Context, s *streams, o *checkOptions) error {
 			return badInput("--run %s: not a readable run: %v", o.Run, err)
 		}
 		if !man.Complete {
-			fmt.Fprintf(s.err, "lab: warning: run %s is incomplete (%d requests measured): its last session is left out, the expectations are checked on the sessions that completed\n", o.Run, man.Samples)
+			why := ""
+			if man.Error != "" {
+				why = ": " + man.Error
+			}
+			fmt.Fprintf(s.err, "lab: warning: run %s is incomplete (%d requests measured%s): the sessions that did not complete are left out, the expectations are checked on those that did\n", o.Run, man.Samples, why)
 		}
 		known.Scenarios = union(known.Scenarios, man.Scenarios)
 		known.Arms = union(known.Arms, man.Arms)
@@ -175,7 +178,7 @@ func runCheckMatrix(ctx context.Context, s *streams, o *checkOptions, file *chec
 	if err := runRun(ctx, &s2, ro); err != nil {
 		return nil, nil, err
 	}
-	man, samples, err := metrics.ReadRun(filepath.Join(ro.ResultsDir, ro.RunID))
+	man, samples, err := metrics.ReadRun(metrics.RunDir(ro.ResultsDir, ro.RunID))
 	if err != nil {
 		return nil, nil, err
 	}

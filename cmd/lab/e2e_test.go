@@ -26,7 +26,7 @@ func TestMidnightOnTheRealServer(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("lab run exited %d\nstderr:\n%s", code, errb.String())
 	}
-	dir := filepath.Join(results, "e2e")
+	dir := metrics.RunDir(results, "e2e")
 	man, samples, err := metrics.ReadRun(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -29,12 +29,12 @@ type liveOptions struct {
 // addLiveFlags adds the driver's flags to c.
 func addLiveFlags(c *cobra.Command, o *liveOptions) {
 	f := c.Flags()
-	f.StringVar(&o.Driver, "driver", harness.DriverScripted, "scripted (the scenario gives every assistant step) or live (the model decides; the scenario gives the user turns and the workspace; --backend ollama or sim)")
+	f.StringVar(&o.Driver, "driver", harness.DriverScripted, "scripted (the scenario gives every assistant step) or live (the model decides; the scenario gives the user turns and the workspace; any --backend)")
 	f.IntVar(&o.MaxSteps, "max-steps", harness.DefaultMaxSteps, "with --driver live: the most requests of one turn")
-	f.IntVar(&o.MaxTokens, "max-tokens", harness.DefaultMaxTokens, "with --driver live: the most tokens one request may generate, reasoning included (Ollama num_predict)")
+	f.IntVar(&o.MaxTokens, "max-tokens", harness.DefaultMaxTokens, "with --driver live: the most tokens one request may generate, reasoning included (Ollama num_predict, llama-server and Chat Completions max_tokens or max_completion_tokens, Responses max_output_tokens, Anthropic max_tokens: above the thinking budget with --thinking enabled)")
 	f.DurationVar(&o.TurnTimeout, "turn-timeout", harness.DefaultTurnTimeout, "with --driver live: the most wall time of one turn")
-	f.Int64Var(&o.Seed, "sampling-seed", 42, "with --driver live: the sampling seed of repetition 1 (Ollama option seed); repetition r uses it + r − 1 (--seed is the synthetic model's weights)")
-	f.Float64Var(&o.Temperature, "temperature", 0.7, "with --driver live: the sampling temperature")
+	f.Int64Var(&o.Seed, "sampling-seed", 42, "with --driver live: the sampling seed of repetition 1 (Ollama option seed, llama-server and Chat Completions seed; the Responses and Anthropic APIs take none); repetition r uses it + r − 1 (--seed is the synthetic model's weights)")
+	f.Float64Var(&o.Temperature, "temperature", 0.7, "with --driver live: the sampling temperature (Anthropic: 0 to 1, and not sent when a request thinks; OpenAI reasoning models take only 1)")
 }
 
 // check validates the driver's flags against the backend, before anything starts. changed
@@ -52,9 +52,6 @@ func (o *liveOptions) check(backend string, changed func(name string) bool) erro
 	default:
 		return badInput("--driver %q: want scripted or live", o.Driver)
 	}
-	if backend != "ollama" && backend != "sim" {
-		return badInput("--driver live needs --backend ollama or sim: the %s backend does not generate yet", backend)
-	}
 	switch {
 	case o.MaxSteps < 1:
 		return badInput("--max-steps %d: want at least 1", o.MaxSteps)
@@ -64,6 +61,10 @@ func (o *liveOptions) check(backend string, changed func(name string) bool) erro
 		return badInput("--turn-timeout %s: want a duration above 0", o.TurnTimeout)
 	case o.Temperature < 0:
 		return badInput("--temperature %g: want 0 or more", o.Temperature)
+	case backend == "anthropic" && o.Temperature > 1:
+		return badInput("--temperature %g: the Anthropic API takes 0 to 1", o.Temperature)
+	case backend == "openai" && o.Temperature > 2:
+		return badInput("--temperature %g: OpenAI-compatible APIs take 0 to 2", o.Temperature)
 	}
 	return nil
 }

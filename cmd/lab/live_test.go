@@ -19,7 +19,7 @@ func TestLiveFlagsAreChecked(t *testing.T) {
 		{[]string{"--driver", "dream"}, `--driver "dream"`},
 		{[]string{"--max-steps", "3"}, "--max-steps is for --driver live"},
 		{[]string{"--sampling-seed", "3"}, "--sampling-seed is for --driver live"},
-		{[]string{"--driver", "live", "--backend", "openai", "--base-url", "http://127.0.0.1:1/v1"}, "--driver live needs --backend ollama or sim"},
+		{[]string{"--driver", "live", "--backend", "anthropic", "--temperature", "1.5"}, "--temperature 1.5"},
 		{[]string{"--driver", "live", "--backend", "sim", "--max-steps", "0"}, "--max-steps 0"},
 		{[]string{"--driver", "live", "--backend", "sim", "--max-tokens", "-1"}, "--max-tokens -1"},
 		{[]string{"--driver", "live", "--backend", "sim", "--turn-timeout", "0s"}, "--turn-timeout 0s"},
@@ -64,7 +64,7 @@ func TestRunLiveOnTheSim(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
-	man, samples, err := metrics.ReadRun(filepath.Join(results, "live"))
+	man, samples, err := metrics.ReadRun(metrics.RunDir(results, "live"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestRunLiveOnTheSim(t *testing.T) {
 	if ends[metrics.EndMaxSteps] == 0 {
 		t.Errorf("end reasons %v; want some max_steps", ends)
 	}
-	if _, err := os.Stat(filepath.Join(results, "live", "report.md")); err != nil {
+	if _, err := os.Stat(filepath.Join(metrics.RunDir(results, "live"), "report.md")); err != nil {
 		t.Errorf("no report: %v", err)
 	}
 }

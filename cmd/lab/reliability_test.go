@@ -64,7 +64,7 @@ func runFaulty(t *testing.T, url string, extra ...string) (int, string, *metrics
 	args := append([]string{"run", "--backend", "openai", "--base-url", url + "/v1", "--model", "m",
 		"--scenario", "midnight", "--arm", "spec", "--results", results, "--run-id", "f", "--quiet"}, extra...)
 	code, _, stderr := runLab(t, args...)
-	man, samples, err := metrics.ReadRun(filepath.Join(results, "f"))
+	man, samples, err := metrics.ReadRun(metrics.RunDir(results, "f"))
 	if err != nil {
 		t.Fatalf("exit %d, stderr %s: the run's files are unreadable: %v", code, stderr, err)
 	}
@@ -286,7 +286,7 @@ func TestInterruptThenResume(t *testing.T) {
 	if code, _, errOut := runLab(t, append(args, "--run-id", "whole", "--quiet")...); code != 0 {
 		t.Fatalf("whole run: exit %d: %s", code, errOut)
 	}
-	_, want, err := metrics.ReadRun(filepath.Join(results, "whole"))
+	_, want, err := metrics.ReadRun(metrics.RunDir(results, "whole"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +296,7 @@ func TestInterruptThenResume(t *testing.T) {
 	progress := &cancelAfter{n: 70, cancel: cancel}
 	var out bytes.Buffer
 	code := run(ctx, append(args, "--run-id", "cut"), &out, progress)
-	dir := filepath.Join(results, "cut")
+	dir := metrics.RunDir(results, "cut")
 	if code != exitError || !strings.Contains(out.String(), "--resume "+dir) {
 		t.Fatalf("interrupted run: exit %d; stdout %s", code, out.String())
 	}

@@ -25,20 +25,26 @@ func (e *regressionError) Error() string {
 }
 func (e *regressionError) Unwrap() error { return &failedError{failed: e.n, total: e.total} }
 
-// expandRuns expands the RUN arguments (folders or glob patterns) into run folders, in the order
-// given, without duplicates. A folder named outright without a manifest is bad input naming it;
-// a path a pattern matches that is not a run folder (a file, a folder without a manifest) is
-// skipped with a warning on warn. A pattern that matches no run folder is bad input.
+// expandRuns expands the RUN arguments (folders or glob patterns, which the program expands
+// itself, so a quoted pattern works) into run folders of either layout (metrics.IsRunDir), in the
+// order given, without duplicates. A folder named outright without a manifest is bad input naming
+// it (pointing at results/run_id=<id> when the user named results/<id> of a run in the part
+// layout); a path a pattern matches that is not a run folder (a file, a folder without a
+// manifest) is skipped with a warning on warn. A pattern that matches no run folder is bad input.
 func expandRuns(args []string, warn io.Writer) ([]string, error) {
 	var dirs []string
-	isRun := func(d string) bool {
-		fi, err := os.Stat(filepath.Join(d, metrics.ManifestFile))
-		return err == nil && fi.Mode().IsRegular()
-	}
+	isRun := metrics.IsRunDir
 	for _, arg := range args {
 		if !strings.ContainsAny(arg, "*?[") {
 			if !isRun(arg) {
-				return nil, badInput("%s is not a run folder (no %s)", arg, metrics.ManifestFile)
+				clean := filepath.Clean(arg)
+				if alt := metrics.RunDir(filepath.Dir(clean), filepath.Base(clean)); !strings.HasPrefix(filepath.Base(clean), metrics.RunDirPrefix) && isRun(alt) {
+					return nil, badInput("%s is not a run folder; the run %s is in %s", arg, filepath.Base(clean), alt)
+				}
+				if _, err := metrics.DetectLayout(arg); err != nil {
+					return nil, badInput("%v", err)
+				}
+				return nil, badInput("%s is not a run folder (no %s, no %s)", arg, metrics.PartManifestFile(metrics.Shard{}), metrics.ManifestFile)
 			}
 			if !slices.Contains(dirs, arg) {
 				dirs = append(dirs, arg)
@@ -55,7 +61,7 @@ func expandRuns(args []string, warn io.Writer) ([]string, error) {
 		found := 0
 		for _, d := range m {
 			if !isRun(d) {
-				fmt.Fprintf(warn, "lab: warning: %s (matched by %q) is not a run folder (no %s): skipped\n", d, arg, metrics.ManifestFile)
+				fmt.Fprintf(warn, "lab: warning: %s (matched by %q) is not a run folder (no manifest): skipped\n", d, arg)
 				continue
 			}
 			found++
@@ -64,7 +70,7 @@ func expandRuns(args []string, warn io.Writer) ([]string, error) {
 			}
 		}
 		if found == 0 {
-			return nil, badInput("run pattern %q matches no run folder (none of its %d matches has a %s)", arg, len(m), metrics.ManifestFile)
+			return nil, badInput("run pattern %q matches no run folder (none of its %d matches has a manifest)", arg, len(m))
 		}
 	}
 	return dirs, nil
@@ -102,7 +108,8 @@ func newReportCmd(s *streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report RUN...",
 		Short: "Write report.md, report.html and plots for runs, or one format to stdout",
-		Long: `report reads one or more run folders (results/<run-id>, or glob patterns) and reports them:
+		Long: `report reads one or more run folders (results/run_id=<run-id>, or glob patterns such as
+'results/run_id=*', quoted or not) and reports them:
 per scenario and arm the totals of each repetition, their means with 95 % confidence intervals,
 the ratio to the spec arm and the paired difference to it, cache efficiency, the requests whose
 cached tokens differ from the expected ones, and the spec's own claims checked against the run
@@ -112,10 +119,13 @@ Without --format it writes report.md, report.html (self-contained, plots inline)
 into the run folder, or into --out DIR (required for several runs). With --format it writes
 that format to stdout instead: text, markdown, csv, json, benchfmt (the Go benchmark format:
 benchstat old.txt new.txt compares two runs) or html. The samples of several runs are merged;
-repetitions of different runs are kept apart by run id.`,
-		Example: `  lab report results/20261129-231502
-  lab report --out /tmp/all 'results/2026*'
-  lab report --format text results/20261129-231502
+repetitions of different runs are kept apart by run id. A run split into shards (lab run --shard)
+is read whole from its folder, every part-*.parquet of it; it is incomplete until every shard is
+there (the report names the missing ones). Folders of the old layout (results/<run-id>/ with
+samples.parquet and manifest.json) are read too.`,
+		Example: `  lab report results/run_id=20261129-231502
+  lab report --out /tmp/all 'results/run_id=2026*'
+  lab report --format text results/run_id=20261129-231502
   lab report --format benchfmt results/old > old.txt && lab report --format benchfmt results/new > new.txt && benchstat old.txt new.txt`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -207,8 +217,8 @@ not complete (a failed request; the session an interruption cut) are left out of
 figures. A NEW run that is empty, or incomplete (manifest complete: false) without
 --allow-incomplete, fails. Exit code 3 when it flags a regression or NEW fails, 2 for bad
 input, 0 otherwise.`,
-		Example: `  lab compare results/before results/after
-  lab compare --threshold 1% --format markdown results/before results/after`,
+		Example: `  lab compare results/run_id=before results/run_id=after
+  lab compare --threshold 1% --format markdown results/run_id=before results/run_id=after`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
 			if !slices.Contains(report.CompareFormats(), format) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"lab/harness"
 	"lab/metrics"
 	"lab/plots"
 	"lab/report"
@@ -30,18 +32,75 @@ const (
 
 // writeReport reads a run's results and writes its charts under plots/, report.md and
 // report.html into the run folder; it returns the files of the folder, relative to dir (for a
-// run's closing message).
+// run's closing message): its data files (every part's samples, manifest and requests, or the old
+// layout's), then the report's.
 func writeReport(dir string) (files []string, err error) {
 	man, samples, err := metrics.ReadRun(dir)
 	if err != nil {
 		return nil, err
 	}
-	files = []string{metrics.SamplesFile, metrics.ManifestFile}
-	if _, err := os.Stat(filepath.Join(dir, "requests.jsonl")); err == nil {
-		files = append(files, "requests.jsonl")
-	}
+	files = runDataFiles(dir)
 	written, err := writeReportFiles(dir, []*metrics.Manifest{man}, samples)
 	return append(files, written...), err
+}
+
+// runDataFiles lists the run folder's own files, sorted: everything but the report's
+// (report.md, report.html, plots/) and hidden temporary files.
+func runDataFiles(dir string) []string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var files []string
+	for _, e := range ents {
+		n := e.Name()
+		if e.IsDir() || strings.HasPrefix(n, ".") || n == reportMarkdown || n == reportHTML {
+			continue
+		}
+		files = append(files, n)
+	}
+	return files
+}
+
+// shardKey is the context key of the shard `lab run --shard` runs (a metrics.Shard).
+type shardKey struct{}
+
+// checkShard validates --shard and --run-id together before anything runs, and returns the
+// shard (zero without --shard): a shard needs --run-id, since every shard, on whatever machine,
+// must name the same run and the default run id (the start time) differs between machines; and
+// a new run's folder must not already hold its part ([harness.CheckNewRun]). With --resume the
+// run's own folder is carried on and only the shard's form is checked.
+func checkShard(o *runOptions) (metrics.Shard, error) {
+	var shard metrics.Shard
+	if o.Shard != "" {
+		s, err := metrics.ParseShard(o.Shard)
+		if err != nil {
+			return shard, badInput("--shard: %v", err)
+		}
+		shard = s
+		if o.RunID == "" {
+			return shard, badInput("--shard %s needs --run-id: every shard, on whatever machine, must name the same run, and the default run id (the start time) differs between machines", o.Shard)
+		}
+	}
+	if o.Reliability.Resume != "" || o.RunID == "" {
+		return shard, nil
+	}
+	if err := harness.CheckRunID(o.RunID); err != nil {
+		return shard, badInput("--run-id: %v", err)
+	}
+	if err := harness.CheckNewRun(o.ResultsDir, o.RunID, shard); err != nil {
+		return shard, badInput("--run-id %s: %v", o.RunID, err)
+	}
+	return shard, nil
+}
+
+// withShard applies the shard ctx carries (checkShard's, put there by runRun) to cfg, whichever
+// backend built it.
+func withShard(ctx context.Context, cfg harness.RunConfig) harness.RunConfig {
+	if s, ok := ctx.Value(shardKey{}).(metrics.Shard); ok && cfg.Shard == (metrics.Shard{}) {
+		cfg.Shard = s
+	}
+	return cfg
 }
 
 // writeReportFiles analyses samples, renders the charts into out/plots/ and writes report.md

