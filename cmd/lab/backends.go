@@ -205,7 +205,7 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 	if o.Backend != "llamacpp" {
 		cfg.NumCtx = 0 // a cloud API's window is the model's, not the lab's to pin
 	}
-	cfg = withShard(ctx, cfg)
+	cfg.Shard = o.shard
 	cfg.Progress = newProgress(r.progress, cfg.Requests())
 	return runAndReport(ctx, s, cfg)
 }

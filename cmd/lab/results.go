@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -62,9 +61,6 @@ func runDataFiles(dir string) []string {
 	return files
 }
 
-// shardKey is the context key of the shard `lab run --shard` runs (a metrics.Shard).
-type shardKey struct{}
-
 // checkShard validates --shard and --run-id together before anything runs, and returns the
 // shard (zero without --shard): a shard needs --run-id, since every shard, on whatever machine,
 // must name the same run and the default run id (the start time) differs between machines; and
@@ -92,15 +88,6 @@ func checkShard(o *runOptions) (metrics.Shard, error) {
 		return shard, badInput("--run-id %s: %v", o.RunID, err)
 	}
 	return shard, nil
-}
-
-// withShard applies the shard ctx carries (checkShard's, put there by runRun) to cfg, whichever
-// backend built it.
-func withShard(ctx context.Context, cfg harness.RunConfig) harness.RunConfig {
-	if s, ok := ctx.Value(shardKey{}).(metrics.Shard); ok && cfg.Shard == (metrics.Shard{}) {
-		cfg.Shard = s
-	}
-	return cfg
 }
 
 // writeReportFiles analyses samples, renders the charts into out/plots/ and writes report.md

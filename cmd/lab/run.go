@@ -35,6 +35,8 @@ type runOptions struct {
 	ResultsDir   string
 	RunID        string
 	Shard        string
+	// shard is Shard parsed and checked (checkShard), before anything runs.
+	shard metrics.Shard
 	SaveRequests bool
 	ServerURL    string
 	ServerLog    string
@@ -185,11 +187,9 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 	if err != nil {
 		return err
 	}
-	shard, err := checkShard(o)
-	if err != nil {
+	if o.shard, err = checkShard(o); err != nil {
 		return err
 	}
-	ctx = context.WithValue(ctx, shardKey{}, shard)
 	switch o.Backend {
 	case "ollama", "llamacpp", "openai", "anthropic":
 	case "sim":
@@ -287,7 +287,7 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 		Warn: func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
 	}
 	o.Live.record(cfg.Settings)
-	cfg = withShard(ctx, cfg)
+	cfg.Shard = o.shard
 	cfg.Progress = newProgress(progress, cfg.Requests())
 	return runAndReport(ctx, s, cfg)
 }
@@ -351,14 +351,13 @@ func runSim(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 		Warn: func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
 	}
 	o.Live.record(cfg.Settings)
-	cfg = withShard(ctx, cfg)
+	cfg.Shard = o.shard
 	cfg.Progress = newProgress(r.progress, cfg.Requests())
 	return runAndReport(ctx, s, cfg)
 }
 
 // runAndReport runs the matrix and writes the report, also after a failure.
 func runAndReport(ctx context.Context, s *streams, cfg harness.RunConfig) error {
-	cfg = withShard(ctx, cfg)
 	dir, man, runErr := harness.Run(ctx, withRunCall(ctx, cfg))
 	if dir == "" {
 		return runErr
