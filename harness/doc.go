@@ -18,5 +18,5 @@
 //  5. The reply's tool calls run; each result is inserted through the hygiene session (ids,
 //     brackets, stubs, diffs: §1, §2, §5) and appended.
 //
-// [Run] runs a matrix of scenarios × arms × repetitions and writes results/<run-id>/.
+// [Run] runs a matrix of scenarios × arms × repetitions and writes results/run_id=<run-id>/ (one part per shard: metrics.CreatePart).
 package harness

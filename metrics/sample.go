@@ -5,14 +5,14 @@ import (
 	"time"
 )
 
-// Sample is one row of results/<run-id>/samples.parquet: one request a harness sent.
+// Sample is one row of a run's Parquet part, results/run_id=<run-id>/part-<i>-of-<n>.parquet: one request a harness sent.
 //
 // Token counts are in tokens of the served model's tokenizer; durations are int64 nanoseconds.
 // Optional measurements are pointers: nil means unknown (the server did not say), never 0. The
 // parquet tags give the column names, which are a contract: new columns may be added, existing
 // ones are never renamed.
 type Sample struct {
-	// RunID identifies the run, the <run-id> of results/<run-id>/.
+	// RunID identifies the run, the <run-id> of results/run_id=<run-id>/ (also its Hive partition key).
 	RunID string `parquet:"run_id,dict" json:"run_id"`
 	// Scenario is the scenario's name, for example "midnight".
 	Scenario string `parquet:"scenario,dict" json:"scenario"`

@@ -11,7 +11,7 @@
 //     its confidence interval, computed by the caller; [RelativeBarsHeight] sizes it.
 //  3. [Write] renders a plot as PNG or SVG of a given size to an io.Writer, the legend in a
 //     column right of the data (shrunk to fit with 30 arms); the caller chooses the path
-//     (results/<run-id>/plots/<scenario>-<chart>.svg, say) and closes the file.
+//     (results/run_id=<run-id>/plots/<scenario>-<chart>.svg, say) and closes the file.
 //
 // Arms are ordered as metrics.SortArms orders them (spec first, drawn on top) and keep the same
 // colour and point shape in every chart of a scenario. Builders are deterministic: the same
