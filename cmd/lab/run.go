@@ -29,14 +29,14 @@ import (
 
 // runOptions are `lab run`'s flags.
 type runOptions struct {
-	Scenario     string
-	Arm          string
-	Repeat       int
-	ResultsDir   string
-	RunID        string
-	Shard        string
+	Scenario   string
+	Arm        string
+	Repeat     int
+	ResultsDir string
+	RunID      string
+	Shard      string
 	// shard is Shard parsed and checked (checkShard), before anything runs.
-	shard metrics.Shard
+	shard        metrics.Shard
 	SaveRequests bool
 	ServerURL    string
 	ServerLog    string
