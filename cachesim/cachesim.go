@@ -5,6 +5,12 @@
 // from the first token (spec 3.2.0 §10). [CommonPrefix] is that ideal longest-common-prefix
 // cache; [Segments] and [SegmentAt] name the part of a rendered prompt (system prompt, tool list,
 // message N, reasoning N, note) where two prompts first differ.
+//
+// [Attributor] puts these together for one conversation, request after request: given each
+// request, the prompt as the server rendered it and the served model's [Tokenizer], it returns
+// the expected cached tokens, the first divergence and its segment, and the re-read tokens by
+// kind of segment ([Attribution]), the per-request figures `lab run` records. [Parts] names a
+// request's pieces for it.
 package cachesim
 
 import "strings"

@@ -188,13 +188,9 @@ type runner struct {
 	index   int
 	callSeq int
 
-	prevCacheText   string
-	prevCacheTokens []int32
-	// whole tokenizes the rendered prompts and cache texts, each step only what it appends.
-	whole *cachesim.Incremental
-	// prevReasoning holds the indexes of the messages that carried reasoning in the previous
-	// request.
-	prevReasoning map[int]bool
+	// attrib follows the server's prefix cache from request to request, for the expected cached
+	// tokens and the re-read attribution; made by the first expect.
+	attrib *cachesim.Attributor
 
 	// live is the live driver's state; nil in a scripted session.
 	live *liveState
@@ -540,143 +536,33 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 	return nil
 }
 
-// expect fills the expected cached tokens, the divergence and the reasoning figures. Expected is
-// the longest common token prefix of this request's rendered prompt and what the server's cache
-// held (the previous rendered prompt followed by the reply as the model wrote it), at most the
-// prompt less one token: a server evaluates at least the last prompt token to sample from it.
-//
-// It also marks the sample ContextOverflow, with a warning, when the prompt, or the prompt and
+// expect fills the expected cached tokens, the divergence, the re-read attribution and the
+// reasoning figures from the session's [cachesim.Attributor]: expected is the longest common token
+// prefix of this request's rendered prompt and what the server's cache held (the previous
+// rendered prompt followed by the reply as the model wrote it), at most the prompt less one
+// token. It marks the sample ContextOverflow, with a warning, when the prompt, or the prompt and
 // the reply the cache holds after it, take more tokens than the context window (cfg.NumCtx).
 func (r *runner) expect(req *chat.Request, res *chat.Result, s *metrics.Sample, warnings *[]string) error {
-	tok := r.cfg.Tokenizer
-	if tok == nil || res.Rendered == "" {
+	if r.attrib == nil {
+		r.attrib = &cachesim.Attributor{Tok: r.cfg.Tokenizer, NumCtx: r.cfg.NumCtx, NoteOpen: r.cfg.Loop.Note.Open}
+	}
+	a, err := r.attrib.Observe(req, res.Rendered, res.CacheText, res.PromptTokens)
+	if err != nil {
+		return err
+	}
+	if a.Unknown {
 		s.ExpectedUnknown = true
 		return nil
 	}
-	if r.whole == nil || r.whole.Tok != tok {
-		r.whole = &cachesim.Incremental{Tok: tok}
-	}
-	prompt, err := r.whole.Encode(res.Rendered)
-	if err != nil {
-		return fmt.Errorf("tokenize the rendered prompt: %w", err)
-	}
-	if int64(len(prompt)) != res.PromptTokens {
-		*warnings = append(*warnings, fmt.Sprintf("the lab's tokenizer counts %d prompt tokens, the server %d", len(prompt), res.PromptTokens))
-	}
-	common := cachesim.CommonPrefix(prompt, r.prevCacheTokens)
-	s.ExpectedCachedTokens = int64(min(common, max(len(prompt)-1, 0)))
-	parts := r.parts(req)
-	segs := cachesim.Segments(res.Rendered, parts)
-	reasoning := map[int]bool{}
-	for i, m := range req.Messages {
-		if m.Reasoning != "" {
-			reasoning[i] = true
-		}
-	}
-	if common < len(prompt) && common < len(r.prevCacheTokens) {
-		d := int64(common)
-		s.DivergenceToken = &d
-		s.DivergenceSegment = cachesim.SegmentAt(segs, cachesim.CommonPrefixBytes(res.Rendered, r.prevCacheText))
-		// A message that carried reasoning last time and carries none now (a new turn: §8, and
-		// the template drops it) diverges where its reasoning was.
-		var n int
-		if _, err := fmt.Sscanf(s.DivergenceSegment, "message %d", &n); err == nil && r.prevReasoning[n] && !reasoning[n] {
-			s.DivergenceSegment = "reasoning " + strconv.Itoa(n)
-		}
-	}
-	r.prevReasoning = reasoning
-	for _, m := range req.Messages {
-		if m.Reasoning == "" {
-			continue
-		}
-		ids, err := tok.Encode(m.Reasoning)
-		if err != nil {
-			return fmt.Errorf("tokenize reasoning: %w", err)
-		}
-		s.ReasoningTokensSent += int64(len(ids))
-	}
-	// Attribute the re-read part, from the first differing byte on, to the segments it covers.
-	{
-		divergeAt := cachesim.CommonPrefixBytes(res.Rendered, r.prevCacheText)
-		for _, sg := range segs {
-			if sg.End <= divergeAt {
-				continue
-			}
-			ids, err := tok.Encode(res.Rendered[max(sg.Start, divergeAt):sg.End])
-			if err != nil {
-				return fmt.Errorf("tokenize the re-read part: %w", err)
-			}
-			n := int64(len(ids))
-			kind, _, _ := strings.Cut(sg.Name, " ")
-			switch kind {
-			case "system":
-				s.RereadSystemTokens += n
-			case "tools":
-				s.RereadToolsTokens += n
-			case "message":
-				s.RereadMessageTokens += n
-			case "tool":
-				s.RereadToolResultTokens += n
-			case "reasoning":
-				s.RereadReasoningTokens += n
-			case "note":
-				s.RereadNoteTokens += n
-			default:
-				s.RereadOtherTokens += n
-			}
-		}
-	}
-	if res.CacheText != "" {
-		next, err := r.whole.Encode(res.CacheText)
-		if err != nil {
-			return fmt.Errorf("tokenize the server's cache text: %w", err)
-		}
-		r.prevCacheText, r.prevCacheTokens = res.CacheText, next
-	} else {
-		r.prevCacheText, r.prevCacheTokens = res.Rendered, prompt
-	}
-	if n, used := r.cfg.NumCtx, max(len(prompt), len(r.prevCacheTokens)); n > 0 && used > n {
-		s.ContextOverflow = true
-		*warnings = append(*warnings, fmt.Sprintf("%s: the prompt (%d tokens) and the reply take %d tokens, more than the context window of %d: the server truncates or shifts its context, which empties its KV cache for the next request",
-			metrics.WarningContextOverflow, len(prompt), used, n))
-	}
+	s.ExpectedCachedTokens = a.ExpectedCachedTokens
+	s.DivergenceToken, s.DivergenceSegment = a.DivergenceToken, a.DivergenceSegment
+	s.ReasoningTokensSent = a.ReasoningTokensSent
+	s.RereadSystemTokens, s.RereadToolsTokens = a.Reread.System, a.Reread.Tools
+	s.RereadMessageTokens, s.RereadToolResultTokens = a.Reread.Message, a.Reread.ToolResult
+	s.RereadReasoningTokens, s.RereadNoteTokens, s.RereadOtherTokens = a.Reread.Reasoning, a.Reread.Note, a.Reread.Other
+	s.ContextOverflow = a.ContextOverflow
+	*warnings = append(*warnings, a.Warnings...)
 	return nil
-}
-
-// parts lists the request's pieces in the order a chat template renders them, for attributing a
-// divergence to a segment.
-func (r *runner) parts(req *chat.Request) []cachesim.Part {
-	var parts []cachesim.Part
-	for i, m := range req.Messages {
-		switch {
-		case m.Role == chat.RoleSystem && i == 0:
-			parts = append(parts, cachesim.Part{Name: "system", Text: m.Content})
-			if len(req.Tools) > 0 {
-				parts = append(parts, cachesim.Part{Name: "tools", Text: req.Tools[len(req.Tools)-1].Description})
-			}
-		case m.Role == chat.RoleUser:
-			text, note := m.Content, ""
-			if j := strings.LastIndex(m.Content, "\n\n"+r.cfg.Loop.Note.Open); j >= 0 {
-				text, note = m.Content[:j], m.Content[j:]
-			}
-			parts = append(parts, cachesim.Part{Name: "message " + strconv.Itoa(i), Text: text})
-			if note != "" {
-				parts = append(parts, cachesim.Part{Name: "note", Text: note})
-			}
-		case m.Role == chat.RoleAssistant:
-			if m.Reasoning != "" {
-				parts = append(parts, cachesim.Part{Name: "reasoning " + strconv.Itoa(i), Text: m.Reasoning})
-			}
-			text := m.Content
-			if text == "" && len(m.ToolCalls) > 0 {
-				text = `"` + m.ToolCalls[0].Name + `"`
-			}
-			parts = append(parts, cachesim.Part{Name: "message " + strconv.Itoa(i), Text: text})
-		default:
-			parts = append(parts, cachesim.Part{Name: "tool result " + strconv.Itoa(i), Text: m.Content})
-		}
-	}
-	return parts
 }
 
 // compactionSystem is the system prompt of the practice arm's separate compaction request.

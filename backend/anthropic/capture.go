@@ -1,0 +1,246 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"lab/chat"
+)
+
+// This file serves `lab proxy` (package capture): it reads requests another client sent to the
+// Messages API and the answers it got, with the same stream accumulator and usage rules as
+// [Client.Send].
+
+// DecodeRequest is the inverse of the request encoding ([System], [EncodeMessages]): it reads a
+// Messages API body's `system`, `messages` and `tools` into a chat.Request.
+//
+//   - `system` (a string, or text blocks joined) becomes the first message, chat.RoleSystem;
+//   - an assistant message's thinking and redacted_thinking blocks become Thinking (and their
+//     text, joined by a blank line, Reasoning), its text blocks Content, its tool_use blocks
+//     ToolCalls with `input` as the arguments;
+//   - a user message's tool_result blocks each become a chat.RoleTool message (its content a
+//     string, or text blocks joined), and its text blocks one user message, in block order;
+//   - image and document blocks are dropped.
+//
+// The `cache_control` markers are listed in CacheBreakpoints as "tools", "system" and
+// "message N" (N the index in the decoded Messages). Think is set when `thinking.type` is
+// "enabled" or "adaptive". A body that is not a Messages request is an error naming the field.
+func DecodeRequest(body []byte) (*chat.Request, error) {
+	var b struct {
+		System   json.RawMessage `json:"system"`
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+		Tools []struct {
+			Name         string          `json:"name"`
+			Description  string          `json:"description"`
+			InputSchema  json.RawMessage `json:"input_schema"`
+			CacheControl json.RawMessage `json:"cache_control"`
+		} `json:"tools"`
+		Thinking *struct {
+			Type string `json:"type"`
+		} `json:"thinking"`
+	}
+	if err := json.Unmarshal(body, &b); err != nil {
+		return nil, fmt.Errorf("anthropic: request body: %w", err)
+	}
+	if b.Messages == nil {
+		return nil, fmt.Errorf("anthropic: request body: no messages array")
+	}
+	req := &chat.Request{Think: b.Thinking != nil && (b.Thinking.Type == "enabled" || b.Thinking.Type == "adaptive")}
+	for _, t := range b.Tools {
+		req.Tools = append(req.Tools, chat.Tool{Name: t.Name, Description: t.Description, Parameters: t.InputSchema})
+		if len(t.CacheControl) > 0 && string(t.CacheControl) != "null" && !contains(req.CacheBreakpoints, AtTools) {
+			req.CacheBreakpoints = append(req.CacheBreakpoints, AtTools)
+		}
+	}
+	if sys := bytes.TrimSpace(b.System); len(sys) > 0 && string(sys) != "null" {
+		blocks, err := decodeBlocks(sys)
+		if err != nil {
+			return nil, fmt.Errorf("anthropic: system: %w", err)
+		}
+		var text []string
+		marked := false
+		for _, bl := range blocks {
+			text = append(text, bl.Text)
+			marked = marked || bl.marked()
+		}
+		req.Messages = append(req.Messages, chat.Message{Role: chat.RoleSystem, Content: strings.Join(text, "\n\n")})
+		if marked {
+			req.CacheBreakpoints = append(req.CacheBreakpoints, AtSystem)
+		}
+	}
+	for i, m := range b.Messages {
+		blocks, err := decodeBlocks(m.Content)
+		if err != nil {
+			return nil, fmt.Errorf("anthropic: messages[%d].content: %w", i, err)
+		}
+		marked := false
+		switch m.Role {
+		case "assistant":
+			msg := chat.Message{Role: chat.RoleAssistant}
+			var reasoning []string
+			for _, bl := range blocks {
+				marked = marked || bl.marked()
+				switch bl.Type {
+				case "thinking":
+					msg.Thinking = append(msg.Thinking, chat.ThinkingBlock{Text: bl.Thinking, Signature: bl.Signature})
+					reasoning = append(reasoning, bl.Thinking)
+				case "redacted_thinking":
+					msg.Thinking = append(msg.Thinking, chat.ThinkingBlock{Redacted: true, Data: bl.Data})
+				case "text":
+					msg.Content += bl.Text
+				case "tool_use":
+					msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: bl.ID, Name: bl.Name, Arguments: bl.Input})
+				}
+			}
+			msg.Reasoning = strings.Join(reasoning, "\n\n")
+			req.Messages = append(req.Messages, msg)
+		case "user":
+			var text []string
+			flush := func() {
+				if text != nil {
+					req.Messages = append(req.Messages, chat.Message{Role: chat.RoleUser, Content: strings.Join(text, "\n\n")})
+					text = nil
+				}
+			}
+			for _, bl := range blocks {
+				marked = marked || bl.marked()
+				switch bl.Type {
+				case "text":
+					text = append(text, bl.Text)
+				case "tool_result":
+					flush()
+					content, err := resultText(bl.Content)
+					if err != nil {
+						return nil, fmt.Errorf("anthropic: messages[%d] tool_result %s: %w", i, bl.ToolUseID, err)
+					}
+					req.Messages = append(req.Messages, chat.Message{Role: chat.RoleTool, Content: content, ToolCallID: bl.ToolUseID})
+				}
+			}
+			flush()
+		default:
+			return nil, fmt.Errorf("anthropic: messages[%d]: unknown role %q", i, m.Role)
+		}
+		if marked {
+			req.CacheBreakpoints = append(req.CacheBreakpoints, fmt.Sprintf("message %d", len(req.Messages)-1))
+		}
+	}
+	return req, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// captureBlock is a content block of a request as the decoder reads it.
+type captureBlock struct {
+	wireBlock
+	ToolUseID    string          `json:"tool_use_id"`
+	Content      json.RawMessage `json:"content"`
+	CacheControl json.RawMessage `json:"cache_control"`
+}
+
+func (b *captureBlock) marked() bool {
+	return len(b.CacheControl) > 0 && string(b.CacheControl) != "null"
+}
+
+// decodeBlocks reads a content that is a string (one text block) or an array of blocks.
+func decodeBlocks(raw json.RawMessage) ([]captureBlock, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, err
+		}
+		return []captureBlock{{wireBlock: wireBlock{Type: "text", Text: s}}}, nil
+	}
+	var blocks []captureBlock
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		return nil, err
+	}
+	return blocks, nil
+}
+
+// resultText returns a tool_result's content: a string, or its text blocks joined.
+func resultText(raw json.RawMessage) (string, error) {
+	blocks, err := decodeBlocks(raw)
+	if err != nil {
+		return "", err
+	}
+	var text []string
+	for _, b := range blocks {
+		if b.Type == "text" {
+			text = append(text, b.Text)
+		}
+	}
+	return strings.Join(text, "\n\n"), nil
+}
+
+// Capture reads one Messages API answer another client received: the events of its stream
+// ([Capture.Event]) or an unstreamed message ([Capture.Whole]), assembled by the same
+// accumulator as [Client.Send]. The zero value is ready to use; not safe for concurrent use.
+type Capture struct {
+	acc    accumulator
+	whole  bool
+	stream bool
+}
+
+// Event takes one server-sent event (its `event:` name and its `data:`) and reports whether it
+// carried the answer's content (a content block's start or delta: the first is the time to
+// first token). An `error` event is returned as a *chat.APIError with the server's message;
+// data that is not JSON is an error.
+func (c *Capture) Event(name string, data []byte) (content bool, err error) {
+	c.stream = true
+	var t struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(data, &t); err != nil {
+		return false, fmt.Errorf("event %q: data is not JSON: %s", name, quote(data))
+	}
+	ev := event{name: name, typ: t.Type, data: data}
+	if ev.typ == "" {
+		ev.typ = name
+	}
+	if err := c.acc.add(ev); err != nil {
+		if se, ok := err.(*streamError); ok {
+			return false, &chat.APIError{Backend: "anthropic", Body: "error event in the stream: " + se.msg}
+		}
+		return false, err
+	}
+	return ev.content(), nil
+}
+
+// Whole takes an unstreamed message body.
+func (c *Capture) Whole(body []byte) error {
+	c.whole = true
+	return c.acc.whole(body)
+}
+
+// Reply returns the generated message as far as it came: thinking blocks (with their
+// signatures), reasoning text, text and tool calls.
+func (c *Capture) Reply() *chat.Reply {
+	m := c.acc.response().Message
+	return &chat.Reply{Reasoning: m.Reasoning, Content: m.Content, ToolCalls: m.ToolCalls, Thinking: m.Thinking}
+}
+
+// Result returns the figures as [Client.Send] reads them: PromptTokens = input_tokens +
+// cache_read_input_tokens + cache_creation_input_tokens, CachedTokens = cache_read_input_tokens
+// (source "response"), the cache writes with their 5-minute and 1-hour split, CompletionTokens =
+// output_tokens, and Usage with the wire field of each count. TTFT and Total are the caller's.
+func (c *Capture) Result() *chat.Result {
+	res := &chat.Result{}
+	(&Client{stream: !c.whole}).fill(res, &c.acc)
+	return res
+}

@@ -1,0 +1,170 @@
+package llamacpp
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"lab/chat"
+)
+
+// This file serves `lab proxy` (package capture): it reads the answers llama-server gave to
+// requests another client sent, with the same chunk accumulator and figures as [Client.Send].
+
+// ChatCapture reads one /v1/chat/completions answer of llama-server: the data of each
+// server-sent event ([ChatCapture.Chunk]) or an unstreamed chat.completion ([ChatCapture.Whole]).
+// The zero value is ready to use; not safe for concurrent use.
+type ChatCapture struct {
+	acc     *accumulator
+	started bool
+	done    bool
+}
+
+func (c *ChatCapture) accumulator() *accumulator {
+	if c.acc == nil {
+		c.acc = newAccumulator()
+	}
+	return c.acc
+}
+
+// Chunk takes the data of one server-sent event ("[DONE]" included) and reports whether it is
+// the answer's first chunk that is not prefill progress ([Client.Send]'s time to first token).
+// A chunk that is not JSON is an error; an error object is a *chat.APIError.
+func (c *ChatCapture) Chunk(data []byte) (first bool, err error) {
+	if string(bytes.TrimSpace(data)) == "[DONE]" {
+		c.done = true
+		return false, nil
+	}
+	var ch chunk
+	if err := json.Unmarshal(data, &ch); err != nil {
+		return false, fmt.Errorf("stream chunk is not JSON: %v: %s", err, quote(data))
+	}
+	if len(ch.Error) > 0 && string(ch.Error) != "null" {
+		return false, streamError(ch.Error)
+	}
+	if len(ch.PromptProgress) > 0 && len(ch.Choices) == 0 && ch.Usage == nil && ch.Timings == nil {
+		return false, nil
+	}
+	first = !c.started
+	c.started = true
+	c.accumulator().add(&ch)
+	return first, nil
+}
+
+// Whole takes an unstreamed chat.completion body.
+func (c *ChatCapture) Whole(body []byte) error {
+	var ch chunk
+	if err := json.Unmarshal(body, &ch); err != nil {
+		return fmt.Errorf("the answer is not a chat.completion: %v: %s", err, quote(body))
+	}
+	if len(ch.Error) > 0 && string(ch.Error) != "null" {
+		return streamError(ch.Error)
+	}
+	c.done, c.started = true, true
+	c.accumulator().add(&ch)
+	return nil
+}
+
+// Reply returns the generated message as far as it came.
+func (c *ChatCapture) Reply() *chat.Reply {
+	comp := c.accumulator().result()
+	return &chat.Reply{Content: comp.Content, Reasoning: comp.Reasoning, ToolCalls: comp.ToolCalls}
+}
+
+// Result returns the figures as [Client.Send] gives them (timings.cache_n first, then
+// usage.prompt_tokens_details.cached_tokens; see its documentation). TTFT and Total are the
+// caller's.
+func (c *ChatCapture) Result() *chat.Result {
+	comp := c.accumulator().result()
+	comp.Done = c.done
+	res := &chat.Result{}
+	fill(res, comp)
+	return res
+}
+
+// CompletionCapture reads one native POST /completion answer of llama-server: each streamed
+// `data:` object or the unstreamed one ([CompletionCapture.Chunk] either way). The figures
+// come from the final object's `timings` (cache_n, prompt_n, prompt_ms, predicted_n) and
+// `tokens_evaluated` (the whole prompt). The zero value is ready to use.
+type CompletionCapture struct {
+	content bytes.Buffer
+	final   *completionAnswer
+	n       int
+}
+
+// completionAnswer is one object of a /completion answer (server_task_result_cmpl_partial and
+// _final to_json_non_oaicompat in tools/server/server-task.cpp).
+type completionAnswer struct {
+	Content         string          `json:"content"`
+	Stop            bool            `json:"stop"`
+	TokensEvaluated *int64          `json:"tokens_evaluated"`
+	TokensPredicted *int64          `json:"tokens_predicted"`
+	Timings         *timings        `json:"timings"`
+	Error           json.RawMessage `json:"error"`
+}
+
+// Chunk takes one object of the answer and reports whether it carried generated text.
+func (c *CompletionCapture) Chunk(data []byte) (content bool, err error) {
+	c.n++
+	var a completionAnswer
+	if err := json.Unmarshal(data, &a); err != nil {
+		return false, fmt.Errorf("answer object %d is not JSON: %v: %s", c.n, err, quote(data))
+	}
+	if len(a.Error) > 0 && string(a.Error) != "null" {
+		return false, streamError(a.Error)
+	}
+	c.content.WriteString(a.Content)
+	if a.Stop || a.Timings != nil {
+		c.final = &a
+	}
+	return a.Content != "", nil
+}
+
+// Reply returns the generated text.
+func (c *CompletionCapture) Reply() *chat.Reply { return &chat.Reply{Content: c.content.String()} }
+
+// Result returns PromptTokens (tokens_evaluated, else timings cache_n + prompt_n), CachedTokens
+// (timings.cache_n, source "response"), CompletionTokens (timings.predicted_n, else
+// tokens_predicted), Prefill (timings.prompt_ms) and Usage with each wire field.
+func (c *CompletionCapture) Result() *chat.Result {
+	res := &chat.Result{}
+	a := c.final
+	if a == nil {
+		res.Warnings = append(res.Warnings, "the answer ended without its final object (stop: true): token counts unknown")
+		return res
+	}
+	var t timings
+	if a.Timings != nil {
+		t = *a.Timings
+	}
+	u := &chat.Usage{Fields: map[string]string{}}
+	u.Set("Prompt", "tokens_evaluated", a.TokensEvaluated)
+	if t.CacheN != nil && t.PromptN != nil {
+		sum := *t.CacheN + *t.PromptN
+		u.Set("Prompt", "timings.cache_n+timings.prompt_n", &sum)
+	}
+	u.Set("CachedRead", "timings.cache_n", t.CacheN)
+	u.Set("Uncached", "timings.prompt_n", t.PromptN)
+	u.Set("Generated", "timings.predicted_n", t.PredictedN)
+	u.Set("Generated", "tokens_predicted", a.TokensPredicted)
+	if u.Prompt != nil {
+		res.PromptTokens = *u.Prompt
+	}
+	if u.CachedRead != nil {
+		n := *u.CachedRead
+		res.CachedTokens, res.CachedSource = &n, chat.SourceResponse
+	} else {
+		res.Warnings = append(res.Warnings, "the answer has no timings.cache_n: cached tokens unknown")
+	}
+	if u.Generated != nil {
+		res.CompletionTokens = *u.Generated
+	}
+	if t.PromptMS != nil {
+		res.Prefill = time.Duration(*t.PromptMS * float64(time.Millisecond))
+	}
+	if len(u.Fields) > 0 {
+		res.Usage = u
+	}
+	return res
+}

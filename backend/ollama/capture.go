@@ -1,0 +1,162 @@
+package ollama
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/ollama/ollama/api"
+
+	"lab/chat"
+)
+
+// This file serves `lab proxy` (package capture): it reads /api/chat and /api/generate requests
+// another client sent to an Ollama server and the answers it got.
+
+// DecodeChatRequest is the inverse of [Client.ChatRequest]: it reads an /api/chat body into a
+// chat.Request (messages with `thinking` as Reasoning, tool calls with their arguments in the
+// order written, tool messages with tool_name and tool_call_id; the tool list; `think`).
+// Errors name the body's problem.
+func DecodeChatRequest(body []byte) (*chat.Request, error) {
+	var r api.ChatRequest
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, fmt.Errorf("ollama: /api/chat body: %w", err)
+	}
+	req := &chat.Request{}
+	if r.Think != nil {
+		req.Think = r.Think.Bool()
+	}
+	for _, m := range r.Messages {
+		msg := chat.Message{Role: chat.Role(m.Role), Content: m.Content, Reasoning: m.Thinking, ToolName: m.ToolName, ToolCallID: m.ToolCallID}
+		for _, tc := range m.ToolCalls {
+			args, err := json.Marshal(tc.Function.Arguments)
+			if err != nil {
+				return nil, fmt.Errorf("ollama: tool call %s arguments: %w", tc.Function.Name, err)
+			}
+			msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
+		}
+		req.Messages = append(req.Messages, msg)
+	}
+	for _, t := range r.Tools {
+		params, err := json.Marshal(t.Function.Parameters)
+		if err != nil {
+			return nil, fmt.Errorf("ollama: tool %s parameters: %w", t.Function.Name, err)
+		}
+		req.Tools = append(req.Tools, chat.Tool{Name: t.Function.Name, Description: t.Function.Description, Parameters: params})
+	}
+	return req, nil
+}
+
+// DecodeGenerateRequest reads an /api/generate body into a chat.Request: `system` (when given)
+// as the system message and `prompt` as one user message; raw reports `raw: true` (the prompt is
+// sent to the model as it is, no template) and numPredict the `options.num_predict` (0 when
+// absent).
+func DecodeGenerateRequest(body []byte) (req *chat.Request, raw bool, numPredict int, err error) {
+	var r struct {
+		Prompt  string          `json:"prompt"`
+		System  string          `json:"system"`
+		Raw     bool            `json:"raw"`
+		Think   *api.ThinkValue `json:"think"`
+		Options map[string]any  `json:"options"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, false, 0, fmt.Errorf("ollama: /api/generate body: %w", err)
+	}
+	req = &chat.Request{}
+	if r.Think != nil {
+		req.Think = r.Think.Bool()
+	}
+	if r.System != "" {
+		req.Messages = append(req.Messages, chat.Message{Role: chat.RoleSystem, Content: r.System})
+	}
+	req.Messages = append(req.Messages, chat.Message{Role: chat.RoleUser, Content: r.Prompt})
+	if v, ok := r.Options["num_predict"].(float64); ok {
+		numPredict = int(v)
+	}
+	return req, r.Raw, numPredict, nil
+}
+
+// Capture reads one /api/chat or /api/generate answer another client received: each line of its
+// NDJSON stream, or the one object of an unstreamed answer ([Capture.Line] either way). The
+// zero value is ready to use; not safe for concurrent use.
+type Capture struct {
+	final              *captureLine
+	reasoning, content strings.Builder
+	calls              []chat.ToolCall
+	lines              int
+}
+
+// captureLine is one answer line: api.ChatResponse's and api.GenerateResponse's fields, the
+// error of a failed stream, and prompt_eval_cached_count, which newer servers report (Ollama PR
+// #17943, after v0.17.4; absent means unknown).
+type captureLine struct {
+	Message  api.Message `json:"message"`
+	Response string      `json:"response"`
+	Thinking string      `json:"thinking"`
+	Done     bool        `json:"done"`
+	Error    string      `json:"error"`
+	api.Metrics
+	PromptEvalCachedCount *int64 `json:"prompt_eval_cached_count"`
+}
+
+// Line takes one line of the answer and reports whether it carried generated text, thinking or
+// a tool call (the first such line is the time to first token). A line that is not JSON is an
+// error naming its number; an error line ({"error": "…"}) is a *chat.APIError.
+func (c *Capture) Line(data []byte) (content bool, err error) {
+	c.lines++
+	var l captureLine
+	if err := json.Unmarshal(data, &l); err != nil {
+		return false, fmt.Errorf("answer line %d is not JSON: %w", c.lines, err)
+	}
+	if l.Error != "" {
+		return false, &chat.APIError{Backend: "ollama", Body: l.Error}
+	}
+	c.reasoning.WriteString(l.Message.Thinking)
+	c.reasoning.WriteString(l.Thinking)
+	c.content.WriteString(l.Message.Content)
+	c.content.WriteString(l.Response)
+	for _, tc := range l.Message.ToolCalls {
+		args, err := json.Marshal(tc.Function.Arguments)
+		if err != nil {
+			return false, fmt.Errorf("answer line %d: tool call %s arguments: %w", c.lines, tc.Function.Name, err)
+		}
+		c.calls = append(c.calls, chat.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
+	}
+	if l.Done {
+		c.final = &l
+	}
+	return l.Message.Content != "" || l.Message.Thinking != "" || l.Response != "" || l.Thinking != "" || len(l.Message.ToolCalls) > 0, nil
+}
+
+// Reply returns what the model generated, as far as it came.
+func (c *Capture) Reply() *chat.Reply {
+	return &chat.Reply{Reasoning: c.reasoning.String(), Content: c.content.String(), ToolCalls: c.calls}
+}
+
+// Result returns the figures as [Client.Send] reads them from the done line: PromptTokens =
+// prompt_eval_count (the whole prompt, cached part included, in v0.17.4), CompletionTokens =
+// eval_count, Prefill = prompt_eval_duration, Load = load_duration, and CachedTokens from
+// prompt_eval_cached_count where the server sends it (source "response"; v0.17.4 does not, and
+// the count stays unknown). Usage names the wire fields. An answer without its done line gives
+// only a warning; TTFT and Total are the caller's.
+func (c *Capture) Result() *chat.Result {
+	res := &chat.Result{}
+	l := c.final
+	if l == nil {
+		res.Warnings = append(res.Warnings, "the answer stream ended before its done message: token counts unknown")
+		return res
+	}
+	u := &chat.Usage{Fields: map[string]string{}}
+	prompt, gen := int64(l.PromptEvalCount), int64(l.EvalCount)
+	u.Set("Prompt", "prompt_eval_count", &prompt)
+	u.Set("Generated", "eval_count", &gen)
+	u.Set("CachedRead", "prompt_eval_cached_count", l.PromptEvalCachedCount)
+	res.Usage = u
+	res.PromptTokens, res.CompletionTokens = prompt, gen
+	res.Prefill, res.Load = l.PromptEvalDuration, l.LoadDuration
+	if l.PromptEvalCachedCount != nil {
+		v := *l.PromptEvalCachedCount
+		res.CachedTokens, res.CachedSource = &v, chat.SourceResponse
+	}
+	return res
+}

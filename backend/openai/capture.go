@@ -1,0 +1,561 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"lab/chat"
+)
+
+// This file serves `lab proxy` (package capture): it reads requests another client sent and the
+// answers the server gave them, with the same parsers and usage rules as [Client.Send].
+
+// DecodeChatRequest is the inverse of the Chat Completions encoding ([EncodeMessagesWith],
+// [EncodeTools]): it reads a request body's `messages` and `tools` into a chat.Request.
+//
+//   - system and developer messages become chat.RoleSystem; a `content` array keeps its text
+//     parts ({"type": "text", "text"}) joined, other parts (images) are dropped;
+//   - an assistant message's reasoning comes from `reasoning_content` (llama-server, SGLang,
+//     DeepSeek) or `reasoning` (vLLM, OpenRouter), its `tool_calls` become ToolCalls with the
+//     `arguments` string as the JSON it holds;
+//   - a tool message keeps `tool_call_id` and `name`.
+//
+// Think is set from `chat_template_kwargs.enable_thinking` (llama-server, vLLM) or a
+// `reasoning_effort` other than "none". A body that is not a JSON object with a `messages`
+// array is an error naming the field.
+func DecodeChatRequest(body []byte) (*chat.Request, error) {
+	var b struct {
+		Messages []struct {
+			Role             string          `json:"role"`
+			Content          json.RawMessage `json:"content"`
+			ReasoningContent *string         `json:"reasoning_content"`
+			Reasoning        *string         `json:"reasoning"`
+			ToolCalls        []struct {
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+			ToolCallID string `json:"tool_call_id"`
+			Name       string `json:"name"`
+		} `json:"messages"`
+		Tools []struct {
+			Function struct {
+				Name        string          `json:"name"`
+				Description string          `json:"description"`
+				Parameters  json.RawMessage `json:"parameters"`
+			} `json:"function"`
+		} `json:"tools"`
+		ChatTemplateKwargs struct {
+			EnableThinking *bool `json:"enable_thinking"`
+		} `json:"chat_template_kwargs"`
+		ReasoningEffort string `json:"reasoning_effort"`
+	}
+	if err := json.Unmarshal(body, &b); err != nil {
+		return nil, fmt.Errorf("openai: chat request body: %w", err)
+	}
+	if b.Messages == nil {
+		return nil, errors.New("openai: chat request body: no messages array")
+	}
+	req := &chat.Request{}
+	for i, m := range b.Messages {
+		text, err := contentText(m.Content)
+		if err != nil {
+			return nil, fmt.Errorf("openai: messages[%d].content: %w", i, err)
+		}
+		msg := chat.Message{Role: chat.Role(m.Role), Content: text, ToolCallID: m.ToolCallID}
+		switch m.Role {
+		case "developer":
+			msg.Role = chat.RoleSystem
+		case "tool":
+			msg.ToolName = m.Name
+		}
+		switch {
+		case m.ReasoningContent != nil:
+			msg.Reasoning = *m.ReasoningContent
+		case m.Reasoning != nil:
+			msg.Reasoning = *m.Reasoning
+		}
+		for _, tc := range m.ToolCalls {
+			msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: json.RawMessage(tc.Function.Arguments)})
+		}
+		req.Messages = append(req.Messages, msg)
+	}
+	for _, t := range b.Tools {
+		req.Tools = append(req.Tools, chat.Tool{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters})
+	}
+	if k := b.ChatTemplateKwargs.EnableThinking; k != nil {
+		req.Think = *k
+	} else if b.ReasoningEffort != "" && b.ReasoningEffort != "none" {
+		req.Think = true
+	}
+	return req, nil
+}
+
+// contentText returns a message content's text: a string as it is, an array's text parts
+// ({"type": "text"|"input_text"|"output_text", "text"}) joined, null as "".
+func contentText(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	if raw[0] == '"' {
+		var s string
+		err := json.Unmarshal(raw, &s)
+		return s, err
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		switch p.Type {
+		case "text", "input_text", "output_text":
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String(), nil
+}
+
+// DecodeResponsesRequest is the inverse of [EncodeInput]: it reads a Responses API body's
+// `instructions`, `input` and `tools` into a chat.Request. `instructions` becomes the first
+// message (system); an `input` string is one user message; input items become messages:
+// `message` items by their role (developer as system), `reasoning` items a Thinking block
+// ([ReasoningBlock]) of the assistant message that follows, `function_call` items tool calls of
+// the assistant message they follow (a new one when the previous message is not an assistant's),
+// `function_call_output` items tool messages. Unknown item types are skipped.
+func DecodeResponsesRequest(body []byte) (*chat.Request, error) {
+	var b struct {
+		Instructions string          `json:"instructions"`
+		Input        json.RawMessage `json:"input"`
+		Tools        []struct {
+			Type        string          `json:"type"`
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+		} `json:"tools"`
+		Reasoning *struct {
+			Effort string `json:"effort"`
+		} `json:"reasoning"`
+	}
+	if err := json.Unmarshal(body, &b); err != nil {
+		return nil, fmt.Errorf("openai: responses request body: %w", err)
+	}
+	req := &chat.Request{Think: b.Reasoning != nil && b.Reasoning.Effort != "none"}
+	if b.Instructions != "" {
+		req.Messages = append(req.Messages, chat.Message{Role: chat.RoleSystem, Content: b.Instructions})
+	}
+	in := bytes.TrimSpace(b.Input)
+	if len(in) > 0 && in[0] == '"' {
+		var s string
+		if err := json.Unmarshal(in, &s); err != nil {
+			return nil, fmt.Errorf("openai: input: %w", err)
+		}
+		req.Messages = append(req.Messages, chat.Message{Role: chat.RoleUser, Content: s})
+	} else if len(in) > 0 && string(in) != "null" {
+		var items []json.RawMessage
+		if err := json.Unmarshal(in, &items); err != nil {
+			return nil, fmt.Errorf("openai: input: %w", err)
+		}
+		msgs, err := decodeItems(items, "input")
+		if err != nil {
+			return nil, err
+		}
+		req.Messages = append(req.Messages, msgs...)
+	}
+	for _, t := range b.Tools {
+		if t.Type != "" && t.Type != "function" {
+			continue
+		}
+		req.Tools = append(req.Tools, chat.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+	}
+	return req, nil
+}
+
+// decodeItems turns Responses API items (a request's input, a response's output) into
+// messages; where names the array for errors.
+func decodeItems(items []json.RawMessage, where string) ([]chat.Message, error) {
+	var out []chat.Message
+	var pending []chat.ThinkingBlock // reasoning items waiting for the assistant message they led to
+	assistant := func() *chat.Message {
+		if n := len(out); n > 0 && out[n-1].Role == chat.RoleAssistant && pending == nil {
+			return &out[n-1]
+		}
+		out = append(out, chat.Message{Role: chat.RoleAssistant, Thinking: pending})
+		pending = nil
+		return &out[len(out)-1]
+	}
+	for i, raw := range items {
+		var it struct {
+			Type      string          `json:"type"`
+			ID        string          `json:"id"`
+			Role      string          `json:"role"`
+			Content   json.RawMessage `json:"content"`
+			CallID    string          `json:"call_id"`
+			Name      string          `json:"name"`
+			Arguments string          `json:"arguments"`
+			Output    json.RawMessage `json:"output"`
+			Summary   []struct {
+				Text string `json:"text"`
+			} `json:"summary"`
+			Encrypted string `json:"encrypted_content"`
+		}
+		if err := json.Unmarshal(raw, &it); err != nil {
+			return nil, fmt.Errorf("openai: %s[%d]: %w", where, i, err)
+		}
+		if it.Type == "" && it.Role != "" {
+			it.Type = "message"
+		}
+		switch it.Type {
+		case "message":
+			text, err := contentText(it.Content)
+			if err != nil {
+				return nil, fmt.Errorf("openai: %s[%d].content: %w", where, i, err)
+			}
+			role := chat.Role(it.Role)
+			if it.Role == "developer" {
+				role = chat.RoleSystem
+			}
+			if role == chat.RoleAssistant {
+				m := assistant()
+				m.Content += text
+				continue
+			}
+			out = append(out, chat.Message{Role: role, Content: text})
+		case "reasoning":
+			var sum []string
+			for _, s := range it.Summary {
+				sum = append(sum, s.Text)
+			}
+			pending = append(pending, ReasoningBlock(it.ID, it.Encrypted, strings.Join(sum, "\n\n")))
+		case "function_call":
+			m := assistant()
+			m.ToolCalls = append(m.ToolCalls, chat.ToolCall{ID: it.CallID, Name: it.Name, Arguments: json.RawMessage(it.Arguments)})
+		case "function_call_output":
+			text, err := contentText(it.Output)
+			if err != nil {
+				return nil, fmt.Errorf("openai: %s[%d].output: %w", where, i, err)
+			}
+			out = append(out, chat.Message{Role: chat.RoleTool, Content: text, ToolCallID: it.CallID})
+		}
+	}
+	if pending != nil {
+		out = append(out, chat.Message{Role: chat.RoleAssistant, Thinking: pending})
+	}
+	return out, nil
+}
+
+// ChatCapture reads one Chat Completions answer another client received: the data of each
+// server-sent event ([ChatCapture.Chunk]) or an unstreamed body ([ChatCapture.Whole]). Its
+// figures follow [Client.Send]'s rules for the generic profile (usage.prompt_tokens_details
+// .cached_tokens, else llama-server's timings.cache_n), or DeepSeek's when the usage carries
+// prompt_cache_hit_tokens. The zero value is ready to use; not safe for concurrent use.
+type ChatCapture struct {
+	usage  *usageCounts
+	tim    *timings
+	done   bool
+	whole  bool
+	chunks int
+	reply  chatReply
+}
+
+// chatReply assembles the generated message from deltas.
+type chatReply struct {
+	content, reasoning strings.Builder
+	calls              map[int]*chat.ToolCall
+	args               map[int]*strings.Builder
+}
+
+// captureChunk is a chunk as the capture reads it: chunk's fields, the tool calls' parts and an
+// error object.
+type captureChunk struct {
+	Choices []struct {
+		Delta   *captureDelta `json:"delta"`
+		Message *captureDelta `json:"message"`
+	} `json:"choices"`
+	Usage   *usageCounts    `json:"usage"`
+	Timings *timings        `json:"timings"`
+	Error   json.RawMessage `json:"error"`
+}
+
+type captureDelta struct {
+	// delta's own tool_calls stay empty: Calls, the shallower field, takes them.
+	delta
+	Calls []struct {
+		Index    *int   `json:"index"`
+		ID       string `json:"id"`
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	} `json:"tool_calls"`
+}
+
+// Chunk takes the data of one server-sent event of a Chat Completions stream ("[DONE]"
+// included) and reports whether it carried generated content, reasoning or a tool call (the
+// first such chunk is the time to first token). A chunk that is not JSON is an error; an error
+// object in the stream (`{"error": …}`) is returned as a *chat.APIError with the server's message.
+func (c *ChatCapture) Chunk(data []byte) (content bool, err error) {
+	data = bytes.TrimSpace(data)
+	if string(data) == "[DONE]" {
+		c.done = true
+		return false, nil
+	}
+	var ck captureChunk
+	if err := json.Unmarshal(data, &ck); err != nil {
+		return false, fmt.Errorf("stream chunk %d is not JSON: %w", c.chunks+1, err)
+	}
+	c.chunks++
+	if len(ck.Error) > 0 && string(ck.Error) != "null" {
+		return false, &chat.APIError{Backend: "openai", Body: "error in the stream: " + errorText(ck.Error)}
+	}
+	c.take(&ck)
+	for _, ch := range ck.Choices {
+		if ch.Delta != nil && (ch.Delta.first() || len(ch.Delta.Calls) > 0) {
+			content = true
+		}
+	}
+	return content, nil
+}
+
+// Whole takes an unstreamed chat.completion body.
+func (c *ChatCapture) Whole(body []byte) error {
+	var ck captureChunk
+	if err := json.Unmarshal(body, &ck); err != nil {
+		return fmt.Errorf("the answer is not a chat.completion: %w", err)
+	}
+	if len(ck.Error) > 0 && string(ck.Error) != "null" {
+		return &chat.APIError{Backend: "openai", Body: errorText(ck.Error)}
+	}
+	c.whole, c.done = true, true
+	c.take(&ck)
+	return nil
+}
+
+func (c *ChatCapture) take(ck *captureChunk) {
+	if ck.Usage != nil {
+		c.usage = ck.Usage
+	}
+	if ck.Timings != nil {
+		c.tim = ck.Timings
+	}
+	r := &c.reply
+	for _, ch := range ck.Choices {
+		d := ch.Delta
+		if d == nil {
+			d = ch.Message
+		}
+		if d == nil {
+			continue
+		}
+		if d.Content != nil {
+			r.content.WriteString(*d.Content)
+		}
+		switch {
+		case d.ReasoningContent != nil:
+			r.reasoning.WriteString(*d.ReasoningContent)
+		case d.Reasoning != nil:
+			r.reasoning.WriteString(*d.Reasoning)
+		}
+		for i, tc := range d.Calls {
+			idx := i
+			if tc.Index != nil {
+				idx = *tc.Index
+			}
+			if r.calls == nil {
+				r.calls, r.args = map[int]*chat.ToolCall{}, map[int]*strings.Builder{}
+			}
+			call, ok := r.calls[idx]
+			if !ok {
+				call = &chat.ToolCall{}
+				r.calls[idx], r.args[idx] = call, &strings.Builder{}
+			}
+			if tc.ID != "" {
+				call.ID = tc.ID
+			}
+			call.Name += tc.Function.Name
+			r.args[idx].WriteString(tc.Function.Arguments)
+		}
+	}
+}
+
+// Reply returns the generated message as far as it came.
+func (c *ChatCapture) Reply() *chat.Reply {
+	r := &chat.Reply{Content: c.reply.content.String(), Reasoning: c.reply.reasoning.String()}
+	idx := make([]int, 0, len(c.reply.calls))
+	for i := range c.reply.calls {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	for _, i := range idx {
+		call := *c.reply.calls[i]
+		call.Arguments = json.RawMessage(c.reply.args[i].String())
+		r.ToolCalls = append(r.ToolCalls, call)
+	}
+	return r
+}
+
+// Result returns the figures: PromptTokens, CachedTokens (source "response"),
+// CompletionTokens, Prefill (llama-server's timings.prompt_ms) and Usage with the wire field of
+// each count, with warnings for a stream cut before `data: [DONE]` or an answer without usage.
+// TTFT and Total are the caller's (it saw the bytes arrive).
+func (c *ChatCapture) Result() *chat.Result {
+	p, _ := ProfileByName("generic")
+	if c.usage != nil && (c.usage.PromptCacheHitTokens != nil || c.usage.PromptCacheMissTokens != nil) {
+		p, _ = ProfileByName("deepseek")
+	}
+	res := &chat.Result{}
+	(&Client{profile: p}).fillUsage(res, c.usage, c.tim)
+	if !c.done {
+		res.Warnings = append(res.Warnings, "the stream ended without data: [DONE]: the answer may be cut")
+	}
+	return res
+}
+
+// errorText returns an error object's message ({"message", "type", "code"}), or the raw JSON.
+func errorText(raw json.RawMessage) string {
+	var e struct {
+		Message string `json:"message"`
+		Type    string `json:"type"`
+	}
+	if json.Unmarshal(raw, &e) == nil && e.Message != "" {
+		if e.Type != "" {
+			return e.Type + ": " + e.Message
+		}
+		return e.Message
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil && s != "" {
+		return s
+	}
+	return quote(raw)
+}
+
+// ResponsesCapture reads one Responses API answer another client received: its stream events
+// ([ResponsesCapture.Event]) or an unstreamed response object ([ResponsesCapture.Whole]), with
+// [Client.Send]'s rules: usage from response.completed (or response.incomplete), a `error` or
+// response.failed event an error. The zero value is ready to use; not safe for concurrent use.
+type ResponsesCapture struct {
+	usage  *responseUsage
+	final  bool
+	events int
+	text   strings.Builder
+	output []json.RawMessage
+}
+
+// responseOutput is the part of a response object the capture reads besides responseEvent's.
+type responseOutput struct {
+	Output []json.RawMessage `json:"output"`
+}
+
+// Event takes the data of one server-sent event of a Responses stream and reports whether it
+// carried generated text, reasoning or tool-call arguments (the first such event is the time
+// to first token). An `error` or `response.failed` event is a *chat.APIError.
+func (c *ResponsesCapture) Event(data []byte) (content bool, err error) {
+	var ev responseEvent
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return false, fmt.Errorf("stream event %d is not JSON: %w", c.events+1, err)
+	}
+	c.events++
+	content = firstToken(ev.Type) && ev.Delta != ""
+	switch ev.Type {
+	case "response.output_text.delta":
+		c.text.WriteString(ev.Delta)
+	case "error":
+		return content, &chat.APIError{Backend: "openai", Body: joinNonEmpty(ev.Code, ev.Message)}
+	case "response.failed":
+		msg := "response.failed"
+		if ev.Response != nil && ev.Response.Error != nil {
+			msg = joinNonEmpty(ev.Response.Error.Code, ev.Response.Error.Message)
+		}
+		return content, &chat.APIError{Backend: "openai", Body: msg}
+	case "response.completed", "response.incomplete":
+		c.final = true
+		if ev.Response != nil {
+			c.usage = ev.Response.Usage
+		}
+		var out struct {
+			Response responseOutput `json:"response"`
+		}
+		if json.Unmarshal(data, &out) == nil {
+			c.output = out.Response.Output
+		}
+	}
+	return content, nil
+}
+
+// Whole takes an unstreamed response object.
+func (c *ResponsesCapture) Whole(body []byte) error {
+	var r struct {
+		responseOutput
+		Usage *responseUsage `json:"usage"`
+		Error *struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return fmt.Errorf("the answer is not a response object: %w", err)
+	}
+	if r.Error != nil && (r.Error.Code != "" || r.Error.Message != "") {
+		return &chat.APIError{Backend: "openai", Body: joinNonEmpty(r.Error.Code, r.Error.Message)}
+	}
+	c.final, c.usage, c.output = true, r.Usage, r.Output
+	return nil
+}
+
+// Reply returns the generated output: from the final response's output items (text, function
+// calls, reasoning items as [ReasoningBlock]s), else the text deltas seen.
+func (c *ResponsesCapture) Reply() *chat.Reply {
+	if len(c.output) > 0 {
+		if msgs, err := decodeItems(c.output, "output"); err == nil {
+			r := &chat.Reply{}
+			for _, m := range msgs {
+				r.Content += m.Content
+				r.ToolCalls = append(r.ToolCalls, m.ToolCalls...)
+				r.Thinking = append(r.Thinking, m.Thinking...)
+			}
+			return r
+		}
+	}
+	return &chat.Reply{Content: c.text.String()}
+}
+
+// Result returns the figures as [Client.Send] reads them from the Responses API's usage:
+// PromptTokens = input_tokens, CachedTokens = input_tokens_details.cached_tokens, cache writes,
+// CompletionTokens = output_tokens, reasoning tokens; warnings for a stream without its final
+// event or usage.
+func (c *ResponsesCapture) Result() *chat.Result {
+	res := &chat.Result{}
+	if !c.final {
+		res.Warnings = append(res.Warnings, "the stream ended without response.completed: token counts unknown")
+		return res
+	}
+	if c.usage == nil {
+		res.Warnings = append(res.Warnings, "the response carried no usage: token counts unknown")
+		return res
+	}
+	u := c.usage
+	us := &chat.Usage{Fields: map[string]string{}}
+	us.Set("Prompt", "response.usage.input_tokens", u.InputTokens)
+	us.Set("Generated", "response.usage.output_tokens", u.OutputTokens)
+	if d := u.InputTokensDetails; d != nil {
+		us.Set("CachedRead", "response.usage.input_tokens_details.cached_tokens", d.CachedTokens)
+		us.Set("CacheWrite", "response.usage.input_tokens_details.cache_write_tokens", d.CacheWriteTokens)
+	}
+	if d := u.OutputTokensDetails; d != nil {
+		us.Set("ReasoningGenerated", "response.usage.output_tokens_details.reasoning_tokens", d.ReasoningTokens)
+	}
+	deriveUncached(us)
+	(&Client{}).result(res, us)
+	return res
+}

@@ -1,0 +1,442 @@
+package cachesim_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"lab/cachesim"
+	"lab/chat"
+)
+
+// byteTokenizer is a toy tokenizer: one token per byte, so token offsets are byte offsets.
+type byteTokenizer struct{}
+
+func (byteTokenizer) Encode(s string) ([]int32, error) {
+	ids := make([]int32, len(s))
+	for i := range len(s) {
+		ids[i] = int32(s[i])
+	}
+	return ids, nil
+}
+
+// render is a toy ChatML template in the manner of Qwen3's: the tool list after the system
+// prompt, reasoning in <think>, tool calls as <tool_call> JSON, then the generation prompt.
+func render(req *chat.Request) string {
+	var b strings.Builder
+	for i, m := range req.Messages {
+		b.WriteString("<|im_start|>" + string(m.Role) + "\n")
+		switch {
+		case i == 0 && m.Role == chat.RoleSystem:
+			b.WriteString(m.Content)
+			if len(req.Tools) > 0 {
+				b.WriteString("\n\n# Tools\n")
+				for _, t := range req.Tools {
+					b.WriteString(t.Name + ": " + t.Description + "\n")
+				}
+			}
+		case m.Role == chat.RoleAssistant:
+			b.WriteString(reply(m))
+		case m.Role == chat.RoleTool:
+			b.WriteString("<tool_response>\n" + m.Content + "\n</tool_response>")
+		default:
+			b.WriteString(m.Content)
+		}
+		b.WriteString("<|im_end|>\n")
+	}
+	b.WriteString("<|im_start|>assistant\n")
+	return b.String()
+}
+
+// reply is an assistant message as the model writes it (and the toy template renders it).
+func reply(m chat.Message) string {
+	var b strings.Builder
+	if m.Reasoning != "" {
+		b.WriteString("<think>\n" + m.Reasoning + "\n</think>\n\n")
+	}
+	b.WriteString(m.Content)
+	for _, tc := range m.ToolCalls {
+		b.WriteString(`<tool_call>{"name": "` + tc.Name + `", "arguments": ` + string(tc.Arguments) + "}</tool_call>")
+	}
+	return b.String()
+}
+
+// cacheText is what a server's cache holds after req and the model's answer m.
+func cacheText(req *chat.Request, m chat.Message) string {
+	return render(req) + reply(m) + "<|im_end|>"
+}
+
+var (
+	tools = []chat.Tool{
+		{Name: "read", Description: "Read a file."},
+		{Name: "grep", Description: "Search files for a pattern."},
+	}
+	answer = chat.Message{Role: chat.RoleAssistant, Reasoning: "The test fails in parse; read it.",
+		ToolCalls: []chat.ToolCall{{ID: "c1", Name: "read", Arguments: []byte(`{"path":"parse.go"}`)}}}
+	result = chat.Message{Role: chat.RoleTool, Content: "package parse\n\nfunc Parse() {}", ToolCallID: "c1", ToolName: "read"}
+)
+
+// conversation returns a request: a system prompt, a user message with a session note, and
+// then more.
+func conversation(system string, more ...chat.Message) *chat.Request {
+	msgs := []chat.Message{
+		{Role: chat.RoleSystem, Content: system},
+		{Role: chat.RoleUser, Content: "Fix the failing test.\n\n<session-note>\nToday is Monday.\n</session-note>"},
+	}
+	return &chat.Request{Messages: append(msgs, more...), Tools: tools}
+}
+
+// observe calls a.Observe with the rendered prompt, the server's count equal to the tokenizer's.
+func observe(t *testing.T, a *cachesim.Attributor, req *chat.Request, cache string) cachesim.Attribution {
+	t.Helper()
+	rendered := render(req)
+	got, err := a.Observe(req, rendered, cache, int64(len(rendered)))
+	if err != nil {
+		t.Fatalf("Observe: %v", err)
+	}
+	return got
+}
+
+func TestAttributorFirstRequestRereadsEverything(t *testing.T) {
+	t.Parallel()
+	a := &cachesim.Attributor{Tok: byteTokenizer{}, NoteOpen: "<session-note>"}
+	req := conversation("You are a coding agent.")
+	got := observe(t, a, req, "")
+	n := int64(len(render(req)))
+	if got.PromptTokens != n || got.ExpectedCachedTokens != 0 || got.DivergenceToken != nil || got.DivergenceSegment != "" {
+		t.Errorf("first request: prompt %d, expected %d, divergence %v %q; want %d, 0, nil, \"\"",
+			got.PromptTokens, got.ExpectedCachedTokens, got.DivergenceToken, got.DivergenceSegment, n)
+	}
+	if got.Reread.Total() != n {
+		t.Errorf("Reread.Total() = %d; want the whole prompt, %d", got.Reread.Total(), n)
+	}
+	// Each segment runs from the end of the previous part's text to the end of its own.
+	want := cachesim.Reread{
+		System:  int64(len("<|im_start|>system\nYou are a coding agent.")),
+		Tools:   int64(len("\n\n# Tools\nread: Read a file.\ngrep: Search files for a pattern.")),
+		Message: int64(len("\n<|im_end|>\n<|im_start|>user\nFix the failing test.")),
+		Note:    int64(len("\n\n<session-note>\nToday is Monday.\n</session-note>")),
+		Other:   int64(len("<|im_end|>\n<|im_start|>assistant\n")),
+	}
+	if diff := cmp.Diff(want, got.Reread); diff != "" {
+		t.Errorf("Reread (-want +got):\n%s", diff)
+	}
+}
+
+func TestAttributorAppendOnlyStep(t *testing.T) {
+	t.Parallel()
+	a := &cachesim.Attributor{Tok: byteTokenizer{}, NoteOpen: "<session-note>"}
+	req1 := conversation("You are a coding agent.")
+	held := cacheText(req1, answer)
+	observe(t, a, req1, held)
+
+	req2 := conversation("You are a coding agent.", answer, result)
+	got := observe(t, a, req2, "")
+	prompt := int64(len(render(req2)))
+	// The cache held the first prompt and the reply as the model wrote it; the template renders
+	// the reply the same way, so the whole of it is reusable.
+	if got.ExpectedCachedTokens != int64(len(held)) {
+		t.Errorf("ExpectedCachedTokens = %d; want the previous prompt and reply, %d", got.ExpectedCachedTokens, len(held))
+	}
+	if got.DivergenceToken != nil || got.DivergenceSegment != "" {
+		t.Errorf("divergence = %v %q; want none (the prompt extends the cache)", got.DivergenceToken, got.DivergenceSegment)
+	}
+	if got.Reread.Total() != prompt-got.ExpectedCachedTokens {
+		t.Errorf("Reread.Total() = %d; want prompt − expected = %d", got.Reread.Total(), prompt-got.ExpectedCachedTokens)
+	}
+	want := cachesim.Reread{
+		ToolResult: int64(len("\n<|im_start|>tool\n<tool_response>\n" + result.Content)),
+		Other:      int64(len("\n</tool_response><|im_end|>\n<|im_start|>assistant\n")),
+	}
+	if diff := cmp.Diff(want, got.Reread); diff != "" {
+		t.Errorf("Reread (-want +got):\n%s", diff)
+	}
+	if got.ReasoningTokensSent != int64(len(answer.Reasoning)) {
+		t.Errorf("ReasoningTokensSent = %d; want %d", got.ReasoningTokensSent, len(answer.Reasoning))
+	}
+	if len(got.Warnings) != 0 {
+		t.Errorf("Warnings = %q; want none", got.Warnings)
+	}
+}
+
+func TestAttributorDivergence(t *testing.T) {
+	t.Parallel()
+	user2 := chat.Message{Role: chat.RoleUser, Content: "Now run the tests."}
+	noReasoning := answer
+	noReasoning.Reasoning = ""
+	changedResult := result
+	changedResult.Content = "package parse\n\nfunc Parse() error {}"
+	for _, tc := range []struct {
+		name string
+		// first and second are the two requests; the cache holds first and answer after the first.
+		first, second *chat.Request
+		// wantAt is the byte (= token) where second first differs from the cache, in second's
+		// rendering.
+		wantAt      string
+		wantSegment string
+	}{
+		{
+			name:        "changed system prompt",
+			first:       conversation("You are a coding agent. Today is Monday."),
+			second:      conversation("You are a coding agent. Today is Tuesday."),
+			wantAt:      "<|im_start|>system\nYou are a coding agent. Today is ",
+			wantSegment: "system",
+		},
+		{
+			name:        "changed system prompt at its first byte",
+			first:       conversation("Monday. You are a coding agent."),
+			second:      conversation("Tuesday. You are a coding agent."),
+			wantAt:      "<|im_start|>system\n",
+			wantSegment: "system",
+		},
+		{
+			name:   "changed tool list",
+			first:  conversation("You are a coding agent."),
+			second: &chat.Request{Messages: conversation("You are a coding agent.").Messages, Tools: tools[:1]},
+			wantAt: "<|im_start|>system\nYou are a coding agent.\n\n# Tools\nread: Read a file.\n",
+			// The anchor is the last tool's description, which the second request renders
+			// before the divergence: the divergence falls after it, in the user message.
+			wantSegment: "message 1",
+		},
+		{
+			name:        "changed note",
+			first:       conversation("You are a coding agent."),
+			second:      withNote(conversation("You are a coding agent."), "Today is Tuesday."),
+			wantAt:      strings.Split(render(conversation("You are a coding agent.")), "Monday")[0],
+			wantSegment: "note",
+		},
+		{
+			name:        "dropped reasoning",
+			first:       conversation("You are a coding agent.", answer, result),
+			second:      conversation("You are a coding agent.", noReasoning, result, user2),
+			wantAt:      strings.Split(render(conversation("You are a coding agent.", answer)), "<think>")[0] + "<t", // <think> vs <tool_call>
+			wantSegment: "reasoning 2",
+		},
+		{
+			name:        "changed tool result",
+			first:       conversation("You are a coding agent.", answer, result),
+			second:      conversation("You are a coding agent.", answer, changedResult),
+			wantAt:      strings.Split(render(conversation("You are a coding agent.", answer, result)), "() {}")[0] + "() ",
+			wantSegment: "tool result 3",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			a := &cachesim.Attributor{Tok: byteTokenizer{}, NoteOpen: "<session-note>"}
+			observe(t, a, tc.first, cacheText(tc.first, answer))
+			got := observe(t, a, tc.second, "")
+			at := int64(len(tc.wantAt))
+			if got.DivergenceToken == nil || *got.DivergenceToken != at || got.DivergenceSegment != tc.wantSegment {
+				d := "nil"
+				if got.DivergenceToken != nil {
+					d = fmt.Sprint(*got.DivergenceToken)
+				}
+				t.Errorf("divergence = %s %q; want %d %q", d, got.DivergenceSegment, at, tc.wantSegment)
+			}
+			if got.ExpectedCachedTokens != at {
+				t.Errorf("ExpectedCachedTokens = %d; want %d", got.ExpectedCachedTokens, at)
+			}
+			if want := got.PromptTokens - got.ExpectedCachedTokens; got.Reread.Total() != want {
+				t.Errorf("Reread.Total() = %d (%+v); want prompt − expected = %d", got.Reread.Total(), got.Reread, want)
+			}
+		})
+	}
+}
+
+// withNote returns req with its first user message's note text replaced.
+func withNote(req *chat.Request, note string) *chat.Request {
+	req.Messages[1].Content = strings.Replace(req.Messages[1].Content, "Today is Monday.", note, 1)
+	return req
+}
+
+func TestAttributorIdenticalPromptLeavesOneToken(t *testing.T) {
+	t.Parallel()
+	a := &cachesim.Attributor{Tok: byteTokenizer{}}
+	req := conversation("You are a coding agent.")
+	observe(t, a, req, "")
+	got := observe(t, a, req, "")
+	// A server evaluates at least the last prompt token to sample from it.
+	if got.ExpectedCachedTokens != got.PromptTokens-1 || got.DivergenceToken != nil {
+		t.Errorf("same prompt twice: expected %d, divergence %v; want %d, nil", got.ExpectedCachedTokens, got.DivergenceToken, got.PromptTokens-1)
+	}
+	if got.Reread.Total() != 0 {
+		t.Errorf("Reread.Total() = %d; want 0", got.Reread.Total())
+	}
+}
+
+func TestAttributorContextOverflow(t *testing.T) {
+	t.Parallel()
+	req := conversation("You are a coding agent.")
+	prompt, held := len(render(req)), len(cacheText(req, answer))
+	for _, tc := range []struct {
+		name   string
+		numCtx int
+		want   bool
+	}{
+		{"unknown window", 0, false},
+		{"prompt over the window", prompt - 1, true},
+		{"prompt fits, reply does not", held - 1, true},
+		{"exactly the prompt and reply", held, false},
+		{"room to spare", held + 1000, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			a := &cachesim.Attributor{Tok: byteTokenizer{}, NumCtx: tc.numCtx}
+			got := observe(t, a, req, cacheText(req, answer))
+			if got.ContextOverflow != tc.want {
+				t.Errorf("NumCtx %d (prompt %d, with reply %d): ContextOverflow = %v; want %v", tc.numCtx, prompt, held, got.ContextOverflow, tc.want)
+			}
+			overflowWarned := len(got.Warnings) == 1 && strings.HasPrefix(got.Warnings[0], cachesim.WarningContextOverflow+": ")
+			if overflowWarned != tc.want || (!tc.want && len(got.Warnings) > 0) {
+				t.Errorf("Warnings = %q; want an overflow warning: %v", got.Warnings, tc.want)
+			}
+			if overflowWarned && !strings.Contains(got.Warnings[0], fmt.Sprintf("take %d tokens, more than the context window of %d", held, tc.numCtx)) {
+				t.Errorf("warning %q does not give the tokens used (%d) and the window (%d)", got.Warnings[0], held, tc.numCtx)
+			}
+		})
+	}
+}
+
+func TestAttributorWarnsOnCountMismatch(t *testing.T) {
+	t.Parallel()
+	req := conversation("You are a coding agent.")
+	rendered := render(req)
+	for _, tc := range []struct {
+		server int64
+		want   []string
+	}{
+		{int64(len(rendered)), nil},
+		{-1, nil}, // unknown: no comparison
+		{int64(len(rendered)) + 2, []string{fmt.Sprintf("the lab's tokenizer counts %d prompt tokens, the server %d", len(rendered), len(rendered)+2)}},
+	} {
+		a := &cachesim.Attributor{Tok: byteTokenizer{}}
+		got, err := a.Observe(req, rendered, "", tc.server)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tc.want, got.Warnings); diff != "" {
+			t.Errorf("server count %d: Warnings (-want +got):\n%s", tc.server, diff)
+		}
+	}
+}
+
+func TestAttributorUnknownKeepsTheCache(t *testing.T) {
+	t.Parallel()
+	if got, err := (&cachesim.Attributor{}).Observe(conversation("x"), "rendered", "", 3); err != nil || !got.Unknown {
+		t.Errorf("no tokenizer: Observe = %+v, %v; want Unknown", got, err)
+	}
+	a := &cachesim.Attributor{Tok: byteTokenizer{}}
+	req1 := conversation("You are a coding agent.")
+	held := cacheText(req1, answer)
+	observe(t, a, req1, held)
+	got, err := a.Observe(req1, "", "", 10)
+	if err != nil || !got.Unknown || got.PromptTokens != 0 {
+		t.Errorf("no rendered prompt: Observe = %+v, %v; want Unknown and nothing else", got, err)
+	}
+	// The unknown request left the cache as the first request did.
+	got = observe(t, a, conversation("You are a coding agent.", answer, result), "")
+	if got.ExpectedCachedTokens != int64(len(held)) {
+		t.Errorf("after an unknown request: ExpectedCachedTokens = %d; want %d", got.ExpectedCachedTokens, len(held))
+	}
+}
+
+// failingTokenizer fails on text containing bad.
+type failingTokenizer struct{ bad string }
+
+var errTokenize = errors.New("tokenizer failed")
+
+func (f failingTokenizer) Encode(s string) ([]int32, error) {
+	if strings.Contains(s, f.bad) {
+		return nil, errTokenize
+	}
+	return byteTokenizer{}.Encode(s)
+}
+
+func TestAttributorTokenizerError(t *testing.T) {
+	t.Parallel()
+	req := conversation("You are a coding agent.", answer, result)
+	for _, bad := range []string{"<|im_start|>system", answer.Reasoning, "reply only"} {
+		a := &cachesim.Attributor{Tok: failingTokenizer{bad: bad}}
+		rendered := render(req)
+		_, err := a.Observe(req, rendered, rendered+"reply only", int64(len(rendered)))
+		if !errors.Is(err, errTokenize) {
+			t.Errorf("tokenizer failing on %q: Observe error = %v; want it to wrap %v", bad, err, errTokenize)
+		}
+	}
+}
+
+func TestParts(t *testing.T) {
+	t.Parallel()
+	req := &chat.Request{
+		Messages: []chat.Message{
+			{Role: chat.RoleSystem, Content: "sys"},
+			{Role: chat.RoleUser, Content: "do it\n\n<n>first</n> and more\n\n<n>date</n>"},
+			{Role: chat.RoleAssistant, Reasoning: "think", ToolCalls: []chat.ToolCall{{Name: "read"}, {Name: "grep"}}},
+			{Role: chat.RoleTool, Content: "out"},
+			{Role: chat.RoleAssistant, Content: "done", ToolCalls: []chat.ToolCall{{Name: "read"}}},
+			{Role: chat.RoleSystem, Content: "late system"},
+		},
+		Tools: tools,
+	}
+	want := []cachesim.Part{
+		{Name: "system", Text: "sys"},
+		{Name: "tools", Text: "Search files for a pattern."},
+		{Name: "message 1", Text: "do it\n\n<n>first</n> and more"},
+		{Name: "note", Text: "\n\n<n>date</n>"},
+		{Name: "reasoning 2", Text: "think"},
+		{Name: "message 2", Text: `"read"`},
+		{Name: "tool result 3", Text: "out"},
+		{Name: "message 4", Text: "done"},
+		{Name: "tool result 5", Text: "late system"},
+	}
+	if diff := cmp.Diff(want, cachesim.Parts(req, "<n>")); diff != "" {
+		t.Errorf("Parts (-want +got):\n%s", diff)
+	}
+	// Without a note opener the user message stays whole.
+	got := cachesim.Parts(req, "")
+	if got[2].Text != req.Messages[1].Content || got[3].Name != "reasoning 2" {
+		t.Errorf(`Parts(req, "")[2:4] = %+v; want message 1 whole, then reasoning 2`, got[2:4])
+	}
+	// No tools, no "tools" part.
+	if got := cachesim.Parts(&chat.Request{Messages: req.Messages[:1]}, ""); len(got) != 1 {
+		t.Errorf("Parts without tools = %+v; want only system", got)
+	}
+}
+
+// Follow a conversation from request to request: the second request appends to what the cache
+// held (the first prompt and the model's reply), the third changes the system prompt.
+func ExampleAttributor() {
+	a := &cachesim.Attributor{Tok: byteTokenizer{}, NumCtx: 4096, NoteOpen: "<session-note>"}
+	turn := func(role, text string) string { return "<|im_start|>" + role + "\n" + text + "<|im_end|>\n" }
+	for _, step := range []struct{ system, history string }{
+		{"You are terse.", ""},
+		{"You are terse.", turn("assistant", "Hello.") + turn("user", "Bye")},
+		{"You are brief.", turn("assistant", "Hello.") + turn("user", "Bye")},
+	} {
+		req := &chat.Request{Messages: []chat.Message{
+			{Role: chat.RoleSystem, Content: step.system},
+			{Role: chat.RoleUser, Content: "Hi"},
+		}}
+		if step.history != "" {
+			req.Messages = append(req.Messages,
+				chat.Message{Role: chat.RoleAssistant, Content: "Hello."},
+				chat.Message{Role: chat.RoleUser, Content: "Bye"})
+		}
+		// The prompt as the server rendered it, and what its cache holds after the reply.
+		rendered := turn("system", step.system) + turn("user", "Hi") + step.history + "<|im_start|>assistant\n"
+		cache := rendered + "Hello.<|im_end|>"
+		at, err := a.Observe(req, rendered, cache, int64(len(rendered)))
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("prompt %d, expected cached %d, diverged at %q, re-read %d (system %d, messages %d)\n",
+			at.PromptTokens, at.ExpectedCachedTokens, at.DivergenceSegment, at.Reread.Total(), at.Reread.System, at.Reread.Message)
+	}
+	// Output:
+	// prompt 96, expected cached 0, diverged at "", re-read 96 (system 33, messages 30)
+	// prompt 166, expected cached 112, diverged at "", re-read 54 (system 0, messages 21)
+	// prompt 166, expected cached 27, diverged at "system", re-read 139 (system 6, messages 100)
+}

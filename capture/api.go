@@ -1,0 +1,320 @@
+package capture
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"lab/backend/anthropic"
+	"lab/backend/llamacpp"
+	"lab/backend/ollama"
+	"lab/backend/openai"
+	"lab/chat"
+)
+
+// The APIs the proxy records; each names the rows' backend as "proxy:" + API.
+const (
+	// APIOpenAIChat is Chat Completions, POST …/chat/completions (OpenAI, vLLM, SGLang,
+	// DeepSeek, OpenRouter, llama-server's /v1/chat/completions).
+	APIOpenAIChat = "openai-chat"
+	// APIOpenAIResponses is OpenAI's Responses API, POST …/responses.
+	APIOpenAIResponses = "openai-responses"
+	// APIAnthropic is the Anthropic Messages API, POST …/messages.
+	APIAnthropic = "anthropic"
+	// APIOllamaChat is Ollama's POST /api/chat.
+	APIOllamaChat = "ollama-chat"
+	// APIOllamaGenerate is Ollama's POST /api/generate.
+	APIOllamaGenerate = "ollama-generate"
+	// APILlamaCppCompletion is llama-server's native POST /completion.
+	APILlamaCppCompletion = "llamacpp-completion"
+)
+
+// classify returns the API a request speaks by its method and path, "" for a request the proxy
+// passes through unrecorded (anything but a POST to one of the endpoints above; token counting
+// endpoints such as /v1/messages/count_tokens included).
+func classify(method, path string) string {
+	if method != "POST" {
+		return ""
+	}
+	path = strings.TrimRight(path, "/")
+	switch {
+	case path == "/api/chat":
+		return APIOllamaChat
+	case path == "/api/generate":
+		return APIOllamaGenerate
+	case path == "/completion" || path == "/completions":
+		return APILlamaCppCompletion
+	case strings.HasSuffix(path, "/chat/completions"):
+		return APIOpenAIChat
+	case strings.HasSuffix(path, "/responses"):
+		return APIOpenAIResponses
+	case strings.HasSuffix(path, "/messages"):
+		return APIAnthropic
+	}
+	return ""
+}
+
+// envelope is what the proxy reads of every recorded request body besides its conversation:
+// the fields that name the model, ask for a stream, key the provider's prompt cache, or make
+// the request a cache fill or a rendering rather than a generation.
+type envelope struct {
+	Model          string          `json:"model"`
+	Stream         *bool           `json:"stream"`
+	PromptCacheKey string          `json:"prompt_cache_key"`
+	DebugRender    bool            `json:"_debug_render_only"`
+	Raw            bool            `json:"raw"`
+	Prompt         json.RawMessage `json:"prompt"`
+	NPredict       *int            `json:"n_predict"`
+	Options        struct {
+		NumPredict *int `json:"num_predict"`
+	} `json:"options"`
+}
+
+// skip reports why a request of api with envelope e is passed through unrecorded: it renders
+// a prompt (Ollama `_debug_render_only`), loads or unloads a model (an /api/generate without a
+// prompt), or only fills the cache (llama-server /completion with n_predict 0; a raw Ollama
+// generate with num_predict at most 1 — the lab's own generation emulation, which leaves the
+// server's cache as a generation would and is modelled as such, see [Options].Attribution).
+// "" records the request.
+func skip(api string, e *envelope) string {
+	switch api {
+	case APIOllamaChat:
+		if e.DebugRender {
+			return "render"
+		}
+	case APIOllamaGenerate:
+		if len(e.Prompt) == 0 || string(e.Prompt) == `""` || string(e.Prompt) == "null" {
+			return "load"
+		}
+		if e.Raw && e.Options.NumPredict != nil && *e.Options.NumPredict <= 1 {
+			return "fill"
+		}
+	case APILlamaCppCompletion:
+		if e.NPredict != nil && *e.NPredict == 0 {
+			return "fill"
+		}
+	}
+	return ""
+}
+
+// decodeRequest reads a recorded request's conversation with the inverse of its backend's
+// encoder.
+func decodeRequest(api string, body []byte) (*chat.Request, error) {
+	switch api {
+	case APIOpenAIChat:
+		return openai.DecodeChatRequest(body)
+	case APIOpenAIResponses:
+		return openai.DecodeResponsesRequest(body)
+	case APIAnthropic:
+		return anthropic.DecodeRequest(body)
+	case APIOllamaChat:
+		return ollama.DecodeChatRequest(body)
+	case APIOllamaGenerate:
+		req, _, _, err := ollama.DecodeGenerateRequest(body)
+		return req, err
+	case APILlamaCppCompletion:
+		var b struct {
+			Prompt json.RawMessage `json:"prompt"`
+		}
+		if err := json.Unmarshal(body, &b); err != nil {
+			return nil, err
+		}
+		var text string
+		if json.Unmarshal(b.Prompt, &text) != nil {
+			text = string(b.Prompt) // token ids or a list of prompts: kept as their JSON
+		}
+		return &chat.Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: text}}}, nil
+	}
+	return &chat.Request{}, nil
+}
+
+// parser reads one answer: the events of a server-sent event stream, the lines of an NDJSON
+// stream, or a whole body.
+type parser interface {
+	// event takes one server-sent event (name and data) or one NDJSON line (name "") and
+	// reports whether it carried generated content, reasoning or a tool call.
+	event(name string, data []byte) (content bool, err error)
+	// whole takes an unstreamed answer.
+	whole(body []byte) error
+	reply() *chat.Reply
+	result() *chat.Result
+}
+
+// newParser returns the parser for api's answers, built on its backend's own.
+func newParser(api string) parser {
+	switch api {
+	case APIOpenAIChat:
+		return &chatParser{}
+	case APIOpenAIResponses:
+		return &responsesParser{}
+	case APIAnthropic:
+		return &anthropicParser{}
+	case APIOllamaChat, APIOllamaGenerate:
+		return &ollamaParser{}
+	case APILlamaCppCompletion:
+		return &completionParser{}
+	}
+	return nil
+}
+
+type chatParser struct{ c openai.ChatCapture }
+
+func (p *chatParser) event(name string, data []byte) (bool, error) {
+	if name == "error" { // llama-server's older in-stream error line
+		return false, &chat.APIError{Backend: "openai", Body: "error in the stream: " + string(data)}
+	}
+	return p.c.Chunk(data)
+}
+func (p *chatParser) whole(b []byte) error { return p.c.Whole(b) }
+func (p *chatParser) reply() *chat.Reply   { return p.c.Reply() }
+func (p *chatParser) result() *chat.Result { return p.c.Result() }
+
+type responsesParser struct{ c openai.ResponsesCapture }
+
+func (p *responsesParser) event(_ string, data []byte) (bool, error) { return p.c.Event(data) }
+func (p *responsesParser) whole(b []byte) error                      { return p.c.Whole(b) }
+func (p *responsesParser) reply() *chat.Reply                        { return p.c.Reply() }
+func (p *responsesParser) result() *chat.Result                      { return p.c.Result() }
+
+type anthropicParser struct{ c anthropic.Capture }
+
+func (p *anthropicParser) event(name string, data []byte) (bool, error) { return p.c.Event(name, data) }
+func (p *anthropicParser) whole(b []byte) error                         { return p.c.Whole(b) }
+func (p *anthropicParser) reply() *chat.Reply                           { return p.c.Reply() }
+func (p *anthropicParser) result() *chat.Result                         { return p.c.Result() }
+
+type ollamaParser struct{ c ollama.Capture }
+
+func (p *ollamaParser) event(_ string, data []byte) (bool, error) { return p.c.Line(data) }
+func (p *ollamaParser) whole(b []byte) error {
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if _, err := p.c.Line(line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+func (p *ollamaParser) reply() *chat.Reply   { return p.c.Reply() }
+func (p *ollamaParser) result() *chat.Result { return p.c.Result() }
+
+type completionParser struct{ c llamacpp.CompletionCapture }
+
+func (p *completionParser) event(_ string, data []byte) (bool, error) { return p.c.Chunk(data) }
+func (p *completionParser) whole(b []byte) error {
+	_, err := p.c.Chunk(b)
+	return err
+}
+func (p *completionParser) reply() *chat.Reply   { return p.c.Reply() }
+func (p *completionParser) result() *chat.Result { return p.c.Result() }
+
+// feed splits an answer's bytes into what its parser takes and calls it: server-sent events
+// (text/event-stream: "event:" and "data:" lines, a blank line ending each event, ":" comments
+// skipped; llama-server's older "error:" line as an error event), NDJSON lines (Ollama), or the
+// whole body (anything else). It returns the index of the first chunk (in chunks) whose bytes
+// completed an event that carried content (-1 when none did) and the first error a parser
+// returned.
+func feed(p parser, mode framing, chunks []chunk) (first int, err error) {
+	first = -1
+	if mode == framingWhole {
+		var body []byte
+		for _, c := range chunks {
+			body = append(body, c.data...)
+		}
+		if len(bytes.TrimSpace(body)) == 0 {
+			return -1, nil
+		}
+		if err := p.whole(body); err != nil {
+			return -1, err
+		}
+		if len(chunks) > 0 {
+			first = 0
+		}
+		return first, nil
+	}
+	var line []byte
+	var name string
+	var data [][]byte
+	dispatch := func(at int) error {
+		if len(data) == 0 {
+			name = ""
+			return nil
+		}
+		content, err := p.event(name, bytes.Join(data, []byte("\n")))
+		name, data = "", nil
+		if content && first < 0 {
+			first = at
+		}
+		return err
+	}
+	handle := func(l []byte, at int) error {
+		l = bytes.TrimRight(l, "\r")
+		if mode == framingLines {
+			if len(bytes.TrimSpace(l)) == 0 {
+				return nil
+			}
+			content, err := p.event("", l)
+			if content && first < 0 {
+				first = at
+			}
+			return err
+		}
+		if len(l) == 0 {
+			return dispatch(at)
+		}
+		if l[0] == ':' {
+			return nil
+		}
+		field, value, _ := bytes.Cut(l, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
+		switch string(field) {
+		case "event":
+			name = string(value)
+		case "data":
+			data = append(data, append([]byte(nil), value...))
+		case "error":
+			name = "error"
+			data = append(data, append([]byte(nil), value...))
+		}
+		return nil
+	}
+	for i, c := range chunks {
+		rest := c.data
+		for {
+			j := bytes.IndexByte(rest, '\n')
+			if j < 0 {
+				line = append(line, rest...)
+				break
+			}
+			line = append(line, rest[:j]...)
+			if err := handle(line, i); err != nil {
+				return first, err
+			}
+			line = line[:0]
+			rest = rest[j+1:]
+		}
+	}
+	last := len(chunks) - 1
+	if len(line) > 0 {
+		if err := handle(line, last); err != nil {
+			return first, err
+		}
+	}
+	if mode == framingSSE {
+		if err := dispatch(last); err != nil {
+			return first, err
+		}
+	}
+	return first, nil
+}
+
+// framing is how an answer's bytes are split into events.
+type framing int
+
+const (
+	framingWhole framing = iota
+	framingSSE
+	framingLines
+)

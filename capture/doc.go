@@ -1,0 +1,49 @@
+// Package capture is `lab proxy`: a pass-through reverse proxy that measures any harness's real
+// traffic to a model API with the same per-request columns `lab run` writes for its own harness
+// (issue 9).
+//
+// A request flows through it in five steps:
+//
+//  1. [Proxy.ServeHTTP] sorts the request by method and path: a POST to an OpenAI Chat
+//     Completions or Responses endpoint, the Anthropic Messages API, Ollama's /api/chat and
+//     /api/generate, or llama-server's /completion is recorded ([APIOpenAIChat] and the others);
+//     anything else (model lists, token counting, llama-server's /props, /tokenize, /slots...)
+//     is passed through unrecorded, as are requests that only render a prompt (Ollama
+//     `_debug_render_only`) or load a model. Requests that only fill the server's cache (a
+//     llama-server /completion with n_predict 0, a raw Ollama generate with num_predict ≤ 1:
+//     the lab's own generation emulation) make no row but are taken by the slot model (step 4).
+//  2. It forwards the request with net/http/httputil.ReverseProxy (FlushInterval -1: every chunk
+//     is flushed to the client as it arrives) and tees the answer: each chunk read from the
+//     upstream is copied, with the time it arrived, and passed on unchanged. Nothing is parsed
+//     or waited for on the way; the recorded request body is read whole before forwarding (it
+//     is needed to record the request), and a recorded request asks the upstream for an
+//     uncompressed answer (Accept-Encoding: identity). Credentials (Authorization, x-api-key,
+//     api-key, cookies) are forwarded and never written: not to the rows, the manifest, the
+//     requests file, nor the progress lines, from which their values are redacted.
+//  3. Once the answer ended, a single recorder goroutine parses it with its backend's own
+//     parser (backend/openai, backend/anthropic, backend/ollama, backend/llamacpp capture*.go):
+//     prompt, cached (with cached_source), cache write (5-minute and 1-hour), completion and
+//     reasoning tokens, usage_fields, time to first token (the arrival of the first chunk that
+//     carried generated content, reasoning or a tool call), total time, request bytes, model;
+//     an upstream error status, an error in the stream, a client that disconnected or a cut
+//     stream is the row's error. It decodes the request into a chat.Request with the inverse of
+//     the backend's encoder.
+//  4. With [Options].Attribution (a local upstream: Ollama or llama-server, and the served
+//     model's tokenizer), it asks the upstream for its own rendering of the request and feeds a
+//     [cachesim.Attributor] that models the upstream's one cache slot (one model per upstream,
+//     not per conversation: every client shares it): expected cached tokens, the first
+//     divergence and its segment, re-read tokens by segment, reasoning tokens sent. Without it
+//     (cloud APIs, which show no rendering) the row says expected_unknown.
+//  5. It groups the request into a conversation (group.go: a session header or
+//     prompt_cache_key, else the longest shared message prefix with an earlier request and its
+//     reply), which becomes the row's scenario ("conversation-0001"); the arm is the capture's
+//     label ([Options].Label, default "capture"), repetition 1, request_index the order within
+//     the conversation, turn the number of user messages and step the assistant messages since
+//     the last one, plus one. The row is written at once to a crash-safe samples file with its
+//     journal (metrics.CreatePart, the results layout of lab run), the manifest rewritten, and a
+//     line printed on the progress writer.
+//
+// [Proxy.Close] writes the Parquet footer and the manifest with complete true and one session
+// record per conversation, so `lab report` and `lab check --run` read a capture folder as they
+// read a run folder.
+package capture

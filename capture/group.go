@@ -1,0 +1,151 @@
+package capture
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"lab/chat"
+)
+
+// conversation is one group of recorded requests: a row's scenario.
+type conversation struct {
+	// name is the rows' scenario: "conversation-0001", numbered in order of appearance.
+	name string
+	// key is the session header or prompt_cache_key that names it; "" for a conversation found
+	// by its messages.
+	key string
+	// requests is the number of requests recorded so far.
+	requests int
+	// first is the first request's messages; last the last request's followed by its reply
+	// (message keys, see messageKey).
+	first, last []string
+	// lastLen is the number of messages of the last request (without its reply).
+	lastLen    int
+	lastFailed bool
+}
+
+// grouper assigns requests to conversations:
+//
+//  1. a request that carries a conversation key (a known client's session header, or OpenAI's
+//     prompt_cache_key) belongs to the conversation of that key;
+//  2. any other request belongs to the conversation, among those without a key, whose last
+//     request (followed by its reply) shares the longest prefix of messages with it, provided
+//     the shared prefix holds at least one message that is not the system prompt; a
+//     conversation whose last request the new one contains whole (it only appends) is preferred,
+//     then the longest prefix, then the latest conversation. A request identical to a
+//     conversation's first one starts a new conversation (the same session run again), unless
+//     it is the retry of a failed first request;
+//  3. otherwise it starts a new conversation.
+//
+// Messages are compared by role, text, tool calls and tool call ids; reasoning is left out, as
+// harnesses and templates drop it from earlier turns (spec 3.2.0 §8).
+type grouper struct {
+	convs []*conversation
+	byKey map[string]*conversation
+}
+
+// assign returns the request's conversation, and whether it is new. The caller records the
+// request with update.
+func (g *grouper) assign(key string, req *chat.Request) (c *conversation, created bool) {
+	if key != "" {
+		if c := g.byKey[key]; c != nil {
+			return c, false
+		}
+		c := g.add(key)
+		if g.byKey == nil {
+			g.byKey = map[string]*conversation{}
+		}
+		g.byKey[key] = c
+		return c, true
+	}
+	msgs := messageKeys(req.Messages)
+	var best *conversation
+	bestShared, bestExt := 0, false
+	for i := len(g.convs) - 1; i >= 0; i-- {
+		c := g.convs[i]
+		if c.key != "" || c.requests == 0 {
+			continue
+		}
+		shared := commonPrefix(msgs, c.last)
+		if !slices.ContainsFunc(msgs[:shared], func(k string) bool { return !strings.HasPrefix(k, "system\x00") }) {
+			continue
+		}
+		if slices.Equal(msgs, c.first) && (c.requests > 1 || !c.lastFailed) {
+			continue // the session again, from its start
+		}
+		ext := shared >= c.lastLen
+		if best == nil || (ext && !bestExt) || (ext == bestExt && shared > bestShared) {
+			best, bestShared, bestExt = c, shared, ext
+		}
+	}
+	if best != nil {
+		return best, false
+	}
+	return g.add(""), true
+}
+
+func (g *grouper) add(key string) *conversation {
+	c := &conversation{name: fmt.Sprintf("conversation-%04d", len(g.convs)+1), key: key}
+	g.convs = append(g.convs, c)
+	return c
+}
+
+// update records req (answered with reply, nil when there was none) as c's latest request.
+func (g *grouper) update(c *conversation, req *chat.Request, reply *chat.Reply, failed bool) {
+	msgs := messageKeys(req.Messages)
+	if c.requests == 0 {
+		c.first = msgs
+	}
+	c.requests++
+	c.lastLen = len(msgs)
+	c.lastFailed = failed
+	if reply != nil && !failed {
+		msgs = append(msgs, messageKey(chat.Message{Role: chat.RoleAssistant, Content: reply.Content, ToolCalls: reply.ToolCalls}))
+	}
+	c.last = msgs
+}
+
+func messageKeys(msgs []chat.Message) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = messageKey(m)
+	}
+	return out
+}
+
+// messageKey is what two messages must share to be the same message of a conversation: role,
+// text (surrounding white space trimmed), tool calls (name and compacted arguments) and the
+// tool call id a result answers.
+func messageKey(m chat.Message) string {
+	var b strings.Builder
+	b.WriteString(string(m.Role))
+	b.WriteByte(0)
+	b.WriteString(strings.TrimSpace(m.Content))
+	b.WriteByte(0)
+	b.WriteString(m.ToolCallID)
+	for _, tc := range m.ToolCalls {
+		b.WriteByte(0)
+		b.WriteString(tc.Name)
+		b.WriteByte(0)
+		var c bytes.Buffer
+		if json.Compact(&c, tc.Arguments) == nil {
+			b.Write(c.Bytes())
+		} else {
+			b.Write(tc.Arguments)
+		}
+	}
+	return b.String()
+}
+
+func commonPrefix(a, b []string) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}

@@ -1,0 +1,436 @@
+package capture
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"lab/cachesim"
+	"lab/chat"
+	"lab/metrics"
+)
+
+// DefaultLabel is the arm of every row when [Options].Label is empty.
+const DefaultLabel = "capture"
+
+// maxBody bounds the request body the proxy reads to record it, and the answer it keeps to parse
+// (the client receives the whole answer either way; a longer one is recorded as cut).
+const maxBody = 256 << 20
+
+// Options configures a [Proxy]. Zero fields take the defaults named.
+type Options struct {
+	// Upstream is the server the proxy forwards to, such as http://127.0.0.1:11434 or
+	// https://api.openai.com (a request's path is appended to its path). Required.
+	Upstream string
+	// Dir is the capture's folder, created if missing; it must not already hold a capture.
+	// Required (cmd/lab defaults it to results/run_id=<run-id>/).
+	Dir string
+	// RunID is every row's run_id and the manifest's; required.
+	RunID string
+	// Label is every row's arm; "" is [DefaultLabel].
+	Label string
+	// SaveRequests writes every recorded request body to the capture's requests file, one JSON
+	// line per request, as lab run --save-requests does. Headers are never written.
+	SaveRequests bool
+	// Progress, when set, receives one line per recorded request: its conversation, its index,
+	// prompt tokens and the cached share.
+	Progress io.Writer
+	// Transport carries the forwarded requests; nil is a clone of http.DefaultTransport.
+	Transport http.RoundTripper
+	// LabVersion and Settings are recorded in the manifest.
+	LabVersion string
+	Settings   map[string]string
+	// Now is the clock of the manifest's start and end; nil is time.Now.
+	Now func() time.Time
+	// Attribution computes the expected cached tokens, the divergence and the re-read split of
+	// each request against what the upstream's cache held ([cachesim.Attributor]); the zero
+	// value computes none (expected_unknown true on every row).
+	Attribution Attribution
+}
+
+// Attribution says how the proxy models the upstream's one cache slot (a local server: one
+// cache for every client, so one model per upstream, not per conversation).
+type Attribution struct {
+	// Render names how to get the upstream's own rendering of a request: [RenderOllama]
+	// (POST /api/chat with `_debug_render_only`), [RenderLlamaCpp] (POST /apply-template with
+	// the chat request's body), or "" for none (cloud APIs, which show none).
+	Render string
+	// Tokenizer is the served model's tokenizer (for Ollama the model's GGUF tokenizer, for
+	// llama-server its /tokenize endpoint); nil computes nothing.
+	Tokenizer cachesim.Tokenizer
+	// Output writes a reply as the served model generated it after its prompt (for Qwen3
+	// models ollama.Qwen3Output), so that the slot is modelled as holding the prompt and the
+	// reply; nil models it as holding the prompt only.
+	Output func(*chat.Reply) string
+	// NumCtx is the server's context window in tokens; 0 when unknown.
+	NumCtx int
+	// NoteOpen is the tag that opens a harness's session note ("<session-note>"); "" for none.
+	NoteOpen string
+}
+
+// The values of [Attribution].Render.
+const (
+	RenderOllama   = "ollama"
+	RenderLlamaCpp = "llamacpp"
+)
+
+// Proxy is a pass-through reverse proxy that records, for each request to a model API it knows
+// ([APIOpenAIChat] and the others), one metrics.Sample row. It is an http.Handler; serve it on a
+// loopback listener, and [Proxy.Close] it once the server has stopped. Safe for concurrent use.
+type Proxy struct {
+	opts     Options
+	upstream *url.URL
+	rp       *httputil.ReverseProxy
+
+	mu     sync.Mutex
+	closed bool
+	queue  chan *exchange
+	done   chan struct{}
+	rec    *recorder
+}
+
+// CheckLoopback returns an error unless addr (host:port) names a loopback address: 127.0.0.0/8,
+// ::1 or "localhost". The lab only talks loopback; a proxy that forwards API keys must not be
+// reachable from elsewhere.
+func CheckLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("listen address %q: %w", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("listen address %q: not a loopback address (want 127.0.0.1:PORT or [::1]:PORT)", addr)
+	}
+	return nil
+}
+
+// New checks opts, creates the capture's folder with its samples file, journal and manifest
+// (complete: false until Close), and returns the proxy. Errors: an upstream that is not an
+// http(s) URL with a host, no Dir or RunID, a folder that already holds a capture, a file that
+// cannot be created.
+func New(opts Options) (*Proxy, error) {
+	u, err := url.Parse(opts.Upstream)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("capture: upstream %q: want http(s)://host[:port][/path]", opts.Upstream)
+	}
+	if opts.Dir == "" || opts.RunID == "" {
+		return nil, errors.New("capture: no folder or run id")
+	}
+	if opts.Label == "" {
+		opts.Label = DefaultLabel
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	switch opts.Attribution.Render {
+	case "", RenderOllama, RenderLlamaCpp:
+	default:
+		return nil, fmt.Errorf("capture: Attribution.Render %q: want %s, %s or none", opts.Attribution.Render, RenderOllama, RenderLlamaCpp)
+	}
+	tr := opts.Transport
+	if tr == nil {
+		tr = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("capture: %w", err)
+	}
+	rec, err := newRecorder(opts, u, tr)
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{opts: opts, upstream: u, queue: make(chan *exchange, 4096), done: make(chan struct{}), rec: rec}
+	p.rp = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(u)
+			if exchangeOf(pr.In.Context()) != nil {
+				// A compressed answer could not be parsed: ask for the plain one (the
+				// client, which may have asked for gzip, gets identity, which HTTP allows).
+				pr.Out.Header.Set("Accept-Encoding", "identity")
+			}
+		},
+		Transport:     tr,
+		FlushInterval: -1,
+		ModifyResponse: func(resp *http.Response) error {
+			if ex := exchangeOf(resp.Request.Context()); ex != nil {
+				ex.respond(resp)
+				resp.Body = &tee{rc: resp.Body, ex: ex}
+			}
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if ex := exchangeOf(r.Context()); ex != nil {
+				ex.fail(err)
+			}
+			w.WriteHeader(http.StatusBadGateway)
+		},
+	}
+	go p.record()
+	return p, nil
+}
+
+// Dir returns the capture's folder.
+func (p *Proxy) Dir() string { return p.opts.Dir }
+
+type exchangeKey struct{}
+
+func exchangeOf(ctx context.Context) *exchange {
+	ex, _ := ctx.Value(exchangeKey{}).(*exchange)
+	return ex
+}
+
+// ServeHTTP forwards r to the upstream and the answer to w as it arrives (flushed at once,
+// streams included). A request to a known API is read whole first (it is needed to record it)
+// and its answer is teed: each chunk the upstream sends is kept, with the time it arrived, for
+// the recorder, which parses it once the answer ended.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	api := classify(r.Method, r.URL.Path)
+	if api == "" {
+		p.rp.ServeHTTP(w, r)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	r.Body.Close()
+	if err != nil {
+		http.Error(w, "lab proxy: read the request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if len(body) > maxBody {
+		http.Error(w, fmt.Sprintf("lab proxy: request body over %d bytes", maxBody), http.StatusRequestEntityTooLarge)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	ex := &exchange{api: api, body: body, auth: authHeaders(r.Header), key: sessionKey(r.Header)}
+	_ = json.Unmarshal(body, &ex.env) // a body that is not JSON is the upstream's to refuse
+	if ex.env.PromptCacheKey != "" {
+		ex.key = "prompt_cache_key " + ex.env.PromptCacheKey
+	}
+	switch skip(api, &ex.env) {
+	case "fill":
+		ex.fill = true
+	case "":
+	default:
+		p.rp.ServeHTTP(w, r)
+		return
+	}
+	ex.start = time.Now()
+	defer func() {
+		// Also when ReverseProxy panics with http.ErrAbortHandler (the client went away during
+		// the answer): the request is recorded, then the panic goes on to the server.
+		ex.finish(time.Now(), r.Context().Err() != nil)
+		p.enqueue(ex)
+	}()
+	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), exchangeKey{}, ex)))
+}
+
+func (p *Proxy) enqueue(ex *exchange) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.queue <- ex
+}
+
+func (p *Proxy) record() {
+	defer close(p.done)
+	for ex := range p.queue {
+		p.rec.process(ex)
+	}
+}
+
+// Close records the requests still queued, closes the samples file (its footer written, the
+// journal removed) and writes the manifest a last time with complete true and one session
+// record per conversation. Stop the HTTP server first: requests that end after Close are not
+// recorded. Calling Close again returns nil.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	close(p.queue)
+	p.mu.Unlock()
+	<-p.done
+	return p.rec.close(true)
+}
+
+// Samples returns the number of rows written so far.
+func (p *Proxy) Samples() int { return p.rec.samples() }
+
+// chunk is a piece of an answer as it arrived.
+type chunk struct {
+	data []byte
+	at   time.Time
+}
+
+// exchange is one recorded request and its answer, filled by the handler and read by the
+// recorder once the handler is done.
+type exchange struct {
+	api  string
+	body []byte
+	env  envelope
+	// key is the conversation key the request carried (a session header or prompt_cache_key),
+	// "" for none.
+	key string
+	// auth holds the request's credentials, in memory only: for the rendering requests the
+	// recorder sends to the same upstream, and to redact them from anything written.
+	auth http.Header
+	// fill marks a request that only fills the upstream's cache: no row, but the slot model
+	// takes it.
+	fill  bool
+	start time.Time
+
+	mu        sync.Mutex
+	status    int
+	ctype     string
+	chunks    []chunk
+	size      int
+	truncated bool
+	eof       bool
+	readErr   error
+	err       error
+	end       time.Time
+	gone      bool
+}
+
+func (ex *exchange) respond(resp *http.Response) {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	ex.status = resp.StatusCode
+	ex.ctype, _, _ = mime.ParseMediaType(resp.Header.Get("Content-Type"))
+}
+
+func (ex *exchange) fail(err error) {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	if ex.err == nil {
+		ex.err = err
+	}
+}
+
+func (ex *exchange) add(p []byte, at time.Time) {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	if ex.size+len(p) > maxBody {
+		ex.truncated = true
+		return
+	}
+	ex.size += len(p)
+	ex.chunks = append(ex.chunks, chunk{data: append([]byte(nil), p...), at: at})
+}
+
+func (ex *exchange) ended(at time.Time, err error) {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	if ex.end.IsZero() {
+		ex.end = at
+	}
+	if err == nil {
+		ex.eof = true
+	} else if ex.readErr == nil {
+		ex.readErr = err
+	}
+}
+
+func (ex *exchange) finish(at time.Time, clientGone bool) {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	if ex.end.IsZero() {
+		ex.end = at
+	}
+	ex.gone = clientGone && !ex.eof
+}
+
+// tee passes an answer's body through to the client and keeps a copy of each chunk with its
+// arrival time. It adds a copy and a clock reading per read, nothing else: no parsing, no
+// waiting.
+type tee struct {
+	rc io.ReadCloser
+	ex *exchange
+}
+
+func (t *tee) Read(p []byte) (int, error) {
+	n, err := t.rc.Read(p)
+	if n > 0 {
+		t.ex.add(p[:n], time.Now())
+	}
+	switch {
+	case errors.Is(err, io.EOF):
+		t.ex.ended(time.Now(), nil)
+	case err != nil:
+		t.ex.ended(time.Now(), err)
+	}
+	return n, err
+}
+
+func (t *tee) Close() error { return t.rc.Close() }
+
+// sensitiveHeaders carry credentials; they are forwarded to the upstream and written nowhere.
+var sensitiveHeaders = []string{"Authorization", "Proxy-Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key", "Cookie"}
+
+func authHeaders(h http.Header) http.Header {
+	out := http.Header{}
+	for _, k := range sensitiveHeaders {
+		if v := h.Values(k); len(v) > 0 {
+			out[k] = append([]string(nil), v...)
+		}
+	}
+	return out
+}
+
+// sessionHeaders are the headers known clients send to name their session, in the order the
+// proxy looks for them: Claude Code's X-Claude-Code-Session-Id, Qwen Code's
+// X-Qwen-Code-Session-Id, OpenAI Codex's session_id and conversation_id, and the generic
+// X-Session-Id and Session-Id.
+var sessionHeaders = []string{"X-Claude-Code-Session-Id", "X-Qwen-Code-Session-Id", "Session_id", "Conversation_id", "X-Session-Id", "Session-Id"}
+
+func sessionKey(h http.Header) string {
+	for _, k := range sessionHeaders {
+		for hk, v := range h {
+			if strings.EqualFold(hk, k) && len(v) > 0 && v[0] != "" {
+				return strings.ToLower(k) + " " + v[0]
+			}
+		}
+	}
+	return ""
+}
+
+// redact replaces every credential of auth (a header's value, and a bearer token alone) in s.
+func redact(s string, auth http.Header) string {
+	for _, vs := range auth {
+		for _, v := range vs {
+			for _, secret := range []string{v, strings.TrimSpace(strings.TrimPrefix(v, "Bearer "))} {
+				if len(secret) >= 4 {
+					s = strings.ReplaceAll(s, secret, "[redacted]")
+				}
+			}
+		}
+	}
+	return s
+}
+
+// layout is where the capture's files go in its folder: the results layout of lab run (one
+// part, 1/1, of the hive-partitioned layout results/run_id=<id>/).
+func layout(dir string) (samples func() (*metrics.ParquetSink, error), manifest, requests string) {
+	s := metrics.Shard{Index: 1, Count: 1}
+	return func() (*metrics.ParquetSink, error) { return metrics.CreatePart(dir, s) },
+		filepath.Join(dir, metrics.PartManifestFile(s)), filepath.Join(dir, metrics.PartRequestsFile(s))
+}

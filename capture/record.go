@@ -1,0 +1,478 @@
+package capture
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"lab/cachesim"
+	"lab/chat"
+	"lab/metrics"
+)
+
+// recorder turns finished exchanges into rows, one at a time, in the order the answers ended.
+type recorder struct {
+	opts     Options
+	upstream *url.URL
+	http     *http.Client
+
+	sink     *metrics.ParquetSink
+	manPath  string
+	reqPath  string
+	requests *os.File
+	man      *metrics.Manifest
+	groups   grouper
+	attr     *cachesim.Attributor
+	backends []string
+
+	mu   sync.Mutex
+	rows int
+}
+
+func newRecorder(opts Options, u *url.URL, tr http.RoundTripper) (*recorder, error) {
+	create, manPath, reqPath := layout(opts.Dir)
+	if _, err := os.Stat(manPath); err == nil {
+		return nil, fmt.Errorf("capture: %s already holds a capture (%s)", opts.Dir, manPath)
+	}
+	r := &recorder{opts: opts, upstream: u, http: &http.Client{Transport: tr, Timeout: 5 * time.Minute}, manPath: manPath, reqPath: reqPath}
+	if a := opts.Attribution; a.Render != "" && a.Tokenizer != nil {
+		r.attr = &cachesim.Attributor{Tok: a.Tokenizer, NumCtx: a.NumCtx, NoteOpen: a.NoteOpen}
+	}
+	settings := map[string]string{"upstream": u.Redacted(), "label": opts.Label}
+	for k, v := range opts.Settings {
+		settings[k] = v
+	}
+	r.man = &metrics.Manifest{
+		LabVersion: opts.LabVersion, RunID: opts.RunID, Shard: &metrics.Shard{Index: 1, Count: 1},
+		Scenarios: []string{}, Arms: []string{opts.Label}, Repetitions: 1, Backend: "proxy",
+		ServerURL: u.Redacted(), StartedAt: opts.Now().UTC(), CacheState: metrics.CacheUncontrolled, Settings: settings,
+	}
+	if err := metrics.WriteManifest(manPath, r.man); err != nil {
+		return nil, fmt.Errorf("capture: %w", err)
+	}
+	sink, err := create()
+	if err != nil {
+		return nil, fmt.Errorf("capture: %w", err)
+	}
+	r.sink = sink
+	if opts.SaveRequests {
+		f, err := os.OpenFile(reqPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			_ = sink.Close()
+			return nil, fmt.Errorf("capture: %w", err)
+		}
+		r.requests = f
+	}
+	return r, nil
+}
+
+func (r *recorder) samples() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.rows
+}
+
+// process records one exchange: a row for a request, the slot model only for a cache fill.
+func (r *recorder) process(ex *exchange) {
+	if ex.fill {
+		r.observeFill(ex)
+		return
+	}
+	s, req, reply := r.measure(ex)
+	conv, created := r.groups.assign(ex.key, req)
+	s.Scenario, s.RequestIndex = conv.name, int32(conv.requests)
+	s.Turn, s.Step = turnStep(req)
+	r.groups.update(conv, req, reply, s.Error != "")
+	if s.CachedTokens != nil {
+		s.RereadTokens = s.PromptTokens - *s.CachedTokens
+	} else {
+		s.RereadTokens = s.PromptTokens - s.ExpectedCachedTokens
+	}
+	s.Error = redact(s.Error, ex.auth)
+	s.Warnings = redact(s.Warnings, ex.auth)
+	var errs []error
+	if err := r.sink.Write(s); err != nil {
+		errs = append(errs, err)
+	}
+	r.mu.Lock()
+	r.rows++
+	r.mu.Unlock()
+	if r.requests != nil {
+		body := json.RawMessage(bytes.ReplaceAll(ex.body, []byte("\n"), []byte(" ")))
+		if !json.Valid(body) {
+			b, _ := json.Marshal(string(ex.body))
+			body = b
+		}
+		body = json.RawMessage(redact(string(body), ex.auth))
+		line, err := json.Marshal(struct {
+			Scenario     string          `json:"scenario"`
+			Arm          string          `json:"arm"`
+			Repetition   int             `json:"repetition"`
+			RequestIndex int32           `json:"request_index"`
+			API          string          `json:"api"`
+			Body         json.RawMessage `json:"body"`
+		}{s.Scenario, s.Arm, 1, s.RequestIndex, ex.api, body})
+		if err == nil {
+			_, err = r.requests.Write(append(line, '\n'))
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("write %s: %w", r.reqPath, err))
+		}
+	}
+	if created {
+		r.man.Scenarios = append(r.man.Scenarios, conv.name)
+	}
+	if r.man.Model == "" {
+		r.man.Model = s.Model
+	}
+	if !contains(r.backends, s.Backend) {
+		r.backends = append(r.backends, s.Backend)
+		if len(r.backends) == 1 {
+			r.man.Backend = s.Backend
+		} else {
+			r.man.Backend = "proxy"
+		}
+	}
+	r.man.Samples = r.samples()
+	if err := metrics.WriteManifest(r.manPath, r.man); err != nil {
+		errs = append(errs, err)
+	}
+	if w := r.opts.Progress; w != nil {
+		fmt.Fprintln(w, progressLine(s))
+		for _, err := range errs {
+			fmt.Fprintln(w, "lab proxy:", err)
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// progressLine is the one line a recorded request gets on the progress writer.
+func progressLine(s *metrics.Sample) string {
+	cached := "? cached"
+	if s.CachedTokens != nil && s.PromptTokens > 0 {
+		cached = fmt.Sprintf("%.0f%% cached", 100*float64(*s.CachedTokens)/float64(s.PromptTokens))
+	} else if s.CachedTokens != nil {
+		cached = fmt.Sprintf("%d cached", *s.CachedTokens)
+	}
+	l := fmt.Sprintf("%s request %d (%s): %d prompt tokens, %s", s.Scenario, s.RequestIndex, s.Backend, s.PromptTokens, cached)
+	if s.DivergenceSegment != "" {
+		l += ", diverged at " + s.DivergenceSegment
+	}
+	if s.Error != "" {
+		l += ", error: " + s.Error
+	}
+	return l
+}
+
+// measure builds the row of one exchange from its request and answer: everything but its place
+// in a conversation.
+func (r *recorder) measure(ex *exchange) (*metrics.Sample, *chat.Request, *chat.Reply) {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	s := &metrics.Sample{
+		RunID: r.opts.RunID, Arm: r.opts.Label, Repetition: 1, Backend: "proxy:" + ex.api, Model: ex.env.Model,
+		Kind: metrics.KindStep, StartedAt: ex.start.UTC(), RequestBytes: int64(len(ex.body)), ExpectedUnknown: true,
+	}
+	var warnings []string
+	req, err := decodeRequest(ex.api, ex.body)
+	if err != nil {
+		warnings = append(warnings, "the request could not be decoded, so it is grouped alone: "+err.Error())
+		req = &chat.Request{}
+	}
+	s.TotalNs = int64(ex.end.Sub(ex.start))
+	var reply *chat.Reply
+	switch {
+	case ex.err != nil:
+		s.Error = "upstream: " + ex.err.Error()
+	case ex.status/100 != 2:
+		s.Error = fmt.Sprintf("HTTP %d: %s", ex.status, errorMessage(joinChunks(ex.chunks)))
+	default:
+		p := newParser(ex.api)
+		mode := framingWhole
+		switch {
+		case ex.ctype == "text/event-stream":
+			mode = framingSSE
+		case ex.api == APIOllamaChat || ex.api == APIOllamaGenerate:
+			mode = framingLines
+		}
+		first, perr := feed(p, mode, ex.chunks)
+		res := p.result()
+		reply = p.reply()
+		switch {
+		case first >= 0 && mode != framingWhole:
+			s.TTFTNs = int64(ex.chunks[first].at.Sub(ex.start))
+		case len(ex.chunks) > 0:
+			s.TTFTNs = int64(ex.chunks[0].at.Sub(ex.start))
+			if mode == framingWhole {
+				warnings = append(warnings, "unstreamed answer: time to first token is the time to the answer's first byte")
+			} else {
+				warnings = append(warnings, "no event carried content, reasoning or a tool call: time to first token is the time to the answer's first byte")
+			}
+		}
+		fill(s, res)
+		warnings = append(warnings, res.Warnings...)
+		switch {
+		case perr != nil:
+			var ae *chat.APIError
+			if errors.As(perr, &ae) {
+				s.Error = ae.Body
+			} else {
+				s.Error = "read the answer: " + perr.Error()
+			}
+		case ex.gone:
+			s.Error = "the client disconnected before the answer ended"
+		case ex.readErr != nil:
+			s.Error = "read the answer: " + ex.readErr.Error()
+		case ex.truncated:
+			s.Error = fmt.Sprintf("the answer is longer than %d bytes: recorded as cut", maxBody)
+		}
+		if r.attr != nil && s.Error == "" {
+			warnings = append(warnings, r.attribute(ex, req, res, reply, s)...)
+		}
+	}
+	s.Warnings = strings.Join(warnings, "; ")
+	return s, req, reply
+}
+
+// fill copies a parsed answer's figures into the row, as lab run does (harness fillUsage).
+func fill(s *metrics.Sample, res *chat.Result) {
+	s.PromptTokens = res.PromptTokens
+	s.CachedTokens = res.CachedTokens
+	s.CachedSource = string(res.CachedSource)
+	s.CompletionTokens = res.CompletionTokens
+	s.PrefillNs, s.LoadNs = int64(res.Prefill), int64(res.Load)
+	u := res.Usage
+	if u == nil {
+		return
+	}
+	s.CacheWriteTokens, s.CacheWrite5mTokens, s.CacheWrite1hTokens = u.CacheWrite, u.CacheWrite5m, u.CacheWrite1h
+	if u.ReasoningGenerated != nil {
+		s.ReasoningTokensGenerated = *u.ReasoningGenerated
+	}
+	if len(u.Fields) > 0 {
+		b, _ := json.Marshal(u.Fields) // keys sorted
+		s.UsageFields = string(b)
+	}
+}
+
+func joinChunks(cs []chunk) []byte {
+	var b []byte
+	for _, c := range cs {
+		b = append(b, c.data...)
+	}
+	return b
+}
+
+// errorMessage returns an error answer's message: {"error": {"type", "message"}} (OpenAI,
+// Anthropic, llama-server), {"error": "…"} (Ollama), or the body quoted and cut to 500 bytes.
+func errorMessage(b []byte) string {
+	var e struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(b, &e) == nil && len(e.Error) > 0 {
+		var o struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(e.Error, &o) == nil && o.Message != "" {
+			if o.Type != "" {
+				return o.Type + ": " + o.Message
+			}
+			return o.Message
+		}
+		var s string
+		if json.Unmarshal(e.Error, &s) == nil && s != "" {
+			return s
+		}
+	}
+	if len(b) > 500 {
+		return strconv.Quote(string(b[:500])) + " (cut)"
+	}
+	return strconv.Quote(string(b))
+}
+
+// turnStep derives a request's turn (the number of user messages, 1-based: a tool result is not
+// one) and step (the assistant messages since the last user message, plus one: the request
+// asks for the next).
+func turnStep(req *chat.Request) (turn, step int32) {
+	step = 1
+	for _, m := range req.Messages {
+		switch m.Role {
+		case chat.RoleUser:
+			turn++
+			step = 1
+		case chat.RoleAssistant:
+			step++
+		}
+	}
+	return max(turn, 1), step
+}
+
+// attribute computes the expected cached tokens, the divergence and the re-read split of a
+// request with the upstream's own rendering, against the one slot the upstream has; it returns
+// the warnings.
+func (r *recorder) attribute(ex *exchange, req *chat.Request, res *chat.Result, reply *chat.Reply, s *metrics.Sample) []string {
+	rendered, err := r.render(ex)
+	if err != nil {
+		return []string{"expected cached tokens unknown: " + err.Error()}
+	}
+	if rendered == "" {
+		return nil
+	}
+	cacheText := ""
+	if out := r.opts.Attribution.Output; out != nil && reply != nil {
+		cacheText = rendered + out(reply)
+	}
+	prompt := res.PromptTokens
+	if res.Usage == nil || res.Usage.Prompt == nil {
+		prompt = -1
+	}
+	at, err := r.attr.Observe(req, rendered, cacheText, prompt)
+	if err != nil {
+		return []string{"expected cached tokens unknown: " + err.Error()}
+	}
+	if at.Unknown {
+		return nil
+	}
+	s.ExpectedUnknown = false
+	s.ExpectedCachedTokens = at.ExpectedCachedTokens
+	s.DivergenceToken, s.DivergenceSegment = at.DivergenceToken, at.DivergenceSegment
+	s.ReasoningTokensSent = at.ReasoningTokensSent
+	s.RereadSystemTokens, s.RereadToolsTokens, s.RereadMessageTokens = at.Reread.System, at.Reread.Tools, at.Reread.Message
+	s.RereadToolResultTokens, s.RereadReasoningTokens, s.RereadNoteTokens, s.RereadOtherTokens = at.Reread.ToolResult, at.Reread.Reasoning, at.Reread.Note, at.Reread.Other
+	s.ContextOverflow = at.ContextOverflow
+	return at.Warnings
+}
+
+// observeFill lets the slot model take a cache fill (a raw prompt evaluated into the cache): the
+// slot then holds the raw prompt.
+func (r *recorder) observeFill(ex *exchange) {
+	if r.attr == nil || ex.err != nil || ex.status/100 != 2 {
+		return
+	}
+	var prompt string
+	if json.Unmarshal(ex.env.Prompt, &prompt) != nil || prompt == "" {
+		return
+	}
+	_, _ = r.attr.Observe(&chat.Request{}, prompt, "", -1)
+}
+
+// render asks the upstream for its own rendering of the exchange's request: "" when the API has
+// none the proxy can ask for.
+func (r *recorder) render(ex *exchange) (string, error) {
+	var path string
+	var body []byte
+	switch {
+	case r.opts.Attribution.Render == RenderOllama && ex.api == APIOllamaChat:
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(ex.body, &m); err != nil {
+			return "", err
+		}
+		m["_debug_render_only"], m["stream"] = json.RawMessage("true"), json.RawMessage("false")
+		b, err := json.Marshal(m)
+		if err != nil {
+			return "", err
+		}
+		path, body = "/api/chat", b
+	case r.opts.Attribution.Render == RenderLlamaCpp && ex.api == APIOpenAIChat:
+		path, body = "/apply-template", ex.body
+	case ex.api == APIOllamaGenerate && ex.env.Raw, ex.api == APILlamaCppCompletion:
+		var prompt string
+		if json.Unmarshal(ex.env.Prompt, &prompt) != nil {
+			return "", nil
+		}
+		return prompt, nil
+	default:
+		return "", nil
+	}
+	u := *r.upstream
+	u.Path = strings.TrimSuffix(u.Path, "/") + path
+	if r.opts.Attribution.Render == RenderLlamaCpp {
+		u.Path = strings.TrimSuffix(strings.TrimSuffix(r.upstream.Path, "/"), "/v1") + path
+	}
+	hreq, err := http.NewRequestWithContext(context.Background(), http.MethodPost, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	for k, v := range ex.auth {
+		hreq.Header[k] = v
+	}
+	resp, err := r.http.Do(hreq)
+	if err != nil {
+		return "", fmt.Errorf("render the prompt: %s", redact(err.Error(), ex.auth))
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return "", fmt.Errorf("render the prompt: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("render the prompt: %s: HTTP %d: %s", path, resp.StatusCode, redact(errorMessage(b), ex.auth))
+	}
+	var out struct {
+		Prompt    *string `json:"prompt"`
+		DebugInfo *struct {
+			RenderedTemplate string `json:"rendered_template"`
+		} `json:"_debug_info"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return "", fmt.Errorf("render the prompt: %s: %w", path, err)
+	}
+	switch {
+	case out.Prompt != nil:
+		return *out.Prompt, nil
+	case out.DebugInfo != nil:
+		return out.DebugInfo.RenderedTemplate, nil
+	}
+	return "", fmt.Errorf("render the prompt: %s answered no rendering", path)
+}
+
+// close closes the samples file and the requests file and writes the manifest a last time:
+// complete as given, the end time, one session record per conversation (complete unless its
+// last request failed).
+func (r *recorder) close(complete bool) error {
+	var errs []error
+	if err := r.sink.Close(); err != nil {
+		errs = append(errs, err)
+		complete = false
+	}
+	if r.requests != nil {
+		if err := r.requests.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close %s: %w", r.reqPath, err))
+		}
+	}
+	r.man.EndedAt = r.opts.Now().UTC()
+	r.man.Complete = complete
+	r.man.Samples = r.samples()
+	r.man.Sessions = nil
+	for _, c := range r.groups.convs {
+		rec := metrics.SessionRecord{Scenario: c.name, Arm: r.opts.Label, Repetition: 1, Requests: c.requests, Complete: !c.lastFailed}
+		if c.lastFailed {
+			rec.Error = "its last request failed"
+		}
+		r.man.Sessions = append(r.man.Sessions, rec)
+	}
+	if err := metrics.WriteManifest(r.manPath, r.man); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	lab "lab"
+	"lab/backend/llamacpp"
+	"lab/capture"
+	"lab/harness"
+	"lab/hygiene"
+	"lab/localserver"
+	"lab/metrics"
+)
+
+// proxyOptions are `lab proxy`'s flags.
+type proxyOptions struct {
+	Listen       string
+	Upstream     string
+	Out          string
+	ResultsDir   string
+	RunID        string
+	Label        string
+	SaveRequests bool
+	Quiet        bool
+	Render       string
+	GGUF         string
+	NumCtx       int
+	// ready, when set, is called with the address the proxy listens on (tests).
+	ready func(addr string)
+}
+
+func newProxyCmd(s *streams) *cobra.Command {
+	o := &proxyOptions{}
+	c := &cobra.Command{
+		Use:   "proxy",
+		Short: "Record any harness's traffic to a model API with lab run's columns",
+		Long: `proxy forwards every request it receives to --upstream and the answer back as it arrives
+(streams included), and records each request to a model API (OpenAI Chat Completions and
+Responses, Anthropic Messages, Ollama /api/chat and /api/generate, llama-server) as one row with
+the columns lab run writes: prompt, cached, cache-write, completion and reasoning tokens, time to
+first token, total time. Requests are grouped into conversations (a session header or
+prompt_cache_key, else the longest shared message prefix), each a scenario of the capture; the
+arm is --label. Rows are written as each answer ends into --out (default
+results/run_id=<run-id>/); Ctrl-C stops the proxy and closes the capture, which lab report and
+lab check --run read as a run. API keys are forwarded, never written.
+
+With --render ollama (and --gguf, the served model's file) or --render llamacpp, the proxy asks
+the local upstream for its own rendering of each request and models its one cache slot: expected
+cached tokens, the first divergence and the re-read tokens by segment, as lab run computes them.`,
+		Example: `  lab proxy --listen 127.0.0.1:8081 --upstream https://api.openai.com
+  OPENAI_BASE_URL=http://127.0.0.1:8081/v1 my-harness ...
+  lab proxy --listen 127.0.0.1:11435 --upstream http://127.0.0.1:11434 --render ollama --gguf qwen3.gguf
+  lab report results/run_id=<run-id>`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runProxy(cmd.Context(), s, o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.Listen, "listen", "", "the loopback address to listen on, such as 127.0.0.1:8081 (required)")
+	f.StringVar(&o.Upstream, "upstream", "", "the server or API to forward to, such as http://127.0.0.1:11434 or https://api.anthropic.com (required)")
+	f.StringVar(&o.Out, "out", "", "the capture's folder (default: <results>/run_id=<run-id>)")
+	f.StringVar(&o.ResultsDir, "results", "results", "folder that receives run_id=<run-id>/")
+	f.StringVar(&o.RunID, "run-id", "", "the capture's run id (default: the start time, YYYYMMDD-HHMMSS)")
+	f.StringVar(&o.Label, "label", capture.DefaultLabel, "the rows' arm: a name for the harness or setting measured")
+	f.BoolVar(&o.SaveRequests, "save-requests", false, "also write every recorded request body to the capture's requests file")
+	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no line per recorded request on stderr")
+	f.StringVar(&o.Render, "render", "", "ollama or llamacpp: ask the local upstream for its rendering and compute expected cached tokens (ollama needs --gguf)")
+	f.StringVar(&o.GGUF, "gguf", "", "with --render ollama: the served model's GGUF file, for its tokenizer")
+	f.IntVar(&o.NumCtx, "num-ctx", 0, "with --render: the server's context window in tokens, to flag context overflows (0: unknown)")
+	return c
+}
+
+func runProxy(ctx context.Context, s *streams, o *proxyOptions) (err error) {
+	if o.Listen == "" || o.Upstream == "" {
+		return badInput("--listen and --upstream are required")
+	}
+	if err := capture.CheckLoopback(o.Listen); err != nil {
+		return badInput("--listen: %v", err)
+	}
+	if o.Label == "" {
+		return badInput("--label: want a name")
+	}
+	attr := capture.Attribution{Render: o.Render, NumCtx: o.NumCtx}
+	switch o.Render {
+	case "":
+		if o.GGUF != "" {
+			return badInput("--gguf is for --render ollama")
+		}
+	case capture.RenderOllama:
+		if o.GGUF == "" {
+			return badInput("--render ollama needs --gguf, the served model's file (its tokenizer)")
+		}
+		tok, err := localserver.LoadTokenizer(o.GGUF)
+		if err != nil {
+			return badInput("--gguf: %v", err)
+		}
+		attr.Tokenizer = tok
+	case capture.RenderLlamaCpp:
+		cl, err := llamacpp.New(llamacpp.Options{BaseURL: o.Upstream, APIKey: s.getenv("LLAMA_API_KEY")})
+		if err != nil {
+			return badInput("--upstream: %v", err)
+		}
+		attr.Tokenizer = cl.Tokenizer()
+	default:
+		return badInput("--render %q: want ollama or llamacpp", o.Render)
+	}
+	if loop, err := hygiene.ParseConfig(lab.LoopJSON); err == nil {
+		attr.NoteOpen = loop.Note.Open
+	}
+	runID := o.RunID
+	if runID == "" {
+		runID = time.Now().Format("20060102-150405")
+	}
+	if err := harness.CheckRunID(runID); err != nil {
+		return badInput("--run-id: %v", err)
+	}
+	dir := o.Out
+	if dir == "" {
+		dir = metrics.RunDir(o.ResultsDir, runID)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+			return badInput("--out %s: the folder exists and is not empty", dir)
+		}
+	}
+	var progress io.Writer = s.err
+	if o.Quiet {
+		progress = nil
+	}
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", o.Listen, err)
+	}
+	p, err := capture.New(capture.Options{
+		Upstream: o.Upstream, Dir: dir, RunID: runID, Label: o.Label, SaveRequests: o.SaveRequests,
+		Progress: progress, LabVersion: version(), Attribution: attr,
+		Settings: map[string]string{"listen": ln.Addr().String(), "render": o.Render},
+	})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	srv := &http.Server{Handler: p, ReadHeaderTimeout: time.Minute, ErrorLog: nil}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	fmt.Fprintf(s.err, "lab proxy: listening on http://%s, forwarding to %s, recording into %s (Ctrl-C stops)\n", ln.Addr(), o.Upstream, dir)
+	if o.ready != nil {
+		o.ready(ln.Addr().String())
+	}
+	select {
+	case <-ctx.Done():
+	case err = <-serveErr:
+	}
+	shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if serr := srv.Shutdown(shut); serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		_ = srv.Close()
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	if cerr := p.Close(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	fmt.Fprintf(s.out, "capture: %s (%d requests recorded)\n", dir, p.Samples())
+	if entries, rerr := os.ReadDir(dir); rerr == nil {
+		for _, e := range entries {
+			fmt.Fprintf(s.out, "  %s\n", filepath.ToSlash(e.Name()))
+		}
+	}
+	return err
+}
