@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -490,5 +491,179 @@ func TestLiveTurnCutBeforeACompaction(t *testing.T) {
 	}
 	if ends == 0 {
 		t.Errorf("no turn ended max_steps: the test cuts nothing")
+	}
+}
+
+// TestLiveCutTurnsKeepTheirReplies cuts every turn of every embedded scenario at 1 to 4 steps:
+// the scripted model must answer the k-th step of each turn with that turn's k-th scripted step,
+// each compaction with its summary, and no compaction may fail for want of a summary.
+func TestLiveCutTurnsKeepTheirReplies(t *testing.T) {
+	var all []*harness.Scenario
+	for _, name := range scenarios.Names() {
+		sc, err := harness.LoadScenarioFS(scenarios.FS, name+"/scenario.yaml", "scenarios/"+name+"/scenario.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, sc)
+	}
+	for _, f := range []string{"tiny", "compact", "events", "bash", "live-repeat"} {
+		all = append(all, load(t, "testdata/"+f+".yaml"))
+	}
+	arms := []string{"spec", "compaction-separate-request"}
+	if testing.Short() {
+		arms = arms[:1]
+	}
+	for _, sc := range all {
+		for _, an := range arms {
+			for n := 1; n <= 4; n++ {
+				t.Run(fmt.Sprintf("%s/%s/max-steps-%d", sc.Name, an, n), func(t *testing.T) {
+					t.Parallel()
+					sandbox := t.TempDir()
+					root := filepath.Join(sandbox, sc.Project)
+					if sc.Project == "" {
+						root = sandbox
+					}
+					// The scripted steps of each turn, and the compaction summaries, in order.
+					var turns [][]chat.Reply
+					var summaries []string
+					for _, st := range sc.Steps {
+						switch {
+						case st.User != nil:
+							turns = append(turns, nil)
+						case st.Compact != nil:
+							summaries = append(summaries, st.Compact.Summary)
+						case st.Assistant != nil:
+							rep := chat.Reply{Reasoning: st.Assistant.Reasoning, Content: st.Assistant.Text}
+							for _, c := range st.Assistant.Calls {
+								rep.ToolCalls = append(rep.ToolCalls, chat.ToolCall{Name: c.Tool, Arguments: json.RawMessage(strings.ReplaceAll(string(c.Args), harness.RootPlaceholder, root))})
+							}
+							turns[len(turns)-1] = append(turns[len(turns)-1], rep)
+						}
+					}
+					be := newRecorder(t)
+					var warnings []string
+					sink := &metrics.MemorySink{}
+					err := harness.RunSession(context.Background(), harness.SessionConfig{
+						Scenario: sc, Arm: arm(t, an), Repetition: 1, RunID: "t", Loop: loop(t), Backend: be,
+						Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: sandbox,
+						Driver: harness.Driver{Mode: harness.DriverLive, MaxSteps: n, MaxTokens: 1 << 30},
+						Retry:  harness.RetryPolicy{Attempts: 1},
+						Warn:   func(err error) { warnings = append(warnings, err.Error()) },
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(warnings) > 0 {
+						t.Errorf("warnings: %q", warnings)
+					}
+					samples := sink.Samples()
+					if len(samples) != len(be.replies) {
+						t.Fatalf("%d samples, %d replies", len(samples), len(be.replies))
+					}
+					stepOf := map[int32]int{}
+					compactions := 0
+					for i, s := range samples {
+						got := *be.replies[i]
+						got.ToolCalls = slices.Clone(got.ToolCalls)
+						for j := range got.ToolCalls {
+							got.ToolCalls[j].ID = ""
+						}
+						var want chat.Reply
+						switch s.Kind {
+						case metrics.KindCompaction:
+							if compactions < len(summaries) {
+								want.Content = summaries[compactions]
+							}
+							compactions++
+							if got.Content != want.Content {
+								t.Errorf("request %d (compaction %d): summary %q; want %q", i, compactions, got.Content, want.Content)
+							}
+							continue
+						case metrics.KindStep:
+							k := stepOf[s.Turn]
+							stepOf[s.Turn]++
+							if tt := int(s.Turn) - 1; tt >= 0 && tt < len(turns) && k < len(turns[tt]) {
+								want = turns[tt][k]
+							}
+						default:
+							continue
+						}
+						want.Thinking, got.Thinking = nil, nil
+						if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+							t.Errorf("request %d (turn %d, live step %d): reply (-scripted +live):\n%s", i, s.Turn, stepOf[s.Turn], diff)
+						}
+					}
+					if compactions > len(summaries) {
+						t.Errorf("%d compactions; the scenario has %d", compactions, len(summaries))
+					}
+				})
+			}
+		}
+	}
+}
+
+// The live shell's HOME is outside the project (Workspace.ShellHome), not the project root:
+// what a command keeps under ~ (a build cache, say) stays out of the project, where list, glob
+// and grep would show it; and the next session starts with an empty home.
+func TestLiveShellHomeIsOutsideTheProject(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "w.txtar"), []byte("-- main.go --\npackage main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	yaml := `name: live-home
+description: The shell's home.
+project: demo
+workspace: w.txtar
+clock: "2026-11-05T10:00:00+01:00"
+shell:
+  timeout: 20s
+commands:
+  - command: "mkdir -p ~/.cache/go-build && touch ~/.cache/go-build/x && echo $HOME"
+    output: "scripted\n"
+steps:
+  - user: Where is home?
+  - assistant:
+      calls:
+        - bash: {command: "mkdir -p ~/.cache/go-build && touch ~/.cache/go-build/x && echo $HOME"}
+  - assistant:
+      calls:
+        - list: {}
+  - assistant:
+      text: Done.
+`
+	if err := os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc := load(t, filepath.Join(dir, "s.yaml"))
+	sandbox := t.TempDir()
+	// What an earlier session kept at home is gone.
+	if err := os.MkdirAll(filepath.Join(sandbox, ".home", ".cache", "old"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	be := newRecorder(t)
+	if _, err := session(t, sc, arm(t, "spec"), harness.Driver{Mode: harness.DriverLive}, be, sandbox); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(sandbox, ".home", ".cache", "old")); err == nil {
+		t.Errorf("the shell's home kept an earlier session's files")
+	}
+	var out, list string
+	for _, m := range be.requests[len(be.requests)-1].Messages {
+		switch m.ToolName {
+		case "bash":
+			out = m.Content
+		case "list":
+			list = m.Content
+		}
+	}
+	if strings.Contains(out, "network namespace") {
+		t.Skipf("this machine refuses a network namespace: %s", out)
+	}
+	root := filepath.Join(sandbox, "demo")
+	if want := "[#0001]\n" + filepath.Join(sandbox, ".home"); out != want {
+		t.Errorf("bash = %q; want %q (the shell's home)", out, want)
+	}
+	if want := "[#0002]\n" + filepath.Join(root, "main.go"); list != want {
+		t.Errorf("list = %q; want %q (nothing the command kept under ~)", list, want)
 	}
 }

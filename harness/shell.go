@@ -27,11 +27,12 @@ const MaxShellOutput = 1 << 20
 const shellPath = "/bin/sh"
 
 // ShellEnv is the whole environment a command runs with: the lab's own environment (API keys
-// among it) never reaches the model's commands. HOME is the project root.
-func ShellEnv(root string) []string {
+// among it) never reaches the model's commands. HOME is home: a live session gives
+// [Workspace.ShellHome], outside the project.
+func ShellEnv(home string) []string {
 	return []string{
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"HOME=" + root,
+		"HOME=" + home,
 		"LANG=C.UTF-8",
 		"TERM=dumb",
 	}
@@ -79,12 +80,17 @@ var ErrNoIsolation = errors.New("the shell needs a network namespace of its own"
 
 // RunShell runs command with /bin/sh -c in dir, with [ShellEnv](home), stdin empty, in a network
 // namespace of its own holding only a loopback interface that is down (so no address, not even
-// the machine's loopback, can be reached) and in a process group of its own that is killed
-// whole when limit (or ctx) runs out. Output past [MaxShellOutput] is counted, not kept.
+// the machine's loopback, can be reached), in a user namespace of its own (so that, even when
+// the lab runs as root, it can neither enter the lab's network namespace again nor read the
+// environment of the lab's processes through /proc) and in a PID namespace of its own that is
+// killed whole when /bin/sh ends or limit (or ctx) runs out: nothing the command starts, in the
+// background or in a session of its own, outlives it. Output past [MaxShellOutput] is counted,
+// not kept.
 //
 // It is not a filesystem sandbox: the command runs as the lab's user and can reach what that
-// user can (a scenario's author enables it). The error is non-nil only when the command could
-// not be started: a refused namespace wraps [ErrNoIsolation].
+// user can (a scenario's author enables it), a Unix socket file among it. Nor does it bound the
+// number of processes a command starts before its time limit. The error is non-nil only when
+// the command could not be started: a refused namespace wraps [ErrNoIsolation].
 func RunShell(ctx context.Context, dir, home, command string, limit time.Duration) (ShellResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
@@ -108,9 +114,9 @@ func RunShell(ctx context.Context, dir, home, command string, limit time.Duratio
 	}
 	res := ShellResult{Output: out.buf.String(), Dropped: out.dropped, ExitCode: cmd.ProcessState.ExitCode()}
 	if ctx.Err() != nil {
+		// cmd.Cancel killed the group, and the kernel the rest of the PID namespace: nothing to
+		// kill here (the group's id may already name another group).
 		res.TimedOut, res.ExitCode = true, -1
-		// Whatever the group left running is killed too.
-		_ = killGroup(cmd.Process)
 	}
 	return res, nil
 }
@@ -163,7 +169,11 @@ func (r *runner) shell(ctx context.Context, raw json.RawMessage) string {
 	if limit <= 0 {
 		limit = DefaultShellTimeout
 	}
-	res, err := RunShell(ctx, dir, r.ws.Root, a.Command, limit)
+	home, err := r.ws.ShellHome()
+	if err != nil {
+		return r.hs.Result("Error: bash: " + err.Error())
+	}
+	res, err := RunShell(ctx, dir, home, a.Command, limit)
 	if err != nil {
 		if r.cfg.Warn != nil {
 			r.cfg.Warn(fmt.Errorf("%s/%s: bash %s: %w", r.cfg.Scenario.Name, r.cfg.Arm.Name, strconv.Quote(a.Command), err))

@@ -5,23 +5,32 @@ import (
 	"syscall"
 )
 
-// isolation puts a command in a network namespace of its own (CLONE_NEWNET: only a loopback
-// interface, down) and a process group of its own. Without root it needs a user namespace too
-// (CLONE_NEWUSER), mapping the lab's user and group to themselves, so files the command writes
-// belong to the lab's user as before.
+// isolation runs a command in namespaces of its own:
+//   - a user namespace (CLONE_NEWUSER), mapping the lab's user and group to themselves, so files
+//     the command writes belong to the lab's user as before, and so that a lab running as root
+//     gives the command no capability over the machine's namespaces (without it, root's command
+//     could setns back into the lab's network namespace: nsenter --net=/proc/PID/ns/net);
+//   - a network namespace (CLONE_NEWNET): only a loopback interface, down;
+//   - a PID namespace (CLONE_NEWPID), whose first process is /bin/sh: when it ends, by itself or
+//     killed at the time limit, the kernel kills every process left in the namespace, those
+//     that left the process group (setsid) or ignore signals (nohup) included, so nothing a
+//     command starts outlives it (pid_namespaces(7)). Pdeathsig kills it should the lab die.
+//
+// and a process group of its own.
 func isolation() (*syscall.SysProcAttr, error) {
-	a := &syscall.SysProcAttr{Setpgid: true, Cloneflags: syscall.CLONE_NEWNET}
-	if uid := os.Geteuid(); uid != 0 {
-		gid := os.Getegid()
-		a.Cloneflags |= syscall.CLONE_NEWUSER
-		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
-		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
-		a.GidMappingsEnableSetgroups = false
-	}
-	return a, nil
+	uid, gid := os.Geteuid(), os.Getegid()
+	return &syscall.SysProcAttr{
+		Setpgid:                    true,
+		Cloneflags:                 syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET | syscall.CLONE_NEWPID,
+		UidMappings:                []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+		GidMappings:                []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+		GidMappingsEnableSetgroups: false,
+		Pdeathsig:                  syscall.SIGKILL,
+	}, nil
 }
 
-// killGroup kills p's process group: the command and every process it started.
+// killGroup kills p's process group: the command and every process it started in it (the PID
+// namespace takes the rest).
 func killGroup(p *os.Process) error {
 	if p == nil {
 		return nil

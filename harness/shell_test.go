@@ -8,7 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -144,4 +147,125 @@ func execDial(self, addr string) (string, error) {
 	cmd.Env = append(os.Environ(), "LAB_TEST_DIAL="+addr)
 	out, err := cmd.Output()
 	return strings.TrimSpace(string(out)), err
+}
+
+// leftovers returns the pids of the processes whose command line has arg, zombies left out.
+func leftovers(t *testing.T, arg string) []int {
+	t.Helper()
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	var pids []int
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if err != nil || !slices.Contains(strings.Split(string(cmdline), "\x00"), arg) {
+			continue
+		}
+		if stat, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat")); err == nil {
+			if _, rest, ok := strings.Cut(string(stat), ") "); ok && strings.HasPrefix(rest, "Z") {
+				continue
+			}
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// Nothing a command starts outlives it: not a child in the background, not one that left the
+// process group (setsid) or ignores hangups (nohup), whether the command ended by itself or by
+// the time limit.
+func TestRunShellLeavesNothingRunning(t *testing.T) {
+	if _, err := os.Stat("/proc/self/cmdline"); err != nil {
+		t.Skip("no /proc to look for processes in")
+	}
+	dir := t.TempDir()
+	for i, c := range []struct {
+		command string
+		limit   time.Duration
+	}{
+		{"nohup sleep %s >/dev/null 2>&1 & echo started", 10 * time.Second},
+		{"setsid sleep %s >/dev/null 2>&1 </dev/null & echo started", 10 * time.Second},
+		{"sleep %s & echo started", 10 * time.Second},
+		{"setsid sh -c 'sleep %s' & echo started; sleep 30", 300 * time.Millisecond},
+		{"(trap '' HUP TERM INT; exec setsid sleep %s) >/dev/null 2>&1 & echo started; sleep 30", 300 * time.Millisecond},
+	} {
+		// A duration no other process on the machine gives sleep.
+		arg := fmt.Sprintf("%d.%d", 200+i, time.Now().UnixNano()%1e9)
+		command := fmt.Sprintf(c.command, arg)
+		res := runShell(t, dir, command, c.limit)
+		if !strings.HasPrefix(res.Output, "started") {
+			t.Fatalf("%q: output %q", command, res.Output)
+		}
+		var left []int
+		for range 50 { // a killed process may take a moment to go
+			if left = leftovers(t, arg); len(left) == 0 {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if len(left) > 0 {
+			t.Errorf("%q left processes %v running", command, left)
+			for _, pid := range left {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+}
+
+// A command cannot go back to the lab's own network namespace: running as root does not give it
+// the capability to (setns needs CAP_SYS_ADMIN over the namespace's owner).
+func TestRunShellCannotEnterTheLabsNetwork(t *testing.T) {
+	nsenter, err := exec.LookPath("nsenter")
+	if err != nil {
+		t.Skip("no nsenter")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	res := runShell(t, dir, fmt.Sprintf("LAB_TEST_DIAL=%s %q --net=/proc/%d/ns/net %q", ln.Addr(), nsenter, os.Getpid(), self), 20*time.Second)
+	if strings.Contains(res.Output, "dial ok") {
+		t.Errorf("the shell entered the lab's network namespace and reached %s:\n%s", ln.Addr(), res.Output)
+	}
+}
+
+// A command cannot read the environment of the lab, or of a process the lab started, through
+// /proc: the user namespace keeps it from ptrace access to them even under the same user.
+func TestRunShellCannotReadTheLabsEnvironment(t *testing.T) {
+	if _, err := os.Stat("/proc/self/environ"); err != nil {
+		t.Skip("no /proc")
+	}
+	helper := exec.Command("sleep", "60")
+	helper.Env = append(os.Environ(), "LAB_TEST_SECRET=sk-helper-secret-456")
+	if err := helper.Start(); err != nil {
+		t.Skipf("no sleep: %v", err)
+	}
+	defer func() { _ = helper.Process.Kill(); _ = helper.Wait() }()
+	dir := t.TempDir()
+	for _, pid := range []int{os.Getpid(), helper.Process.Pid} {
+		res := runShell(t, dir, fmt.Sprintf("tr '\\0' '\\n' < /proc/%d/environ", pid), 10*time.Second)
+		if strings.Contains(res.Output, "PATH=") || strings.Contains(res.Output, "sk-helper-secret-456") {
+			t.Errorf("the shell read /proc/%d/environ:\n%s", pid, res.Output)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -29,6 +30,35 @@ type Workspace struct {
 	// sandbox's parent directory, as if the project lived at ~/<project>, so no call ever
 	// reaches the machine's real home. A "~/…" path outside Root is refused like any other.
 	Home string
+
+	// shellHome is the live shell's HOME once [Workspace.ShellHome] made it.
+	shellHome string
+}
+
+// ShellHome returns the live shell's home directory (its HOME): Home/.home, beside the project
+// and outside it, so that what a command keeps under ~ (a build cache, say) stays out of the
+// project's listings and searches. The path is the same in every session of a run (a command's
+// output may show it), and the first call of each Workspace empties it: no session finds what
+// another kept there. Errors are the filesystem's.
+func (w *Workspace) ShellHome() (string, error) {
+	if w.shellHome != "" {
+		return w.shellHome, nil
+	}
+	if w.Home == "" {
+		return "", fmt.Errorf("shell home: the workspace has no home")
+	}
+	home := filepath.Join(w.Home, ".home")
+	if within(home, w.Root) {
+		home = filepath.Join(w.Home, ".home-shell")
+	}
+	if err := os.RemoveAll(home); err != nil {
+		return "", fmt.Errorf("shell home: %w", err)
+	}
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return "", fmt.Errorf("shell home: %w", err)
+	}
+	w.shellHome = home
+	return home, nil
 }
 
 // NewWorkspace writes files into dir/project (created; an existing dir/project is replaced) and
@@ -332,12 +362,31 @@ func (w *Workspace) glob(s *hygiene.Session, raw json.RawMessage, a callArgs) (s
 	if err != nil {
 		return "", fmt.Errorf("glob %s: %w", abs, err)
 	}
-	if len(matches) == 0 {
-		return s.Search("glob", raw, "No files match."), nil
+	// WithNoFollow does not stop doublestar from following a link that a pattern names by a
+	// literal component after a meta character ("{out,sub}/*.go" follows out): drop each match
+	// under a folder that is a link, as ** drops them.
+	linked := map[string]bool{}
+	isLink := func(dir string) bool {
+		l, ok := linked[dir]
+		if !ok {
+			fi, err := os.Lstat(filepath.Join(abs, filepath.FromSlash(dir)))
+			l = err != nil || fi.Mode()&fs.ModeSymlink != 0
+			linked[dir] = l
+		}
+		return l
 	}
-	out := make([]string, len(matches))
-	for i, m := range matches {
-		out[i] = filepath.Join(abs, filepath.FromSlash(m))
+	var out []string
+	for _, m := range matches {
+		through := false
+		for d := path.Dir(m); d != "." && !through; d = path.Dir(d) {
+			through = isLink(d)
+		}
+		if !through {
+			out = append(out, filepath.Join(abs, filepath.FromSlash(m)))
+		}
+	}
+	if len(out) == 0 {
+		return s.Search("glob", raw, "No files match."), nil
 	}
 	slices.Sort(out)
 	return s.Search("glob", raw, strings.Join(out, "\n")), nil

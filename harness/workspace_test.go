@@ -253,7 +253,17 @@ func TestGlob(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(outside, "secret.go"), []byte("package s\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.MkdirAll(filepath.Join(outside, "deep"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "deep", "d.go"), []byte("package d\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Symlink(outside, filepath.Join(ws.Root, "cmd", "out")); err != nil {
+		t.Fatal(err)
+	}
+	outsideReal, err := filepath.EvalSymlinks(outside)
+	if err != nil {
 		t.Fatal(err)
 	}
 	abs := func(names ...string) string {
@@ -273,6 +283,12 @@ func TestGlob(t *testing.T) {
 		{`{ "pattern": "*.rs" }`, "[#0006] Same result as #0005."},
 		{`{"pattern":"../*"}`, "[#0007]\nError: " + filepath.Dir(ws.Root) + " is outside the project"},
 		{`{"pattern":"[a"}`, `[#0008]` + "\n" + `Error: glob: "[a" is not a valid pattern`},
+		// A link named after a brace or a wildcard is not followed either (doublestar follows a
+		// literal component after a meta character).
+		{`{"pattern":"cmd/{out,sub}/*.go"}`, "[#0009]\n" + abs("cmd/sub/c.go")},
+		{`{"pattern":"{cmd/out,cmd/sub}/*.go"}`, "[#000a]\n" + abs("cmd/sub/c.go")},
+		{`{"pattern":"*/{out,sub}/**/*.go"}`, "[#000b]\n" + abs("cmd/sub/c.go")},
+		{`{"pattern":"cmd/out/*"}`, "[#000c]\nError: " + abs("cmd/out") + " leads to " + outsideReal + ", outside the project"},
 	} {
 		if got := ws.Run(hs, "glob", []byte(c.args)); got != c.want {
 			t.Errorf("glob %s =\n%s\nwant\n%s", c.args, got, c.want)

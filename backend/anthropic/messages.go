@@ -85,9 +85,12 @@ func System(msgs []chat.Message) string {
 //
 // Consecutive user-side messages (tool results and user messages, an interjection say) go into
 // one user message, their blocks in order, as the API requires all results of a step in the
-// message after the calls. Which messages carry thinking is decided before, by
-// hygiene.CurrentTurnReasoning. A message with no block at all, a tool result without
-// ToolCallID, a tool call without ID or Name, or an unknown role is an error.
+// message after the calls. An assistant message with no block (a live answer that was empty, or
+// cut at max_tokens inside its only thinking block, before the signature) is left out, as the
+// API refuses empty content, and the user-side messages around it go into one. Which messages
+// carry thinking is decided before, by hygiene.CurrentTurnReasoning. A user message with no
+// block, a tool result without ToolCallID, a tool call without ID or Name, or an unknown role
+// is an error.
 func EncodeMessages(msgs []chat.Message) ([]byte, error) {
 	out, err := encodeMessages(msgs)
 	if err != nil {
@@ -145,6 +148,12 @@ func encodeMessages(msgs []chat.Message) ([]message, error) {
 			}
 		default:
 			return nil, fmt.Errorf("anthropic: message %d: unknown role %q", i, m.Role)
+		}
+		if len(blocks) == 0 && role == "assistant" {
+			// A live answer with nothing the API takes back: empty, or cut inside its only
+			// thinking block before the signature. The API refuses empty content; the user-side
+			// messages around it go into one.
+			continue
 		}
 		if len(blocks) == 0 {
 			return nil, fmt.Errorf("anthropic: message %d (%s) has nothing to send", i, m.Role)

@@ -205,9 +205,14 @@ type generation struct {
 	calls              map[int]*chat.ToolCall
 	args               map[int]*strings.Builder
 	finish             string
+	// last is the index of the call the last fragment went to.
+	last int
 }
 
-// add takes one chunk. A tool call fragment that is not the expected object is skipped.
+// add takes one chunk. A tool call fragment that is not the expected object is skipped. A
+// fragment without `index` goes to the call of the fragment before it, unless it carries an id
+// that call does not have or follows another call in the same delta: then it starts the next
+// call.
 func (g *generation) add(ck *chunk) {
 	for _, ch := range ck.Choices {
 		if ch.Index != 0 {
@@ -239,13 +244,26 @@ func (g *generation) add(ck *chunk) {
 			if json.Unmarshal(raw, &tc) != nil {
 				continue
 			}
-			idx := i
-			if tc.Index != nil {
-				idx = *tc.Index
-			}
 			if g.calls == nil {
 				g.calls, g.args = map[int]*chat.ToolCall{}, map[int]*strings.Builder{}
 			}
+			var idx int
+			switch {
+			case tc.Index != nil:
+				idx = *tc.Index
+			case len(g.calls) == 0:
+			case i > 0:
+				// No index, and not the delta's first call: a call of its own.
+				idx = slices.Max(slices.Collect(maps.Keys(g.calls))) + 1
+			default:
+				// No index (Gemini's OpenAI-compatible endpoint): a fragment with an id the
+				// last call does not have starts a new call; one without continues the last.
+				idx = g.last
+				if prev := g.calls[g.last]; tc.ID != "" && prev.ID != "" && tc.ID != prev.ID {
+					idx = slices.Max(slices.Collect(maps.Keys(g.calls))) + 1
+				}
+			}
+			g.last = idx
 			call, ok := g.calls[idx]
 			if !ok {
 				call = &chat.ToolCall{}
@@ -273,7 +291,8 @@ func (g *generation) reply(res *chat.Result) *chat.Reply {
 }
 
 // finishCalls returns calls in index order with their arguments (args; "{}" when empty). With
-// cut, a call whose arguments are not whole JSON is dropped and a warning on res says so.
+// cut, a call whose arguments are not whole JSON is dropped and a warning on res says so; so is
+// a call that never got a name (it could not be sent back).
 func finishCalls(calls map[int]*chat.ToolCall, args map[int]*strings.Builder, cut bool, res *chat.Result) []chat.ToolCall {
 	var out []chat.ToolCall
 	for _, idx := range slices.Sorted(maps.Keys(calls)) {
@@ -284,6 +303,11 @@ func finishCalls(calls map[int]*chat.ToolCall, args map[int]*strings.Builder, cu
 		}
 		if cut && !json.Valid([]byte(a)) {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("the generation was cut at the token limit inside tool call %d (%s): the call was dropped", idx, tc.Name))
+			continue
+		}
+		if tc.Name == "" {
+			// It could not be sent back: a tool call needs a name (EncodeMessages).
+			res.Warnings = append(res.Warnings, fmt.Sprintf("tool call %d has no name: the call was dropped", idx))
 			continue
 		}
 		tc.Arguments = json.RawMessage(a)

@@ -234,3 +234,71 @@ func TestOutputWithoutAddedItems(t *testing.T) {
 		t.Errorf("%d summary parts for one delta", n)
 	}
 }
+
+// generate joins the tool calls of a Chat Completions stream given as its chunks' JSON.
+func generate(t *testing.T, chunks ...string) (*chat.Reply, *chat.Result) {
+	t.Helper()
+	var g generation
+	for i, c := range chunks {
+		var ck chunk
+		if err := json.Unmarshal([]byte(c), &ck); err != nil {
+			t.Fatalf("chunk %d: %v", i, err)
+		}
+		g.add(&ck)
+	}
+	res := &chat.Result{}
+	return g.reply(res), res
+}
+
+// Odd but valid streams of tool calls: fragments of two calls interleaved by index, empty
+// arguments, a call with no id, a name repeated in every fragment, and calls without `index`
+// (Gemini's OpenAI-compatible endpoint sends each call whole, with its own id, and no index).
+func TestGenerationToolCallFragments(t *testing.T) {
+	call := func(id, name, args string) chat.ToolCall {
+		return chat.ToolCall{ID: id, Name: name, Arguments: json.RawMessage(args)}
+	}
+	for name, c := range map[string]struct {
+		chunks []string
+		want   []chat.ToolCall
+		warn   string
+	}{
+		// A call that never got its name cannot be sent back (the next request would fail):
+		// it is left out with a warning.
+		"no name": {chunks: []string{
+			`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"read","arguments":"{}"}}]}}]}`,
+			`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"c2","function":{"arguments":"{}"}}]}}]}`,
+		}, want: []chat.ToolCall{call("c1", "read", `{}`)}, warn: "tool call 1 has no name"},
+		"interleaved": {chunks: []string{
+			`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"c2","function":{"name":"grep","arguments":""}}]}}]}`,
+			`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"read","arguments":"{\"pa"}}]}}]}`,
+			`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"{\"pattern\":\"x\"}"}},{"index":0,"function":{"arguments":"th\":\"a\"}"}}]}}]}`,
+		}, want: []chat.ToolCall{call("c1", "read", `{"path":"a"}`), call("c2", "grep", `{"pattern":"x"}`)}},
+		"empty arguments and no id": {chunks: []string{
+			`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"list","arguments":""}}]}}]}`,
+		}, want: []chat.ToolCall{call("", "list", `{}`)}},
+		"name repeated": {chunks: []string{
+			`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"read","arguments":"{\"path\""}}]}}]}`,
+			`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"read","arguments":":\"a\"}"}}]}}]}`,
+		}, want: []chat.ToolCall{call("c1", "read", `{"path":"a"}`)}},
+		"no index, each call whole": {chunks: []string{
+			`{"choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"id":"function-call-1","type":"function","function":{"name":"read","arguments":"{\"path\":\"a\"}"}}]}}]}`,
+			`{"choices":[{"index":0,"delta":{"tool_calls":[{"id":"function-call-2","type":"function","function":{"name":"glob","arguments":"{\"pattern\":\"*\"}"}}]}}]}`,
+		}, want: []chat.ToolCall{call("function-call-1", "read", `{"path":"a"}`), call("function-call-2", "glob", `{"pattern":"*"}`)}},
+		"no index, two calls in one delta": {chunks: []string{
+			`{"choices":[{"index":0,"delta":{"tool_calls":[{"function":{"name":"read","arguments":"{}"}},{"function":{"name":"list","arguments":"{}"}}]}}]}`,
+		}, want: []chat.ToolCall{call("", "read", `{}`), call("", "list", `{}`)}},
+		"no index, arguments in pieces": {chunks: []string{
+			`{"choices":[{"index":0,"delta":{"tool_calls":[{"id":"f1","function":{"name":"read","arguments":"{\"path\""}}]}}]}`,
+			`{"choices":[{"index":0,"delta":{"tool_calls":[{"function":{"arguments":":\"a\"}"}}]}}]}`,
+			`{"choices":[{"index":0,"delta":{"tool_calls":[{"id":"f2","function":{"name":"list","arguments":""}}]}}]}`,
+		}, want: []chat.ToolCall{call("f1", "read", `{"path":"a"}`), call("f2", "list", `{}`)}},
+	} {
+		got, res := generate(t, c.chunks...)
+		if diff := cmp.Diff(c.want, got.ToolCalls); diff != "" {
+			t.Errorf("%s: tool calls (-want +got):\n%s", name, diff)
+		}
+		if w := strings.Join(res.Warnings, "\n"); (c.warn == "") != (w == "") || !strings.Contains(w, c.warn) {
+			t.Errorf("%s: warnings %q; want %q", name, res.Warnings, c.warn)
+		}
+	}
+}
