@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"lab/chat"
 )
@@ -140,31 +139,9 @@ func (c *CompletionCapture) Result() *chat.Result {
 	}
 	u := &chat.Usage{Fields: map[string]string{}}
 	u.Set("Prompt", "tokens_evaluated", a.TokensEvaluated)
-	if t.CacheN != nil && t.PromptN != nil {
-		sum := *t.CacheN + *t.PromptN
-		u.Set("Prompt", "timings.cache_n+timings.prompt_n", &sum)
-	}
-	u.Set("CachedRead", "timings.cache_n", t.CacheN)
-	u.Set("Uncached", "timings.prompt_n", t.PromptN)
+	t.setPrompt(u)
 	u.Set("Generated", "timings.predicted_n", t.PredictedN)
 	u.Set("Generated", "tokens_predicted", a.TokensPredicted)
-	if u.Prompt != nil {
-		res.PromptTokens = *u.Prompt
-	}
-	if u.CachedRead != nil {
-		n := *u.CachedRead
-		res.CachedTokens, res.CachedSource = &n, chat.SourceResponse
-	} else {
-		res.Warnings = append(res.Warnings, "the answer has no timings.cache_n: cached tokens unknown")
-	}
-	if u.Generated != nil {
-		res.CompletionTokens = *u.Generated
-	}
-	if t.PromptMS != nil {
-		res.Prefill = time.Duration(*t.PromptMS * float64(time.Millisecond))
-	}
-	if len(u.Fields) > 0 {
-		res.Usage = u
-	}
+	apply(res, u, t, "the answer has no timings.cache_n: cached tokens unknown")
 	return res
 }

@@ -433,15 +433,10 @@ func fill(res *chat.Result, comp *completion) {
 		pu = *comp.Usage
 	}
 	u.Set("Prompt", "usage.prompt_tokens", pu.PromptTokens)
-	if t.CacheN != nil && t.PromptN != nil {
-		sum := *t.CacheN + *t.PromptN
-		u.Set("Prompt", "timings.cache_n+timings.prompt_n", &sum)
-	}
-	u.Set("CachedRead", "timings.cache_n", t.CacheN)
+	t.setPrompt(u)
 	if pu.PromptTokensDetails != nil {
 		u.Set("CachedRead", "usage.prompt_tokens_details.cached_tokens", pu.PromptTokensDetails.CachedTokens)
 	}
-	u.Set("Uncached", "timings.prompt_n", t.PromptN)
 	u.Set("Generated", "usage.completion_tokens", pu.CompletionTokens)
 	u.Set("Generated", "timings.predicted_n", t.PredictedN)
 	if pu.CompletionTokensDetails != nil {
@@ -457,6 +452,27 @@ func fill(res *chat.Result, comp *completion) {
 	if comp.Timings == nil {
 		res.Warnings = append(res.Warnings, "the answer carried no timings: cached tokens from usage only, prefill time unknown")
 	}
+	if t.CacheN != nil && pu.PromptTokensDetails != nil && pu.PromptTokensDetails.CachedTokens != nil && *t.CacheN != *pu.PromptTokensDetails.CachedTokens {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("timings.cache_n %d and usage.prompt_tokens_details.cached_tokens %d disagree; cached tokens from timings", *t.CacheN, *pu.PromptTokensDetails.CachedTokens))
+	}
+	apply(res, u, t, "the answer has neither timings.cache_n nor usage.prompt_tokens_details.cached_tokens: cached tokens unknown")
+}
+
+// setPrompt records the timings' prompt figures in u: the prompt as cache_n + prompt_n, the
+// cached part cache_n, the uncached part prompt_n (llama-server's timings object).
+func (t timings) setPrompt(u *chat.Usage) {
+	if t.CacheN != nil && t.PromptN != nil {
+		sum := *t.CacheN + *t.PromptN
+		u.Set("Prompt", "timings.cache_n+timings.prompt_n", &sum)
+	}
+	u.Set("CachedRead", "timings.cache_n", t.CacheN)
+	u.Set("Uncached", "timings.prompt_n", t.PromptN)
+}
+
+// apply copies u's counts and the timings' prefill time into res: PromptTokens, CachedTokens
+// (source "response"; without a cached count, the warning noCached), CompletionTokens, Prefill
+// (timings.prompt_ms) and Usage.
+func apply(res *chat.Result, u *chat.Usage, t timings, noCached string) {
 	if u.Prompt != nil {
 		res.PromptTokens = *u.Prompt
 	}
@@ -464,10 +480,7 @@ func fill(res *chat.Result, comp *completion) {
 		n := *u.CachedRead
 		res.CachedTokens, res.CachedSource = &n, chat.SourceResponse
 	} else {
-		res.Warnings = append(res.Warnings, "the answer has neither timings.cache_n nor usage.prompt_tokens_details.cached_tokens: cached tokens unknown")
-	}
-	if t.CacheN != nil && pu.PromptTokensDetails != nil && pu.PromptTokensDetails.CachedTokens != nil && *t.CacheN != *pu.PromptTokensDetails.CachedTokens {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("timings.cache_n %d and usage.prompt_tokens_details.cached_tokens %d disagree; cached tokens from timings", *t.CacheN, *pu.PromptTokensDetails.CachedTokens))
+		res.Warnings = append(res.Warnings, noCached)
 	}
 	if u.Generated != nil {
 		res.CompletionTokens = *u.Generated

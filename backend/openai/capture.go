@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"lab/chat"
@@ -265,39 +264,13 @@ type ChatCapture struct {
 	done   bool
 	whole  bool
 	chunks int
-	reply  chatReply
+	gen    generation
 }
 
-// chatReply assembles the generated message from deltas.
-type chatReply struct {
-	content, reasoning strings.Builder
-	calls              map[int]*chat.ToolCall
-	args               map[int]*strings.Builder
-}
-
-// captureChunk is a chunk as the capture reads it: chunk's fields, the tool calls' parts and an
-// error object.
+// captureChunk is a chunk as the capture reads it: chunk's fields and an error object.
 type captureChunk struct {
-	Choices []struct {
-		Delta   *captureDelta `json:"delta"`
-		Message *captureDelta `json:"message"`
-	} `json:"choices"`
-	Usage   *usageCounts    `json:"usage"`
-	Timings *timings        `json:"timings"`
-	Error   json.RawMessage `json:"error"`
-}
-
-type captureDelta struct {
-	// delta's own tool_calls stay empty: Calls, the shallower field, takes them.
-	delta
-	Calls []struct {
-		Index    *int   `json:"index"`
-		ID       string `json:"id"`
-		Function struct {
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
-		} `json:"function"`
-	} `json:"tool_calls"`
+	chunk
+	Error json.RawMessage `json:"error"`
 }
 
 // Chunk takes the data of one server-sent event of a Chat Completions stream ("[DONE]"
@@ -318,9 +291,9 @@ func (c *ChatCapture) Chunk(data []byte) (content bool, err error) {
 	if len(ck.Error) > 0 && string(ck.Error) != "null" {
 		return false, &chat.APIError{Backend: "openai", Body: "error in the stream: " + errorText(ck.Error)}
 	}
-	c.take(&ck)
+	c.take(&ck.chunk)
 	for _, ch := range ck.Choices {
-		if ch.Delta != nil && (ch.Delta.first() || len(ch.Delta.Calls) > 0) {
+		if ch.Delta.first() {
 			content = true
 		}
 	}
@@ -337,71 +310,25 @@ func (c *ChatCapture) Whole(body []byte) error {
 		return &chat.APIError{Backend: "openai", Body: errorText(ck.Error)}
 	}
 	c.whole, c.done = true, true
-	c.take(&ck)
+	c.take(&ck.chunk)
 	return nil
 }
 
-func (c *ChatCapture) take(ck *captureChunk) {
+// take reads one chunk's figures and, with the client's own [generation], what the model wrote.
+func (c *ChatCapture) take(ck *chunk) {
 	if ck.Usage != nil {
 		c.usage = ck.Usage
 	}
 	if ck.Timings != nil {
 		c.tim = ck.Timings
 	}
-	r := &c.reply
-	for _, ch := range ck.Choices {
-		d := ch.Delta
-		if d == nil {
-			d = ch.Message
-		}
-		if d == nil {
-			continue
-		}
-		if d.Content != nil {
-			r.content.WriteString(*d.Content)
-		}
-		switch {
-		case d.ReasoningContent != nil:
-			r.reasoning.WriteString(*d.ReasoningContent)
-		case d.Reasoning != nil:
-			r.reasoning.WriteString(*d.Reasoning)
-		}
-		for i, tc := range d.Calls {
-			idx := i
-			if tc.Index != nil {
-				idx = *tc.Index
-			}
-			if r.calls == nil {
-				r.calls, r.args = map[int]*chat.ToolCall{}, map[int]*strings.Builder{}
-			}
-			call, ok := r.calls[idx]
-			if !ok {
-				call = &chat.ToolCall{}
-				r.calls[idx], r.args[idx] = call, &strings.Builder{}
-			}
-			if tc.ID != "" {
-				call.ID = tc.ID
-			}
-			call.Name += tc.Function.Name
-			r.args[idx].WriteString(tc.Function.Arguments)
-		}
-	}
+	c.gen.add(ck)
 }
 
-// Reply returns the generated message as far as it came.
+// Reply returns the generated message as far as it came, as [Client.Send] reads it: tool calls
+// in index order, those a cut left without whole arguments or a name dropped.
 func (c *ChatCapture) Reply() *chat.Reply {
-	r := &chat.Reply{Content: c.reply.content.String(), Reasoning: c.reply.reasoning.String()}
-	idx := make([]int, 0, len(c.reply.calls))
-	for i := range c.reply.calls {
-		idx = append(idx, i)
-	}
-	sort.Ints(idx)
-	for _, i := range idx {
-		call := *c.reply.calls[i]
-		call.Arguments = json.RawMessage(c.reply.args[i].String())
-		r.ToolCalls = append(r.ToolCalls, call)
-	}
-	return r
+	return c.gen.reply(&chat.Result{})
 }
 
 // Result returns the figures: PromptTokens, CachedTokens (source "response"),
@@ -544,18 +471,6 @@ func (c *ResponsesCapture) Result() *chat.Result {
 		res.Warnings = append(res.Warnings, "the response carried no usage: token counts unknown")
 		return res
 	}
-	u := c.usage
-	us := &chat.Usage{Fields: map[string]string{}}
-	us.Set("Prompt", "response.usage.input_tokens", u.InputTokens)
-	us.Set("Generated", "response.usage.output_tokens", u.OutputTokens)
-	if d := u.InputTokensDetails; d != nil {
-		us.Set("CachedRead", "response.usage.input_tokens_details.cached_tokens", d.CachedTokens)
-		us.Set("CacheWrite", "response.usage.input_tokens_details.cache_write_tokens", d.CacheWriteTokens)
-	}
-	if d := u.OutputTokensDetails; d != nil {
-		us.Set("ReasoningGenerated", "response.usage.output_tokens_details.reasoning_tokens", d.ReasoningTokens)
-	}
-	deriveUncached(us)
-	(&Client{}).result(res, us)
+	(&Client{}).result(res, c.usage.normalise())
 	return res
 }

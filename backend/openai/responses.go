@@ -293,19 +293,25 @@ func (c *Client) sendResponses(ctx context.Context, req *chat.Request) (*chat.Re
 		}
 		return res, nil
 	}
+	c.result(res, usage.normalise())
+	return res, nil
+}
+
+// normalise returns the Responses API's usage as the lab's record, each count with its wire
+// field (input_tokens, output_tokens and their details), the uncached part derived.
+func (u *responseUsage) normalise() *chat.Usage {
 	us := &chat.Usage{Fields: map[string]string{}}
-	us.Set("Prompt", "response.usage.input_tokens", usage.InputTokens)
-	us.Set("Generated", "response.usage.output_tokens", usage.OutputTokens)
-	if d := usage.InputTokensDetails; d != nil {
+	us.Set("Prompt", "response.usage.input_tokens", u.InputTokens)
+	us.Set("Generated", "response.usage.output_tokens", u.OutputTokens)
+	if d := u.InputTokensDetails; d != nil {
 		us.Set("CachedRead", "response.usage.input_tokens_details.cached_tokens", d.CachedTokens)
 		us.Set("CacheWrite", "response.usage.input_tokens_details.cache_write_tokens", d.CacheWriteTokens)
 	}
-	if d := usage.OutputTokensDetails; d != nil {
+	if d := u.OutputTokensDetails; d != nil {
 		us.Set("ReasoningGenerated", "response.usage.output_tokens_details.reasoning_tokens", d.ReasoningTokens)
 	}
 	deriveUncached(us)
-	c.result(res, us)
-	return res, nil
+	return us
 }
 
 func joinNonEmpty(code, msg string) string {
