@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 
+	ollamaapi "github.com/ollama/ollama/api"
+
 	"lab/backend/anthropic"
 	"lab/backend/llamacpp"
 	"lab/backend/ollama"
@@ -65,17 +67,19 @@ type envelope struct {
 	Raw            bool            `json:"raw"`
 	Prompt         json.RawMessage `json:"prompt"`
 	NPredict       *int            `json:"n_predict"`
+	KeepAlive      json.RawMessage `json:"keep_alive"`
 	Options        struct {
 		NumPredict *int `json:"num_predict"`
 	} `json:"options"`
 }
 
 // skip reports why a request of api with envelope e is passed through unrecorded: it renders
-// a prompt (Ollama `_debug_render_only`), loads or unloads a model (an /api/generate without a
-// prompt), or only fills the cache (llama-server /completion with n_predict 0; a raw Ollama
-// generate with num_predict at most 1 — the lab's own generation emulation, which leaves the
-// server's cache as a generation would and is modelled as such, see [Options].Attribution).
-// "" records the request.
+// a prompt (Ollama `_debug_render_only`), loads a model (an /api/generate without a prompt),
+// unloads it ("unload": the same with keep_alive 0, which drops the server's KV cache; the
+// slot model is emptied, as lab run empties its own after its Reset), or only fills the cache
+// (llama-server /completion with n_predict 0; a raw Ollama generate with num_predict at most 1
+// — the lab's own generation emulation, which leaves the server's cache as a generation would
+// and is modelled as such, see [Options].Attribution). "" records the request.
 func skip(api string, e *envelope) string {
 	switch api {
 	case APIOllamaChat:
@@ -84,6 +88,10 @@ func skip(api string, e *envelope) string {
 		}
 	case APIOllamaGenerate:
 		if len(e.Prompt) == 0 || string(e.Prompt) == `""` || string(e.Prompt) == "null" {
+			var d ollamaapi.Duration
+			if len(e.KeepAlive) > 0 && d.UnmarshalJSON(e.KeepAlive) == nil && d.Duration == 0 {
+				return "unload"
+			}
 			return "load"
 		}
 		if e.Raw && e.Options.NumPredict != nil && *e.Options.NumPredict <= 1 {

@@ -11,7 +11,9 @@
 //     is passed through unrecorded, as are requests that only render a prompt (Ollama
 //     `_debug_render_only`) or load a model. Requests that only fill the server's cache (a
 //     llama-server /completion with n_predict 0, a raw Ollama generate with num_predict ≤ 1:
-//     the lab's own generation emulation) make no row but are taken by the slot model (step 4).
+//     the lab's own generation emulation) make no row but are taken by the slot model (step 4)
+//     and consume their server log line (step 3); an Ollama unload (/api/generate without a
+//     prompt, keep_alive 0: lab run's cache reset between sessions) empties the slot model.
 //  2. It forwards the request with net/http/httputil.ReverseProxy (FlushInterval -1: every chunk
 //     is flushed to the client as it arrives) and tees the answer: each chunk read from the
 //     upstream is copied, with the time it arrived, and passed on unchanged. Nothing is parsed
@@ -27,13 +29,26 @@
 //     carried generated content, reasoning or a tool call), total time, request bytes, model;
 //     an upstream error status, an error in the stream, a client that disconnected or a cut
 //     stream is the row's error. It decodes the request into a chat.Request with the inverse of
-//     the backend's encoder.
+//     the backend's encoder. Ollama (v0.17.4) reports no cached tokens in its API: with
+//     [Options].ServerLog (the server's OLLAMA_DEBUG=1 log; `lab proxy` defaults it to the log of
+//     the server `lab server start` runs) an Ollama row's cached tokens are the `used=` of its
+//     `loading cache slot` line (cached_source server_log), read with [ollama.CacheLog], the
+//     reader lab run's ollama backend uses. The recorder lags behind the server, so lines are
+//     consumed in request order, each row (and each cache fill) taking the first unconsumed line
+//     whose `prompt=` is its prompt_eval_count; lines before it belong to requests the proxy
+//     does not follow and are dropped.
 //  4. With [Options].Attribution (a local upstream: Ollama or llama-server, and the served
 //     model's tokenizer), it asks the upstream for its own rendering of the request and feeds a
 //     [cachesim.Attributor] that models the upstream's one cache slot (one model per upstream,
 //     not per conversation: every client shares it): expected cached tokens, the first
 //     divergence and its segment, re-read tokens by segment, reasoning tokens sent. Without it
-//     (cloud APIs, which show no rendering) the row says expected_unknown.
+//     (cloud APIs, which show no rendering) the row says expected_unknown, and its
+//     divergence_segment names the first part of the request that differs from the
+//     conversation's previous request ([cachesim.FirstDifference] over
+//     [cachesim.DifferenceParts]: system, tools, message N, reasoning N, tool result N, note;
+//     "" for the first request and for one that only appends); divergence_token stays null, as
+//     no token count of the provider's rendering is known. The previous request is compared
+//     without its reply: a cloud prompt cache holds earlier prompts, not what the model wrote.
 //  5. It groups the request into a conversation (group.go: a session header or
 //     prompt_cache_key, else the longest shared message prefix with an earlier request and its
 //     reply), which becomes the row's scenario ("conversation-0001"); the arm is the capture's
@@ -42,6 +57,14 @@
 //     the last one, plus one. The row is written at once to a crash-safe samples file with its
 //     journal (metrics.CreatePart, the results layout of lab run), the manifest rewritten, and a
 //     line printed on the progress writer.
+//
+// The issue's done-when, "pointing a harness at the proxy during a scripted lab run gives the
+// same columns, within the tokenizer's exactness, as the run's own records", is checked on the
+// real local server (lab run --scenario midnight through lab proxy --render ollama against lab
+// server start's Ollama v0.17.4: every row's prompt, cached, expected cached, divergence token
+// and segment, re-read split, reasoning sent, completion, turn and step equal to the run's) and,
+// without a server, by cmd/lab's TestProxyCapturesAnOllamaRunAsTheRunRecordsIt (a fake Ollama
+// with a real prefix cache slot, Ollama's own renderer and the model's tokenizer).
 //
 // [Proxy.Close] writes the Parquet footer and the manifest with complete true and one session
 // record per conversation, so `lab report` and `lab check --run` read a capture folder as they

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"lab/cachesim"
 	"lab/chat"
 )
 
@@ -25,6 +26,9 @@ type conversation struct {
 	// lastLen is the number of messages of the last request (without its reply).
 	lastLen    int
 	lastFailed bool
+	// parts is the last request that succeeded, by part, for rows without a rendering
+	// (cachesim.FirstDifference); nil before the first.
+	parts []cachesim.Part
 }
 
 // grouper assigns requests to conversations:

@@ -55,6 +55,15 @@ type Options struct {
 	Settings   map[string]string
 	// Now is the clock of the manifest's start and end; nil is time.Now.
 	Now func() time.Time
+	// ServerLog is the debug log (OLLAMA_DEBUG=1) of an Ollama upstream: the cached tokens of
+	// each /api/chat and /api/generate row are the `used=` of its `loading cache slot` line
+	// (cached_source server_log), which Ollama's API does not report. Lines are read from the
+	// log's end at New on, one per request in the order the answers ended, each matched by its
+	// `prompt=` to the answer's prompt_eval_count ([ollama.CacheLog.Match]); cache fills take
+	// theirs too. "" leaves an Ollama row's cached tokens unknown.
+	ServerLog string
+	// LogWait is how long the recorder waits for a request's line to reach the log; 0 is 3 s.
+	LogWait time.Duration
 	// Attribution computes the expected cached tokens, the divergence and the re-read split of
 	// each request against what the upstream's cache held ([cachesim.Attributor]); the zero
 	// value computes none (expected_unknown true on every row).
@@ -224,6 +233,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch skip(api, &ex.env) {
 	case "fill":
 		ex.fill = true
+	case "unload":
+		ex.unload = true
 	case "":
 	default:
 		p.rp.ServeHTTP(w, r)
@@ -295,8 +306,11 @@ type exchange struct {
 	auth http.Header
 	// fill marks a request that only fills the upstream's cache: no row, but the slot model
 	// takes it.
-	fill  bool
-	start time.Time
+	fill bool
+	// unload marks a request that unloads the upstream's model, which empties its cache: no
+	// row, but the slot model is emptied.
+	unload bool
+	start  time.Time
 
 	mu        sync.Mutex
 	status    int

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"lab/backend/ollama"
 	"lab/cachesim"
 	"lab/chat"
 	"lab/metrics"
@@ -33,7 +34,16 @@ type recorder struct {
 	man      *metrics.Manifest
 	groups   grouper
 	attr     *cachesim.Attributor
-	backends []string
+	// lastReq is the last request the slot model observed (a row's), nil before the first, and
+	// lastRendered its rendered prompt.
+	lastReq      *chat.Request
+	lastRendered string
+	backends     []string
+	// log follows the upstream's debug log for cached tokens (Options.ServerLog); nil for none.
+	log     *ollama.CacheLog
+	logWait time.Duration
+	// logMisses counts the requests whose line did not appear.
+	logMisses int
 
 	mu   sync.Mutex
 	rows int
@@ -45,6 +55,12 @@ func newRecorder(opts Options, u *url.URL, tr http.RoundTripper) (*recorder, err
 		return nil, fmt.Errorf("capture: %s already holds a capture (%s)", opts.Dir, manPath)
 	}
 	r := &recorder{opts: opts, upstream: u, http: &http.Client{Transport: tr, Timeout: 5 * time.Minute}, manPath: manPath, reqPath: reqPath}
+	if opts.ServerLog != "" {
+		r.log, r.logWait = ollama.OpenCacheLog(opts.ServerLog), opts.LogWait
+		if r.logWait <= 0 {
+			r.logWait = 3 * time.Second
+		}
+	}
 	if a := opts.Attribution; a.Render != "" && a.Tokenizer != nil {
 		r.attr = &cachesim.Attributor{Tok: a.Tokenizer, NumCtx: a.NumCtx, NoteOpen: a.NoteOpen}
 	}
@@ -88,10 +104,28 @@ func (r *recorder) process(ex *exchange) {
 		r.observeFill(ex)
 		return
 	}
+	if ex.unload {
+		if r.attr != nil && ex.err == nil && ex.status/100 == 2 {
+			*r.attr = cachesim.Attributor{Tok: r.attr.Tok, NumCtx: r.attr.NumCtx, NoteOpen: r.attr.NoteOpen}
+			r.lastReq, r.lastRendered = nil, ""
+		}
+		return
+	}
 	s, req, reply := r.measure(ex)
 	conv, created := r.groups.assign(ex.key, req)
 	s.Scenario, s.RequestIndex = conv.name, int32(conv.requests)
 	s.Turn, s.Step = turnStep(req)
+	if s.ExpectedUnknown {
+		// No rendering (a cloud API): name the segment by comparing the request with the
+		// conversation's previous one part by part; the token stays unknown.
+		parts := cachesim.DifferenceParts(req, r.opts.Attribution.NoteOpen)
+		if s.Error == "" {
+			if conv.parts != nil {
+				s.DivergenceSegment = cachesim.FirstDifference(conv.parts, parts)
+			}
+			conv.parts = parts
+		}
+	}
 	r.groups.update(conv, req, reply, s.Error != "")
 	if s.CachedTokens != nil {
 		s.RereadTokens = s.PromptTokens - *s.CachedTokens
@@ -244,6 +278,9 @@ func (r *recorder) measure(ex *exchange) (*metrics.Sample, *chat.Request, *chat.
 		case ex.truncated:
 			s.Error = fmt.Sprintf("the answer is longer than %d bytes: recorded as cut", maxBody)
 		}
+		if r.log != nil && (ex.api == APIOllamaChat || ex.api == APIOllamaGenerate) {
+			warnings = append(warnings, r.cachedFromLog(ex, res, s)...)
+		}
 		if r.attr != nil && s.Error == "" {
 			warnings = append(warnings, r.attribute(ex, req, res, reply, s)...)
 		}
@@ -349,6 +386,7 @@ func (r *recorder) attribute(ex *exchange, req *chat.Request, res *chat.Result, 
 	if err != nil {
 		return []string{"expected cached tokens unknown: " + err.Error()}
 	}
+	r.lastReq, r.lastRendered = req, rendered
 	if at.Unknown {
 		return nil
 	}
@@ -362,17 +400,80 @@ func (r *recorder) attribute(ex *exchange, req *chat.Request, res *chat.Result, 
 	return at.Warnings
 }
 
+// cachedFromLog fills the row's cached tokens of an Ollama answer from the upstream's debug log:
+// the first unconsumed `loading cache slot` line whose prompt= is the answer's prompt_eval_count
+// (earlier lines belong to requests the proxy does not follow and are dropped). A failed request
+// whose answer began (the runner took its slot, so it wrote a line) consumes the first line
+// without a count to match. A count the answer reported itself (prompt_eval_cached_count, newer
+// servers) is kept; the line is consumed all the same. It returns the warnings.
+func (r *recorder) cachedFromLog(ex *exchange, res *chat.Result, s *metrics.Sample) []string {
+	wait := r.wait()
+	if s.Error != "" || res.PromptTokens <= 0 {
+		if ex.status/100 == 2 {
+			if _, err := r.log.Match(-1, 0); err != nil {
+				return []string{err.Error()}
+			}
+		}
+		return nil
+	}
+	line, err := r.log.Match(int(res.PromptTokens), wait)
+	if err != nil {
+		return []string{"cached tokens unknown: " + err.Error()}
+	}
+	if line == nil {
+		r.logMisses++
+		return []string{fmt.Sprintf("no `loading cache slot` line with prompt=%d in %s within %s: cached tokens unknown (is OLLAMA_DEBUG=1 set?)", res.PromptTokens, r.log.Path(), wait)}
+	}
+	if s.CachedTokens == nil {
+		used := int64(line.Used)
+		s.CachedTokens, s.CachedSource = &used, string(chat.SourceServerLog)
+	}
+	return nil
+}
+
+// wait is how long to wait for a request's cache line: Options.LogWait, or nothing once a line
+// failed to appear in a log that never showed one (a server without OLLAMA_DEBUG=1: do not wait
+// on every request).
+func (r *recorder) wait() time.Duration {
+	if r.logMisses > 0 && !r.log.Seen() {
+		return 0
+	}
+	return r.logWait
+}
+
 // observeFill lets the slot model take a cache fill (a raw prompt evaluated into the cache): the
-// slot then holds the raw prompt.
+// slot then holds the raw prompt. With a server log the fill consumes its own cache line, so the
+// next row reads its own.
 func (r *recorder) observeFill(ex *exchange) {
-	if r.attr == nil || ex.err != nil || ex.status/100 != 2 {
+	if ex.err != nil || ex.status/100 != 2 {
+		return
+	}
+	if r.log != nil && (ex.api == APIOllamaGenerate || ex.api == APIOllamaChat) {
+		p := &ollamaParser{}
+		n := -1
+		if p.whole(joinChunks(ex.chunks)) == nil && p.result().PromptTokens > 0 {
+			n = int(p.result().PromptTokens)
+		}
+		if line, _ := r.log.Match(n, r.wait()); line == nil {
+			r.logMisses++
+		}
+	}
+	if r.attr == nil {
 		return
 	}
 	var prompt string
 	if json.Unmarshal(ex.env.Prompt, &prompt) != nil || prompt == "" {
 		return
 	}
-	_, _ = r.attr.Observe(&chat.Request{}, prompt, "", -1)
+	// A fill that holds the last request's prompt and its reply (the lab's generation
+	// emulation) is observed with that request: the model keeps which of its messages carried
+	// reasoning, so that the next request, which may drop it (a new turn), diverges at
+	// "reasoning N" as lab run names it.
+	req := &chat.Request{}
+	if r.lastReq != nil && strings.HasPrefix(prompt, r.lastRendered) {
+		req = r.lastReq
+	}
+	_, _ = r.attr.Observe(req, prompt, "", -1)
 }
 
 // render asks the upstream for its own rendering of the exchange's request: "" when the API has

@@ -28,18 +28,13 @@
 package ollama
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -60,9 +55,9 @@ type Client struct {
 	// temperature is the live generation's sampling temperature.
 	temperature float64
 
-	logPath   string
-	logOffset int64
-	logWait   time.Duration
+	logPath string
+	log     *CacheLog
+	logWait time.Duration
 
 	// args and tools memoise the decoding of tool-call arguments and tool parameters: a session
 	// resends the same ones on every request. The decoded values are only read afterwards.
@@ -114,9 +109,7 @@ func New(baseURL, model string, opts ...Option) (*Client, error) {
 	}
 	if c.logPath != "" {
 		// Only lines written after now belong to this client's requests.
-		if fi, err := os.Stat(c.logPath); err == nil {
-			c.logOffset = fi.Size()
-		}
+		c.log = OpenCacheLog(c.logPath)
 	}
 	return c, nil
 }
@@ -263,7 +256,7 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 	if res.Rendered, err = c.Render(ctx, creq); err != nil {
 		return res, err
 	}
-	if _, err := c.readCacheLog(0); err != nil {
+	if err := c.skipCacheLog(); err != nil {
 		return res, err
 	}
 
@@ -317,10 +310,10 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 		switch {
 		case line == nil:
 			res.Warnings = append(res.Warnings, fmt.Sprintf("no `loading cache slot` line in %s within %s: cached tokens unknown (is OLLAMA_DEBUG=1 set?)", c.logPath, c.logWait))
-		case int64(line.prompt) != res.PromptTokens:
-			res.Warnings = append(res.Warnings, fmt.Sprintf("the server log's prompt=%d does not match prompt_eval_count %d: the line belongs to another request, cached tokens unknown", line.prompt, res.PromptTokens))
+		case int64(line.Prompt) != res.PromptTokens:
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the server log's prompt=%d does not match prompt_eval_count %d: the line belongs to another request, cached tokens unknown", line.Prompt, res.PromptTokens))
 		default:
-			used := int64(line.used)
+			used := int64(line.Used)
 			res.CachedTokens, res.CachedSource = &used, chat.SourceServerLog
 		}
 	}
@@ -388,8 +381,7 @@ func (c *Client) Reset(ctx context.Context) error {
 			return c.wrap(err)
 		}
 		if len(ps.Models) == 0 {
-			_, err := c.readCacheLog(0)
-			return err
+			return c.skipCacheLog()
 		}
 		select {
 		case <-ctx.Done():
@@ -421,73 +413,21 @@ func (c *Client) Prefill(ctx context.Context, text string) (tokens int, prefill 
 	return final.PromptEvalCount, final.PromptEvalDuration, nil
 }
 
-// cacheLine is one `loading cache slot` line of the server's debug log.
-type cacheLine struct{ prompt, used, remaining int }
-
-var cacheSlotRE = regexp.MustCompile(`msg="loading cache slot".*?\bprompt=(\d+) used=(\d+) remaining=(\d+)`)
-
-// ParseCacheLine parses a server log line `… msg="loading cache slot" id=0 cache=C prompt=N
-// used=U remaining=R` (Ollama v0.17.4 runner, OLLAMA_DEBUG=1) and returns N, U and R.
-func ParseCacheLine(line string) (prompt, used, remaining int, ok bool) {
-	m := cacheSlotRE.FindStringSubmatch(line)
-	if m == nil {
-		return 0, 0, 0, false
-	}
-	prompt, _ = strconv.Atoi(m[1])
-	used, _ = strconv.Atoi(m[2])
-	remaining, _ = strconv.Atoi(m[3])
-	return prompt, used, remaining, true
-}
-
-// readCacheLog reads the log from where the client last stopped and returns the last
-// `loading cache slot` line in it, waiting up to wait for one to appear (the runner's output
-// reaches the log through the server a moment after the response). nil when none appeared.
-func (c *Client) readCacheLog(wait time.Duration) (*cacheLine, error) {
-	if c.logPath == "" {
+// readCacheLog returns the last `loading cache slot` line since the previous read, waiting up
+// to wait for one to appear ([CacheLog.Next]); nil without a log or when none appeared.
+func (c *Client) readCacheLog(wait time.Duration) (*CacheLine, error) {
+	if c.log == nil {
 		return nil, nil
 	}
-	deadline := time.Now().Add(wait)
-	for {
-		line, err := c.scanLog()
-		if err != nil || line != nil || time.Now().After(deadline) {
-			return line, err
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return c.log.Next(wait)
 }
 
-func (c *Client) scanLog() (*cacheLine, error) {
-	f, err := os.Open(c.logPath)
-	if err != nil {
-		return nil, fmt.Errorf("read the server log: %w", err)
+// skipCacheLog drops the log's lines so far: what follows belongs to the next request.
+func (c *Client) skipCacheLog() error {
+	if c.log == nil {
+		return nil
 	}
-	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Size() < c.logOffset {
-		// The log was truncated or rotated: read the new file from its start.
-		c.logOffset = 0
-	}
-	if _, err := f.Seek(c.logOffset, io.SeekStart); err != nil {
-		return nil, fmt.Errorf("read the server log: %w", err)
-	}
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return nil, fmt.Errorf("read the server log: %w", err)
-	}
-	// Only whole lines: a line still being written is read next time.
-	end := bytes.LastIndexByte(data, '\n')
-	if end < 0 {
-		return nil, nil
-	}
-	c.logOffset += int64(end + 1)
-	var last *cacheLine
-	sc := bufio.NewScanner(bytes.NewReader(data[:end+1]))
-	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
-	for sc.Scan() {
-		if p, u, r, ok := ParseCacheLine(sc.Text()); ok {
-			last = &cacheLine{p, u, r}
-		}
-	}
-	return last, nil
+	return c.log.Skip()
 }
 
 // Qwen3Output returns a reply as a Qwen3 model in thinking mode writes it after a generation

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -35,6 +36,8 @@ type proxyOptions struct {
 	Render       string
 	GGUF         string
 	NumCtx       int
+	ServerLog    string
+	CacheDir     string
 	// ready, when set, is called with the address the proxy listens on (tests).
 	ready func(addr string)
 }
@@ -56,10 +59,17 @@ lab check --run read as a run. API keys are forwarded, never written.
 
 With --render ollama (and --gguf, the served model's file) or --render llamacpp, the proxy asks
 the local upstream for its own rendering of each request and models its one cache slot: expected
-cached tokens, the first divergence and the re-read tokens by segment, as lab run computes them.`,
+cached tokens, the first divergence and the re-read tokens by segment, as lab run computes them.
+
+Ollama reports no cached-token count in its API: with --server-log (the server's log, written
+with OLLAMA_DEBUG=1) each Ollama row's cached tokens are the used= of its "loading cache slot"
+line, as lab run reads them. When --upstream is the server lab server start left running, its
+log is the default, and the proxy holds that server's use lock while it runs (a lab run waits
+for it, as it waits for another run).`,
 		Example: `  lab proxy --listen 127.0.0.1:8081 --upstream https://api.openai.com
   OPENAI_BASE_URL=http://127.0.0.1:8081/v1 my-harness ...
-  lab proxy --listen 127.0.0.1:11435 --upstream http://127.0.0.1:11434 --render ollama --gguf qwen3.gguf
+  lab proxy --listen 127.0.0.1:11435 --upstream http://127.0.0.1:11434 --render ollama --gguf qwen3.gguf \
+      --server-log ~/.ollama/logs/server.log
   lab report results/run_id=<run-id>`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -78,6 +88,8 @@ cached tokens, the first divergence and the re-read tokens by segment, as lab ru
 	f.StringVar(&o.Render, "render", "", "ollama or llamacpp: ask the local upstream for its rendering and compute expected cached tokens (ollama needs --gguf)")
 	f.StringVar(&o.GGUF, "gguf", "", "with --render ollama: the served model's GGUF file, for its tokenizer")
 	f.IntVar(&o.NumCtx, "num-ctx", 0, "with --render: the server's context window in tokens, to flag context overflows (0: unknown)")
+	f.StringVar(&o.ServerLog, "server-log", "", "an Ollama upstream's log, written with OLLAMA_DEBUG=1, for cached tokens (default: lab server start's log when --upstream is that server)")
+	f.StringVar(&o.CacheDir, "cache", "", "the lab's cache folder, where lab server start keeps its server (default $LAB_CACHE or ~/.cache/lab)")
 	return c
 }
 
@@ -115,6 +127,24 @@ func runProxy(ctx context.Context, s *streams, o *proxyOptions) (err error) {
 	default:
 		return badInput("--render %q: want ollama or llamacpp", o.Render)
 	}
+	if o.ServerLog != "" {
+		if _, err := os.Stat(o.ServerLog); err != nil {
+			return badInput("--server-log: %v", err)
+		}
+	}
+	// The server lab server start left running: its log is the default, and its use lock keeps
+	// a lab run from resetting its cache under the capture.
+	if srv := labServer(ctx, s, o.CacheDir, o.Upstream); srv != nil {
+		unlock, err := srv.Lock(ctx, s.err)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		if o.ServerLog == "" {
+			o.ServerLog = srv.LogPath
+		}
+		fmt.Fprintf(s.err, "lab proxy: %s is lab server start's server: holding its use lock, reading cached tokens from %s\n", o.Upstream, o.ServerLog)
+	}
 	if loop, err := hygiene.ParseConfig(lab.LoopJSON); err == nil {
 		attr.NoteOpen = loop.Note.Open
 	}
@@ -144,8 +174,8 @@ func runProxy(ctx context.Context, s *streams, o *proxyOptions) (err error) {
 	}
 	p, err := capture.New(capture.Options{
 		Upstream: o.Upstream, Dir: dir, RunID: runID, Label: o.Label, SaveRequests: o.SaveRequests,
-		Progress: progress, LabVersion: version(), Attribution: attr,
-		Settings: map[string]string{"listen": ln.Addr().String(), "render": o.Render},
+		Progress: progress, LabVersion: version(), Attribution: attr, ServerLog: o.ServerLog,
+		Settings: map[string]string{"listen": ln.Addr().String(), "render": o.Render, "server_log": o.ServerLog},
 	})
 	if err != nil {
 		ln.Close()
@@ -180,4 +210,43 @@ func runProxy(ctx context.Context, s *streams, o *proxyOptions) (err error) {
 		}
 	}
 	return err
+}
+
+// labServer returns the server `lab server start` left running in the cache folder (the flag,
+// else $LAB_CACHE or ~/.cache/lab) when upstream is its address; nil otherwise.
+func labServer(ctx context.Context, s *streams, cacheFlag, upstream string) *localserver.Server {
+	u, err := url.Parse(upstream)
+	if err != nil || u.Scheme != "http" || (u.Path != "" && u.Path != "/") {
+		return nil
+	}
+	cache, err := cacheDir(s, cacheFlag)
+	if err != nil {
+		return nil
+	}
+	srv, err := localserver.Attach(ctx, sharedServerDir(cache))
+	if err != nil {
+		return nil
+	}
+	su, err := url.Parse(srv.URL)
+	if err != nil || !sameHost(su.Host, u.Host) {
+		return nil
+	}
+	return srv
+}
+
+// sameHost reports whether two host:port pairs name the same loopback address and port
+// ("localhost" and 127.0.0.1 are the same).
+func sameHost(a, b string) bool {
+	ha, pa, err1 := net.SplitHostPort(a)
+	hb, pb, err2 := net.SplitHostPort(b)
+	if err1 != nil || err2 != nil || pa != pb {
+		return false
+	}
+	norm := func(h string) string {
+		if h == "localhost" {
+			return "127.0.0.1"
+		}
+		return h
+	}
+	return norm(ha) == norm(hb)
 }

@@ -3,13 +3,23 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/ollama/ollama/api"
+	"github.com/ollama/ollama/model/renderers"
+
+	"lab/capture"
+	"lab/localserver"
 	"lab/metrics"
 )
 
@@ -150,10 +160,183 @@ func TestProxyFlags(t *testing.T) {
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:9"}, "--listen and --upstream are required"},
 		{[]string{"proxy", "--listen", "127.0.0.1:0", "--upstream", "http://127.0.0.1:9", "--render", "ollama"}, "needs --gguf"},
 		{[]string{"proxy", "--listen", "127.0.0.1:0", "--upstream", "http://127.0.0.1:9", "--render", "vllm"}, "want ollama or llamacpp"},
+		{[]string{"proxy", "--listen", "127.0.0.1:0", "--upstream", "http://127.0.0.1:9", "--server-log", "/nonexistent/server.log"}, "--server-log"},
 	} {
 		code, _, stderr := runLab(t, tc.args...)
 		if code != exitBadInput || !strings.Contains(stderr, tc.want) {
 			t.Errorf("lab %s: exit %d, stderr %q; want %d and %q", strings.Join(tc.args, " "), code, stderr, exitBadInput, tc.want)
+		}
+	}
+}
+
+// fakeOllama serves what lab run's ollama backend asks of Ollama v0.17.4, with one real prefix
+// cache slot: it renders with Ollama's own qwen3.5 renderer, tokenizes with the served model's
+// tokenizer, reuses the longest common token prefix with what the slot held (at most the prompt
+// less one token, as the runner evaluates the last one) and writes the runner's `loading cache
+// slot` line for every request that takes the slot (chat requests and raw cache fills) to its
+// log, as OLLAMA_DEBUG=1 does. keep_alive 0 empties the slot.
+type fakeOllama struct {
+	tok     *localserver.Tokenizer
+	logPath string
+
+	mu   sync.Mutex
+	slot []int32
+}
+
+func (f *fakeOllama) take(t *testing.T, text string) int {
+	ids, err := f.tok.Encode(text)
+	if err != nil {
+		t.Error(err)
+		return 0
+	}
+	common := 0
+	for common < len(ids) && common < len(f.slot) && ids[common] == f.slot[common] {
+		common++
+	}
+	used := min(common, max(len(ids)-1, 0))
+	f.slot = ids
+	lf, err := os.OpenFile(f.logPath, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Error(err)
+		return len(ids)
+	}
+	fmt.Fprintf(lf, "time=x level=DEBUG source=cache.go:140 msg=\"loading cache slot\" id=0 cache=%d prompt=%d used=%d remaining=%d\n", len(f.slot), len(ids), used, len(ids)-used)
+	lf.Close()
+	return len(ids)
+}
+
+func (f *fakeOllama) handler(t *testing.T) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		switch r.URL.Path {
+		case "/api/version":
+			io.WriteString(w, `{"version":"0.17.4"}`)
+		case "/api/show":
+			io.WriteString(w, `{"modelfile":""}`)
+		case "/api/ps":
+			io.WriteString(w, `{"models":[]}`)
+		case "/api/generate":
+			var g api.GenerateRequest
+			json.NewDecoder(r.Body).Decode(&g)
+			if g.Prompt == "" { // load or unload: keep_alive 0 drops the cache
+				f.slot = nil
+				io.WriteString(w, `{"done":true}`)
+				return
+			}
+			n := f.take(t, g.Prompt)
+			fmt.Fprintf(w, `{"response":"x","done":true,"prompt_eval_count":%d,"eval_count":1}`, n)
+		case "/api/chat":
+			var c api.ChatRequest
+			json.NewDecoder(r.Body).Decode(&c)
+			text, err := renderers.RenderWithRenderer("qwen3.5", c.Messages, c.Tools, c.Think)
+			if err != nil {
+				http.Error(w, `{"error":"render: `+err.Error()+`"}`, http.StatusBadRequest)
+				return
+			}
+			if c.DebugRenderOnly {
+				json.NewEncoder(w).Encode(map[string]any{"model": c.Model, "done": true, "_debug_info": map[string]any{"rendered_template": text}})
+				return
+			}
+			n := f.take(t, text)
+			fmt.Fprintf(w, "{\"message\":{\"role\":\"assistant\",\"content\":\"x\"},\"done\":false}\n{\"message\":{\"role\":\"assistant\",\"content\":\"\"},\"done\":true,\"prompt_eval_count\":%d,\"prompt_eval_duration\":1000,\"eval_count\":1}\n", n)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+}
+
+// The issue's done-when, without a real server: lab run's ollama backend (render, measure, cache
+// fill) through lab proxy --render ollama --server-log, against a fake Ollama with a real prefix
+// cache slot, Ollama's renderer and the model's tokenizer. Every request's row in the capture
+// carries the run's own figures: prompt, cached (from the server log, each row its own line, the
+// cache fills' lines consumed in order), expected cached, the divergence and its segment, the
+// re-read split, reasoning sent, completion, turn and step. (The same comparison on the real
+// server: 48 of 48 rows equal, see capture/doc.go.)
+func TestProxyCapturesAnOllamaRunAsTheRunRecordsIt(t *testing.T) {
+	needTokenizer(t)
+	cache, err := localserver.DefaultCacheDir(os.Getenv)
+	if err != nil {
+		t.Skip(err)
+	}
+	tokDir, err := localserver.FetchTokenizer(context.Background(), cache, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	gguf := filepath.Join(dir, "synth.gguf")
+	if err := localserver.WriteModel(gguf, tokDir, localserver.ModelOptions{HiddenSize: 8, FeedForward: 8, Layers: 1, HeadDim: 8, F16: true}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := localserver.LoadTokenizer(gguf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "server.log")
+	os.WriteFile(logPath, nil, 0o644)
+	f := &fakeOllama{tok: tok, logPath: logPath}
+	up := httptest.NewServer(f.handler(t))
+	defer up.Close()
+	results := filepath.Join(dir, "results")
+	addr, stop := startProxyCmd(t, &proxyOptions{Listen: "127.0.0.1:0", Upstream: up.URL, ResultsDir: results, RunID: "cap",
+		Label: capture.DefaultLabel, Render: capture.RenderOllama, GGUF: gguf, NumCtx: localserver.DefaultContextLength, ServerLog: logPath})
+	code, stdout, stderr := runLab(t, "run", "--server", "http://"+addr, "--server-log", logPath, "--gguf", gguf,
+		"--scenario", "midnight", "--arm", "spec,date-in-system-prompt", "--results", results, "--run-id", "run", "--quiet")
+	if code != 0 {
+		t.Fatalf("lab run: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	if err, _, perr := stop(); err != nil {
+		t.Fatalf("lab proxy: %v\n%s", err, perr)
+	}
+	_, runRows, err := metrics.ReadRun(runFolder(t, results, "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, capRows, err := metrics.ReadRun(metrics.RunDir(results, "cap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(capRows) != len(runRows) || len(runRows) < 90 {
+		t.Fatalf("the capture has %d rows, the run %d; want the same, two sessions of midnight", len(capRows), len(runRows))
+	}
+	cols := func(s *metrics.Sample) string {
+		return fmt.Sprintf("prompt %d cached %v (%s) expected %d/%v divergence %v %q reread %d [%d %d %d %d %d %d %d] reasoning sent %d completion %d turn %d step %d overflow %v error %q",
+			s.PromptTokens, deref(s.CachedTokens), s.CachedSource, s.ExpectedCachedTokens, s.ExpectedUnknown, deref(s.DivergenceToken), s.DivergenceSegment,
+			s.RereadTokens, s.RereadSystemTokens, s.RereadToolsTokens, s.RereadMessageTokens, s.RereadToolResultTokens, s.RereadReasoningTokens, s.RereadNoteTokens, s.RereadOtherTokens,
+			s.ReasoningTokensSent, s.CompletionTokens, s.Turn, s.Step, s.ContextOverflow, s.Error)
+	}
+	segments := map[string]bool{}
+	for i := range runRows {
+		r, c := &runRows[i], &capRows[i]
+		if r.CachedTokens == nil || r.CachedSource != metrics.CachedSourceServerLog {
+			t.Fatalf("run request %d: cached %v (%q); want a count from the server log", i, deref(r.CachedTokens), r.CachedSource)
+		}
+		if got, want := cols(c), cols(r); got != want {
+			t.Errorf("request %d (%s #%d):\ncapture %s\nrun     %s", i, r.Arm, r.RequestIndex, got, want)
+		}
+		segments[r.DivergenceSegment] = true
+	}
+	// The comparison covers the cases that matter: the midnight system prompt, and reasoning
+	// dropped at a new turn.
+	if !segments["system"] || !segments["reasoning 2"] {
+		t.Errorf("divergence segments %v; want system and reasoning 2 among them", segments)
+	}
+}
+
+// The proxy knows lab server start's server by its address, whichever loopback name it is given.
+func TestSameHost(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"127.0.0.1:46005", "127.0.0.1:46005", true},
+		{"127.0.0.1:46005", "localhost:46005", true},
+		{"127.0.0.1:46005", "127.0.0.1:46006", false},
+		{"127.0.0.1:46005", "127.0.0.2:46005", false},
+		{"127.0.0.1", "127.0.0.1", false},
+	} {
+		if got := sameHost(tc.a, tc.b); got != tc.want {
+			t.Errorf("sameHost(%q, %q) = %v; want %v", tc.a, tc.b, got, tc.want)
 		}
 	}
 }

@@ -1,0 +1,111 @@
+package cachesim
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"lab/chat"
+)
+
+// FirstDifference names the first part where a request (cur) stops matching an earlier one
+// (prev), both listed by [Parts] or [DifferenceParts]: the name of the first part of cur whose
+// name or text differs from prev's part at the same place. It is the divergence segment of a
+// request whose rendered prompt is unknown (a cloud API: the provider renders and tokenizes it
+// out of sight), so it names a part but no token.
+//
+// Where prev's part is "reasoning N" and cur's is "message N" (the message carried reasoning
+// before and carries none now: a harness or API that drops reasoning at a new turn), the
+// difference is "reasoning N", as [Attributor] names it. It returns "" when one list is a prefix
+// of the other: cur repeats prev and may append to it (nothing prev held differs), or cur is
+// the shorter.
+func FirstDifference(prev, cur []Part) string {
+	for i := 0; i < len(prev) && i < len(cur); i++ {
+		p, c := prev[i], cur[i]
+		if p.Name == c.Name && p.Text == c.Text {
+			continue
+		}
+		if n, ok := strings.CutPrefix(p.Name, "reasoning "); ok && c.Name == "message "+n {
+			return p.Name
+		}
+		return c.Name
+	}
+	return ""
+}
+
+// DifferenceParts lists a request's parts as [Parts] names them, each with the whole text a
+// provider renders of it, for [FirstDifference]: where Parts keeps only what locates a part in a
+// rendered prompt, here "tools" holds every tool's name, description and parameters (and comes
+// first when the request has tools but no system message), an assistant's "message N" its text
+// followed by each tool call's id, name and arguments (compacted JSON), and a "tool result N"
+// the id and name of the call it answers followed by its text.
+func DifferenceParts(req *chat.Request, noteOpen string) []Part {
+	parts := Parts(req, noteOpen)
+	hasTools := false
+	for i := range parts {
+		p := &parts[i]
+		switch {
+		case p.Name == "tools":
+			hasTools = true
+			p.Text = toolsText(req.Tools)
+		case strings.HasPrefix(p.Name, "message "):
+			if m, ok := messageAt(req, p.Name, "message "); ok && m.Role == chat.RoleAssistant {
+				p.Text = assistantText(m)
+			}
+		case strings.HasPrefix(p.Name, "tool result "):
+			if m, ok := messageAt(req, p.Name, "tool result "); ok {
+				p.Text = m.ToolCallID + "\x00" + m.ToolName + "\x00" + m.Content
+			}
+		}
+	}
+	if !hasTools && len(req.Tools) > 0 {
+		parts = append([]Part{{Name: "tools", Text: toolsText(req.Tools)}}, parts...)
+	}
+	return parts
+}
+
+// messageAt returns the message a part name (prefix followed by its index) refers to.
+func messageAt(req *chat.Request, name, prefix string) (chat.Message, bool) {
+	n, err := strconv.Atoi(strings.TrimPrefix(name, prefix))
+	if err != nil || n < 0 || n >= len(req.Messages) {
+		return chat.Message{}, false
+	}
+	return req.Messages[n], true
+}
+
+func toolsText(tools []chat.Tool) string {
+	var b strings.Builder
+	for _, t := range tools {
+		b.WriteString(t.Name)
+		b.WriteByte(0)
+		b.WriteString(t.Description)
+		b.WriteByte(0)
+		b.WriteString(compact(t.Parameters))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func assistantText(m chat.Message) string {
+	var b strings.Builder
+	b.WriteString(m.Content)
+	for _, tc := range m.ToolCalls {
+		b.WriteByte(0)
+		b.WriteString(tc.ID)
+		b.WriteByte(0)
+		b.WriteString(tc.Name)
+		b.WriteByte(0)
+		b.WriteString(compact(tc.Arguments))
+	}
+	return b.String()
+}
+
+// compact returns raw JSON without insignificant white space (raw itself when it is not JSON).
+func compact(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}
