@@ -18,6 +18,7 @@ import (
 	"lab/backend/ollama"
 	"lab/cachesim"
 	"lab/chat"
+	"lab/harness"
 	"lab/metrics"
 )
 
@@ -261,7 +262,7 @@ func (r *recorder) measure(ex *exchange) (*metrics.Sample, *chat.Request, *chat.
 				warnings = append(warnings, "no event carried content, reasoning or a tool call: time to first token is the time to the answer's first byte")
 			}
 		}
-		fill(s, res)
+		harness.SetResult(s, res, nil)
 		warnings = append(warnings, res.Warnings...)
 		switch {
 		case perr != nil:
@@ -289,26 +290,6 @@ func (r *recorder) measure(ex *exchange) (*metrics.Sample, *chat.Request, *chat.
 	return s, req, reply
 }
 
-// fill copies a parsed answer's figures into the row, as lab run does (harness fillUsage).
-func fill(s *metrics.Sample, res *chat.Result) {
-	s.PromptTokens = res.PromptTokens
-	s.CachedTokens = res.CachedTokens
-	s.CachedSource = string(res.CachedSource)
-	s.CompletionTokens = res.CompletionTokens
-	s.PrefillNs, s.LoadNs = int64(res.Prefill), int64(res.Load)
-	u := res.Usage
-	if u == nil {
-		return
-	}
-	s.CacheWriteTokens, s.CacheWrite5mTokens, s.CacheWrite1hTokens = u.CacheWrite, u.CacheWrite5m, u.CacheWrite1h
-	if u.ReasoningGenerated != nil {
-		s.ReasoningTokensGenerated = *u.ReasoningGenerated
-	}
-	if len(u.Fields) > 0 {
-		b, _ := json.Marshal(u.Fields) // keys sorted
-		s.UsageFields = string(b)
-	}
-}
 
 func joinChunks(cs []chunk) []byte {
 	var b []byte
@@ -388,16 +369,9 @@ func (r *recorder) attribute(ex *exchange, req *chat.Request, res *chat.Result, 
 	}
 	r.lastReq, r.lastRendered = req, rendered
 	if at.Unknown {
-		return nil
+		return nil // the row stays expected_unknown
 	}
-	s.ExpectedUnknown = false
-	s.ExpectedCachedTokens = at.ExpectedCachedTokens
-	s.DivergenceToken, s.DivergenceSegment = at.DivergenceToken, at.DivergenceSegment
-	s.ReasoningTokensSent = at.ReasoningTokensSent
-	s.RereadSystemTokens, s.RereadToolsTokens, s.RereadMessageTokens = at.Reread.System, at.Reread.Tools, at.Reread.Message
-	s.RereadToolResultTokens, s.RereadReasoningTokens, s.RereadNoteTokens, s.RereadOtherTokens = at.Reread.ToolResult, at.Reread.Reasoning, at.Reread.Note, at.Reread.Other
-	s.ContextOverflow = at.ContextOverflow
-	return at.Warnings
+	return harness.SetAttribution(s, at)
 }
 
 // cachedFromLog fills the row's cached tokens of an Ollama answer from the upstream's debug log:

@@ -504,13 +504,8 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 		}
 		return sendErr
 	}
-	s.PromptTokens = res.PromptTokens
-	s.CachedTokens = res.CachedTokens
-	s.CachedSource = string(res.CachedSource)
-	s.CompletionTokens = res.CompletionTokens
-	s.TTFTNs, s.PrefillNs, s.TotalNs, s.LoadNs = int64(res.TTFT), int64(res.Prefill), int64(res.Total), int64(res.Load)
-	s.RequestBytes = res.RequestBytes
-	fillUsage(s, res, cfg.Price)
+	SetResult(s, res, cfg.Price)
+	s.TTFTNs, s.TotalNs, s.RequestBytes = int64(res.TTFT), int64(res.Total), res.RequestBytes
 	r.annotate(s, req, reply, res, nil)
 	warnings := append(tries.notes, res.Warnings...)
 	if err := r.expect(req, res, s, &warnings); err != nil {
@@ -550,18 +545,7 @@ func (r *runner) expect(req *chat.Request, res *chat.Result, s *metrics.Sample, 
 	if err != nil {
 		return err
 	}
-	if a.Unknown {
-		s.ExpectedUnknown = true
-		return nil
-	}
-	s.ExpectedCachedTokens = a.ExpectedCachedTokens
-	s.DivergenceToken, s.DivergenceSegment = a.DivergenceToken, a.DivergenceSegment
-	s.ReasoningTokensSent = a.ReasoningTokensSent
-	s.RereadSystemTokens, s.RereadToolsTokens = a.Reread.System, a.Reread.Tools
-	s.RereadMessageTokens, s.RereadToolResultTokens = a.Reread.Message, a.Reread.ToolResult
-	s.RereadReasoningTokens, s.RereadNoteTokens, s.RereadOtherTokens = a.Reread.Reasoning, a.Reread.Note, a.Reread.Other
-	s.ContextOverflow = a.ContextOverflow
-	*warnings = append(*warnings, a.Warnings...)
+	*warnings = append(*warnings, SetAttribution(s, a)...)
 	return nil
 }
 
@@ -645,28 +629,6 @@ func (r *runner) transcript() string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// fillUsage copies the provider's normalised usage (issue 6) into the sample: cache writes,
-// reasoning tokens generated, the wire field of each figure, and the price.
-func fillUsage(s *metrics.Sample, res *chat.Result, price func(*chat.Usage) (float64, bool)) {
-	s.CostUSD = res.CostUSD
-	u := res.Usage
-	if u == nil {
-		return
-	}
-	s.CacheWriteTokens, s.CacheWrite5mTokens, s.CacheWrite1hTokens = u.CacheWrite, u.CacheWrite5m, u.CacheWrite1h
-	if u.ReasoningGenerated != nil {
-		s.ReasoningTokensGenerated = *u.ReasoningGenerated
-	}
-	if len(u.Fields) > 0 {
-		b, _ := json.Marshal(u.Fields) // map keys sorted: the same usage gives the same text
-		s.UsageFields = string(b)
-	}
-	if s.CostUSD == nil && price != nil {
-		if usd, ok := price(u); ok {
-			s.CostUSD = &usd
-		}
-	}
-}
 
 // CacheBreakpoints is where the arm places explicit prompt-cache markers (Anthropic
 // cache_control, chat.Request.CacheBreakpoints): at the end of the system prompt when the arm keeps
