@@ -290,7 +290,6 @@ func (r *recorder) measure(ex *exchange) (*metrics.Sample, *chat.Request, *chat.
 	return s, req, reply
 }
 
-
 func joinChunks(cs []chunk) []byte {
 	var b []byte
 	for _, c := range cs {

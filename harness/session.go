@@ -629,7 +629,6 @@ func (r *runner) transcript() string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-
 // CacheBreakpoints is where the arm places explicit prompt-cache markers (Anthropic
 // cache_control, chat.Request.CacheBreakpoints): at the end of the system prompt when the arm keeps
 // it the same for the whole session (the date travels in a note, §10.2, and changes arrive as
