@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -34,4 +36,31 @@ func TestLockTakesTurns(t *testing.T) {
 		t.Fatalf("Lock after unlock: %v", err)
 	}
 	unlock2()
+}
+
+func TestModelFile(t *testing.T) {
+	s := &Server{Dir: t.TempDir(), URL: "http://127.0.0.1:1"}
+	if _, err := s.ModelFile("m"); err == nil {
+		t.Fatal("ModelFile without created.json: no error")
+	}
+	gguf := filepath.Join(t.TempDir(), "m.gguf")
+	if err := os.WriteFile(gguf, []byte("GGUF"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	recs := map[string]created{
+		"m:latest":   {GGUF: "sha256:aa", Manifest: "bb", Path: gguf},
+		"old:latest": {GGUF: "sha256:cc", Manifest: "dd"},
+		"gone:v1":    {GGUF: "sha256:ee", Manifest: "ff", Path: filepath.Join(t.TempDir(), "gone.gguf")},
+	}
+	if err := writeRecords(filepath.Join(s.Dir, "created.json"), recs, "m"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.ModelFile("m"); err != nil || got != gguf {
+		t.Errorf("ModelFile(m) = %q, %v; want %q", got, err, gguf)
+	}
+	for name, want := range map[string]string{"old": "registered before the lab kept model paths", "gone:v1": "no such file", "other": "not registered by the lab"} {
+		if _, err := s.ModelFile(name); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ModelFile(%s) = %v; want an error with %q", name, err, want)
+		}
+	}
 }

@@ -407,6 +407,8 @@ type created struct {
 	GGUF string `json:"gguf"`
 	// Manifest is the digest the server listed the model with afterwards.
 	Manifest string `json:"manifest"`
+	// Path is the model file registered, as CreateModel was given it.
+	Path string `json:"path,omitempty"`
 }
 
 // CreateModel registers the GGUF file at ggufPath under name, as `ollama create name` with a
@@ -431,7 +433,12 @@ func (s *Server) CreateModel(ctx context.Context, name, ggufPath string) error {
 	c := s.client()
 	if rec, ok := recs[full]; ok && rec.GGUF == digest {
 		if d, err := s.listedDigest(ctx, full); err == nil && d == rec.Manifest {
-			return nil
+			if rec.Path == ggufPath {
+				return nil
+			}
+			rec.Path = ggufPath // a record written before paths were kept
+			recs[full] = rec
+			return writeRecords(recPath, recs, name)
 		}
 	}
 
@@ -458,12 +465,47 @@ func (s *Server) CreateModel(ctx context.Context, name, ggufPath string) error {
 	if err != nil {
 		return fmt.Errorf("create model %s: %w", name, err)
 	}
-	recs[full] = created{GGUF: digest, Manifest: d}
+	recs[full] = created{GGUF: digest, Manifest: d, Path: ggufPath}
+	return writeRecords(recPath, recs, name)
+}
+
+// writeRecords writes created.json.
+func writeRecords(path string, recs map[string]created, name string) error {
 	b, err := json.MarshalIndent(recs, "", "  ")
 	if err != nil {
 		return fmt.Errorf("create model %s: %w", name, err)
 	}
-	return writeFileAtomic(recPath, append(b, '\n'))
+	return writeFileAtomic(path, append(b, '\n'))
+}
+
+// ModelFile returns the GGUF file [Server.CreateModel] registered under name on this server
+// (as <Dir>/created.json records it), for its tokenizer. An error says why it is unknown: no
+// record (a model the lab did not register), a record from before paths were kept, or a file
+// that is gone.
+func (s *Server) ModelFile(name string) (string, error) {
+	full := name
+	if !strings.Contains(name, ":") {
+		full += ":latest"
+	}
+	b, err := os.ReadFile(filepath.Join(s.Dir, "created.json"))
+	if err != nil {
+		return "", fmt.Errorf("model %s: no record of the file registered: %w", name, err)
+	}
+	recs := map[string]created{}
+	if err := json.Unmarshal(b, &recs); err != nil {
+		return "", fmt.Errorf("model %s: %s: %w", name, filepath.Join(s.Dir, "created.json"), err)
+	}
+	rec, ok := recs[full]
+	switch {
+	case !ok:
+		return "", fmt.Errorf("model %s: not registered by the lab on this server", name)
+	case rec.Path == "":
+		return "", fmt.Errorf("model %s: registered before the lab kept model paths (lab server stop, then lab server start, records it again)", name)
+	}
+	if _, err := os.Stat(rec.Path); err != nil {
+		return "", fmt.Errorf("model %s: %w", name, err)
+	}
+	return rec.Path, nil
 }
 
 // listedDigest returns the digest the server's model list shows for name (with its tag).

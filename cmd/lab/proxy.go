@@ -86,7 +86,7 @@ for it, as it waits for another run).`,
 	f.BoolVar(&o.SaveRequests, "save-requests", false, "also write every recorded request body to the capture's requests file")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no line per recorded request on stderr")
 	f.StringVar(&o.Render, "render", "", "ollama or llamacpp: ask the local upstream for its rendering and compute expected cached tokens (ollama needs --gguf)")
-	f.StringVar(&o.GGUF, "gguf", "", "with --render ollama: the served model's GGUF file, for its tokenizer")
+	f.StringVar(&o.GGUF, "gguf", "", "with --render ollama: the served model's GGUF file, for its tokenizer (default: the synthetic model, when --upstream is lab server start's server)")
 	f.IntVar(&o.NumCtx, "num-ctx", 0, "with --render: the server's context window in tokens, to flag context overflows (0: unknown)")
 	f.StringVar(&o.ServerLog, "server-log", "", "an Ollama upstream's log, written with OLLAMA_DEBUG=1, for cached tokens (default: lab server start's log when --upstream is that server)")
 	f.StringVar(&o.CacheDir, "cache", "", "the lab's cache folder, where lab server start keeps its server (default $LAB_CACHE or ~/.cache/lab)")
@@ -103,6 +103,17 @@ func runProxy(ctx context.Context, s *streams, o *proxyOptions) (err error) {
 	if o.Label == "" {
 		return badInput("--label: want a name")
 	}
+	// The server lab server start left running: its log is the default, its model file the
+	// default --gguf, and its use lock keeps a lab run from resetting its cache under the
+	// capture (taken below, once the flags are checked).
+	lsrv := labServer(ctx, s, o.CacheDir, o.Upstream)
+	if lsrv != nil && o.Render == capture.RenderOllama && o.GGUF == "" {
+		gguf, err := lsrv.ModelFile(localserver.DefaultModelName)
+		if err != nil {
+			return badInput("--render ollama needs --gguf, the served model's file: %v", err)
+		}
+		o.GGUF = gguf
+	}
 	attr := capture.Attribution{Render: o.Render, NumCtx: o.NumCtx}
 	switch o.Render {
 	case "":
@@ -111,7 +122,7 @@ func runProxy(ctx context.Context, s *streams, o *proxyOptions) (err error) {
 		}
 	case capture.RenderOllama:
 		if o.GGUF == "" {
-			return badInput("--render ollama needs --gguf, the served model's file (its tokenizer)")
+			return badInput("--render ollama needs --gguf, the served model's file (its tokenizer); it is the default only for lab server start's server")
 		}
 		tok, err := localserver.LoadTokenizer(o.GGUF)
 		if err != nil {
@@ -132,9 +143,7 @@ func runProxy(ctx context.Context, s *streams, o *proxyOptions) (err error) {
 			return badInput("--server-log: %v", err)
 		}
 	}
-	// The server lab server start left running: its log is the default, and its use lock keeps
-	// a lab run from resetting its cache under the capture.
-	if srv := labServer(ctx, s, o.CacheDir, o.Upstream); srv != nil {
+	if srv := lsrv; srv != nil {
 		unlock, err := srv.Lock(ctx, s.err)
 		if err != nil {
 			return err
