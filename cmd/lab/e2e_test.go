@@ -34,7 +34,7 @@ func TestMidnightOnTheRealServer(t *testing.T) {
 	if !man.Complete || man.ServerVersion == "" {
 		t.Fatalf("manifest: complete %v, server version %q", man.Complete, man.ServerVersion)
 	}
-	for _, f := range []string{"report.md", "plots/midnight-cached-share.svg", "plots/midnight-cached-share.png", "requests.jsonl"} {
+	for _, f := range []string{"report.md", "plots/midnight-cached-share.svg", "plots/midnight-cached-share.png", metrics.PartRequestsFile(metrics.Shard{})} {
 		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
 		}
@@ -69,7 +69,7 @@ func TestMidnightOnTheRealServer(t *testing.T) {
 
 	// The first request after midnight: the first request of the turn whose user message
 	// carries the new date (found from the spec arm's saved requests).
-	mid := firstAfterMidnight(t, filepath.Join(dir, "requests.jsonl"))
+	mid := firstAfterMidnight(t, filepath.Join(dir, metrics.PartRequestsFile(metrics.Shard{})))
 	spec, date := byArm["spec"][mid], byArm["date-in-system-prompt"][mid]
 	t.Logf("first request after midnight (index %d): spec cached %d of %d (diverged in %q), date arm cached %d of %d (diverged in %q)",
 		mid, *spec.CachedTokens, spec.PromptTokens, spec.DivergenceSegment, *date.CachedTokens, date.PromptTokens, date.DivergenceSegment)
