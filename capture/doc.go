@@ -55,7 +55,8 @@
 //     label ([Options].Label, default "capture"), repetition 1, request_index the order within
 //     the conversation, turn the number of user messages and step the assistant messages since
 //     the last one, plus one. The row is written at once to a crash-safe samples file with its
-//     journal (metrics.CreatePart, the results layout of lab run), the manifest rewritten, and a
+//     journal (metrics.CreatePart, the results layout of lab run), the manifest rewritten (with a session record per conversation, so a killed capture still
+//     reads whole), and a
 //     line printed on the progress writer.
 //
 // The issue's done-when, "pointing a harness at the proxy during a scripted lab run gives the

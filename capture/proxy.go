@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -226,6 +227,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	ex := &exchange{api: api, body: body, auth: authHeaders(r.Header), key: sessionKey(r.Header)}
+	ex.secrets = append(secretsOf(ex.auth), querySecrets(r.URL.Query())...)
+	ex.secrets = append(ex.secrets, querySecrets(p.upstream.Query())...)
 	_ = json.Unmarshal(body, &ex.env) // a body that is not JSON is the upstream's to refuse
 	if ex.env.PromptCacheKey != "" {
 		ex.key = "prompt_cache_key " + ex.env.PromptCacheKey
@@ -283,7 +286,7 @@ func (p *Proxy) Close() error {
 	return p.rec.close(true)
 }
 
-// Samples returns the number of rows written so far.
+// Samples returns the number of rows written so far, each with the manifest that records it.
 func (p *Proxy) Samples() int { return p.rec.samples() }
 
 // chunk is a piece of an answer as it arrived.
@@ -302,8 +305,11 @@ type exchange struct {
 	// "" for none.
 	key string
 	// auth holds the request's credentials, in memory only: for the rendering requests the
-	// recorder sends to the same upstream, and to redact them from anything written.
+	// recorder sends to the same upstream.
 	auth http.Header
+	// secrets are the values redacted from anything written: auth's values (and a bearer token
+	// alone), and the credentials of the request's and the upstream's query strings.
+	secrets []string
 	// fill marks a request that only fills the upstream's cache: no row, but the slot model
 	// takes it.
 	fill bool
@@ -312,9 +318,12 @@ type exchange struct {
 	unload bool
 	start  time.Time
 
-	mu        sync.Mutex
-	status    int
-	ctype     string
+	mu     sync.Mutex
+	status int
+	ctype  string
+	// encoding is the answer's Content-Encoding: "" or identity unless the upstream compressed
+	// it although the proxy asked for identity.
+	encoding  string
 	chunks    []chunk
 	size      int
 	truncated bool
@@ -330,6 +339,7 @@ func (ex *exchange) respond(resp *http.Response) {
 	defer ex.mu.Unlock()
 	ex.status = resp.StatusCode
 	ex.ctype, _, _ = mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	ex.encoding = strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding")))
 }
 
 func (ex *exchange) fail(err error) {
@@ -427,18 +437,74 @@ func sessionKey(h http.Header) string {
 	return ""
 }
 
-// redact replaces every credential of auth (a header's value, and a bearer token alone) in s.
-func redact(s string, auth http.Header) string {
+// credentialParams are the query parameters that carry a credential (Gemini's key, Azure's
+// api-key, OAuth's access_token, a signed URL's sig...), compared lower-case with '-' as '_'.
+var credentialParams = map[string]bool{
+	"key": true, "api_key": true, "apikey": true, "x_api_key": true, "access_token": true, "token": true,
+	"auth": true, "authorization": true, "password": true, "secret": true, "client_secret": true,
+	"sig": true, "signature": true, "x_goog_api_key": true,
+}
+
+func isCredentialParam(name string) bool {
+	return credentialParams[strings.ReplaceAll(strings.ToLower(name), "-", "_")]
+}
+
+// querySecrets returns the values of q's credential parameters.
+func querySecrets(q url.Values) []string {
+	var out []string
+	for k, vs := range q {
+		if isCredentialParam(k) {
+			out = append(out, vs...)
+		}
+	}
+	return out
+}
+
+// secretsOf returns the values of auth's headers, each also without a "Bearer " or "Basic "
+// scheme.
+func secretsOf(auth http.Header) []string {
+	var out []string
 	for _, vs := range auth {
 		for _, v := range vs {
-			for _, secret := range []string{v, strings.TrimSpace(strings.TrimPrefix(v, "Bearer "))} {
-				if len(secret) >= 4 {
-					s = strings.ReplaceAll(s, secret, "[redacted]")
-				}
+			out = append(out, v)
+			if _, tok, ok := strings.Cut(strings.TrimSpace(v), " "); ok {
+				out = append(out, strings.TrimSpace(tok))
 			}
 		}
 	}
+	return out
+}
+
+// redact replaces every secret (of at least 4 bytes) in s, longest first, and the same value
+// URL-encoded, as a URL or an echoed query string shows it.
+func redact(s string, secrets []string) string {
+	secrets = slices.Clone(secrets)
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	for _, secret := range secrets {
+		if len(secret) < 4 {
+			continue
+		}
+		s = strings.ReplaceAll(s, secret, "[redacted]")
+		if q := url.QueryEscape(secret); q != secret {
+			s = strings.ReplaceAll(s, q, "[redacted]")
+		}
+	}
 	return s
+}
+
+// RedactURL returns u as text with its password and the values of its credential query
+// parameters (key, api-key, access_token, token, sig, ...) replaced, for logs and manifests.
+func RedactURL(u *url.URL) string {
+	c := *u
+	if q := c.Query(); len(querySecrets(q)) > 0 {
+		for k := range q {
+			if isCredentialParam(k) {
+				q[k] = []string{"redacted"}
+			}
+		}
+		c.RawQuery = q.Encode()
+	}
+	return c.Redacted()
 }
 
 // layout is where the capture's files go in its folder: the results layout of lab run (one

@@ -65,14 +65,14 @@ func newRecorder(opts Options, u *url.URL, tr http.RoundTripper) (*recorder, err
 	if a := opts.Attribution; a.Render != "" && a.Tokenizer != nil {
 		r.attr = &cachesim.Attributor{Tok: a.Tokenizer, NumCtx: a.NumCtx, NoteOpen: a.NoteOpen}
 	}
-	settings := map[string]string{"upstream": u.Redacted(), "label": opts.Label}
+	settings := map[string]string{"upstream": RedactURL(u), "label": opts.Label}
 	for k, v := range opts.Settings {
 		settings[k] = v
 	}
 	r.man = &metrics.Manifest{
 		LabVersion: opts.LabVersion, RunID: opts.RunID, Shard: &metrics.Shard{Index: 1, Count: 1},
 		Scenarios: []string{}, Arms: []string{opts.Label}, Repetitions: 1, Backend: "proxy",
-		ServerURL: u.Redacted(), StartedAt: opts.Now().UTC(), CacheState: metrics.CacheUncontrolled, Settings: settings,
+		ServerURL: RedactURL(u), StartedAt: opts.Now().UTC(), CacheState: metrics.CacheUncontrolled, Settings: settings,
 	}
 	if err := metrics.WriteManifest(manPath, r.man); err != nil {
 		return nil, fmt.Errorf("capture: %w", err)
@@ -133,22 +133,19 @@ func (r *recorder) process(ex *exchange) {
 	} else {
 		s.RereadTokens = s.PromptTokens - s.ExpectedCachedTokens
 	}
-	s.Error = redact(s.Error, ex.auth)
-	s.Warnings = redact(s.Warnings, ex.auth)
+	s.Error = redact(s.Error, ex.secrets)
+	s.Warnings = redact(s.Warnings, ex.secrets)
 	var errs []error
 	if err := r.sink.Write(s); err != nil {
 		errs = append(errs, err)
 	}
-	r.mu.Lock()
-	r.rows++
-	r.mu.Unlock()
 	if r.requests != nil {
 		body := json.RawMessage(bytes.ReplaceAll(ex.body, []byte("\n"), []byte(" ")))
 		if !json.Valid(body) {
 			b, _ := json.Marshal(string(ex.body))
 			body = b
 		}
-		body = json.RawMessage(redact(string(body), ex.auth))
+		body = json.RawMessage(redact(string(body), ex.secrets))
 		line, err := json.Marshal(struct {
 			Scenario     string          `json:"scenario"`
 			Arm          string          `json:"arm"`
@@ -178,10 +175,17 @@ func (r *recorder) process(ex *exchange) {
 			r.man.Backend = "proxy"
 		}
 	}
-	r.man.Samples = r.samples()
+	r.man.Samples = r.samples() + 1
+	// Each conversation's record goes with its rows: a capture killed before Close (kill -9)
+	// still says how every conversation answered so far ended, so lab report counts them all.
+	r.man.Sessions = r.sessions()
 	if err := metrics.WriteManifest(r.manPath, r.man); err != nil {
 		errs = append(errs, err)
 	}
+	// Counted once its row and its manifest are written (Samples: what a reader finds).
+	r.mu.Lock()
+	r.rows++
+	r.mu.Unlock()
 	if w := r.opts.Progress; w != nil {
 		fmt.Fprintln(w, progressLine(s))
 		for _, err := range errs {
@@ -233,12 +237,15 @@ func (r *recorder) measure(ex *exchange) (*metrics.Sample, *chat.Request, *chat.
 		req = &chat.Request{}
 	}
 	s.TotalNs = int64(ex.end.Sub(ex.start))
+	chunks, derr := decodeChunks(ex.encoding, ex.chunks)
 	var reply *chat.Reply
 	switch {
 	case ex.err != nil:
 		s.Error = "upstream: " + ex.err.Error()
+	case derr != nil:
+		s.Error = derr.Error()
 	case ex.status/100 != 2:
-		s.Error = fmt.Sprintf("HTTP %d: %s", ex.status, errorMessage(joinChunks(ex.chunks)))
+		s.Error = fmt.Sprintf("HTTP %d: %s", ex.status, errorMessage(joinChunks(chunks)))
 	default:
 		p := newParser(ex.api)
 		mode := framingWhole
@@ -248,14 +255,14 @@ func (r *recorder) measure(ex *exchange) (*metrics.Sample, *chat.Request, *chat.
 		case ex.api == APIOllamaChat || ex.api == APIOllamaGenerate:
 			mode = framingLines
 		}
-		first, perr := feed(p, mode, ex.chunks)
+		first, perr := feed(p, mode, chunks)
 		res := p.result()
 		reply = p.reply()
 		switch {
 		case first >= 0 && mode != framingWhole:
-			s.TTFTNs = int64(ex.chunks[first].at.Sub(ex.start))
-		case len(ex.chunks) > 0:
-			s.TTFTNs = int64(ex.chunks[0].at.Sub(ex.start))
+			s.TTFTNs = int64(chunks[first].at.Sub(ex.start))
+		case len(chunks) > 0:
+			s.TTFTNs = int64(chunks[0].at.Sub(ex.start))
 			if mode == framingWhole {
 				warnings = append(warnings, "unstreamed answer: time to first token is the time to the answer's first byte")
 			} else {
@@ -492,7 +499,7 @@ func (r *recorder) render(ex *exchange) (string, error) {
 	}
 	resp, err := r.http.Do(hreq)
 	if err != nil {
-		return "", fmt.Errorf("render the prompt: %s", redact(err.Error(), ex.auth))
+		return "", fmt.Errorf("render the prompt: %s", redact(err.Error(), ex.secrets))
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
@@ -500,7 +507,7 @@ func (r *recorder) render(ex *exchange) (string, error) {
 		return "", fmt.Errorf("render the prompt: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("render the prompt: %s: HTTP %d: %s", path, resp.StatusCode, redact(errorMessage(b), ex.auth))
+		return "", fmt.Errorf("render the prompt: %s: HTTP %d: %s", path, resp.StatusCode, redact(errorMessage(b), ex.secrets))
 	}
 	var out struct {
 		Prompt    *string `json:"prompt"`
@@ -520,6 +527,20 @@ func (r *recorder) render(ex *exchange) (string, error) {
 	return "", fmt.Errorf("render the prompt: %s answered no rendering", path)
 }
 
+// sessions returns one session record per conversation: complete unless its last request
+// failed.
+func (r *recorder) sessions() []metrics.SessionRecord {
+	var out []metrics.SessionRecord
+	for _, c := range r.groups.convs {
+		rec := metrics.SessionRecord{Scenario: c.name, Arm: r.opts.Label, Repetition: 1, Requests: c.requests, Complete: !c.lastFailed}
+		if c.lastFailed {
+			rec.Error = "its last request failed"
+		}
+		out = append(out, rec)
+	}
+	return out
+}
+
 // close closes the samples file and the requests file and writes the manifest a last time:
 // complete as given, the end time, one session record per conversation (complete unless its
 // last request failed).
@@ -537,14 +558,7 @@ func (r *recorder) close(complete bool) error {
 	r.man.EndedAt = r.opts.Now().UTC()
 	r.man.Complete = complete
 	r.man.Samples = r.samples()
-	r.man.Sessions = nil
-	for _, c := range r.groups.convs {
-		rec := metrics.SessionRecord{Scenario: c.name, Arm: r.opts.Label, Repetition: 1, Requests: c.requests, Complete: !c.lastFailed}
-		if c.lastFailed {
-			rec.Error = "its last request failed"
-		}
-		r.man.Sessions = append(r.man.Sessions, rec)
-	}
+	r.man.Sessions = r.sessions()
 	if err := metrics.WriteManifest(r.manPath, r.man); err != nil {
 		errs = append(errs, err)
 	}

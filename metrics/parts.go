@@ -261,6 +261,9 @@ func ReadParts(dir string) ([]Part, error) {
 			if man.RunID != p0.Manifest.RunID {
 				return nil, fmt.Errorf("%s and %s: run ids %q and %q in one run folder", first, path, p0.Manifest.RunID, man.RunID)
 			}
+			if d := matrixDiff(p0.Manifest, man); d != "" {
+				return nil, fmt.Errorf("%s and %s: shards of different matrices in one run folder (%s): every shard of a run must be run with the same scenarios, arms, repetitions, backend, model and driver", first, path, d)
+			}
 		} else {
 			first = path
 		}
@@ -271,6 +274,33 @@ func ReadParts(dir string) ([]Part, error) {
 	}
 	slices.SortFunc(parts, func(a, b Part) int { return a.Shard.Index - b.Shard.Index })
 	return parts, nil
+}
+
+// matrixDiff names what differs between two parts' matrices ("repetitions 1 and 2"), "" when
+// they agree: the scenarios, arms and repetitions that number the sessions ([Shard.Has] deals
+// session k of the matrix), and the backend, model and driver that measured them. Lab, server
+// versions and URLs may differ between machines.
+func matrixDiff(a, b *Manifest) string {
+	var d []string
+	if !slices.Equal(a.Scenarios, b.Scenarios) {
+		d = append(d, fmt.Sprintf("scenarios %v and %v", a.Scenarios, b.Scenarios))
+	}
+	if !slices.Equal(a.Arms, b.Arms) {
+		d = append(d, fmt.Sprintf("arms %v and %v", a.Arms, b.Arms))
+	}
+	if a.Repetitions != b.Repetitions {
+		d = append(d, fmt.Sprintf("repetitions %d and %d", a.Repetitions, b.Repetitions))
+	}
+	if a.Backend != b.Backend {
+		d = append(d, fmt.Sprintf("backend %q and %q", a.Backend, b.Backend))
+	}
+	if a.Model != b.Model {
+		d = append(d, fmt.Sprintf("model %q and %q", a.Model, b.Model))
+	}
+	if a.Settings["driver"] != b.Settings["driver"] {
+		d = append(d, fmt.Sprintf("driver %q and %q", a.Settings["driver"], b.Settings["driver"]))
+	}
+	return strings.Join(d, "; ")
 }
 
 // MergeParts merges the manifests of a run's parts (in shard order, as [ReadParts] returns them)

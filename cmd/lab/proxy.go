@@ -10,7 +10,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -100,8 +102,14 @@ func runProxy(ctx context.Context, s *streams, o *proxyOptions) (err error) {
 	if err := capture.CheckLoopback(o.Listen); err != nil {
 		return badInput("--listen: %v", err)
 	}
-	if o.Label == "" {
-		return badInput("--label: want a name")
+	if u, err := url.Parse(o.Upstream); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
+		return badInput("--upstream %q: want http(s)://host[:port][/path], such as http://127.0.0.1:11434", o.Upstream)
+	}
+	if o.Label == "" || strings.ContainsAny(o.Label, `/\`) || strings.IndexFunc(o.Label, func(r rune) bool { return unicode.IsControl(r) }) >= 0 {
+		return badInput("--label %q: want a name, without slashes or control characters", o.Label)
+	}
+	if o.NumCtx < 0 {
+		return badInput("--num-ctx %d: want a number of tokens, or 0 for unknown", o.NumCtx)
 	}
 	// The server lab server start left running: its log is the default, its model file the
 	// default --gguf, and its use lock keeps a lab run from resetting its cache under the
@@ -193,7 +201,11 @@ func runProxy(ctx context.Context, s *streams, o *proxyOptions) (err error) {
 	srv := &http.Server{Handler: p, ReadHeaderTimeout: time.Minute, ErrorLog: nil}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	fmt.Fprintf(s.err, "lab proxy: listening on http://%s, forwarding to %s, recording into %s (Ctrl-C stops)\n", ln.Addr(), o.Upstream, dir)
+	upstream := o.Upstream
+	if u, err := url.Parse(o.Upstream); err == nil {
+		upstream = capture.RedactURL(u)
+	}
+	fmt.Fprintf(s.err, "lab proxy: listening on http://%s, forwarding to %s, recording into %s (Ctrl-C stops)\n", ln.Addr(), upstream, dir)
 	if o.ready != nil {
 		o.ready(ln.Addr().String())
 	}

@@ -33,6 +33,17 @@ func (e *regressionError) Unwrap() error { return &failedError{failed: e.n, tota
 // manifest) is skipped with a warning on warn. A pattern that matches no run folder is bad input.
 func expandRuns(args []string, warn io.Writer) ([]string, error) {
 	var dirs []string
+	seen := map[string]bool{} // each run folder once, however it is spelled (dir, dir/, ./dir)
+	add := func(d string) {
+		key := filepath.Clean(d)
+		if abs, err := filepath.Abs(d); err == nil {
+			key = abs
+		}
+		if !seen[key] {
+			seen[key] = true
+			dirs = append(dirs, d)
+		}
+	}
 	isRun := metrics.IsRunDir
 	for _, arg := range args {
 		if !strings.ContainsAny(arg, "*?[") {
@@ -46,9 +57,7 @@ func expandRuns(args []string, warn io.Writer) ([]string, error) {
 				}
 				return nil, badInput("%s is not a run folder (no %s, no %s)", arg, metrics.PartManifestFile(metrics.Shard{}), metrics.ManifestFile)
 			}
-			if !slices.Contains(dirs, arg) {
-				dirs = append(dirs, arg)
-			}
+			add(arg)
 			continue
 		}
 		m, err := filepath.Glob(arg)
@@ -65,9 +74,7 @@ func expandRuns(args []string, warn io.Writer) ([]string, error) {
 				continue
 			}
 			found++
-			if !slices.Contains(dirs, d) {
-				dirs = append(dirs, d)
-			}
+			add(d)
 		}
 		if found == 0 {
 			return nil, badInput("run pattern %q matches no run folder (none of its %d matches has a manifest)", arg, len(m))
