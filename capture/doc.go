@@ -49,9 +49,10 @@
 //     "" for the first request and for one that only appends); divergence_token stays null, as
 //     no token count of the provider's rendering is known. The previous request is compared
 //     without its reply: a cloud prompt cache holds earlier prompts, not what the model wrote.
-//  5. It groups the request into a conversation (group.go: a session header or
-//     prompt_cache_key, else the longest shared message prefix with an earlier request and its
-//     reply), which becomes the row's scenario ("conversation-0001"); the arm is the capture's
+//  5. It groups the request into a conversation (group.go: the longest shared message prefix
+//     with an earlier request and its reply, among the conversations of the same session header
+//     or prompt_cache_key, or of none; with a key the system prompt is left out of the
+//     comparison, so a rebuilt system prompt stays in its session), which becomes the row's scenario ("conversation-0001"); the arm is the capture's
 //     label ([Options].Label, default "capture"), repetition 1, request_index the order within
 //     the conversation, turn the number of user messages and step the assistant messages since
 //     the last one, plus one. The row is written at once to a crash-safe samples file with its

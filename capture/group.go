@@ -34,53 +34,51 @@ type conversation struct {
 // grouper assigns requests to conversations:
 //
 //  1. a request that carries a conversation key (a known client's session header, or OpenAI's
-//     prompt_cache_key) belongs to the conversation of that key;
-//  2. any other request belongs to the conversation, among those without a key, whose last
-//     request (followed by its reply) shares the longest prefix of messages with it, provided
-//     the shared prefix holds at least one message that is not the system prompt; a
-//     conversation whose last request the new one contains whole (it only appends) is preferred,
-//     then the longest prefix, then the latest conversation. A request identical to a
-//     conversation's first one starts a new conversation (the same session run again), unless
-//     it is the retry of a failed first request;
-//  3. otherwise it starts a new conversation.
+//     prompt_cache_key) is compared only with the conversations of that key, one without a
+//     key only with the conversations without one: a client sends its side requests (a title,
+//     a subagent) under the session's key, and they are conversations of their own;
+//  2. among those, it belongs to the conversation whose last request (followed by its reply)
+//     shares the longest prefix of messages with it, provided the shared prefix holds at least
+//     one message that is not the system prompt (with a key, the system prompt is left out of
+//     the comparison: a session that rebuilt its system prompt, a date in it say, is still the
+//     session its key names, and the row shows the divergence at "system"; without a key such a
+//     request starts a new conversation); a conversation whose last request the new one
+//     contains whole (it only appends) is preferred, then the longest prefix, then the latest
+//     conversation. A request identical to a conversation's first one starts a new
+//     conversation (the same session run again), unless it is the retry of a failed first
+//     request;
+//  3. otherwise it starts a new conversation (with its key).
 //
 // Messages are compared by role, text, tool calls and tool call ids; reasoning is left out, as
 // harnesses and templates drop it from earlier turns (spec 3.2.0 §8).
 type grouper struct {
 	convs []*conversation
-	byKey map[string]*conversation
 }
 
 // assign returns the request's conversation, and whether it is new. The caller records the
 // request with update.
 func (g *grouper) assign(key string, req *chat.Request) (c *conversation, created bool) {
-	if key != "" {
-		if c := g.byKey[key]; c != nil {
-			return c, false
-		}
-		c := g.add(key)
-		if g.byKey == nil {
-			g.byKey = map[string]*conversation{}
-		}
-		g.byKey[key] = c
-		return c, true
-	}
 	msgs := messageKeys(req.Messages)
 	var best *conversation
 	bestShared, bestExt := 0, false
 	for i := len(g.convs) - 1; i >= 0; i-- {
 		c := g.convs[i]
-		if c.key != "" || c.requests == 0 {
+		if c.key != key || c.requests == 0 {
 			continue
 		}
-		shared := commonPrefix(msgs, c.last)
-		if !slices.ContainsFunc(msgs[:shared], func(k string) bool { return !strings.HasPrefix(k, "system\x00") }) {
+		a, b, lastLen := msgs, c.last, c.lastLen
+		if key != "" {
+			a, b = withoutSystem(a), withoutSystem(b)
+			lastLen -= len(c.last) - len(b)
+		}
+		shared := commonPrefix(a, b)
+		if !slices.ContainsFunc(a[:shared], func(k string) bool { return !strings.HasPrefix(k, "system\x00") }) {
 			continue
 		}
 		if slices.Equal(msgs, c.first) && (c.requests > 1 || !c.lastFailed) {
 			continue // the session again, from its start
 		}
-		ext := shared >= c.lastLen
+		ext := shared >= lastLen
 		if best == nil || (ext && !bestExt) || (ext == bestExt && shared > bestShared) {
 			best, bestShared, bestExt = c, shared, ext
 		}
@@ -88,7 +86,7 @@ func (g *grouper) assign(key string, req *chat.Request) (c *conversation, create
 	if best != nil {
 		return best, false
 	}
-	return g.add(""), true
+	return g.add(key), true
 }
 
 func (g *grouper) add(key string) *conversation {
@@ -110,6 +108,14 @@ func (g *grouper) update(c *conversation, req *chat.Request, reply *chat.Reply, 
 		msgs = append(msgs, messageKey(chat.Message{Role: chat.RoleAssistant, Content: reply.Content, ToolCalls: reply.ToolCalls}))
 	}
 	c.last = msgs
+}
+
+// withoutSystem returns keys without the system messages they start with.
+func withoutSystem(keys []string) []string {
+	for len(keys) > 0 && strings.HasPrefix(keys[0], "system\x00") {
+		keys = keys[1:]
+	}
+	return keys
 }
 
 func messageKeys(msgs []chat.Message) []string {

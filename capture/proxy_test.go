@@ -360,6 +360,14 @@ func TestProxyGroupsConversations(t *testing.T) {
 			want:   []string{"conversation-0001/0/1/1", "conversation-0002/0/1/1", "conversation-0002/1/1/2", "conversation-0001/1/1/2"},
 		},
 		{
+			// A client's side request (a title, a subagent) under the session's key is a
+			// conversation of its own; the session goes on in its own.
+			name:   "side request under the session's key",
+			bodies: []string{msgs("fix A"), msgs("Write a title for: fix A"), msgs("fix A", call, result)},
+			keys:   []string{"k1", "k1", "k1"},
+			want:   []string{"conversation-0001/0/1/1", "conversation-0002/0/1/1", "conversation-0001/1/1/2"},
+		},
+		{
 			name:   "the same session twice",
 			bodies: []string{msgs("same"), msgs("same", call, result), msgs("same")},
 			want:   []string{"conversation-0001/0/1/1", "conversation-0001/1/1/2", "conversation-0002/0/1/1"},

@@ -53,8 +53,9 @@ func newProxyCmd(s *streams) *cobra.Command {
 (streams included), and records each request to a model API (OpenAI Chat Completions and
 Responses, Anthropic Messages, Ollama /api/chat and /api/generate, llama-server) as one row with
 the columns lab run writes: prompt, cached, cache-write, completion and reasoning tokens, time to
-first token, total time. Requests are grouped into conversations (a session header or
-prompt_cache_key, else the longest shared message prefix), each a scenario of the capture; the
+first token, total time. Requests are grouped into conversations (the longest shared message
+prefix, among the requests of the same session header or prompt_cache_key), each a scenario of
+the capture; the
 arm is --label. Rows are written as each answer ends into --out (default
 results/run_id=<run-id>/); Ctrl-C stops the proxy and closes the capture, which lab report and
 lab check --run read as a run. API keys are forwarded, never written.
