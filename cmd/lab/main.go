@@ -11,6 +11,12 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		// The first signal cancels ctx: the command closes its files and ends. Once it has,
+		// the default handling comes back, so a second Ctrl-C ends a process that is stuck.
+		<-ctx.Done()
+		stop()
+	}()
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
