@@ -93,7 +93,7 @@ func prepareRun(cmd *cobra.Command, o *runOptions) (context.Context, error) {
 		}
 		man, err := metrics.ReadResumeManifest(r.Resume, shard)
 		if errors.Is(err, fs.ErrNotExist) && metrics.IsRunDir(r.Resume) {
-			return nil, badInput("--resume %s --shard %s: the run has no such shard", r.Resume, shard)
+			return nil, badInput("--resume %s --shard %s: that shard never started here (the run has no manifest of it): start it with lab run --run-id %s --shard %s and the run's other flags", r.Resume, shard, strings.TrimPrefix(filepath.Base(filepath.Clean(r.Resume)), "run_id="), shard)
 		}
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, badInput("--resume %s: no manifest there: not a run folder", r.Resume)
