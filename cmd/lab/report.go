@@ -55,6 +55,9 @@ func expandRuns(args []string, warn io.Writer) ([]string, error) {
 				if _, err := metrics.DetectLayout(arg); err != nil {
 					return nil, badInput("%v", err)
 				}
+				if runs, _ := filepath.Glob(filepath.Join(clean, metrics.RunDirPrefix+"*")); len(runs) > 0 {
+					return nil, badInput("%s is not a run folder but holds %d: name one, or all of them with %s", arg, len(runs), strconv.Quote(filepath.Join(clean, metrics.RunDirPrefix+"*")))
+				}
 				return nil, badInput("%s is not a run folder (no %s, no %s)", arg, metrics.PartManifestFile(metrics.Shard{}), metrics.ManifestFile)
 			}
 			add(arg)

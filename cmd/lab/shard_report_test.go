@@ -2,6 +2,7 @@ package main
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"lab/metrics"
@@ -30,5 +31,18 @@ func TestReportReadsARunNamedTwiceOnce(t *testing.T) {
 	code, twice, errOut := runLab(t, "report", "--format", "csv", dir, dir+"/", filepath.Join(results, ".", "run_id=twice"), rel)
 	if code != exitOK || twice != once {
 		t.Errorf("report of the folder named four ways: exit %d, stderr %q\n%s\nwant\n%s", code, errOut, twice, once)
+	}
+}
+
+// The results folder itself is not a run: the error names how to report every run in it.
+func TestReportOnTheResultsFolder(t *testing.T) {
+	results := t.TempDir()
+	if code, _, errOut := runLab(t, "run", "--backend", "sim", "--scenario", "midnight", "--arm", "spec", "--results", results, "--run-id", "r1", "--quiet"); code != 0 {
+		t.Fatalf("lab run: exit %d: %s", code, errOut)
+	}
+	code, _, errOut := runLab(t, "report", results)
+	want := "holds 1: name one, or all of them with \"" + filepath.Join(results, "run_id=*") + "\""
+	if code != exitBadInput || !strings.Contains(errOut, want) {
+		t.Fatalf("lab report %s: exit %d, stderr %q; want exit 2 with %q", results, code, errOut, want)
 	}
 }
