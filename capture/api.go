@@ -50,7 +50,8 @@ func classify(method, path string) string {
 		return APIOpenAIChat
 	case strings.HasSuffix(path, "/responses"):
 		return APIOpenAIResponses
-	case strings.HasSuffix(path, "/messages"):
+	case strings.HasSuffix(path, "/messages") && !strings.Contains(path, "/threads/"):
+		// Not OpenAI's Assistants API, POST /v1/threads/{id}/messages.
 		return APIAnthropic
 	}
 	return ""
