@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"lab/cachesim"
@@ -107,9 +108,11 @@ type Proxy struct {
 
 	mu     sync.Mutex
 	closed bool
-	queue  chan *exchange
-	done   chan struct{}
-	rec    *recorder
+	// stopping is set by Stopping: an answer cut from now on was cut by the proxy's own stop.
+	stopping atomic.Bool
+	queue    chan *exchange
+	done     chan struct{}
+	rec      *recorder
 }
 
 // CheckLoopback returns an error unless addr (host:port) names a loopback address: 127.0.0.0/8,
@@ -247,7 +250,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		// Also when ReverseProxy panics with http.ErrAbortHandler (the client went away during
 		// the answer): the request is recorded, then the panic goes on to the server.
-		ex.finish(time.Now(), r.Context().Err() != nil)
+		ex.finish(time.Now(), r.Context().Err() != nil, p.stopping.Load())
 		p.enqueue(ex)
 	}()
 	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), exchangeKey{}, ex)))
@@ -268,6 +271,11 @@ func (p *Proxy) record() {
 		p.rec.process(ex)
 	}
 }
+
+// Stopping tells the proxy that its server is shutting down: an answer cut from now on (the
+// server closing a connection whose upstream stalled) is recorded as cut by the proxy's stop,
+// not as a client that disconnected.
+func (p *Proxy) Stopping() { p.stopping.Store(true) }
 
 // Close records the requests still queued, closes the samples file (its footer written, the
 // journal removed) and writes the manifest a last time with complete true and one session
@@ -332,6 +340,8 @@ type exchange struct {
 	err       error
 	end       time.Time
 	gone      bool
+	// stopped: the answer was cut because the proxy was stopping (Stopping), not by the client.
+	stopped bool
 }
 
 func (ex *exchange) respond(resp *http.Response) {
@@ -374,13 +384,14 @@ func (ex *exchange) ended(at time.Time, err error) {
 	}
 }
 
-func (ex *exchange) finish(at time.Time, clientGone bool) {
+func (ex *exchange) finish(at time.Time, clientGone, stopping bool) {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	if ex.end.IsZero() {
 		ex.end = at
 	}
 	ex.gone = clientGone && !ex.eof
+	ex.stopped = ex.gone && stopping
 }
 
 // tee passes an answer's body through to the client and keeps a copy of each chunk with its

@@ -180,3 +180,46 @@ func TestProxyPassesOddAnswersUnchanged(t *testing.T) {
 		t.Errorf("rows %d", len(rows))
 	}
 }
+
+// An answer the proxy's own stop cuts (its upstream stalled) is recorded as cut by the stop, not
+// as a client that went away.
+func TestProxyStopCutsAStalledAnswer(t *testing.T) {
+	got := make(chan struct{})
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n")
+		w.(http.Flusher).Flush()
+		close(got)
+		<-release // the stream stalls
+	}))
+	defer up.Close()
+	defer close(release)
+	dir := filepath.Join(t.TempDir(), "run_id=cap")
+	p, err := capture.New(capture.Options{Upstream: up.URL, Dir: dir, RunID: "cap"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	go func() {
+		resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	<-got
+	p.Stopping()
+	srv.CloseClientConnections()
+	srv.Close()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, rows, err := metrics.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Error != "the proxy was stopped before the answer ended" {
+		t.Fatalf("rows %+v; want one, cut by the proxy's stop", rows)
+	}
+}

@@ -240,6 +240,10 @@ func (r *recorder) measure(ex *exchange) (*metrics.Sample, *chat.Request, *chat.
 	chunks, derr := decodeChunks(ex.encoding, ex.chunks)
 	var reply *chat.Reply
 	switch {
+	case ex.stopped:
+		s.Error = "the proxy was stopped before the answer ended"
+	case ex.gone && errors.Is(ex.err, context.Canceled):
+		s.Error = "the client disconnected before the answer ended"
 	case ex.err != nil:
 		s.Error = "upstream: " + ex.err.Error()
 	case derr != nil:

@@ -216,6 +216,7 @@ func runProxy(ctx context.Context, s *streams, o *proxyOptions) (err error) {
 	}
 	shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	p.Stopping()
 	if serr := srv.Shutdown(shut); serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 		_ = srv.Close()
 	}
