@@ -33,19 +33,8 @@ func rowKeys(samples []metrics.Sample) []string {
 // that was never interrupted.
 func TestInterruptAndResume(t *testing.T) {
 	t.Parallel()
-	sc, err := harness.LoadScenario("testdata/tiny.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	loop, err := hygiene.ParseConfig(lab.LoopJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := func(results string, be harness.Backend) harness.RunConfig {
-		return harness.RunConfig{
-			Scenarios: []*harness.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec"), arm(t, "date-in-system-prompt")}, Repeat: 2,
-			ResultsDir: results, RunID: "r", Loop: loop, Backend: be, Tokenizer: byteTokenizer{}, SandboxDir: t.TempDir(),
-		}
+		return tinyRunConfig(t, results, 2, metrics.Shard{}, be)
 	}
 	// The uninterrupted run.
 	whole := t.TempDir()
@@ -259,20 +248,10 @@ func requestLines(t *testing.T, path string) []string {
 // session it ran again.
 func TestKilledRunRecoversAndResumes(t *testing.T) {
 	t.Parallel()
-	sc, err := harness.LoadScenario("testdata/tiny.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	loop, err := hygiene.ParseConfig(lab.LoopJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := func(results string, be harness.Backend) harness.RunConfig {
-		return harness.RunConfig{
-			Scenarios: []*harness.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec"), arm(t, "date-in-system-prompt")}, Repeat: 2,
-			ResultsDir: results, RunID: "r", Loop: loop, Backend: be, Tokenizer: byteTokenizer{}, SandboxDir: t.TempDir(),
-			SaveRequests: true,
-		}
+		c := tinyRunConfig(t, results, 2, metrics.Shard{}, be)
+		c.SaveRequests = true
+		return c
 	}
 	results, killed := t.TempDir(), t.TempDir()
 	c := cfg(results, bodyBackend{newFault(nil)})
@@ -281,7 +260,7 @@ func TestKilledRunRecoversAndResumes(t *testing.T) {
 			snapshot(t, metrics.RunDir(results, "r"), metrics.RunDir(killed, "r"))
 		}
 	}
-	_, _, err = harness.Run(context.Background(), c)
+	_, _, err := harness.Run(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,9 +17,9 @@ import (
 	"lab/metrics"
 )
 
-// shardConfig is a run of the tiny scenario (7 requests a session) with 2 arms × repeat
-// repetitions, into results with run id "r".
-func shardConfig(t *testing.T, results string, repeat int, s metrics.Shard, be harness.Backend) harness.RunConfig {
+// tinyRunConfig is a run of the tiny scenario (7 requests a session) with 2 arms × repeat
+// repetitions (spec, date-in-system-prompt), shard s, into results with run id "r".
+func tinyRunConfig(t *testing.T, results string, repeat int, s metrics.Shard, be harness.Backend) harness.RunConfig {
 	t.Helper()
 	sc, err := harness.LoadScenario("testdata/tiny.yaml")
 	if err != nil {
@@ -88,7 +88,7 @@ func TestShardSessionsPartitionTheMatrix(t *testing.T) {
 func TestShardsMergeIntoTheWholeRun(t *testing.T) {
 	t.Parallel()
 	whole := t.TempDir()
-	if _, man, err := harness.Run(context.Background(), shardConfig(t, whole, 2, metrics.Shard{}, newFault(nil))); err != nil || !man.Complete {
+	if _, man, err := harness.Run(context.Background(), tinyRunConfig(t, whole, 2, metrics.Shard{}, newFault(nil))); err != nil || !man.Complete {
 		t.Fatalf("unsharded run: %v", err)
 	}
 	wdir := metrics.RunDir(whole, "r")
@@ -104,7 +104,7 @@ func TestShardsMergeIntoTheWholeRun(t *testing.T) {
 	dir := metrics.RunDir(results, "r")
 	for i := 1; i <= 3; i++ {
 		be := newFault(nil)
-		d, man, err := harness.Run(context.Background(), shardConfig(t, results, 2, metrics.Shard{Index: i, Count: 3}, be))
+		d, man, err := harness.Run(context.Background(), tinyRunConfig(t, results, 2, metrics.Shard{Index: i, Count: 3}, be))
 		if err != nil || d != dir || !man.Complete || man.Shard == nil || *man.Shard != (metrics.Shard{Index: i, Count: 3}) {
 			t.Fatalf("shard %d/3: %v, folder %s, manifest %+v", i, err, d, man)
 		}
@@ -133,7 +133,7 @@ func TestShardsMergeIntoTheWholeRun(t *testing.T) {
 	// n above the number of sessions: shard 6/6 runs nothing and writes a valid empty part.
 	empty := t.TempDir()
 	be := newFault(nil)
-	d, man, err := harness.Run(context.Background(), shardConfig(t, empty, 1, metrics.Shard{Index: 6, Count: 6}, be))
+	d, man, err := harness.Run(context.Background(), tinyRunConfig(t, empty, 1, metrics.Shard{Index: 6, Count: 6}, be))
 	if err != nil || !man.Complete || man.Samples != 0 || be.calls != 0 {
 		t.Fatalf("empty shard: %v, complete %v, samples %d, %d requests", err, man.Complete, man.Samples, be.calls)
 	}
@@ -151,7 +151,7 @@ func TestShardsMergeIntoTheWholeRun(t *testing.T) {
 func TestShardChecksAndResume(t *testing.T) {
 	t.Parallel()
 	results := t.TempDir()
-	c := shardConfig(t, results, 2, metrics.Shard{Index: 1, Count: 2}, newFault(nil))
+	c := tinyRunConfig(t, results, 2, metrics.Shard{Index: 1, Count: 2}, newFault(nil))
 	c.RunID = ""
 	if _, _, err := harness.Run(context.Background(), c); err == nil || !strings.Contains(err.Error(), "run id") {
 		t.Errorf("a shard without run id: %v", err)
@@ -163,7 +163,7 @@ func TestShardChecksAndResume(t *testing.T) {
 		}
 		return nil
 	})
-	if _, man, err := harness.Run(context.Background(), shardConfig(t, results, 2, metrics.Shard{Index: 2, Count: 2}, failing)); err == nil || man.Complete {
+	if _, man, err := harness.Run(context.Background(), tinyRunConfig(t, results, 2, metrics.Shard{Index: 2, Count: 2}, failing)); err == nil || man.Complete {
 		t.Fatalf("failing shard: %v", err)
 	}
 	dir := metrics.RunDir(results, "r")
@@ -179,14 +179,14 @@ func TestShardChecksAndResume(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("CheckNewRun(%v) = %v; want %q", tc.shard, err, tc.want)
 		}
-		if _, _, err := harness.Run(context.Background(), shardConfig(t, results, 2, tc.shard, newFault(nil))); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, _, err := harness.Run(context.Background(), tinyRunConfig(t, results, 2, tc.shard, newFault(nil))); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Run(%v) = %v; want %q", tc.shard, err, tc.want)
 		}
 	}
 	if err := harness.CheckNewRun(results, "r", metrics.Shard{Index: 1, Count: 2}); err != nil {
 		t.Errorf("CheckNewRun(1/2) beside 2/2 = %v", err)
 	}
-	if _, man, err := harness.Run(context.Background(), shardConfig(t, results, 2, metrics.Shard{Index: 1, Count: 2}, newFault(nil))); err != nil || !man.Complete {
+	if _, man, err := harness.Run(context.Background(), tinyRunConfig(t, results, 2, metrics.Shard{Index: 1, Count: 2}, newFault(nil))); err != nil || !man.Complete {
 		t.Fatalf("shard 1/2: %v", err)
 	}
 	part1, err := os.ReadFile(filepath.Join(dir, metrics.PartFile(metrics.Shard{Index: 1, Count: 2})))
@@ -199,7 +199,7 @@ func TestShardChecksAndResume(t *testing.T) {
 
 	// Resume names the folder (lab run --resume results/run_id=r sets RunID to its name).
 	be := newFault(nil)
-	rc := shardConfig(t, results, 2, metrics.Shard{Index: 2, Count: 2}, be)
+	rc := tinyRunConfig(t, results, 2, metrics.Shard{Index: 2, Count: 2}, be)
 	rc.RunID, rc.Resume = metrics.RunDirPrefix+"r", true
 	var totals []int
 	rc.Progress = func(done, total int, s *metrics.Sample) { totals = append(totals, total) }
@@ -222,7 +222,7 @@ func TestShardChecksAndResume(t *testing.T) {
 		}
 	}
 	// Resuming the other shard, complete, or a shard of another split, is refused.
-	rc = shardConfig(t, results, 2, metrics.Shard{Index: 1, Count: 2}, newFault(nil))
+	rc = tinyRunConfig(t, results, 2, metrics.Shard{Index: 1, Count: 2}, newFault(nil))
 	rc.Resume = true
 	if _, _, err := harness.Run(context.Background(), rc); !errors.Is(err, harness.ErrNothingToResume) {
 		t.Errorf("resume of the complete shard 1/2: %v", err)
