@@ -81,24 +81,7 @@ func TestRunShellEnvironmentHasNoSecrets(t *testing.T) {
 }
 
 func TestRunShellHasNoNetwork(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln, self := dialTarget(t)
 	dir := t.TempDir()
 	// The same client outside the shell reaches the listener: the check can tell.
 	out, err := execDial(self, ln.Addr().String())
@@ -139,6 +122,32 @@ func TestRunShellKeepsAtMostMaxOutput(t *testing.T) {
 	if !strings.HasSuffix(res.Text(time.Second), "\n[5000 more bytes of output not kept]") {
 		t.Errorf("Text ends %q", res.Text(time.Second)[len(res.Output)-10:])
 	}
+}
+
+// dialTarget starts a loopback listener that accepts and closes every connection (closed at the
+// test's end) and returns it with this test binary's path, the client that dials it
+// (LAB_TEST_DIAL, TestMain).
+func dialTarget(t *testing.T) (net.Listener, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln, self
 }
 
 // execDial runs this test binary as the dialing client, outside any shell.
@@ -224,24 +233,7 @@ func TestRunShellCannotEnterTheLabsNetwork(t *testing.T) {
 	if err != nil {
 		t.Skip("no nsenter")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln, self := dialTarget(t)
 	dir := t.TempDir()
 	res := runShell(t, dir, fmt.Sprintf("LAB_TEST_DIAL=%s %q --net=/proc/%d/ns/net %q", ln.Addr(), nsenter, os.Getpid(), self), 20*time.Second)
 	if strings.Contains(res.Output, "dial ok") {
