@@ -436,9 +436,6 @@ func (s *LlamaServer) proc() process {
 		alive: func(pid int) bool { return llamaAlive(pid, s.Binary) }}
 }
 
-// waitExit waits up to d for the server process to end.
-func (s *LlamaServer) waitExit(d time.Duration) bool { return s.proc().waitExit(d) }
-
 // kill ends the server's whole process group at once.
 func (s *LlamaServer) kill() { s.proc().kill() }
 

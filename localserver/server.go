@@ -380,9 +380,6 @@ func (s *Server) proc() process {
 	return process{name: "ollama", pid: s.PID, exited: s.exited, alive: processAlive}
 }
 
-// waitExit waits up to d for the server process to end.
-func (s *Server) waitExit(d time.Duration) bool { return s.proc().waitExit(d) }
-
 // kill ends the server's whole process group at once (the server and its model runners).
 func (s *Server) kill() { s.proc().kill() }
 

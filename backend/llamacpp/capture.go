@@ -8,79 +8,10 @@ import (
 	"lab/chat"
 )
 
-// This file serves `lab proxy` (package capture): it reads the answers llama-server gave to
-// requests another client sent, with the same chunk accumulator and figures as [Client.Send].
-
-// ChatCapture reads one /v1/chat/completions answer of llama-server: the data of each
-// server-sent event ([ChatCapture.Chunk]) or an unstreamed chat.completion ([ChatCapture.Whole]).
-// The zero value is ready to use; not safe for concurrent use.
-type ChatCapture struct {
-	acc     *accumulator
-	started bool
-	done    bool
-}
-
-func (c *ChatCapture) accumulator() *accumulator {
-	if c.acc == nil {
-		c.acc = newAccumulator()
-	}
-	return c.acc
-}
-
-// Chunk takes the data of one server-sent event ("[DONE]" included) and reports whether it is
-// the answer's first chunk that is not prefill progress ([Client.Send]'s time to first token).
-// A chunk that is not JSON is an error; an error object is a *chat.APIError.
-func (c *ChatCapture) Chunk(data []byte) (first bool, err error) {
-	if string(bytes.TrimSpace(data)) == "[DONE]" {
-		c.done = true
-		return false, nil
-	}
-	var ch chunk
-	if err := json.Unmarshal(data, &ch); err != nil {
-		return false, fmt.Errorf("stream chunk is not JSON: %v: %s", err, quote(data))
-	}
-	if len(ch.Error) > 0 && string(ch.Error) != "null" {
-		return false, streamError(ch.Error)
-	}
-	if len(ch.PromptProgress) > 0 && len(ch.Choices) == 0 && ch.Usage == nil && ch.Timings == nil {
-		return false, nil
-	}
-	first = !c.started
-	c.started = true
-	c.accumulator().add(&ch)
-	return first, nil
-}
-
-// Whole takes an unstreamed chat.completion body.
-func (c *ChatCapture) Whole(body []byte) error {
-	var ch chunk
-	if err := json.Unmarshal(body, &ch); err != nil {
-		return fmt.Errorf("the answer is not a chat.completion: %v: %s", err, quote(body))
-	}
-	if len(ch.Error) > 0 && string(ch.Error) != "null" {
-		return streamError(ch.Error)
-	}
-	c.done, c.started = true, true
-	c.accumulator().add(&ch)
-	return nil
-}
-
-// Reply returns the generated message as far as it came.
-func (c *ChatCapture) Reply() *chat.Reply {
-	comp := c.accumulator().result()
-	return &chat.Reply{Content: comp.Content, Reasoning: comp.Reasoning, ToolCalls: comp.ToolCalls}
-}
-
-// Result returns the figures as [Client.Send] gives them (timings.cache_n first, then
-// usage.prompt_tokens_details.cached_tokens; see its documentation). TTFT and Total are the
-// caller's.
-func (c *ChatCapture) Result() *chat.Result {
-	comp := c.accumulator().result()
-	comp.Done = c.done
-	res := &chat.Result{}
-	fill(res, comp)
-	return res
-}
+// This file serves `lab proxy` (package capture): it reads the answers llama-server's native
+// /completion gave to requests another client sent, with the same figures as [Client.Send]. Its
+// /v1/chat/completions answers are read by backend/openai's ChatCapture (llama-server's timings
+// included).
 
 // CompletionCapture reads one native POST /completion answer of llama-server: each streamed
 // `data:` object or the unstreamed one ([CompletionCapture.Chunk] either way). The figures
