@@ -10,12 +10,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"lab/backend/ollama"
+	"lab/backend/openai"
 	"lab/cachesim"
 	"lab/chat"
 	"lab/harness"
@@ -249,7 +249,7 @@ func (r *recorder) measure(ex *exchange) (*metrics.Sample, *chat.Request, *chat.
 	case derr != nil:
 		s.Error = derr.Error()
 	case ex.status/100 != 2:
-		s.Error = fmt.Sprintf("HTTP %d: %s", ex.status, errorMessage(joinChunks(chunks)))
+		s.Error = fmt.Sprintf("HTTP %d: %s", ex.status, openai.ErrorMessage(joinChunks(chunks)))
 	default:
 		p := newParser(ex.api)
 		mode := framingWhole
@@ -307,34 +307,6 @@ func joinChunks(cs []chunk) []byte {
 		b = append(b, c.data...)
 	}
 	return b
-}
-
-// errorMessage returns an error answer's message: {"error": {"type", "message"}} (OpenAI,
-// Anthropic, llama-server), {"error": "…"} (Ollama), or the body quoted and cut to 500 bytes.
-func errorMessage(b []byte) string {
-	var e struct {
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(b, &e) == nil && len(e.Error) > 0 {
-		var o struct {
-			Type    string `json:"type"`
-			Message string `json:"message"`
-		}
-		if json.Unmarshal(e.Error, &o) == nil && o.Message != "" {
-			if o.Type != "" {
-				return o.Type + ": " + o.Message
-			}
-			return o.Message
-		}
-		var s string
-		if json.Unmarshal(e.Error, &s) == nil && s != "" {
-			return s
-		}
-	}
-	if len(b) > 500 {
-		return strconv.Quote(string(b[:500])) + " (cut)"
-	}
-	return strconv.Quote(string(b))
 }
 
 // turnStep derives a request's turn (the number of user messages, 1-based: a tool result is not
@@ -511,7 +483,7 @@ func (r *recorder) render(ex *exchange) (string, error) {
 		return "", fmt.Errorf("render the prompt: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("render the prompt: %s: HTTP %d: %s", path, resp.StatusCode, redact(errorMessage(b), ex.secrets))
+		return "", fmt.Errorf("render the prompt: %s: HTTP %d: %s", path, resp.StatusCode, redact(openai.ErrorMessage(b), ex.secrets))
 	}
 	var out struct {
 		Prompt    *string `json:"prompt"`

@@ -350,21 +350,45 @@ func (c *ChatCapture) Result() *chat.Result {
 
 // errorText returns an error object's message ({"message", "type", "code"}), or the raw JSON.
 func errorText(raw json.RawMessage) string {
+	if m, ok := errorObjectMessage(raw); ok {
+		return m
+	}
+	return quote(raw)
+}
+
+// errorObjectMessage returns an error object's "type: message" (or its message), or the error
+// when it is a plain string; ok is false for anything else.
+func errorObjectMessage(raw json.RawMessage) (string, bool) {
 	var e struct {
 		Message string `json:"message"`
 		Type    string `json:"type"`
 	}
 	if json.Unmarshal(raw, &e) == nil && e.Message != "" {
 		if e.Type != "" {
-			return e.Type + ": " + e.Message
+			return e.Type + ": " + e.Message, true
 		}
-		return e.Message
+		return e.Message, true
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil && s != "" {
-		return s
+		return s, true
 	}
-	return quote(raw)
+	return "", false
+}
+
+// ErrorMessage returns the message of an error answer's body: its `error` object's type and
+// message ({"error": {"type", "message"}}: OpenAI, Anthropic, llama-server, vLLM) or its string
+// error ({"error": "…"}: Ollama); any other body quoted, cut to 500 bytes.
+func ErrorMessage(body []byte) string {
+	var e struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && len(e.Error) > 0 {
+		if m, ok := errorObjectMessage(e.Error); ok {
+			return m
+		}
+	}
+	return quote(body)
 }
 
 // ResponsesCapture reads one Responses API answer another client received: its stream events
