@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -271,29 +272,10 @@ func keepRequests(path string, keep map[sessionKey]bool) (err error) {
 			out.WriteByte('\n')
 		}
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("resume: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	_, err = tmp.Write(out.Bytes())
-	if err == nil {
-		err = tmp.Chmod(0o644)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
+	if err := metrics.WriteFileAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(out.Bytes())
+		return err
+	}); err != nil {
 		return fmt.Errorf("resume: rewrite %s: %w", path, err)
 	}
 	return nil

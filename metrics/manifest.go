@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
 	"time"
 )
 
@@ -113,7 +113,7 @@ const (
 // WriteManifest writes m to path as indented JSON, atomically: it writes a temporary file in
 // the same directory, syncs it and renames it over path, so readers see the old file or the new
 // one, never a part.
-func WriteManifest(path string, m *Manifest) (err error) {
+func WriteManifest(path string, m *Manifest) error {
 	if m == nil {
 		return errors.New("write manifest: nil manifest")
 	}
@@ -122,34 +122,10 @@ func WriteManifest(path string, m *Manifest) (err error) {
 		return fmt.Errorf("encode manifest: %w", err)
 	}
 	data = append(data, '\n')
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("write manifest: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("write manifest %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("write manifest %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Sync(); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("sync %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp.Name(), err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write manifest: %w", err)
-	}
-	return nil
+	return WriteFileAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
 }
 
 // ReadManifest reads the manifest at path. Unknown keys (from a newer lab) are ignored; a

@@ -103,40 +103,22 @@ func ReplaceParquet(path string, rows []Sample) (*ParquetSink, error) {
 // writeJournal replaces the journal at jpath with one holding rows, atomically: a temporary file,
 // synced, renamed over it, and the directory synced.
 func writeJournal(jpath string, rows []Sample) error {
-	tmp, err := os.CreateTemp(filepath.Dir(jpath), "."+filepath.Base(jpath)+".*.tmp")
+	err := WriteFileAtomic(jpath, func(w io.Writer) error {
+		bw := bufio.NewWriter(w)
+		for i := range rows {
+			line, err := journalLine(&rows[i])
+			if err != nil {
+				return err
+			}
+			if _, err := bw.Write(line); err != nil {
+				return err
+			}
+		}
+		return bw.Flush()
+	})
 	if err != nil {
 		return fmt.Errorf("replace samples journal: %w", err)
 	}
-	bw := bufio.NewWriter(tmp)
-	for i := range rows {
-		line, err := journalLine(&rows[i])
-		if err == nil {
-			_, err = bw.Write(line)
-		}
-		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-			return fmt.Errorf("write samples journal %s: %w", tmp.Name(), err)
-		}
-	}
-	err = bw.Flush()
-	if err == nil {
-		err = tmp.Chmod(0o644)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), jpath)
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("replace samples journal %s: %w", jpath, err)
-	}
-	syncDir(filepath.Dir(jpath))
 	return nil
 }
 
