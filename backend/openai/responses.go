@@ -383,11 +383,7 @@ func part(parts *[]itemPart, i int, typ string) *itemPart {
 // add takes one stream event.
 func (o *output) add(ev *responseEvent) {
 	switch ev.Type {
-	case "response.output_item.added":
-		if ev.Item != nil {
-			*o.item(ev.OutputIndex, "") = *ev.Item
-		}
-	case "response.output_item.done":
+	case "response.output_item.added", "response.output_item.done":
 		if ev.Item != nil {
 			*o.item(ev.OutputIndex, "") = *ev.Item
 		}
