@@ -666,7 +666,7 @@ func TestServerEnv(t *testing.T) {
 	env := serverEnv([]string{"HOME=/h", "PATH=/bin", "OLLAMA_CONTEXT_LENGTH=99", "OLLAMA_HOST=0.0.0.0"}, "127.0.0.1:5", "/d/models", []string{"OLLAMA_CONTEXT_LENGTH=8192"})
 	joined := "\n" + strings.Join(env, "\n") + "\n"
 	for _, want := range []string{"HOME=/h", "PATH=/bin", "OLLAMA_HOST=127.0.0.1:5", "OLLAMA_MODELS=/d/models", "OLLAMA_DEBUG=1",
-		"OLLAMA_NUM_PARALLEL=1", "OLLAMA_MAX_LOADED_MODELS=1", "OLLAMA_KEEP_ALIVE=-1", "OLLAMA_NOPRUNE=1", "OLLAMA_CONTEXT_LENGTH=8192"} {
+		"OLLAMA_NUM_PARALLEL=1", "OLLAMA_MAX_LOADED_MODELS=1", "OLLAMA_KEEP_ALIVE=-1", "OLLAMA_NOPRUNE=1", "OLLAMA_CONTEXT_LENGTH=8192", "OLLAMA_FLASH_ATTENTION=0"} {
 		if !strings.Contains(joined, "\n"+want+"\n") {
 			t.Errorf("server env lacks %s: %q", want, env)
 		}
@@ -675,6 +675,13 @@ func TestServerEnv(t *testing.T) {
 		if strings.Contains(joined, "\n"+bad+"\n") {
 			t.Errorf("server env keeps the lab's %s", bad)
 		}
+	}
+	if got := envValue(env, "OLLAMA_FLASH_ATTENTION"); got != FlashAttentionDefault {
+		t.Errorf("flash attention = %q; want %q", got, FlashAttentionDefault)
+	}
+	on := serverEnv(nil, "127.0.0.1:5", "/d/models", []string{"OLLAMA_FLASH_ATTENTION=1"})
+	if got := envValue(on, "OLLAMA_FLASH_ATTENTION"); got != "1" {
+		t.Errorf("flash attention with Env OLLAMA_FLASH_ATTENTION=1 = %q; want the extra setting to win", got)
 	}
 }
 

@@ -240,6 +240,7 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 
 	// The server: the one given, the one `lab server start` left running, or our own.
 	url, logPath, serverVersion, gguf := o.ServerURL, o.ServerLog, "", o.GGUF
+	flashAttention := "" // unknown for a server the lab did not start
 	if url == "" {
 		cache, err := cacheDir(s, o.CacheDir)
 		if err != nil {
@@ -251,6 +252,7 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 		}
 		defer stop()
 		url, logPath, serverVersion, gguf = srv.URL, srv.LogPath, srv.Version, prep.GGUF
+		flashAttention = srv.FlashAttention
 	}
 	client, err := ollama.New(url, o.ModelName, ollama.WithNumCtx(o.NumCtx), ollama.WithServerLog(logPath), ollama.WithTemperature(o.Live.Temperature))
 	if err != nil {
@@ -285,6 +287,9 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 			"generic_build": fmt.Sprint(o.GenericBuild),
 		},
 		Warn: func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
+	}
+	if flashAttention != "" {
+		cfg.Settings["ollama_flash_attention"] = flashAttention // OLLAMA_FLASH_ATTENTION
 	}
 	o.Live.record(cfg.Settings)
 	cfg.Shard = o.shard
