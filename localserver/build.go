@@ -36,7 +36,10 @@ const malgoModule = "github.com/gen2brain/malgo"
 
 // nativeFlags are the C and C++ compiler flags of a native build. ggml's CPU code is otherwise
 // compiled without AVX2; with them prefill ran 5.6 times faster on a 2-core x86-64 machine.
-const nativeFlags = "-O3 -march=native"
+// AMX stays off: on a CPU that has it (Intel Sapphire Rapids and later), -march=native defines
+// __AMX_INT8__, ggml-cpu.cpp then calls ggml_backend_amx_buffer_type, and that function's file
+// (ggml-cpu/amx/amx.cpp) is in no cgo package of the Ollama module, so the link fails.
+const nativeFlags = "-O3 -march=native -mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
 
 // genericFlags are the C and C++ compiler flags of a generic build: cgo's defaults.
 const genericFlags = "-O2 -g"
@@ -66,7 +69,7 @@ func DefaultCacheDir(getenv func(string) string) (string, error) {
 type BuildOptions struct {
 	// Version is the ollama Go module version ("v0.17.4"); empty means [OllamaVersion].
 	Version string
-	// Native adds CGO_CFLAGS and CGO_CXXFLAGS "-O3 -march=native" (5.6 times faster prefill,
+	// Native adds CGO_CFLAGS and CGO_CXXFLAGS [nativeFlags] (5.6 times faster prefill,
 	// measured). Such a binary runs only on CPUs with the same instruction set, so its cache
 	// key includes a hash of /proc/cpuinfo's flags. The zero value builds a generic binary;
 	// [DefaultBuildOptions] sets it.

@@ -50,7 +50,7 @@ func TestBuildPrepare(t *testing.T) {
 	}
 	cmd := buildCommand(ctx, work, OllamaVersion, true, filepath.Join(work, "ollama"))
 	env := strings.Join(cmd.Env, "\n")
-	for _, want := range []string{"CGO_ENABLED=1", "CGO_CPPFLAGS=-I" + filepath.Join(work, "include"), "CGO_CFLAGS=-O3 -march=native", "CGO_CXXFLAGS=-O3 -march=native", "GOWORK=off"} {
+	for _, want := range []string{"CGO_ENABLED=1", "CGO_CPPFLAGS=-I" + filepath.Join(work, "include"), "CGO_CFLAGS=" + nativeFlags, "CGO_CXXFLAGS=" + nativeFlags, "GOWORK=off"} {
 		if !strings.Contains(env, want) {
 			t.Errorf("build env lacks %q", want)
 		}
