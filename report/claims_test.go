@@ -288,3 +288,28 @@ func TestReasoningClaimLiveVerdict(t *testing.T) {
 		t.Errorf("sim live driver: behaviour %+v; want none", b)
 	}
 }
+
+// The behaviour verdict follows the intervals: reasoning-never generating less reasoning than
+// spec (interval below 0) does not hold; an interval across 0 is undecided.
+func TestReasoningClaimLiveVerdictIntervals(t *testing.T) {
+	t.Parallel()
+	runs := []*metrics.Manifest{{RunID: "r", Backend: "ollama", Complete: true}}
+	for _, tc := range []struct {
+		never func(rep int32) int64 // reasoning generated per step by reasoning-never
+		want  string
+	}{
+		{func(rep int32) int64 { return 20 + int64(rep) }, report.VerdictDoesNotHold},
+		{func(rep int32) int64 { return 50 + 10*int64(rep-2) }, report.VerdictUndecided},
+	} {
+		rows := reasoningFixture(3, metrics.DriverLive, "ollama")
+		for i := range rows {
+			if rows[i].Arm == report.ReasoningNeverArm && rows[i].Kind == metrics.KindStep {
+				rows[i].ReasoningTokensGenerated = tc.never(rows[i].Repetition)
+			}
+		}
+		b := report.AnalyzeRuns(runs, rows).Claims.Reasoning[0].Behaviour
+		if b == nil || b.Verdict != tc.want {
+			t.Errorf("behaviour %+v; want %q", b, tc.want)
+		}
+	}
+}
