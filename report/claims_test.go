@@ -282,6 +282,13 @@ func TestReasoningClaimLiveVerdict(t *testing.T) {
 	if b := a.Claims.Reasoning[0].Behaviour; b == nil || b.Verdict != report.VerdictNoInterval {
 		t.Errorf("one repetition: behaviour %+v; want no interval", b)
 	}
+	b.Reset()
+	if err := report.Markdown(&b, &report.Report{Runs: runs, Analysis: a}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "| no verdict: no interval (fewer than 2 repetitions, or no step inside a turn) |") {
+		t.Errorf("one repetition: report.md gives a verdict:\n%s", b.String())
+	}
 	// The sim's live driver replays the scenario: no behaviour to judge.
 	a = report.AnalyzeRuns([]*metrics.Manifest{{RunID: "r", Backend: "sim", Complete: true}}, reasoningFixture(3, metrics.DriverLive, "sim"))
 	if b := a.Claims.Reasoning[0].Behaviour; b != nil {

@@ -225,7 +225,7 @@ func reasoningSection(d *document, claims []ReasoningClaim) {
 		default:
 			b := rc.Behaviour
 			verdicts = append(verdicts, []string{rc.Scenario, strconv.Itoa(rc.Pairs), liveEst(b.ReasoningGenerated),
-				liveEst(rc.WithinTurn.Diff), withCI(rc.WithinTurn.Saved, rc.WithinTurn.SavedCI, pct), b.Verdict})
+				liveEst(rc.WithinTurn.Diff), withCI(rc.WithinTurn.Saved, rc.WithinTurn.SavedCI, pct), verdictText(b.Verdict)})
 		}
 	}
 	if scripted || simLive {
@@ -263,4 +263,15 @@ func orElse(s, alt string) string {
 		return alt
 	}
 	return s
+}
+
+// verdictText is how a behaviour verdict reads in the report.
+func verdictText(v string) string {
+	switch v {
+	case VerdictUndecided:
+		return "undecided: an interval includes 0"
+	case VerdictNoInterval:
+		return "no verdict: no interval (fewer than 2 repetitions, or no step inside a turn)"
+	}
+	return v
 }
