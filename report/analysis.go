@@ -181,7 +181,11 @@ type Analysis struct {
 
 // Analyze computes the analysis of samples (of one run or of several merged: repetitions of
 // different runs are kept apart by run id). It returns an empty Analysis for no samples.
-func Analyze(samples []metrics.Sample) *Analysis {
+func Analyze(samples []metrics.Sample) *Analysis { return analyze(samples, nil) }
+
+// analyze is [Analyze] with the runs' manifests (nil or partial: the judgements that need one,
+// the chat template and the sim's prefill model, then say unknown).
+func analyze(samples []metrics.Sample, runs []*metrics.Manifest) *Analysis {
 	a := &Analysis{Live: LiveTable(samples)}
 	tables := Summarize(samples)
 	type key struct{ scenario, arm string }
@@ -244,7 +248,7 @@ func Analyze(samples []metrics.Sample) *Analysis {
 		}
 		a.Scenarios = append(a.Scenarios, sc)
 	}
-	a.Claims = claims(samples, a)
+	a.Claims = claims(samples, a, runs)
 	return a
 }
 

@@ -29,22 +29,23 @@ const (
 	// reasoning sent back": the share of re-read tokens saved.
 	ClaimReasoningSaved = 0.2
 
-	// ClaimReasoningTolerance is how far from [ClaimReasoningSaved] ("about a fifth") the saved
-	// share, or its 95 % interval, may lie for the claim to hold: ±10 points.
-	ClaimReasoningTolerance = 0.1
 	// ClaimCliffHoldsFrom and ClaimCliffHoldsTo are the cached shares the [CliffArm] must fall
 	// from (at least) and to (at most), mean over repetitions, for the cliff claim to hold.
 	ClaimCliffHoldsFrom = 0.9
 	ClaimCliffHoldsTo   = 0.1
 )
 
-// Claims holds the checks of the spec's claims that the run has data for.
+// Claims holds the checks of the spec's claims that the run has data for, and the prefill
+// sanity check the figures in seconds depend on.
 type Claims struct {
+	// Prefill checks, per run, that the arms' prefill seconds per re-read token agree
+	// ([PrefillCheck]); sorted by run id, empty when no request has both figures.
+	Prefill []PrefillCheck `json:"prefill,omitempty"`
 	// Cliff is the midnight cliff; nil when the run has no scenario [CliffScenario] with at
 	// least two requests of known cached tokens in one repetition.
 	Cliff *CliffClaim `json:"cliff,omitempty"`
-	// Reasoning has one entry per scenario where both [metrics.SpecArm] and [ReasoningNeverArm]
-	// ran, sorted by scenario; empty when none has.
+	// Reasoning has one entry per scenario and driver where both [metrics.SpecArm] and
+	// [ReasoningNeverArm] ran, sorted by scenario, then driver; empty when none has.
 	Reasoning []ReasoningClaim `json:"reasoning,omitempty"`
 }
 
@@ -80,78 +81,46 @@ type Cliff struct {
 	From metrics.Estimate `json:"from"`
 	To   metrics.Estimate `json:"to"`
 	// RereadTokens and PrefillSeconds are what the request at the drop re-read and how long
-	// its prefill took, in seconds.
+	// its prefill took, in seconds, over the repetitions where each is known (N = 0: unknown).
+	// Read PrefillSeconds with [Claims].Prefill: a run whose prefill times are not comparable
+	// between arms gives no conclusion in seconds.
 	RereadTokens   metrics.Estimate `json:"reread_tokens"`
 	PrefillSeconds metrics.Estimate `json:"prefill_seconds"`
 }
 
-// ReasoningClaim is the share of re-read tokens one scenario saved by sending reasoning back:
-// 1 − spec's re-read tokens / reasoning-never's, over the repetitions both ran.
-type ReasoningClaim struct {
-	Scenario string `json:"scenario"`
-	// Pairs is the number of repetitions both arms ran.
-	Pairs int `json:"pairs"`
-	// Spec and Never are the mean re-read tokens per repetition of the two arms.
-	Spec  metrics.Estimate `json:"spec_reread_tokens"`
-	Never metrics.Estimate `json:"never_reread_tokens"`
-	// Saved is 1 − mean(spec) / mean(never); nil when never re-read nothing.
-	Saved *float64 `json:"saved"`
-	// SavedCI is 1 minus the ends of Fieller's interval of the ratio; nil with fewer than 2
-	// pairs or an unbounded interval.
-	SavedCI *metrics.Interval `json:"saved_ci,omitempty"`
-	// Holds is true when Saved, or its interval when there is one, comes within
-	// [ClaimReasoningTolerance] of [ClaimReasoningSaved]; false otherwise and when Saved is nil.
-	Holds bool `json:"holds"`
-}
-
-func claims(samples []metrics.Sample, a *Analysis) Claims {
-	var c Claims
-	c.Cliff = cliffClaim(samples)
-	for i := range a.Scenarios {
-		sc := &a.Scenarios[i]
-		spec, never := sc.Arm(metrics.SpecArm), sc.Arm(ReasoningNeverArm)
-		if spec == nil || never == nil {
-			continue
-		}
-		b, n, keys := metrics.Pair(perRep(never, reread), perRep(spec, reread))
-		r, _ := metrics.RatioOfMeans(b, n)
-		rc := ReasoningClaim{Scenario: sc.Scenario, Pairs: len(keys), Spec: metrics.MeanCI(n), Never: metrics.MeanCI(b)}
-		if v := finite(r.Value); v != nil {
-			rc.Saved = new(1 - *v)
-		}
-		if r.CI != nil {
-			rc.SavedCI = &metrics.Interval{Lo: 1 - r.CI.Hi, Hi: 1 - r.CI.Lo}
-		}
-		if rc.Saved != nil {
-			lo, hi := *rc.Saved, *rc.Saved
-			if rc.SavedCI != nil {
-				lo, hi = min(lo, rc.SavedCI.Lo), max(hi, rc.SavedCI.Hi)
-			}
-			rc.Holds = hi >= ClaimReasoningSaved-ClaimReasoningTolerance && lo <= ClaimReasoningSaved+ClaimReasoningTolerance
-		}
-		c.Reasoning = append(c.Reasoning, rc)
+func claims(samples []metrics.Sample, a *Analysis, runs []*metrics.Manifest) Claims {
+	return Claims{
+		Prefill:   prefillChecks(samples, runs),
+		Cliff:     cliffClaim(samples),
+		Reasoning: reasoningClaims(samples, a.Live, runs),
 	}
-	return c
 }
 
 type cliffPoint struct {
 	request            int32
 	prompt, from, to   float64
 	reread, prefillSec float64
+	// rereadOK and prefillOK say whether the request's re-read tokens and prefill time are
+	// known; an unknown one is left out of its mean.
+	rereadOK, prefillOK bool
 }
 
 // shareOf returns a request's cached share; false when its cached count is unknown, its prompt
 // empty or it failed.
 func shareOf(s *metrics.Sample) (float64, bool) {
-	if s.CachedTokens == nil || s.PromptTokens <= 0 || s.Error != "" {
+	prompt, ok := promptOf(s)
+	if s.CachedTokens == nil || !ok || s.Error != "" {
 		return 0, false
 	}
-	return float64(*s.CachedTokens) / float64(s.PromptTokens), true
+	return float64(*s.CachedTokens) / float64(prompt), true
 }
 
 func pointAt(s *metrics.Sample, from, to float64) *cliffPoint {
-	return &cliffPoint{request: s.RequestIndex, prompt: float64(s.PromptTokens), from: from, to: to,
-		reread: float64(s.RereadTokens), prefillSec: float64(s.PrefillNs) / 1e9}
+	prompt, _ := promptOf(s) // known: the share at s is
+	reread, rereadOK := rereadOf(s)
+	prefill, prefillOK := prefillOf(s)
+	return &cliffPoint{request: s.RequestIndex, prompt: float64(prompt), from: from, to: to,
+		reread: float64(reread), prefillSec: float64(prefill) / 1e9, rereadOK: rereadOK, prefillOK: prefillOK}
 }
 
 // largestDrop returns the largest drop of the share in ss (sorted by request), nil when it
@@ -273,20 +242,22 @@ func cliffClaim(samples []metrics.Sample) *CliffClaim {
 			}
 			return 0
 		})
-		col := func(f func(cliffPoint) float64) metrics.Estimate {
-			xs := make([]float64, len(ps))
-			for i, p := range ps {
-				xs[i] = f(p)
+		col := func(f func(cliffPoint) (float64, bool)) metrics.Estimate {
+			var xs []float64
+			for _, p := range ps {
+				if v, ok := f(p); ok {
+					xs = append(xs, v)
+				}
 			}
 			return metrics.MeanCI(xs)
 		}
 		cl := Cliff{
 			Arm:            arm,
-			PromptTokens:   col(func(p cliffPoint) float64 { return p.prompt }),
-			From:           col(func(p cliffPoint) float64 { return p.from }),
-			To:             col(func(p cliffPoint) float64 { return p.to }),
-			RereadTokens:   col(func(p cliffPoint) float64 { return p.reread }),
-			PrefillSeconds: col(func(p cliffPoint) float64 { return p.prefillSec }),
+			PromptTokens:   col(func(p cliffPoint) (float64, bool) { return p.prompt, true }),
+			From:           col(func(p cliffPoint) (float64, bool) { return p.from, true }),
+			To:             col(func(p cliffPoint) (float64, bool) { return p.to, true }),
+			RereadTokens:   col(func(p cliffPoint) (float64, bool) { return p.reread, p.rereadOK }),
+			PrefillSeconds: col(func(p cliffPoint) (float64, bool) { return p.prefillSec, p.prefillOK }),
 		}
 		for _, p := range ps {
 			if !slices.Contains(cl.Requests, p.request) {

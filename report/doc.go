@@ -6,8 +6,11 @@
 //     expected cached and re-read tokens, re-read tokens by segment kind, prefill time, cost),
 //     takes their means with 95 % confidence intervals, compares each arm with the spec arm
 //     repetition by repetition (ratio of means with Fieller's interval, paired difference with
-//     its t interval), and checks the spec's own claims ([Claims]: the midnight cliff, the
-//     re-read tokens saved by sending reasoning back). [Summarize] is the pooled view (every
+//     its t interval), checks per run that the arms' prefill seconds per re-read token agree
+//     within 2× ([PrefillCheck]; beyond it the run's prefill times are not comparable and the
+//     writers show none), and checks the spec's own claims ([Claims]: the midnight cliff, and the
+//     re-read tokens saved by sending reasoning back, split inside a turn and at a new user
+//     message with the chat template's rule for each, judged as behaviour only on live sessions). [Summarize] is the pooled view (every
 //     repetition summed into one row), kept inside the analysis.
 //     [Sessions] leaves out the sessions that did not complete (a failed request; the session
 //     an interruption cut, from the manifest's complete: false) and [AnalyzeRuns] analyses

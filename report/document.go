@@ -90,70 +90,7 @@ func buildDocument(r *Report) *document {
 		}
 		d.list(items...)
 	}
-	if a.Claims.Cliff != nil || len(a.Claims.Reasoning) > 0 {
-		d.heading(2, "The spec's claims against this run")
-		if slices.ContainsFunc(r.Runs, func(m *metrics.Manifest) bool { return m.Backend == "sim" }) {
-			d.para("%s", "Caveat: these figures come from the sim backend, a reference computed by a cache model, "+
-				"not a measurement of a server; they check the harness, not the claims' numbers.")
-		}
-		if c := a.Claims.Cliff; c != nil {
-			d.heading(3, "The midnight cliff")
-			what := "the largest drop of the cached share from one request to the next"
-			if c.AtDateCliff {
-				what = fmt.Sprintf("the change of the cached share at the request where the %s arm dropped most "+
-					"(the first request after the date changed), from the request before", CliffArm)
-			}
-			d.para("The spec (3.2.0, §10): a date that changed at midnight sent a %s-token session from %s cached "+
-				"to %s (%s s of re-reading). Below, per arm of scenario %s, %s, and what that request re-read.",
-				thousands(ClaimCliffPromptTokens), percent(new(ClaimCliffFrom)), percent(new(ClaimCliffTo)),
-				strconv.FormatFloat(ClaimCliffSeconds, 'f', 0, 64), CliffScenario, what)
-			rows := [][]string{{"the spec's claim", "—", thousands(ClaimCliffPromptTokens), percent(new(ClaimCliffFrom)),
-				percent(new(ClaimCliffTo)), thousands(ClaimCliffPromptTokens), seconds(ClaimCliffSeconds)}}
-			arms := slices.Clone(c.Arms)
-			slices.SortStableFunc(arms, func(x, y Cliff) int { return cliffRank(x.Arm) - cliffRank(y.Arm) })
-			for _, cl := range arms {
-				req := make([]string, len(cl.Requests))
-				for i, q := range cl.Requests {
-					req[i] = strconv.Itoa(int(q))
-				}
-				if len(req) == 0 {
-					req = []string{"no drop"}
-				}
-				rows = append(rows, []string{cl.Arm, strings.Join(req, ", "), tokEst(cl.PromptTokens), pctEst(cl.From),
-					pctEst(cl.To), tokEst(cl.RereadTokens), secEst(cl.PrefillSeconds)})
-			}
-			d.table([]string{"", "request", "prompt tokens", "cached before", "cached at the request", "re-read tokens", "prefill (s)"}, 2, rows)
-			d.para("%s", cliffVerdict(c))
-		}
-		if len(a.Claims.Reasoning) > 0 {
-			d.heading(3, "Reasoning sent back")
-			d.para("The spec (3.2.0, §8): a step re-read about a fifth fewer tokens with its reasoning sent back. "+
-				"Below, per scenario where both the %s and the %s arm ran, the share of re-read tokens saved by "+
-				"sending reasoning back: 1 − spec / %s, with the 95 %% interval from Fieller's interval of the ratio.",
-				metrics.SpecArm, ReasoningNeverArm, ReasoningNeverArm)
-			var rows [][]string
-			held := 0
-			for _, rc := range a.Claims.Reasoning {
-				verdict := "does not hold"
-				if rc.Holds {
-					verdict = "holds"
-					held++
-				}
-				rows = append(rows, []string{rc.Scenario, strconv.Itoa(rc.Pairs), tokEst(rc.Never), tokEst(rc.Spec),
-					withCI(rc.Saved, rc.SavedCI, pct), percent(new(ClaimReasoningSaved)), verdict})
-			}
-			d.table([]string{"scenario", "repetitions", "re-read tokens, " + ReasoningNeverArm, "re-read tokens, " + metrics.SpecArm,
-				"saved", "claimed", "on this run"}, 1, rows)
-			n := len(a.Claims.Reasoning)
-			verdict := fmt.Sprintf("Verdict: the claim holds on this run in %d of %d scenario%s", held, n, plural(n))
-			if held == 0 {
-				verdict = "Verdict: the claim does not hold on this run"
-			}
-			d.para("%s (holds: the share saved, or its 95 %% interval, within %.0f points of %s).", verdict,
-				100*ClaimReasoningTolerance, percent(new(ClaimReasoningSaved)))
-		}
-	}
-
+	claimsSection(d, r)
 	if len(a.Live) > 0 {
 		d.heading(2, "Live sessions: what the model did")
 		d.para("%s", "The model decided every step (--driver live). Per scenario and arm: the mean per session over the repetitions [95 % CI]; Δ spec is the paired difference to the spec arm [95 % CI]; and how the turns ended.")
@@ -212,7 +149,7 @@ func buildDocument(r *Report) *document {
 				expected = fmt.Sprintf("%s (%s unknown)", expected, thousands(int64(u)))
 			}
 			row := []string{st.Arm, strconv.Itoa(len(st.Reps)), tokEst(st.Requests), tokEst(st.PromptTokens), cached,
-				expected, tokEst(st.RereadTokens), secEst(st.PrefillSeconds),
+				expected, tokEst(st.RereadTokens), prefillCell(a, st.PrefillSeconds, st.Reps),
 				pctEst(st.CachedShare), pctEst(st.Efficiency), vsRatio, vsDiff}
 			if cost {
 				c := "—"

@@ -230,8 +230,9 @@ func TestCompareNoNegativeZero(t *testing.T) {
 func TestClaimVerdicts(t *testing.T) {
 	t.Parallel()
 	r := &report.Report{Runs: []*metrics.Manifest{{RunID: "r1", Backend: "sim"}, {RunID: "r2", Backend: "sim"}}, Analysis: report.Analyze(repsFixture())}
-	if rc := r.Analysis.Claims.Reasoning; len(rc) != 1 || rc[0].Holds {
-		t.Errorf("reasoning claim %+v; want it not to hold (7.2 %% saved against about 20 %%)", rc)
+	// A scripted run: the saving over the whole session (7.2 %) is kept as data, with no verdict.
+	if rc := r.Analysis.Claims.Reasoning; len(rc) != 1 || rc[0].Saved == nil || !near(*rc[0].Saved, 1-1225.0/1320, 1e-12) || rc[0].Behaviour != nil {
+		t.Errorf("reasoning claim %+v; want 7.2 %% saved and no behaviour verdict", rc)
 	}
 	var b bytes.Buffer
 	if err := report.Markdown(&b, r); err != nil {
@@ -240,12 +241,14 @@ func TestClaimVerdicts(t *testing.T) {
 	for _, want := range []string{
 		"Caveat: these figures come from the sim backend",
 		"Verdict: the claim holds on this run: the date-in-system-prompt arm fell from 90.0% ± 0.0% to 0.8% ± 2.1% cached",
-		"| 7.2% [6.3%, 8.1%] | 20.0% | does not hold |",
-		"Verdict: the claim does not hold on this run",
+		"no verdict on the spec's claim",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report.md lacks %q", want)
 		}
+	}
+	if strings.Contains(b.String(), "does not hold") {
+		t.Errorf("report.md judges the reasoning claim on a scripted run:\n%s", b.String())
 	}
 	r.Runs[0].Backend, r.Runs[1].Backend = "ollama", "ollama"
 	b.Reset()

@@ -34,6 +34,9 @@ type LiveRow struct {
 	EndReasons map[string]int
 }
 
+// liveReasoningGenerated is the name of the live table's figure of reasoning tokens generated.
+const liveReasoningGenerated = "reasoning generated"
+
 // LiveTable returns one row per scenario × arm from the samples of live sessions (driver
 // "live"; other samples are left out), arms in display order (spec first). A repetition is a
 // run id and repetition number, so repetitions of several runs stay apart. Empty when no sample
@@ -78,7 +81,7 @@ func LiveTable(samples []metrics.Sample) []LiveRow {
 		name, unit string
 		f          func(*rep) float64
 	}{
-		{"reasoning generated", "tokens", func(r *rep) float64 { return r.reasoning }},
+		{liveReasoningGenerated, "tokens", func(r *rep) float64 { return r.reasoning }},
 		{"repeated calls", "requests", func(r *rep) float64 { return r.repeated }},
 		{"steps per turn", "steps", func(r *rep) float64 { return r.steps / float64(max(len(r.turns), 1)) }},
 		{"re-read", "tokens", func(r *rep) float64 { return r.reread }},

@@ -14,7 +14,8 @@ import (
 
 // Markdown writes report.md to w: a title with the run id(s), each run's manifest facts (lab
 // version, backend, server, model, num_ctx, start, end, whether the run completed), what the
-// figures mean, the spec's claims checked against the run (when it has the data), then per
+// figures mean, the prefill check against the token counts, the spec's claims checked against
+// the run (when it has the data), then per
 // scenario its table (means over repetitions with 95 % intervals, ratio and paired difference
 // to the spec arm), re-read tokens by segment kind, failed requests, the requests whose cached
 // tokens differ from the expected ones, and its figures: an image of the SVG file and links to

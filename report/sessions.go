@@ -179,7 +179,7 @@ func Sessions(runs []*metrics.Manifest, samples []metrics.Sample) (complete []me
 // sessions left out recorded in [Analysis].LeftOut.
 func AnalyzeRuns(runs []*metrics.Manifest, samples []metrics.Sample) *Analysis {
 	complete, left := Sessions(runs, samples)
-	a := Analyze(complete)
+	a := analyze(complete, runs)
 	a.LeftOut = left
 	return a
 }

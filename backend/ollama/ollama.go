@@ -54,6 +54,8 @@ type Client struct {
 	seed      int
 	// temperature is the live generation's sampling temperature.
 	temperature float64
+	// renderer is the model's renderer as /api/show reported it ([Client.Renderer]).
+	renderer string
 
 	logPath string
 	log     *CacheLog
@@ -134,13 +136,22 @@ func (c *Client) Version(ctx context.Context) (string, error) {
 }
 
 // CheckModel asks the server whether it serves the client's model (/api/show); a
-// *chat.APIError naming the address and the model when it does not.
+// *chat.APIError naming the address and the model when it does not. It keeps the model's
+// renderer from the answer ([Client.Renderer]).
 func (c *Client) CheckModel(ctx context.Context) error {
-	if _, err := c.api.Show(ctx, &api.ShowRequest{Model: c.model}); err != nil {
+	resp, err := c.api.Show(ctx, &api.ShowRequest{Model: c.model})
+	if err != nil {
 		return fmt.Errorf("model %q: %w", c.model, c.wrap(err))
 	}
+	c.renderer = resp.Renderer
 	return nil
 }
+
+// Renderer returns the renderer the server turns the model's messages into its prompt with, as
+// /api/show reported it to [Client.CheckModel] (its "renderer" field: the Modelfile's RENDERER,
+// for example "qwen3.5" for the lab's synthetic model); "" before CheckModel, and for a model
+// that renders with a Go template instead.
+func (c *Client) Renderer() string { return c.renderer }
 
 func (c *Client) options() map[string]any {
 	return map[string]any{"num_ctx": c.numCtx, "num_predict": 1, "temperature": 0, "seed": c.seed}

@@ -291,6 +291,9 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 	if flashAttention != "" {
 		cfg.Settings["ollama_flash_attention"] = flashAttention // OLLAMA_FLASH_ATTENTION
 	}
+	if r := client.Renderer(); r != "" {
+		cfg.Settings["renderer"] = r // the report names the chat template's rules from it
+	}
 	o.Live.record(cfg.Settings)
 	cfg.Shard = o.shard
 	cfg.Progress = newProgress(progress, cfg.Requests())
