@@ -219,15 +219,15 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 		return fmt.Sprintf("%s: %s.", label, strings.Join(ks, ", "))
 	}
 	missing := "only in the old run (missing from the new run: REGRESSION)"
-	var about []string // what the reader must know before the figures
+	var about, after []string // what the reader must know before the figures, and beside them
 	if len(c.SetupChanges) > 0 {
 		about = append(about, "The runs differ in setup, compared because the difference is the point: "+strings.Join(c.SetupChanges, "; ")+".")
 	}
 	if len(c.Unverified) > 0 {
-		about = append(about, "Not recorded by either run, so not checked to be the same: "+strings.Join(c.Unverified, "; ")+".")
+		after = append(after, "Not recorded by either run, so not checked to be the same: "+strings.Join(c.Unverified, "; ")+".")
 	}
 	if len(c.Notes) > 0 {
-		about = append(about, "Also differs (not part of the setup): "+strings.Join(c.Notes, "; ")+".")
+		after = append(after, "Also differs (not part of the setup): "+strings.Join(c.Notes, "; ")+".")
 	}
 	switch format {
 	case "text":
@@ -243,7 +243,7 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 			fmt.Fprintln(tw, strings.Join(r, "\t"))
 		}
 		_ = tw.Flush()
-		for _, s := range []string{only(missing, c.OnlyOld), only("only in the new run", c.OnlyNew), summary} {
+		for _, s := range append([]string{only(missing, c.OnlyOld), only("only in the new run", c.OnlyNew), summary}, after...) {
 			if s != "" {
 				b.WriteString(s + "\n")
 			}
@@ -259,9 +259,9 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 			}
 			fmt.Fprintf(&b, "| %s |\n", strings.Join(r, " | "))
 		}
-		for _, s := range []string{only("Only in the old run (missing from the new run: REGRESSION)", c.OnlyOld), only("Only in the new run", c.OnlyNew), summary} {
+		for _, s := range append([]string{only("Only in the old run (missing from the new run: REGRESSION)", c.OnlyOld), only("Only in the new run", c.OnlyNew), summary}, after...) {
 			if s != "" {
-				b.WriteString("\n" + s + "\n")
+				b.WriteString("\n" + escapeHTML(s) + "\n")
 			}
 		}
 	case "json":
