@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -172,5 +175,32 @@ func TestRunTags(t *testing.T) {
 	}
 	if m.Tags["machine"] != "ci-1" || m.Tags["note"] != "first try" || len(m.Tags) != 2 || m.Host == nil || m.Host.LoadEnd == nil && m.Host.LoadStart != nil {
 		t.Errorf("manifest tags %v, host %+v", m.Tags, m.Host)
+	}
+}
+
+// lab proxy takes --tag as lab run does: recorded in the capture's manifest with the host; a
+// bad one is exit 2 naming the flag.
+func TestProxyTags(t *testing.T) {
+	t.Setenv("LAB_CACHE", t.TempDir())
+	results := t.TempDir()
+	proxy := func(tag string) (int, string) {
+		// A cancelled context: a proxy that accepted the flags stops at once (exit 0).
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		var out, errb bytes.Buffer
+		return run(ctx, []string{"proxy", "--listen", "127.0.0.1:0", "--upstream", "http://127.0.0.1:9", "--results", results, "--run-id", "p" + strconv.Itoa(len(tag)), "--tag", tag}, &out, &errb), errb.String()
+	}
+	if code, stderr := proxy("oops"); code != exitBadInput || !strings.Contains(stderr, "--tag") {
+		t.Errorf("--tag oops: exit %d, %q; want 2 naming --tag", code, stderr)
+	}
+	if code, stderr := proxy("harness=mine"); code != exitOK {
+		t.Fatalf("--tag harness=mine: exit %d, %q", code, stderr)
+	}
+	m, err := metrics.ReadRunManifest(metrics.RunDir(results, "p"+strconv.Itoa(len("harness=mine"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Tags["harness"] != "mine" || m.Host == nil || m.Host.OS == "" {
+		t.Errorf("capture manifest tags %v, host %+v", m.Tags, m.Host)
 	}
 }
