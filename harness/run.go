@@ -208,6 +208,11 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 			resumed = prev + ", " + resumed
 		}
 		man.Settings[SettingResumedAt] = resumed
+		// A run resumed on another kind of machine ran on both: its host says so, with the
+		// cores and loads unknown. A run that recorded no host stays unknown.
+		if h := host(); man.Host != nil && !metrics.SameMachine(man.Host, h) {
+			man.Host = metrics.MixedHost(man.Host, h)
+		}
 	} else {
 		man = &metrics.Manifest{
 			LabVersion: cfg.LabVersion, RunID: runID, Repetitions: max(cfg.Repeat, 1),
@@ -276,7 +281,7 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 			}
 		}
 		man.EndedAt = now().UTC()
-		if man.Host != nil {
+		if man.Host != nil && man.Host.LoadStart != nil {
 			man.Host.LoadEnd = load()
 		}
 		man.Complete = err == nil

@@ -159,4 +159,26 @@ func TestRunRecordsSetupHostAndTags(t *testing.T) {
 	if _, _, err := harness.Run(context.Background(), cfg3); err == nil || !strings.Contains(err.Error(), "content changed") {
 		t.Errorf("resume with a changed scenario: %v; want an error saying its content changed", err)
 	}
+
+	// Resumed on another kind of machine, the run's host names both CPUs, cores and loads
+	// unknown.
+	cfg4 := tinyRunConfig(t, results2, 1, metrics.Shard{}, newFault(nil))
+	cfg4.LoopJSON, cfg4.Resume = lab.LoopJSON, true
+	eight := 8
+	cfg4.Host = func() *metrics.Host {
+		return &metrics.Host{CPUModel: "Other CPU", LogicalCores: &eight, OS: "linux", Arch: "arm64", LoadStart: &metrics.LoadAverage{One: 3}}
+	}
+	cfg4.Load = func() *metrics.LoadAverage { return &metrics.LoadAverage{One: 4} }
+	dir4, _, err := harness.Run(context.Background(), cfg4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m4, err := metrics.ReadRunManifest(dir4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	here := metrics.CurrentHost().CPUModel
+	if h := m4.Host; h == nil || h.CPUModel != strings.TrimPrefix(here+", Other CPU", ", ") || h.LogicalCores != nil || h.LoadStart != nil || h.LoadEnd != nil {
+		t.Errorf("resumed on another machine: host %+v; want both CPUs, cores and loads unknown", m4.Host)
+	}
 }

@@ -118,9 +118,9 @@ func ParseLoadAvg(data []byte) (*LoadAverage, error) {
 	return &LoadAverage{One: v[0], Five: v[1], Fifteen: v[2]}, nil
 }
 
-// sameMachine reports whether two hosts are the same kind of machine: CPU model, logical cores,
-// OS and architecture equal.
-func sameMachine(a, b *Host) bool {
+// SameMachine reports whether a and b are the same kind of machine: CPU model, logical cores, OS
+// and architecture equal (two nil hosts are; one nil host is not).
+func SameMachine(a, b *Host) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
@@ -131,6 +131,21 @@ func sameMachine(a, b *Host) bool {
 		return *h.LogicalCores
 	}
 	return a.CPUModel == b.CPUModel && cores(a) == cores(b) && a.OS == b.OS && a.Arch == b.Arch
+}
+
+// MixedHost returns the host of a run whose parts ran on the machines hosts: the distinct CPU
+// models, OSes and architectures joined by ", ", the cores and loads unknown (nil).
+func MixedHost(hosts ...*Host) *Host {
+	var cpus, oses, arches []string
+	for _, h := range hosts {
+		if h == nil {
+			continue
+		}
+		cpus = appendNew(cpus, h.CPUModel)
+		oses = appendNew(oses, h.OS)
+		arches = appendNew(arches, h.Arch)
+	}
+	return &Host{CPUModel: strings.Join(cpus, ", "), OS: strings.Join(oses, ", "), Arch: strings.Join(arches, ", ")}
 }
 
 // mergeHosts merges the hosts of a run's parts ([MergeParts]): when every part ran on the same
@@ -162,7 +177,7 @@ func mergeHosts(parts []Part) *Host {
 	}
 	same := len(hosts) == len(parts)
 	for _, h := range hosts[1:] {
-		same = same && sameMachine(hosts[0], h)
+		same = same && SameMachine(hosts[0], h)
 	}
 	if same {
 		h := *first.Manifest.Host
@@ -172,11 +187,5 @@ func mergeHosts(parts []Part) *Host {
 		}
 		return &h
 	}
-	var cpus, oses, arches []string
-	for _, h := range hosts {
-		cpus = appendNew(cpus, h.CPUModel)
-		oses = appendNew(oses, h.OS)
-		arches = appendNew(arches, h.Arch)
-	}
-	return &Host{CPUModel: strings.Join(cpus, ", "), OS: strings.Join(oses, ", "), Arch: strings.Join(arches, ", ")}
+	return MixedHost(hosts...)
 }
