@@ -129,8 +129,11 @@ cached tokens differ from the expected ones, and the spec's own claims checked a
 Without --format it writes report.md, report.html (self-contained, plots inline) and plots/
 into the run folder, or into --out DIR (required for several runs). With --format it writes
 that format to stdout instead: text, markdown, csv, json, benchfmt (the Go benchmark format:
-benchstat old.txt new.txt compares two runs) or html. The samples of several runs are merged;
-repetitions of different runs are kept apart by run id. A run split into shards (lab run --shard)
+benchstat old.txt new.txt compares two runs) or html. The samples of several runs of one setup
+are pooled as repetitions, kept apart by run id; runs of different setups (backend, server
+version, model file, num_ctx, cache start, cache model, driver, flash attention, …) are never
+pooled: each setup gets its own section after a table setting their means side by side, and a
+scenario named the same with other content is another scenario. A run split into shards (lab run --shard)
 is read whole from its folder, every part-*.parquet of it; it is incomplete until every shard is
 there (the report names the missing ones). Folders of the old layout (results/<run-id>/ with
 samples.parquet and manifest.json) are read too.`,
