@@ -55,6 +55,9 @@ type Options struct {
 	// LabVersion and Settings are recorded in the manifest.
 	LabVersion string
 	Settings   map[string]string
+	// Tags are the user's labels of the capture (lab proxy --tag key=value), recorded in the
+	// manifest.
+	Tags map[string]string
 	// Now is the clock of the manifest's start and end; nil is time.Now.
 	Now func() time.Time
 	// ServerLog is the debug log (OLLAMA_DEBUG=1) of an Ollama upstream: the cached tokens of

@@ -73,6 +73,7 @@ func newRecorder(opts Options, u *url.URL, tr http.RoundTripper) (*recorder, err
 		LabVersion: opts.LabVersion, RunID: opts.RunID, Shard: &metrics.Shard{Index: 1, Count: 1},
 		Scenarios: []string{}, Arms: []string{opts.Label}, Repetitions: 1, Backend: "proxy",
 		ServerURL: RedactURL(u), StartedAt: opts.Now().UTC(), CacheState: metrics.CacheUncontrolled, Settings: settings,
+		Tags: opts.Tags, Host: metrics.CurrentHost(),
 	}
 	if err := metrics.WriteManifest(manPath, r.man); err != nil {
 		return nil, fmt.Errorf("capture: %w", err)
@@ -532,6 +533,9 @@ func (r *recorder) close(complete bool) error {
 		}
 	}
 	r.man.EndedAt = r.opts.Now().UTC()
+	if r.man.Host != nil {
+		r.man.Host.LoadEnd = metrics.CurrentLoad()
+	}
 	r.man.Complete = complete
 	r.man.Samples = r.samples()
 	r.man.Sessions = r.sessions()

@@ -99,6 +99,18 @@ func loadPrior(dir string, files runFiles, cfg *RunConfig) (*prior, error) {
 			return nil, fmt.Errorf("resume %s: the run's %s are %v, this one's %v: a resumed run must be the same run", dir, c.field, c.run, c.this)
 		}
 	}
+	// The same content too, where the run recorded it: a scenario or model file changed since
+	// the run started would mix two experiments in one run.
+	if cfg.LoopJSON != nil {
+		for _, sc := range cfg.Scenarios {
+			if was, now := man.ScenarioDigests[sc.Name], sc.Digest(cfg.LoopJSON); was != "" && was != now {
+				return nil, fmt.Errorf("resume %s: scenario %s's content changed since the run started (digest %s, now %s: its file, workspace, prompts or loop.json): a resumed run must be the same run", dir, sc.Name, was, now)
+			}
+		}
+	}
+	if man.ModelDigest != "" && cfg.ModelDigest != "" && man.ModelDigest != cfg.ModelDigest {
+		return nil, fmt.Errorf("resume %s: the model file changed since the run started (digest %s, now %s): a resumed run must be the same run", dir, man.ModelDigest, cfg.ModelDigest)
+	}
 	p := &prior{man: man, done: map[sessionKey]bool{}}
 	path := files.samples
 	rows, recovered, err := metrics.ReadSamples(path)

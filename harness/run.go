@@ -74,6 +74,20 @@ type RunConfig struct {
 	Resume bool
 	// Driver is every session's driver: scripted (the zero value) or live, with its bounds.
 	Driver Driver
+	// ModelDigest is recorded in the manifest: "sha256:<hex>" of the model file the server
+	// serves ([metrics.DigestFile]), "" when the lab does not know the file.
+	ModelDigest string
+	// LoopJSON is loop.json's bytes as Loop was parsed from, for each scenario's content digest
+	// ([Scenario.Digest], recorded in the manifest's scenario_digests); nil records none
+	// (unknown).
+	LoopJSON []byte
+	// Tags are the user's labels of the run (lab run --tag key=value), recorded in the manifest.
+	Tags map[string]string
+	// Host, when set, returns the machine the run runs on, read at the start; nil means
+	// [metrics.CurrentHost]. Load, when set, returns the load average at the end; nil means
+	// [metrics.CurrentLoad].
+	Host func() *metrics.Host
+	Load func() *metrics.LoadAverage
 }
 
 // Requests returns the number of requests the matrix's sessions of c's shard send (every
@@ -129,6 +143,13 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 	}
 	if len(cfg.Scenarios) == 0 || len(cfg.Arms) == 0 {
 		return "", nil, errors.New("run: no scenario or no arm")
+	}
+	host, load := cfg.Host, cfg.Load
+	if host == nil {
+		host = metrics.CurrentHost
+	}
+	if load == nil {
+		load = metrics.CurrentLoad
 	}
 	start := now()
 	runID := cfg.RunID
@@ -187,11 +208,27 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 			resumed = prev + ", " + resumed
 		}
 		man.Settings[SettingResumedAt] = resumed
+		// A run resumed on another kind of machine ran on both: its host says so, with the
+		// cores and loads unknown. A run that recorded no host stays unknown.
+		if h := host(); man.Host != nil && !metrics.SameMachine(man.Host, h) {
+			man.Host = metrics.MixedHost(man.Host, h)
+		}
 	} else {
 		man = &metrics.Manifest{
 			LabVersion: cfg.LabVersion, RunID: runID, Repetitions: max(cfg.Repeat, 1),
 			Backend: cfg.BackendName, Model: cfg.Model, ServerVersion: cfg.ServerVersion, ServerURL: cfg.ServerURL,
 			NumCtx: cfg.NumCtx, StartedAt: start.UTC(), Settings: cfg.Settings,
+			ModelDigest: cfg.ModelDigest, Tags: cfg.Tags, Host: host(),
+		}
+		if cfg.Warm {
+			// Known from the start: a run killed before its end is still a warm one.
+			man.CacheState = metrics.CacheWarm
+		}
+		if cfg.LoopJSON != nil {
+			man.ScenarioDigests = map[string]string{}
+			for _, sc := range cfg.Scenarios {
+				man.ScenarioDigests[sc.Name] = sc.Digest(cfg.LoopJSON)
+			}
 		}
 		if layout == metrics.LayoutParts {
 			man.Shard = &files.shard
@@ -244,6 +281,9 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 			}
 		}
 		man.EndedAt = now().UTC()
+		if man.Host != nil && man.Host.LoadStart != nil {
+			man.Host.LoadEnd = load()
+		}
 		man.Complete = err == nil
 		if err != nil {
 			man.Error = err.Error()

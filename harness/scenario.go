@@ -2,6 +2,8 @@ package harness
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,6 +65,55 @@ type Scenario struct {
 	Files []txtar.File `yaml:"-"`
 	// Start is Clock parsed.
 	Start time.Time `yaml:"-"`
+	// Source and Archive are the scenario file's and the workspace archive's bytes as read by
+	// [LoadScenario], for [Scenario.Digest].
+	Source  []byte `yaml:"-"`
+	Archive []byte `yaml:"-"`
+}
+
+// Prompts returns the prompt files (paths below prompts/, sorted) a session of the scenario
+// reads: system.md and blocks/context.md always, modes/<mode>.md for the mode it starts in and
+// every mode it switches to, and tasks/compact.md when it compacts.
+func (s *Scenario) Prompts() []string {
+	mode := s.Mode
+	if mode == "" {
+		mode = "default"
+	}
+	names := []string{"system.md", "blocks/context.md", "modes/" + mode + ".md"}
+	for _, st := range s.Steps {
+		switch {
+		case st.Mode != nil:
+			names = append(names, "modes/"+*st.Mode+".md")
+		case st.Compact != nil:
+			names = append(names, "tasks/compact.md")
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// Digest returns "sha256:<hex>", the digest of what the scenario's sessions are made of, for
+// [metrics.Manifest].ScenarioDigests: SHA-256 over, in this order, the scenario file, its
+// workspace archive, each prompt of [Scenario.Prompts] in that order, and loopJSON (loop.json
+// as the harness read it). Each part is written as its name, a space, its length in bytes in
+// decimal, a newline, then its bytes; the names are "scenario", "workspace",
+// "prompts/<path>" and "loop.json". The scenario file's own name and folder are not part of
+// it: the same content loaded from a path or embedded has one digest. A prompt file that does
+// not exist counts as empty (the loader refused modes without one).
+func (s *Scenario) Digest(loopJSON []byte) string {
+	h := sha256.New()
+	part := func(name string, data []byte) {
+		fmt.Fprintf(h, "%s %d\n", name, len(data))
+		h.Write(data)
+	}
+	part("scenario", s.Source)
+	part("workspace", s.Archive)
+	for _, p := range s.Prompts() {
+		data, _ := fs.ReadFile(prompts.FS, p)
+		part("prompts/"+p, data)
+	}
+	part("loop.json", loopJSON)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // Step is one step of a scenario: exactly one of User, Assistant and Clock is set.
@@ -234,6 +285,7 @@ func LoadScenarioFS(fsys fs.FS, name, shown string) (*Scenario, error) {
 	if err != nil {
 		return nil, &SyntaxError{File: shown, Msg: fmt.Sprintf("workspace %q: %v", s.Workspace, err)}
 	}
+	s.Source, s.Archive = data, arch
 	s.Files = txtar.Parse(arch).Files
 	for _, f := range s.Files {
 		if _, err := inside(f.Name); err != nil || f.Name == "." {

@@ -14,7 +14,9 @@
 //     session ended ([SessionRecord]); at the end (successful or not) it closes the sink, which
 //     writes the Parquet footer, gives the file its final name and removes the journal, and
 //     writes the manifest a last time: versions, server, start and end, whether the part
-//     completed.
+//     completed. The manifest also says what the run measured with, its [Setup] (model file
+//     digest, settings), each scenario's content digest, the [Host] and the user's tags;
+//     [SetupDiff] names what differs between two runs' setups.
 //  4. Readers (lab report, lab check, lab compare, a resume) never call a server: they load a run
 //     folder with [ReadRun], which reads every part and merges their manifests ([MergeParts]),
 //     or reads a folder of the old layout.

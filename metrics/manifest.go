@@ -74,6 +74,24 @@ type Manifest struct {
 	// made before the field existed, and until the run's first session ended; readers then
 	// judge sessions by their rows.
 	Sessions []SessionRecord `json:"sessions,omitempty"`
+	// ModelDigest is "sha256:<hex>", the SHA-256 of the model file the server serves (the GGUF
+	// of lab run --gguf, or the synthetic model the lab wrote), when the lab knows the file; ""
+	// (omitted) when it does not, and in runs made before the field existed: unknown. Part of
+	// the run's [Setup].
+	ModelDigest string `json:"model_digest,omitempty"`
+	// ScenarioDigests maps each scenario's name to the digest of its content,
+	// "sha256:<hex>" over the scenario file, its workspace archive, the prompts it uses and
+	// loop.json (harness.Scenario.Digest gives the canonical order). A scenario without an
+	// entry (a run made before the field existed) has unknown content. A scenario named the
+	// same with another digest is another scenario: reports never pool the two.
+	ScenarioDigests map[string]string `json:"scenario_digests,omitempty"`
+	// Host is the machine the run (or this part of it) ran on; nil (omitted) in runs made
+	// before the field existed. Not part of the [Setup]: shards of one run may run on several
+	// machines. It says why a prefill time looks odd.
+	Host *Host `json:"host,omitempty"`
+	// Tags are the user's labels of the run (lab run --tag key=value), by key; shown in the
+	// report's header, not part of the [Setup].
+	Tags map[string]string `json:"tags,omitempty"`
 }
 
 // SessionRecord is how one session of a run ended, in [Manifest].Sessions.

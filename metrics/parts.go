@@ -278,8 +278,9 @@ func ReadParts(dir string) ([]Part, error) {
 
 // matrixDiff names what differs between two parts' matrices ("repetitions 1 and 2"), "" when
 // they agree: the scenarios, arms and repetitions that number the sessions ([Shard.Has] deals
-// session k of the matrix), and the backend, model and driver that measured them. Lab, server
-// versions and URLs may differ between machines.
+// session k of the matrix), and the backend, model and driver that measured them, and, where
+// both parts recorded them, the model file's digest, each scenario's content digest and the
+// other [SetupSettings]. Lab, server versions, URLs and hosts may differ between machines.
 func matrixDiff(a, b *Manifest) string {
 	var d []string
 	if !slices.Equal(a.Scenarios, b.Scenarios) {
@@ -300,6 +301,23 @@ func matrixDiff(a, b *Manifest) string {
 	if a.Settings["driver"] != b.Settings["driver"] {
 		d = append(d, fmt.Sprintf("driver %q and %q", a.Settings["driver"], b.Settings["driver"]))
 	}
+	// The rest of the setup, where both parts recorded it (a part written by an older lab
+	// records no digests; a server the lab did not start has no flash-attention setting).
+	if a.ModelDigest != "" && b.ModelDigest != "" && a.ModelDigest != b.ModelDigest {
+		d = append(d, fmt.Sprintf("model file digest %s and %s", a.ModelDigest, b.ModelDigest))
+	}
+	for _, sc := range a.Scenarios {
+		if x, y := a.ScenarioDigests[sc], b.ScenarioDigests[sc]; x != "" && y != "" && x != y {
+			d = append(d, fmt.Sprintf("scenario %s content %s and %s", sc, x, y))
+		}
+	}
+	for _, k := range SetupSettings {
+		x, okx := a.Settings[k]
+		y, oky := b.Settings[k]
+		if k != "driver" && okx && oky && x != y {
+			d = append(d, fmt.Sprintf("%s %q and %q", k, x, y))
+		}
+	}
 	return strings.Join(d, "; ")
 }
 
@@ -311,6 +329,8 @@ func matrixDiff(a, b *Manifest) string {
 //     machines, as the distinct values joined by ", ";
 //   - started_at the earliest, ended_at the latest when every part ended (else zero);
 //   - samples the sum; sessions the parts' records, shard after shard;
+//   - host the parts' machine when they agree, else the distinct CPU models joined
+//     ([Host]); tags the union, a key the parts give different values joined by ", ";
 //   - cache_state the parts' state when they agree, else the worst (cold-failed, uncontrolled,
 //     warm, cold-unverified, cold-verified, in that order);
 //   - complete when every shard 1 to n is present and complete; error naming the missing shards
@@ -380,6 +400,8 @@ func MergeParts(parts []Part) *Manifest {
 	m.ServerVersion = strings.Join(srvV, ", ")
 	m.ServerURL = strings.Join(srvURL, ", ")
 	m.CacheState = worstCacheState(states)
+	m.Host = mergeHosts(parts)
+	m.Tags = mergeTags(parts)
 	return &m
 }
 
@@ -397,6 +419,23 @@ func MissingShards(parts []Part) []Shard {
 	for i := 1; i <= n; i++ {
 		if !have[i] {
 			out = append(out, Shard{Index: i, Count: n})
+		}
+	}
+	return out
+}
+
+// mergeTags returns the union of the parts' tags; a key the parts give different values has
+// them joined by ", " in shard order. nil when no part has tags.
+func mergeTags(parts []Part) map[string]string {
+	var out map[string]string
+	vals := map[string][]string{}
+	for _, p := range parts {
+		for k, v := range p.Manifest.Tags {
+			if out == nil {
+				out = map[string]string{}
+			}
+			vals[k] = appendNew(vals[k], v)
+			out[k] = strings.Join(vals[k], ", ")
 		}
 	}
 	return out

@@ -177,6 +177,14 @@ type Analysis struct {
 	// Live compares the arms of live sessions (lab run --driver live) on what the model did;
 	// empty when the samples hold none.
 	Live []LiveRow `json:"live,omitempty"`
+	// Setup is the setup of the runs these figures pool ([AnalyzeRuns]); nil from [Analyze],
+	// which has no manifests.
+	Setup *SetupInfo `json:"setup,omitempty"`
+	// Setups holds one analysis per setup, in the order of their first runs, when the runs are
+	// of more than one setup ([AnalyzeRuns]); the figures above are then empty: runs of
+	// different setups are never pooled as repetitions. [Analysis.Groups] returns the analyses
+	// to show either way.
+	Setups []*Analysis `json:"setups,omitempty"`
 }
 
 // Analyze computes the analysis of samples (of one run or of several merged: repetitions of

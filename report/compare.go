@@ -72,6 +72,17 @@ type Comparison struct {
 	OnlyNew []string `json:"only_new,omitempty"`
 	// Regressions is the number of changes flagged as regressions plus the pairs of OnlyOld.
 	Regressions int `json:"regressions"`
+	// SetupChanges names each difference of setup or scenario content between the runs
+	// ([metrics.SetupDiff]: "backend ollama vs sim", "scenario midnight content sha256:… vs
+	// sha256:…"), set by the caller when it compares them anyway because the difference is the
+	// point (lab compare --allow-setup-change); empty when the runs are of one setup.
+	SetupChanges []string `json:"setup_changes,omitempty"`
+	// Unverified names what neither run recorded, so that the comparison could not check it is
+	// the same ("model file digest", "scenario midnight content").
+	Unverified []string `json:"unverified,omitempty"`
+	// Notes are differences that are not of setup but may explain a change of prefill times:
+	// the hosts, the tags.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Compare sets two analyses side by side per scenario×arm on [CompareMetrics] and flags
@@ -208,20 +219,39 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 		return fmt.Sprintf("%s: %s.", label, strings.Join(ks, ", "))
 	}
 	missing := "only in the old run (missing from the new run: REGRESSION)"
+	var about, after []string // what the reader must know before the figures, and beside them
+	if len(c.SetupChanges) > 0 {
+		about = append(about, "The runs differ in setup, compared because the difference is the point: "+strings.Join(c.SetupChanges, "; ")+".")
+	}
+	if len(c.Unverified) > 0 {
+		after = append(after, "Not recorded by either run, so not checked to be the same: "+strings.Join(c.Unverified, "; ")+".")
+	}
+	if len(c.Notes) > 0 {
+		after = append(after, "Also differs (not part of the setup): "+strings.Join(c.Notes, "; ")+".")
+	}
 	switch format {
 	case "text":
+		for _, s := range about {
+			b.WriteString(s + "\n")
+		}
+		if len(about) > 0 {
+			b.WriteString("\n")
+		}
 		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, strings.Join(head, "\t"))
 		for _, r := range rows {
 			fmt.Fprintln(tw, strings.Join(r, "\t"))
 		}
 		_ = tw.Flush()
-		for _, s := range []string{only(missing, c.OnlyOld), only("only in the new run", c.OnlyNew), summary} {
+		for _, s := range append([]string{only(missing, c.OnlyOld), only("only in the new run", c.OnlyNew), summary}, after...) {
 			if s != "" {
 				b.WriteString(s + "\n")
 			}
 		}
 	case "markdown":
+		for _, s := range about {
+			b.WriteString(escapeHTML(s) + "\n\n")
+		}
 		b.WriteString("| scenario | arm | metric | old | new | change | |\n|---|---|---|--:|--:|--:|---|\n")
 		for _, r := range rows {
 			for i := range r {
@@ -229,9 +259,9 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 			}
 			fmt.Fprintf(&b, "| %s |\n", strings.Join(r, " | "))
 		}
-		for _, s := range []string{only("Only in the old run (missing from the new run: REGRESSION)", c.OnlyOld), only("Only in the new run", c.OnlyNew), summary} {
+		for _, s := range append([]string{only("Only in the old run (missing from the new run: REGRESSION)", c.OnlyOld), only("Only in the new run", c.OnlyNew), summary}, after...) {
 			if s != "" {
-				b.WriteString("\n" + s + "\n")
+				b.WriteString("\n" + escapeHTML(s) + "\n")
 			}
 		}
 	case "json":

@@ -21,7 +21,9 @@ import (
 // cached_share, cache_efficiency, reread_vs_spec, reread_vs_spec_lo, reread_vs_spec_hi,
 // reread_diff_vs_spec, reread_diff_vs_spec_lo, reread_diff_vs_spec_hi, cost_usd,
 // expected_unknown (requests whose expected cached tokens are unknown, pooled; they are left
-// out of expected_cached_tokens, the reread_<segment>_tokens and cache_efficiency). A value that
+// out of expected_cached_tokens, the reread_<segment>_tokens and cache_efficiency), setup (the
+// label of the setup whose runs the row pools, [SetupInfo]; runs of several setups have rows
+// of their own per setup, never pooled; "" without manifests). A value that
 // does not exist (an interval with one repetition, a comparison without a spec arm, an unknown
 // count) is an empty cell. It returns an error for a report without analysis or runs and any
 // error writing to w (one Write call).
@@ -38,31 +40,37 @@ func CSV(w io.Writer, r *Report) error {
 	}
 	head = append(head, "prefill_s", "prefill_s_lo", "prefill_s_hi", "cached_share", "cache_efficiency",
 		"reread_vs_spec", "reread_vs_spec_lo", "reread_vs_spec_hi",
-		"reread_diff_vs_spec", "reread_diff_vs_spec_lo", "reread_diff_vs_spec_hi", "cost_usd", "expected_unknown")
+		"reread_diff_vs_spec", "reread_diff_vs_spec_lo", "reread_diff_vs_spec_hi", "cost_usd", "expected_unknown", "setup")
 	_ = cw.Write(head)
-	for _, sc := range r.Analysis.Scenarios {
-		for _, st := range sc.Arms {
-			row := []string{sc.Scenario, st.Arm, strconv.Itoa(len(st.Reps)), mean(st.Requests), mean(st.PromptTokens),
-				mean(st.CachedTokens), strconv.Itoa(st.Pooled.CachedUnknown), mean(st.ExpectedCachedTokens)}
-			row = append(row, withEnds(st.RereadTokens)...)
-			for _, e := range st.Reread {
-				row = append(row, mean(e))
+	for _, g := range r.Analysis.Groups() {
+		label := ""
+		if g.Setup != nil {
+			label = g.Setup.Label
+		}
+		for _, sc := range g.Scenarios {
+			for _, st := range sc.Arms {
+				row := []string{sc.Scenario, st.Arm, strconv.Itoa(len(st.Reps)), mean(st.Requests), mean(st.PromptTokens),
+					mean(st.CachedTokens), strconv.Itoa(st.Pooled.CachedUnknown), mean(st.ExpectedCachedTokens)}
+				row = append(row, withEnds(st.RereadTokens)...)
+				for _, e := range st.Reread {
+					row = append(row, mean(e))
+				}
+				row = append(row, withEnds(st.PrefillSeconds)...)
+				row = append(row, mean(st.CachedShare), mean(st.Efficiency))
+				if v := st.VsSpec; v != nil {
+					row = append(row, num(finite(v.RereadRatio.Value)), lo(v.RereadRatio.CI), hi(v.RereadRatio.CI))
+					row = append(row, withEnds(v.RereadDiff)...)
+				} else {
+					row = append(row, "", "", "", "", "", "")
+				}
+				if st.CostUSD != nil {
+					row = append(row, mean(*st.CostUSD))
+				} else {
+					row = append(row, "")
+				}
+				row = append(row, strconv.Itoa(st.Pooled.ExpectedUnknown), label)
+				_ = cw.Write(row)
 			}
-			row = append(row, withEnds(st.PrefillSeconds)...)
-			row = append(row, mean(st.CachedShare), mean(st.Efficiency))
-			if v := st.VsSpec; v != nil {
-				row = append(row, num(finite(v.RereadRatio.Value)), lo(v.RereadRatio.CI), hi(v.RereadRatio.CI))
-				row = append(row, withEnds(v.RereadDiff)...)
-			} else {
-				row = append(row, "", "", "", "", "", "")
-			}
-			if st.CostUSD != nil {
-				row = append(row, mean(*st.CostUSD))
-			} else {
-				row = append(row, "")
-			}
-			row = append(row, strconv.Itoa(st.Pooled.ExpectedUnknown))
-			_ = cw.Write(row)
 		}
 	}
 	cw.Flush()
@@ -143,7 +151,9 @@ const BenchName = "BenchmarkLab"
 //   - unit metadata lines "Unit cached-tokens better=higher" and "Unit expected-cached-tokens
 //     better=higher" (the other units are better lower, benchstat's default), each when a line
 //     uses the unit;
-//   - one result line per scenario×arm×repetition, for example
+//   - one result line per scenario×arm×repetition (and setup: when the runs are of several
+//     setups, [SetupInfo], the name ends in "/setup=<label>", so that benchstat never takes two
+//     setups for samples of one benchmark), for example
 //     "BenchmarkLab/scenario=midnight/arm=spec 48 728063 prompt-tokens 678347 cached-tokens
 //     678000 expected-cached-tokens 49716 reread-tokens 107600000000 prefill-ns": the name with
 //     the scenario and arm as sub-name keys, the number of requests as iterations, then value–unit
@@ -180,27 +190,34 @@ func Benchfmt(w io.Writer, r *Report) error {
 	}
 	var lines bytes.Buffer
 	cachedUnit, expectedUnit := false, false
-	for _, sc := range r.Analysis.Scenarios {
-		for _, st := range sc.Arms {
-			for _, t := range st.Reps {
-				b := &lines
-				fmt.Fprintf(b, "%s/scenario=%s/arm=%s %d %d prompt-tokens", BenchName, BenchNamePart(sc.Scenario), BenchNamePart(st.Arm), t.Requests, t.PromptTokens)
-				if t.CachedUnknown == 0 {
-					fmt.Fprintf(b, " %d cached-tokens", t.CachedTokens)
-					cachedUnit = true
+	groups := r.Analysis.Groups()
+	for _, g := range groups {
+		setup := ""
+		if len(groups) > 1 {
+			setup = "/setup=" + BenchNamePart(g.Setup.Label)
+		}
+		for _, sc := range g.Scenarios {
+			for _, st := range sc.Arms {
+				for _, t := range st.Reps {
+					b := &lines
+					fmt.Fprintf(b, "%s/scenario=%s/arm=%s%s %d %d prompt-tokens", BenchName, BenchNamePart(sc.Scenario), BenchNamePart(st.Arm), setup, t.Requests, t.PromptTokens)
+					if t.CachedUnknown == 0 {
+						fmt.Fprintf(b, " %d cached-tokens", t.CachedTokens)
+						cachedUnit = true
+					}
+					if t.ExpectedUnknown == 0 {
+						fmt.Fprintf(b, " %d expected-cached-tokens", t.ExpectedCachedTokens)
+						expectedUnit = true
+					}
+					fmt.Fprintf(b, " %d reread-tokens", t.RereadTokens)
+					if t.PrefillKnown > 0 {
+						fmt.Fprintf(b, " %d prefill-ns", t.PrefillNs)
+					}
+					if t.CostUSD != nil {
+						fmt.Fprintf(b, " %s cost-usd", strconv.FormatFloat(*t.CostUSD, 'g', -1, 64))
+					}
+					b.WriteString("\n")
 				}
-				if t.ExpectedUnknown == 0 {
-					fmt.Fprintf(b, " %d expected-cached-tokens", t.ExpectedCachedTokens)
-					expectedUnit = true
-				}
-				fmt.Fprintf(b, " %d reread-tokens", t.RereadTokens)
-				if t.PrefillKnown > 0 {
-					fmt.Fprintf(b, " %d prefill-ns", t.PrefillNs)
-				}
-				if t.CostUSD != nil {
-					fmt.Fprintf(b, " %s cost-usd", strconv.FormatFloat(*t.CostUSD, 'g', -1, 64))
-				}
-				b.WriteString("\n")
 			}
 		}
 	}

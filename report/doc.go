@@ -12,6 +12,9 @@
 //     re-read tokens saved by sending reasoning back, split inside a turn and at a new user
 //     message with the chat template's rule for each, judged as behaviour only on live sessions). [Summarize] is the pooled view (every
 //     repetition summed into one row), kept inside the analysis.
+//     [AnalyzeRuns] never pools runs of different setups (metrics.Setup, [GroupSetups]): each
+//     setup gets an analysis of its own ([Analysis].Setups, [Analysis.Groups]), and a scenario
+//     name with several contents is several scenarios ([ContentName]).
 //     [Sessions] leaves out the sessions that did not complete (a failed request; the session
 //     an interruption cut, from the manifest's complete: false) and [AnalyzeRuns] analyses
 //     the rest, listing what it left out; report, compare and lab check --run all use it.

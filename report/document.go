@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -34,10 +35,14 @@ type block struct {
 	fig   *Figure // bFigure
 }
 
-type document struct{ blocks []block }
+type document struct {
+	blocks []block
+	// shift is added to every heading's level: 1 inside a setup's section.
+	shift int
+}
 
 func (d *document) heading(level int, format string, args ...any) {
-	d.blocks = append(d.blocks, block{kind: bHeading, level: level, text: inline(fmt.Sprintf(format, args...))})
+	d.blocks = append(d.blocks, block{kind: bHeading, level: level + d.shift, text: inline(fmt.Sprintf(format, args...))})
 }
 
 func (d *document) para(format string, args ...any) {
@@ -64,8 +69,18 @@ func buildDocument(r *Report) *document {
 	} else {
 		d.heading(1, "Runs %s", strings.Join(ids, ", "))
 	}
+	labels := map[string]string{} // run id → its setup's label, with several setups
+	if gs := r.Analysis.Groups(); len(gs) > 1 {
+		for _, g := range gs {
+			for _, id := range g.Setup.Runs {
+				labels[id] = g.Setup.Label
+			}
+		}
+	}
 	for _, m := range r.Runs {
-		if len(r.Runs) > 1 {
+		if l := labels[m.RunID]; l != "" {
+			d.para("Run %s (setup %s):", orDash(m.RunID), l)
+		} else if len(r.Runs) > 1 {
 			d.para("Run %s:", orDash(m.RunID))
 		}
 		d.list(manifestFacts(m)...)
@@ -80,7 +95,27 @@ func buildDocument(r *Report) *document {
 		"arm's, with Fieller's 95 % interval; re-read − spec is the mean paired difference per "+
 		"repetition, with its t interval.")
 
-	a := r.Analysis
+	groups := r.Analysis.Groups()
+	if len(groups) > 1 {
+		d.setups(groups)
+	}
+	for _, a := range groups {
+		label := ""
+		if len(groups) > 1 {
+			label = a.Setup.Label
+			d.heading(2, "Setup %s", label)
+			d.para("Runs %s: %s.", strings.Join(a.Setup.Runs, ", "), a.Setup.describe())
+			d.shift = 1
+		}
+		d.body(r, a, label)
+		d.shift = 0
+	}
+	return d
+}
+
+// body lays out the figures of one setup's analysis a (setup is its label when the report has
+// several setups, else "").
+func (d *document) body(r *Report, a *Analysis, setup string) {
 	if len(a.LeftOut) > 0 {
 		d.para("Left out of every figure below: %d session%s that did not complete (a session is left out whole when "+
 			"one of its requests failed, or when the run was interrupted during it):", len(a.LeftOut), plural(len(a.LeftOut)))
@@ -191,14 +226,14 @@ func buildDocument(r *Report) *document {
 			d.list(items...)
 		}
 		for i := range r.Figures {
-			if r.Figures[i].Scenario == sc.Scenario {
+			if r.Figures[i].Scenario == sc.Scenario && r.Figures[i].Setup == setup {
 				d.blocks = append(d.blocks, block{kind: bFigure, fig: &r.Figures[i]})
 			}
 		}
 	}
 	first := true
 	for i := range r.Figures {
-		if r.Figures[i].Scenario != "" {
+		if r.Figures[i].Scenario != "" || r.Figures[i].Setup != setup {
 			continue
 		}
 		if first {
@@ -207,7 +242,6 @@ func buildDocument(r *Report) *document {
 		}
 		d.blocks = append(d.blocks, block{kind: bFigure, fig: &r.Figures[i]})
 	}
-	return d
 }
 
 // cliffVerdict is the one-line verdict of the cliff claim.
@@ -276,6 +310,9 @@ func manifestFacts(m *metrics.Manifest) []string {
 		"Lab version: " + orDash(m.LabVersion),
 		backend,
 		fmt.Sprintf("Model: %s, num_ctx %s", orDash(m.Model), numCtx(m.NumCtx)),
+		modelFile(m),
+		scenarioContents(m),
+		hostFacts(m.Host),
 		started,
 		complete,
 		fmt.Sprintf("Scenarios: %s; arms: %s; repetitions: %d; samples: %s",
@@ -293,7 +330,63 @@ func manifestFacts(m *metrics.Manifest) []string {
 		}
 		facts = append(facts, "Settings: "+strings.Join(parts, ", "))
 	}
+	if len(m.Tags) > 0 {
+		keys := slices.Sorted(maps.Keys(m.Tags))
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = inline(k) + "=" + inline(m.Tags[k])
+		}
+		facts = append(facts, "Tags: "+strings.Join(parts, ", "))
+	}
 	return facts
+}
+
+// modelFile is the fact line of the run's model file digest.
+func modelFile(m *metrics.Manifest) string {
+	if m.ModelDigest == "" {
+		return "Model file digest: unknown (the lab did not know the model file, or the run was made before it recorded the digest)"
+	}
+	return "Model file digest: " + m.ModelDigest
+}
+
+// scenarioContents is the fact line of the run's scenario content digests (their first 12 hex
+// digits), in the order the scenarios ran.
+func scenarioContents(m *metrics.Manifest) string {
+	if len(m.ScenarioDigests) == 0 {
+		return "Scenario contents: not recorded (a run made before the lab recorded them): unknown"
+	}
+	var parts []string
+	for _, sc := range m.Scenarios {
+		d := metrics.ShortDigest(m.ScenarioDigests[sc])
+		if d == "" {
+			d = "unknown"
+		}
+		parts = append(parts, inline(sc)+" "+d)
+	}
+	return "Scenario contents (sha256, first 12 digits): " + strings.Join(parts, ", ")
+}
+
+// hostFacts is the fact line of the machine the run ran on.
+func hostFacts(h *metrics.Host) string {
+	if h == nil {
+		return "Host: not recorded (a run made before the lab recorded it)"
+	}
+	cores := "logical cores unknown"
+	if h.LogicalCores != nil {
+		cores = fmt.Sprintf("%d logical cores", *h.LogicalCores)
+	}
+	load := func(l *metrics.LoadAverage) string {
+		if l == nil {
+			return "unknown"
+		}
+		return l.String()
+	}
+	cpu := h.CPUModel
+	if cpu == "" {
+		cpu = "CPU model unknown"
+	}
+	return fmt.Sprintf("Host: %s, %s, %s/%s; load average (1, 5, 15 min) at the start %s, at the end %s",
+		inline(cpu), cores, orDash(h.OS), orDash(h.Arch), load(h.LoadStart), load(h.LoadEnd))
 }
 
 // Number formats for estimates: a mean, and "± half width" when there is an interval.
@@ -335,4 +428,80 @@ func withCI(v *float64, ci *metrics.Interval, f func(float64) string) string {
 		return f(*v)
 	}
 	return fmt.Sprintf("%s [%s, %s]", f(*v), f(ci.Lo), f(ci.Hi))
+}
+
+// setups lays out what each setup of the report is, what differs between them, and their means
+// side by side: per scenario×arm one column group per setup (re-read tokens, cached share,
+// prefill seconds), each the mean over that setup's repetitions. The full tables (intervals,
+// comparison with spec, mismatches, claims) follow in each setup's own section: as column
+// groups they would not fit a page.
+func (d *document) setups(groups []*Analysis) {
+	d.heading(2, "Setups")
+	d.para("These runs are of %d setups. A setup is what a run measured with: backend, server version, model and "+
+		"the digest of its file, num_ctx, how each session found the cache, and the settings that change figures "+
+		"(cache model, driver, flash attention, …). Runs of different setups are never pooled as repetitions: each "+
+		"setup has its own section below, and this table sets their means side by side. A scenario with another "+
+		"content under the same name is another scenario.", len(groups))
+	items := make([]string, len(groups))
+	for i, g := range groups {
+		items[i] = fmt.Sprintf("Setup %s: runs %s: %s", g.Setup.Label, strings.Join(g.Setup.Runs, ", "), g.Setup.describe())
+		if len(g.Setup.Unknown) > 0 {
+			items[i] += ". Not recorded: " + strings.Join(g.Setup.Unknown, "; ")
+		}
+	}
+	d.list(items...)
+	if diffs := setupDiffs(groups); len(diffs) > 0 {
+		d.para("They differ in: %s.", strings.Join(diffs, "; "))
+	}
+	type pair struct{ scenario, arm string }
+	var pairs []pair
+	for _, g := range groups {
+		for _, sc := range g.Scenarios {
+			for _, st := range sc.Arms {
+				if p := (pair{sc.Scenario, st.Arm}); !slices.Contains(pairs, p) {
+					pairs = append(pairs, p)
+				}
+			}
+		}
+	}
+	slices.SortStableFunc(pairs, func(x, y pair) int {
+		if x.scenario != y.scenario {
+			return strings.Compare(x.scenario, y.scenario)
+		}
+		arms := []string{x.arm, y.arm}
+		metrics.SortArms(arms)
+		if x.arm == y.arm {
+			return 0
+		}
+		if arms[0] == x.arm {
+			return -1
+		}
+		return 1
+	})
+	head := []string{"scenario", "arm"}
+	for _, g := range groups {
+		l := g.Setup.Label
+		head = append(head, "re-read tokens ("+l+")", "cached share ("+l+")", "prefill (s) ("+l+")")
+	}
+	var rows [][]string
+	for _, p := range pairs {
+		row := []string{p.scenario, p.arm}
+		for _, g := range groups {
+			var st *ArmStats
+			for i := range g.Scenarios {
+				if g.Scenarios[i].Scenario == p.scenario {
+					st = g.Scenarios[i].Arm(p.arm)
+				}
+			}
+			if st == nil {
+				row = append(row, "—", "—", "—")
+				continue
+			}
+			row = append(row, tokEst(st.RereadTokens), pctEst(st.CachedShare), secEst(st.PrefillSeconds))
+		}
+		rows = append(rows, row)
+	}
+	if len(rows) > 0 {
+		d.table(head, 2, rows)
+	}
 }

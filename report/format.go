@@ -25,6 +25,9 @@ type Report struct {
 type Figure struct {
 	// Scenario is the scenario the chart shows; "" for a chart across scenarios.
 	Scenario string
+	// Setup is the label of the setup whose runs the chart shows ([SetupInfo].Label) when the
+	// report's runs are of several setups; "" otherwise.
+	Setup string
 	// Title is the chart's title, shown as its caption and alternative text.
 	Title string
 	// Files maps a format ("svg", "png") to the chart's file, as a slash-separated path

@@ -108,6 +108,8 @@ figcaption { font-size: .9rem; color: #444; }
 <h1>{{.Text}}</h1>
 {{- else if eq .Level 2}}
 <h2>{{.Text}}</h2>
+{{- else if eq .Level 4}}
+<h4>{{.Text}}</h4>
 {{- else}}
 <h3>{{.Text}}</h3>
 {{- end}}

@@ -176,10 +176,50 @@ func Sessions(runs []*metrics.Manifest, samples []metrics.Sample) (complete []me
 }
 
 // AnalyzeRuns is [Analyze] over the complete sessions of runs' samples ([Sessions]), with the
-// sessions left out recorded in [Analysis].LeftOut.
+// sessions left out recorded in [Analysis].LeftOut, setup by setup ([GroupSetups]): runs of one
+// setup are pooled as repetitions and the analysis's Setup says which; runs of several setups
+// are never pooled: each setup gets an analysis of its own in [Analysis].Setups (the top-level
+// figures are then empty). A scenario name with several contents among the runs of a setup is
+// analysed as several scenarios ([ContentName]).
 func AnalyzeRuns(runs []*metrics.Manifest, samples []metrics.Sample) *Analysis {
-	complete, left := Sessions(runs, samples)
-	a := analyze(complete, runs)
-	a.LeftOut = left
-	return a
+	groups := GroupSetups(runs, samples)
+	one := func(runs []*metrics.Manifest, samples []metrics.Sample) *Analysis {
+		complete, left := Sessions(runs, samples)
+		a := analyze(complete, runs)
+		a.LeftOut = left
+		return a
+	}
+	if len(groups) == 0 {
+		return one(runs, samples)
+	}
+	var subs []*Analysis
+	for i := range groups {
+		a := one(groups[i].Runs, groups[i].Samples)
+		a.Setup = &groups[i].Info
+		subs = append(subs, a)
+	}
+	if len(subs) == 1 {
+		return subs[0]
+	}
+	return &Analysis{Setups: subs}
+}
+
+// CompleteBySetup returns, per setup of the runs ([GroupSetups]), the samples of the complete
+// sessions ([Sessions]), scenarios renamed as [AnalyzeRuns] renames them: what a setup's charts
+// draw. The setup's label is "" when the runs are of one setup (or none).
+func CompleteBySetup(runs []*metrics.Manifest, samples []metrics.Sample) (labels []string, complete [][]metrics.Sample) {
+	groups := GroupSetups(runs, samples)
+	if len(groups) == 0 {
+		c, _ := Sessions(runs, samples)
+		return []string{""}, [][]metrics.Sample{c}
+	}
+	for _, g := range groups {
+		c, _ := Sessions(g.Runs, g.Samples)
+		label := g.Info.Label
+		if len(groups) == 1 {
+			label = ""
+		}
+		labels, complete = append(labels, label), append(complete, c)
+	}
+	return labels, complete
 }

@@ -28,7 +28,7 @@ func Text(w io.Writer, r *Report) error {
 		case bHeading:
 			under := "="
 			if bl.level > 1 {
-				under = map[int]string{2: "-", 3: "~"}[bl.level]
+				under = map[int]string{2: "-", 3: "~", 4: "."}[bl.level]
 			}
 			fmt.Fprintf(&b, "%s\n%s\n", bl.text, strings.Repeat(under, len([]rune(bl.text))))
 		case bPara:

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	lab "lab"
 	"lab/backend/anthropic"
 	"lab/backend/llamacpp"
 	"lab/backend/ollama"
@@ -157,6 +158,9 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 		}
 		backend, url = c, c.URL()
 		settings["profile"] = c.Profile().Name
+		if ro.API != "" {
+			settings["api"] = ro.API // chat or responses: another wire API, another setup
+		}
 		nonce = func(session string) string { return openai.Nonce(session) + "\n" }
 	case "anthropic":
 		var bps []anthropic.Breakpoint
@@ -174,6 +178,9 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 		backend, url = c, c.URL()
 		if ro.Breakpoints != "" {
 			settings["cache_breakpoints"] = ro.Breakpoints
+		}
+		if ro.Thinking != "" {
+			settings["thinking"] = ro.Thinking
 		}
 		nonce = func(session string) string { return openai.Nonce(session) + "\n" }
 	}
@@ -204,6 +211,14 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 	}
 	if o.Backend != "llamacpp" {
 		cfg.NumCtx = 0 // a cloud API's window is the model's, not the lab's to pin
+	}
+	// The model file is known when the lab starts llama-server on --gguf.
+	gguf := ""
+	if o.Backend == "llamacpp" && ro.LlamaServer != "" {
+		gguf = o.GGUF
+	}
+	if err := withSetup(&cfg, lab.LoopJSON, gguf, o.tags); err != nil {
+		return err
 	}
 	cfg.Shard = o.shard
 	cfg.Progress = newProgress(r.progress, cfg.Requests())

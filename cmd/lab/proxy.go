@@ -40,6 +40,8 @@ type proxyOptions struct {
 	NumCtx       int
 	ServerLog    string
 	CacheDir     string
+	// Tags are the --tag key=value values (parseTags).
+	Tags []string
 	// ready, when set, is called with the address the proxy listens on (tests).
 	ready func(addr string)
 }
@@ -92,6 +94,7 @@ for it, as it waits for another run).`,
 	f.StringVar(&o.GGUF, "gguf", "", "with --render ollama: the served model's GGUF file, for its tokenizer (default: the synthetic model, when --upstream is lab server start's server)")
 	f.IntVar(&o.NumCtx, "num-ctx", 0, "with --render: the server's context window in tokens, to flag context overflows (0: unknown)")
 	f.StringVar(&o.ServerLog, "server-log", "", "an Ollama upstream's log, written with OLLAMA_DEBUG=1, for cached tokens (default: lab server start's log when --upstream is that server)")
+	f.StringArrayVar(&o.Tags, "tag", nil, "a label of the capture, key=value (repeatable), recorded in the manifest and shown in the report")
 	f.StringVar(&o.CacheDir, "cache", "", "the lab's cache folder, where lab server start keeps its server (default $LAB_CACHE or ~/.cache/lab)")
 	return c
 }
@@ -111,6 +114,10 @@ func runProxy(ctx context.Context, s *streams, o *proxyOptions) (err error) {
 	}
 	if o.NumCtx < 0 {
 		return badInput("--num-ctx %d: want a number of tokens, or 0 for unknown", o.NumCtx)
+	}
+	tags, err := parseTags(o.Tags)
+	if err != nil {
+		return err
 	}
 	// The server lab server start left running: its log is the default, its model file the
 	// default --gguf, and its use lock keeps a lab run from resetting its cache under the
@@ -192,7 +199,7 @@ func runProxy(ctx context.Context, s *streams, o *proxyOptions) (err error) {
 	}
 	p, err := capture.New(capture.Options{
 		Upstream: o.Upstream, Dir: dir, RunID: runID, Label: o.Label, SaveRequests: o.SaveRequests,
-		Progress: progress, LabVersion: version(), Attribution: attr, ServerLog: o.ServerLog,
+		Progress: progress, LabVersion: version(), Attribution: attr, ServerLog: o.ServerLog, Tags: tags,
 		Settings: map[string]string{"listen": ln.Addr().String(), "render": o.Render, "server_log": o.ServerLog},
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -128,8 +129,11 @@ cached tokens differ from the expected ones, and the spec's own claims checked a
 Without --format it writes report.md, report.html (self-contained, plots inline) and plots/
 into the run folder, or into --out DIR (required for several runs). With --format it writes
 that format to stdout instead: text, markdown, csv, json, benchfmt (the Go benchmark format:
-benchstat old.txt new.txt compares two runs) or html. The samples of several runs are merged;
-repetitions of different runs are kept apart by run id. A run split into shards (lab run --shard)
+benchstat old.txt new.txt compares two runs) or html. The samples of several runs of one setup
+are pooled as repetitions, kept apart by run id; runs of different setups (backend, server
+version, model file, num_ctx, cache start, cache model, driver, flash attention, …) are never
+pooled: each setup gets its own section after a table setting their means side by side, and a
+scenario named the same with other content is another scenario. A run split into shards (lab run --shard)
 is read whole from its folder, every part-*.parquet of it; it is incomplete until every shard is
 there (the report names the missing ones). Folders of the old layout (results/<run-id>/ with
 samples.parquet and manifest.json) are read too.`,
@@ -214,7 +218,7 @@ func (e *incompleteRunError) Unwrap() error { return &failedError{failed: 1, tot
 
 func newCompareCmd(s *streams) *cobra.Command {
 	var format, threshold string
-	var allowIncomplete bool
+	var allowIncomplete, allowSetupChange bool
 	cmd := &cobra.Command{
 		Use:   "compare OLD NEW",
 		Short: "Compare two runs and flag regressions",
@@ -225,8 +229,12 @@ than --threshold and, when both runs have 2 or more repetitions, beyond Welch's 
 of the difference. A scenario×arm OLD has and NEW lacks is a regression too. Sessions that did
 not complete (a failed request; the session an interruption cut) are left out of both runs'
 figures. A NEW run that is empty, or incomplete (manifest complete: false) without
---allow-incomplete, fails. Exit code 3 when it flags a regression or NEW fails, 2 for bad
-input, 0 otherwise.`,
+--allow-incomplete, fails. OLD and NEW must be runs of one setup (backend, server version,
+model and its file's digest, num_ctx, cache start and the settings that change figures, such
+as the cache model, the driver or flash attention) and their common scenarios of the same
+content: otherwise compare names each difference and exits 2, unless --allow-setup-change says
+the difference is the point (then its output names each difference first). Exit code 3 when it
+flags a regression or NEW fails, 2 for bad input, 0 otherwise.`,
 		Example: `  lab compare results/run_id=before results/run_id=after
   lab compare --threshold 1% --format markdown results/run_id=before results/run_id=after`,
 		Args: cobra.ExactArgs(2),
@@ -239,6 +247,8 @@ input, 0 otherwise.`,
 				return &usageError{err}
 			}
 			var an [2]*report.Analysis
+			var runs [2]*metrics.Manifest
+			var counts [2]int
 			var newRun *metrics.Manifest
 			var newSamples int
 			for i, arg := range args {
@@ -257,9 +267,18 @@ input, 0 otherwise.`,
 				for _, l := range an[i].LeftOut {
 					fmt.Fprintf(s.err, "lab: %s: left out %s\n", dirs[0], l.String())
 				}
+				runs[i], counts[i] = mans[0], len(samples)
 				newRun, newSamples = mans[0], len(samples)
 			}
+			// A run without samples compares no figure: its own verdict below says more than
+			// a setup it may not even have recorded.
+			diffs, unverified := metrics.SetupDiff(runs[0], runs[1])
+			if len(diffs) > 0 && !allowSetupChange && counts[0] > 0 && counts[1] > 0 {
+				return badInput("%s and %s are runs of different setups, not comparable as old and new: %s; "+
+					"--allow-setup-change compares them when the difference is the point", args[0], args[1], strings.Join(diffs, "; "))
+			}
 			cmp := report.Compare(an[0], an[1], th)
+			cmp.SetupChanges, cmp.Unverified, cmp.Notes = diffs, unverified, hostTagNotes(runs[0], runs[1])
 			if err := cmp.Write(s.out, format); err != nil {
 				return err
 			}
@@ -282,6 +301,62 @@ input, 0 otherwise.`,
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: "+strings.Join(report.CompareFormats(), ", "))
 	cmd.Flags().StringVar(&threshold, "threshold", "5%", "relative worsening tolerated before a change is a regression (5% or 0.05; a bare number above 1 is refused)")
+	cmd.Flags().BoolVar(&allowSetupChange, "allow-setup-change", false, "compare runs of different setups or scenario contents (backend, server version, model file, num_ctx, cache model, driver, …) instead of refusing them (exit 2): the difference is the point; the output names each difference")
 	cmd.Flags().BoolVar(&allowIncomplete, "allow-incomplete", false, "compare a new run whose manifest says complete: false instead of failing (exit 3)")
 	return cmd
+}
+
+// hostTagNotes names what differs between two runs' hosts and tags, not part of the setup but
+// worth knowing beside a change of prefill times: "CPU A vs B", "logical cores 2 vs 8", "tag
+// machine ci-1 vs ci-2".
+func hostTagNotes(a, b *metrics.Manifest) []string {
+	var notes []string
+	ha, hb := a.Host, b.Host
+	switch {
+	case ha == nil && hb == nil:
+	case ha == nil || hb == nil:
+		notes = append(notes, "one run did not record its host")
+	default:
+		if ha.CPUModel != hb.CPUModel {
+			notes = append(notes, fmt.Sprintf("CPU %s vs %s", orUnknown(ha.CPUModel), orUnknown(hb.CPUModel)))
+		}
+		core := func(p *int) string {
+			if p == nil {
+				return "unknown"
+			}
+			return strconv.Itoa(*p)
+		}
+		if ca, cb := core(ha.LogicalCores), core(hb.LogicalCores); ca != cb {
+			notes = append(notes, fmt.Sprintf("logical cores %s vs %s", ca, cb))
+		}
+	}
+	keys := map[string]bool{}
+	for k := range a.Tags {
+		keys[k] = true
+	}
+	for k := range b.Tags {
+		keys[k] = true
+	}
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		va, oka := a.Tags[k]
+		vb, okb := b.Tags[k]
+		if va != vb || oka != okb {
+			notes = append(notes, fmt.Sprintf("tag %s %s vs %s", k, tagValue(va, oka), tagValue(vb, okb)))
+		}
+	}
+	return notes
+}
+
+func tagValue(v string, ok bool) string {
+	if !ok {
+		return "(none)"
+	}
+	return strconv.Quote(v)
+}
+
+func orUnknown(v string) string {
+	if v == "" {
+		return "unknown"
+	}
+	return v
 }

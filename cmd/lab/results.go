@@ -93,12 +93,22 @@ func checkShard(o *runOptions) (metrics.Shard, error) {
 // writeReportFiles analyses samples, renders the charts into out/plots/ and writes report.md
 // and report.html into out; it returns the files written, relative to out.
 // Sessions that did not complete (report.Sessions) are left out of the analysis and the charts.
+// Runs of several setups (report.GroupSetups) get the charts of each setup, named
+// plots/setup-<label>-<chart>: a chart never draws two setups as one.
 func writeReportFiles(out string, runs []*metrics.Manifest, samples []metrics.Sample) (files []string, err error) {
-	complete, _ := report.Sessions(runs, samples)
 	an := report.AnalyzeRuns(runs, samples)
-	figs, files, err := renderFigures(out, scenarioOrder(runs, an), complete, an)
-	if err != nil {
-		return files, err
+	labels, completes := report.CompleteBySetup(runs, samples)
+	var figs []report.Figure
+	for i, g := range an.Groups() {
+		prefix := ""
+		if labels[i] != "" {
+			prefix = "setup-" + labels[i] + "-"
+		}
+		f, fl, err := renderFigures(out, prefix, labels[i], scenarioOrder(runs, g), completes[i], g)
+		figs, files = append(figs, f...), append(files, fl...)
+		if err != nil {
+			return files, err
+		}
 	}
 	r := &report.Report{Runs: runs, Analysis: an, Figures: figs}
 	for _, f := range []struct {
@@ -136,7 +146,10 @@ func scenarioOrder(runs []*metrics.Manifest, an *report.Analysis) []string {
 // cross-scenario chart of re-read tokens relative to spec into out/plots/<name>.{svg,png}, and
 // returns them as report figures with their SVG bytes, and the files written relative to out.
 // A chart with nothing to draw (plots.ErrNoSamples) is skipped.
-func renderFigures(out string, scenarios []string, samples []metrics.Sample, an *report.Analysis) (figs []report.Figure, files []string, err error) {
+//
+// prefix starts every chart's file name and setup is the figures' report.Figure.Setup (both ""
+// for runs of one setup).
+func renderFigures(out, prefix, setup string, scenarios []string, samples []metrics.Sample, an *report.Analysis) (figs []report.Figure, files []string, err error) {
 	if err := os.MkdirAll(filepath.Join(out, plotsDir), 0o755); err != nil {
 		return nil, nil, err
 	}
@@ -148,8 +161,11 @@ func renderFigures(out string, scenarios []string, samples []metrics.Sample, an 
 	// format and records it as a figure.
 	used := map[string]bool{}
 	save := func(scenario, name, title string, render func(w io.Writer, format string) error) error {
-		name = uniqueName(fileName(name), used)
-		fig := report.Figure{Scenario: scenario, Title: title, Files: map[string]string{}}
+		name = uniqueName(fileName(prefix+name), used)
+		if setup != "" {
+			title = "setup " + setup + ": " + title
+		}
+		fig := report.Figure{Scenario: scenario, Setup: setup, Title: title, Files: map[string]string{}}
 		for _, format := range []string{"svg", "png"} {
 			rel := path.Join(plotsDir, name+"."+format)
 			var buf bytes.Buffer

@@ -63,6 +63,9 @@ type runOptions struct {
 	Reliability reliabilityOptions
 	// Live are --driver and the live driver's bounds (live.go).
 	Live liveOptions
+	// Tags are the --tag key=value values; tags is them parsed (parseTags), before anything runs.
+	Tags []string
+	tags map[string]string
 	// changed reports whether a flag was given on the command line.
 	changed func(name string) bool
 }
@@ -127,6 +130,7 @@ up in a prefix-cache model (--cache-model); prefill time is a placeholder cost p
 	f.StringVar(&o.Remote.LlamaServer, "llamacpp", "", "with --backend llamacpp: a llama-server binary to start, serving --gguf (instead of --base-url)")
 	f.StringVar(&o.Remote.Pricing, "pricing", "", "a pricing file replacing the embedded table (cost_usd of cloud runs)")
 	f.BoolVar(&o.Warm, "warm", false, "keep the server's cache as each session finds it: no reset and no nonce (the manifest records cache_state warm)")
+	f.StringArrayVar(&o.Tags, "tag", nil, "a label of the run, key=value (repeatable), recorded in the manifest and shown in the report; not part of the setup")
 	f.StringVar(&o.CacheModel, "cache-model", cachesim.ModelLlamaCpp, "with --backend sim: the cache model ("+strings.Join(cachesim.ModelNames, ", ")+")")
 	addModelFlags(c, &o.Model)
 	addReliabilityFlags(c, &o.Reliability)
@@ -188,6 +192,9 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 		return err
 	}
 	if o.shard, err = checkShard(o); err != nil {
+		return err
+	}
+	if o.tags, err = parseTags(o.Tags); err != nil {
 		return err
 	}
 	switch o.Backend {
@@ -295,6 +302,9 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 		cfg.Settings["renderer"] = r // the report names the chat template's rules from it
 	}
 	o.Live.record(cfg.Settings)
+	if err := withSetup(&cfg, lab.LoopJSON, gguf, o.tags); err != nil {
+		return err
+	}
 	cfg.Shard = o.shard
 	cfg.Progress = newProgress(progress, cfg.Requests())
 	return runAndReport(ctx, s, cfg)
@@ -359,6 +369,9 @@ func runSim(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 		Warn: func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
 	}
 	o.Live.record(cfg.Settings)
+	if err := withSetup(&cfg, lab.LoopJSON, o.GGUF, o.tags); err != nil {
+		return err
+	}
 	cfg.Shard = o.shard
 	cfg.Progress = newProgress(r.progress, cfg.Requests())
 	return runAndReport(ctx, s, cfg)

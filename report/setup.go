@@ -1,0 +1,200 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"lab/metrics"
+)
+
+// SetupInfo describes one setup ([metrics.Setup]) of the runs a report reads: the runs of one
+// setup are pooled as repetitions, the runs of different setups never are.
+type SetupInfo struct {
+	// Label names the setup in the report: "A", "B", … in the order the runs were given.
+	Label string `json:"label"`
+	// Setup is what its runs measured with.
+	Setup metrics.Setup `json:"setup"`
+	// Runs are the run ids of its runs, in the order given.
+	Runs []string `json:"runs"`
+	// Unknown names what some run of the setup did not record, so that the report can say what
+	// its pooling could not check: "model file digest" (pooled by the model's name), "scenario
+	// contents of run R" (a run made before the lab recorded them), "host of run R".
+	Unknown []string `json:"unknown,omitempty"`
+}
+
+// SetupGroup is the runs of one setup and their samples, as [GroupSetups] returns them.
+type SetupGroup struct {
+	Info SetupInfo
+	// Runs are the manifests of the setup's runs, in the order given.
+	Runs []*metrics.Manifest
+	// Samples are the runs' samples, in the order given. Where a scenario name has more than one
+	// content among the runs ([metrics.Manifest].ScenarioDigests), each content is another
+	// scenario: its samples' Scenario is "<name> [content <first 12 hex digits>]" ("[content
+	// unknown]" for a run that did not record it), so that nothing downstream pools them.
+	Samples []metrics.Sample
+}
+
+// GroupSetups splits runs (and samples, matched to their run by run id) by setup, in the order
+// of each setup's first run; samples of a run id without a manifest go with the first setup when
+// there is only one, else into a group of their own whose setup is unknown. It returns nil when
+// there are no runs.
+func GroupSetups(runs []*metrics.Manifest, samples []metrics.Sample) []SetupGroup {
+	var groups []SetupGroup
+	byKey := map[string]int{}
+	ofRun := map[string]int{}
+	for _, m := range runs {
+		if m == nil {
+			continue
+		}
+		k := metrics.SetupOf(m).Key()
+		i, ok := byKey[k]
+		if !ok {
+			i = len(groups)
+			byKey[k] = i
+			groups = append(groups, SetupGroup{Info: SetupInfo{Label: setupLabel(i), Setup: metrics.SetupOf(m)}})
+		}
+		g := &groups[i]
+		g.Runs = append(g.Runs, m)
+		g.Info.Runs = append(g.Info.Runs, m.RunID)
+		ofRun[m.RunID] = i
+	}
+	if len(groups) == 0 {
+		return nil
+	}
+	orphan := -1
+	for i := range samples {
+		gi, ok := ofRun[samples[i].RunID]
+		if !ok {
+			if len(groups) == 1 {
+				gi = 0
+			} else {
+				if orphan < 0 {
+					orphan = len(groups)
+					groups = append(groups, SetupGroup{Info: SetupInfo{Label: setupLabel(orphan),
+						Unknown: []string{"the setup (samples of run ids without a manifest)"}}})
+				}
+				gi = orphan
+			}
+		}
+		groups[gi].Samples = append(groups[gi].Samples, samples[i])
+	}
+	for i := range groups {
+		splitContents(&groups[i])
+	}
+	return groups
+}
+
+// setupLabel returns "A" for 0, "B" for 1, …, "Z", then "AA", "AB", ….
+func setupLabel(i int) string {
+	s := ""
+	for i++; i > 0; i = (i - 1) / 26 {
+		s = string(rune('A'+(i-1)%26)) + s
+	}
+	return s
+}
+
+// splitContents renames the samples of a scenario with more than one content in g (see
+// [SetupGroup].Samples) and records in g.Info.Unknown what its runs did not record.
+func splitContents(g *SetupGroup) {
+	digest := map[string]map[string]string{} // run id → scenario → digest
+	for _, m := range g.Runs {
+		digest[m.RunID] = m.ScenarioDigests
+		if len(m.ScenarioDigests) == 0 {
+			g.Info.Unknown = append(g.Info.Unknown, "scenario contents of run "+orDash(m.RunID))
+		}
+		if m.Host == nil {
+			g.Info.Unknown = append(g.Info.Unknown, "host of run "+orDash(m.RunID))
+		}
+	}
+	if len(g.Runs) > 0 && g.Info.Setup.ModelDigest == "" {
+		g.Info.Unknown = append([]string{"model file digest"}, g.Info.Unknown...)
+	}
+	contents := map[string][]string{} // scenario → its distinct digests
+	for i := range g.Samples {
+		s := &g.Samples[i]
+		d := digest[s.RunID][s.Scenario]
+		if !slices.Contains(contents[s.Scenario], d) {
+			contents[s.Scenario] = append(contents[s.Scenario], d)
+		}
+	}
+	for i := range g.Samples {
+		s := &g.Samples[i]
+		if len(contents[s.Scenario]) > 1 {
+			s.Scenario = ContentName(s.Scenario, digest[s.RunID][s.Scenario])
+		}
+	}
+}
+
+// ContentName is the name a report gives scenario name of content digest when the runs it
+// pools hold the name with more than one content: "midnight [content 1a2b3c4d5e6f]", or
+// "midnight [content unknown]" for a run that did not record it.
+func ContentName(name, digest string) string {
+	if digest == "" {
+		return name + " [content unknown]"
+	}
+	return fmt.Sprintf("%s [content %s]", name, metrics.ShortDigest(digest))
+}
+
+// Groups returns the analyses a report shows: [Analysis].Setups when the runs are of several
+// setups, else a itself.
+func (a *Analysis) Groups() []*Analysis {
+	if len(a.Setups) > 0 {
+		return a.Setups
+	}
+	return []*Analysis{a}
+}
+
+// describe is the one-line description of a setup for people: "backend sim, server version
+// cachesim llamacpp, model qwen3 (model file digest unknown), num_ctx 32,768, cache start cold,
+// cache_model=llamacpp, driver=scripted".
+func (s *SetupInfo) describe() string {
+	st := s.Setup
+	digest := "model file digest unknown"
+	if st.ModelDigest != "" {
+		digest = "model file " + st.ModelDigest
+	}
+	parts := []string{
+		"backend " + orDash(st.Backend), "server version " + orDash(st.ServerVersion),
+		fmt.Sprintf("model %s (%s)", orDash(st.Model), digest), "num_ctx " + numCtx(st.NumCtx), "cache start " + orDash(st.CacheStart),
+	}
+	for _, k := range metrics.SetupSettings {
+		if v, ok := st.Settings[k]; ok {
+			parts = append(parts, k+"="+inline(v))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// setupDiffs names what differs between the setups of groups: each part of [metrics.Setup.Parts]
+// whose value is not the same in all, with the values per setup ("cache_model: A llamacpp, B
+// vllm").
+func setupDiffs(groups []*Analysis) []string {
+	var out []string
+	if len(groups) == 0 || groups[0].Setup == nil {
+		return nil
+	}
+	first := groups[0].Setup.Setup.Parts()
+	for i, p := range first {
+		same := true
+		vals := make([]string, len(groups))
+		for j, g := range groups {
+			if g.Setup == nil {
+				return out
+			}
+			v := g.Setup.Setup.Parts()[i].Value
+			same = same && v == p.Value
+			if v == "" {
+				v = "none"
+				if i < 4 { // backend, server version, model, model file digest
+					v = "unknown"
+				}
+			}
+			vals[j] = g.Setup.Label + " " + v
+		}
+		if !same {
+			out = append(out, p.Name+": "+strings.Join(vals, ", "))
+		}
+	}
+	return out
+}

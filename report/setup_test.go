@@ -1,0 +1,152 @@
+package report_test
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+
+	"lab/metrics"
+	"lab/report"
+)
+
+// setupRuns returns the manifests of repsFixture's runs r1 (2 repetitions) and r2 (1), sim runs
+// of midnight with the given cache models and midnight content digests.
+func setupRuns(cache1, cache2, digest1, digest2 string) []*metrics.Manifest {
+	mk := func(id, cache, digest string, reps int) *metrics.Manifest {
+		m := testManifest()
+		m.RunID, m.Repetitions, m.Backend, m.ServerVersion = id, reps, "sim", "cachesim "+cache
+		m.Scenarios = []string{"midnight"}
+		m.Settings = map[string]string{"driver": "scripted", "cache_model": cache, "lab_run_flags": `{"run-id":"` + id + `"}`}
+		if digest != "" {
+			m.ScenarioDigests = map[string]string{"midnight": digest}
+		}
+		return m
+	}
+	return []*metrics.Manifest{mk("r1", cache1, digest1, 2), mk("r2", cache2, digest2, 1)}
+}
+
+// repsOf returns the repetitions (run id/repetition) of scenario × arm in a.
+func repsOf(a *report.Analysis, scenario, arm string) []string {
+	for _, sc := range a.Scenarios {
+		if sc.Scenario != scenario {
+			continue
+		}
+		var out []string
+		if st := sc.Arm(arm); st != nil {
+			for _, r := range st.Reps {
+				out = append(out, r.RunID+"/"+string(rune('0'+r.Repetition)))
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// Runs of different setups (here the sim's cache model) are never pooled as repetitions: each
+// setup is analysed alone, its arms compared with its own spec arm; the report gives each its
+// section and sets them side by side; CSV and benchfmt keep them apart by setup label.
+func TestAnalyzeRunsKeepsSetupsApart(t *testing.T) {
+	t.Parallel()
+	runs := setupRuns("llamacpp", "vllm", "sha256:aa", "sha256:aa")
+	a := report.AnalyzeRuns(runs, repsFixture())
+	if len(a.Setups) != 2 || len(a.Scenarios) != 0 {
+		t.Fatalf("two setups: %d setup analyses, %d pooled scenarios; want 2 and none", len(a.Setups), len(a.Scenarios))
+	}
+	A, B := a.Setups[0], a.Setups[1]
+	if A.Setup.Label != "A" || !slices.Equal(A.Setup.Runs, []string{"r1"}) || B.Setup.Label != "B" || !slices.Equal(B.Setup.Runs, []string{"r2"}) {
+		t.Errorf("setups %+v, %+v", A.Setup, B.Setup)
+	}
+	if got := repsOf(A, "midnight", "spec"); !slices.Equal(got, []string{"r1/1", "r1/2"}) {
+		t.Errorf("setup A's spec repetitions %v; want r1/1 r1/2", got)
+	}
+	if got := repsOf(B, "midnight", report.CliffArm); !slices.Equal(got, []string{"r2/1"}) {
+		t.Errorf("setup B's date arm repetitions %v; want r2/1", got)
+	}
+	if v := B.Scenarios[0].Arm(report.CliffArm).VsSpec; v == nil || v.Pairs != 1 {
+		t.Errorf("setup B's comparison with spec: %+v; want 1 pair, its own spec arm", v)
+	}
+
+	var text bytes.Buffer
+	if err := report.Text(&text, &report.Report{Runs: runs, Analysis: a}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Run r1 (setup A):", "These runs are of 2 setups", "They differ in: server version: A cachesim llamacpp, B cachesim vllm; cache_model: A llamacpp, B",
+		"re-read tokens (A)", "re-read tokens (B)", "\nSetup A\n", "\nSetup B\n", "Runs r2: backend sim"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, text.String())
+		}
+	}
+	var csv bytes.Buffer
+	if err := report.CSV(&csv, &report.Report{Runs: runs, Analysis: a}); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(csv.String()), "\n"); len(lines) != 7 || !strings.HasSuffix(lines[1], ",A") || !strings.HasSuffix(lines[6], ",B") ||
+		!strings.HasPrefix(lines[1], "midnight,spec,2,") || !strings.HasPrefix(lines[4], "midnight,spec,1,") {
+		t.Errorf("csv: want a header and 3 arms per setup, setup A's spec of 2 repetitions, B's of 1:\n%s", csv.String())
+	}
+	var bench bytes.Buffer
+	if err := report.Benchfmt(&bench, &report.Report{Runs: runs, Analysis: a}); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(bench.String(), "/arm=spec/setup=A "); n != 2 || strings.Count(bench.String(), "/arm=spec/setup=B ") != 1 {
+		t.Errorf("benchfmt: %d lines of spec in setup A; want 2, and 1 in B:\n%s", n, bench.String())
+	}
+}
+
+// Runs of one setup pool as repetitions; a scenario whose content differs between them is two
+// scenarios; runs without digests (made before the lab recorded them) pool, and the analysis
+// names what was not recorded.
+func TestAnalyzeRunsPoolsOneSetup(t *testing.T) {
+	t.Parallel()
+	a := report.AnalyzeRuns(setupRuns("llamacpp", "llamacpp", "sha256:aa", "sha256:aa"), repsFixture())
+	if len(a.Setups) != 0 || a.Setup == nil || !slices.Equal(a.Setup.Runs, []string{"r1", "r2"}) {
+		t.Fatalf("one setup: %d setups, setup %+v", len(a.Setups), a.Setup)
+	}
+	if got := repsOf(a, "midnight", "spec"); len(got) != 3 {
+		t.Errorf("one setup: spec repetitions %v; want all 3 pooled", got)
+	}
+
+	a = report.AnalyzeRuns(setupRuns("llamacpp", "llamacpp", "sha256:aaaaaaaaaaaaaaaa", "sha256:bbbbbbbbbbbbbbbb"), repsFixture())
+	one, other := report.ContentName("midnight", "sha256:aaaaaaaaaaaaaaaa"), report.ContentName("midnight", "sha256:bbbbbbbbbbbbbbbb")
+	if one != "midnight [content aaaaaaaaaaaa]" {
+		t.Errorf("content name %q", one)
+	}
+	if got := repsOf(a, one, "spec"); !slices.Equal(got, []string{"r1/1", "r1/2"}) {
+		t.Errorf("midnight of one content: spec repetitions %v; want r1's", got)
+	}
+	if got := repsOf(a, other, "spec"); !slices.Equal(got, []string{"r2/1"}) {
+		t.Errorf("midnight of the other content: spec repetitions %v; want r2's", got)
+	}
+	if got := repsOf(a, "midnight", "spec"); got != nil {
+		t.Errorf("a scenario named midnight pooling both contents: %v", got)
+	}
+
+	a = report.AnalyzeRuns(setupRuns("llamacpp", "llamacpp", "", ""), repsFixture())
+	if got := repsOf(a, "midnight", "spec"); len(got) != 3 || a.Setup == nil ||
+		!slices.Equal(a.Setup.Unknown, []string{"model file digest", "scenario contents of run r1", "host of run r1", "scenario contents of run r2", "host of run r2"}) {
+		t.Errorf("old runs: spec repetitions %v, unknown %v", got, a.Setup)
+	}
+}
+
+// A comparison of different setups, made because the difference is the point, says so first.
+func TestComparisonNamesSetupChanges(t *testing.T) {
+	t.Parallel()
+	a := report.Analyze(repsFixture())
+	c := report.Compare(a, a, 0.05)
+	c.SetupChanges = []string{"cache_model llamacpp vs vllm"}
+	c.Unverified = []string{"model file digest"}
+	c.Notes = []string{"CPU X vs Y"}
+	for _, format := range []string{"text", "markdown"} {
+		var b bytes.Buffer
+		if err := c.Write(&b, format); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"differ in setup, compared because the difference is the point: cache_model llamacpp vs vllm.",
+			"not checked to be the same: model file digest.", "not part of the setup): CPU X vs Y."} {
+			if !strings.Contains(b.String(), want) {
+				t.Errorf("%s comparison lacks %q:\n%s", format, want, b.String())
+			}
+		}
+	}
+}
