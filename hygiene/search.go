@@ -27,14 +27,15 @@ func (s *Session) Search(tool string, args json.RawMessage, text string) string 
 	idx := s.searchIdx[key]
 	for i := len(idx) - 1; i >= 0; i-- {
 		prev := s.searches[idx[i]]
-		if prev.text == text {
+		if !prev.gone && prev.text == text {
 			id := s.nextID()
-			s.keep("["+id+"]\n"+text, len(id)+3)
+			s.store = append(s.store, stored{text: "[" + id + "]\n" + text, body: len(id) + 3, ref: prev.id, search: true})
 			return "[" + id + "] " + fill(s.cfg.Dedupe.Same, "id", prev.id)
 		}
 	}
 	out, id := s.result(text)
 	s.searches = append(s.searches, searchEntry{key: key, id: id, text: text, turn: s.turn})
+	s.store[len(s.store)-1].entry = len(s.searches)
 	s.searchIdx[key] = append(s.searchIdx[key], len(s.searches)-1)
 	return out
 }
