@@ -13,7 +13,8 @@ import (
 // what is stored under the stub's id is the text it stands for (§1). Otherwise the call is
 // answered like [Session.Result] (id, cap) and, for a tool in dedupe.by_result, becomes an entry
 // of the dedupe table. Every full result with the same arguments stays an entry while it is in the
-// request, so after A→X, A→Y a third A→X names the first: its text is in front of the model.
+// request, so after A→X, A→Y a third A→X names the first: its text is in front of the model; one
+// a harness practice removed from the request ([Session.Withdraw]) is no entry any more.
 //
 // The call is run again by the caller and its text compared, so a change from anywhere shows up
 // as a full result. Other tools are never deduplicated. Arguments that are not valid JSON are

@@ -284,9 +284,9 @@ type ReadRequest struct {
 // length in lines and the first sha_digits hex digits of the SHA-256 of the content, then the
 // lines as "N: text"; the empty file as "[#id path empty sha …]". Reads are not capped (§3): the
 // window is read.window_lines lines from the offset. With §2 on, a read whose file has the same
-// content hash as an earlier full read of the same file (absolute path) still in the dedupe table,
-// and whose lines lie wholly inside that read's lines, is answered with a stub naming the newest
-// such full read; a stub is stored as the full read it stands for (§1) but is never itself a
+// content hash as an earlier full read of the same file (absolute path) still in the dedupe table
+// (not taken back by a rewind, a compaction or [Session.Withdraw]), and whose lines lie wholly
+// inside that read's lines, is answered with a stub naming the newest such full read; a stub is stored as the full read it stands for (§1) but is never itself a
 // read a later stub points at. An offset past the end of the file is an error answer naming the
 // absolute path, inserted like [Session.Result].
 //
