@@ -47,8 +47,9 @@ type RunConfig struct {
 	// SaveRequests writes every request body to requests.jsonl beside the samples.
 	SaveRequests bool
 	// SandboxDir is where each session's workspace is written (into SandboxDir/<project>); ""
-	// means <temp>/lab-sandbox/s<N>, the first slot no other lab process holds (so the same for
-	// every run made one at a time), emptied at the end.
+	// means <temp>/lab-sandbox/<scenario>, held by the session while it runs (a session of the
+	// same scenario in another lab process waits for it) and emptied after: the same path in
+	// every run, whatever else runs on the machine.
 	SandboxDir string
 	// Settings are recorded in the manifest as they are (flags, model options).
 	Settings map[string]string
@@ -182,17 +183,6 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 		dir = metrics.RunDir(cfg.ResultsDir, runID)
 	}
 	files := filesOf(dir, layout, cfg.Shard)
-	// The sandbox's path appears in answers that name absolute paths (errors, search results):
-	// the same path for every arm of the run, and from run to run.
-	sandbox := cfg.SandboxDir
-	if sandbox == "" {
-		sb, release, err := claimSandbox()
-		if err != nil {
-			return "", nil, err
-		}
-		defer release()
-		sandbox = sb
-	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", nil, fmt.Errorf("run: %w", err)
 	}
@@ -321,6 +311,21 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 		if err := ctx.Err(); err != nil {
 			return dir, man, fmt.Errorf("interrupted before %s/%s repetition %d: %w", scen.Name, arm.Name, rep, err)
 		}
+		// The sandbox's path appears in answers that name absolute paths (errors, search
+		// results): the same path for every arm of the run, from run to run, and whatever other
+		// lab processes run (claimSandbox).
+		sandbox, release := cfg.SandboxDir, func() {}
+		if sandbox == "" {
+			sb, rel, err := claimSandbox(ctx, scen.Name, func(sb, lock string) {
+				if cfg.Warn != nil {
+					cfg.Warn(fmt.Errorf("%s/%s: waiting for the sandbox %s, which another lab process holds (lock %s)", scen.Name, arm.Name, sb, lock))
+				}
+			})
+			if err != nil {
+				return dir, man, fmt.Errorf("%s/%s repetition %d: %w", scen.Name, arm.Name, rep, err)
+			}
+			sandbox, release = sb, rel
+		}
 		rows := 0
 		sc := SessionConfig{
 			Scenario: scen, Arm: arm, Repetition: rep, RunID: runID, Loop: cfg.Loop, Backend: cfg.Backend,
@@ -346,6 +351,7 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 			sc.Requests = reqFile
 		}
 		serr := RunSession(ctx, sc)
+		release()
 		// The session's outcome goes to the manifest at once: a run killed later still
 		// says which sessions are whole.
 		rec := metrics.SessionRecord{Scenario: sc.Scenario.Name, Arm: arm.Name, Repetition: rep, Requests: rows, Complete: serr == nil}

@@ -3,45 +3,63 @@
 package harness
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 )
 
-// claimSandbox returns the sandbox folder for a run: <temp>/lab-sandbox/s<N>, the first slot no
-// other lab process holds, and a release func that empties it and lets it go. The path appears
-// in answers that name absolute paths (errors, search results: spec 3.2.0 §1, §11), so it must
-// not depend on the run id: with one run at a time it is always s0, and every run of a scenario
-// sends the same bytes. A slot is held by an flock(2) on <slot>.lock, which the kernel drops when
-// the process ends, so a crashed run blocks nothing.
-func claimSandbox() (dir string, release func(), err error) {
+// claimSandbox returns the sandbox folder of a session of the scenario named key:
+// <temp>/lab-sandbox/<key>, and a release func that empties it and lets it go. The path appears
+// in answers that name absolute paths (errors, search results: spec 3.2.0 §1, §11), so it
+// depends on nothing but the scenario's name and the machine's temporary folder: not on the run
+// id, nor on how many other lab processes run at once, so every session of a scenario sends the
+// same bytes. The folder is held by an flock(2) on <temp>/lab-sandbox/.locks/<key>, which the
+// kernel drops when the process ends, so a crashed run blocks nothing. When another process
+// holds it (a session of the same scenario), claimSandbox calls waiting once with the folder and
+// the lock file, and waits, polling, until it is free or ctx ends (then ctx's error). key is a
+// scenario name ([Scenario].Name: no '/', never starting with '.', so no lock file meets a
+// sandbox folder).
+func claimSandbox(ctx context.Context, key string, waiting func(dir, lock string)) (dir string, release func(), err error) {
 	root := filepath.Join(os.TempDir(), "lab-sandbox")
-	if err := os.MkdirAll(root, 0o755); err != nil {
+	locks := filepath.Join(root, ".locks")
+	if err := os.MkdirAll(locks, 0o755); err != nil {
 		return "", nil, fmt.Errorf("create the sandbox folder: %w", err)
 	}
-	for i := 0; i < 1000; i++ {
-		dir := filepath.Join(root, fmt.Sprintf("s%d", i))
-		f, err := os.OpenFile(dir+".lock", os.O_RDWR|os.O_CREATE, 0o644)
-		if err != nil {
-			return "", nil, fmt.Errorf("claim a sandbox: %w", err)
-		}
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			continue
-		}
-		if err != nil {
-			f.Close()
-			return "", nil, fmt.Errorf("claim a sandbox (%s): %w", dir, err)
-		}
-		os.RemoveAll(dir) // what a crashed run left
-		return dir, func() {
-			os.RemoveAll(dir)
-			syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-			f.Close()
-		}, nil
+	dir = filepath.Join(root, key)
+	lock := filepath.Join(locks, key)
+	f, err := os.OpenFile(lock, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return "", nil, fmt.Errorf("claim the sandbox %s: %w", dir, err)
 	}
-	return "", nil, fmt.Errorf("claim a sandbox: 1000 slots in %s are held", root)
+	told := false
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return "", nil, fmt.Errorf("claim the sandbox %s: %w", dir, err)
+		}
+		if !told && waiting != nil {
+			waiting(dir, lock)
+			told = true
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return "", nil, fmt.Errorf("claim the sandbox %s: %w", dir, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	os.RemoveAll(dir) // what a crashed run left
+	return dir, func() {
+		os.RemoveAll(dir)
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
 }

@@ -222,6 +222,10 @@ type Call struct {
 	Args json.RawMessage
 	// Line is the call's line in the scenario file.
 	Line int
+	// ExpectError says the call answers an error on purpose (a read of a file deleted from
+	// outside, say): the loader does not check that its paths exist (scenario.yaml
+	// `expect_error: true` beside the call's tool).
+	ExpectError bool
 }
 
 // SyntaxError is a problem in a scenario file, at a line: it prints as "file:line: message".
@@ -291,6 +295,12 @@ func LoadScenarioFS(fsys fs.FS, name, shown string) (*Scenario, error) {
 		if _, err := inside(f.Name); err != nil || f.Name == "." {
 			return nil, &SyntaxError{File: shown, Msg: fmt.Sprintf("workspace %q: file %q: %v", s.Workspace, f.Name, err)}
 		}
+	}
+	if err := checkArchive(path.Join(path.Dir(filepath.ToSlash(shown)), s.Workspace), arch, s.Files); err != nil {
+		return nil, err
+	}
+	if err := checkPaths(s); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -741,8 +751,24 @@ func (a *AssistantStep) decode(n *yaml.Node) error {
 }
 
 func decodeCall(n *yaml.Node) (Call, error) {
-	if n.Kind != yaml.MappingNode || len(n.Content) != 2 {
-		return Call{}, &SyntaxError{Line: n.Line, Msg: "a call is a one-key mapping, tool: {arguments}"}
+	if n.Kind != yaml.MappingNode || (len(n.Content) != 2 && len(n.Content) != 4) {
+		return Call{}, &SyntaxError{Line: n.Line, Msg: "a call is a mapping tool: {arguments}, with expect_error: true beside it when its error is the point"}
+	}
+	expect := false
+	if len(n.Content) == 4 {
+		// tool: {arguments} and expect_error: true, in either order.
+		i := 0
+		if n.Content[0].Value == "expect_error" {
+			i = 2
+		}
+		flag := resolve(n.Content[2-i+1])
+		if k := n.Content[2-i]; k.Value != "expect_error" {
+			return Call{}, &SyntaxError{Line: k.Line, Msg: fmt.Sprintf("call: unknown field %q beside the tool %q (want expect_error)", k.Value, n.Content[i].Value)}
+		}
+		if flag.Kind != yaml.ScalarNode || flag.ShortTag() != "!!bool" || flag.Decode(&expect) != nil {
+			return Call{}, &SyntaxError{Line: flag.Line, Msg: "expect_error: want true or false"}
+		}
+		n = &yaml.Node{Kind: yaml.MappingNode, Line: n.Line, Content: n.Content[i : i+2]}
 	}
 	key, val := n.Content[0], resolve(n.Content[1])
 	if val.Kind != yaml.MappingNode {
@@ -752,7 +778,7 @@ func decodeCall(n *yaml.Node) (Call, error) {
 	if err != nil {
 		return Call{}, &SyntaxError{Line: val.Line, Msg: key.Value + ": " + err.Error()}
 	}
-	return Call{Tool: key.Value, Args: args, Line: key.Line}, nil
+	return Call{Tool: key.Value, Args: args, Line: key.Line, ExpectError: expect}, nil
 }
 
 // decodeStrict decodes a mapping node into v, refusing keys not in allowed (checked at every

@@ -114,7 +114,8 @@ func RunSession(ctx context.Context, cfg SessionConfig) error {
 		mode = "default"
 	}
 	r := &runner{cfg: cfg, hs: hs, ws: ws, clock: sc.Start, contextBlock: contextBlock,
-		mode: mode, promptMode: mode, mcpResults: map[string]string{}, pending: map[string]string{}, commandRuns: map[string]int{}}
+		mode: mode, promptMode: mode, mcpResults: map[string]string{}, pending: map[string]string{}, commandRuns: map[string]int{},
+		resultOf: map[string]string{}, withdrawn: map[string]bool{}}
 	r.tools = r.toolList()
 	r.system = r.buildSystem() // §10.1: built once, when the session starts
 	if cfg.Driver.Live() {
@@ -179,6 +180,11 @@ type runner struct {
 	mcpResults map[string]string
 	// pruned is the history index below which tool results are pruned (the prune practice).
 	pruned int
+	// resultOf maps a tool call's id to the id of the result the hygiene session gave it (§1);
+	// withdrawn holds the result ids a practice removed from the requests, which the hygiene
+	// session was told of ([hygiene.Session.Withdraw]).
+	resultOf  map[string]string
+	withdrawn map[string]bool
 	// commandRuns counts the bash calls of each command so far.
 	commandRuns map[string]int
 	// pending holds the changes (kind → value) the next user message carries as a note (§10.3).
@@ -345,9 +351,19 @@ func (r *runner) toolList() []chat.Tool {
 	return tools
 }
 
-// runTool runs one call: an MCP tool answers its scripted result; a tool the mode forbids
-// answers loop.json's `unavailable` text (§10.4); any other runs in the workspace.
+// runTool runs one call and records the id of the result the hygiene session gave it (§1).
 func (r *runner) runTool(tc chat.ToolCall) string {
+	before := r.hs.LastID()
+	out := r.callTool(tc)
+	if id := r.hs.LastID(); id != before {
+		r.resultOf[tc.ID] = id
+	}
+	return out
+}
+
+// callTool runs one call: an MCP tool answers its scripted result; a tool the mode forbids
+// answers loop.json's `unavailable` text (§10.4); any other runs in the workspace.
+func (r *runner) callTool(tc chat.ToolCall) string {
 	if res, ok := r.mcpResults[tc.Name]; ok {
 		return r.hs.Result(res)
 	}
@@ -401,7 +417,32 @@ func (r *runner) request() *chat.Request {
 
 // practiceOnResults applies the arm's practices that rewrite earlier tool output (pruning in
 // place, keeping the last N observations), returning a copy; the stored history stays whole.
+// A result the practice removed leaves the hygiene session's dedupe table, so no later re-read
+// or search is a stub naming it; and a stub already in the history whose result the practice
+// removed is sent as the full answer it stands for (spec 3.2.0 §2: "A stub names only a result
+// that is in the request being built"; §6 alike). The stub lies after the result it names, so
+// the request already differs from the cache before it: sending it in full costs its tokens, and
+// no earlier divergence.
 func (r *runner) practiceOnResults(history []chat.Message) []chat.Message {
+	out := r.practiceRemove(history)
+	if len(r.withdrawn) == 0 {
+		return out
+	}
+	for i, m := range out {
+		if m.Role != chat.RoleTool || m.Content != history[i].Content {
+			continue
+		}
+		id := r.resultOf[m.ToolCallID]
+		if ref, ok := r.hs.StubOf(id); ok && r.withdrawn[ref] {
+			out[i].Content, _ = r.hs.Unstubbed(id)
+		}
+	}
+	return out
+}
+
+// practiceRemove replaces the tool results the arm's practice removes with its text and tells the
+// hygiene session which results left the request.
+func (r *runner) practiceRemove(history []chat.Message) []chat.Message {
 	p := r.cfg.Arm.Practice
 	if p.PruneAfterChars == 0 && p.KeepLastResults == 0 {
 		return history
@@ -433,6 +474,15 @@ func (r *runner) practiceOnResults(history []chat.Message) []chat.Message {
 			if i < r.pruned {
 				out[i].Content = PrunedText
 			}
+		}
+	}
+	for _, i := range results {
+		if out[i].Content == history[i].Content {
+			continue
+		}
+		if id := r.resultOf[history[i].ToolCallID]; id != "" && !r.withdrawn[id] {
+			r.withdrawn[id] = true
+			r.hs.Withdraw(id)
 		}
 	}
 	return out

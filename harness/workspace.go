@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -12,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/aymanbagabas/go-udiff"
 	"github.com/bmatcuk/doublestar/v4"
@@ -134,6 +136,65 @@ func (w *Workspace) resolve(p string) (string, error) {
 // within reports whether path is root or below it.
 func within(root, path string) bool {
 	return path == root || strings.HasPrefix(path, root+string(filepath.Separator))
+}
+
+// walk calls fn for every regular file below the folder dir (a path [Workspace.resolve]
+// returned), in lexical order, with its absolute path as the walk reached it (dir joined with the
+// names on the way) and that path relative to dir, '/'-separated. Like grep -R it follows a link
+// to a folder inside the project (the files below are named through the link) and a link to a
+// file inside it; a link leading outside the project, or to nothing, is not followed, nor one to
+// a folder the walk is already inside (a cycle). Named pipes, sockets and devices are left out.
+// An error reading a folder, or fn's error, ends the walk with it.
+func (w *Workspace) walk(dir string, fn func(abs, rel string) error) error {
+	root, err := filepath.EvalSymlinks(w.Root)
+	if err != nil {
+		return err
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return err
+	}
+	inside := map[string]bool{} // the real folders on the way down from dir
+	var visit func(abs, rel, real string) error
+	visit = func(abs, rel, real string) error {
+		inside[real] = true
+		defer delete(inside, real)
+		entries, err := os.ReadDir(abs)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			p, r, pr := filepath.Join(abs, e.Name()), path.Join(rel, e.Name()), filepath.Join(real, e.Name())
+			mode := e.Type()
+			if mode&fs.ModeSymlink != 0 {
+				target, err := filepath.EvalSymlinks(p)
+				if err != nil || !within(root, target) {
+					continue // a link to nothing, or leading outside the project
+				}
+				fi, err := os.Stat(target)
+				if err != nil {
+					continue
+				}
+				mode, pr = fi.Mode().Type(), target
+			}
+			switch {
+			case mode&fs.ModeDir != 0:
+				if inside[pr] {
+					continue // a link back to a folder the walk is in
+				}
+				if err := visit(p, r, pr); err != nil {
+					return err
+				}
+			case mode == 0:
+				if err := fn(p, r); err != nil {
+					return err
+				}
+			}
+			// Anything else is a named pipe, a socket or a device: left out.
+		}
+		return nil
+	}
+	return visit(dir, "", real)
 }
 
 // readDescription describes the read tool as the session's measures make it answer (§1, §2).
@@ -265,12 +326,93 @@ const MaxFileBytes = 10 << 20
 // errTooLarge marks a file larger than [MaxFileBytes].
 var errTooLarge = errors.New("too large")
 
-// readFile reads the file at abs, refusing one larger than [MaxFileBytes].
+// errNotRegular marks a named pipe, a socket or a device: the tools open regular files and
+// folders only, so that no call waits for a pipe's other end or reads a device without end.
+var errNotRegular = errors.New("not a regular file")
+
+// notRegular describes a file that is neither a regular file nor a folder, wrapping
+// errNotRegular; nil for a regular file or a folder.
+func notRegular(mode fs.FileMode) error {
+	var kind string
+	switch t := mode.Type(); {
+	case t == 0 || t&fs.ModeDir != 0:
+		return nil
+	case t&fs.ModeNamedPipe != 0:
+		kind = "a named pipe"
+	case t&fs.ModeSocket != 0:
+		kind = "a socket"
+	case t&fs.ModeDevice != 0:
+		kind = "a device"
+	default:
+		kind = "a special file"
+	}
+	return fmt.Errorf("%s, %w: the tools open only files and folders", kind, errNotRegular)
+}
+
+// openChecked opens abs with flag (and [openNoBlock], so a named pipe cannot make it wait) after
+// checking that it is no named pipe, socket or device, and checks the opened file again (it may
+// have been replaced in between). A folder opens (read-only); the caller checks for one.
+func openChecked(abs string, flag int) (*os.File, fs.FileInfo, error) {
+	if fi, err := os.Stat(abs); err == nil {
+		if err := notRegular(fi.Mode()); err != nil {
+			return nil, nil, err
+		}
+	}
+	f, err := os.OpenFile(abs, flag|openNoBlock, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		err = notRegular(fi.Mode())
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
+}
+
+// readFile reads the file at abs, refusing one larger than [MaxFileBytes], a folder ("is a
+// directory") and a named pipe, socket or device ([errNotRegular]).
 func readFile(abs string) ([]byte, error) {
-	if fi, err := os.Stat(abs); err == nil && fi.Mode().IsRegular() && fi.Size() > MaxFileBytes {
+	f, fi, err := openChecked(abs, os.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi.IsDir() {
+		return nil, syscall.EISDIR
+	}
+	if fi.Size() > MaxFileBytes {
 		return nil, fmt.Errorf("the file is %d bytes, more than the %d the tools read: %w", fi.Size(), MaxFileBytes, errTooLarge)
 	}
-	return os.ReadFile(abs)
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("the file is more than the %d bytes the tools read: %w", MaxFileBytes, errTooLarge)
+	}
+	return data, nil
+}
+
+// writeFile writes data to the file at abs, created when there is none, refusing a named pipe, a
+// socket or a device ([errNotRegular]) instead of waiting on it.
+func writeFile(abs string, data []byte) error {
+	f, fi, err := openChecked(abs, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		f.Close()
+		return syscall.EISDIR
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // checkSize refuses content larger than [MaxFileBytes].
@@ -300,6 +442,8 @@ func (w *Workspace) list(s *hygiene.Session, raw json.RawMessage, a callArgs) (s
 	}
 	if fi, err := os.Stat(abs); err != nil {
 		return "", fmt.Errorf("list %s: %w", abs, unwrapPathError(err))
+	} else if err := notRegular(fi.Mode()); err != nil {
+		return "", fmt.Errorf("list %s: %w", abs, err)
 	} else if !fi.IsDir() {
 		return "", fmt.Errorf("list %s: not a directory (read shows a file)", abs)
 	}
@@ -310,6 +454,9 @@ func (w *Workspace) list(s *hygiene.Session, raw json.RawMessage, a callArgs) (s
 		}
 		if p == abs {
 			return nil
+		}
+		if notRegular(d.Type()) != nil && d.Type()&fs.ModeSymlink == 0 {
+			return nil // a named pipe, socket or device: the tools show only files and folders
 		}
 		// §1: a search's results (a listing among them, §6) name the absolute path.
 		if d.IsDir() {
@@ -331,8 +478,10 @@ func (w *Workspace) list(s *hygiene.Session, raw json.RawMessage, a callArgs) (s
 // (github.com/bmatcuk/doublestar syntax), each by its absolute path (spec 3.2.0 §1: a search's
 // results name the absolute path), sorted; like list and grep it is deduplicated by result (§6,
 // loop.json dedupe.by_result). A pattern may start with a folder, relative or absolute (§11:
-// absolute paths are accepted): the folder is resolved in the sandbox like any path. Links are
-// not followed, so no name outside the project is shown.
+// absolute paths are accepted): the folder is resolved in the sandbox like any path. The files
+// are those [Workspace.walk] meets: a link to a folder inside the project is followed (its files
+// named through the link), one leading outside is not, so no name outside the project is shown;
+// named pipes, sockets and devices are left out.
 func (w *Workspace) glob(s *hygiene.Session, raw json.RawMessage, a callArgs) (string, error) {
 	if a.Pattern == "" {
 		return "", fmt.Errorf("glob: pattern is required")
@@ -358,32 +507,15 @@ func (w *Workspace) glob(s *hygiene.Session, raw json.RawMessage, a callArgs) (s
 	} else if !fi.IsDir() {
 		return "", fmt.Errorf("glob %s: not a directory", abs)
 	}
-	matches, err := doublestar.Glob(os.DirFS(abs), pattern, doublestar.WithNoFollow(), doublestar.WithFilesOnly())
-	if err != nil {
-		return "", fmt.Errorf("glob %s: %w", abs, err)
-	}
-	// WithNoFollow does not stop doublestar from following a link that a pattern names by a
-	// literal component after a meta character ("{out,sub}/*.go" follows out): drop each match
-	// under a folder that is a link, as ** drops them.
-	linked := map[string]bool{}
-	isLink := func(dir string) bool {
-		l, ok := linked[dir]
-		if !ok {
-			fi, err := os.Lstat(filepath.Join(abs, filepath.FromSlash(dir)))
-			l = err != nil || fi.Mode()&fs.ModeSymlink != 0
-			linked[dir] = l
-		}
-		return l
-	}
 	var out []string
-	for _, m := range matches {
-		through := false
-		for d := path.Dir(m); d != "." && !through; d = path.Dir(d) {
-			through = isLink(d)
+	err = w.walk(abs, func(p, rel string) error {
+		if doublestar.MatchUnvalidated(pattern, rel) {
+			out = append(out, p)
 		}
-		if !through {
-			out = append(out, filepath.Join(abs, filepath.FromSlash(m)))
-		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("glob %s: %w", abs, unwrapPathError(err))
 	}
 	if len(out) == 0 {
 		return s.Search("glob", raw, "No files match."), nil
@@ -392,8 +524,11 @@ func (w *Workspace) glob(s *hygiene.Session, raw json.RawMessage, a callArgs) (s
 	return s.Search("glob", raw, strings.Join(out, "\n")), nil
 }
 
-// grep names each match by its absolute path (spec 3.2.0 §1: a search's results name the
-// absolute path).
+// grep searches a file, or the files [Workspace.walk] meets under a folder (links to folders
+// inside the project followed, named pipes, sockets and devices left out, files over
+// [MaxFileBytes] not searched), and names each match by its absolute path (spec 3.2.0 §1: a
+// search's results name the absolute path). A path that is a named pipe, socket or device is an
+// error.
 func (w *Workspace) grep(s *hygiene.Session, raw json.RawMessage, a callArgs) (string, error) {
 	re, err := regexp.Compile(a.Pattern)
 	if err != nil {
@@ -404,16 +539,7 @@ func (w *Workspace) grep(s *hygiene.Session, raw json.RawMessage, a callArgs) (s
 		return "", err
 	}
 	var out []string
-	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		if d.Type()&fs.ModeSymlink != 0 {
-			// A link is searched where it leads, inside the project only.
-			if _, err := w.resolve(p); err != nil {
-				return nil
-			}
-		}
+	search := func(p string) error {
 		data, err := readFile(p)
 		if errors.Is(err, errTooLarge) {
 			return nil // not searched
@@ -427,7 +553,15 @@ func (w *Workspace) grep(s *hygiene.Session, raw json.RawMessage, a callArgs) (s
 			}
 		}
 		return nil
-	})
+	}
+	fi, err := os.Stat(abs)
+	switch {
+	case err != nil:
+	case fi.IsDir():
+		err = w.walk(abs, func(p, _ string) error { return search(p) })
+	default:
+		err = search(abs)
+	}
 	if err != nil {
 		return "", fmt.Errorf("grep %s: %w", abs, unwrapPathError(err))
 	}
@@ -459,7 +593,7 @@ func (w *Workspace) edit(s *hygiene.Session, a callArgs) (string, error) {
 	if err := checkSize(abs, len(updated)); err != nil {
 		return "", fmt.Errorf("edit %w", err)
 	}
-	if err := os.WriteFile(abs, []byte(updated), 0o644); err != nil {
+	if err := writeFile(abs, []byte(updated)); err != nil {
 		return "", fmt.Errorf("edit %s: %w", abs, err)
 	}
 	return s.Edited(a.Path, []byte(updated), Hunks(old, updated)), nil
@@ -486,7 +620,7 @@ func (w *Workspace) write(s *hygiene.Session, a callArgs) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return "", fmt.Errorf("write %s: %w", abs, unwrapPathError(err))
 	}
-	if err := os.WriteFile(abs, content, 0o644); err != nil {
+	if err := writeFile(abs, content); err != nil {
 		return "", fmt.Errorf("write %s: %w", abs, unwrapPathError(err))
 	}
 	if !exists {
@@ -542,7 +676,7 @@ func (w *Workspace) multiedit(s *hygiene.Session, a callArgs) (string, error) {
 	if err := checkSize(abs, len(cur)); err != nil {
 		return "", fmt.Errorf("multiedit %w; the file is unchanged", err)
 	}
-	if err := os.WriteFile(abs, []byte(cur), 0o644); err != nil {
+	if err := writeFile(abs, []byte(cur)); err != nil {
 		return "", fmt.Errorf("multiedit %s: %w", abs, unwrapPathError(err))
 	}
 	return s.Edited(a.Path, []byte(cur), Hunks(old, cur)), nil
@@ -677,7 +811,7 @@ func (w *Workspace) commit(order []string, files map[string]*fileState, orig map
 		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 			return fmt.Errorf("write %s: %w", abs, unwrapPathError(err))
 		}
-		if err := os.WriteFile(abs, st.data, 0o644); err != nil {
+		if err := writeFile(abs, st.data); err != nil {
 			return fmt.Errorf("write %s: %w", abs, unwrapPathError(err))
 		}
 		return nil
@@ -743,7 +877,7 @@ func (w *Workspace) Outside(c OutsideChange) error {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return fmt.Errorf("outside change: %w", err)
 	}
-	if err := os.WriteFile(abs, []byte(c.Content), 0o644); err != nil {
+	if err := writeFile(abs, []byte(c.Content)); err != nil {
 		return fmt.Errorf("outside change: %w", err)
 	}
 	return nil

@@ -13,7 +13,8 @@ import (
 // what is stored under the stub's id is the text it stands for (§1). Otherwise the call is
 // answered like [Session.Result] (id, cap) and, for a tool in dedupe.by_result, becomes an entry
 // of the dedupe table. Every full result with the same arguments stays an entry while it is in the
-// request, so after A→X, A→Y a third A→X names the first: its text is in front of the model.
+// request, so after A→X, A→Y a third A→X names the first: its text is in front of the model; one
+// a harness practice removed from the request ([Session.Withdraw]) is no entry any more.
 //
 // The call is run again by the caller and its text compared, so a change from anywhere shows up
 // as a full result. Other tools are never deduplicated. Arguments that are not valid JSON are
@@ -27,14 +28,15 @@ func (s *Session) Search(tool string, args json.RawMessage, text string) string 
 	idx := s.searchIdx[key]
 	for i := len(idx) - 1; i >= 0; i-- {
 		prev := s.searches[idx[i]]
-		if prev.text == text {
+		if !prev.gone && prev.text == text {
 			id := s.nextID()
-			s.keep("["+id+"]\n"+text, len(id)+3)
+			s.store = append(s.store, stored{text: "[" + id + "]\n" + text, body: len(id) + 3, ref: prev.id, search: true})
 			return "[" + id + "] " + fill(s.cfg.Dedupe.Same, "id", prev.id)
 		}
 	}
 	out, id := s.result(text)
 	s.searches = append(s.searches, searchEntry{key: key, id: id, text: text, turn: s.turn})
+	s.store[len(s.store)-1].entry = len(s.searches)
 	s.searchIdx[key] = append(s.searchIdx[key], len(s.searches)-1)
 	return out
 }

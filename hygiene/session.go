@@ -12,7 +12,8 @@ import (
 // result in full (§1, for recall §4), the turn counter (for rewinds), and the dedupe table (§2,
 // §6): the full reads and searches in the request being built. The CLI resends every result, so
 // the dedupe table is everything inserted since the session began or the last [Session.Compact],
-// minus the turns taken back by [Session.Rewind]. Not safe for concurrent use: a session inserts
+// minus the turns taken back by [Session.Rewind] and the results a practice of the harness removed
+// from the request ([Session.Withdraw]). Not safe for concurrent use: a session inserts
 // its results one at a time.
 //
 // Every insertion costs time proportional to the result (its text, the file read), not to the
@@ -39,10 +40,17 @@ type Session struct {
 }
 
 // stored is one stored result: its full text and where its body starts (after the bracket line
-// and its newline), or -1 when the result is its bracket line alone.
+// and its newline), or -1 when the result is its bracket line alone. For a stub (§2, §6), ref is
+// the id it names and search says it stood for a search's result (which a full answer caps, §3).
+// entry is, for a full read or search in the dedupe table, its index in reads or searches plus 1
+// (0: none); an index is trusted only while the entry there has this result's id, since a rewind
+// or a compaction shortens the table.
 type stored struct {
-	text string
-	body int
+	text   string
+	body   int
+	ref    string
+	search bool
+	entry  int
 }
 
 type fileKey struct {
@@ -51,7 +59,10 @@ type fileKey struct {
 }
 
 type readEntry struct {
-	id       string
+	id string
+	// gone says the result left the requests the session builds ([Session.Withdraw]): no stub
+	// names it any more (§2).
+	gone     bool
 	path     string // as the call gave it (§1), for the §7 table
 	key      fileKey
 	short    string // the first sha_digits hex digits of the hash
@@ -65,6 +76,7 @@ type searchEntry struct {
 	id   string
 	text string
 	turn int
+	gone bool // as readEntry.gone (§6)
 }
 
 // NewSession starts the hygiene state of a session. It fails when the measures cannot hold
@@ -134,6 +146,68 @@ func (s *Session) formatID(n uint64) string {
 // is its bracket line alone). Ids are given in order, so id's number is len(s.store)+1.
 func (s *Session) keep(text string, body int) {
 	s.store = append(s.store, stored{text: text, body: body})
+}
+
+// LastID returns the id of the newest result the session gave ("#0012"), "" before the first or
+// with ids off (§1). Every tool call inserts one result, so after a call it is that call's id.
+func (s *Session) LastID() string {
+	if len(s.store) == 0 {
+		return ""
+	}
+	return s.formatID(uint64(len(s.store)))
+}
+
+// Withdraw records that the results with these ids (as [Session.Stored] takes them) are no longer
+// in the requests the session builds: a practice of the harness that rewrites earlier context
+// (pruning old output, keeping the last N observations) replaced them. They leave the dedupe
+// table for good, so no later stub names them (§2: "A stub names only a result that is in the
+// request being built"; §6 alike): the next re-read of the file, or the same search, is answered
+// in full. They stay stored (recall shows them, §4) and a withdrawn read stays in the §7 table of
+// files read. An id the session never gave, or one not in the dedupe table, changes nothing.
+func (s *Session) Withdraw(ids ...string) {
+	for _, id := range ids {
+		canon, _, ok := s.parseID(id)
+		if !ok {
+			continue
+		}
+		st, _, found := s.lookup(canon)
+		if !found || st.entry == 0 {
+			continue
+		}
+		if i := st.entry - 1; i < len(s.reads) && s.reads[i].id == canon {
+			s.reads[i].gone = true
+		}
+		if i := st.entry - 1; i < len(s.searches) && s.searches[i].id == canon {
+			s.searches[i].gone = true
+		}
+	}
+}
+
+// StubOf returns the id the result id is a stub of: the earlier full read a §2 stub names, or the
+// earlier search a §6 "Same result as" names; ok is false when id is no stub the session gave.
+func (s *Session) StubOf(id string) (ref string, ok bool) {
+	st, _, found := s.lookup(id)
+	if !found || st.ref == "" {
+		return "", false
+	}
+	return st.ref, true
+}
+
+// Unstubbed returns the answer the stub id stands for, as the session would have inserted it in
+// full had there been no earlier result to name: a read's bracket (the stub's own: its id, path,
+// lines, length and sha) and the lines shown (§1; reads are not capped, §3), or a search's
+// "[#id]", a newline and its text, capped as §3 caps any output. A harness whose practice removed
+// the result a stub names sends this instead of the stub, so no request holds a stub naming a
+// result it does not hold (§2). ok is false when id is no stub.
+func (s *Session) Unstubbed(id string) (string, bool) {
+	st, canon, found := s.lookup(id)
+	if !found || st.ref == "" {
+		return "", false
+	}
+	if !st.search || !s.m.Caps {
+		return st.text, true
+	}
+	return st.text[:st.body] + s.cfg.CapText(st.text[st.body:], canon), true
 }
 
 // parseID reads an id as a call or a caller may spell it: with or without '#', any case, any
@@ -210,9 +284,9 @@ type ReadRequest struct {
 // length in lines and the first sha_digits hex digits of the SHA-256 of the content, then the
 // lines as "N: text"; the empty file as "[#id path empty sha …]". Reads are not capped (§3): the
 // window is read.window_lines lines from the offset. With §2 on, a read whose file has the same
-// content hash as an earlier full read of the same file (absolute path) still in the dedupe table,
-// and whose lines lie wholly inside that read's lines, is answered with a stub naming the newest
-// such full read; a stub is stored as the full read it stands for (§1) but is never itself a
+// content hash as an earlier full read of the same file (absolute path) still in the dedupe table
+// (not taken back by a rewind, a compaction or [Session.Withdraw]), and whose lines lie wholly
+// inside that read's lines, is answered with a stub naming the newest such full read; a stub is stored as the full read it stands for (§1) but is never itself a
 // read a later stub points at. An offset past the end of the file is an error answer naming the
 // absolute path, inserted like [Session.Result].
 //
@@ -254,9 +328,9 @@ func (s *Session) Read(r ReadRequest) string {
 		idx := s.readIdx[e.key]
 		for i := len(idx) - 1; i >= 0; i-- {
 			prev := s.reads[idx[i]]
-			if prev.from <= from && to <= prev.to {
+			if !prev.gone && prev.from <= from && to <= prev.to {
 				stub := fill(s.cfg.Stub, "id", prev.id, "lines", strconv.Itoa(prev.from)+"-"+strconv.Itoa(prev.to))
-				return s.insertStub(head, stub, body)
+				return s.insertStub(head, stub, body, prev.id)
 			}
 		}
 	}
@@ -285,6 +359,9 @@ func (s *Session) insertRead(head, body string, e readEntry) string {
 
 func (s *Session) addRead(e readEntry) {
 	s.reads = append(s.reads, e)
+	if e.id != "" {
+		s.store[len(s.store)-1].entry = len(s.reads)
+	}
 	if e.to > 0 {
 		s.readIdx[e.key] = append(s.readIdx[e.key], len(s.reads)-1)
 	}
@@ -292,10 +369,10 @@ func (s *Session) addRead(e readEntry) {
 
 // insertStub gives a stub its id and bracket (§2). What is stored under its id is the text the
 // stub stands for (§1: "for a stub the text it stands for"), so recall shows the lines.
-func (s *Session) insertStub(head, sentence, body string) string {
+func (s *Session) insertStub(head, sentence, body, ref string) string {
 	id := s.nextID()
 	bracket := "[" + id + " " + head + "]"
-	s.keep(bracket+"\n"+body, len(bracket)+1)
+	s.store = append(s.store, stored{text: bracket + "\n" + body, body: len(bracket) + 1, ref: ref})
 	return bracket + " " + sentence
 }
 
