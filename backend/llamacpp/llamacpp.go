@@ -444,7 +444,7 @@ func fill(res *chat.Result, comp *completion) {
 	}
 
 	if !comp.Done {
-		res.Warnings = append(res.Warnings, "the stream ended without data: [DONE]: the answer may be cut")
+		res.Warnings = append(res.Warnings, "the stream ended without data: [DONE] after its finish_reason and usage: taken as whole")
 	}
 	if comp.Usage == nil {
 		res.Warnings = append(res.Warnings, "the stream carried no usage chunk (stream_options.include_usage ignored?): counts from timings only")
