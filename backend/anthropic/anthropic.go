@@ -389,8 +389,11 @@ type Response struct {
 // Send sends req (see the package documentation) and returns what it measured. reply is not
 // sent: a cloud API's cache holds prompts only, and the next request resends the reply as an
 // assistant message. Errors are *chat.APIError (an HTTP error status, an `error` event in the
-// stream, a body that cannot be read) with the API key redacted; the Result measured so far is
-// returned with them.
+// stream, a body that cannot be read; a stream without message_stop, with no events or an
+// empty 200: [chat.CutError], which the harness retries; an HTTP 200 that is not the API's
+// answer: [chat.NotAnswerError]) with the API key redacted; the Result measured so far is
+// returned with them. A JSON message answering a streamed request is read whole, usage
+// included (TTFT unknown, with a warning).
 //
 // A live request (req.Generate > 0) is a real generation (see [Client.Body] for what it
 // sends); Result.Reply is what the model wrote ([LiveReply]): also when the stream broke off,

@@ -252,7 +252,9 @@ func (c *Client) Render(ctx context.Context, req *api.ChatRequest) (string, erro
 // ignores reply and returns what the model wrote in the result's Reply. The result's figures: PromptTokens = prompt_eval_count (the
 // whole prompt, cached part included, in v0.17.4), Prefill = prompt_eval_duration (the uncached
 // part only), CachedTokens from the server log's `used=` (nil without a log), TTFT from sending to
-// the first streamed chunk, Total to the last.
+// the first streamed chunk, Total to the last. A stream without its done message, or an empty
+// 200, is a [chat.CutError] (the harness retries it); an HTTP 200 that is not JSON or JSON lines
+// (an HTML page) is a [chat.NotAnswerError].
 func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
 	creq, err := c.ChatRequest(req)
 	if err != nil {

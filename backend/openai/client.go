@@ -246,7 +246,13 @@ func (c *Client) Profile() Profile { return c.profile }
 // usage.completion_tokens (output_tokens), TTFT = from sending to the first delta carrying
 // content, reasoning or a tool call, Total = to the end of the stream, Prefill from
 // llama-server's timings.prompt_ms when present. Usage is nil when the response carried none
-// (a Warning says so). Errors are *chat.APIError; the API key appears in none.
+// (a Warning says so). A server that answers the streamed request with one JSON document is
+// read as the API's unstreamed answer (usage, text, reasoning, tool calls; TTFT unknown, with a
+// warning). Errors are *chat.APIError; the API key appears in none. A stream that ends before
+// its end marker (Chat Completions: `data: [DONE]`, or a finish_reason and its usage; the
+// Responses API: response.completed or response.incomplete), a stream with no events and an
+// empty 200 are a [chat.CutError], which the harness retries; an HTTP 200 that is not the
+// API's answer (an HTML page) is a [chat.NotAnswerError].
 func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
 	if c.api == APIResponses {
 		return c.sendResponses(ctx, req)
