@@ -14,6 +14,7 @@ import (
 
 	"lab/backend/anthropic"
 	"lab/backend/llamacpp"
+	"lab/backend/ollama"
 	"lab/harness"
 )
 
@@ -27,6 +28,8 @@ type cutServer struct {
 	n                     int
 	cut                   func(n int) bool
 	whole, cutBody, cutAt string
+	// ctype is the answer's Content-Type; "" is text/event-stream.
+	ctype string
 }
 
 func (f *cutServer) answer(w http.ResponseWriter) {
@@ -34,7 +37,11 @@ func (f *cutServer) answer(w http.ResponseWriter) {
 	f.n++
 	n := f.n
 	f.mu.Unlock()
-	w.Header().Set("Content-Type", "text/event-stream")
+	ct := f.ctype
+	if ct == "" {
+		ct = "text/event-stream"
+	}
+	w.Header().Set("Content-Type", ct)
 	if f.cut(n) {
 		io.WriteString(w, f.cutBody[:strings.Index(f.cutBody, f.cutAt)])
 		return
@@ -43,7 +50,7 @@ func (f *cutServer) answer(w http.ResponseWriter) {
 }
 
 // A stream cut before its end marker reaches the retry policy as a retryable error through the
-// Anthropic and llama-server backends: cut once, it is sent again and its row has the whole
+// Anthropic, llama-server and Ollama backends: cut once, it is sent again and its row has the whole
 // answer's figures (not the cut one's message_start); cut for good, the session ends with the
 // error in its row after every attempt, and the run is incomplete.
 func TestCutStreamsAreRetried(t *testing.T) {
@@ -56,10 +63,14 @@ func TestCutStreamsAreRetried(t *testing.T) {
 	llamaWhole := "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"o\"}}]}\n\n" +
 		"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}],\"timings\":{\"cache_n\":30,\"prompt_n\":10,\"prompt_ms\":1}}\n\n" +
 		"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n"
+	ollamaWhole := `{"model":"m","message":{"role":"assistant","content":"o"},"done":false}` + "\n" +
+		`{"model":"m","message":{"role":"assistant","content":""},"done":true,"prompt_eval_count":40,"eval_count":1}` + "\n"
 	for _, be := range []struct {
 		name, cutAt, want string
 		whole, cutBody    string
 		start             func(t *testing.T, f *cutServer) harness.Backend
+		// noCached: the backend has no cached count without a server log.
+		noCached bool
 	}{
 		{"anthropic", "event: message_stop", "stream cut: no message_stop", anthropicWhole, anthropicCut, func(t *testing.T, f *cutServer) harness.Backend {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -74,7 +85,7 @@ func TestCutStreamsAreRetried(t *testing.T) {
 				t.Fatal(err)
 			}
 			return sendOnly{c}
-		}},
+		}, false},
 		{"llamacpp", "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\"", "stream cut: no data: [DONE] and no finish_reason", llamaWhole, llamaWhole, func(t *testing.T, f *cutServer) harness.Backend {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				b, _ := io.ReadAll(r.Body)
@@ -90,12 +101,37 @@ func TestCutStreamsAreRetried(t *testing.T) {
 				t.Fatal(err)
 			}
 			return sendOnly{c}
-		}},
+		}, false},
+		{"ollama", `{"model":"m","message":{"role":"assistant","content":""},"done":true`, "stream cut: no done message", ollamaWhole, ollamaWhole, func(t *testing.T, f *cutServer) harness.Backend {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var req struct {
+					Render bool `json:"_debug_render_only"`
+				}
+				json.NewDecoder(r.Body).Decode(&req)
+				switch {
+				case r.URL.Path == "/api/chat" && req.Render:
+					io.WriteString(w, `{"model":"m","done":true,"_debug_info":{"rendered_template":"RENDERED"}}`)
+				case r.URL.Path == "/api/chat":
+					f.answer(w)
+				default: // the generation emulation's /api/generate
+					io.WriteString(w, `{"model":"m","done":true}`)
+				}
+			}))
+			t.Cleanup(srv.Close)
+			c, err := ollama.New(srv.URL, "m")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return sendOnly{c}
+		}, true},
 	} {
 		for _, forGood := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/for good %v", be.name, forGood), func(t *testing.T) {
 				t.Parallel()
 				f := &cutServer{cut: func(n int) bool { return n == 2 || forGood && n > 2 }, whole: be.whole, cutBody: be.cutBody, cutAt: be.cutAt}
+				if be.name == "ollama" {
+					f.ctype = "application/x-ndjson"
+				}
 				sl := &sleeps{}
 				_, man, samples, err := runOne(t, be.start(t, f), harness.RetryPolicy{Sleep: sl.sleep})
 				if forGood {
@@ -111,7 +147,7 @@ func TestCutStreamsAreRetried(t *testing.T) {
 					t.Fatalf("run error %v, complete %v; want a whole run", err, man.Complete)
 				}
 				s := samples[1]
-				if s.Error != "" || s.Retries != 1 || !strings.Contains(s.Warnings, be.want) || s.PromptTokens != 40 || s.CachedTokens == nil || *s.CachedTokens != 30 {
+				if s.Error != "" || s.Retries != 1 || !strings.Contains(s.Warnings, be.want) || s.PromptTokens != 40 || (s.CachedTokens == nil) != be.noCached || !be.noCached && *s.CachedTokens != 30 {
 					t.Errorf("row 1: error %q, %d retries, warnings %q, prompt %d, cached %v; want none, 1, the cut named, 40, 30", s.Error, s.Retries, s.Warnings, s.PromptTokens, s.CachedTokens)
 				}
 			})
