@@ -145,6 +145,9 @@ type parser interface {
 	event(name string, data []byte) (content bool, err error)
 	// whole takes an unstreamed answer.
 	whole(body []byte) error
+	// end reports whether the answer was whole (its end marker came): nil, or the
+	// *chat.APIError ([chat.CutError]) naming what it lacked.
+	end() error
 	reply() *chat.Reply
 	result() *chat.Result
 }
@@ -175,6 +178,7 @@ func (p *chatParser) event(name string, data []byte) (bool, error) {
 	return p.c.Chunk(data)
 }
 func (p *chatParser) whole(b []byte) error { return p.c.Whole(b) }
+func (p *chatParser) end() error           { return p.c.End() }
 func (p *chatParser) reply() *chat.Reply   { return p.c.Reply() }
 func (p *chatParser) result() *chat.Result { return p.c.Result() }
 
@@ -182,6 +186,7 @@ type responsesParser struct{ c openai.ResponsesCapture }
 
 func (p *responsesParser) event(_ string, data []byte) (bool, error) { return p.c.Event(data) }
 func (p *responsesParser) whole(b []byte) error                      { return p.c.Whole(b) }
+func (p *responsesParser) end() error                                { return p.c.End() }
 func (p *responsesParser) reply() *chat.Reply                        { return p.c.Reply() }
 func (p *responsesParser) result() *chat.Result                      { return p.c.Result() }
 
@@ -189,6 +194,7 @@ type anthropicParser struct{ c anthropic.Capture }
 
 func (p *anthropicParser) event(name string, data []byte) (bool, error) { return p.c.Event(name, data) }
 func (p *anthropicParser) whole(b []byte) error                         { return p.c.Whole(b) }
+func (p *anthropicParser) end() error                                   { return p.c.End() }
 func (p *anthropicParser) reply() *chat.Reply                           { return p.c.Reply() }
 func (p *anthropicParser) result() *chat.Result                         { return p.c.Result() }
 
@@ -206,6 +212,7 @@ func (p *ollamaParser) whole(b []byte) error {
 	}
 	return nil
 }
+func (p *ollamaParser) end() error           { return p.c.End() }
 func (p *ollamaParser) reply() *chat.Reply   { return p.c.Reply() }
 func (p *ollamaParser) result() *chat.Result { return p.c.Result() }
 
@@ -216,6 +223,7 @@ func (p *completionParser) whole(b []byte) error {
 	_, err := p.c.Chunk(b)
 	return err
 }
+func (p *completionParser) end() error           { return p.c.End() }
 func (p *completionParser) reply() *chat.Reply   { return p.c.Reply() }
 func (p *completionParser) result() *chat.Result { return p.c.Result() }
 
@@ -305,18 +313,44 @@ func feed(p parser, mode framing, chunks []chunk) (first int, err error) {
 			rest = rest[j+1:]
 		}
 	}
+	// The body's end may cut its last line or event: one whose data is not whole JSON is
+	// dropped, so that the answer is seen as cut by its missing end marker (the parser's end),
+	// not as a malformed event.
 	last := len(chunks) - 1
 	if len(line) > 0 {
+		if mode == framingLines && !json.Valid(bytes.TrimSpace(line)) {
+			return first, nil
+		}
 		if err := handle(line, last); err != nil {
 			return first, err
 		}
 	}
 	if mode == framingSSE {
+		if d := bytes.TrimSpace(bytes.Join(data, []byte("\n"))); len(data) > 0 && !json.Valid(d) && string(d) != "[DONE]" {
+			return first, nil
+		}
 		if err := dispatch(last); err != nil {
 			return first, err
 		}
 	}
 	return first, nil
+}
+
+// framingOf returns how an HTTP 2xx answer of api is read, from its form ([chat.SniffAnswer]
+// of its Content-Type and first bytes): server-sent events, Ollama's JSON lines (its JSON
+// answer too, which is one line), or a whole JSON body; ok is false for a form api does not
+// answer with (an HTML page, an empty body, JSON lines from an API that streams events).
+func framingOf(api string, form chat.AnswerForm) (mode framing, ok bool) {
+	ollama := api == APIOllamaChat || api == APIOllamaGenerate
+	switch {
+	case form == chat.AnswerEvents && !ollama:
+		return framingSSE, true
+	case form == chat.AnswerJSON && !ollama:
+		return framingWhole, true
+	case (form == chat.AnswerJSON || form == chat.AnswerLines) && ollama:
+		return framingLines, true
+	}
+	return framingWhole, false
 }
 
 // framing is how an answer's bytes are split into events.

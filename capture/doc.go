@@ -27,8 +27,12 @@
 //     prompt, cached (with cached_source), cache write (5-minute and 1-hour), completion and
 //     reasoning tokens, usage_fields, time to first token (the arrival of the first chunk that
 //     carried generated content, reasoning or a tool call), total time, request bytes, model;
-//     an upstream error status, an error in the stream, a client that disconnected or a cut
-//     stream is the row's error. It decodes the request into a chat.Request with the inverse of
+//     an upstream error status, an error in the stream, a client that disconnected, a cut
+//     stream (one that ended before its end marker: "stream cut: no message_stop"), a stream
+//     with no events, an empty 200 or an HTTP 200 that is not the API's answer (an HTML page)
+//     is the row's error. The answer's form is told by its Content-Type and first bytes
+//     ([chat.SniffAnswer]): a JSON answer to a streamed request is read as the unstreamed
+//     one. It decodes the request into a chat.Request with the inverse of
 //     the backend's encoder. Ollama (v0.17.4) reports no cached tokens in its API: with
 //     [Options].ServerLog (the server's OLLAMA_DEBUG=1 log; `lab proxy` defaults it to the log of
 //     the server `lab server start` runs) an Ollama row's cached tokens are the `used=` of its

@@ -252,14 +252,17 @@ func (r *recorder) measure(ex *exchange) (*metrics.Sample, *chat.Request, *chat.
 	case ex.status/100 != 2:
 		s.Error = fmt.Sprintf("HTTP %d: %s", ex.status, openai.ErrorMessage(joinChunks(chunks)))
 	default:
-		p := newParser(ex.api)
-		mode := framingWhole
-		switch {
-		case ex.ctype == "text/event-stream":
-			mode = framingSSE
-		case ex.api == APIOllamaChat || ex.api == APIOllamaGenerate:
-			mode = framingLines
+		body := joinChunks(chunks)
+		head := bytes.TrimLeft(body, " \t\r\n")
+		head = head[:min(len(head), 64)]
+		mode, ok := framingOf(ex.api, chat.SniffAnswer(ex.ctype, head))
+		if !ok {
+			// An HTML page, an empty body: not an answer the API gives, whose figures stay
+			// unknown.
+			s.Error = chat.NotAnswerError("", "", ex.ctype, head).Body
+			break
 		}
+		p := newParser(ex.api)
 		first, perr := feed(p, mode, chunks)
 		res := p.result()
 		reply = p.reply()
@@ -290,6 +293,12 @@ func (r *recorder) measure(ex *exchange) (*metrics.Sample, *chat.Request, *chat.
 			s.Error = "read the answer: " + ex.readErr.Error()
 		case ex.truncated:
 			s.Error = fmt.Sprintf("the answer is longer than %d bytes: recorded as cut", maxBody)
+		default:
+			// A stream that ended before its end marker ("stream cut: no message_stop").
+			var ae *chat.APIError
+			if err := p.end(); errors.As(err, &ae) {
+				s.Error = ae.Body
+			}
 		}
 		if r.log != nil && (ex.api == APIOllamaChat || ex.api == APIOllamaGenerate) {
 			warnings = append(warnings, r.cachedFromLog(ex, res, s)...)

@@ -101,10 +101,11 @@ var ErrRequestTimeout = errors.New("harness: request timed out")
 
 // Retryable reports whether a request that failed with err may succeed when sent again: a
 // connection refused or reset, a timeout ([ErrRequestTimeout], a network timeout), a stream cut
-// short (an unexpected EOF), and a *chat.APIError with no HTTP status (no answer, or a
-// transport error after the answer began) or with HTTP 408, 429 or 5xx. Not retryable: any
-// other HTTP status (a 4xx: the request itself is wrong), a malformed answer, and a canceled
-// context (the run was interrupted).
+// short (an unexpected EOF, or an answer that ended before its end marker: [chat.CutError]),
+// and a *chat.APIError with no HTTP status (no answer, or a transport error after the answer
+// began) or with HTTP 408, 429 or 5xx. Not retryable: any other HTTP status (a 4xx: the request
+// itself is wrong), a malformed answer, an HTTP 200 that is not the API's answer (an HTML page:
+// [chat.NotAnswerError]), and a canceled context (the run was interrupted).
 func Retryable(err error) bool {
 	var fill *chat.CacheFillError
 	switch {
@@ -136,8 +137,12 @@ func Retryable(err error) bool {
 			return true
 		case s == 200:
 			// The answer began, then the transport failed: a stream cut short. The backends
-			// keep only the transport error's text.
-			// Or the server reported an overload or a server error inside a stream it had begun.
+			// keep only the transport error's text. Or the answer ended before its end marker
+			// (chat.CutError: "stream cut: no message_stop"). Or the server reported an
+			// overload or a server error inside a stream it had begun.
+			if strings.HasPrefix(ae.Body, chat.StreamCut+":") {
+				return true
+			}
 			for _, t := range []string{"unexpected EOF", "connection reset", "overloaded", "server_error", "rate_limit", "api_error"} {
 				if strings.Contains(ae.Body, t) {
 					return true

@@ -60,6 +60,9 @@ func TestRetryable(t *testing.T) {
 		{"idle connection closed", api(0, "http: server closed idle connection"), true},
 		{"anthropic overloaded in stream", api(200, "overloaded_error: Overloaded"), true},
 		{"unknown host as text", api(0, "dial tcp: lookup nowhere.invalid: no such host"), false},
+		{"stream without its end marker", chat.CutError("anthropic", "http://127.0.0.1:1", "no message_stop"), true},
+		{"empty 200", chat.NotAnswerError("openai", "http://127.0.0.1:1/v1", "application/json", nil), true},
+		{"HTML 200", chat.NotAnswerError("openai", "http://127.0.0.1:1/v1", "text/html", []byte("<html>")), false},
 	} {
 		if got := harness.Retryable(tc.err); got != tc.want {
 			t.Errorf("Retryable(%s: %v) = %v; want %v", tc.name, tc.err, got, tc.want)

@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -388,8 +389,11 @@ type Response struct {
 // Send sends req (see the package documentation) and returns what it measured. reply is not
 // sent: a cloud API's cache holds prompts only, and the next request resends the reply as an
 // assistant message. Errors are *chat.APIError (an HTTP error status, an `error` event in the
-// stream, a body that cannot be read) with the API key redacted; the Result measured so far is
-// returned with them.
+// stream, a body that cannot be read; a stream without message_stop, with no events or an
+// empty 200: [chat.CutError], which the harness retries; an HTTP 200 that is not the API's
+// answer: [chat.NotAnswerError]) with the API key redacted; the Result measured so far is
+// returned with them. A JSON message answering a streamed request is read whole, usage
+// included (TTFT unknown, with a warning).
 //
 // A live request (req.Generate > 0) is a real generation (see [Client.Body] for what it
 // sends); Result.Reply is what the model wrote ([LiveReply]): also when the stream broke off,
@@ -448,23 +452,44 @@ func (c *Client) create(ctx context.Context, req *chat.Request) (*Response, *cha
 		return nil, res, ae
 	}
 
+	// The answer's form decides how it is read, whatever was asked: a server may answer a
+	// streamed request with one JSON message.
 	var acc accumulator
-	if c.stream {
-		err = readEvents(resp.Body, func(ev event) error {
+	headers := time.Since(start)
+	br := bufio.NewReaderSize(resp.Body, 64<<10)
+	head, err := chat.PeekAnswer(br)
+	ctype := resp.Header.Get("Content-Type")
+	switch form := chat.SniffAnswer(ctype, head); {
+	case err != nil:
+	case form == chat.AnswerEvents:
+		err = readEvents(br, func(ev event) error {
 			if res.TTFT == 0 && ev.content() {
 				res.TTFT = time.Since(start)
 			}
 			return acc.add(ev)
 		})
-	} else {
-		res.TTFT = time.Since(start)
+		if err == nil {
+			err = acc.end()
+		}
+	case form == chat.AnswerJSON:
+		if c.stream {
+			res.Warnings = append(res.Warnings, "the server answered the streamed request with one JSON message, not a stream: time to first token unknown")
+		} else {
+			res.TTFT = headers
+		}
 		var b []byte
-		if b, err = io.ReadAll(resp.Body); err == nil {
+		if b, err = io.ReadAll(br); err == nil {
 			err = acc.whole(b)
 		}
+	default:
+		err = chat.NotAnswerError("anthropic", "", ctype, head)
 	}
 	res.Total = time.Since(start)
 	if err != nil {
+		var ae *chat.APIError
+		if errors.As(err, &ae) {
+			return acc.response(), res, c.apiError(ae.StatusCode, ae.Body)
+		}
 		if ctx.Err() != nil {
 			return acc.response(), res, ctx.Err()
 		}

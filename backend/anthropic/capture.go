@@ -222,11 +222,22 @@ func (c *Capture) Event(name string, data []byte) (content bool, err error) {
 	return ev.content(), nil
 }
 
-// Whole takes an unstreamed message body.
+// Whole takes an unstreamed message body; an error body ({"type": "error", "error": {…}}) is
+// returned as a *chat.APIError with the server's message.
 func (c *Capture) Whole(body []byte) error {
 	c.whole = true
-	return c.acc.whole(body)
+	err := c.acc.whole(body)
+	if se, ok := err.(*streamError); ok {
+		return &chat.APIError{Backend: "anthropic", Body: se.msg}
+	}
+	return err
 }
+
+// End reports whether the answer was whole: nil for a whole message or a stream that ended
+// with message_stop; else a *chat.APIError ([chat.CutError], URL empty): "no events" for a
+// stream with none, "no message_stop" (a stream cut after message_start, whose usage would
+// otherwise look like the whole answer's).
+func (c *Capture) End() error { return c.acc.end() }
 
 // Reply returns the generated message as far as it came: thinking blocks (with their
 // signatures), reasoning text, text and tool calls.
@@ -239,8 +250,15 @@ func (c *Capture) Reply() *chat.Reply {
 // cache_read_input_tokens + cache_creation_input_tokens, CachedTokens = cache_read_input_tokens
 // (source "response"), the cache writes with their 5-minute and 1-hour split, CompletionTokens =
 // output_tokens, and Usage with the wire field of each count. TTFT and Total are the caller's.
+// Of a cut stream ([Capture.End]) the prompt's counts, which message_start gave, are kept; its
+// output_tokens (the count when the message started, not what was generated) is not: the
+// completion tokens stay unknown.
 func (c *Capture) Result() *chat.Result {
 	res := &chat.Result{}
-	(&Client{stream: !c.whole}).fill(res, &c.acc)
+	acc := c.acc
+	if acc.end() != nil && strings.HasPrefix(acc.output.src, "message_start.") {
+		acc.output = usageField{}
+	}
+	(&Client{stream: !c.whole}).fill(res, &acc)
 	return res
 }

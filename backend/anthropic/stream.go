@@ -29,7 +29,9 @@ func (e event) content() bool {
 
 // readEvents reads server-sent events from r (lines "event: NAME" and "data: JSON", a blank line
 // ending each event, lines starting with ":" ignored) and calls fn for each, stopping at the
-// first error fn returns.
+// first error fn returns. An event the body's end cut before its blank line is dispatched only
+// when its data is whole JSON: a stream cut inside an event is then seen as cut by its missing
+// message_stop, not as a malformed event.
 func readEvents(r io.Reader, fn func(event) error) error {
 	br := bufio.NewReader(r)
 	var name string
@@ -76,6 +78,9 @@ func readEvents(r io.Reader, fn func(event) error) error {
 			}
 		}
 		if errors.Is(err, io.EOF) {
+			if len(data) > 0 && !json.Valid([]byte(strings.Join(data, "\n"))) {
+				return nil // cut inside its last event
+			}
 			return dispatch()
 		}
 	}
@@ -134,7 +139,10 @@ type block struct {
 
 // accumulator assembles a Messages answer from its events (or from one whole response).
 type accumulator struct {
-	started    bool
+	started bool
+	// stopped is set by message_stop, the end of a whole stream; events counts the events.
+	stopped    bool
+	events     int
 	id         string
 	stopReason string
 	blocks     map[int]*block
@@ -176,7 +184,10 @@ func (a *accumulator) block(i int) *block {
 // add takes one stream event. message_delta's usage is cumulative and wins over
 // message_start's for every field it carries.
 func (a *accumulator) add(ev event) error {
+	a.events++
 	switch ev.typ {
+	case "message_stop":
+		a.stopped = true
 	case "message_start":
 		var m struct {
 			Message struct {
@@ -246,6 +257,8 @@ func (a *accumulator) add(ev event) error {
 // whole takes a non-streamed response body.
 func (a *accumulator) whole(b []byte) error {
 	var m struct {
+		Type       string      `json:"type"`
+		Error      *apiErr     `json:"error"`
 		ID         string      `json:"id"`
 		Content    []wireBlock `json:"content"`
 		StopReason string      `json:"stop_reason"`
@@ -254,13 +267,32 @@ func (a *accumulator) whole(b []byte) error {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return fmt.Errorf("the response is not a message: %s", quote(b))
 	}
-	a.started = true
+	if m.Type == "error" || m.Error != nil {
+		if m.Error == nil {
+			return &streamError{msg: quote(b)}
+		}
+		return &streamError{msg: m.Error.String()}
+	}
+	a.started, a.stopped = true, true
 	a.id, a.stopReason = m.ID, m.StopReason
 	for i, c := range m.Content {
 		a.block(i).wireBlock = c
 	}
 	a.usage(m.Usage, "usage")
 	return nil
+}
+
+// end returns nil when the answer was whole (a message_stop event, or a whole message), else
+// the chat.CutError (URL empty) naming what the stream lacked: "no events" for a stream with
+// none, "no message_stop".
+func (a *accumulator) end() error {
+	switch {
+	case a.stopped:
+		return nil
+	case a.events == 0:
+		return chat.CutError("anthropic", "", "no events")
+	}
+	return chat.CutError("anthropic", "", "no message_stop")
 }
 
 // response returns the assembled answer, its blocks in index order.

@@ -51,6 +51,19 @@ func (c *CompletionCapture) Chunk(data []byte) (content bool, err error) {
 	return a.Content != "", nil
 }
 
+// End reports whether the answer was whole: nil once its final object (stop: true, or one
+// with timings) came; else a *chat.APIError ([chat.CutError], URL empty): "no events" for an
+// answer with no object, "no final object (stop: true)".
+func (c *CompletionCapture) End() error {
+	switch {
+	case c.final != nil:
+		return nil
+	case c.n == 0:
+		return chat.CutError(backendName, "", "no events")
+	}
+	return chat.CutError(backendName, "", "no final object (stop: true)")
+}
+
 // Reply returns the generated text.
 func (c *CompletionCapture) Reply() *chat.Reply { return &chat.Reply{Content: c.content.String()} }
 

@@ -343,7 +343,10 @@ func (c *Client) Render(ctx context.Context, body []byte) (string, error) {
 // so this is the text the model wrote rebuilt in its output format — exact for a reply the model
 // ended itself, an approximation for one cut at max_tokens; empty without an Output function.
 //
-// A server's refusal is a *chat.APIError; the result so far is returned with it.
+// A server's refusal is a *chat.APIError; the result so far is returned with it. A stream that
+// ends before `data: [DONE]` (or a finish_reason and its usage), with no events or empty is a
+// [chat.CutError], which the harness retries; an HTTP 200 that is not the API's answer (an HTML
+// page) a [chat.NotAnswerError].
 func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
 	body, err := c.ChatBody(req)
 	if err != nil {
@@ -444,7 +447,7 @@ func fill(res *chat.Result, comp *completion) {
 	}
 
 	if !comp.Done {
-		res.Warnings = append(res.Warnings, "the stream ended without data: [DONE]: the answer may be cut")
+		res.Warnings = append(res.Warnings, "the stream ended without data: [DONE] after its finish_reason and usage: taken as whole")
 	}
 	if comp.Usage == nil {
 		res.Warnings = append(res.Warnings, "the stream carried no usage chunk (stream_options.include_usage ignored?): counts from timings only")

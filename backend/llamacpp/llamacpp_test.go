@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -35,6 +36,9 @@ type fake struct {
 	// event stream, a .json file as application/json), status its status (200 when 0).
 	chat   string
 	status int
+	// chatType and chatBody, when chatType is set, are the /v1/chat/completions answer instead
+	// of chat's file.
+	chatType, chatBody string
 	// slots is the status of GET /slots (200 when 0) and erase that of an erase (200 when 0).
 	slots, erase int
 	// echoAuth makes every answer a 401 that echoes the Authorization header.
@@ -77,6 +81,11 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]string{"prompt": rendered})
 	case r.URL.Path == "/v1/chat/completions":
+		if f.chatType != "" {
+			w.Header().Set("Content-Type", f.chatType)
+			io.WriteString(w, f.chatBody)
+			return
+		}
 		if strings.HasSuffix(f.chat, ".json") {
 			answer(f.status, f.chat)
 			return
@@ -265,7 +274,7 @@ func TestSend(t *testing.T) {
 		},
 		{
 			name: "neither usage nor timings: unknown, not 0", chat: "stream_bare.sse",
-			warnings: []string{"without data: [DONE]", "no usage chunk", "no timings", "cached tokens unknown"},
+			warnings: []string{"no usage chunk", "no timings", "cached tokens unknown"},
 		},
 		{
 			name: "whole answer", chat: "whole.json", prompt: 237, cached: ptr(236), compl: 35, prefill: 30958 * time.Microsecond,

@@ -4,9 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"sort"
 
@@ -95,81 +95,123 @@ func streamError(raw []byte) *chat.APIError {
 	return &chat.APIError{Backend: backendName, StatusCode: eb.Code, Body: "error in the stream: " + msg}
 }
 
-// readCompletion reads a /v1/chat/completions answer: a server-sent event stream (`data:`
-// chunks, `data: [DONE]`, `:` pings; an error as `error: {…}` in older builds or `data:
-// {"error": {…}}` in newer ones, both a *chat.APIError) or, when the server answered with
-// application/json, a whole chat.completion. first is called once, when the first chunk that is
-// not prefill progress arrives.
+// readCompletion reads a /v1/chat/completions answer by its form ([chat.SniffAnswer] of its
+// Content-Type and first bytes): a server-sent event stream (`data:` chunks, `data: [DONE]`,
+// `:` pings; an error as `error: {…}` in older builds or `data: {"error": {…}}` in newer ones,
+// both a *chat.APIError) or, when the server answered with application/json, a whole
+// chat.completion. Anything else (an HTML page, an empty body) is a *chat.APIError
+// ([chat.NotAnswerError]; URL set by the caller). first is called once, when the first chunk
+// that is not prefill progress arrives.
 func readCompletion(resp *http.Response, first func()) (*completion, error) {
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if mt == "application/json" {
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return nil, err
-		}
-		first()
-		var ch chunk
-		if err := json.Unmarshal(b, &ch); err != nil {
-			return nil, fmt.Errorf("the answer is not a chat.completion: %v: %s", err, quote(b))
-		}
-		if len(ch.Error) > 0 && string(ch.Error) != "null" {
-			return nil, streamError(ch.Error)
-		}
-		acc := newAccumulator()
-		acc.add(&ch)
-		c := acc.result()
-		c.Done = true
-		return c, nil
+	br := bufio.NewReaderSize(resp.Body, 64<<10)
+	head, err := chat.PeekAnswer(br)
+	if err != nil {
+		return nil, err
 	}
-	return readStream(resp.Body, first)
+	ctype := resp.Header.Get("Content-Type")
+	switch chat.SniffAnswer(ctype, head) {
+	case chat.AnswerEvents:
+		return readStream(br, first)
+	case chat.AnswerJSON:
+	default:
+		return nil, chat.NotAnswerError(backendName, "", ctype, head)
+	}
+	b, err := io.ReadAll(br)
+	if err != nil {
+		return nil, err
+	}
+	first()
+	var ch chunk
+	if err := json.Unmarshal(b, &ch); err != nil {
+		return nil, fmt.Errorf("the answer is not a chat.completion: %v: %s", err, quote(b))
+	}
+	if len(ch.Error) > 0 && string(ch.Error) != "null" {
+		return nil, streamError(ch.Error)
+	}
+	acc := newAccumulator()
+	acc.add(&ch)
+	c := acc.result()
+	c.Done = true
+	return c, nil
 }
 
-// readStream reads a chat completion event stream; see readCompletion. With an error it returns
-// the message as far as it came (for a live request's Reply), Done false.
+// readStream reads a chat completion event stream; see readCompletion. A stream is whole when it
+// ends with `data: [DONE]`, or, as the OpenAI backend takes it, after a finish_reason and its
+// usage; else it is a *chat.APIError ([chat.CutError]: "no data: [DONE] and no finish_reason",
+// "no data: [DONE] and no usage after the finish_reason", "no events"), also when the body ends
+// inside a chunk. With an error it returns the message as far as it came (for a live request's
+// Reply), Done false.
 func readStream(r io.Reader, first func()) (*completion, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 64*1024*1024)
+	br, ok := r.(*bufio.Reader)
+	if !ok {
+		br = bufio.NewReaderSize(r, 64<<10)
+	}
 	acc := newAccumulator()
-	started, done := false, false
-	for sc.Scan() {
-		line := bytes.TrimRight(sc.Bytes(), "\r")
+	started, done, chunks := false, false, 0
+	// take reads one line; last says the body ended after it without a newline.
+	take := func(line []byte, last bool) (stop bool, err error) {
 		field, value, ok := bytes.Cut(line, []byte(":"))
 		if len(line) == 0 || len(field) == 0 || !ok {
-			continue // blank line, `:` comment (ping) or a line with no field
+			return false, nil // blank line, `:` comment (ping) or a line with no field
 		}
 		value = bytes.TrimPrefix(value, []byte(" "))
 		switch string(field) {
 		case "error":
-			return acc.result(), streamError(value)
+			return true, streamError(value)
 		case "data":
 		default:
-			continue // event:, id:, retry:
+			return false, nil // event:, id:, retry:
 		}
 		if string(bytes.TrimSpace(value)) == "[DONE]" {
 			done = true
-			break
+			return true, nil
+		}
+		if last && !json.Valid(value) {
+			return true, nil // the body ended inside this chunk: a cut stream
 		}
 		var ch chunk
 		if err := json.Unmarshal(value, &ch); err != nil {
-			return acc.result(), fmt.Errorf("stream chunk is not JSON: %v: %s", err, quote(value))
+			return true, fmt.Errorf("stream chunk is not JSON: %v: %s", err, quote(value))
 		}
+		chunks++
 		if len(ch.Error) > 0 && string(ch.Error) != "null" {
-			return acc.result(), streamError(ch.Error)
+			return true, streamError(ch.Error)
 		}
 		if len(ch.PromptProgress) > 0 && len(ch.Choices) == 0 && ch.Usage == nil && ch.Timings == nil {
-			continue // return_progress: prefill progress, not an answer
+			return false, nil // return_progress: prefill progress, not an answer
 		}
 		if !started {
 			started = true
 			first()
 		}
 		acc.add(&ch)
+		return false, nil
 	}
-	if err := sc.Err(); err != nil {
-		return acc.result(), err
+	for {
+		line, rerr := br.ReadBytes('\n')
+		if rerr != nil && !errors.Is(rerr, io.EOF) {
+			return acc.result(), rerr
+		}
+		last := rerr != nil && !bytes.HasSuffix(line, []byte("\n"))
+		stop, err := take(bytes.TrimRight(line, "\r\n"), last)
+		if err != nil {
+			return acc.result(), err
+		}
+		if stop || rerr != nil {
+			break
+		}
 	}
 	c := acc.result()
 	c.Done = done
+	switch {
+	case done:
+	case chunks == 0:
+		return c, chat.CutError(backendName, "", "no events")
+	case c.FinishReason == "":
+		return c, chat.CutError(backendName, "", "no data: [DONE] and no finish_reason")
+	case c.Usage == nil:
+		return c, chat.CutError(backendName, "", "no data: [DONE] and no usage after the finish_reason")
+	}
 	return c, nil
 }
 

@@ -128,6 +128,19 @@ func (c *Capture) Line(data []byte) (content bool, err error) {
 	return l.Message.Content != "" || l.Message.Thinking != "" || l.Response != "" || l.Thinking != "" || len(l.Message.ToolCalls) > 0, nil
 }
 
+// End reports whether the answer was whole: nil once its done line came; else a
+// *chat.APIError ([chat.CutError], URL empty): "no events" for an answer with no line, "no
+// done message".
+func (c *Capture) End() error {
+	switch {
+	case c.final != nil:
+		return nil
+	case c.lines == 0:
+		return chat.CutError("ollama", "", "no events")
+	}
+	return chat.CutError("ollama", "", "no done message")
+}
+
 // Reply returns what the model generated, as far as it came.
 func (c *Capture) Reply() *chat.Reply {
 	return &chat.Reply{Reasoning: c.reasoning.String(), Content: c.content.String(), ToolCalls: c.calls}

@@ -28,11 +28,13 @@
 package ollama
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -48,6 +50,7 @@ import (
 type Client struct {
 	base      *url.URL
 	api       *api.Client
+	http      *http.Client
 	model     string
 	numCtx    int
 	keepAlive time.Duration
@@ -93,7 +96,7 @@ func WithServerLog(path string) Option { return func(c *Client) { c.logPath = pa
 // WithHTTPClient sets the HTTP client (default: one with no overall timeout; requests end with
 // their context).
 func WithHTTPClient(h *http.Client) Option {
-	return func(c *Client) { c.api = api.NewClient(c.base, h) }
+	return func(c *Client) { c.http = h }
 }
 
 // New returns a client for the Ollama server at baseURL (such as http://127.0.0.1:11434) serving
@@ -105,10 +108,13 @@ func New(baseURL, model string, opts ...Option) (*Client, error) {
 	}
 	c := &Client{base: u, model: model, numCtx: 32768, keepAlive: -1, seed: 42, temperature: 0.7, logWait: 3 * time.Second,
 		args: map[string]api.ToolCallFunctionArguments{}, tools: map[string]api.Tool{}}
-	c.api = api.NewClient(u, &http.Client{})
+	c.http = &http.Client{}
 	for _, o := range opts {
 		o(c)
 	}
+	hc := *c.http
+	hc.Transport = answerCheck{next: hc.Transport, base: u.String()}
+	c.api = api.NewClient(u, &hc)
 	if c.logPath != "" {
 		// Only lines written after now belong to this client's requests.
 		c.log = OpenCacheLog(c.logPath)
@@ -171,6 +177,10 @@ func (c *Client) wrap(err error) error {
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
+	}
+	var ae *chat.APIError
+	if errors.As(err, &ae) {
+		return ae // answerCheck's: an HTTP 200 that is not the API's answer
 	}
 	var se api.StatusError
 	if errors.As(err, &se) {
@@ -253,7 +263,9 @@ func (c *Client) Render(ctx context.Context, req *api.ChatRequest) (string, erro
 // ignores reply and returns what the model wrote in the result's Reply. The result's figures: PromptTokens = prompt_eval_count (the
 // whole prompt, cached part included, in v0.17.4), Prefill = prompt_eval_duration (the uncached
 // part only), CachedTokens from the server log's `used=` (nil without a log), TTFT from sending to
-// the first streamed chunk, Total to the last.
+// the first streamed chunk, Total to the last. A stream without its done message, or an empty
+// 200, is a [chat.CutError] (the harness retries it); an HTTP 200 that is not JSON or JSON lines
+// (an HTML page) is a [chat.NotAnswerError].
 func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
 	creq, err := c.ChatRequest(req)
 	if err != nil {
@@ -307,7 +319,7 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 		return res, err
 	}
 	if !final.Done {
-		return res, &chat.APIError{Backend: "ollama", URL: c.base.String(), StatusCode: 200, Body: "the answer stream ended before its done message: unexpected EOF"}
+		return res, chat.CutError("ollama", c.base.String(), "no done message")
 	}
 	res.PromptTokens = int64(final.PromptEvalCount)
 	res.CompletionTokens = int64(final.EvalCount)
@@ -358,6 +370,46 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 		}
 	}
 	return res, nil
+}
+
+// answerCheck is the transport of the api client's HTTP client. It passes an HTTP 200 answer on
+// only when its body is what Ollama answers, JSON or JSON lines ([chat.SniffAnswer]); anything
+// else fails the request with a *chat.APIError: an empty body a cut answer ([chat.CutError],
+// retried), an HTML page or any other body [chat.NotAnswerError] (not retried). The api client
+// would take an empty body as an answer without content, and the first line of a page as its
+// error message. HEAD requests (the api client's heartbeat) pass as they are.
+type answerCheck struct {
+	next http.RoundTripper
+	base string
+}
+
+// RoundTrip implements http.RoundTripper.
+func (a answerCheck) RoundTrip(r *http.Request) (*http.Response, error) {
+	next := a.next
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	resp, err := next.RoundTrip(r)
+	if err != nil || resp.StatusCode != http.StatusOK || r.Method == http.MethodHead {
+		return resp, err
+	}
+	br := bufio.NewReaderSize(resp.Body, 64<<10)
+	head, err := chat.PeekAnswer(br)
+	if err != nil {
+		resp.Body.Close()
+		return nil, err
+	}
+	ctype := resp.Header.Get("Content-Type")
+	switch chat.SniffAnswer(ctype, head) {
+	case chat.AnswerJSON, chat.AnswerLines:
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{br, resp.Body}
+		return resp, nil
+	}
+	resp.Body.Close()
+	return nil, chat.NotAnswerError("ollama", a.base, ctype, head)
 }
 
 // emulate sends the raw generate request that leaves the server's cache holding text.

@@ -227,8 +227,8 @@ func TestCutStreamAndCacheFill(t *testing.T) {
 	cut = true
 	_, err = c.Send(context.Background(), req, reply)
 	var ae *chat.APIError
-	if !errors.As(err, &ae) || ae.StatusCode != 200 || !strings.Contains(ae.Body, "unexpected EOF") {
-		t.Fatalf("a cut stream: %v; want an APIError with status 200 and unexpected EOF", err)
+	if !errors.As(err, &ae) || ae.StatusCode != 200 || ae.Body != "stream cut: no done message" {
+		t.Fatalf("a cut stream: %v; want an APIError with status 200 and stream cut: no done message", err)
 	}
 	if generates != 0 {
 		t.Errorf("the cache was filled after a cut stream")

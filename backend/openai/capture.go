@@ -278,18 +278,24 @@ type captureChunk struct {
 // first such chunk is the time to first token). A chunk that is not JSON is an error; an error
 // object in the stream (`{"error": …}`) is returned as a *chat.APIError with the server's message.
 func (c *ChatCapture) Chunk(data []byte) (content bool, err error) {
+	_, content, err = c.chunk(data)
+	return content, err
+}
+
+// chunk is Chunk, also reporting whether the chunk had a choice.
+func (c *ChatCapture) chunk(data []byte) (choices, content bool, err error) {
 	data = bytes.TrimSpace(data)
 	if string(data) == "[DONE]" {
 		c.done = true
-		return false, nil
+		return false, false, nil
 	}
 	var ck captureChunk
 	if err := json.Unmarshal(data, &ck); err != nil {
-		return false, fmt.Errorf("stream chunk %d is not JSON: %w", c.chunks+1, err)
+		return false, false, fmt.Errorf("stream chunk %d is not JSON: %w", c.chunks+1, err)
 	}
 	c.chunks++
 	if len(ck.Error) > 0 && string(ck.Error) != "null" {
-		return false, &chat.APIError{Backend: "openai", Body: "error in the stream: " + errorText(ck.Error)}
+		return false, false, &chat.APIError{Backend: "openai", Body: "error in the stream: " + errorText(ck.Error)}
 	}
 	c.take(&ck.chunk)
 	for _, ch := range ck.Choices {
@@ -297,7 +303,26 @@ func (c *ChatCapture) Chunk(data []byte) (content bool, err error) {
 			content = true
 		}
 	}
-	return content, nil
+	return len(ck.Choices) > 0, content, nil
+}
+
+// End reports whether the answer was whole: nil for an unstreamed body, a stream that ended with
+// `data: [DONE]`, or one that ended after a finish_reason and its usage (servers that omit
+// [DONE]); else a *chat.APIError ([chat.CutError], URL empty) naming what the stream lacked:
+// "no data: [DONE] and no finish_reason", "no data: [DONE] and no usage after the
+// finish_reason", or, for a stream that had no chunk at all, "no events".
+func (c *ChatCapture) End() error {
+	switch {
+	case c.done:
+		return nil
+	case c.chunks == 0:
+		return chat.CutError("openai", "", "no events")
+	case c.gen.finish == "":
+		return chat.CutError("openai", "", "no data: [DONE] and no finish_reason")
+	case c.usage == nil:
+		return chat.CutError("openai", "", "no data: [DONE] and no usage after the finish_reason")
+	}
+	return nil
 }
 
 // Whole takes an unstreamed chat.completion body.
@@ -333,8 +358,9 @@ func (c *ChatCapture) Reply() *chat.Reply {
 
 // Result returns the figures: PromptTokens, CachedTokens (source "response"),
 // CompletionTokens, Prefill (llama-server's timings.prompt_ms) and Usage with the wire field of
-// each count, with warnings for a stream cut before `data: [DONE]` or an answer without usage.
-// TTFT and Total are the caller's (it saw the bytes arrive).
+// each count, with warnings for an answer without usage or a whole stream without `data:
+// [DONE]` ([ChatCapture.End] says whether the answer was whole). TTFT and Total are the
+// caller's (it saw the bytes arrive).
 func (c *ChatCapture) Result() *chat.Result {
 	p, _ := ProfileByName("generic")
 	if c.usage != nil && (c.usage.PromptCacheHitTokens != nil || c.usage.PromptCacheMissTokens != nil) {
@@ -342,8 +368,8 @@ func (c *ChatCapture) Result() *chat.Result {
 	}
 	res := &chat.Result{}
 	(&Client{profile: p}).fillUsage(res, c.usage, c.tim)
-	if !c.done {
-		res.Warnings = append(res.Warnings, "the stream ended without data: [DONE]: the answer may be cut")
+	if !c.done && c.End() == nil {
+		res.Warnings = append(res.Warnings, "the stream ended without data: [DONE] after its finish_reason and usage: taken as whole")
 	}
 	return res
 }
@@ -479,6 +505,20 @@ func (c *ResponsesCapture) Reply() *chat.Reply {
 		}
 	}
 	return &chat.Reply{Content: c.text.String()}
+}
+
+// End reports whether the answer was whole: nil for an unstreamed response object or a stream
+// that ended with response.completed or response.incomplete (response.failed is an error of
+// its own, from Event); else a *chat.APIError ([chat.CutError], URL empty): "no events" for a
+// stream with none, "no response.completed, response.incomplete or response.failed".
+func (c *ResponsesCapture) End() error {
+	switch {
+	case c.final:
+		return nil
+	case c.events == 0:
+		return chat.CutError("openai", "", "no events")
+	}
+	return chat.CutError("openai", "", "no response.completed, response.incomplete or response.failed")
 }
 
 // Result returns the figures as [Client.Send] reads them from the Responses API's usage:

@@ -246,7 +246,13 @@ func (c *Client) Profile() Profile { return c.profile }
 // usage.completion_tokens (output_tokens), TTFT = from sending to the first delta carrying
 // content, reasoning or a tool call, Total = to the end of the stream, Prefill from
 // llama-server's timings.prompt_ms when present. Usage is nil when the response carried none
-// (a Warning says so). Errors are *chat.APIError; the API key appears in none.
+// (a Warning says so). A server that answers the streamed request with one JSON document is
+// read as the API's unstreamed answer (usage, text, reasoning, tool calls; TTFT unknown, with a
+// warning). Errors are *chat.APIError; the API key appears in none. A stream that ends before
+// its end marker (Chat Completions: `data: [DONE]`, or a finish_reason and its usage; the
+// Responses API: response.completed or response.incomplete), a stream with no events and an
+// empty 200 are a [chat.CutError], which the harness retries; an HTTP 200 that is not the
+// API's answer (an HTML page) is a [chat.NotAnswerError].
 func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
 	if c.api == APIResponses {
 		return c.sendResponses(ctx, req)
@@ -281,10 +287,16 @@ type edit struct {
 	// go-openai decoded its own typed subset).
 	tee bool
 
-	body     []byte // the body sent
-	start    time.Time
-	response bytes.Buffer
-	status   int
+	// stream marks a streamed request: the doer takes a 2xx answer's body (answer, with its
+	// Content-Type answerType) for the lab to read, and gives go-openai an empty one.
+	stream bool
+
+	body       []byte // the body sent
+	start      time.Time
+	response   bytes.Buffer
+	status     int
+	answer     io.ReadCloser
+	answerType string
 	// retryAfter is the answer's Retry-After header as a wait (RFC 9110 §10.2.3); 0 without one.
 	retryAfter time.Duration
 }
@@ -299,8 +311,10 @@ type editKey struct{}
 // lab's order), and `tools`, `max_tokens`, `prompt_cache_key` and Options.Extra are set — then
 // records the bytes sent and the time, adds the profile's headers, and, for an unstreamed
 // response, tees the body so untyped usage fields (DeepSeek's prompt_cache_hit_tokens,
-// llama-server's timings) can be read. Streamed responses are read raw through go-openai's
-// RecvRaw, so they need no tee.
+// llama-server's timings) can be read. A streamed request's 2xx answer the doer takes whole
+// (edit.answer), and go-openai gets an empty body: the lab reads the answer itself
+// ([Client.readAnswer]), because go-openai's stream reader ends the same way at `data: [DONE]`
+// and at a body that broke off, and drops an application/json answer.
 type doer struct {
 	next    goopenai.HTTPDoer
 	headers map[string]string
@@ -336,6 +350,11 @@ func (d *doer) Do(r *http.Request) (*http.Response, error) {
 	}
 	e.status = resp.StatusCode
 	e.retryAfter = ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	e.answerType = resp.Header.Get("Content-Type")
+	if e.stream && resp.StatusCode/100 == 2 {
+		e.answer = resp.Body
+		resp.Body = http.NoBody
+	}
 	if e.tee {
 		resp.Body = struct {
 			io.Reader

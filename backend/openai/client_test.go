@@ -39,6 +39,8 @@ type step struct {
 	file   string // under testdata/
 	text   string // used when file is ""
 	sse    bool
+	// ctype, when set, is the Content-Type instead of sse's.
+	ctype string
 	// echoAuth writes the request's Authorization header into the body, as a careless
 	// server's error message might.
 	echoAuth bool
@@ -68,9 +70,12 @@ func newReplay(t *testing.T, steps ...step) *replay {
 		if s.echoAuth {
 			out = []byte(fmt.Sprintf(`{"error":{"message":"invalid header %q","type":"auth"}}`, req.Header.Get("Authorization")))
 		}
-		if s.sse {
+		switch {
+		case s.ctype != "":
+			w.Header().Set("Content-Type", s.ctype)
+		case s.sse:
 			w.Header().Set("Content-Type", "text/event-stream")
-		} else {
+		default:
 			w.Header().Set("Content-Type", "application/json")
 		}
 		if s.status != 0 {

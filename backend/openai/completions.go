@@ -3,9 +3,7 @@ package openai
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -105,6 +103,9 @@ func (c *Client) sendChat(ctx context.Context, req *chat.Request) (*chat.Result,
 	if c.opts.NoStream {
 		_, err := c.oa.CreateChatCompletion(ctx, oreq)
 		res.Total = time.Since(start)
+		if f := chat.SniffAnswer(e.answerType, e.response.Bytes()); e.status/100 == 2 && (f == chat.AnswerEmpty || f == chat.AnswerOther) {
+			return res, chat.NotAnswerError("openai", c.base.String(), e.answerType, e.response.Bytes())
+		}
 		if err != nil {
 			return res, c.apiErrorFrom(err, e)
 		}
@@ -122,66 +123,59 @@ func (c *Client) sendChat(ctx context.Context, req *chat.Request) (*chat.Result,
 		return res, nil
 	}
 
+	e.stream = true
 	stream, err := c.oa.CreateChatCompletionStream(ctx, oreq)
 	if err != nil {
 		res.Total = time.Since(start)
 		return res, c.apiErrorFrom(err, e)
 	}
-	defer stream.Close()
+	stream.Close() // an empty body: the doer took the answer's (e.answer)
+	if e.answer != nil {
+		defer e.answer.Close()
+	}
 	if !e.start.IsZero() {
 		start = e.start // when the request left, as the doer saw it
 	}
 	var (
-		usage      *usageCounts
-		tim        *timings
+		cc         ChatCapture
 		firstChunk time.Duration
-		n          int
-		gen        generation
 	)
 	if req.Generate > 0 {
 		// What the model wrote, also when the stream breaks off: a timeout keeps what came.
-		defer func() { res.Reply = gen.reply(res) }()
+		defer func() { res.Reply = cc.gen.reply(res) }()
 	}
-	for {
-		raw, err := stream.RecvRaw()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			res.Total = time.Since(start)
-			return res, c.apiError(fmt.Errorf("read stream: %w", err), 0)
-		}
+	_, err = c.readAnswer(e, func(name string, data []byte) error {
 		now := time.Since(start)
-		var ck chunk
-		if err := json.Unmarshal(raw, &ck); err != nil {
-			res.Total = now
-			return res, c.apiError(fmt.Errorf("stream chunk %d is not JSON: %w", n+1, err), e.status)
+		if name == "error" { // llama-server's older in-stream error line
+			return &chat.APIError{Backend: "openai", Body: "error in the stream: " + errorText(data)}
 		}
-		n++
-		gen.add(&ck)
-		if firstChunk == 0 && len(ck.Choices) > 0 {
+		choices, content, err := cc.chunk(data)
+		if firstChunk == 0 && choices {
 			firstChunk = now
 		}
-		for _, ch := range ck.Choices {
-			if res.TTFT == 0 && ch.Delta.first() {
-				res.TTFT = now
-			}
+		if res.TTFT == 0 && content {
+			res.TTFT = now
 		}
-		// Usage comes in the last chunk (stream_options.include_usage); earlier chunks carry
-		// none or null. The last one seen wins.
-		if ck.Usage != nil {
-			usage = ck.Usage
+		return err
+	}, func(body []byte) error {
+		if err := cc.Whole(body); err != nil {
+			return err
 		}
-		if ck.Timings != nil {
-			tim = ck.Timings
-		}
-	}
+		res.Warnings = append(res.Warnings, "the server answered the streamed request with one JSON answer, not a stream: time to first token unknown")
+		return nil
+	})
 	res.Total = time.Since(start)
-	if res.TTFT == 0 {
+	if err == nil {
+		err = cc.End()
+	}
+	if err != nil {
+		return res, c.answerError(err, e)
+	}
+	if res.TTFT == 0 && !cc.whole {
 		res.TTFT = firstChunk
 		res.Warnings = append(res.Warnings, "no chunk carried content, reasoning or a tool call: time to first token is the time to the first chunk with a choice")
 	}
-	c.fillUsage(res, usage, tim)
+	c.fillUsage(res, cc.usage, cc.tim)
 	return res, nil
 }
 

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -218,12 +216,16 @@ func (c *Client) sendResponses(ctx context.Context, req *chat.Request) (*chat.Re
 		res.RequestBytes = int64(len(e.body))
 	}()
 	start := time.Now()
+	e.stream = true
 	stream, err := c.oa.CreateResponseStream(ctx, goopenai.CreateResponseRequest{Model: c.model})
 	if err != nil {
 		res.Total = time.Since(start)
 		return res, c.apiErrorFrom(err, e)
 	}
-	defer stream.Close()
+	stream.Close() // an empty body: the doer took the answer's (e.answer)
+	if e.answer != nil {
+		defer e.answer.Close()
+	}
 	if !e.start.IsZero() {
 		start = e.start
 	}
@@ -232,42 +234,23 @@ func (c *Client) sendResponses(ctx context.Context, req *chat.Request) (*chat.Re
 		final bool
 		n     int
 		out   output
+		whole bool
 	)
 	if req.Generate > 0 {
 		// What the model wrote, also when the stream breaks off: a timeout keeps what came.
 		defer func() { res.Reply = out.reply(res) }()
 	}
-	for {
-		raw, err := stream.RecvRaw()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			res.Total = time.Since(start)
-			return res, c.apiError(fmt.Errorf("read stream: %w", err), 0)
-		}
-		now := time.Since(start)
-		var ev responseEvent
-		if err := json.Unmarshal(raw, &ev); err != nil {
-			res.Total = now
-			return res, c.apiError(fmt.Errorf("stream event %d is not JSON: %w", n+1, err), e.status)
-		}
-		n++
-		out.add(&ev)
-		if res.TTFT == 0 && firstToken(ev.Type) && ev.Delta != "" {
-			res.TTFT = now
-		}
+	handle := func(ev *responseEvent) error {
+		out.add(ev)
 		switch ev.Type {
 		case "error":
-			res.Total = now
-			return res, &chat.APIError{Backend: "openai", URL: c.base.String(), Body: c.redact(joinNonEmpty(ev.Code, ev.Message))}
+			return &chat.APIError{Backend: "openai", Body: joinNonEmpty(ev.Code, ev.Message)}
 		case "response.failed":
-			res.Total = now
 			msg := "response.failed"
 			if ev.Response != nil && ev.Response.Error != nil {
 				msg = joinNonEmpty(ev.Response.Error.Code, ev.Response.Error.Message)
 			}
-			return res, &chat.APIError{Backend: "openai", URL: c.base.String(), Body: c.redact(msg)}
+			return &chat.APIError{Backend: "openai", Body: msg}
 		case "response.completed", "response.incomplete":
 			final = true
 			if ev.Response != nil {
@@ -279,18 +262,53 @@ func (c *Client) sendResponses(ctx context.Context, req *chat.Request) (*chat.Re
 				}
 			}
 		}
+		return nil
 	}
+	_, err = c.readAnswer(e, func(_ string, data []byte) error {
+		now := time.Since(start)
+		var ev responseEvent
+		if err := json.Unmarshal(data, &ev); err != nil {
+			return fmt.Errorf("stream event %d is not JSON: %w", n+1, err)
+		}
+		n++
+		if res.TTFT == 0 && firstToken(ev.Type) && ev.Delta != "" {
+			res.TTFT = now
+		}
+		return handle(&ev)
+	}, func(body []byte) error {
+		// A response object, as the unstreamed API answers: its status says which final event
+		// it stands for.
+		whole = true
+		ev := responseEvent{Type: "response.completed"}
+		if err := json.Unmarshal(body, &ev.Response); err != nil || ev.Response == nil {
+			return fmt.Errorf("the answer is not a response object: %s", quote(body))
+		}
+		switch r := ev.Response; {
+		case r.Status == "failed" || (r.Error != nil && (r.Error.Code != "" || r.Error.Message != "")):
+			ev.Type = "response.failed"
+		case ev.Response.Status == "incomplete":
+			ev.Type = "response.incomplete"
+		}
+		res.Warnings = append(res.Warnings, "the server answered the streamed request with one JSON response object, not a stream: time to first token unknown")
+		return handle(&ev)
+	})
 	res.Total = time.Since(start)
-	if !final {
-		res.Warnings = append(res.Warnings, "the stream ended without response.completed: token counts unknown")
+	switch {
+	case err != nil:
+	case final:
+	case n == 0 && !whole:
+		err = chat.CutError("openai", "", "no events")
+	default:
+		err = chat.CutError("openai", "", "no response.completed, response.incomplete or response.failed")
 	}
-	if res.TTFT == 0 {
+	if err != nil {
+		return res, c.answerError(err, e)
+	}
+	if res.TTFT == 0 && !whole {
 		res.Warnings = append(res.Warnings, "no event carried output text, reasoning or a tool call: time to first token unknown")
 	}
 	if usage == nil {
-		if final {
-			res.Warnings = append(res.Warnings, "the response carried no usage: token counts unknown")
-		}
+		res.Warnings = append(res.Warnings, "the response carried no usage: token counts unknown")
 		return res, nil
 	}
 	c.result(res, usage.normalise())

@@ -87,6 +87,8 @@ func TestServerFaults(t *testing.T) {
 		retries            int32
 		wantWait           time.Duration
 		errText, warnText  string
+		// prompt, when set, is the prompt tokens the row must hold.
+		prompt int64
 	}{
 		{name: "429 with Retry-After", fault: func(n int, w http.ResponseWriter, r *http.Request) bool {
 			if n == 3 {
@@ -117,6 +119,45 @@ func TestServerFaults(t *testing.T) {
 			}
 			return false
 		}, wantCode: 0, wantRows: 48, row: 1, retries: 1, wantWait: time.Second, warnText: "unexpected EOF"},
+		{name: "stream without [DONE] or finish_reason, for good", fault: func(n int, w http.ResponseWriter, r *http.Request) bool {
+			if n >= 2 {
+				w.Header().Set("Content-Type", "text/event-stream")
+				fmt.Fprint(w, "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"o\"}}]}\n\n")
+				return true
+			}
+			return false
+		}, wantCode: 1, wantRows: 2, row: 1, retries: 2, wantWait: 3 * time.Second, errText: "HTTP 200: stream cut: no data: [DONE] and no finish_reason"},
+		{name: "stream without [DONE] or finish_reason, then whole", fault: func(n int, w http.ResponseWriter, r *http.Request) bool {
+			if n == 2 {
+				w.Header().Set("Content-Type", "text/event-stream")
+				fmt.Fprint(w, "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"o\"}}]}\n\n")
+				return true
+			}
+			return false
+		}, wantCode: 0, wantRows: 48, row: 1, retries: 1, wantWait: time.Second, warnText: "stream cut: no data: [DONE]"},
+		{name: "empty 200, then whole", fault: func(n int, w http.ResponseWriter, r *http.Request) bool {
+			if n == 2 {
+				w.Header().Set("Content-Type", "text/event-stream")
+				return true
+			}
+			return false
+		}, wantCode: 0, wantRows: 48, row: 1, retries: 1, wantWait: time.Second, warnText: "HTTP 200 with an empty body"},
+		{name: "HTML 200 is not retried", fault: func(n int, w http.ResponseWriter, r *http.Request) bool {
+			if n == 2 {
+				w.Header().Set("Content-Type", "text/html")
+				fmt.Fprint(w, "<!DOCTYPE html><html><body>Please sign in</body></html>")
+				return true
+			}
+			return false
+		}, wantCode: 1, wantRows: 2, row: 1, retries: 0, errText: "HTTP 200 with a text/html body, not the API's answer"},
+		{name: "JSON answer to the streamed request", fault: func(n int, w http.ResponseWriter, r *http.Request) bool {
+			if n == 2 {
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprint(w, `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"o"},"finish_reason":"length"}],"usage":{"prompt_tokens":1234,"completion_tokens":1}}`)
+				return true
+			}
+			return false
+		}, wantCode: 0, wantRows: 48, row: 1, retries: 0, warnText: "one JSON answer", prompt: 1234},
 		{name: "malformed stream", fault: func(n int, w http.ResponseWriter, r *http.Request) bool {
 			if n == 2 {
 				w.Header().Set("Content-Type", "text/event-stream")
@@ -165,6 +206,9 @@ func TestServerFaults(t *testing.T) {
 			}
 			if tc.errText != "" && !strings.Contains(s.Error, tc.errText) {
 				t.Errorf("row %d: error %q; want it to hold %q", tc.row, s.Error, tc.errText)
+			}
+			if tc.prompt != 0 && s.PromptTokens != tc.prompt {
+				t.Errorf("row %d: %d prompt tokens; want %d", tc.row, s.PromptTokens, tc.prompt)
 			}
 			if tc.warnText != "" && (s.Error != "" || !strings.Contains(s.Warnings, tc.warnText)) {
 				t.Errorf("row %d: error %q, warnings %q; want no error and warnings holding %q", tc.row, s.Error, s.Warnings, tc.warnText)

@@ -1,0 +1,124 @@
+package anthropic
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"lab/chat"
+)
+
+// serve answers every request with body under the Content-Type ctype.
+func serve(t *testing.T, ctype, body string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if ctype != "" {
+			w.Header().Set("Content-Type", ctype)
+		}
+		io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func testdata(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A stream without message_stop is a cut stream, also when the body ends inside an event: a
+// chat.CutError the harness retries, not a row with message_start's usage; so is a stream with
+// no events, and an empty 200. An HTML 200 is an error that is not retried.
+func TestStreamNotWhole(t *testing.T) {
+	whole := testdata(t, "stream_text.sse")
+	stop := strings.Index(whole, "event: message_stop")
+	for _, tc := range []struct {
+		name, ctype, body, want string
+	}{
+		{"no message_stop", "text/event-stream", whole[:stop], "stream cut: no message_stop"},
+		{"cut inside an event", "text/event-stream", whole[:stop-30], "stream cut: no message_stop"},
+		{"zero events", "text/event-stream", ": ping\n\n", "stream cut: no events"},
+		{"empty 200", "text/event-stream", "", "stream cut: HTTP 200 with an empty body"},
+		{"HTML 200", "text/html", "<html><body>Bad gateway</body></html>", `HTTP 200 with a text/html body, not the API's answer: "<html>`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newClient(t, serve(t, tc.ctype, tc.body), Options{})
+			_, err := c.Send(context.Background(), testRequest(), nil)
+			var ae *chat.APIError
+			if !errors.As(err, &ae) || ae.StatusCode != 200 || !strings.HasPrefix(ae.Body, tc.want) || !strings.HasSuffix(ae.URL, "/v1/messages") {
+				t.Fatalf("error %v; want an APIError with HTTP 200 and a body starting %q", err, tc.want)
+			}
+		})
+	}
+	c := newClient(t, serve(t, "text/event-stream", whole), Options{})
+	if _, err := c.Send(context.Background(), testRequest(), nil); err != nil {
+		t.Errorf("the whole stream: %v", err)
+	}
+}
+
+// A cut live generation still returns what came before the cut, with the error.
+func TestCutGenerationKeepsWhatCame(t *testing.T) {
+	whole := testdata(t, "gen_live.sse")
+	cut := whole[:strings.Index(whole, "event: message_delta")]
+	c := newClient(t, serve(t, "text/event-stream", cut), Options{})
+	req := testRequest()
+	req.Generate = 64
+	res, err := c.Send(context.Background(), req, nil)
+	if err == nil || !strings.Contains(err.Error(), "stream cut: no message_stop") {
+		t.Fatalf("error %v; want a cut stream", err)
+	}
+	if res == nil || res.Reply == nil || res.Reply.Content == "" && len(res.Reply.ToolCalls) == 0 && res.Reply.Reasoning == "" {
+		t.Errorf("reply %+v; want what came before the cut", res)
+	}
+}
+
+// A streamed request answered with one JSON message is read whole, usage included.
+func TestJSONAnswerToAStreamedRequest(t *testing.T) {
+	c := newClient(t, serve(t, "application/json", testdata(t, "message.json")), Options{})
+	resp, res, err := c.Create(context.Background(), testRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.PromptTokens != 2054 || res.CachedTokens == nil || *res.CachedTokens != 0 || res.CompletionTokens != 40 || resp.Message.Content != "Done." {
+		t.Errorf("prompt %d cached %v completion %d content %q; want 2054, 0, 40, Done.", res.PromptTokens, res.CachedTokens, res.CompletionTokens, resp.Message.Content)
+	}
+	if w := strings.Join(res.Warnings, "; "); !strings.Contains(w, "one JSON message") {
+		t.Errorf("warnings %q; want one naming the JSON answer", w)
+	}
+	c = newClient(t, serve(t, "application/json", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`), Options{})
+	if _, err := c.Send(context.Background(), testRequest(), nil); err == nil || !strings.Contains(err.Error(), "overloaded_error: Overloaded") {
+		t.Errorf("an error body with HTTP 200: %v; want its message", err)
+	}
+}
+
+// The proxy's reader: a stream cut after message_start is not whole, and its output_tokens
+// (message_start's) is not taken as the completion count.
+func TestCaptureCut(t *testing.T) {
+	whole := testdata(t, "stream_text.sse")
+	var c Capture
+	err := readEvents(strings.NewReader(whole[:strings.Index(whole, "event: message_delta")]), func(ev event) error {
+		_, err := c.Event(ev.name, ev.data)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.End(); err == nil || !strings.Contains(err.Error(), "stream cut: no message_stop") {
+		t.Errorf("End = %v; want a cut stream", err)
+	}
+	res := c.Result()
+	if res.Usage.Generated != nil || res.CompletionTokens != 0 || res.Usage.Prompt == nil {
+		t.Errorf("generated %v completion %d prompt %v; want the prompt's counts and no completion count", res.Usage.Generated, res.CompletionTokens, res.Usage.Prompt)
+	}
+}

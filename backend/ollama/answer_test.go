@@ -1,0 +1,76 @@
+package ollama
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/ollama/ollama/api"
+
+	"lab/chat"
+)
+
+// An HTTP 200 that is not Ollama's answer fails the request with an error naming it: an HTML
+// page (at the rendering or at the measured request), an empty body and a stream with no line
+// (cut answers, which the harness retries).
+func TestNotTheAPIsAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name, ctype, body string
+		render            bool // the rendering request gets the odd answer, else the measured one
+		want              string
+	}{
+		{"HTML at the rendering", "text/html; charset=utf-8", "<!DOCTYPE html><title>Sign in</title>", true, `HTTP 200 with a text/html body, not the API's answer: "<!DOCTYPE html>`},
+		{"HTML at the request", "text/html", "<html>proxy error</html>", false, `HTTP 200 with a text/html body, not the API's answer: "<html>`},
+		{"empty 200", "application/x-ndjson", "", false, "stream cut: HTTP 200 with an empty body"},
+		{"zero lines", "application/x-ndjson", "\n\n", false, "stream cut: HTTP 200 with an empty body"},
+		{"plain text", "text/plain", "Ollama is running", false, `HTTP 200 with a text/plain body, not the API's answer: "Ollama is running"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var req api.ChatRequest
+				json.NewDecoder(r.Body).Decode(&req)
+				if req.DebugRenderOnly && !tc.render {
+					json.NewEncoder(w).Encode(map[string]any{"model": req.Model, "done": true, "_debug_info": map[string]any{"rendered_template": "RENDERED"}})
+					return
+				}
+				w.Header().Set("Content-Type", tc.ctype)
+				io.WriteString(w, tc.body)
+			}))
+			defer srv.Close()
+			c, err := New(srv.URL, "m")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.Send(context.Background(), &chat.Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}}}, &chat.Reply{Content: "ok"})
+			var ae *chat.APIError
+			if !errors.As(err, &ae) || ae.StatusCode != 200 || !strings.HasPrefix(ae.Body, tc.want) || ae.URL != srv.URL {
+				t.Fatalf("error %v; want an APIError with HTTP 200 and a body starting %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// The proxy's reader: an answer without its done line, or with no line, is not whole.
+func TestCaptureEnd(t *testing.T) {
+	var c Capture
+	if err := c.End(); err == nil || !strings.Contains(err.Error(), "stream cut: no events") {
+		t.Errorf("no line: %v", err)
+	}
+	if _, err := c.Line([]byte(`{"message":{"role":"assistant","content":"x"},"done":false}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.End(); err == nil || !strings.Contains(err.Error(), "stream cut: no done message") {
+		t.Errorf("no done line: %v", err)
+	}
+	if _, err := c.Line([]byte(`{"done":true,"prompt_eval_count":5}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.End(); err != nil {
+		t.Errorf("whole: %v", err)
+	}
+}
