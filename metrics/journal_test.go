@@ -28,7 +28,7 @@ func utc(samples []metrics.Sample) []metrics.Sample {
 // killed (SIGKILL, a power cut after the OS wrote the journal).
 func abandoned(t *testing.T, dir string, samples []metrics.Sample) {
 	t.Helper()
-	sink, err := metrics.CreateParquet(filepath.Join(dir, metrics.SamplesFile))
+	sink, err := metrics.CreateParquet(filepath.Join(dir, metrics.SamplesFile), metrics.FileMeta{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestJournalRemovedOnClose(t *testing.T) {
 	if got := metrics.JournalPath(path); got != filepath.Join(dir, metrics.JournalFile) {
 		t.Errorf("JournalPath(%s) = %s; want %s", path, got, metrics.JournalFile)
 	}
-	sink, err := metrics.CreateParquet(path)
+	sink, err := metrics.CreateParquet(path, metrics.FileMeta{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestJournalRemovedOnClose(t *testing.T) {
 	}
 	// A journal whose sink was not the one to close: CreateParquet refuses to overwrite it.
 	os.WriteFile(filepath.Join(dir, metrics.JournalFile), nil, 0o644)
-	if _, err := metrics.CreateParquet(filepath.Join(dir, metrics.SamplesFile)); !errors.Is(err, fs.ErrExist) {
+	if _, err := metrics.CreateParquet(filepath.Join(dir, metrics.SamplesFile), metrics.FileMeta{}); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("CreateParquet with a journal there = %v; want fs.ErrExist", err)
 	}
 }
@@ -153,7 +153,7 @@ func TestReplaceParquet(t *testing.T) {
 				abandoned(t, dir, all[:6])
 			}
 			kept := all[:4]
-			sink, err := metrics.ReplaceParquet(path, kept)
+			sink, err := metrics.ReplaceParquet(path, kept, metrics.FileMeta{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,11 +10,84 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress/zstd"
 )
+
+// SchemaVersion is the version of the columns of [Sample] that a samples file holds, recorded in
+// its key/value metadata ([MetaSchemaVersion]). Bump it whenever the columns change: one added,
+// removed, retyped, or whose meaning or unit changes. Files without the key predate it (schema
+// 1: some figures the lab did not measure were stored as 0). Version 2 is the nullable schema: a
+// figure the lab did not measure is null, never 0.
+const SchemaVersion = 2
+
+// The keys of a samples file's Parquet key/value metadata (the footer's key_value_metadata), which
+// any Parquet reader shows (DuckDB: parquet_kv_metadata). A key whose value is unknown is left out.
+const (
+	// MetaRunID is the run id, as in the run_id column and the folder's name.
+	MetaRunID = "lab.run_id"
+	// MetaLabVersion is the version of the lab that measured the rows ([Manifest].LabVersion).
+	MetaLabVersion = "lab.lab_version"
+	// MetaSchemaVersion is [SchemaVersion] in decimal.
+	MetaSchemaVersion = "lab.schema_version"
+	// MetaPart is the part of the run the file holds, "i/n" ([Shard.String]; "1/1" for a run not
+	// split, and in the old layout).
+	MetaPart = "lab.part"
+	// MetaRepairedAt is when lab repair wrote the file from its journal (RFC 3339, UTC); absent
+	// from a file its run closed itself.
+	MetaRepairedAt = "lab.repaired_at"
+	// MetaRepairedBy is the version of the lab that repaired the file.
+	MetaRepairedBy = "lab.repaired_by"
+	// MetaRepairedLostLines is the number of journal lines that held no sample and were skipped
+	// when the file was repaired, in decimal ("0" when none was).
+	MetaRepairedLostLines = "lab.repaired_lost_lines"
+)
+
+// FileMeta is what a samples file says about the run in its key/value metadata (besides
+// [MetaSchemaVersion] and [MetaPart], which the writer fills in). An empty field is unknown and its
+// key is left out.
+type FileMeta struct {
+	// RunID is the run's id ([MetaRunID]).
+	RunID string
+	// LabVersion is the version of the lab that measures the rows ([MetaLabVersion]).
+	LabVersion string
+}
+
+// FileMeta returns the file metadata of the run m describes: its run id and lab version.
+func (m *Manifest) FileMeta() FileMeta {
+	if m == nil {
+		return FileMeta{}
+	}
+	return FileMeta{RunID: m.RunID, LabVersion: m.LabVersion}
+}
+
+// zstdCodec compresses every column chunk of the files the lab writes (Zstandard, its default
+// level, about zstd -3). It is safe for concurrent use.
+var zstdCodec = &zstd.Codec{Level: zstd.SpeedDefault}
+
+// writerOptions are the Parquet writer's options for a samples file of part s with meta: every
+// column zstd-compressed, and the key/value metadata (meta's keys, [MetaSchemaVersion],
+// [MetaPart], then extra, key after value).
+func writerOptions(meta FileMeta, s Shard, extra ...string) []parquet.WriterOption {
+	opts := []parquet.WriterOption{
+		parquet.Compression(zstdCodec),
+		parquet.KeyValueMetadata(MetaSchemaVersion, strconv.Itoa(SchemaVersion)),
+		parquet.KeyValueMetadata(MetaPart, s.String()),
+	}
+	for _, kv := range [][2]string{{MetaRunID, meta.RunID}, {MetaLabVersion, meta.LabVersion}} {
+		if kv[1] != "" {
+			opts = append(opts, parquet.KeyValueMetadata(kv[0], kv[1]))
+		}
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		opts = append(opts, parquet.KeyValueMetadata(extra[i], extra[i+1]))
+	}
+	return opts
+}
 
 // RowGroupRows is how many rows a [ParquetSink] buffers before it writes them out as one row
 // group. The writer keeps each row group's metadata (a column chunk, its statistics and page
@@ -60,14 +133,16 @@ func JournalPath(path string) string {
 }
 
 // CreateParquet creates the file at path and its journal ([JournalPath]) and returns a sink
-// writing samples to both. It fails if either file already exists (errors.Is(err,
+// writing samples to both, the file zstd-compressed with meta in its key/value metadata (part
+// "1/1": the old layout's samples.parquet, or a file outside a run folder). It fails if either file already exists (errors.Is(err,
 // fs.ErrExist)), so that no earlier measurement is overwritten; the directory must exist.
-func CreateParquet(path string) (*ParquetSink, error) {
-	return createParquet(path, JournalPath(path))
+func CreateParquet(path string, meta FileMeta) (*ParquetSink, error) {
+	return createParquet(path, JournalPath(path), writerOptions(meta, Shard{}))
 }
 
-// createParquet creates the samples file at path and the journal at jpath, both new.
-func createParquet(path, jpath string) (*ParquetSink, error) {
+// createParquet creates the samples file at path, written with opts, and the journal at jpath,
+// both new.
+func createParquet(path, jpath string, opts []parquet.WriterOption) (*ParquetSink, error) {
 	j, err := os.OpenFile(jpath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("create samples journal: %w", err)
@@ -78,7 +153,7 @@ func createParquet(path, jpath string) (*ParquetSink, error) {
 		_ = os.Remove(j.Name())
 		return nil, fmt.Errorf("create samples file: %w", err)
 	}
-	return &ParquetSink{path: path, jpath: j.Name(), f: f, j: j, w: parquet.NewGenericWriter[Sample](f)}, nil
+	return &ParquetSink{path: path, jpath: j.Name(), f: f, j: j, w: parquet.NewGenericWriter[Sample](f, opts...)}, nil
 }
 
 // ReplaceParquet replaces the samples file at path (and its journal) with a new one whose first
@@ -86,9 +161,10 @@ func createParquet(path, jpath string) (*ParquetSink, error) {
 // rows of its completed sessions and measures the others again. It never leaves a moment where
 // neither the old rows nor the kept ones can be read: it first writes the kept rows to a new
 // journal (a temporary file, synced, renamed over the old journal), then removes the old Parquet
-// file and creates the new one with rows in it. Killed at any point, [ReadSamples] returns either
-// the old file's rows or the kept rows followed by those measured since. Len counts rows.
-func ReplaceParquet(path string, rows []Sample) (*ParquetSink, error) {
+// file and creates the new one with rows in it (meta in its metadata, as [CreateParquet]). Killed
+// at any point, [ReadSamples] returns either the old file's rows or the kept rows followed by
+// those measured since. Len counts rows.
+func ReplaceParquet(path string, rows []Sample, meta FileMeta) (*ParquetSink, error) {
 	jpath := JournalPath(path)
 	if err := writeJournal(jpath, rows); err != nil {
 		return nil, err
@@ -97,7 +173,7 @@ func ReplaceParquet(path string, rows []Sample) (*ParquetSink, error) {
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("replace samples file: %w", err)
 	}
-	return reopenParquet(path, jpath, rows)
+	return reopenParquet(path, jpath, rows, writerOptions(meta, Shard{}))
 }
 
 // writeJournal replaces the journal at jpath with one holding rows, atomically: a temporary file,
@@ -123,8 +199,9 @@ func writeJournal(jpath string, rows []Sample) error {
 }
 
 // reopenParquet creates the samples file at path (which must not exist), opens the journal at
-// jpath (which already holds rows) for appending, and writes rows to the new file.
-func reopenParquet(path, jpath string, rows []Sample) (*ParquetSink, error) {
+// jpath (which already holds rows) for appending, and writes rows to the new file, written with
+// opts.
+func reopenParquet(path, jpath string, rows []Sample, opts []parquet.WriterOption) (*ParquetSink, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("create samples file: %w", err)
@@ -134,7 +211,7 @@ func reopenParquet(path, jpath string, rows []Sample) (*ParquetSink, error) {
 		_ = f.Close()
 		return nil, fmt.Errorf("open samples journal: %w", err)
 	}
-	p := &ParquetSink{path: path, jpath: jpath, f: f, j: j, w: parquet.NewGenericWriter[Sample](f)}
+	p := &ParquetSink{path: path, jpath: jpath, f: f, j: j, w: parquet.NewGenericWriter[Sample](f, opts...)}
 	for i := range rows {
 		if err := p.writeParquet(rows[i]); err != nil {
 			_ = p.w.Close()

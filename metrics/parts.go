@@ -110,11 +110,12 @@ var partManifestRE = regexp.MustCompile(`^manifest-(\d+)-of-(\d+)\.json$`)
 
 // CreatePart creates shard s's samples file in dir (a run folder of the part layout: [PartFile]
 // with [PartialSuffix] until Close, and its journal) and returns a sink writing to both, as
-// [CreateParquet] does. Close writes the footer and renames the file to [PartFile]. It fails if
+// [CreateParquet] does, with meta and the part s in its key/value metadata. Close writes the
+// footer and renames the file to [PartFile]. It fails if
 // the part's samples file, its partial file or its journal already exists (errors.Is(err,
 // fs.ErrExist)); dir must exist. Shards of one run written on different machines have distinct
 // file names, so their folders merge by copying.
-func CreatePart(dir string, s Shard) (*ParquetSink, error) {
+func CreatePart(dir string, s Shard, meta FileMeta) (*ParquetSink, error) {
 	if err := s.Check(); err != nil {
 		return nil, err
 	}
@@ -122,7 +123,7 @@ func CreatePart(dir string, s Shard) (*ParquetSink, error) {
 	if _, err := os.Stat(final); err == nil {
 		return nil, fmt.Errorf("create samples file: %s: %w", final, fs.ErrExist)
 	}
-	p, err := createParquet(final+PartialSuffix, JournalPath(final))
+	p, err := createParquet(final+PartialSuffix, JournalPath(final), writerOptions(meta, s))
 	if err != nil {
 		return nil, err
 	}
@@ -131,10 +132,10 @@ func CreatePart(dir string, s Shard) (*ParquetSink, error) {
 }
 
 // ReplacePart replaces shard s's samples in dir with a new part whose first rows are rows, as
-// [ReplaceParquet] does for a samples file: for a resumed shard. The kept rows go to the journal
+// [ReplaceParquet] does for a samples file: for a resumed shard (meta as [CreatePart]). The kept rows go to the journal
 // first (atomically), then the old part file (final or partial) is removed and a new partial
 // file is written; Close renames it to [PartFile].
-func ReplacePart(dir string, s Shard, rows []Sample) (*ParquetSink, error) {
+func ReplacePart(dir string, s Shard, rows []Sample, meta FileMeta) (*ParquetSink, error) {
 	if err := s.Check(); err != nil {
 		return nil, err
 	}
@@ -148,7 +149,7 @@ func ReplacePart(dir string, s Shard, rows []Sample) (*ParquetSink, error) {
 	if err := os.Remove(final + PartialSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("replace samples file: %w", err)
 	}
-	p, err := reopenParquet(final+PartialSuffix, JournalPath(final), rows)
+	p, err := reopenParquet(final+PartialSuffix, JournalPath(final), rows, writerOptions(meta, s))
 	if err != nil {
 		return nil, err
 	}
