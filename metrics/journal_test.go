@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -72,8 +73,14 @@ func TestJournalRecoversAKilledRun(t *testing.T) {
 		}
 		f.WriteString(`{"run_id":"run-1","scenario":"midnight","arm":"spec","repetition":0,"request_ind`)
 		f.Close()
-		if _, got, err := metrics.ReadRun(dir); err != nil || len(got) != n {
-			t.Errorf("%d rows and a cut line: ReadRun = %d rows, %v; want %d", n, len(got), err, n)
+		_, got, err = metrics.ReadRun(dir)
+		var je *metrics.JournalError
+		if !errors.As(err, &je) || len(je.Bad) != 1 || !je.Bad[0].Cut || je.Bad[0].Line != n+1 || je.Kept != n ||
+			!strings.Contains(err.Error(), fmt.Sprintf("%s:%d:", jpath, n+1)) {
+			t.Errorf("%d rows and a cut line: ReadRun error %v; want a JournalError naming %s:%d, cut, %d rows kept", n, err, jpath, n+1, n)
+		}
+		if diff := cmp.Diff(utc(want), got); diff != "" {
+			t.Errorf("%d rows and a cut line: rows kept (-want +got):\n%s", n, diff)
 		}
 	}
 }
@@ -130,11 +137,19 @@ func TestReadJournalLines(t *testing.T) {
 		t.Errorf("last line without newline: %d rows, %v; want 3", len(rows), err)
 	}
 	os.WriteFile(jpath, []byte(lines[0]+"{\"run_id\": 7}\n"+lines[2]), 0o644)
-	if _, err := metrics.ReadJournal(jpath); err == nil || !strings.Contains(err.Error(), jpath+":2:") {
-		t.Errorf("a bad second line: %v; want an error naming %s:2", err, jpath)
+	rows, err := metrics.ReadJournal(jpath)
+	var je *metrics.JournalError
+	if !errors.As(err, &je) || !strings.Contains(err.Error(), jpath+":2:") || len(je.Bad) != 1 || je.Bad[0].Cut || je.Kept != 2 {
+		t.Errorf("a bad second line: %v; want a JournalError naming %s:2, not cut, 2 rows kept", err, jpath)
 	}
-	if _, _, err := metrics.ReadRun(dir); err == nil {
-		t.Errorf("ReadRun with a bad journal and no readable Parquet file: no error")
+	if len(rows) != 2 || rows[0].RequestIndex != 0 || rows[1].RequestIndex != 1 || rows[1].Arm != "spec" {
+		t.Errorf("a bad second line: rows %+v; want the first and the third line's", rows)
+	}
+	if err := metrics.WriteManifest(filepath.Join(dir, metrics.ManifestFile), testManifest()); err != nil {
+		t.Fatal(err)
+	}
+	if _, got, err := metrics.ReadRun(dir); !errors.As(err, &je) || len(got) != 2 {
+		t.Errorf("ReadRun with a bad journal line and no readable Parquet file: %d rows, %v; want 2 and a JournalError", len(got), err)
 	}
 }
 

@@ -106,7 +106,9 @@ const RowGroupRows = 512
 // without its footer, so the sink also appends each row, as it is written, as one JSON line to the
 // journal: the line reaches the operating system before Write returns
 // (a process killed with SIGKILL loses no row), and the journal is synced to disk with every row
-// group (a power cut loses at most the rows of the last row group). Close removes the journal once
+// group (a power cut loses at most the rows of the last row group). While the sink is open its
+// process holds an advisory lock on the journal (flock, where the system has it), so that lab
+// repair ([RepairRun]) leaves a part that is still being written alone. Close removes the journal once
 // the Parquet file is whole; [ReadSamples] and [ReadRun] read the journal's rows when the Parquet
 // file is missing or unreadable. The caller must still Close the sink on every path, errors and
 // Ctrl-C (context cancellation) included, and check Close's error.
@@ -147,6 +149,8 @@ func createParquet(path, jpath string, opts []parquet.WriterOption) (*ParquetSin
 	if err != nil {
 		return nil, fmt.Errorf("create samples journal: %w", err)
 	}
+	// The lock says to lab repair that a process still writes this journal ([RepairRun]).
+	_, _ = tryLock(j)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		_ = j.Close()
@@ -211,6 +215,7 @@ func reopenParquet(path, jpath string, rows []Sample, opts []parquet.WriterOptio
 		_ = f.Close()
 		return nil, fmt.Errorf("open samples journal: %w", err)
 	}
+	_, _ = tryLock(j)
 	p := &ParquetSink{path: path, jpath: jpath, f: f, j: j, w: parquet.NewGenericWriter[Sample](f, opts...)}
 	for i := range rows {
 		if err := p.writeParquet(rows[i]); err != nil {
@@ -346,10 +351,79 @@ func ReadParquet(path string) ([]Sample, error) {
 	return rows, nil
 }
 
+// BadLine is a line of a samples journal that holds no sample: one a crash cut short, or one
+// that is not a sample's JSON.
+type BadLine struct {
+	// Path is the journal's path.
+	Path string
+	// Line is the 1-based line number.
+	Line int
+	// Cut is true for the last line when it has no newline: a write the kill or crash cut short.
+	Cut bool
+	// Err is why the line is not a sample (the JSON decoder's error).
+	Err error
+}
+
+// String returns "path:line: why", the form of a compiler's error.
+func (b BadLine) String() string {
+	if b.Cut {
+		return fmt.Sprintf("%s:%d: the last line is cut short (no newline, not whole JSON: a write the kill interrupted): %v", b.Path, b.Line, b.Err)
+	}
+	return fmt.Sprintf("%s:%d: not a sample: %v", b.Path, b.Line, b.Err)
+}
+
+// JournalError is the error that comes with the rows of journals some lines of which hold no
+// sample ([BadLine]): each such line is skipped and its row lost; every other line's row is kept.
+// Readers return it together with the rows they kept.
+type JournalError struct {
+	// Bad are the lines skipped, journal by journal, in line order.
+	Bad []BadLine
+	// Kept is the number of rows read from the journals that had bad lines.
+	Kept int
+}
+
+// Error says how many lines were lost and names each ("3 journal lines lost (a:2: …; …); 45
+// rows kept").
+func (e *JournalError) Error() string {
+	var b strings.Builder
+	word := "line"
+	if len(e.Bad) != 1 {
+		word = "lines"
+	}
+	fmt.Fprintf(&b, "%d journal %s lost (", len(e.Bad), word)
+	for i, l := range e.Bad {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(l.String())
+	}
+	fmt.Fprintf(&b, "); %d rows kept", e.Kept)
+	return b.String()
+}
+
+// joinJournalErrors merges the [JournalError]s of several journals into one, nil when none.
+func joinJournalErrors(errs []*JournalError) *JournalError {
+	var out *JournalError
+	for _, e := range errs {
+		if e == nil {
+			continue
+		}
+		if out == nil {
+			out = &JournalError{}
+		}
+		out.Bad = append(out.Bad, e.Bad...)
+		out.Kept += e.Kept
+	}
+	return out
+}
+
 // ReadJournal reads the rows of a samples journal ([JournalPath]): one JSON object per line, in
-// the order they were written, with StartedAt in UTC. A last line without its newline that is not
-// a whole JSON object (the write a crash cut short) is ignored. It fails on a line that is not a
-// sample, naming the file and the 1-based line.
+// the order they were written, with StartedAt in UTC. A last line without its newline that is
+// whole JSON is kept (the kill came between the row and its newline). Every line that holds no
+// sample, a last line cut short as a line in the middle, is skipped: ReadJournal then returns
+// every other line's row with a [*JournalError] naming each skipped line (file:line). Any other
+// error (the file cannot be opened or read) comes with no rows; errors.Is(err, fs.ErrNotExist)
+// for a missing journal.
 func ReadJournal(path string) ([]Sample, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -357,6 +431,7 @@ func ReadJournal(path string) ([]Sample, error) {
 	}
 	defer f.Close()
 	var rows []Sample
+	var bad []BadLine
 	r := bufio.NewReaderSize(f, 64<<10)
 	for n := 1; ; n++ {
 		line, err := r.ReadBytes('\n')
@@ -367,38 +442,44 @@ func ReadJournal(path string) ([]Sample, error) {
 		if len(bytes.TrimSpace(line)) > 0 {
 			var s Sample
 			if derr := json.Unmarshal(line, &s); derr != nil {
-				if !whole {
-					break // the last line, cut short by a crash
-				}
-				return nil, fmt.Errorf("samples journal %s:%d: %w", path, n, derr)
+				bad = append(bad, BadLine{Path: path, Line: n, Cut: !whole, Err: derr})
+			} else {
+				s.StartedAt = s.StartedAt.UTC()
+				rows = append(rows, s)
 			}
-			s.StartedAt = s.StartedAt.UTC()
-			rows = append(rows, s)
 		}
 		if !whole {
 			break
 		}
+	}
+	if len(bad) > 0 {
+		return rows, &JournalError{Bad: bad, Kept: len(rows)}
 	}
 	return rows, nil
 }
 
 // ReadSamples reads the samples of the Parquet file at path ([ReadParquet]); when that file is
 // missing or unreadable (a run killed before its sink closed it) and its journal ([JournalPath])
-// exists, it returns the journal's rows instead ([ReadJournal]), with recovered true. Without a
-// journal it returns ReadParquet's error (errors.Is(err, fs.ErrNotExist) for a missing file); a
-// journal that cannot be read adds its error to it.
+// exists, it returns the journal's rows instead ([ReadJournal]), with recovered true, and, when
+// some journal lines held no sample, a [*JournalError] with the rows kept. Without a journal it
+// returns ReadParquet's error (errors.Is(err, fs.ErrNotExist) for a missing file); a journal that
+// cannot be read gives an error naming both files that does not match fs.ErrNotExist unless the
+// journal is missing too.
 func ReadSamples(path string) (rows []Sample, recovered bool, err error) {
 	rows, err = ReadParquet(path)
 	if err == nil {
 		return rows, false, nil
 	}
 	jrows, jerr := ReadJournal(JournalPath(path))
+	var je *JournalError
 	switch {
 	case jerr == nil:
 		return jrows, true, nil
+	case errors.As(jerr, &je):
+		return jrows, true, jerr
 	case errors.Is(jerr, fs.ErrNotExist):
 		return nil, false, err
 	default:
-		return nil, false, errors.Join(err, jerr)
+		return nil, false, fmt.Errorf("%v; and its journal: %w", err, jerr)
 	}
 }

@@ -311,7 +311,7 @@ func matrixDiff(a, b *Manifest) string {
 //     from the first part; lab version, server version and server URL, which may differ between
 //     machines, as the distinct values joined by ", ";
 //   - started_at the earliest, ended_at the latest when every part ended (else zero);
-//   - samples the sum; sessions the parts' records, shard after shard;
+//   - samples the sum; sessions and repairs the parts' records, shard after shard;
 //   - cache_state the parts' state when they agree, else the worst (cold-failed, uncontrolled,
 //     warm, cold-unverified, cold-verified, in that order);
 //   - complete when every shard 1 to n is present and complete; error naming the missing shards
@@ -326,6 +326,7 @@ func MergeParts(parts []Part) *Manifest {
 	m := *parts[0].Manifest
 	m.Shard = nil
 	m.Sessions = nil
+	m.Repairs = nil
 	m.Samples = 0
 	m.Error = ""
 	n := parts[0].Shard.Count
@@ -350,6 +351,7 @@ func MergeParts(parts []Part) *Manifest {
 		}
 		m.Samples += pm.Samples
 		m.Sessions = append(m.Sessions, pm.Sessions...)
+		m.Repairs = append(m.Repairs, pm.Repairs...)
 		if !pm.Complete {
 			m.Complete = false
 			e := pm.Error
@@ -503,18 +505,24 @@ func ReadResumeManifest(dir string, s Shard) (*Manifest, error) {
 // Old layout (results/<id>/): manifest.json and [ReadSamples] of samples.parquet (or its journal).
 //
 // If the manifest reads but the samples do not, it returns the manifest with the error, so the
-// caller can still say what the run was.
+// caller can still say what the run was. When journals it read had lines that hold no sample, it
+// returns the manifest, every row it kept and a [*JournalError] (errors.As) naming each line
+// lost: the caller decides whether rows kept are enough (lab report: yes, and it says so).
 func ReadRun(dir string) (*Manifest, []Sample, error) {
 	l, err := DetectLayout(dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read run %s: %w", dir, err)
 	}
+	var je *JournalError
 	if l != LayoutParts {
 		m, err := ReadManifest(filepath.Join(dir, ManifestFile))
 		if err != nil {
 			return nil, nil, fmt.Errorf("read run %s: %w", dir, err)
 		}
 		samples, _, err := ReadSamples(filepath.Join(dir, SamplesFile))
+		if errors.As(err, &je) {
+			return m, samples, fmt.Errorf("read run %s: %w", dir, je)
+		}
 		if err != nil {
 			return m, nil, fmt.Errorf("read run %s: %w", dir, err)
 		}
@@ -526,15 +534,22 @@ func ReadRun(dir string) (*Manifest, []Sample, error) {
 	}
 	m := MergeParts(parts)
 	var all []Sample
+	var lost []*JournalError
 	for _, p := range parts {
 		rows, _, err := ReadPart(dir, p.Shard)
-		if errors.Is(err, fs.ErrNotExist) {
+		switch {
+		case errors.As(err, &je):
+			lost = append(lost, je)
+		case errors.Is(err, fs.ErrNotExist):
+			// Neither part file nor journal: the part wrote no row.
 			continue
-		}
-		if err != nil {
+		case err != nil:
 			return m, nil, fmt.Errorf("read run %s: shard %s: %w", dir, p.Shard, err)
 		}
 		all = append(all, rows...)
+	}
+	if je := joinJournalErrors(lost); je != nil {
+		return m, all, fmt.Errorf("read run %s: %w", dir, je)
 	}
 	return m, all, nil
 }
