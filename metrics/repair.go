@@ -212,3 +212,49 @@ func writeRows(w io.Writer, rows []Sample, opts []parquet.WriterOption) error {
 	}
 	return pw.Close()
 }
+
+// UnclosedParts returns the journals of the run folder dir (either layout) whose samples file is
+// missing or has no readable footer: the parts a killed run left, whose rows readers take from
+// the journal and which [RepairRun] would write. It reads only the files' footers; a folder
+// that holds no run has none.
+func UnclosedParts(dir string) []string {
+	var paths []string
+	switch l, _ := DetectLayout(dir); l {
+	case LayoutSingle:
+		paths = []string{filepath.Join(dir, SamplesFile)}
+	case LayoutParts:
+		parts, err := ReadParts(dir)
+		if err != nil {
+			return nil
+		}
+		for _, p := range parts {
+			paths = append(paths, filepath.Join(dir, PartFile(p.Shard)))
+		}
+	}
+	var out []string
+	for _, p := range paths {
+		j := JournalPath(p)
+		if _, err := os.Stat(j); err != nil {
+			continue
+		}
+		if !hasFooter(p) {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// hasFooter reports whether the Parquet file at path opens: it exists and its footer reads.
+func hasFooter(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	_, err = parquet.OpenFile(f, st.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	return err == nil
+}

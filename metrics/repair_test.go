@@ -111,6 +111,9 @@ func TestRepairKilledRun(t *testing.T) {
 			if err != nil || len(journal) != n {
 				t.Fatalf("journal: %d rows, %v", len(journal), err)
 			}
+			if u := metrics.UnclosedParts(dir); len(u) != 1 || u[0] != filepath.Join(dir, metrics.JournalPath(metrics.PartFile(s))) {
+				t.Errorf("UnclosedParts of the killed run = %v; want its journal", u)
+			}
 			got, err := metrics.RepairRun(dir, "v9.9.9", repairTime)
 			if err != nil || len(got) != 1 {
 				t.Fatalf("RepairRun = %+v, %v", got, err)
@@ -144,6 +147,9 @@ func TestRepairKilledRun(t *testing.T) {
 			}
 			if diff := cmp.Diff([]string{metrics.PartManifestFile(s), metrics.PartFile(s)}, files(t, dir)); diff != "" {
 				t.Errorf("files after repair (-want +got):\n%s", diff)
+			}
+			if u := metrics.UnclosedParts(dir); len(u) != 0 {
+				t.Errorf("UnclosedParts of the repaired run = %v; want none", u)
 			}
 			again, err := metrics.RepairRun(dir, "v9.9.9", repairTime.Add(time.Hour))
 			if err != nil || len(again) != 1 || again[0].Action != metrics.RepairWhole || again[0].Rows != n || again[0].LostRows() {
