@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -159,5 +163,92 @@ func TestKilledRunReportAndRepair(t *testing.T) {
 	}
 	if code, _, errOut = runLab(t, "repair", filepath.Join(results, "none")); code != exitBadInput {
 		t.Errorf("repair of no run folder: exit %d, %q; want 2", code, errOut)
+	}
+}
+
+// labHelperEnv holds, for TestLabHelperProcess, the arguments of the lab command that the test
+// binary, run again as a child process, executes.
+const labHelperEnv = "LAB_TEST_HELPER_ARGS"
+
+// TestLabHelperProcess is not a test: run by the test binary as a child process with
+// LAB_TEST_HELPER_ARGS set (arguments separated by the unit separator, U+001F), it runs lab with them and exits with its
+// code, so that a test can SIGKILL a real lab process.
+func TestLabHelperProcess(t *testing.T) {
+	args := os.Getenv(labHelperEnv)
+	if args == "" {
+		t.Skip("run as a child process by TestSigkilledRunRepaired")
+	}
+	os.Exit(run(context.Background(), strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
+}
+
+// A lab run killed with SIGKILL, as a real process: while it runs (its server holds request 12)
+// lab repair leaves the part alone, since the running process holds its journal's lock; once it
+// is killed, lab repair writes the part file from the journal, with every row the journal
+// holds, and lab report reads it without a warning.
+func TestSigkilledRunRepaired(t *testing.T) {
+	t.Parallel()
+	results := t.TempDir()
+	hold := make(chan struct{})
+	held := make(chan struct{}, 1)
+	srv := httptest.NewServer(&faultServer{fault: func(n int, w http.ResponseWriter, r *http.Request) bool {
+		if n == 12 {
+			held <- struct{}{}
+			select {
+			case <-hold:
+			case <-r.Context().Done():
+			}
+			return true
+		}
+		return false
+	}})
+	defer srv.Close()
+	defer close(hold)
+	args := []string{"run", "--backend", "openai", "--base-url", srv.URL + "/v1", "--model", "m",
+		"--scenario", "midnight", "--arm", "spec", "--results", results, "--run-id", "k", "--quiet", "--retries", "0"}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLabHelperProcess$")
+	cmd.Env = append(os.Environ(), labHelperEnv+"="+strings.Join(args, "\x1f"))
+	var childErr bytes.Buffer
+	cmd.Stderr = &childErr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held:
+	case <-time.After(2 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("the child lab never sent request 12: %s", childErr.String())
+	}
+	dir := metrics.RunDir(results, "k")
+	s := metrics.Shard{Index: 1, Count: 1}
+
+	code, out, errOut := runLab(t, "repair", dir)
+	if code != exitError || !strings.Contains(errOut, "still writing") {
+		t.Errorf("repair of a running run: exit %d, stdout %q, stderr %q; want 1, the part left alone", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, metrics.PartFile(s))); !os.IsNotExist(err) {
+		t.Errorf("repair of a running run wrote its part file: %v", err)
+	}
+
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	journal, err := metrics.ReadJournal(filepath.Join(dir, metrics.JournalPath(metrics.PartFile(s))))
+	if err != nil || len(journal) != 11 {
+		t.Fatalf("the killed run's journal: %d rows, %v; want the 11 answered before request 12", len(journal), err)
+	}
+	code, out, errOut = runLab(t, "repair", dir)
+	if code != exitOK || !strings.Contains(out, "wrote "+metrics.PartFile(s)) || errOut != "" {
+		t.Fatalf("repair of the killed run: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	_, rows, err := metrics.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(journal, rows); diff != "" {
+		t.Errorf("repaired rows differ from the journal's (-journal +repaired):\n%s", diff)
+	}
+	if code, _, errOut := runLab(t, "report", "--format", "text", dir); code != exitOK || errOut != "" {
+		t.Errorf("report of the repaired run: exit %d, stderr %q", code, errOut)
 	}
 }
