@@ -20,8 +20,8 @@ type lostRowsError struct{ msg string }
 func (e *lostRowsError) Error() string { return e.msg }
 
 // warnLost writes one warning line per journal line lost (file:line: why) to w.
-func warnLost(w io.Writer, je *metrics.JournalError) {
-	for _, b := range je.Bad {
+func warnLost(w io.Writer, bad []metrics.BadLine) {
+	for _, b := range bad {
 		fmt.Fprintf(w, "lab: %s: skipped, its row is lost\n", b)
 	}
 }
@@ -68,7 +68,11 @@ report; folders of the old layout (samples.parquet) are repaired too.`,
 			if failed > 0 {
 				why = append(why, fmt.Sprintf("%d %s not repaired", failed, plural(failed, "part", "parts")))
 			}
-			return &lostRowsError{fmt.Sprintf("%s; %d rows kept in the repaired parts", strings.Join(why, ", "), kept)}
+			msg := strings.Join(why, ", ")
+			if kept > 0 {
+				msg += fmt.Sprintf("; %d rows kept in the repaired parts", kept)
+			}
+			return &lostRowsError{msg}
 		},
 	}
 }
@@ -101,9 +105,7 @@ func printRepair(s *streams, dir string, parts []metrics.PartRepair) (lost, fail
 				fmt.Fprintf(s.out, ", %d journal %s skipped", len(p.Lost), plural(len(p.Lost), "line", "lines"))
 			}
 			fmt.Fprintf(s.out, "; the manifest records the repair; removed %s\n", strings.Join(removed, ", "))
-			for _, b := range p.Lost {
-				fmt.Fprintf(s.err, "lab: %s: skipped, its row is lost\n", b)
-			}
+			warnLost(s.err, p.Lost)
 			lost += len(p.Lost)
 			if n := p.Counted - p.Rows - len(p.Lost); n > 0 {
 				fmt.Fprintf(s.err, "lab: %s: part %s: its manifest counted %d rows, the journal held %d\n", dir, p.Shard, p.Counted, p.Rows+len(p.Lost))

@@ -101,7 +101,7 @@ func loadRuns(dirs []string, warn io.Writer) (mans []*metrics.Manifest, all []me
 		var je *metrics.JournalError
 		switch {
 		case errors.As(err, &je):
-			warnLost(warn, je)
+			warnLost(warn, je.Bad)
 			lostLines += len(je.Bad)
 			kept += je.Kept
 			lostDirs = append(lostDirs, d)
