@@ -41,16 +41,18 @@ func abandoned(t *testing.T, dir string, samples []metrics.Sample) {
 }
 
 // A run killed before it closed its sink: samples.parquet has no footer, but ReadRun returns
-// every row written, from the journal; a last line the kill cut short is ignored.
+// every row written, from the journal; a last line the kill cut short is named and skipped,
+// every other row kept.
 func TestJournalRecoversAKilledRun(t *testing.T) {
 	t.Parallel()
 	for _, n := range []int{1, 7, metrics.RowGroupRows + 3} {
-		dir := t.TempDir()
-		if err := metrics.WriteManifest(filepath.Join(dir, metrics.ManifestFile), testManifest()); err != nil {
+		src := t.TempDir()
+		if err := metrics.WriteManifest(filepath.Join(src, metrics.ManifestFile), testManifest()); err != nil {
 			t.Fatal(err)
 		}
 		want := testSamples(n)
-		abandoned(t, dir, want)
+		abandoned(t, src, want)
+		dir := copyDir(t, src) // as the kill left it: no process holds the journal
 		if _, err := metrics.ReadParquet(filepath.Join(dir, metrics.SamplesFile)); err == nil {
 			t.Fatalf("%d rows: the unclosed Parquet file reads; the test simulates nothing", n)
 		}
@@ -122,9 +124,9 @@ func TestJournalRemovedOnClose(t *testing.T) {
 	}
 }
 
-// A line in the middle of the journal that is not a sample is an error naming the file and the
-// line; a last line without its newline that is whole JSON is kept (the kill came between the
-// row and its newline).
+// A line in the middle of the journal that is not a sample is named (file and line) and skipped,
+// the other rows kept; a last line without its newline that is whole JSON is kept (the kill came
+// between the row and its newline).
 func TestReadJournalLines(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -203,5 +205,35 @@ func TestReplaceParquet(t *testing.T) {
 				t.Errorf("files left: %d; want only %s", len(entries), metrics.SamplesFile)
 			}
 		})
+	}
+}
+
+// A journal a sink still writes (a running run): its last line without newline is the row being
+// written, left out without an error; the same bytes after a kill are a row lost.
+func TestReadJournalOfARunningSink(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	abandoned(t, dir, testSamples(3))
+	jpath := filepath.Join(dir, metrics.JournalFile)
+	f, err := os.OpenFile(jpath, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"run_id":"run-1","scen`)
+	f.Close()
+	if !metrics.JournalInUse(jpath) {
+		t.Errorf("JournalInUse of an open sink's journal = false")
+	}
+	if rows, err := metrics.ReadJournal(jpath); err != nil || len(rows) != 3 {
+		t.Errorf("the journal of a running sink: %d rows, %v; want 3 and no error", len(rows), err)
+	}
+	killed := copyDir(t, dir)
+	kpath := filepath.Join(killed, metrics.JournalFile)
+	if metrics.JournalInUse(kpath) {
+		t.Errorf("JournalInUse of a killed run's journal = true")
+	}
+	var je *metrics.JournalError
+	if rows, err := metrics.ReadJournal(kpath); !errors.As(err, &je) || len(rows) != 3 || !je.Bad[0].Cut {
+		t.Errorf("the same journal after a kill: %d rows, %v; want 3 and the cut line named", len(rows), err)
 	}
 }

@@ -150,7 +150,7 @@ func createParquet(path, jpath string, opts []parquet.WriterOption) (*ParquetSin
 		return nil, fmt.Errorf("create samples journal: %w", err)
 	}
 	// The lock says to lab repair that a process still writes this journal ([RepairRun]).
-	_, _ = tryLock(j)
+	_, _ = tryLock(j, true)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		_ = j.Close()
@@ -215,7 +215,7 @@ func reopenParquet(path, jpath string, rows []Sample, opts []parquet.WriterOptio
 		_ = f.Close()
 		return nil, fmt.Errorf("open samples journal: %w", err)
 	}
-	_, _ = tryLock(j)
+	_, _ = tryLock(j, true)
 	p := &ParquetSink{path: path, jpath: jpath, f: f, j: j, w: parquet.NewGenericWriter[Sample](f, opts...)}
 	for i := range rows {
 		if err := p.writeParquet(rows[i]); err != nil {
@@ -421,15 +421,25 @@ func joinJournalErrors(errs []*JournalError) *JournalError {
 // the order they were written, with StartedAt in UTC. A last line without its newline that is
 // whole JSON is kept (the kill came between the row and its newline). Every line that holds no
 // sample, a last line cut short as a line in the middle, is skipped: ReadJournal then returns
-// every other line's row with a [*JournalError] naming each skipped line (file:line). Any other
-// error (the file cannot be opened or read) comes with no rows; errors.Is(err, fs.ErrNotExist)
-// for a missing journal.
+// every other line's row with a [*JournalError] naming each skipped line (file:line). The one
+// exception is a cut last line of a journal a running sink still writes ([JournalInUse]): that
+// row is being written, not lost, and is left out without an error. Any other error (the file
+// cannot be opened or read) comes with no rows; errors.Is(err, fs.ErrNotExist) for a missing
+// journal.
 func ReadJournal(path string) ([]Sample, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read samples journal: %w", err)
 	}
 	defer f.Close()
+	// An open sink's exclusive lock makes the shared one fail.
+	ok, lerr := tryLock(f, false)
+	return readJournal(f, path, lerr == nil && !ok)
+}
+
+// readJournal reads the journal f, at path, as [ReadJournal] does; inUse says a running sink
+// still writes it.
+func readJournal(f *os.File, path string, inUse bool) ([]Sample, error) {
 	var rows []Sample
 	var bad []BadLine
 	r := bufio.NewReaderSize(f, 64<<10)
@@ -442,6 +452,9 @@ func ReadJournal(path string) ([]Sample, error) {
 		if len(bytes.TrimSpace(line)) > 0 {
 			var s Sample
 			if derr := json.Unmarshal(line, &s); derr != nil {
+				if !whole && inUse {
+					break // the row a running sink is writing
+				}
 				bad = append(bad, BadLine{Path: path, Line: n, Cut: !whole, Err: derr})
 			} else {
 				s.StartedAt = s.StartedAt.UTC()
@@ -456,6 +469,19 @@ func ReadJournal(path string) ([]Sample, error) {
 		return rows, &JournalError{Bad: bad, Kept: len(rows)}
 	}
 	return rows, nil
+}
+
+// JournalInUse reports whether a lab process has the samples journal at path open for writing:
+// a running run's [ParquetSink], which holds an exclusive advisory lock on it (flock; false
+// where the system has none, and for a missing journal).
+func JournalInUse(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	ok, err := tryLock(f, false)
+	return err == nil && !ok
 }
 
 // ReadSamples reads the samples of the Parquet file at path ([ReadParquet]); when that file is

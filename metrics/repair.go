@@ -125,7 +125,7 @@ func repairPart(path, partial, manPath string, s Shard, labVersion string, now t
 	j, jerr := os.Open(jpath)
 	if jerr == nil {
 		defer j.Close()
-		if ok, lerr := tryLock(j); !ok && lerr == nil {
+		if ok, lerr := tryLock(j, true); !ok && lerr == nil {
 			return fail(fmt.Errorf("%s is locked: a lab process is still writing this part; stop it (Ctrl-C closes the part itself) or let it end", jpath))
 		}
 	} else if !errors.Is(jerr, fs.ErrNotExist) {
@@ -151,7 +151,8 @@ func repairPart(path, partial, manPath string, s Shard, labVersion string, now t
 		r.Action = RepairNoRows
 		return r
 	}
-	rows, err = ReadJournal(jpath)
+	// Read through the file this repair holds locked (ReadJournal would see the lock as a sink's).
+	rows, err = readJournal(j, jpath, false)
 	var je *JournalError
 	if errors.As(err, &je) {
 		r.Lost = je.Bad

@@ -221,7 +221,12 @@ func TestSigkilledRunRepaired(t *testing.T) {
 	dir := metrics.RunDir(results, "k")
 	s := metrics.Shard{Index: 1, Count: 1}
 
-	code, out, errOut := runLab(t, "repair", dir)
+	code, out, errOut := runLab(t, "report", "--format", "json", dir)
+	if code != exitOK || !strings.Contains(errOut, "still writing") {
+		t.Errorf("report of a running run: exit %d, stderr %q; want 0 and a warning that it is being written", code, errOut)
+	}
+
+	code, out, errOut = runLab(t, "repair", dir)
 	if code != exitError || !strings.Contains(errOut, "still writing") {
 		t.Errorf("repair of a running run: exit %d, stdout %q, stderr %q; want 1, the part left alone", code, out, errOut)
 	}

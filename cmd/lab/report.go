@@ -109,6 +109,10 @@ func loadRuns(dirs []string, warn io.Writer) (mans []*metrics.Manifest, all []me
 			return nil, nil, nil, badInput("%v", err)
 		}
 		for _, j := range metrics.UnclosedParts(d) {
+			if metrics.JournalInUse(j) {
+				fmt.Fprintf(warn, "lab: warning: %s: a lab process is still writing this part; its rows so far are read from this journal\n", j)
+				continue
+			}
 			fmt.Fprintf(warn, "lab: warning: %s: the run was stopped before it closed this part; its rows are read from this journal (lab repair %s writes the part file)\n", j, d)
 		}
 		// Repetitions of different runs are kept apart by run id: two folders with one id
