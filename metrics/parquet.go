@@ -108,8 +108,8 @@ const RowGroupRows = 512
 // (a process killed with SIGKILL loses no row), and the journal is synced to disk with every row
 // group (a power cut loses at most the rows of the last row group). While the sink is open its
 // process holds an advisory lock on the journal (flock, where the system has it), so that lab
-// repair ([RepairRun]) leaves a part that is still being written alone. Close removes the journal once
-// the Parquet file is whole; [ReadSamples] and [ReadRun] read the journal's rows when the Parquet
+// repair ([RepairRun]) leaves a part that is still being written alone. Close removes the
+// journal once the Parquet file is whole; [ReadSamples] and [ReadRun] read the journal's rows when the Parquet
 // file is missing or unreadable. The caller must still Close the sink on every path, errors and
 // Ctrl-C (context cancellation) included, and check Close's error.
 type ParquetSink struct {
@@ -136,8 +136,9 @@ func JournalPath(path string) string {
 
 // CreateParquet creates the file at path and its journal ([JournalPath]) and returns a sink
 // writing samples to both, the file zstd-compressed with meta in its key/value metadata (part
-// "1/1": the old layout's samples.parquet, or a file outside a run folder). It fails if either file already exists (errors.Is(err,
-// fs.ErrExist)), so that no earlier measurement is overwritten; the directory must exist.
+// "1/1": the old layout's samples.parquet, or a file outside a run folder). It fails if either
+// file already exists (errors.Is(err, fs.ErrExist)), so that no earlier measurement is
+// overwritten; the directory must exist.
 func CreateParquet(path string, meta FileMeta) (*ParquetSink, error) {
 	return createParquet(path, JournalPath(path), writerOptions(meta, Shard{}))
 }
