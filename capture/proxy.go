@@ -523,8 +523,8 @@ func RedactURL(u *url.URL) string {
 
 // layout is where the capture's files go in its folder: the results layout of lab run (one
 // part, 1/1, of the hive-partitioned layout results/run_id=<id>/).
-func layout(dir string) (samples func() (*metrics.ParquetSink, error), manifest, requests string) {
+func layout(dir string) (samples func(metrics.FileMeta) (*metrics.ParquetSink, error), manifest, requests string) {
 	s := metrics.Shard{Index: 1, Count: 1}
-	return func() (*metrics.ParquetSink, error) { return metrics.CreatePart(dir, s) },
+	return func(meta metrics.FileMeta) (*metrics.ParquetSink, error) { return metrics.CreatePart(dir, s, meta) },
 		filepath.Join(dir, metrics.PartManifestFile(s)), filepath.Join(dir, metrics.PartRequestsFile(s))
 }

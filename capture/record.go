@@ -78,7 +78,7 @@ func newRecorder(opts Options, u *url.URL, tr http.RoundTripper) (*recorder, err
 	if err := metrics.WriteManifest(manPath, r.man); err != nil {
 		return nil, fmt.Errorf("capture: %w", err)
 	}
-	sink, err := create()
+	sink, err := create(r.man.FileMeta())
 	if err != nil {
 		return nil, fmt.Errorf("capture: %w", err)
 	}

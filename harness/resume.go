@@ -114,6 +114,15 @@ func loadPrior(dir string, files runFiles, cfg *RunConfig) (*prior, error) {
 	p := &prior{man: man, done: map[sessionKey]bool{}}
 	path := files.samples
 	rows, recovered, err := metrics.ReadSamples(path)
+	var lost *metrics.JournalError
+	if errors.As(err, &lost) {
+		// A journal line that holds no sample lost its row: the session it belonged to lacks a
+		// request index, so it is judged incomplete below and runs again whole.
+		if cfg.Warn != nil {
+			cfg.Warn(fmt.Errorf("resume %s: %w: the sessions of the rows lost run again", dir, err))
+		}
+		err = nil
+	}
 	if _, jerr := os.Stat(metrics.JournalPath(path)); err != nil && jerr == nil {
 		// A journal that cannot be read: say so rather than measure its sessions again over it.
 		return nil, fmt.Errorf("resume %s: %w", dir, err)

@@ -241,9 +241,9 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 		if err := keepRequests(reqPath, old.done); err != nil {
 			return dir, man, err
 		}
-		psink, err = files.replace(dir, old.kept)
+		psink, err = files.replace(dir, old.kept, man)
 	} else {
-		psink, err = files.create(dir)
+		psink, err = files.create(dir, man)
 	}
 	if err != nil {
 		return dir, man, err

@@ -72,20 +72,21 @@ func filesOf(dir string, layout metrics.Layout, s metrics.Shard) runFiles {
 		samples: filepath.Join(dir, metrics.PartFile(s)), requests: filepath.Join(dir, metrics.PartRequestsFile(s))}
 }
 
-// create opens a new samples sink for the files.
-func (f runFiles) create(dir string) (*metrics.ParquetSink, error) {
+// create opens a new samples sink for the files, the run's id and lab version (man's) in its
+// file metadata.
+func (f runFiles) create(dir string, man *metrics.Manifest) (*metrics.ParquetSink, error) {
 	if f.layout == metrics.LayoutSingle {
-		return metrics.CreateParquet(f.samples)
+		return metrics.CreateParquet(f.samples, man.FileMeta())
 	}
-	return metrics.CreatePart(dir, f.shard)
+	return metrics.CreatePart(dir, f.shard, man.FileMeta())
 }
 
-// replace opens a samples sink whose first rows are kept (a resume).
-func (f runFiles) replace(dir string, kept []metrics.Sample) (*metrics.ParquetSink, error) {
+// replace opens a samples sink whose first rows are kept (a resume), with man's file metadata.
+func (f runFiles) replace(dir string, kept []metrics.Sample, man *metrics.Manifest) (*metrics.ParquetSink, error) {
 	if f.layout == metrics.LayoutSingle {
-		return metrics.ReplaceParquet(f.samples, kept)
+		return metrics.ReplaceParquet(f.samples, kept, man.FileMeta())
 	}
-	return metrics.ReplacePart(dir, f.shard, kept)
+	return metrics.ReplacePart(dir, f.shard, kept, man.FileMeta())
 }
 
 // CheckNewRun reports why shard s of the run id cannot be written into resultsDir: a run id that

@@ -35,6 +35,7 @@
 //	part-0002-of-0004.parquet             the shard's rows ([PartFile])
 //	part-0002-of-0004.parquet.partial     the same while it is written ([PartialSuffix])
 //	part-0002-of-0004.journal.jsonl       its journal, removed once the part file is whole
+//	                                      (by Close, or by [RepairRun] after a kill)
 //	manifest-0002-of-0004.json            the shard's manifest, Shard {2, 4} ([PartManifestFile])
 //	requests-0002-of-0004.jsonl           request bodies, with --save-requests ([PartRequestsFile])
 //	report.md, report.html, plots/        written by lab report over the parts present
@@ -53,6 +54,10 @@
 // by the same [ReadRun] ([LayoutSingle]). Old folders have no key=value in their path: a
 // results/*/*.parquet glob with hive_partitioning over both layouts fails in DuckDB ("Hive
 // partition mismatch"), which is why the glob above names run_id=*.
+//
+// Every part file is zstd-compressed in every column and says in its key/value metadata which
+// run, lab version, schema version ([SchemaVersion]) and part it holds ([MetaRunID] and the other
+// Meta keys).
 //
 // The column names of [Sample] are a contract with every reader of old runs: the schema may be
 // extended, never silently renamed. A missing measurement is null (a nil pointer), never 0.

@@ -19,7 +19,7 @@ func ExampleCreateParquet() {
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, metrics.SamplesFile)
 
-	sink, err := metrics.CreateParquet(path)
+	sink, err := metrics.CreateParquet(path, metrics.FileMeta{RunID: "run-1", LabVersion: "v1.0.0"})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -28,7 +29,7 @@ func utc(samples []metrics.Sample) []metrics.Sample {
 // killed (SIGKILL, a power cut after the OS wrote the journal).
 func abandoned(t *testing.T, dir string, samples []metrics.Sample) {
 	t.Helper()
-	sink, err := metrics.CreateParquet(filepath.Join(dir, metrics.SamplesFile))
+	sink, err := metrics.CreateParquet(filepath.Join(dir, metrics.SamplesFile), metrics.FileMeta{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,16 +41,18 @@ func abandoned(t *testing.T, dir string, samples []metrics.Sample) {
 }
 
 // A run killed before it closed its sink: samples.parquet has no footer, but ReadRun returns
-// every row written, from the journal; a last line the kill cut short is ignored.
+// every row written, from the journal; a last line the kill cut short is named and skipped,
+// every other row kept.
 func TestJournalRecoversAKilledRun(t *testing.T) {
 	t.Parallel()
 	for _, n := range []int{1, 7, metrics.RowGroupRows + 3} {
-		dir := t.TempDir()
-		if err := metrics.WriteManifest(filepath.Join(dir, metrics.ManifestFile), testManifest()); err != nil {
+		src := t.TempDir()
+		if err := metrics.WriteManifest(filepath.Join(src, metrics.ManifestFile), testManifest()); err != nil {
 			t.Fatal(err)
 		}
 		want := testSamples(n)
-		abandoned(t, dir, want)
+		abandoned(t, src, want)
+		dir := copyDir(t, src) // as the kill left it: no process holds the journal
 		if _, err := metrics.ReadParquet(filepath.Join(dir, metrics.SamplesFile)); err == nil {
 			t.Fatalf("%d rows: the unclosed Parquet file reads; the test simulates nothing", n)
 		}
@@ -72,8 +75,14 @@ func TestJournalRecoversAKilledRun(t *testing.T) {
 		}
 		f.WriteString(`{"run_id":"run-1","scenario":"midnight","arm":"spec","repetition":0,"request_ind`)
 		f.Close()
-		if _, got, err := metrics.ReadRun(dir); err != nil || len(got) != n {
-			t.Errorf("%d rows and a cut line: ReadRun = %d rows, %v; want %d", n, len(got), err, n)
+		_, got, err = metrics.ReadRun(dir)
+		var je *metrics.JournalError
+		if !errors.As(err, &je) || len(je.Bad) != 1 || !je.Bad[0].Cut || je.Bad[0].Line != n+1 || je.Kept != n ||
+			!strings.Contains(err.Error(), fmt.Sprintf("%s:%d:", jpath, n+1)) {
+			t.Errorf("%d rows and a cut line: ReadRun error %v; want a JournalError naming %s:%d, cut, %d rows kept", n, err, jpath, n+1, n)
+		}
+		if diff := cmp.Diff(utc(want), got); diff != "" {
+			t.Errorf("%d rows and a cut line: rows kept (-want +got):\n%s", n, diff)
 		}
 	}
 }
@@ -86,7 +95,7 @@ func TestJournalRemovedOnClose(t *testing.T) {
 	if got := metrics.JournalPath(path); got != filepath.Join(dir, metrics.JournalFile) {
 		t.Errorf("JournalPath(%s) = %s; want %s", path, got, metrics.JournalFile)
 	}
-	sink, err := metrics.CreateParquet(path)
+	sink, err := metrics.CreateParquet(path, metrics.FileMeta{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,14 +119,14 @@ func TestJournalRemovedOnClose(t *testing.T) {
 	}
 	// A journal whose sink was not the one to close: CreateParquet refuses to overwrite it.
 	os.WriteFile(filepath.Join(dir, metrics.JournalFile), nil, 0o644)
-	if _, err := metrics.CreateParquet(filepath.Join(dir, metrics.SamplesFile)); !errors.Is(err, fs.ErrExist) {
+	if _, err := metrics.CreateParquet(filepath.Join(dir, metrics.SamplesFile), metrics.FileMeta{}); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("CreateParquet with a journal there = %v; want fs.ErrExist", err)
 	}
 }
 
-// A line in the middle of the journal that is not a sample is an error naming the file and the
-// line; a last line without its newline that is whole JSON is kept (the kill came between the
-// row and its newline).
+// A line in the middle of the journal that is not a sample is named (file and line) and skipped,
+// the other rows kept; a last line without its newline that is whole JSON is kept (the kill came
+// between the row and its newline).
 func TestReadJournalLines(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -130,11 +139,19 @@ func TestReadJournalLines(t *testing.T) {
 		t.Errorf("last line without newline: %d rows, %v; want 3", len(rows), err)
 	}
 	os.WriteFile(jpath, []byte(lines[0]+"{\"run_id\": 7}\n"+lines[2]), 0o644)
-	if _, err := metrics.ReadJournal(jpath); err == nil || !strings.Contains(err.Error(), jpath+":2:") {
-		t.Errorf("a bad second line: %v; want an error naming %s:2", err, jpath)
+	rows, err := metrics.ReadJournal(jpath)
+	var je *metrics.JournalError
+	if !errors.As(err, &je) || !strings.Contains(err.Error(), jpath+":2:") || len(je.Bad) != 1 || je.Bad[0].Cut || je.Kept != 2 {
+		t.Errorf("a bad second line: %v; want a JournalError naming %s:2, not cut, 2 rows kept", err, jpath)
 	}
-	if _, _, err := metrics.ReadRun(dir); err == nil {
-		t.Errorf("ReadRun with a bad journal and no readable Parquet file: no error")
+	if len(rows) != 2 || rows[0].RequestIndex != 0 || rows[1].RequestIndex != 1 || rows[1].Arm != "spec" {
+		t.Errorf("a bad second line: rows %+v; want the first and the third line's", rows)
+	}
+	if err := metrics.WriteManifest(filepath.Join(dir, metrics.ManifestFile), testManifest()); err != nil {
+		t.Fatal(err)
+	}
+	if _, got, err := metrics.ReadRun(dir); !errors.As(err, &je) || len(got) != 2 {
+		t.Errorf("ReadRun with a bad journal line and no readable Parquet file: %d rows, %v; want 2 and a JournalError", len(got), err)
 	}
 }
 
@@ -153,7 +170,7 @@ func TestReplaceParquet(t *testing.T) {
 				abandoned(t, dir, all[:6])
 			}
 			kept := all[:4]
-			sink, err := metrics.ReplaceParquet(path, kept)
+			sink, err := metrics.ReplaceParquet(path, kept, metrics.FileMeta{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -188,5 +205,35 @@ func TestReplaceParquet(t *testing.T) {
 				t.Errorf("files left: %d; want only %s", len(entries), metrics.SamplesFile)
 			}
 		})
+	}
+}
+
+// A journal a sink still writes (a running run): its last line without newline is the row being
+// written, left out without an error; the same bytes after a kill are a row lost.
+func TestReadJournalOfARunningSink(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	abandoned(t, dir, testSamples(3))
+	jpath := filepath.Join(dir, metrics.JournalFile)
+	f, err := os.OpenFile(jpath, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"run_id":"run-1","scen`)
+	f.Close()
+	if !metrics.JournalInUse(jpath) {
+		t.Errorf("JournalInUse of an open sink's journal = false")
+	}
+	if rows, err := metrics.ReadJournal(jpath); err != nil || len(rows) != 3 {
+		t.Errorf("the journal of a running sink: %d rows, %v; want 3 and no error", len(rows), err)
+	}
+	killed := copyDir(t, dir)
+	kpath := filepath.Join(killed, metrics.JournalFile)
+	if metrics.JournalInUse(kpath) {
+		t.Errorf("JournalInUse of a killed run's journal = true")
+	}
+	var je *metrics.JournalError
+	if rows, err := metrics.ReadJournal(kpath); !errors.As(err, &je) || len(rows) != 3 || !je.Bad[0].Cut {
+		t.Errorf("the same journal after a kill: %d rows, %v; want 3 and the cut line named", len(rows), err)
 	}
 }

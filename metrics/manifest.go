@@ -92,6 +92,28 @@ type Manifest struct {
 	// Tags are the user's labels of the run (lab run --tag key=value), by key; shown in the
 	// report's header, not part of the [Setup].
 	Tags map[string]string `json:"tags,omitempty"`
+	// Repairs records each time lab repair ([RepairRun]) wrote the part's samples file from its
+	// journal, in the order they happened; empty (omitted) for a part its run closed itself. A
+	// manifest merged from parts ([MergeParts]) holds every part's records, shard after shard.
+	Repairs []RepairRecord `json:"repairs,omitempty"`
+}
+
+// RepairRecord is one repair of a part, in [Manifest].Repairs: lab repair wrote the part's
+// samples file from the rows of its journal, which a run killed before closing it left.
+type RepairRecord struct {
+	// Part is the part repaired, "i/n" ([Shard.String]; "1/1" in the old layout).
+	Part string `json:"part"`
+	// At is when the repaired file was written (UTC).
+	At time.Time `json:"at"`
+	// LabVersion is the version of the lab that repaired it.
+	LabVersion string `json:"lab_version"`
+	// From is the journal's file name.
+	From string `json:"from"`
+	// Rows is the number of rows written: every line of the journal that held a sample.
+	Rows int `json:"rows"`
+	// LostLines is the number of journal lines that held no sample (cut short by the kill, or
+	// corrupt), skipped; their rows are lost.
+	LostLines int `json:"lost_lines"`
 }
 
 // SessionRecord is how one session of a run ended, in [Manifest].Sessions.

@@ -88,7 +88,7 @@ func testSamples(n int) []metrics.Sample {
 
 func writeParquet(t *testing.T, path string, samples []metrics.Sample) {
 	t.Helper()
-	sink, err := metrics.CreateParquet(path)
+	sink, err := metrics.CreateParquet(path, metrics.FileMeta{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,11 +218,11 @@ func TestParquetSinkErrors(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, metrics.SamplesFile)
-	sink, err := metrics.CreateParquet(path)
+	sink, err := metrics.CreateParquet(path, metrics.FileMeta{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := metrics.CreateParquet(path); !errors.Is(err, fs.ErrExist) {
+	if _, err := metrics.CreateParquet(path, metrics.FileMeta{}); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("CreateParquet(existing) = %v; want fs.ErrExist", err)
 	}
 	s := testSamples(20)

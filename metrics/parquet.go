@@ -10,11 +10,84 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress/zstd"
 )
+
+// SchemaVersion is the version of the columns of [Sample] that a samples file holds, recorded in
+// its key/value metadata ([MetaSchemaVersion]). Bump it whenever the columns change: one added,
+// removed, retyped, or whose meaning or unit changes. Files without the key predate it (schema
+// 1: some figures the lab did not measure were stored as 0). Version 2 is the nullable schema: a
+// figure the lab did not measure is null, never 0.
+const SchemaVersion = 2
+
+// The keys of a samples file's Parquet key/value metadata (the footer's key_value_metadata), which
+// any Parquet reader shows (DuckDB: parquet_kv_metadata). A key whose value is unknown is left out.
+const (
+	// MetaRunID is the run id, as in the run_id column and the folder's name.
+	MetaRunID = "lab.run_id"
+	// MetaLabVersion is the version of the lab that measured the rows ([Manifest].LabVersion).
+	MetaLabVersion = "lab.lab_version"
+	// MetaSchemaVersion is [SchemaVersion] in decimal.
+	MetaSchemaVersion = "lab.schema_version"
+	// MetaPart is the part of the run the file holds, "i/n" ([Shard.String]; "1/1" for a run not
+	// split, and in the old layout).
+	MetaPart = "lab.part"
+	// MetaRepairedAt is when lab repair wrote the file from its journal (RFC 3339, UTC); absent
+	// from a file its run closed itself.
+	MetaRepairedAt = "lab.repaired_at"
+	// MetaRepairedBy is the version of the lab that repaired the file.
+	MetaRepairedBy = "lab.repaired_by"
+	// MetaRepairedLostLines is the number of journal lines that held no sample and were skipped
+	// when the file was repaired, in decimal ("0" when none was).
+	MetaRepairedLostLines = "lab.repaired_lost_lines"
+)
+
+// FileMeta is what a samples file says about the run in its key/value metadata (besides
+// [MetaSchemaVersion] and [MetaPart], which the writer fills in). An empty field is unknown and its
+// key is left out.
+type FileMeta struct {
+	// RunID is the run's id ([MetaRunID]).
+	RunID string
+	// LabVersion is the version of the lab that measures the rows ([MetaLabVersion]).
+	LabVersion string
+}
+
+// FileMeta returns the file metadata of the run m describes: its run id and lab version.
+func (m *Manifest) FileMeta() FileMeta {
+	if m == nil {
+		return FileMeta{}
+	}
+	return FileMeta{RunID: m.RunID, LabVersion: m.LabVersion}
+}
+
+// zstdCodec compresses every column chunk of the files the lab writes (Zstandard, its default
+// level, about zstd -3). It is safe for concurrent use.
+var zstdCodec = &zstd.Codec{Level: zstd.SpeedDefault}
+
+// writerOptions are the Parquet writer's options for a samples file of part s with meta: every
+// column zstd-compressed, and the key/value metadata (meta's keys, [MetaSchemaVersion],
+// [MetaPart], then extra, key after value).
+func writerOptions(meta FileMeta, s Shard, extra ...string) []parquet.WriterOption {
+	opts := []parquet.WriterOption{
+		parquet.Compression(zstdCodec),
+		parquet.KeyValueMetadata(MetaSchemaVersion, strconv.Itoa(SchemaVersion)),
+		parquet.KeyValueMetadata(MetaPart, s.String()),
+	}
+	for _, kv := range [][2]string{{MetaRunID, meta.RunID}, {MetaLabVersion, meta.LabVersion}} {
+		if kv[1] != "" {
+			opts = append(opts, parquet.KeyValueMetadata(kv[0], kv[1]))
+		}
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		opts = append(opts, parquet.KeyValueMetadata(extra[i], extra[i+1]))
+	}
+	return opts
+}
 
 // RowGroupRows is how many rows a [ParquetSink] buffers before it writes them out as one row
 // group. The writer keeps each row group's metadata (a column chunk, its statistics and page
@@ -33,8 +106,10 @@ const RowGroupRows = 512
 // without its footer, so the sink also appends each row, as it is written, as one JSON line to the
 // journal: the line reaches the operating system before Write returns
 // (a process killed with SIGKILL loses no row), and the journal is synced to disk with every row
-// group (a power cut loses at most the rows of the last row group). Close removes the journal once
-// the Parquet file is whole; [ReadSamples] and [ReadRun] read the journal's rows when the Parquet
+// group (a power cut loses at most the rows of the last row group). While the sink is open its
+// process holds an advisory lock on the journal (flock, where the system has it), so that lab
+// repair ([RepairRun]) leaves a part that is still being written alone. Close removes the
+// journal once the Parquet file is whole; [ReadSamples] and [ReadRun] read the journal's rows when the Parquet
 // file is missing or unreadable. The caller must still Close the sink on every path, errors and
 // Ctrl-C (context cancellation) included, and check Close's error.
 type ParquetSink struct {
@@ -60,25 +135,30 @@ func JournalPath(path string) string {
 }
 
 // CreateParquet creates the file at path and its journal ([JournalPath]) and returns a sink
-// writing samples to both. It fails if either file already exists (errors.Is(err,
-// fs.ErrExist)), so that no earlier measurement is overwritten; the directory must exist.
-func CreateParquet(path string) (*ParquetSink, error) {
-	return createParquet(path, JournalPath(path))
+// writing samples to both, the file zstd-compressed with meta in its key/value metadata (part
+// "1/1": the old layout's samples.parquet, or a file outside a run folder). It fails if either
+// file already exists (errors.Is(err, fs.ErrExist)), so that no earlier measurement is
+// overwritten; the directory must exist.
+func CreateParquet(path string, meta FileMeta) (*ParquetSink, error) {
+	return createParquet(path, JournalPath(path), writerOptions(meta, Shard{}))
 }
 
-// createParquet creates the samples file at path and the journal at jpath, both new.
-func createParquet(path, jpath string) (*ParquetSink, error) {
+// createParquet creates the samples file at path, written with opts, and the journal at jpath,
+// both new.
+func createParquet(path, jpath string, opts []parquet.WriterOption) (*ParquetSink, error) {
 	j, err := os.OpenFile(jpath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("create samples journal: %w", err)
 	}
+	// The lock says to lab repair that a process still writes this journal ([RepairRun]).
+	_, _ = tryLock(j, true)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		_ = j.Close()
 		_ = os.Remove(j.Name())
 		return nil, fmt.Errorf("create samples file: %w", err)
 	}
-	return &ParquetSink{path: path, jpath: j.Name(), f: f, j: j, w: parquet.NewGenericWriter[Sample](f)}, nil
+	return &ParquetSink{path: path, jpath: j.Name(), f: f, j: j, w: parquet.NewGenericWriter[Sample](f, opts...)}, nil
 }
 
 // ReplaceParquet replaces the samples file at path (and its journal) with a new one whose first
@@ -86,9 +166,10 @@ func createParquet(path, jpath string) (*ParquetSink, error) {
 // rows of its completed sessions and measures the others again. It never leaves a moment where
 // neither the old rows nor the kept ones can be read: it first writes the kept rows to a new
 // journal (a temporary file, synced, renamed over the old journal), then removes the old Parquet
-// file and creates the new one with rows in it. Killed at any point, [ReadSamples] returns either
-// the old file's rows or the kept rows followed by those measured since. Len counts rows.
-func ReplaceParquet(path string, rows []Sample) (*ParquetSink, error) {
+// file and creates the new one with rows in it (meta in its metadata, as [CreateParquet]). Killed
+// at any point, [ReadSamples] returns either the old file's rows or the kept rows followed by
+// those measured since. Len counts rows.
+func ReplaceParquet(path string, rows []Sample, meta FileMeta) (*ParquetSink, error) {
 	jpath := JournalPath(path)
 	if err := writeJournal(jpath, rows); err != nil {
 		return nil, err
@@ -97,7 +178,7 @@ func ReplaceParquet(path string, rows []Sample) (*ParquetSink, error) {
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("replace samples file: %w", err)
 	}
-	return reopenParquet(path, jpath, rows)
+	return reopenParquet(path, jpath, rows, writerOptions(meta, Shard{}))
 }
 
 // writeJournal replaces the journal at jpath with one holding rows, atomically: a temporary file,
@@ -123,8 +204,9 @@ func writeJournal(jpath string, rows []Sample) error {
 }
 
 // reopenParquet creates the samples file at path (which must not exist), opens the journal at
-// jpath (which already holds rows) for appending, and writes rows to the new file.
-func reopenParquet(path, jpath string, rows []Sample) (*ParquetSink, error) {
+// jpath (which already holds rows) for appending, and writes rows to the new file, written with
+// opts.
+func reopenParquet(path, jpath string, rows []Sample, opts []parquet.WriterOption) (*ParquetSink, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("create samples file: %w", err)
@@ -134,7 +216,8 @@ func reopenParquet(path, jpath string, rows []Sample) (*ParquetSink, error) {
 		_ = f.Close()
 		return nil, fmt.Errorf("open samples journal: %w", err)
 	}
-	p := &ParquetSink{path: path, jpath: jpath, f: f, j: j, w: parquet.NewGenericWriter[Sample](f)}
+	_, _ = tryLock(j, true)
+	p := &ParquetSink{path: path, jpath: jpath, f: f, j: j, w: parquet.NewGenericWriter[Sample](f, opts...)}
 	for i := range rows {
 		if err := p.writeParquet(rows[i]); err != nil {
 			_ = p.w.Close()
@@ -269,17 +352,97 @@ func ReadParquet(path string) ([]Sample, error) {
 	return rows, nil
 }
 
+// BadLine is a line of a samples journal that holds no sample: one a crash cut short, or one
+// that is not a sample's JSON.
+type BadLine struct {
+	// Path is the journal's path.
+	Path string
+	// Line is the 1-based line number.
+	Line int
+	// Cut is true for the last line when it has no newline: a write the kill or crash cut short.
+	Cut bool
+	// Err is why the line is not a sample (the JSON decoder's error).
+	Err error
+}
+
+// String returns "path:line: why", the form of a compiler's error.
+func (b BadLine) String() string {
+	if b.Cut {
+		return fmt.Sprintf("%s:%d: the last line is cut short (no newline, not whole JSON: a write the kill interrupted): %v", b.Path, b.Line, b.Err)
+	}
+	return fmt.Sprintf("%s:%d: not a sample: %v", b.Path, b.Line, b.Err)
+}
+
+// JournalError is the error that comes with the rows of journals some lines of which hold no
+// sample ([BadLine]): each such line is skipped and its row lost; every other line's row is kept.
+// Readers return it together with the rows they kept.
+type JournalError struct {
+	// Bad are the lines skipped, journal by journal, in line order.
+	Bad []BadLine
+	// Kept is the number of rows read from the journals that had bad lines.
+	Kept int
+}
+
+// Error says how many lines were lost and names each ("3 journal lines lost (a:2: …; …); 45
+// rows kept").
+func (e *JournalError) Error() string {
+	var b strings.Builder
+	word := "line"
+	if len(e.Bad) != 1 {
+		word = "lines"
+	}
+	fmt.Fprintf(&b, "%d journal %s lost (", len(e.Bad), word)
+	for i, l := range e.Bad {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(l.String())
+	}
+	fmt.Fprintf(&b, "); %d rows kept", e.Kept)
+	return b.String()
+}
+
+// joinJournalErrors merges the [JournalError]s of several journals into one, nil when none.
+func joinJournalErrors(errs []*JournalError) *JournalError {
+	var out *JournalError
+	for _, e := range errs {
+		if e == nil {
+			continue
+		}
+		if out == nil {
+			out = &JournalError{}
+		}
+		out.Bad = append(out.Bad, e.Bad...)
+		out.Kept += e.Kept
+	}
+	return out
+}
+
 // ReadJournal reads the rows of a samples journal ([JournalPath]): one JSON object per line, in
-// the order they were written, with StartedAt in UTC. A last line without its newline that is not
-// a whole JSON object (the write a crash cut short) is ignored. It fails on a line that is not a
-// sample, naming the file and the 1-based line.
+// the order they were written, with StartedAt in UTC. A last line without its newline that is
+// whole JSON is kept (the kill came between the row and its newline). Every line that holds no
+// sample, a last line cut short as a line in the middle, is skipped: ReadJournal then returns
+// every other line's row with a [*JournalError] naming each skipped line (file:line). The one
+// exception is a cut last line of a journal a running sink still writes ([JournalInUse]): that
+// row is being written, not lost, and is left out without an error. Any other error (the file
+// cannot be opened or read) comes with no rows; errors.Is(err, fs.ErrNotExist) for a missing
+// journal.
 func ReadJournal(path string) ([]Sample, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read samples journal: %w", err)
 	}
 	defer f.Close()
+	// An open sink's exclusive lock makes the shared one fail.
+	ok, lerr := tryLock(f, false)
+	return readJournal(f, path, lerr == nil && !ok)
+}
+
+// readJournal reads the journal f, at path, as [ReadJournal] does; inUse says a running sink
+// still writes it.
+func readJournal(f *os.File, path string, inUse bool) ([]Sample, error) {
 	var rows []Sample
+	var bad []BadLine
 	r := bufio.NewReaderSize(f, 64<<10)
 	for n := 1; ; n++ {
 		line, err := r.ReadBytes('\n')
@@ -290,38 +453,60 @@ func ReadJournal(path string) ([]Sample, error) {
 		if len(bytes.TrimSpace(line)) > 0 {
 			var s Sample
 			if derr := json.Unmarshal(line, &s); derr != nil {
-				if !whole {
-					break // the last line, cut short by a crash
+				if !whole && inUse {
+					break // the row a running sink is writing
 				}
-				return nil, fmt.Errorf("samples journal %s:%d: %w", path, n, derr)
+				bad = append(bad, BadLine{Path: path, Line: n, Cut: !whole, Err: derr})
+			} else {
+				s.StartedAt = s.StartedAt.UTC()
+				rows = append(rows, s)
 			}
-			s.StartedAt = s.StartedAt.UTC()
-			rows = append(rows, s)
 		}
 		if !whole {
 			break
 		}
 	}
+	if len(bad) > 0 {
+		return rows, &JournalError{Bad: bad, Kept: len(rows)}
+	}
 	return rows, nil
+}
+
+// JournalInUse reports whether a lab process has the samples journal at path open for writing:
+// a running run's [ParquetSink], which holds an exclusive advisory lock on it (flock; false
+// where the system has none, and for a missing journal).
+func JournalInUse(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	ok, err := tryLock(f, false)
+	return err == nil && !ok
 }
 
 // ReadSamples reads the samples of the Parquet file at path ([ReadParquet]); when that file is
 // missing or unreadable (a run killed before its sink closed it) and its journal ([JournalPath])
-// exists, it returns the journal's rows instead ([ReadJournal]), with recovered true. Without a
-// journal it returns ReadParquet's error (errors.Is(err, fs.ErrNotExist) for a missing file); a
-// journal that cannot be read adds its error to it.
+// exists, it returns the journal's rows instead ([ReadJournal]), with recovered true, and, when
+// some journal lines held no sample, a [*JournalError] with the rows kept. Without a journal it
+// returns ReadParquet's error (errors.Is(err, fs.ErrNotExist) for a missing file); a journal that
+// cannot be read gives an error naming both files that does not match fs.ErrNotExist unless the
+// journal is missing too.
 func ReadSamples(path string) (rows []Sample, recovered bool, err error) {
 	rows, err = ReadParquet(path)
 	if err == nil {
 		return rows, false, nil
 	}
 	jrows, jerr := ReadJournal(JournalPath(path))
+	var je *JournalError
 	switch {
 	case jerr == nil:
 		return jrows, true, nil
+	case errors.As(jerr, &je):
+		return jrows, true, jerr
 	case errors.Is(jerr, fs.ErrNotExist):
 		return nil, false, err
 	default:
-		return nil, false, errors.Join(err, jerr)
+		return nil, false, fmt.Errorf("%v; and its journal: %w", err, jerr)
 	}
 }

@@ -110,11 +110,12 @@ var partManifestRE = regexp.MustCompile(`^manifest-(\d+)-of-(\d+)\.json$`)
 
 // CreatePart creates shard s's samples file in dir (a run folder of the part layout: [PartFile]
 // with [PartialSuffix] until Close, and its journal) and returns a sink writing to both, as
-// [CreateParquet] does. Close writes the footer and renames the file to [PartFile]. It fails if
+// [CreateParquet] does, with meta and the part s in its key/value metadata. Close writes the
+// footer and renames the file to [PartFile]. It fails if
 // the part's samples file, its partial file or its journal already exists (errors.Is(err,
 // fs.ErrExist)); dir must exist. Shards of one run written on different machines have distinct
 // file names, so their folders merge by copying.
-func CreatePart(dir string, s Shard) (*ParquetSink, error) {
+func CreatePart(dir string, s Shard, meta FileMeta) (*ParquetSink, error) {
 	if err := s.Check(); err != nil {
 		return nil, err
 	}
@@ -122,7 +123,7 @@ func CreatePart(dir string, s Shard) (*ParquetSink, error) {
 	if _, err := os.Stat(final); err == nil {
 		return nil, fmt.Errorf("create samples file: %s: %w", final, fs.ErrExist)
 	}
-	p, err := createParquet(final+PartialSuffix, JournalPath(final))
+	p, err := createParquet(final+PartialSuffix, JournalPath(final), writerOptions(meta, s))
 	if err != nil {
 		return nil, err
 	}
@@ -131,10 +132,10 @@ func CreatePart(dir string, s Shard) (*ParquetSink, error) {
 }
 
 // ReplacePart replaces shard s's samples in dir with a new part whose first rows are rows, as
-// [ReplaceParquet] does for a samples file: for a resumed shard. The kept rows go to the journal
+// [ReplaceParquet] does for a samples file: for a resumed shard (meta as [CreatePart]). The kept rows go to the journal
 // first (atomically), then the old part file (final or partial) is removed and a new partial
 // file is written; Close renames it to [PartFile].
-func ReplacePart(dir string, s Shard, rows []Sample) (*ParquetSink, error) {
+func ReplacePart(dir string, s Shard, rows []Sample, meta FileMeta) (*ParquetSink, error) {
 	if err := s.Check(); err != nil {
 		return nil, err
 	}
@@ -148,7 +149,7 @@ func ReplacePart(dir string, s Shard, rows []Sample) (*ParquetSink, error) {
 	if err := os.Remove(final + PartialSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("replace samples file: %w", err)
 	}
-	p, err := reopenParquet(final+PartialSuffix, JournalPath(final), rows)
+	p, err := reopenParquet(final+PartialSuffix, JournalPath(final), rows, writerOptions(meta, s))
 	if err != nil {
 		return nil, err
 	}
@@ -328,7 +329,7 @@ func matrixDiff(a, b *Manifest) string {
 //     from the first part; lab version, server version and server URL, which may differ between
 //     machines, as the distinct values joined by ", ";
 //   - started_at the earliest, ended_at the latest when every part ended (else zero);
-//   - samples the sum; sessions the parts' records, shard after shard;
+//   - samples the sum; sessions and repairs the parts' records, shard after shard;
 //   - host the parts' machine when they agree, else the distinct CPU models joined
 //     ([Host]); tags the union, a key the parts give different values joined by ", ";
 //   - cache_state the parts' state when they agree, else the worst (cold-failed, uncontrolled,
@@ -345,6 +346,7 @@ func MergeParts(parts []Part) *Manifest {
 	m := *parts[0].Manifest
 	m.Shard = nil
 	m.Sessions = nil
+	m.Repairs = nil
 	m.Samples = 0
 	m.Error = ""
 	n := parts[0].Shard.Count
@@ -369,6 +371,7 @@ func MergeParts(parts []Part) *Manifest {
 		}
 		m.Samples += pm.Samples
 		m.Sessions = append(m.Sessions, pm.Sessions...)
+		m.Repairs = append(m.Repairs, pm.Repairs...)
 		if !pm.Complete {
 			m.Complete = false
 			e := pm.Error
@@ -541,18 +544,24 @@ func ReadResumeManifest(dir string, s Shard) (*Manifest, error) {
 // Old layout (results/<id>/): manifest.json and [ReadSamples] of samples.parquet (or its journal).
 //
 // If the manifest reads but the samples do not, it returns the manifest with the error, so the
-// caller can still say what the run was.
+// caller can still say what the run was. When journals it read had lines that hold no sample, it
+// returns the manifest, every row it kept and a [*JournalError] (errors.As) naming each line
+// lost: the caller decides whether rows kept are enough (lab report: yes, and it says so).
 func ReadRun(dir string) (*Manifest, []Sample, error) {
 	l, err := DetectLayout(dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read run %s: %w", dir, err)
 	}
+	var je *JournalError
 	if l != LayoutParts {
 		m, err := ReadManifest(filepath.Join(dir, ManifestFile))
 		if err != nil {
 			return nil, nil, fmt.Errorf("read run %s: %w", dir, err)
 		}
 		samples, _, err := ReadSamples(filepath.Join(dir, SamplesFile))
+		if errors.As(err, &je) {
+			return m, samples, fmt.Errorf("read run %s: %w", dir, je)
+		}
 		if err != nil {
 			return m, nil, fmt.Errorf("read run %s: %w", dir, err)
 		}
@@ -564,15 +573,22 @@ func ReadRun(dir string) (*Manifest, []Sample, error) {
 	}
 	m := MergeParts(parts)
 	var all []Sample
+	var lost []*JournalError
 	for _, p := range parts {
 		rows, _, err := ReadPart(dir, p.Shard)
-		if errors.Is(err, fs.ErrNotExist) {
+		switch {
+		case errors.As(err, &je):
+			lost = append(lost, je)
+		case errors.Is(err, fs.ErrNotExist):
+			// Neither part file nor journal: the part wrote no row.
 			continue
-		}
-		if err != nil {
+		case err != nil:
 			return m, nil, fmt.Errorf("read run %s: shard %s: %w", dir, p.Shard, err)
 		}
 		all = append(all, rows...)
+	}
+	if je := joinJournalErrors(lost); je != nil {
+		return m, all, fmt.Errorf("read run %s: %w", dir, je)
 	}
 	return m, all, nil
 }

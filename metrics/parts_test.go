@@ -96,7 +96,7 @@ func writePart(t *testing.T, dir string, s metrics.Shard, rows []metrics.Sample,
 	if err := metrics.WriteManifest(filepath.Join(dir, metrics.PartManifestFile(s)), m); err != nil {
 		t.Fatal(err)
 	}
-	sink, err := metrics.CreatePart(dir, s)
+	sink, err := metrics.CreatePart(dir, s, metrics.FileMeta{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestReadRunMergesParts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sink, err := metrics.ReplacePart(dir, s3, r3[:1])
+	sink, err := metrics.ReplacePart(dir, s3, r3[:1], metrics.FileMeta{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestReadRunLayouts(t *testing.T) {
 	t.Parallel()
 	old := t.TempDir()
 	want := rowsOf("a", 5)
-	sink, err := metrics.CreateParquet(filepath.Join(old, metrics.SamplesFile))
+	sink, err := metrics.CreateParquet(filepath.Join(old, metrics.SamplesFile), metrics.FileMeta{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,7 +112,7 @@ func writeCheckRun(t *testing.T, dir string, samples []metrics.Sample) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sink, err := metrics.CreateParquet(filepath.Join(dir, metrics.SamplesFile))
+	sink, err := metrics.CreateParquet(filepath.Join(dir, metrics.SamplesFile), metrics.FileMeta{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -88,21 +89,38 @@ func expandRuns(args []string, warn io.Writer) ([]string, error) {
 }
 
 // loadRuns reads the runs in dirs and merges their samples. A run whose samples cannot be read
-// is bad input naming its folder.
-func loadRuns(dirs []string) ([]*metrics.Manifest, []metrics.Sample, error) {
-	var mans []*metrics.Manifest
-	var all []metrics.Sample
+// is bad input naming its folder. A run a kill left without its part files is read from its
+// journals, with a warning on warn pointing at lab repair; journal lines that hold no sample are
+// named on warn, every other row is kept, and lost is then a [lostRowsError] (exit 1) that the
+// caller returns once it has reported what was kept.
+func loadRuns(dirs []string, warn io.Writer) (mans []*metrics.Manifest, all []metrics.Sample, lost, err error) {
 	ids := map[string]string{}
+	lostLines, kept := 0, 0
+	var lostDirs []string
 	for _, d := range dirs {
 		m, samples, err := metrics.ReadRun(d)
-		if err != nil {
-			return nil, nil, badInput("%v", err)
+		var je *metrics.JournalError
+		switch {
+		case errors.As(err, &je):
+			warnLost(warn, je.Bad)
+			lostLines += len(je.Bad)
+			kept += je.Kept
+			lostDirs = append(lostDirs, d)
+		case err != nil:
+			return nil, nil, nil, badInput("%v", err)
+		}
+		for _, j := range metrics.UnclosedParts(d) {
+			if metrics.JournalInUse(j) {
+				fmt.Fprintf(warn, "lab: warning: %s: a lab process is still writing this part; its rows so far are read from this journal\n", j)
+				continue
+			}
+			fmt.Fprintf(warn, "lab: warning: %s: the run was stopped before it closed this part; its rows are read from this journal (lab repair %s writes the part file)\n", j, d)
 		}
 		// Repetitions of different runs are kept apart by run id: two folders with one id
 		// would merge their repetitions.
 		for i := range samples {
 			if other, ok := ids[samples[i].RunID]; ok && other != d {
-				return nil, nil, badInput("%s and %s hold samples of the same run id %q", other, d, samples[i].RunID)
+				return nil, nil, nil, badInput("%s and %s hold samples of the same run id %q", other, d, samples[i].RunID)
 			}
 		}
 		for i := range samples {
@@ -111,7 +129,11 @@ func loadRuns(dirs []string) ([]*metrics.Manifest, []metrics.Sample, error) {
 		mans = append(mans, m)
 		all = append(all, samples...)
 	}
-	return mans, all, nil
+	if lostLines > 0 {
+		lost = &lostRowsError{fmt.Sprintf("%d journal %s of %s held no sample (named above): their rows are lost, the %d rows of the other lines are kept; lab repair %s writes the part files from what is left",
+			lostLines, plural(lostLines, "line", "lines"), strings.Join(lostDirs, ", "), kept, strings.Join(lostDirs, " "))}
+	}
+	return mans, all, lost, nil
 }
 
 func newReportCmd(s *streams) *cobra.Command {
@@ -136,7 +158,12 @@ pooled: each setup gets its own section after a table setting their means side b
 scenario named the same with other content is another scenario. A run split into shards (lab run --shard)
 is read whole from its folder, every part-*.parquet of it; it is incomplete until every shard is
 there (the report names the missing ones). Folders of the old layout (results/<run-id>/ with
-samples.parquet and manifest.json) are read too.`,
+samples.parquet and manifest.json) are read too.
+
+A run killed before it closed a part is read from the part's journal, with a warning (lab
+repair writes the part file). A journal line that holds no sample (cut short by the kill, or
+corrupt) is named (file:line) and its row left out; the report covers every other row and lab
+report then exits 1. report never writes the data files.`,
 		Example: `  lab report results/run_id=20261129-231502
   lab report --out /tmp/all 'results/run_id=2026*'
   lab report --format text results/run_id=20261129-231502
@@ -161,13 +188,16 @@ samples.parquet and manifest.json) are read too.`,
 			if write == nil && out == "" && len(dirs) > 1 {
 				return badInput("%d runs given: --out DIR says where to write their report", len(dirs))
 			}
-			mans, samples, err := loadRuns(dirs)
+			mans, samples, lost, err := loadRuns(dirs, s.err)
 			if err != nil {
 				return err
 			}
 			if write != nil {
 				// Charts are files: the formats on stdout carry none (html links none either).
-				return write(s.out, &report.Report{Runs: mans, Analysis: report.AnalyzeRuns(mans, samples)})
+				if err := write(s.out, &report.Report{Runs: mans, Analysis: report.AnalyzeRuns(mans, samples)}); err != nil {
+					return err
+				}
+				return lost
 			}
 			dest := out
 			if dest == "" {
@@ -181,7 +211,10 @@ samples.parquet and manifest.json) are read too.`,
 			for _, f := range files {
 				fmt.Fprintf(s.out, "  %s\n", f)
 			}
-			return err
+			if err != nil {
+				return err
+			}
+			return lost
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "", "write one format to stdout: "+strings.Join(report.Formats(), ", ")+" (default: report.md, report.html and plots/ into the folder)")
@@ -234,7 +267,8 @@ model and its file's digest, num_ctx, cache start and the settings that change f
 as the cache model, the driver or flash attention) and their common scenarios of the same
 content: otherwise compare names each difference and exits 2, unless --allow-setup-change says
 the difference is the point (then its output names each difference first). Exit code 3 when it
-flags a regression or NEW fails, 2 for bad input, 0 otherwise.`,
+flags a regression or NEW fails, 2 for bad input, 1 when a run's journal lost rows (as for
+lab report), 0 otherwise.`,
 		Example: `  lab compare results/run_id=before results/run_id=after
   lab compare --threshold 1% --format markdown results/run_id=before results/run_id=after`,
 		Args: cobra.ExactArgs(2),
@@ -251,6 +285,7 @@ flags a regression or NEW fails, 2 for bad input, 0 otherwise.`,
 			var counts [2]int
 			var newRun *metrics.Manifest
 			var newSamples int
+			var lostErr error // rows lost from a run's journal: exit 1 unless something worse
 			for i, arg := range args {
 				dirs, err := expandRuns([]string{arg}, s.err)
 				if err != nil {
@@ -259,9 +294,12 @@ flags a regression or NEW fails, 2 for bad input, 0 otherwise.`,
 				if len(dirs) != 1 {
 					return badInput("%s: matches %d runs; want one", arg, len(dirs))
 				}
-				mans, samples, err := loadRuns(dirs)
+				mans, samples, lost, err := loadRuns(dirs, s.err)
 				if err != nil {
 					return err
+				}
+				if lost != nil {
+					lostErr = lost
 				}
 				an[i] = report.AnalyzeRuns(mans, samples)
 				for _, l := range an[i].LeftOut {
@@ -296,7 +334,7 @@ flags a regression or NEW fails, 2 for bad input, 0 otherwise.`,
 			if cmp.Regressions > 0 {
 				return &regressionError{n: cmp.Regressions, total: len(cmp.Changes) + len(cmp.OnlyOld)}
 			}
-			return nil
+			return lostErr
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: "+strings.Join(report.CompareFormats(), ", "))

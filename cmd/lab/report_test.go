@@ -19,7 +19,7 @@ func writeRun(t *testing.T, dir, id string, extra int64) string {
 	if err := os.MkdirAll(run, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sink, err := metrics.CreateParquet(filepath.Join(run, metrics.SamplesFile))
+	sink, err := metrics.CreateParquet(filepath.Join(run, metrics.SamplesFile), metrics.FileMeta{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestCompareIncompleteNewRun(t *testing.T) {
 	if err := os.MkdirAll(empty, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sink, err := metrics.CreateParquet(filepath.Join(empty, metrics.SamplesFile))
+	sink, err := metrics.CreateParquet(filepath.Join(empty, metrics.SamplesFile), metrics.FileMeta{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +285,7 @@ func TestReportOddScenarioNames(t *testing.T) {
 	if err := os.Remove(filepath.Join(run, metrics.SamplesFile)); err != nil {
 		t.Fatal(err)
 	}
-	sink, err := metrics.CreateParquet(filepath.Join(run, metrics.SamplesFile))
+	sink, err := metrics.CreateParquet(filepath.Join(run, metrics.SamplesFile), metrics.FileMeta{})
 	if err != nil {
 		t.Fatal(err)
 	}
