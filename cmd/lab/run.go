@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	lab "lab"
+	"lab/backend/anthropic"
 	"lab/backend/ollama"
 	"lab/backend/openai"
 	"lab/backend/sim"
@@ -216,6 +217,9 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 	if err != nil {
 		return badInput("--cache-model: %v", err)
 	}
+	if n := cacheModel.Name(); o.Backend == "sim" && changed("num-ctx") && (n == cachesim.ModelOpenAI || n == cachesim.ModelAnthropic) {
+		return badInput("--num-ctx is Ollama's context window: the %s cache model stands for a cloud API, whose window is the model's", n)
+	}
 	if o.Backend == "ollama" && o.ServerURL == "" && (o.ServerLog != "" || o.GGUF != "") {
 		return badInput("--server-log and --gguf describe a server given with --server; the local server needs neither")
 	}
@@ -329,7 +333,25 @@ func runSim(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 			return err
 		}
 	}
-	opts := sim.Options{Model: r.model, Tokenizer: tok}
+	// The window is Ollama's (num_ctx); the cloud cache models stand for APIs whose window is the
+	// model's, as runRemote pins none for them.
+	numCtx := o.NumCtx
+	if n := r.model.Name(); n == cachesim.ModelOpenAI || n == cachesim.ModelAnthropic {
+		numCtx = 0
+	}
+	opts := sim.Options{Model: r.model, Tokenizer: tok, NumCtx: numCtx}
+	settings := map[string]string{}
+	if ro := o.Remote.Breakpoints; ro != "" {
+		bps, err := anthropic.ParseBreakpoints(ro)
+		if err != nil {
+			return badInput("--cache-breakpoints: %v", err)
+		}
+		opts.CacheBreakpoints = []string{}
+		for _, b := range bps {
+			opts.CacheBreakpoints = append(opts.CacheBreakpoints, b.At)
+		}
+		settings["cache_breakpoints"] = ro
+	}
 	prefillSetting := sim.DefaultPrefillPerToken.String() + " per token (placeholder)"
 	if o.Calibration != "" {
 		p, err := readCalibration(o.Calibration)
@@ -346,15 +368,11 @@ func runSim(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 	cfg := harness.RunConfig{
 		Scenarios: r.scenarios, Arms: r.arms, Repeat: o.Repeat, ResultsDir: o.ResultsDir, RunID: o.RunID,
 		LabVersion: version(), Loop: r.loop, Backend: be, BackendName: "sim", Model: o.ModelName,
-		ServerVersion: "cachesim " + r.model.Name(), NumCtx: o.NumCtx, Tokenizer: be.Tokenizer(),
-		SaveRequests: o.SaveRequests, Warm: o.Warm, Driver: o.Live.driver(),
-		Settings: map[string]string{
-			"cache_model": r.model.Name(),
-			"renderer":    sim.Renderer,
-			"prefill":     prefillSetting,
-		},
+		ServerVersion: "cachesim " + r.model.Name(), NumCtx: numCtx, Tokenizer: be.Tokenizer(),
+		SaveRequests: o.SaveRequests, Warm: o.Warm, Driver: o.Live.driver(), Settings: settings,
 		Warn: func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
 	}
+	settings["cache_model"], settings["renderer"], settings["prefill"] = r.model.Name(), sim.Renderer, prefillSetting
 	o.Live.record(cfg.Settings)
 	cfg.Shard = o.shard
 	cfg.Progress = newProgress(r.progress, cfg.Requests())
