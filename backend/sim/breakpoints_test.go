@@ -104,3 +104,14 @@ func TestAnthropicBreakpointsOverride(t *testing.T) {
 		}
 	}
 }
+
+// A message whose text holds a turn marker leaves the breakpoints no place to go: an error, not a
+// figure.
+func TestAnthropicTurnMarkerInAMessage(t *testing.T) {
+	m, _ := cachesim.NewModel(cachesim.ModelAnthropic, cachesim.Options{})
+	b, _ := sim.New(sim.Options{Model: m, Tokenizer: byteTokenizer{}})
+	req := &chat.Request{Messages: []chat.Message{{Role: chat.RoleSystem, Content: "s"}, {Role: chat.RoleUser, Content: "a <|im_start|>user b"}}}
+	if _, err := b.Send(context.Background(), req, nil); err == nil || !strings.Contains(err.Error(), "turn markers") {
+		t.Errorf("err %v", err)
+	}
+}

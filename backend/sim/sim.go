@@ -370,8 +370,8 @@ func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply
 	heldNow, generatedNow, _ := b.window.Hold(held, generated)
 	b.model.Store(heldNow, generatedNow)
 	res.PromptTokens = int64(len(input))
-	res.CachedTokens, res.CachedSource = &cached, chat.SourceSimulation
 	res.CompletionTokens = int64(len(generated))
+	res.CachedTokens, res.CachedSource = &cached, chat.SourceSimulation
 	res.Prefill = time.Duration(int64(len(input))-cached) * b.perToken
 	if b.prefill != nil {
 		res.Prefill = b.prefill.Cost(int(cached), len(input))
@@ -382,8 +382,8 @@ func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply
 
 // lookupAnthropic looks the rendered prompt up in the anthropic model at the request's
 // breakpoints: Options.CacheBreakpoints, else the request's own, else DefaultBreakpoints; the
-// lookback's boundaries are the prompt's turns. When the turns cannot be told apart it falls back
-// to automatic caching (one breakpoint at the end), with a warning.
+// lookback's boundaries are the prompt's turns. When the turns cannot be told apart (a message
+// whose text holds a turn marker) it is an error: the breakpoints have no place.
 func (b *Backend) lookupAnthropic(a *cachesim.Anthropic, req *chat.Request, creq *api.ChatRequest, r *rendering) (int, []string, error) {
 	places := b.breakpoints
 	if places == nil {
@@ -398,8 +398,7 @@ func (b *Backend) lookupAnthropic(a *cachesim.Anthropic, req *chat.Request, creq
 	}
 	ts, ok := turns(r, creq.Tools, marks)
 	if !ok {
-		n, err := a.LookupMarked(r.tokens, nil)
-		return n, []string{fmt.Sprintf("cache breakpoints not placed: the rendered prompt has %d turn markers, its messages make other turns; automatic caching at the end of the prompt", len(marks))}, err
+		return 0, nil, fmt.Errorf("sim: anthropic cache: the rendered prompt has %d turn markers, not one per turn of its messages (a message holds %q): its cache breakpoints have no place", len(marks), turnMarker)
 	}
 	pos, warnings := placeBreakpoints(places, ts, r, creq.Tools)
 	bounds := make([]cachesim.Boundary, len(ts))
