@@ -35,6 +35,20 @@ type Incremental struct {
 // Encode returns the tokens of text, reusing the previous text's tokens up to the last turn
 // marker the two texts share.
 func (in *Incremental) Encode(text string) ([]int32, error) {
+	ids, _, err := in.EncodeTurns(text)
+	return ids, err
+}
+
+// TurnMark is where a turn marker (<|im_start|>) starts in a text: its byte offset and the index
+// of its token in the text's tokens (the number of tokens before it).
+type TurnMark struct {
+	Byte, Token int
+}
+
+// EncodeTurns is Encode that also returns where each turn marker of text starts, in order. The
+// token index of a marker is exact: the tokens before a special token do not depend on the text
+// after it.
+func (in *Incremental) EncodeTurns(text string) ([]int32, []TurnMark, error) {
 	common := CommonPrefixBytes(text, in.last)
 	// The last marker that starts at or before the common prefix's end and lies wholly in it.
 	k := sort.SearchInts(in.marks, common+1) - 1
@@ -63,12 +77,16 @@ func (in *Incremental) Encode(text string) ([]int32, error) {
 		}
 		piece, err := in.Tok.Encode(rest[:end])
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		ids = append(ids, piece...)
 		start += end
 		rest = rest[end:]
 	}
 	in.last, in.ids, in.marks, in.at = text, ids, marks, at
-	return append([]int32(nil), ids...), nil
+	turns := make([]TurnMark, len(marks))
+	for i := range marks {
+		turns[i] = TurnMark{Byte: marks[i], Token: at[i]}
+	}
+	return append([]int32(nil), ids...), turns, nil
 }

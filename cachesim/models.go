@@ -190,6 +190,9 @@ func (m *OpenAI) Reset() { m.seqs = nil }
 //     boundary of a request that extends it); [Anthropic.LookupBlocks] gives the boundaries
 //     explicitly instead. The first candidate p ≥ MinTokens whose prefix was written before is
 //     the hit for b. The cached tokens are the largest hit over all breakpoints (0 when none).
+//   - [Anthropic.LookupTurns] is the API as a request marks it: only the breakpoints given (none:
+//     no caching) and boundaries that each stand for one or more content blocks, which is how the
+//     sim backend looks up a rendered chat prompt (its turns are the boundaries).
 type Anthropic struct {
 	// MinTokens is the minimum cacheable prefix.
 	MinTokens int
@@ -226,36 +229,82 @@ func (m *Anthropic) LookupMarked(prompt []int32, breakpoints []int) (int, error)
 // LookupBlocks is LookupMarked with the request's content-block boundaries (token positions)
 // given: the lookback then counts these (plus the breakpoints) instead of earlier entries' ends.
 func (m *Anthropic) LookupBlocks(prompt []int32, breakpoints, blocks []int) (int, error) {
+	var bounds []Boundary
+	if blocks != nil {
+		bounds = make([]Boundary, len(blocks))
+		for i, b := range blocks {
+			bounds[i] = Boundary{Pos: b, Blocks: 1}
+		}
+	}
+	return m.lookup(prompt, breakpoints, bounds, true)
+}
+
+// Boundary is the end of a stretch of a request's content blocks, for [Anthropic.LookupTurns]:
+// Blocks content blocks end after the previous Boundary and at or before Pos (a token position),
+// the last of them at Pos. A chat turn rendered as one stretch of tokens (an assistant message's
+// thinking, text and tool calls; consecutive tool results) is one Boundary whose Blocks is the
+// number of Messages API blocks it holds: only its end can be a cache entry, but each of its
+// blocks counts toward the lookback.
+type Boundary struct {
+	Pos    int
+	Blocks int
+}
+
+// LookupTurns looks prompt up with exactly the given breakpoints, as the Messages API does with
+// the request's `cache_control` markers (Anthropic prompt caching; backends.md §6): for each
+// breakpoint b the candidates are b and the boundaries before it, nearest first, as long as the
+// content blocks from b back to the candidate number at most AnthropicLookback (b's own block
+// included; bounds weighted by Boundary.Blocks, a breakpoint that is no Boundary counting one);
+// the first candidate of at least MinTokens whose prefix an earlier request wrote is b's hit, and
+// the cached tokens are the largest hit. Only the breakpoints are remembered for the next Store,
+// which writes their entries. No breakpoint means no caching: 0 cached and nothing written (the
+// API without `cache_control`). More than four breakpoints, or a position outside
+// 1..len(prompt), is an error (the API's 400).
+func (m *Anthropic) LookupTurns(prompt []int32, breakpoints []int, bounds []Boundary) (int, error) {
+	if bounds == nil {
+		bounds = []Boundary{}
+	}
+	return m.lookup(prompt, breakpoints, bounds, false)
+}
+
+// lookup is LookupBlocks (auto: no breakpoints is one at the end) and LookupTurns. nil bounds
+// take the ends of earlier entries that are prefixes of prompt as the boundaries.
+func (m *Anthropic) lookup(prompt []int32, breakpoints []int, bounds []Boundary, auto bool) (int, error) {
 	if len(breakpoints) > AnthropicMaxBreakpoints {
 		return 0, fmt.Errorf("cachesim: %d breakpoints; at most %d", len(breakpoints), AnthropicMaxBreakpoints)
 	}
-	if len(breakpoints) == 0 && len(prompt) > 0 {
+	if auto && len(breakpoints) == 0 && len(prompt) > 0 {
 		breakpoints = []int{len(prompt)}
 	}
-	for _, b := range append(slices.Clone(breakpoints), blocks...) {
+	for _, b := range breakpoints {
 		if b < 1 || b > len(prompt) {
 			return 0, fmt.Errorf("cachesim: position %d outside the prompt (1..%d)", b, len(prompt))
 		}
 	}
-	m.pending = slices.Clone(breakpoints)
-
-	bounds := map[int]bool{}
-	for _, b := range breakpoints {
-		bounds[b] = true
+	for _, b := range bounds {
+		if b.Pos < 1 || b.Pos > len(prompt) {
+			return 0, fmt.Errorf("cachesim: position %d outside the prompt (1..%d)", b.Pos, len(prompt))
+		}
 	}
-	if blocks != nil {
-		for _, b := range blocks {
-			bounds[b] = true
+	m.pending = append([]int{}, breakpoints...)
+
+	weight := map[int]int{} // position → content blocks ending there or since the boundary before
+	for _, b := range breakpoints {
+		weight[b] = 1
+	}
+	if bounds != nil {
+		for _, b := range bounds {
+			weight[b.Pos] = max(b.Blocks, 1)
 		}
 	} else {
 		for _, e := range m.ends {
 			if e <= len(prompt) && m.has(prompt[:e]) {
-				bounds[e] = true
+				weight[e] = 1
 			}
 		}
 	}
-	sorted := make([]int, 0, len(bounds))
-	for b := range bounds {
+	sorted := make([]int, 0, len(weight))
+	for b := range weight {
 		sorted = append(sorted, b)
 	}
 	sort.Ints(sorted)
@@ -263,8 +312,8 @@ func (m *Anthropic) LookupBlocks(prompt []int32, breakpoints, blocks []int) (int
 	best := 0
 	for _, b := range breakpoints {
 		i := sort.SearchInts(sorted, b) // sorted[i] == b
-		for k := 0; k < AnthropicLookback && i-k >= 0; k++ {
-			p := sorted[i-k]
+		for blocks := 1; blocks <= AnthropicLookback && i >= 0; i-- {
+			p := sorted[i]
 			if p < m.MinTokens {
 				break
 			}
@@ -272,6 +321,7 @@ func (m *Anthropic) LookupBlocks(prompt []int32, breakpoints, blocks []int) (int
 				best = max(best, p)
 				break
 			}
+			blocks += weight[p]
 		}
 	}
 	return best, nil

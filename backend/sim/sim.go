@@ -12,6 +12,18 @@
 //     backend's generation emulation of DESIGN.md leaves in the server's cache);
 //  4. charges prefill time for the tokens not reused: (prompt − cached) × PrefillPerToken.
 //
+// With a context window (Options.NumCtx, Ollama num_ctx) the sim does what Ollama v0.17.4 does
+// when a conversation passes it: the server drops the oldest messages from the rendering until it
+// fits (server/prompt.go chatPrompt; [Backend.Send]'s Rendered is that rendering, as
+// `_debug_render_only` returns it); the runner truncates a prompt that still does not fit, and
+// truncates and shifts what its slot holds after the generation emulation
+// ([cachesim.Window]). The cache model looks up and stores what the runner processed and holds.
+//
+// With the anthropic cache model each request is looked up at its `cache_control` breakpoints
+// (chat.Request.CacheBreakpoints, the arm's placement, or Options.CacheBreakpoints), placed in the
+// rendered prompt where the anthropic backend places them, the turns of the prompt being the
+// content-block boundaries of the lookback ([cachesim.Anthropic.LookupTurns]).
+//
 // Cached tokens are reported with source chat.SourceSimulation.
 //
 // A request with Generate > 0 (the live driver, issue 7) is answered by the scripted model: the
@@ -31,7 +43,6 @@ import (
 	"time"
 
 	"github.com/ollama/ollama/api"
-	"github.com/ollama/ollama/model/renderers"
 
 	"lab/backend/ollama"
 	"lab/cachesim"
@@ -63,6 +74,15 @@ type Options struct {
 	// Prefill, when set, is the prefill cost model `lab calibrate` fitted on a real server; it
 	// replaces PrefillPerToken.
 	Prefill *cachesim.PrefillModel
+	// NumCtx is the server's context window in tokens (Ollama num_ctx, which `lab run --num-ctx`
+	// pins); 0 is unlimited. A window is Ollama's: New refuses one with the openai and anthropic
+	// cache models, which stand for cloud APIs.
+	NumCtx int
+	// CacheBreakpoints, when not nil, replaces every request's own placement of prompt-cache
+	// breakpoints for the anthropic cache model (`lab run --cache-breakpoints`: "tools",
+	// "system", "last-message"; empty: no caching). A request with none of its own gets
+	// DefaultBreakpoints, as from the anthropic backend. Other cache models ignore breakpoints.
+	CacheBreakpoints []string
 }
 
 // Backend simulates a server: renders, tokenizes and applies a cache model. Not safe for
@@ -75,6 +95,13 @@ type Backend struct {
 	perToken   time.Duration
 	prefill    *cachesim.PrefillModel
 	conv       *ollama.Client
+	// inc is whole's incremental tokenizer, asked for the turn markers of a prompt; counter
+	// counts the renderings chatPrompt tries.
+	inc     *cachesim.Incremental
+	counter turnCounter
+	window  cachesim.Window
+	// breakpoints is Options.CacheBreakpoints.
+	breakpoints []string
 
 	// script is the scripted model's replies, in groups (see SetScript); group and next say
 	// which reply comes next.
@@ -223,12 +250,20 @@ func New(o Options) (*Backend, error) {
 	if o.PrefillPerToken == 0 {
 		o.PrefillPerToken = DefaultPrefillPerToken
 	}
+	if o.NumCtx < 0 {
+		return nil, fmt.Errorf("sim: context window %d < 0", o.NumCtx)
+	}
+	if n := o.Model.Name(); o.NumCtx > 0 && (n == cachesim.ModelOpenAI || n == cachesim.ModelAnthropic) {
+		return nil, fmt.Errorf("sim: the %s cache model stands for a cloud API, whose context window is the model's: it takes no num_ctx", n)
+	}
 	// The client only converts requests; it never connects.
 	conv, err := ollama.New("http://127.0.0.1:1", "sim")
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{model: o.Model, tok: &recent{tok: o.Tokenizer}, whole: &recent{tok: &cachesim.Incremental{Tok: o.Tokenizer}},
+	inc := &cachesim.Incremental{Tok: o.Tokenizer}
+	return &Backend{model: o.Model, tok: &recent{tok: o.Tokenizer}, whole: &recent{tok: inc}, inc: inc,
+		counter: turnCounter{tok: o.Tokenizer}, window: cachesim.NewWindow(o.NumCtx), breakpoints: o.CacheBreakpoints,
 		perToken: o.PrefillPerToken, prefill: o.Prefill, conv: conv}, nil
 }
 
@@ -271,10 +306,13 @@ func (b *Backend) Model() cachesim.Model { return b.model }
 // Send simulates one request (see the package documentation). reply is the scripted reply whose
 // generation is emulated; nil stores the prompt alone. With req.Generate > 0 the scripted model
 // answers instead (reply is ignored; see [Backend.SetScript]) and the result's Reply is its
-// answer; the scripted model does not cut a reply at Generate tokens. The result has PromptTokens,
-// CachedTokens (source simulation), CompletionTokens (the reply's tokens), Prefill = TTFT = Total
-// = (prompt − cached) × PrefillPerToken, RequestBytes and Body (the /api/chat body the Ollama
-// backend would send), Rendered and CacheText.
+// answer; the scripted model does not cut a reply at Generate tokens, and its reply is stored as
+// the emulation stores one. The result has PromptTokens (the prompt the runner processed: at most
+// NumCtx), CachedTokens (source simulation), CompletionTokens (the reply's tokens), Prefill = TTFT
+// = Total = (prompt − cached) × PrefillPerToken, RequestBytes and Body (the /api/chat body the
+// Ollama backend would send), Rendered (the server's rendering, without the messages it dropped to
+// fit the window) and CacheText (Rendered and the reply), and Warnings for breakpoints that mark
+// nothing.
 func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -288,10 +326,11 @@ func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply
 		return nil, fmt.Errorf("sim: encode request: %w", err)
 	}
 	res := &chat.Result{RequestBytes: int64(len(body)), Body: body}
-	rendered, err := renderers.RenderWithRenderer(Renderer, creq.Messages, creq.Tools, creq.Think)
+	r, err := b.chatPrompt(creq)
 	if err != nil {
 		return res, fmt.Errorf("sim: render: %w", err)
 	}
+	rendered, prompt := r.text, r.tokens
 	res.Rendered = rendered
 	if req.Generate > 0 {
 		if reply, err = b.scripted(req); err != nil {
@@ -299,11 +338,18 @@ func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply
 		}
 		res.Reply = reply
 	}
-	prompt, err := b.whole.Encode(rendered)
-	if err != nil {
-		return res, fmt.Errorf("sim: tokenize the prompt: %w", err)
+	// The runner's input: the prompt truncated to the window.
+	input := b.window.Truncate(prompt)
+	var cached int64
+	if a, ok := b.model.(*cachesim.Anthropic); ok {
+		n, warnings, err := b.lookupAnthropic(a, req, creq, r)
+		if err != nil {
+			return res, err
+		}
+		cached, res.Warnings = int64(n), warnings
+	} else {
+		cached = int64(b.model.Lookup(input))
 	}
-	cached := int64(b.model.Lookup(prompt))
 	held, generated := prompt, []int32(nil)
 	res.CacheText = rendered
 	if reply != nil {
@@ -320,20 +366,55 @@ func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply
 		n := cachesim.CommonPrefix(prompt, full)
 		held, generated = full[:n], full[n:]
 	}
-	b.model.Store(held, generated)
-	res.PromptTokens = int64(len(prompt))
-	res.CachedTokens, res.CachedSource = &cached, chat.SourceSimulation
+	// The slot after a text that reaches the window: truncated, then shifted.
+	heldNow, generatedNow, _ := b.window.Hold(held, generated)
+	b.model.Store(heldNow, generatedNow)
+	res.PromptTokens = int64(len(input))
 	res.CompletionTokens = int64(len(generated))
-	res.Prefill = time.Duration(int64(len(prompt))-cached) * b.perToken
+	res.CachedTokens, res.CachedSource = &cached, chat.SourceSimulation
+	res.Prefill = time.Duration(int64(len(input))-cached) * b.perToken
 	if b.prefill != nil {
-		res.Prefill = b.prefill.Cost(int(cached), len(prompt))
+		res.Prefill = b.prefill.Cost(int(cached), len(input))
 	}
 	res.TTFT, res.Total = res.Prefill, res.Prefill
 	return res, nil
 }
 
+// lookupAnthropic looks the rendered prompt up in the anthropic model at the request's
+// breakpoints: Options.CacheBreakpoints, else the request's own, else DefaultBreakpoints; the
+// lookback's boundaries are the prompt's turns. When the turns cannot be told apart (a message
+// whose text holds a turn marker) it is an error: the breakpoints have no place.
+func (b *Backend) lookupAnthropic(a *cachesim.Anthropic, req *chat.Request, creq *api.ChatRequest, r *rendering) (int, []string, error) {
+	places := b.breakpoints
+	if places == nil {
+		places = req.CacheBreakpoints
+	}
+	if places == nil {
+		places = DefaultBreakpoints
+	}
+	_, marks, err := b.inc.EncodeTurns(r.text)
+	if err != nil {
+		return 0, nil, fmt.Errorf("sim: tokenize the prompt: %w", err)
+	}
+	ts, ok := turns(r, creq.Tools, marks)
+	if !ok {
+		return 0, nil, fmt.Errorf("sim: anthropic cache: the rendered prompt has %d turn markers, not one per turn of its messages (a message holds %q): its cache breakpoints have no place", len(marks), turnMarker)
+	}
+	pos, warnings := placeBreakpoints(places, ts, r, creq.Tools)
+	bounds := make([]cachesim.Boundary, len(ts))
+	for i, t := range ts {
+		bounds[i] = cachesim.Boundary{Pos: t.end, Blocks: t.blocks}
+	}
+	n, err := a.LookupTurns(r.tokens, pos, bounds)
+	if err != nil {
+		return 0, warnings, fmt.Errorf("sim: anthropic cache: %w", err)
+	}
+	return n, warnings, nil
+}
+
 // Reset empties the cache model, so the next session starts cold.
 func (b *Backend) Reset(context.Context) error {
 	b.model.Reset()
+	b.counter.counts = nil
 	return nil
 }

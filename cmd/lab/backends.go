@@ -12,6 +12,7 @@ import (
 	"lab/backend/llamacpp"
 	"lab/backend/ollama"
 	"lab/backend/openai"
+	"lab/cachesim"
 	"lab/chat"
 	"lab/harness"
 	"lab/localserver"
@@ -49,8 +50,17 @@ func checkRemote(o *runOptions) error {
 		isRemote = isRemote || o.Backend == b
 	}
 	if !isRemote {
+		if r.Breakpoints != "" && o.Backend == "sim" {
+			// The sim's anthropic cache model honours them (runSim).
+			if o.CacheModel != cachesim.ModelAnthropic {
+				return badInput("--cache-breakpoints is for --backend anthropic, or --backend sim with --cache-model anthropic")
+			}
+			if _, err := anthropic.ParseBreakpoints(r.Breakpoints); err != nil {
+				return badInput("--cache-breakpoints: %v", err)
+			}
+		}
 		for _, f := range []struct{ flag, v string }{{"--base-url", r.BaseURL}, {"--profile", r.Profile}, {"--api", r.API},
-			{"--key-file", r.KeyFile}, {"--cache-breakpoints", r.Breakpoints}, {"--llamacpp", r.LlamaServer}, {"--pricing", r.Pricing}, {"--thinking", r.Thinking}} {
+			{"--key-file", r.KeyFile}, {"--cache-breakpoints", simOK(o, r.Breakpoints)}, {"--llamacpp", r.LlamaServer}, {"--pricing", r.Pricing}, {"--thinking", r.Thinking}} {
 			if f.v != "" {
 				return badInput("%s is for --backend %s, not %s", f.flag, strings.Join(remoteBackends, ", "), o.Backend)
 			}
@@ -96,6 +106,14 @@ func checkRemote(o *runOptions) error {
 		}
 	}
 	return nil
+}
+
+// simOK is v, or "" for the sim backend (which takes the flag of v).
+func simOK(o *runOptions, v string) string {
+	if o.Backend == "sim" {
+		return ""
+	}
+	return v
 }
 
 // runRemote runs the matrix against llama-server, an OpenAI-compatible API or the Anthropic

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	lab "lab"
+	"lab/backend/anthropic"
 	"lab/backend/ollama"
 	"lab/backend/openai"
 	"lab/backend/sim"
@@ -115,7 +116,7 @@ up in a prefix-cache model (--cache-model); prefill time is a placeholder cost p
 	f.StringVar(&o.ServerLog, "server-log", "", "that server's log, written with OLLAMA_DEBUG=1 (for cached tokens)")
 	f.StringVar(&o.ModelName, "model", localserver.DefaultModelName, "model name on the server")
 	f.StringVar(&o.GGUF, "gguf", "", "with --server: the model's GGUF file, for counting tokens as the server does")
-	f.IntVar(&o.NumCtx, "num-ctx", localserver.DefaultContextLength, "context length pinned for the whole run, in tokens (Ollama num_ctx; the synthetic model's context_length); a prompt plus reply longer than this makes Ollama truncate or shift its context, which empties the KV cache")
+	f.IntVar(&o.NumCtx, "num-ctx", localserver.DefaultContextLength, "context length pinned for the whole run, in tokens (Ollama num_ctx; the synthetic model's context_length); a prompt plus reply longer than this makes Ollama truncate or shift its context, which empties the KV cache (--backend sim does the same)")
 	f.StringVar(&o.CacheDir, "cache", "", "cache folder for the built server and model (default $LAB_CACHE or ~/.cache/lab)")
 	f.BoolVar(&o.GenericBuild, "generic-build", false, "build Ollama without -march=native (slower prefill; runs on any x86-64)")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress output")
@@ -125,7 +126,7 @@ up in a prefix-cache model (--cache-model); prefill time is a placeholder cost p
 	f.StringVar(&o.Remote.Profile, "profile", "", "with --backend openai: the server kind ("+strings.Join(openai.ProfileNames(), ", ")+"); default generic, or openai without --base-url")
 	f.StringVar(&o.Remote.API, "api", "", "with --backend openai: chat (Chat Completions, the default) or responses (the Responses API)")
 	f.StringVar(&o.Remote.KeyFile, "key-file", "", "a file holding the API key (default: the environment: OPENAI_API_KEY, ANTHROPIC_API_KEY, DEEPSEEK_API_KEY, OPENROUTER_API_KEY, LLAMA_API_KEY)")
-	f.StringVar(&o.Remote.Breakpoints, "cache-breakpoints", "", "with --backend anthropic: cache_control places for every arm, such as tools,system:1h,last-message (default: each arm's own placement, see README; none for no caching)")
+	f.StringVar(&o.Remote.Breakpoints, "cache-breakpoints", "", "with --backend anthropic (or --backend sim --cache-model anthropic): cache_control places for every arm, such as tools,system:1h,last-message (default: each arm's own placement, see README; none for no caching)")
 	f.StringVar(&o.Remote.Thinking, "thinking", "", "with --backend anthropic: how a request asks to think: enabled (extended thinking, budget 1,024 tokens: Claude 4.5 and earlier; the default), adaptive (Claude 4.6 and later) or off")
 	f.StringVar(&o.Remote.LlamaServer, "llamacpp", "", "with --backend llamacpp: a llama-server binary to start, serving --gguf (instead of --base-url)")
 	f.StringVar(&o.Remote.Pricing, "pricing", "", "a pricing file replacing the embedded table (cost_usd of cloud runs)")
@@ -222,6 +223,9 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 	cacheModel, err := cachesim.NewModel(o.CacheModel, cachesim.Options{})
 	if err != nil {
 		return badInput("--cache-model: %v", err)
+	}
+	if n := cacheModel.Name(); o.Backend == "sim" && changed("num-ctx") && (n == cachesim.ModelOpenAI || n == cachesim.ModelAnthropic) {
+		return badInput("--num-ctx is Ollama's context window: the %s cache model stands for a cloud API, whose window is the model's", n)
 	}
 	if o.Backend == "ollama" && o.ServerURL == "" && (o.ServerLog != "" || o.GGUF != "") {
 		return badInput("--server-log and --gguf describe a server given with --server; the local server needs neither")
@@ -342,7 +346,25 @@ func runSim(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 			return err
 		}
 	}
-	opts := sim.Options{Model: r.model, Tokenizer: tok}
+	// The window is Ollama's (num_ctx); the cloud cache models stand for APIs whose window is the
+	// model's, as runRemote pins none for them.
+	numCtx := o.NumCtx
+	if n := r.model.Name(); n == cachesim.ModelOpenAI || n == cachesim.ModelAnthropic {
+		numCtx = 0
+	}
+	opts := sim.Options{Model: r.model, Tokenizer: tok, NumCtx: numCtx}
+	settings := map[string]string{}
+	if ro := o.Remote.Breakpoints; ro != "" {
+		bps, err := anthropic.ParseBreakpoints(ro)
+		if err != nil {
+			return badInput("--cache-breakpoints: %v", err)
+		}
+		opts.CacheBreakpoints = []string{}
+		for _, b := range bps {
+			opts.CacheBreakpoints = append(opts.CacheBreakpoints, b.At)
+		}
+		settings["cache_breakpoints"] = ro
+	}
 	prefillSetting := sim.DefaultPrefillPerToken.String() + " per token (placeholder)"
 	if o.Calibration != "" {
 		p, err := readCalibration(o.Calibration)
@@ -359,15 +381,11 @@ func runSim(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 	cfg := harness.RunConfig{
 		Scenarios: r.scenarios, Arms: r.arms, Repeat: o.Repeat, ResultsDir: o.ResultsDir, RunID: o.RunID,
 		LabVersion: version(), Loop: r.loop, Backend: be, BackendName: "sim", Model: o.ModelName,
-		ServerVersion: "cachesim " + r.model.Name(), NumCtx: o.NumCtx, Tokenizer: be.Tokenizer(),
-		SaveRequests: o.SaveRequests, Warm: o.Warm, Driver: o.Live.driver(),
-		Settings: map[string]string{
-			"cache_model": r.model.Name(),
-			"renderer":    sim.Renderer,
-			"prefill":     prefillSetting,
-		},
+		ServerVersion: "cachesim " + r.model.Name(), NumCtx: numCtx, Tokenizer: be.Tokenizer(),
+		SaveRequests: o.SaveRequests, Warm: o.Warm, Driver: o.Live.driver(), Settings: settings,
 		Warn: func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
 	}
+	settings["cache_model"], settings["renderer"], settings["prefill"] = r.model.Name(), sim.Renderer, prefillSetting
 	o.Live.record(cfg.Settings)
 	if err := withSetup(&cfg, lab.LoopJSON, o.GGUF, o.tags); err != nil {
 		return err

@@ -74,6 +74,9 @@ func TestRunSimBadFlags(t *testing.T) {
 		{[]string{"run", "--backend", "openai", "--key-file", "/nonexistent/key"}, "--key-file"},
 		{[]string{"run", "--backend", "sim", "--cache-model", "sglang"}, `unknown cache model "sglang"`},
 		{[]string{"run", "--backend", "sim", "--server", "http://127.0.0.1:1"}, "uses no server"},
+		{[]string{"run", "--backend", "sim", "--cache-breakpoints", "system"}, "--cache-model anthropic"},
+		{[]string{"run", "--backend", "sim", "--cache-model", "anthropic", "--cache-breakpoints", "middle"}, "--cache-breakpoints"},
+		{[]string{"run", "--backend", "sim", "--cache-model", "anthropic", "--num-ctx", "8192"}, "--num-ctx is Ollama's context window"},
 	} {
 		code, _, errOut := runLab(t, tc.args...)
 		if code != exitBadInput || !strings.Contains(errOut, tc.want) {

@@ -1,0 +1,129 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ollama/ollama/api"
+
+	"lab/cachesim"
+)
+
+// The places a request's prompt-cache breakpoints name (chat.Request.CacheBreakpoints, the
+// anthropic backend's Breakpoint.At; "message N" as lab proxy reads a captured request).
+const (
+	atTools       = "tools"
+	atSystem      = "system"
+	atLastMessage = "last-message"
+	atMessage     = "message "
+)
+
+// DefaultBreakpoints is where the anthropic backend puts `cache_control` markers in a request
+// that names none (anthropic.DefaultBreakpoints): the end of the system prompt and of the last
+// message.
+var DefaultBreakpoints = []string{atSystem, atLastMessage}
+
+// turn is one turn of the rendered prompt (from one turn marker to the next): the token
+// position where it ends and the Messages API content blocks it stands for.
+type turn struct {
+	end, blocks int
+	// msgs are the indexes in the request of the messages rendered in it.
+	msgs []int
+}
+
+// turns maps a rendering to its turns as the qwen3.5 renderer writes them (Ollama
+// model/renderers/qwen3vl.go): a first system turn when there are tools or a leading system
+// message (the system prompt, then the tool list); one turn per user, assistant or later system
+// message, consecutive tool results sharing one; then the generation prompt's turn (not
+// returned). marks are the rendering's turn markers. ok is false when the markers do not match
+// the messages (a message whose text holds a turn marker).
+//
+// Blocks count as the anthropic backend encodes the messages (backend/anthropic EncodeMessages):
+// the system prompt one, each tool one; an assistant message one per thinking, text and tool
+// call; a tool result or user message one.
+func turns(r *rendering, tools []api.Tool, marks []cachesim.TurnMark) (out []turn, ok bool) {
+	first := 0
+	if len(tools) > 0 || len(r.msgs) > 0 && r.msgs[0].Role == "system" {
+		t := turn{blocks: len(tools)}
+		if len(r.msgs) > 0 && r.msgs[0].Role == "system" {
+			t.blocks++
+			t.msgs = []int{r.orig[0]}
+			first = 1
+		}
+		out = append(out, t)
+	}
+	for i := first; i < len(r.msgs); i++ {
+		m := r.msgs[i]
+		blocks := 1
+		if m.Role == "assistant" {
+			blocks = len(m.ToolCalls)
+			if m.Thinking != "" {
+				blocks++
+			}
+			if m.Content != "" {
+				blocks++
+			}
+		}
+		switch {
+		case m.Role == "tool" && i > 0 && r.msgs[i-1].Role == "tool" && len(out) > 0:
+			out[len(out)-1].blocks += blocks
+			out[len(out)-1].msgs = append(out[len(out)-1].msgs, r.orig[i])
+		case m.Role == "user", m.Role == "assistant", m.Role == "tool", m.Role == "system":
+			out = append(out, turn{blocks: blocks, msgs: []int{r.orig[i]}})
+		}
+	}
+	want := len(out)
+	if n := len(r.msgs); n > 0 && r.msgs[n-1].Role != "assistant" {
+		want++ // the generation prompt
+	}
+	if want != len(marks) {
+		return nil, false
+	}
+	for i := range out {
+		out[i].end = len(r.tokens)
+		if i+1 < len(marks) {
+			out[i].end = marks[i+1].Token
+		}
+	}
+	return out, true
+}
+
+// placeBreakpoints returns the token positions of the places (see the at* constants) in a
+// rendering of turns ts, and warnings for the places it cannot mark (as the anthropic backend
+// warns "nothing to mark"). The system prompt's end is the end of the first turn, which holds
+// the tool list after the system prompt: so "tools" marks the same place as "system" here (the
+// Messages API caches the tools before the system prompt; the sim's prompt is in Qwen3's order).
+func placeBreakpoints(places []string, ts []turn, r *rendering, tools []api.Tool) (pos []int, warnings []string) {
+	hasSystem := len(r.msgs) > 0 && r.msgs[0].Role == "system"
+	messages := ts // the turns of the messages after the system turn
+	if len(tools) > 0 || hasSystem {
+		messages = ts[1:]
+	}
+	for _, p := range places {
+		at := -1
+		switch {
+		case p == atSystem && hasSystem, p == atTools && len(tools) > 0:
+			at = ts[0].end
+		case p == atLastMessage && len(messages) > 0:
+			at = messages[len(messages)-1].end
+		case strings.HasPrefix(p, atMessage):
+			n, err := strconv.Atoi(strings.TrimPrefix(p, atMessage))
+			if err != nil {
+				break
+			}
+			for _, t := range ts {
+				if slices.Contains(t.msgs, n) {
+					at = t.end
+				}
+			}
+		}
+		if at < 1 {
+			warnings = append(warnings, fmt.Sprintf("cache breakpoint %s: nothing to mark", p))
+			continue
+		}
+		pos = append(pos, at)
+	}
+	return pos, warnings
+}

@@ -1,0 +1,112 @@
+package sim
+
+import (
+	"strings"
+
+	"github.com/ollama/ollama/api"
+	"github.com/ollama/ollama/model/renderers"
+)
+
+// turnMarker starts every turn of a Qwen3 prompt; a tokenizer splits at it (see cachesim.Incremental).
+const turnMarker = "<|im_start|>"
+
+// rendering is a chat request as the server renders it: the messages it kept (msgs), the index
+// in the request of each (orig), the text and its tokens.
+type rendering struct {
+	msgs   []api.Message
+	orig   []int
+	text   string
+	tokens []int32
+}
+
+// chatPrompt renders creq as Ollama v0.17.4 builds the prompt of a chat request (server/prompt.go
+// chatPrompt, `truncate` on, its default): the whole conversation when its tokens fit num_ctx;
+// otherwise, for i = 1, 2, …, the system messages among the first i kept in front of messages
+// i… (the oldest dropped), until the rendering fits num_ctx or only the last message is left.
+// The text is what `_debug_render_only` returns, so the Ollama backend's Rendered is this
+// rendering too. Without a window the whole conversation is rendered.
+func (b *Backend) chatPrompt(creq *api.ChatRequest) (*rendering, error) {
+	all := make([]int, len(creq.Messages))
+	for i := range all {
+		all[i] = i
+	}
+	r := &rendering{msgs: creq.Messages, orig: all}
+	var err error
+	if r.text, err = renderers.RenderWithRenderer(Renderer, creq.Messages, creq.Tools, creq.Think); err != nil {
+		return nil, err
+	}
+	if r.tokens, err = b.whole.Encode(r.text); err != nil {
+		return nil, err
+	}
+	n := b.window.NumCtx
+	if n <= 0 || len(r.tokens) <= n {
+		return r, nil
+	}
+	last := len(creq.Messages) - 1
+	for i := 1; i <= last; i++ {
+		var msgs []api.Message
+		var orig []int
+		for j, m := range creq.Messages[:i] {
+			if m.Role == "system" {
+				msgs, orig = append(msgs, m), append(orig, j)
+			}
+		}
+		if len(msgs) == i && i < last {
+			continue // every message kept (the first i are system messages): the rendering that did not fit
+		}
+		msgs, orig = append(msgs, creq.Messages[i:]...), append(orig, all[i:]...)
+		text, err := renderers.RenderWithRenderer(Renderer, msgs, creq.Tools, creq.Think)
+		if err != nil {
+			return nil, err
+		}
+		count, err := b.counter.count(text)
+		if err != nil {
+			return nil, err
+		}
+		if count <= n || i == last {
+			r = &rendering{msgs: msgs, orig: orig, text: text}
+			if r.tokens, err = b.whole.Encode(text); err != nil {
+				return nil, err
+			}
+			return r, nil
+		}
+	}
+	return r, nil // a single message: Ollama keeps it whole, the runner truncates it
+}
+
+// turnCounter counts the tokens of a rendered prompt turn by turn, remembering each turn's
+// count: chatPrompt tokenizes many renderings that differ only in the turns they leave out. The
+// count is exactly the tokenizer's, since a tokenizer splits at the turn marker.
+type turnCounter struct {
+	tok    Tokenizer
+	counts map[string]int
+}
+
+// counterLimit bounds the turns a turnCounter remembers; past it, it starts again.
+const counterLimit = 1 << 14
+
+func (c *turnCounter) count(text string) (int, error) {
+	if c.counts == nil || len(c.counts) > counterLimit {
+		c.counts = map[string]int{}
+	}
+	total := 0
+	for len(text) > 0 {
+		end := len(text)
+		if i := strings.Index(text[min(len(turnMarker), len(text)):], turnMarker); i >= 0 {
+			end = i + min(len(turnMarker), len(text))
+		}
+		piece := text[:end]
+		n, ok := c.counts[piece]
+		if !ok {
+			ids, err := c.tok.Encode(piece)
+			if err != nil {
+				return 0, err
+			}
+			n = len(ids)
+			c.counts[strings.Clone(piece)] = n
+		}
+		total += n
+		text = text[end:]
+	}
+	return total, nil
+}
