@@ -150,3 +150,38 @@ func TestComparisonNamesSetupChanges(t *testing.T) {
 		}
 	}
 }
+
+// A scenario whose content differs between runs of one setup is split in two, and its sessions
+// are still judged by their runs' session records: a run that recorded how each session ended
+// (every run of today's lab) keeps its complete sessions in the figures, under the scenario's
+// content name.
+func TestAnalyzeRunsSplitContentKeepsRecordedSessions(t *testing.T) {
+	t.Parallel()
+	runs := setupRuns("llamacpp", "llamacpp", "sha256:aaaaaaaaaaaaaaaa", "sha256:bbbbbbbbbbbbbbbb")
+	for _, m := range runs {
+		for rep := 1; rep <= m.Repetitions; rep++ {
+			for _, arm := range []string{metrics.SpecArm, report.CliffArm, report.ReasoningNeverArm} {
+				m.Sessions = append(m.Sessions, metrics.SessionRecord{Scenario: "midnight", Arm: arm, Repetition: rep, Requests: 3, Complete: true})
+			}
+		}
+	}
+	a := report.AnalyzeRuns(runs, repsFixture())
+	if len(a.LeftOut) != 0 {
+		t.Errorf("complete sessions left out: %v", a.LeftOut)
+	}
+	one, other := report.ContentName("midnight", "sha256:aaaaaaaaaaaaaaaa"), report.ContentName("midnight", "sha256:bbbbbbbbbbbbbbbb")
+	if got := repsOf(a, one, "spec"); !slices.Equal(got, []string{"r1/1", "r1/2"}) {
+		t.Errorf("midnight of one content: spec repetitions %v; want r1's", got)
+	}
+	if got := repsOf(a, other, "spec"); !slices.Equal(got, []string{"r2/1"}) {
+		t.Errorf("midnight of the other content: spec repetitions %v; want r2's", got)
+	}
+	labels, complete := report.CompleteBySetup(runs, repsFixture())
+	if len(labels) != 1 || len(complete[0]) != len(repsFixture()) {
+		t.Errorf("CompleteBySetup: %d setups, %d complete samples; want 1 and %d", len(labels), len(complete[0]), len(repsFixture()))
+	}
+	// The caller's manifests keep their records as they were.
+	if runs[0].Sessions[0].Scenario != "midnight" {
+		t.Errorf("the run's own session record renamed to %q", runs[0].Sessions[0].Scenario)
+	}
+}
