@@ -320,3 +320,58 @@ func TestReasoningClaimLiveVerdictIntervals(t *testing.T) {
 		}
 	}
 }
+
+// A request whose re-read tokens are unknown (neither cached nor expected cached tokens known)
+// makes its repetition's figure for that part unknown: the repetition is left out of the part's
+// pairs, never counted as if the request re-read 0. An arm unknown everywhere gives no figure.
+func TestReasoningClaimUnknownRereads(t *testing.T) {
+	t.Parallel()
+	runs := []*metrics.Manifest{{RunID: "r", Backend: "ollama", Complete: true}}
+	unknown := func(s *metrics.Sample) {
+		s.CachedTokens, s.ExpectedCachedTokens, s.ExpectedUnknown, s.RereadTokens = nil, 0, true, 0
+	}
+
+	// Repetition 1 of spec: one step inside turn 1 unknown. Inside a turn only repetitions 2 and
+	// 3 pair (spec 4·(100+rep): 408, 412; never 4·(150+3rep): 624, 636); the new user message
+	// part keeps all three.
+	rows := reasoningFixture(3, metrics.DriverScripted, "ollama")
+	for i := range rows {
+		if s := &rows[i]; s.Arm == metrics.SpecArm && s.Repetition == 1 && s.Turn == 1 && s.Step == 2 {
+			unknown(s)
+		}
+	}
+	rc := report.AnalyzeRuns(runs, rows).Claims.Reasoning[0]
+	if w := rc.WithinTurn; w.SpecRequests != 12 || w.Spec.N != 2 || w.Spec.Mean != 410 || w.Never.Mean != 630 || w.Diff.Mean != 220 {
+		t.Errorf("inside a turn with one unknown request: %+v; want 2 pairs, spec 410, never 630, 12 requests each", w)
+	}
+	if n := rc.NewUserMessage; n.Spec.N != 3 || n.Spec.Mean != 820 {
+		t.Errorf("new user message: %+v; want 3 pairs, spec 820", n)
+	}
+	if rc.Pairs != 2 || rc.Spec.N != 2 {
+		t.Errorf("whole sessions: %d pairs, spec %+v; want the 2 repetitions whose every re-read is known", rc.Pairs, rc.Spec)
+	}
+
+	// Every re-read of reasoning-never unknown (a proxy that saw no cached count, no rendering).
+	rows = reasoningFixture(2, metrics.DriverScripted, "ollama")
+	for i := range rows {
+		if rows[i].Arm == report.ReasoningNeverArm {
+			unknown(&rows[i])
+		}
+	}
+	a := report.AnalyzeRuns(runs, rows)
+	rc = a.Claims.Reasoning[0]
+	if w := rc.WithinTurn; w.Never.N != 0 || w.Spec.N != 0 || w.Diff.N != 0 || w.Saved != nil || rc.Saved != nil {
+		t.Errorf("reasoning-never unknown: inside a turn %+v, saved %v; want no figure", w, rc.Saved)
+	}
+	var b bytes.Buffer
+	if err := report.Markdown(&b, &report.Report{Runs: runs, Analysis: a}); err != nil {
+		t.Fatal(err)
+	}
+	if md := b.String(); !strings.Contains(md, "| s | steps inside a turn | 0 | — | — | — | — |") {
+		t.Errorf("report.md shows figures for unknown re-reads:\n%s", md)
+	}
+	// The compaction rows name no model: they name no other chat template than the steps' one.
+	if rc.Template.Name != "the Qwen3 chat format" || strings.Contains(b.String(), "different chat templates") {
+		t.Errorf("template %+v; want the Qwen3 chat format, from the steps' model", rc.Template)
+	}
+}

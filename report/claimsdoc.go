@@ -163,8 +163,9 @@ func reasoningSection(d *document, claims []ReasoningClaim) {
 			name string
 			part *ReasoningPart
 		}{{"steps inside a turn", &rc.WithinTurn}, {"first after a new user message", &rc.NewUserMessage}} {
-			row := []string{rc.Scenario, p.name, strconv.Itoa(rc.Pairs)}
+			row := []string{rc.Scenario, p.name, strconv.Itoa(p.part.Spec.N)} // the part's pairs
 			if p.part.SpecRequests+p.part.NeverRequests == 0 {
+				row[2] = strconv.Itoa(rc.Pairs)
 				row = append(row, "none", "none", "—", "—")
 			} else {
 				row = append(row, tokEst(p.part.Never), tokEst(p.part.Spec), signedTokEst(p.part.Diff), withCI(p.part.Saved, p.part.SavedCI, pct))
