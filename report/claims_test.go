@@ -375,3 +375,40 @@ func TestReasoningClaimUnknownRereads(t *testing.T) {
 		t.Errorf("template %+v; want the Qwen3 chat format, from the steps' model", rc.Template)
 	}
 }
+
+// lab compare draws no conclusion from prefill times the prefill check calls not comparable: a
+// run on a busy machine shows its prefill change, marked, and it is no regression.
+func TestCompareSkipsPrefillNotComparable(t *testing.T) {
+	t.Parallel()
+	calm := prefillFixture(1)
+	for i := range calm {
+		calm[i].RunID = "calm"
+	}
+	old := report.AnalyzeRuns([]*metrics.Manifest{{RunID: "calm", Backend: "ollama", Complete: true}}, calm)
+	busy := report.AnalyzeRuns([]*metrics.Manifest{{RunID: "busy", Backend: "ollama", Complete: true}}, prefillFixture(3))
+	for _, tc := range []struct {
+		name     string
+		old, new *report.Analysis
+	}{{"new busy", old, busy}, {"old busy", busy, old}} {
+		c := report.Compare(tc.old, tc.new, 0.05)
+		var prefill *report.Change
+		for i := range c.Changes {
+			if ch := &c.Changes[i]; ch.Arm == report.CliffArm && ch.Metric == "prefill_seconds" {
+				prefill = ch
+			}
+		}
+		if prefill == nil || !prefill.NotComparable || prefill.Regression {
+			t.Fatalf("%s: the date arm's prefill change %+v; want it not comparable, no regression", tc.name, prefill)
+		}
+		if tc.name == "new busy" && c.Regressions != 0 {
+			t.Errorf("%s: %d regressions; want none (the token figures are equal)", tc.name, c.Regressions)
+		}
+		var b bytes.Buffer
+		if err := c.Write(&b, "text"); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), "not comparable") || strings.Contains(b.String(), "REGRESSION") && tc.name == "new busy" {
+			t.Errorf("%s: comparison\n%s\nwant the prefill rows marked not comparable, no regression", tc.name, b.String())
+		}
+	}
+}
