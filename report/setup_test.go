@@ -185,3 +185,37 @@ func TestAnalyzeRunsSplitContentKeepsRecordedSessions(t *testing.T) {
 		t.Errorf("the run's own session record renamed to %q", runs[0].Sessions[0].Scenario)
 	}
 }
+
+// Each setup's section carries its own prefill check and spec's claims, judged on its own runs:
+// a report of several setups loses neither.
+func TestSetupSectionsKeepTheirClaims(t *testing.T) {
+	t.Parallel()
+	runs := setupRuns("llamacpp", "vllm", "sha256:aa", "sha256:aa")
+	runs[1].Backend = "ollama" // setup B is measured, setup A the sim
+	rows := repsFixture()
+	a := report.AnalyzeRuns(runs, rows)
+	if len(a.Setups) != 2 || a.Setups[0].Claims.Cliff == nil || a.Setups[1].Claims.Cliff == nil {
+		t.Fatalf("setups %d; want 2, each with its cliff claim", len(a.Setups))
+	}
+	var text bytes.Buffer
+	if err := report.Text(&text, &report.Report{Runs: runs, Analysis: a}); err != nil {
+		t.Fatal(err)
+	}
+	out := text.String()
+	iA, iB := strings.Index(out, "\nSetup A\n"), strings.Index(out, "\nSetup B\n")
+	if iA < 0 || iB < iA {
+		t.Fatalf("no setup sections:\n%s", out)
+	}
+	secA, secB := out[iA:iB], out[iB:]
+	for name, sec := range map[string]string{"A": secA, "B": secB} {
+		for _, want := range []string{"Prefill time against the token counts", "The midnight cliff", "Reasoning sent back"} {
+			if !strings.Contains(sec, want) {
+				t.Errorf("setup %s's section lacks %q:\n%s", name, want, sec)
+			}
+		}
+	}
+	// The sim caveat and the modelled prefill belong to setup A's sim run only.
+	if !strings.Contains(secA, "these figures come from the sim backend") || strings.Contains(secB, "these figures come from the sim backend") {
+		t.Errorf("the sim caveat: in A %v, in B %v; want A only", strings.Contains(secA, "sim backend"), strings.Contains(secB, "sim backend"))
+	}
+}
