@@ -412,3 +412,46 @@ func TestCompareSkipsPrefillNotComparable(t *testing.T) {
 		}
 	}
 }
+
+// The machine-readable formats draw no more from prefill times the prefill check calls not
+// comparable than the report does: CSV leaves their cells empty and says why in
+// prefill_comparable, benchfmt leaves out their prefill-ns (benchstat would compare them).
+func TestDataFormatsSkipPrefillNotComparable(t *testing.T) {
+	t.Parallel()
+	runs := []*metrics.Manifest{{RunID: "busy", Backend: "ollama", Complete: true}}
+	for _, tc := range []struct {
+		factor     float64
+		comparable bool
+	}{{3, false}, {1.5, true}} {
+		r := &report.Report{Runs: runs, Analysis: report.AnalyzeRuns(runs, prefillFixture(tc.factor))}
+		var b bytes.Buffer
+		if err := report.CSV(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+		head := strings.Split(lines[0], ",")
+		col := func(name string) int {
+			for i, h := range head {
+				if h == name {
+					return i
+				}
+			}
+			t.Fatalf("csv: no column %s in %q", name, lines[0])
+			return -1
+		}
+		pc, ps := col("prefill_comparable"), col("prefill_s")
+		for _, line := range lines[1:] {
+			f := strings.Split(line, ",")
+			if want := map[bool]string{true: "true", false: "false"}[tc.comparable]; f[pc] != want || (f[ps] == "") == tc.comparable {
+				t.Errorf("factor %g: csv row %q: prefill_comparable %q, prefill_s %q; want %s and a figure only when comparable", tc.factor, line, f[pc], f[ps], want)
+			}
+		}
+		b.Reset()
+		if err := report.Benchfmt(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(b.String(), "prefill-ns"); got != tc.comparable {
+			t.Errorf("factor %g: benchfmt has prefill-ns %v; want %v:\n%s", tc.factor, got, tc.comparable, b.String())
+		}
+	}
+}

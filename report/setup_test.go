@@ -81,7 +81,7 @@ func TestAnalyzeRunsKeepsSetupsApart(t *testing.T) {
 	if err := report.CSV(&csv, &report.Report{Runs: runs, Analysis: a}); err != nil {
 		t.Fatal(err)
 	}
-	if lines := strings.Split(strings.TrimSpace(csv.String()), "\n"); len(lines) != 7 || !strings.HasSuffix(lines[1], ",A") || !strings.HasSuffix(lines[6], ",B") ||
+	if lines := strings.Split(strings.TrimSpace(csv.String()), "\n"); len(lines) != 7 || !strings.HasSuffix(lines[1], ",A,true") || !strings.HasSuffix(lines[6], ",B,true") ||
 		!strings.HasPrefix(lines[1], "midnight,spec,2,") || !strings.HasPrefix(lines[4], "midnight,spec,1,") {
 		t.Errorf("csv: want a header and 3 arms per setup, setup A's spec of 2 repetitions, B's of 1:\n%s", csv.String())
 	}
