@@ -455,3 +455,20 @@ func TestDataFormatsSkipPrefillNotComparable(t *testing.T) {
 		}
 	}
 }
+
+// The prefill check names the machine and its load beside a run's verdict, where the manifest
+// records them: what says why prefill times look odd.
+func TestPrefillCheckNamesTheHost(t *testing.T) {
+	t.Parallel()
+	cores := 2
+	runs := []*metrics.Manifest{{RunID: "busy", Backend: "ollama", ServerVersion: "0.17.4", Model: "m", Complete: true,
+		Host: &metrics.Host{CPUModel: "Xeon X", LogicalCores: &cores, OS: "linux", Arch: "amd64",
+			LoadStart: &metrics.LoadAverage{One: 7.5, Five: 3, Fifteen: 1}, LoadEnd: &metrics.LoadAverage{One: 0.25}}}}
+	a := report.AnalyzeRuns(runs, prefillFixture(3))
+	c := a.Claims.Prefill[0]
+	for _, want := range []string{"Xeon X", "2 logical cores", "at the start 7.50, 3.00, 1.00", "at the end 0.25, 0.00, 0.00"} {
+		if !strings.Contains(c.Setup, want) {
+			t.Errorf("prefill check's setup %q lacks %q", c.Setup, want)
+		}
+	}
+}
