@@ -206,7 +206,7 @@ func setupDiffs(groups []*Analysis) []string {
 			v := g.Setup.Setup.Parts()[i].Value
 			same = same && v == p.Value
 			if v == "" {
-				v = "none"
+				v = "not set" // a setting's own values include "none"
 				if i < 4 { // backend, server version, model, model file digest
 					v = "unknown"
 				}

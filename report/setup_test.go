@@ -219,3 +219,18 @@ func TestSetupSectionsKeepTheirClaims(t *testing.T) {
 		t.Errorf("the sim caveat: in A %v, in B %v; want A only", strings.Contains(secA, "sim backend"), strings.Contains(secB, "sim backend"))
 	}
 }
+
+// A setting one setup does not set reads "not set", never like a value of it ("none").
+func TestSetupDiffsNotSet(t *testing.T) {
+	t.Parallel()
+	runs := setupRuns("anthropic", "anthropic", "sha256:aa", "sha256:aa")
+	runs[1].Settings["cache_breakpoints"] = "none"
+	a := report.AnalyzeRuns(runs, repsFixture())
+	var text bytes.Buffer
+	if err := report.Text(&text, &report.Report{Runs: runs, Analysis: a}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(strings.Fields(text.String()), " "), "cache_breakpoints: A not set, B none") {
+		t.Errorf("text report does not tell an unset setting from \"none\":\n%s", text.String())
+	}
+}
