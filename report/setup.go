@@ -207,7 +207,7 @@ func setupDiffs(groups []*Analysis) []string {
 			same = same && v == p.Value
 			if v == "" {
 				v = "not set" // a setting's own values include "none"
-				if i < 4 { // backend, server version, model, model file digest
+				if i < 4 {    // backend, server version, model, model file digest
 					v = "unknown"
 				}
 			}
