@@ -472,3 +472,13 @@ func TestPrefillCheckNamesTheHost(t *testing.T) {
 		}
 	}
 }
+
+// A sim run's live sessions judge no behaviour also when their rows do not name the backend
+// (a run made before the column existed): the manifest says sim.
+func TestReasoningClaimSimLiveByManifest(t *testing.T) {
+	t.Parallel()
+	a := report.AnalyzeRuns([]*metrics.Manifest{{RunID: "r", Backend: "sim", Complete: true}}, reasoningFixture(3, metrics.DriverLive, ""))
+	if b := a.Claims.Reasoning[0].Behaviour; b != nil {
+		t.Errorf("sim live driver, rows without a backend: behaviour %+v; want none", b)
+	}
+}

@@ -215,10 +215,12 @@ func reasoningClaims(samples []metrics.Sample, live []LiveRow, runs []*metrics.M
 			a.part[j][rk] += 0
 		}
 		// A row that names no template (no renderer setting, no model name) names no other one.
-		if t := templateOf(manifestOf(runs, s.RunID), s.Model); t != (Template{}) && !slices.Contains(templates[g], t) {
+		m := manifestOf(runs, s.RunID)
+		if t := templateOf(m, s.Model); t != (Template{}) && !slices.Contains(templates[g], t) {
 			templates[g] = append(templates[g], t)
 		}
-		sim[g] = sim[g] || s.Backend == "sim"
+		// A sim run, by its manifest or else its rows: its live driver's model decides nothing.
+		sim[g] = sim[g] || s.Backend == "sim" || m != nil && m.Backend == "sim"
 		r, ok := rereadOf(s)
 		p := reasoningPartOf(s)
 		if p > 0 {
