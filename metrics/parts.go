@@ -263,7 +263,7 @@ func ReadParts(dir string) ([]Part, error) {
 				return nil, fmt.Errorf("%s and %s: run ids %q and %q in one run folder", first, path, p0.Manifest.RunID, man.RunID)
 			}
 			if d := matrixDiff(p0.Manifest, man); d != "" {
-				return nil, fmt.Errorf("%s and %s: shards of different matrices in one run folder (%s): every shard of a run must be run with the same scenarios, arms, repetitions, backend, model and driver", first, path, d)
+				return nil, fmt.Errorf("%s and %s: shards of different matrices in one run folder (%s): every shard of a run must be run with the same scenarios, arms, repetitions, backend, model, driver and setup", first, path, d)
 			}
 		} else {
 			first = path
@@ -279,7 +279,8 @@ func ReadParts(dir string) ([]Part, error) {
 
 // matrixDiff names what differs between two parts' matrices ("repetitions 1 and 2"), "" when
 // they agree: the scenarios, arms and repetitions that number the sessions ([Shard.Has] deals
-// session k of the matrix), and the backend, model and driver that measured them, and, where
+// session k of the matrix), and the backend, model, driver, num_ctx and warm start that
+// measured them, and, where
 // both parts recorded them, the model file's digest, each scenario's content digest and the
 // other [SetupSettings]. Lab, server versions, URLs and hosts may differ between machines.
 func matrixDiff(a, b *Manifest) string {
@@ -301,6 +302,14 @@ func matrixDiff(a, b *Manifest) string {
 	}
 	if a.Settings["driver"] != b.Settings["driver"] {
 		d = append(d, fmt.Sprintf("driver %q and %q", a.Settings["driver"], b.Settings["driver"]))
+	}
+	// The context window and a warm start (lab run --num-ctx, --warm) are part of the setup: a
+	// run whose shards differ in them would pool two setups as one.
+	if a.NumCtx != b.NumCtx {
+		d = append(d, fmt.Sprintf("num_ctx %d and %d", a.NumCtx, b.NumCtx))
+	}
+	if wa, wb := a.CacheState == CacheWarm, b.CacheState == CacheWarm; wa != wb {
+		d = append(d, fmt.Sprintf("warm %v and %v (lab run --warm)", wa, wb))
 	}
 	// The rest of the setup, where both parts recorded it (a part written by an older lab
 	// records no digests; a server the lab did not start has no flash-attention setting).

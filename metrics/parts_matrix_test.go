@@ -9,7 +9,7 @@ import (
 )
 
 // Shards of one run id that were run with different matrices (another --repeat, --arm,
-// --scenario, backend or driver) do not merge: session k of one matrix is not session k of the
+// --scenario, backend, driver, --num-ctx or --warm) do not merge: session k of one matrix is not session k of the
 // other, so the merged run would lack sessions and still say complete. ReadRun names both
 // manifests and what differs.
 func TestReadRunRefusesPartsOfDifferentMatrices(t *testing.T) {
@@ -23,6 +23,9 @@ func TestReadRunRefusesPartsOfDifferentMatrices(t *testing.T) {
 		{"scenarios", func(m *metrics.Manifest) { m.Scenarios = []string{"midnight", "late-mcp"} }},
 		{"backend", func(m *metrics.Manifest) { m.Backend = "sim" }},
 		{"driver", func(m *metrics.Manifest) { m.Settings = map[string]string{"driver": "live"} }},
+		// The rest of the setup: a context window and a warm start change the figures too.
+		{"num_ctx", func(m *metrics.Manifest) { m.NumCtx += 4096 }},
+		{"warm", func(m *metrics.Manifest) { m.CacheState = metrics.CacheWarm }},
 	} {
 		dir := t.TempDir()
 		s1, s2 := metrics.Shard{Index: 1, Count: 2}, metrics.Shard{Index: 2, Count: 2}

@@ -147,7 +147,8 @@ func SetupDiff(a, b *Manifest) (diffs, unverified []string) {
 }
 
 // valueOrUnknown shows a setup part's value: "unknown" for an unknown digest, server version or
-// model, "none" for a setting not set.
+// model, "not set" for a setting not set (a setting's own values include "none":
+// --cache-breakpoints none).
 func valueOrUnknown(name, v string) string {
 	if v != "" {
 		return v
@@ -156,7 +157,7 @@ func valueOrUnknown(name, v string) string {
 	case "model file digest", "server version", "model", "backend":
 		return "unknown"
 	}
-	return "none"
+	return "not set"
 }
 
 func orUnknown(v string) string {

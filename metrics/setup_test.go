@@ -67,7 +67,9 @@ func TestSetupDiff(t *testing.T) {
 		{func(m *metrics.Manifest) { m.NumCtx = 8192 }, "num_ctx 32768 vs 8192"},
 		{func(m *metrics.Manifest) { m.CacheState = metrics.CacheWarm }, "cache start cold vs warm"},
 		{func(m *metrics.Manifest) { m.Settings["cache_model"] = "vllm" }, "cache_model llamacpp vs vllm"},
-		{func(m *metrics.Manifest) { m.Settings["ollama_flash_attention"] = "0" }, "ollama_flash_attention none vs 0"},
+		{func(m *metrics.Manifest) { m.Settings["ollama_flash_attention"] = "0" }, "ollama_flash_attention not set vs 0"},
+		// A setting not set reads otherwise than any value it may take ("none": no caching).
+		{func(m *metrics.Manifest) { m.Settings["cache_breakpoints"] = "none" }, "cache_breakpoints not set vs none"},
 		{func(m *metrics.Manifest) { m.ScenarioDigests["midnight"] = "sha256:dd" }, "scenario midnight content sha256:aa vs sha256:dd"},
 		{func(m *metrics.Manifest) { delete(m.ScenarioDigests, "late-mcp") }, "scenario late-mcp content sha256:bb vs unknown"},
 	} {

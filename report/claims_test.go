@@ -320,3 +320,165 @@ func TestReasoningClaimLiveVerdictIntervals(t *testing.T) {
 		}
 	}
 }
+
+// A request whose re-read tokens are unknown (neither cached nor expected cached tokens known)
+// makes its repetition's figure for that part unknown: the repetition is left out of the part's
+// pairs, never counted as if the request re-read 0. An arm unknown everywhere gives no figure.
+func TestReasoningClaimUnknownRereads(t *testing.T) {
+	t.Parallel()
+	runs := []*metrics.Manifest{{RunID: "r", Backend: "ollama", Complete: true}}
+	unknown := func(s *metrics.Sample) {
+		s.CachedTokens, s.ExpectedCachedTokens, s.ExpectedUnknown, s.RereadTokens = nil, 0, true, 0
+	}
+
+	// Repetition 1 of spec: one step inside turn 1 unknown. Inside a turn only repetitions 2 and
+	// 3 pair (spec 4·(100+rep): 408, 412; never 4·(150+3rep): 624, 636); the new user message
+	// part keeps all three.
+	rows := reasoningFixture(3, metrics.DriverScripted, "ollama")
+	for i := range rows {
+		if s := &rows[i]; s.Arm == metrics.SpecArm && s.Repetition == 1 && s.Turn == 1 && s.Step == 2 {
+			unknown(s)
+		}
+	}
+	rc := report.AnalyzeRuns(runs, rows).Claims.Reasoning[0]
+	if w := rc.WithinTurn; w.SpecRequests != 12 || w.Spec.N != 2 || w.Spec.Mean != 410 || w.Never.Mean != 630 || w.Diff.Mean != 220 {
+		t.Errorf("inside a turn with one unknown request: %+v; want 2 pairs, spec 410, never 630, 12 requests each", w)
+	}
+	if n := rc.NewUserMessage; n.Spec.N != 3 || n.Spec.Mean != 820 {
+		t.Errorf("new user message: %+v; want 3 pairs, spec 820", n)
+	}
+	if rc.Pairs != 2 || rc.Spec.N != 2 {
+		t.Errorf("whole sessions: %d pairs, spec %+v; want the 2 repetitions whose every re-read is known", rc.Pairs, rc.Spec)
+	}
+
+	// Every re-read of reasoning-never unknown (a proxy that saw no cached count, no rendering).
+	rows = reasoningFixture(2, metrics.DriverScripted, "ollama")
+	for i := range rows {
+		if rows[i].Arm == report.ReasoningNeverArm {
+			unknown(&rows[i])
+		}
+	}
+	a := report.AnalyzeRuns(runs, rows)
+	rc = a.Claims.Reasoning[0]
+	if w := rc.WithinTurn; w.Never.N != 0 || w.Spec.N != 0 || w.Diff.N != 0 || w.Saved != nil || rc.Saved != nil {
+		t.Errorf("reasoning-never unknown: inside a turn %+v, saved %v; want no figure", w, rc.Saved)
+	}
+	var b bytes.Buffer
+	if err := report.Markdown(&b, &report.Report{Runs: runs, Analysis: a}); err != nil {
+		t.Fatal(err)
+	}
+	if md := b.String(); !strings.Contains(md, "| s | steps inside a turn | 0 | — | — | — | — |") {
+		t.Errorf("report.md shows figures for unknown re-reads:\n%s", md)
+	}
+	// The compaction rows name no model: they name no other chat template than the steps' one.
+	if rc.Template.Name != "the Qwen3 chat format" || strings.Contains(b.String(), "different chat templates") {
+		t.Errorf("template %+v; want the Qwen3 chat format, from the steps' model", rc.Template)
+	}
+}
+
+// lab compare draws no conclusion from prefill times the prefill check calls not comparable: a
+// run on a busy machine shows its prefill change, marked, and it is no regression.
+func TestCompareSkipsPrefillNotComparable(t *testing.T) {
+	t.Parallel()
+	calm := prefillFixture(1)
+	for i := range calm {
+		calm[i].RunID = "calm"
+	}
+	old := report.AnalyzeRuns([]*metrics.Manifest{{RunID: "calm", Backend: "ollama", Complete: true}}, calm)
+	busy := report.AnalyzeRuns([]*metrics.Manifest{{RunID: "busy", Backend: "ollama", Complete: true}}, prefillFixture(3))
+	for _, tc := range []struct {
+		name     string
+		old, new *report.Analysis
+	}{{"new busy", old, busy}, {"old busy", busy, old}} {
+		c := report.Compare(tc.old, tc.new, 0.05)
+		var prefill *report.Change
+		for i := range c.Changes {
+			if ch := &c.Changes[i]; ch.Arm == report.CliffArm && ch.Metric == "prefill_seconds" {
+				prefill = ch
+			}
+		}
+		if prefill == nil || !prefill.NotComparable || prefill.Regression {
+			t.Fatalf("%s: the date arm's prefill change %+v; want it not comparable, no regression", tc.name, prefill)
+		}
+		if tc.name == "new busy" && c.Regressions != 0 {
+			t.Errorf("%s: %d regressions; want none (the token figures are equal)", tc.name, c.Regressions)
+		}
+		var b bytes.Buffer
+		if err := c.Write(&b, "text"); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), "not comparable") || strings.Contains(b.String(), "REGRESSION") && tc.name == "new busy" {
+			t.Errorf("%s: comparison\n%s\nwant the prefill rows marked not comparable, no regression", tc.name, b.String())
+		}
+	}
+}
+
+// The machine-readable formats draw no more from prefill times the prefill check calls not
+// comparable than the report does: CSV leaves their cells empty and says why in
+// prefill_comparable, benchfmt leaves out their prefill-ns (benchstat would compare them).
+func TestDataFormatsSkipPrefillNotComparable(t *testing.T) {
+	t.Parallel()
+	runs := []*metrics.Manifest{{RunID: "busy", Backend: "ollama", Complete: true}}
+	for _, tc := range []struct {
+		factor     float64
+		comparable bool
+	}{{3, false}, {1.5, true}} {
+		r := &report.Report{Runs: runs, Analysis: report.AnalyzeRuns(runs, prefillFixture(tc.factor))}
+		var b bytes.Buffer
+		if err := report.CSV(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+		head := strings.Split(lines[0], ",")
+		col := func(name string) int {
+			for i, h := range head {
+				if h == name {
+					return i
+				}
+			}
+			t.Fatalf("csv: no column %s in %q", name, lines[0])
+			return -1
+		}
+		pc, ps := col("prefill_comparable"), col("prefill_s")
+		for _, line := range lines[1:] {
+			f := strings.Split(line, ",")
+			if want := map[bool]string{true: "true", false: "false"}[tc.comparable]; f[pc] != want || (f[ps] == "") == tc.comparable {
+				t.Errorf("factor %g: csv row %q: prefill_comparable %q, prefill_s %q; want %s and a figure only when comparable", tc.factor, line, f[pc], f[ps], want)
+			}
+		}
+		b.Reset()
+		if err := report.Benchfmt(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(b.String(), "prefill-ns"); got != tc.comparable {
+			t.Errorf("factor %g: benchfmt has prefill-ns %v; want %v:\n%s", tc.factor, got, tc.comparable, b.String())
+		}
+	}
+}
+
+// The prefill check names the machine and its load beside a run's verdict, where the manifest
+// records them: what says why prefill times look odd.
+func TestPrefillCheckNamesTheHost(t *testing.T) {
+	t.Parallel()
+	cores := 2
+	runs := []*metrics.Manifest{{RunID: "busy", Backend: "ollama", ServerVersion: "0.17.4", Model: "m", Complete: true,
+		Host: &metrics.Host{CPUModel: "Xeon X", LogicalCores: &cores, OS: "linux", Arch: "amd64",
+			LoadStart: &metrics.LoadAverage{One: 7.5, Five: 3, Fifteen: 1}, LoadEnd: &metrics.LoadAverage{One: 0.25}}}}
+	a := report.AnalyzeRuns(runs, prefillFixture(3))
+	c := a.Claims.Prefill[0]
+	for _, want := range []string{"Xeon X", "2 logical cores", "at the start 7.50, 3.00, 1.00", "at the end 0.25, 0.00, 0.00"} {
+		if !strings.Contains(c.Setup, want) {
+			t.Errorf("prefill check's setup %q lacks %q", c.Setup, want)
+		}
+	}
+}
+
+// A sim run's live sessions judge no behaviour also when their rows do not name the backend
+// (a run made before the column existed): the manifest says sim.
+func TestReasoningClaimSimLiveByManifest(t *testing.T) {
+	t.Parallel()
+	a := report.AnalyzeRuns([]*metrics.Manifest{{RunID: "r", Backend: "sim", Complete: true}}, reasoningFixture(3, metrics.DriverLive, ""))
+	if b := a.Claims.Reasoning[0].Behaviour; b != nil {
+		t.Errorf("sim live driver, rows without a backend: behaviour %+v; want none", b)
+	}
+}

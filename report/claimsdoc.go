@@ -28,15 +28,17 @@ func prefillCell(a *Analysis, e metrics.Estimate, reps []RepTotals) string {
 	return secEst(e)
 }
 
-// claimsSection lays out the prefill check and the spec's claims.
-func claimsSection(d *document, r *Report) {
-	a := r.Analysis
+// claimsSection lays out the prefill check and the spec's claims of a, the analysis of one
+// setup of r (r.Analysis itself when the runs are of one setup).
+func claimsSection(d *document, r *Report, a *Analysis) {
 	prefillSection(d, a.Claims.Prefill)
 	if a.Claims.Cliff == nil && len(a.Claims.Reasoning) == 0 {
 		return
 	}
 	d.heading(2, "The spec's claims against this run")
-	if slices.ContainsFunc(r.Runs, func(m *metrics.Manifest) bool { return m.Backend == "sim" }) {
+	if slices.ContainsFunc(r.Runs, func(m *metrics.Manifest) bool {
+		return m.Backend == "sim" && (a.Setup == nil || slices.Contains(a.Setup.Runs, m.RunID))
+	}) {
 		d.para("%s", "Caveat: these figures come from the sim backend, a reference computed by a cache model, "+
 			"not a measurement of a server; they check the harness, not the claims' numbers.")
 	}
@@ -163,8 +165,9 @@ func reasoningSection(d *document, claims []ReasoningClaim) {
 			name string
 			part *ReasoningPart
 		}{{"steps inside a turn", &rc.WithinTurn}, {"first after a new user message", &rc.NewUserMessage}} {
-			row := []string{rc.Scenario, p.name, strconv.Itoa(rc.Pairs)}
+			row := []string{rc.Scenario, p.name, strconv.Itoa(p.part.Spec.N)} // the part's pairs
 			if p.part.SpecRequests+p.part.NeverRequests == 0 {
+				row[2] = strconv.Itoa(rc.Pairs)
 				row = append(row, "none", "none", "—", "—")
 			} else {
 				row = append(row, tokEst(p.part.Never), tokEst(p.part.Spec), signedTokEst(p.part.Diff), withCI(p.part.Saved, p.part.SavedCI, pct))

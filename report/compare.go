@@ -53,6 +53,10 @@ type Change struct {
 	// Regression is true when the new run is worse than the old by more than the threshold
 	// and, when both have an interval, Welch's interval lies entirely on the worse side of 0.
 	Regression bool `json:"regression"`
+	// NotComparable is true for prefill seconds when a repetition of either side is of a run
+	// whose prefill times are not comparable between its arms ([PrefillCheck]: a busy machine):
+	// the change is shown, and is never a regression.
+	NotComparable bool `json:"not_comparable,omitempty"`
 
 	format func(float64) string
 }
@@ -88,7 +92,9 @@ type Comparison struct {
 // Compare sets two analyses side by side per scenario×arm on [CompareMetrics] and flags
 // regressions: the new run worse than the old by more than threshold (a share: 0.05 = 5 %)
 // and, when both runs have at least 2 repetitions, beyond Welch's 95 % interval of the
-// difference. A scenario×arm of old that next lacks counts as a regression too. A nil analysis
+// difference. A scenario×arm of old that next lacks counts as a regression too. Prefill seconds
+// of a run whose prefill times are not comparable between its arms ([PrefillCheck]) are marked
+// [Change].NotComparable and are never a regression. A nil analysis
 // counts as empty.
 func Compare(old, next *Analysis, threshold float64) *Comparison {
 	c := &Comparison{Threshold: threshold}
@@ -105,6 +111,25 @@ func Compare(old, next *Analysis, threshold float64) *Comparison {
 		return m
 	}
 	om, nm := index(old), index(next)
+	// The runs whose prefill times draw no conclusion.
+	bad := map[string]bool{}
+	for _, a := range []*Analysis{old, next} {
+		if a != nil {
+			for id := range a.Claims.prefillNotComparable() {
+				bad[id] = true
+			}
+		}
+	}
+	notComparable := func(sts ...*ArmStats) bool {
+		for _, st := range sts {
+			for _, t := range st.Reps {
+				if bad[t.RunID] {
+					return true
+				}
+			}
+		}
+		return false
+	}
 	if old != nil {
 		for _, sc := range old.Scenarios {
 			for i := range sc.Arms {
@@ -121,6 +146,9 @@ func Compare(old, next *Analysis, threshold float64) *Comparison {
 						continue
 					}
 					ch.Scenario, ch.Arm = sc.Scenario, sc.Arms[i].Arm
+					if m.Name == "prefill_seconds" && notComparable(&sc.Arms[i], ns) {
+						ch.NotComparable, ch.Regression = true, false
+					}
 					if ch.Regression {
 						c.Regressions++
 					}
@@ -202,8 +230,11 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 			change = "0.0%"
 		}
 		flag := ""
-		if ch.Regression {
+		switch {
+		case ch.Regression:
 			flag = "REGRESSION"
+		case ch.NotComparable:
+			flag = notComparable + " (prefill check)"
 		}
 		rows[i] = []string{ch.Scenario, ch.Arm, ch.Metric, estimate(ch.Old, f), estimate(ch.New, f), change, flag}
 	}

@@ -23,7 +23,9 @@ import (
 // expected_unknown (requests whose expected cached tokens are unknown, pooled; they are left
 // out of expected_cached_tokens, the reread_<segment>_tokens and cache_efficiency), setup (the
 // label of the setup whose runs the row pools, [SetupInfo]; runs of several setups have rows
-// of their own per setup, never pooled; "" without manifests). A value that
+// of their own per setup, never pooled; "" without manifests), prefill_comparable ("false"
+// when a run of the row failed the prefill check, [PrefillCheck]: its prefill_s cells are then
+// empty; "true"; "" without prefill times). A value that
 // does not exist (an interval with one repetition, a comparison without a spec arm, an unknown
 // count) is an empty cell. It returns an error for a report without analysis or runs and any
 // error writing to w (one Write call).
@@ -40,22 +42,28 @@ func CSV(w io.Writer, r *Report) error {
 	}
 	head = append(head, "prefill_s", "prefill_s_lo", "prefill_s_hi", "cached_share", "cache_efficiency",
 		"reread_vs_spec", "reread_vs_spec_lo", "reread_vs_spec_hi",
-		"reread_diff_vs_spec", "reread_diff_vs_spec_lo", "reread_diff_vs_spec_hi", "cost_usd", "expected_unknown", "setup")
+		"reread_diff_vs_spec", "reread_diff_vs_spec_lo", "reread_diff_vs_spec_hi", "cost_usd", "expected_unknown", "setup", "prefill_comparable")
 	_ = cw.Write(head)
 	for _, g := range r.Analysis.Groups() {
 		label := ""
 		if g.Setup != nil {
 			label = g.Setup.Label
 		}
+		bad := g.Claims.prefillNotComparable()
 		for _, sc := range g.Scenarios {
 			for _, st := range sc.Arms {
+				comparable := prefillComparable(st, bad)
 				row := []string{sc.Scenario, st.Arm, strconv.Itoa(len(st.Reps)), mean(st.Requests), mean(st.PromptTokens),
 					mean(st.CachedTokens), strconv.Itoa(st.Pooled.CachedUnknown), mean(st.ExpectedCachedTokens)}
 				row = append(row, withEnds(st.RereadTokens)...)
 				for _, e := range st.Reread {
 					row = append(row, mean(e))
 				}
-				row = append(row, withEnds(st.PrefillSeconds)...)
+				if comparable == "false" {
+					row = append(row, "", "", "") // no conclusion from these prefill times
+				} else {
+					row = append(row, withEnds(st.PrefillSeconds)...)
+				}
 				row = append(row, mean(st.CachedShare), mean(st.Efficiency))
 				if v := st.VsSpec; v != nil {
 					row = append(row, num(finite(v.RereadRatio.Value)), lo(v.RereadRatio.CI), hi(v.RereadRatio.CI))
@@ -68,7 +76,7 @@ func CSV(w io.Writer, r *Report) error {
 				} else {
 					row = append(row, "")
 				}
-				row = append(row, strconv.Itoa(st.Pooled.ExpectedUnknown), label)
+				row = append(row, strconv.Itoa(st.Pooled.ExpectedUnknown), label, comparable)
 				_ = cw.Write(row)
 			}
 		}
@@ -139,6 +147,21 @@ func JSON(w io.Writer, r *Report) error {
 	return write(w, "json", append(data, '\n'))
 }
 
+// prefillComparable says whether the prefill seconds of st may be read ([PrefillCheck]): "false"
+// when a repetition is of a run in bad (the runs whose check failed), "" when st has no
+// prefill time, else "true".
+func prefillComparable(st ArmStats, bad map[string]bool) string {
+	if st.PrefillSeconds.N == 0 {
+		return ""
+	}
+	for _, t := range st.Reps {
+		if bad[t.RunID] {
+			return "false"
+		}
+	}
+	return "true"
+}
+
 // BenchName is the benchmark name of the benchfmt lines: BenchmarkLab/scenario=S/arm=A.
 const BenchName = "BenchmarkLab"
 
@@ -159,7 +182,8 @@ const BenchName = "BenchmarkLab"
 //     the scenario and arm as sub-name keys, the number of requests as iterations, then value–unit
 //     pairs, totals of the repetition. cached-tokens is left out when a request's count is
 //     unknown, expected-cached-tokens when a request's expected count is unknown (a cloud API
-//     shows no rendering), prefill-ns when no request has a prefill time (every prefill_ns 0);
+//     shows no rendering), prefill-ns when no request has a prefill time (every prefill_ns 0)
+//     or the run failed the prefill check ([PrefillCheck]: its prefill times draw no conclusion);
 //     cost-usd is added when a request has a cost.
 //
 // Repetitions with the same name are samples of one benchmark for benchstat. The format splits
@@ -196,6 +220,7 @@ func Benchfmt(w io.Writer, r *Report) error {
 		if len(groups) > 1 {
 			setup = "/setup=" + BenchNamePart(g.Setup.Label)
 		}
+		bad := g.Claims.prefillNotComparable()
 		for _, sc := range g.Scenarios {
 			for _, st := range sc.Arms {
 				for _, t := range st.Reps {
@@ -210,7 +235,7 @@ func Benchfmt(w io.Writer, r *Report) error {
 						expectedUnit = true
 					}
 					fmt.Fprintf(b, " %d reread-tokens", t.RereadTokens)
-					if t.PrefillKnown > 0 {
+					if t.PrefillKnown > 0 && !bad[t.RunID] {
 						fmt.Fprintf(b, " %d prefill-ns", t.PrefillNs)
 					}
 					if t.CostUSD != nil {

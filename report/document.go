@@ -125,7 +125,7 @@ func (d *document) body(r *Report, a *Analysis, setup string) {
 		}
 		d.list(items...)
 	}
-	claimsSection(d, r)
+	claimsSection(d, r, a)
 	if len(a.Live) > 0 {
 		d.heading(2, "Live sessions: what the model did")
 		d.para("%s", "The model decided every step (--driver live). Per scenario and arm: the mean per session over the repetitions [95 % CI]; Δ spec is the paired difference to the spec arm [95 % CI]; and how the turns ended.")

@@ -22,7 +22,8 @@ const PrefillSpreadLimit = 2.0
 type PrefillCheck struct {
 	// RunID is the run checked.
 	RunID string `json:"run_id"`
-	// Setup describes what the run ran on, from its manifest ([setupOf]); "" without one.
+	// Setup describes what the run ran on, from its manifest: server, model, the settings that
+	// change prefill speed and the host with its load average; "" without a manifest.
 	Setup string `json:"setup,omitempty"`
 	// Modelled is the prefill model of a sim run (its manifest's prefill setting, for example
 	// "300µs per token (placeholder)"; "modelled" when the manifest does not say): its prefill
@@ -142,15 +143,19 @@ func manifestOf(runs []*metrics.Manifest, id string) *metrics.Manifest {
 }
 
 // setupOf describes what a run ran on, for the prefill check: the backend and server version,
-// the model, and the manifest's settings that change the prefill speed (Ollama's flash
-// attention, a generic build). The host the run ran on (CPU model, cores, load average at the
-// start and end), where a manifest records it, belongs here too.
+// the model, the manifest's settings that change the prefill speed (Ollama's flash attention, a
+// generic build) and, where the manifest records it, the host (CPU model, logical cores, OS and
+// architecture, load average at the start and end: a busy machine is what the check most often
+// finds).
 func setupOf(m *metrics.Manifest) string {
 	parts := []string{orDash(m.Backend) + " " + orDash(m.ServerVersion), "model " + orDash(m.Model)}
 	for _, k := range []string{"ollama_flash_attention", "generic_build"} {
 		if v := m.Settings[k]; v != "" {
 			parts = append(parts, k+"="+v)
 		}
+	}
+	if m.Host != nil {
+		parts = append(parts, "host "+strings.TrimPrefix(hostFacts(m.Host), "Host: "))
 	}
 	return strings.Join(parts, ", ")
 }

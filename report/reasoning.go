@@ -25,7 +25,8 @@ type ReasoningClaim struct {
 	// Driver is who decided the steps: [metrics.DriverScripted] (also for runs made before the
 	// column existed) or [metrics.DriverLive].
 	Driver string `json:"driver"`
-	// Pairs is the number of repetitions both arms ran.
+	// Pairs is the number of repetitions both arms ran whose re-read tokens are all known (those
+	// of Spec, Never and Saved); each part counts its own pairs (its Spec.N).
 	Pairs int `json:"pairs"`
 	// Template is the chat template the sessions were rendered with, where the run says.
 	Template Template `json:"template"`
@@ -49,10 +50,13 @@ type ReasoningClaim struct {
 }
 
 // ReasoningPart is the re-read tokens of one part of the sessions ([ReasoningClaim]) of the two
-// arms, per repetition, over the requests whose re-read tokens are known.
+// arms, per repetition. A repetition with a request in the part whose re-read tokens are unknown
+// has an unknown figure for the part and is left out of its pairs (and a repetition with one
+// anywhere, of [ReasoningClaim]'s whole-session figures): never summed as if it re-read 0.
 type ReasoningPart struct {
 	// SpecRequests and NeverRequests count the part's requests of each arm, over every
-	// repetition; both 0 when the scenario has no such request (one turn: no new user message).
+	// repetition (their re-read tokens known or not); both 0 when the scenario has no such
+	// request (one turn: no new user message).
 	SpecRequests  int `json:"spec_requests"`
 	NeverRequests int `json:"never_requests"`
 	// Spec and Never are the means over the paired repetitions of the part's re-read tokens.
@@ -181,6 +185,9 @@ func reasoningClaims(samples []metrics.Sample, live []LiveRow, runs []*metrics.M
 		// per repetition: the whole session and the two parts
 		total, part [3]map[metrics.RepKey]float64
 		requests    [3]int
+		// unknown holds, per part, the repetitions with a request there whose re-read tokens
+		// are unknown: their figure for the part is unknown, not the sum of the others.
+		unknown [3]map[metrics.RepKey]bool
 	}
 	arms := map[group]map[string]*arm{}
 	templates := map[group][]Template{}
@@ -198,7 +205,7 @@ func reasoningClaims(samples []metrics.Sample, live []LiveRow, runs []*metrics.M
 		if a == nil {
 			a = &arm{}
 			for j := range a.part {
-				a.part[j] = map[metrics.RepKey]float64{}
+				a.part[j], a.unknown[j] = map[metrics.RepKey]float64{}, map[metrics.RepKey]bool{}
 			}
 			arms[g][s.Arm] = a
 		}
@@ -207,18 +214,37 @@ func reasoningClaims(samples []metrics.Sample, live []LiveRow, runs []*metrics.M
 		for j := range a.part {
 			a.part[j][rk] += 0
 		}
-		if t := templateOf(manifestOf(runs, s.RunID), s.Model); !slices.Contains(templates[g], t) {
+		// A row that names no template (no renderer setting, no model name) names no other one.
+		m := manifestOf(runs, s.RunID)
+		if t := templateOf(m, s.Model); t != (Template{}) && !slices.Contains(templates[g], t) {
 			templates[g] = append(templates[g], t)
 		}
-		sim[g] = sim[g] || s.Backend == "sim"
+		// A sim run, by its manifest or else its rows: its live driver's model decides nothing.
+		sim[g] = sim[g] || s.Backend == "sim" || m != nil && m.Backend == "sim"
 		r, ok := rereadOf(s)
+		p := reasoningPartOf(s)
+		if p > 0 {
+			a.requests[p]++
+		}
 		if !ok {
+			a.unknown[0][rk] = true
+			if p > 0 {
+				a.unknown[p][rk] = true
+			}
 			continue
 		}
 		a.part[0][rk] += float64(r)
-		if p := reasoningPartOf(s); p > 0 {
+		if p > 0 {
 			a.part[p][rk] += float64(r)
-			a.requests[p]++
+		}
+	}
+	for _, as := range arms {
+		for _, a := range as {
+			for j := range a.part {
+				for rk := range a.unknown[j] {
+					delete(a.part[j], rk) // left out of the pairs
+				}
+			}
 		}
 	}
 	var out []ReasoningClaim

@@ -26,7 +26,8 @@ type SetupInfo struct {
 // SetupGroup is the runs of one setup and their samples, as [GroupSetups] returns them.
 type SetupGroup struct {
 	Info SetupInfo
-	// Runs are the manifests of the setup's runs, in the order given.
+	// Runs are the manifests of the setup's runs, in the order given; where Samples renames a
+	// scenario, a copy of the run's manifest whose session records name it as Samples do.
 	Runs []*metrics.Manifest
 	// Samples are the runs' samples, in the order given. Where a scenario name has more than one
 	// content among the runs ([metrics.Manifest].ScenarioDigests), each content is another
@@ -124,6 +125,26 @@ func splitContents(g *SetupGroup) {
 			s.Scenario = ContentName(s.Scenario, digest[s.RunID][s.Scenario])
 		}
 	}
+	// The runs' session records name the scenarios as the samples now do, so that [Sessions]
+	// still matches each session to its record: the group holds copies, the caller's manifests
+	// keep their own.
+	for i, m := range g.Runs {
+		renamed := false
+		for _, r := range m.Sessions {
+			renamed = renamed || len(contents[r.Scenario]) > 1
+		}
+		if !renamed {
+			continue
+		}
+		c := *m
+		c.Sessions = slices.Clone(m.Sessions)
+		for j := range c.Sessions {
+			if r := &c.Sessions[j]; len(contents[r.Scenario]) > 1 {
+				r.Scenario = ContentName(r.Scenario, m.ScenarioDigests[r.Scenario])
+			}
+		}
+		g.Runs[i] = &c
+	}
 }
 
 // ContentName is the name a report gives scenario name of content digest when the runs it
@@ -185,8 +206,8 @@ func setupDiffs(groups []*Analysis) []string {
 			v := g.Setup.Setup.Parts()[i].Value
 			same = same && v == p.Value
 			if v == "" {
-				v = "none"
-				if i < 4 { // backend, server version, model, model file digest
+				v = "not set" // a setting's own values include "none"
+				if i < 4 {    // backend, server version, model, model file digest
 					v = "unknown"
 				}
 			}

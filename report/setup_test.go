@@ -81,7 +81,7 @@ func TestAnalyzeRunsKeepsSetupsApart(t *testing.T) {
 	if err := report.CSV(&csv, &report.Report{Runs: runs, Analysis: a}); err != nil {
 		t.Fatal(err)
 	}
-	if lines := strings.Split(strings.TrimSpace(csv.String()), "\n"); len(lines) != 7 || !strings.HasSuffix(lines[1], ",A") || !strings.HasSuffix(lines[6], ",B") ||
+	if lines := strings.Split(strings.TrimSpace(csv.String()), "\n"); len(lines) != 7 || !strings.HasSuffix(lines[1], ",A,true") || !strings.HasSuffix(lines[6], ",B,true") ||
 		!strings.HasPrefix(lines[1], "midnight,spec,2,") || !strings.HasPrefix(lines[4], "midnight,spec,1,") {
 		t.Errorf("csv: want a header and 3 arms per setup, setup A's spec of 2 repetitions, B's of 1:\n%s", csv.String())
 	}
@@ -148,5 +148,89 @@ func TestComparisonNamesSetupChanges(t *testing.T) {
 				t.Errorf("%s comparison lacks %q:\n%s", format, want, b.String())
 			}
 		}
+	}
+}
+
+// A scenario whose content differs between runs of one setup is split in two, and its sessions
+// are still judged by their runs' session records: a run that recorded how each session ended
+// (every run of today's lab) keeps its complete sessions in the figures, under the scenario's
+// content name.
+func TestAnalyzeRunsSplitContentKeepsRecordedSessions(t *testing.T) {
+	t.Parallel()
+	runs := setupRuns("llamacpp", "llamacpp", "sha256:aaaaaaaaaaaaaaaa", "sha256:bbbbbbbbbbbbbbbb")
+	for _, m := range runs {
+		for rep := 1; rep <= m.Repetitions; rep++ {
+			for _, arm := range []string{metrics.SpecArm, report.CliffArm, report.ReasoningNeverArm} {
+				m.Sessions = append(m.Sessions, metrics.SessionRecord{Scenario: "midnight", Arm: arm, Repetition: rep, Requests: 3, Complete: true})
+			}
+		}
+	}
+	a := report.AnalyzeRuns(runs, repsFixture())
+	if len(a.LeftOut) != 0 {
+		t.Errorf("complete sessions left out: %v", a.LeftOut)
+	}
+	one, other := report.ContentName("midnight", "sha256:aaaaaaaaaaaaaaaa"), report.ContentName("midnight", "sha256:bbbbbbbbbbbbbbbb")
+	if got := repsOf(a, one, "spec"); !slices.Equal(got, []string{"r1/1", "r1/2"}) {
+		t.Errorf("midnight of one content: spec repetitions %v; want r1's", got)
+	}
+	if got := repsOf(a, other, "spec"); !slices.Equal(got, []string{"r2/1"}) {
+		t.Errorf("midnight of the other content: spec repetitions %v; want r2's", got)
+	}
+	labels, complete := report.CompleteBySetup(runs, repsFixture())
+	if len(labels) != 1 || len(complete[0]) != len(repsFixture()) {
+		t.Errorf("CompleteBySetup: %d setups, %d complete samples; want 1 and %d", len(labels), len(complete[0]), len(repsFixture()))
+	}
+	// The caller's manifests keep their records as they were.
+	if runs[0].Sessions[0].Scenario != "midnight" {
+		t.Errorf("the run's own session record renamed to %q", runs[0].Sessions[0].Scenario)
+	}
+}
+
+// Each setup's section carries its own prefill check and spec's claims, judged on its own runs:
+// a report of several setups loses neither.
+func TestSetupSectionsKeepTheirClaims(t *testing.T) {
+	t.Parallel()
+	runs := setupRuns("llamacpp", "vllm", "sha256:aa", "sha256:aa")
+	runs[1].Backend = "ollama" // setup B is measured, setup A the sim
+	rows := repsFixture()
+	a := report.AnalyzeRuns(runs, rows)
+	if len(a.Setups) != 2 || a.Setups[0].Claims.Cliff == nil || a.Setups[1].Claims.Cliff == nil {
+		t.Fatalf("setups %d; want 2, each with its cliff claim", len(a.Setups))
+	}
+	var text bytes.Buffer
+	if err := report.Text(&text, &report.Report{Runs: runs, Analysis: a}); err != nil {
+		t.Fatal(err)
+	}
+	out := text.String()
+	iA, iB := strings.Index(out, "\nSetup A\n"), strings.Index(out, "\nSetup B\n")
+	if iA < 0 || iB < iA {
+		t.Fatalf("no setup sections:\n%s", out)
+	}
+	secA, secB := out[iA:iB], out[iB:]
+	for name, sec := range map[string]string{"A": secA, "B": secB} {
+		for _, want := range []string{"Prefill time against the token counts", "The midnight cliff", "Reasoning sent back"} {
+			if !strings.Contains(sec, want) {
+				t.Errorf("setup %s's section lacks %q:\n%s", name, want, sec)
+			}
+		}
+	}
+	// The sim caveat and the modelled prefill belong to setup A's sim run only.
+	if !strings.Contains(secA, "these figures come from the sim backend") || strings.Contains(secB, "these figures come from the sim backend") {
+		t.Errorf("the sim caveat: in A %v, in B %v; want A only", strings.Contains(secA, "sim backend"), strings.Contains(secB, "sim backend"))
+	}
+}
+
+// A setting one setup does not set reads "not set", never like a value of it ("none").
+func TestSetupDiffsNotSet(t *testing.T) {
+	t.Parallel()
+	runs := setupRuns("anthropic", "anthropic", "sha256:aa", "sha256:aa")
+	runs[1].Settings["cache_breakpoints"] = "none"
+	a := report.AnalyzeRuns(runs, repsFixture())
+	var text bytes.Buffer
+	if err := report.Text(&text, &report.Report{Runs: runs, Analysis: a}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(strings.Fields(text.String()), " "), "cache_breakpoints: A not set, B none") {
+		t.Errorf("text report does not tell an unset setting from \"none\":\n%s", text.String())
 	}
 }

@@ -26,7 +26,7 @@
 //
 // Cached tokens are reported with source chat.SourceSimulation.
 //
-// A request with Generate > 0 (the live driver, issue 7) is answered by the scripted model: the
+// A request with Generate > 0 (the live driver) is answered by the scripted model: the
 // next reply of the script given with [Backend.SetScript], returned as [chat.Result].Reply as if
 // the model had written it, and stored in the cache as in step 3. The live loop is so tested
 // without a model: driven by the scenario's own steps, it sends the scripted driver's requests.
