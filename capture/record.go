@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"lab/backend/ollama"
@@ -45,6 +47,10 @@ type recorder struct {
 	logWait time.Duration
 	// logMisses counts the requests whose line did not appear.
 	logMisses int
+	// ollama is set when the upstream is known to be Ollama (Options.UpstreamOllama, a server
+	// log, Attribution.Render ollama). An answer of Ollama's own API does not set it: a gateway
+	// may serve that API and others.
+	ollama atomic.Bool
 
 	mu   sync.Mutex
 	rows int
@@ -56,6 +62,7 @@ func newRecorder(opts Options, u *url.URL, tr http.RoundTripper) (*recorder, err
 		return nil, fmt.Errorf("capture: %s already holds a capture (%s)", opts.Dir, manPath)
 	}
 	r := &recorder{opts: opts, upstream: u, http: &http.Client{Transport: tr, Timeout: 5 * time.Minute}, manPath: manPath, reqPath: reqPath}
+	r.ollama.Store(opts.UpstreamOllama || opts.ServerLog != "" || opts.Attribution.Render == RenderOllama)
 	if opts.ServerLog != "" {
 		r.log, r.logWait = ollama.OpenCacheLog(opts.ServerLog), opts.LogWait
 		if r.logWait <= 0 {
@@ -128,11 +135,6 @@ func (r *recorder) process(ex *exchange) {
 		}
 	}
 	r.groups.update(conv, req, reply, s.Error != "")
-	if s.CachedTokens != nil {
-		s.RereadTokens = s.PromptTokens - *s.CachedTokens
-	} else {
-		s.RereadTokens = s.PromptTokens - s.ExpectedCachedTokens
-	}
 	s.Error = redact(s.Error, ex.secrets)
 	s.Warnings = redact(s.Warnings, ex.secrets)
 	var errs []error
@@ -273,6 +275,9 @@ func (r *recorder) measure(ex *exchange) (*metrics.Sample, *chat.Request, *chat.
 				warnings = append(warnings, "no event carried content, reasoning or a tool call: time to first token is the time to the answer's first byte")
 			}
 		}
+		if r.ollama.Load() && ollamaCompatible(ex.api) {
+			warnings = append(warnings, dropConstantCached(res)...)
+		}
 		harness.SetResult(s, res, nil)
 		warnings = append(warnings, res.Warnings...)
 		switch {
@@ -290,8 +295,9 @@ func (r *recorder) measure(ex *exchange) (*metrics.Sample, *chat.Request, *chat.
 		case ex.truncated:
 			s.Error = fmt.Sprintf("the answer is longer than %d bytes: recorded as cut", maxBody)
 		}
-		if r.log != nil && (ex.api == APIOllamaChat || ex.api == APIOllamaGenerate) {
+		if r.log != nil && (ex.api == APIOllamaChat || ex.api == APIOllamaGenerate || ollamaCompatible(ex.api)) {
 			warnings = append(warnings, r.cachedFromLog(ex, res, s)...)
+			harness.SetReread(s)
 		}
 		if r.attr != nil && s.Error == "" {
 			warnings = append(warnings, r.attribute(ex, req, res, reply, s)...)
@@ -299,6 +305,38 @@ func (r *recorder) measure(ex *exchange) (*metrics.Sample, *chat.Request, *chat.
 	}
 	s.Warnings = strings.Join(warnings, "; ")
 	return s, req, reply
+}
+
+// ollamaCompatible reports whether api is one of the foreign APIs Ollama also serves
+// (/v1/chat/completions, /v1/responses, /v1/messages), whose answers carry a cached count that
+// Ollama v0.17.4 always writes as 0.
+func ollamaCompatible(api string) bool {
+	return api == APIOpenAIChat || api == APIOpenAIResponses || api == APIAnthropic
+}
+
+// dropConstantCached removes the cached count from the result of an answer of Ollama's
+// OpenAI- or Anthropic-compatible endpoints: Ollama answers `cached_tokens: 0` (and
+// cache_read_input_tokens 0) whatever its KV cache reused, so the figure is a constant, not a
+// measurement; the uncached count derived from it goes too. It returns a warning when it dropped
+// one.
+func dropConstantCached(res *chat.Result) []string {
+	if res.CachedTokens == nil && (res.Usage == nil || res.Usage.CachedRead == nil) {
+		return nil
+	}
+	res.CachedTokens, res.CachedSource = nil, ""
+	if u := res.Usage; u != nil && u.CachedRead != nil {
+		cp := *u
+		cp.Fields = maps.Clone(u.Fields)
+		wire := cp.Fields["CachedRead"]
+		cp.CachedRead = nil
+		delete(cp.Fields, "CachedRead")
+		if cp.Uncached != nil && wire != "" && strings.Contains(cp.Fields["Uncached"], wire) {
+			cp.Uncached = nil
+			delete(cp.Fields, "Uncached")
+		}
+		res.Usage = &cp
+	}
+	return []string{"the upstream is Ollama, whose OpenAI- and Anthropic-compatible endpoints always answer 0 cached tokens: that figure is not used (cached tokens come from the server log, else are unknown)"}
 }
 
 func joinChunks(cs []chunk) []byte {

@@ -17,7 +17,7 @@ import (
 // prompt, cached (-1: unknown) and expected cached tokens, re-read tokens and divergence.
 func req(scenario, arm string, rep, i, turn, step int, prompt, cached, expected, reread int64, div string) metrics.Sample {
 	s := metrics.Sample{Scenario: scenario, Arm: arm, Repetition: int32(rep), RequestIndex: int32(i), Turn: int32(turn), Step: int32(step),
-		PromptTokens: prompt, ExpectedCachedTokens: expected, RereadTokens: reread, DivergenceSegment: div}
+		PromptTokens: prompt, ExpectedCachedTokens: new(int64(expected)), RereadTokens: new(int64(reread)), DivergenceSegment: div}
 	if cached >= 0 {
 		s.CachedTokens, s.CachedSource = &cached, metrics.CachedSourceSimulation
 	}
@@ -286,7 +286,7 @@ func TestEvaluateExpectedUnknown(t *testing.T) {
 	var ss []metrics.Sample
 	for i := range 3 {
 		s := req("s", "spec", 1, i, 1, i+1, 1000, -1, 0, 1000, "")
-		s.ExpectedUnknown = true
+		s.ExpectedUnknown, s.ExpectedCachedTokens = true, nil
 		ss = append(ss, s)
 	}
 	res := Evaluate(one(Expectation{Line: 4, Scenario: "s", Arm: "spec", NoDivergenceBefore: SegmentTools, FromRequest: 1}), ss)

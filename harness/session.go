@@ -517,11 +517,6 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 		}
 	}
 	s.Warnings = strings.Join(warnings, "; ")
-	if s.CachedTokens != nil {
-		s.RereadTokens = s.PromptTokens - *s.CachedTokens
-	} else {
-		s.RereadTokens = s.PromptTokens - s.ExpectedCachedTokens
-	}
 	if err := cfg.Sink.Write(s); err != nil {
 		return err
 	}

@@ -256,7 +256,7 @@ func (p *ParquetSink) Close() (err error) {
 
 // ReadParquet reads every row of the samples file at path, in file order, with StartedAt in UTC.
 // Columns the file lacks are left at their zero value (nil for optional ones); columns this
-// version does not know are ignored. It fails on a file without footer (a run that never closed
+// version does not know are ignored; rows of older files are upgraded ([Sample.Upgrade]). It fails on a file without footer (a run that never closed
 // its sink).
 func ReadParquet(path string) ([]Sample, error) {
 	rows, err := parquet.ReadFile[Sample](path)
@@ -265,6 +265,7 @@ func ReadParquet(path string) ([]Sample, error) {
 	}
 	for i := range rows {
 		rows[i].StartedAt = rows[i].StartedAt.UTC()
+		rows[i].Upgrade()
 	}
 	return rows, nil
 }
@@ -296,6 +297,7 @@ func ReadJournal(path string) ([]Sample, error) {
 				return nil, fmt.Errorf("samples journal %s:%d: %w", path, n, derr)
 			}
 			s.StartedAt = s.StartedAt.UTC()
+			s.Upgrade()
 			rows = append(rows, s)
 		}
 		if !whole {

@@ -149,9 +149,11 @@ func shareOf(s *metrics.Sample) (float64, bool) {
 	return float64(*s.CachedTokens) / float64(s.PromptTokens), true
 }
 
+// pointAt is the cliff point of s; its re-read is known since its cached share is.
 func pointAt(s *metrics.Sample, from, to float64) *cliffPoint {
+	reread, _ := metrics.Int64(s.RereadTokens)
 	return &cliffPoint{request: s.RequestIndex, prompt: float64(s.PromptTokens), from: from, to: to,
-		reread: float64(s.RereadTokens), prefillSec: float64(s.PrefillNs) / 1e9}
+		reread: float64(reread), prefillSec: float64(s.PrefillNs) / 1e9}
 }
 
 // largestDrop returns the largest drop of the share in ss (sorted by request), nil when it

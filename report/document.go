@@ -170,7 +170,11 @@ func buildDocument(r *Report) *document {
 				if m.VsSpec != nil {
 					vs = liveEstimate(*m.VsSpec)
 				}
-				cells = append(cells, liveEstimate(m.Estimate), vs)
+				est := liveEstimate(m.Estimate)
+				if m.Unknown > 0 {
+					est = fmt.Sprintf("%s (%s requests unknown)", est, thousands(int64(m.Unknown)))
+				}
+				cells = append(cells, est, vs)
 			}
 			reasons := make([]string, 0, len(r.EndReasons))
 			for name, n := range r.EndReasons {
@@ -211,8 +215,11 @@ func buildDocument(r *Report) *document {
 			if u := st.Pooled.ExpectedUnknown; u > 0 {
 				expected = fmt.Sprintf("%s (%s unknown)", expected, thousands(int64(u)))
 			}
-			row := []string{st.Arm, strconv.Itoa(len(st.Reps)), tokEst(st.Requests), tokEst(st.PromptTokens), cached,
-				expected, tokEst(st.RereadTokens), secEst(st.PrefillSeconds),
+			prompt := withUnknown(tokEst(st.PromptTokens), st.Pooled.PromptUnknown)
+			reread := withUnknown(tokEst(st.RereadTokens), st.Pooled.RereadUnknown)
+			prefill := withUnknown(secEst(st.PrefillSeconds), st.Pooled.PrefillUnknown)
+			row := []string{st.Arm, strconv.Itoa(len(st.Reps)), tokEst(st.Requests), prompt, cached,
+				expected, reread, prefill,
 				pctEst(st.CachedShare), pctEst(st.Efficiency), vsRatio, vsDiff}
 			if cost {
 				c := "—"
@@ -232,7 +239,7 @@ func buildDocument(r *Report) *document {
 		d.table(head, 1, rows)
 		if anySeg {
 			d.para("Re-read tokens by the kind of segment they lie in (mean per repetition):")
-			d.table(append([]string{"arm"}, "system", "tools", "message", "tool result", "reasoning", "note", "other"), 1, segRows)
+			d.table(append([]string{"arm"}, "system", "tools", "message", "tool result", "reasoning", "note", "other", "unattributed"), 1, segRows)
 		}
 		var failed []string
 		for _, st := range sc.Arms {
@@ -303,6 +310,15 @@ func cliffRank(arm string) int {
 	return 2
 }
 
+// withUnknown appends to a pooled figure the number of requests whose value is unknown (null),
+// which the figure leaves out: "1,200 (3 unknown)".
+func withUnknown(v string, unknown int) string {
+	if unknown == 0 {
+		return v
+	}
+	return fmt.Sprintf("%s (%s unknown)", v, thousands(int64(unknown)))
+}
+
 // mismatchReason says why a request's cached tokens differ from the expected ones.
 func mismatchReason(m *Mismatch) string {
 	switch {
@@ -310,8 +326,8 @@ func mismatchReason(m *Mismatch) string {
 		return "the previous request's prompt and reply overflowed the context window (num_ctx): the server truncated or shifted its context, which emptied its KV cache"
 	case m.Overflow:
 		return "the prompt is longer than the context window (num_ctx): the server truncated it, keeping only its first tokens"
-	case m.LoadNs > 1e8:
-		return fmt.Sprintf("the model was loaded again (load %s s), which drops the cache", seconds(float64(m.LoadNs)/1e9))
+	case m.LoadNs != nil && *m.LoadNs > 1e8:
+		return fmt.Sprintf("the model was loaded again (load %s s), which drops the cache", seconds(float64(*m.LoadNs)/1e9))
 	case m.CachedTokens > m.ExpectedCachedTokens:
 		return "the server reused more than the lab expected: the lab's rendering or tokenization differs from the server's"
 	}
