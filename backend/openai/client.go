@@ -572,6 +572,8 @@ func (c *Client) fillUsage(res *chat.Result, u *usageCounts, t *timings) {
 		us.Set("CacheWrite", "usage.prompt_tokens_details.cache_write_tokens", d.CacheWriteTokens)
 	}
 	switch c.profile.Cached {
+	case CachedConstant:
+		res.Warnings = append(res.Warnings, fmt.Sprintf("profile %s: the server's cached_tokens is a constant, not a measurement: cached tokens unknown", c.profile.Name))
 	case CachedHitMiss:
 		us.Set("CachedRead", "usage.prompt_cache_hit_tokens", u.PromptCacheHitTokens)
 		us.Set("Uncached", "usage.prompt_cache_miss_tokens", u.PromptCacheMissTokens)

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +14,7 @@ import (
 	"lab/backend/llamacpp"
 	"lab/backend/ollama"
 	"lab/backend/openai"
+	"lab/capture"
 	"lab/chat"
 	"lab/harness"
 	"lab/localserver"
@@ -150,7 +154,14 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 		}
 		backend, tok = c, c.Tokenizer()
 	case "openai":
-		c, err := openai.New(openai.Options{Profile: ro.Profile, BaseURL: ro.BaseURL, Model: o.ModelName,
+		profile := ro.Profile
+		if u, err := neturl.Parse(ro.BaseURL); err == nil && profile != "ollama" && ro.BaseURL != "" &&
+			capture.CheckLoopback(net.JoinHostPort(u.Hostname(), "0")) == nil && capture.IsOllama(ctx, &http.Client{}, ro.BaseURL) {
+			// Ollama answers cached_tokens 0 whatever it reused: that field is never a measurement.
+			fmt.Fprintf(s.err, "lab run: %s is Ollama, whose cached_tokens is always 0: using --profile ollama (cached tokens unknown; --backend ollama reads them from its log)\n", ro.BaseURL)
+			profile = "ollama"
+		}
+		c, err := openai.New(openai.Options{Profile: profile, BaseURL: ro.BaseURL, Model: o.ModelName,
 			API: ro.API, KeyFile: ro.KeyFile, Getenv: s.getenv, Temperature: &o.Live.Temperature})
 		if err != nil {
 			return &usageError{err}
@@ -187,7 +198,7 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 			settings["pricing"] = ro.Pricing
 		}
 		if tok == nil {
-			fmt.Fprintf(s.err, "lab: note: %s does not render or tokenize prompts for the lab: expected cached tokens and the divergence columns stay 0\n", o.Backend)
+			fmt.Fprintf(s.err, "lab: note: %s does not render or tokenize prompts for the lab: expected cached tokens, the divergence and the re-read split are null (unknown)\n", o.Backend)
 		}
 	}
 	cfg := harness.RunConfig{

@@ -177,3 +177,39 @@ func TestServerStartLlamaCpp(t *testing.T) {
 		t.Errorf("--llamacpp without --gguf: exit %d, %q", code, errOut)
 	}
 }
+
+// The same server, answering /api/version as Ollama does: its cached_tokens is Ollama's constant
+// 0, so lab run takes the ollama profile and records the cached tokens as unknown, never 0.
+func TestRunOpenAIBackendAgainstOllama(t *testing.T) {
+	f := &fakeOpenAI{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/version" {
+			io.WriteString(w, `{"version":"0.17.4"}`)
+			return
+		}
+		f.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	results := t.TempDir()
+	code, stdout, stderr := runLab(t, "run", "--backend", "openai", "--base-url", srv.URL+"/v1", "--model", "m",
+		"--scenario", "midnight", "--arm", "spec", "--results", results, "--run-id", "oa", "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "using --profile ollama") {
+		t.Errorf("stderr %q; want the note that the ollama profile is used", stderr)
+	}
+	man, samples, err := metrics.ReadRun(metrics.RunDir(results, "oa"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if man.Settings["profile"] != "ollama" {
+		t.Errorf("profile %q; want ollama", man.Settings["profile"])
+	}
+	for _, s := range samples {
+		if s.CachedTokens != nil || s.CachedSource != "" || s.RereadTokens != nil || s.PromptTokens == 0 {
+			t.Fatalf("request %d: cached %v (%q), reread %v, prompt %d; want cached and re-read unknown", s.RequestIndex,
+				s.CachedTokens, s.CachedSource, s.RereadTokens, s.PromptTokens)
+		}
+	}
+}
