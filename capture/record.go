@@ -213,7 +213,11 @@ func progressLine(s *metrics.Sample) string {
 	} else if s.CachedTokens != nil {
 		cached = fmt.Sprintf("%d cached", *s.CachedTokens)
 	}
-	l := fmt.Sprintf("%s request %d (%s): %d prompt tokens, %s", s.Scenario, s.RequestIndex, s.Backend, s.PromptTokens, cached)
+	prompt := "?" // not measured: null in the row
+	if s.PromptTokens > 0 {
+		prompt = fmt.Sprint(s.PromptTokens)
+	}
+	l := fmt.Sprintf("%s request %d (%s): %s prompt tokens, %s", s.Scenario, s.RequestIndex, s.Backend, prompt, cached)
 	if s.DivergenceSegment != "" {
 		l += ", diverged at " + s.DivergenceSegment
 	}

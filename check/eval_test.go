@@ -338,3 +338,20 @@ func TestEvaluateRunsInterrupted(t *testing.T) {
 }
 
 func ptrInt(v int64) *int64 { return &v }
+
+// A later system or developer message ("system N", "developer N", as cachesim names them) lies in
+// the conversation: a divergence there is after the tool list, and lab check knows the name.
+func TestEvaluateLaterSystemMessage(t *testing.T) {
+	var ss []metrics.Sample
+	for i, seg := range []string{"", "system 3", "developer 5"} {
+		ss = append(ss, req("s", "spec", 1, i, 1, i+1, 1000, 900, 900, 100, seg))
+	}
+	res := Evaluate(one(Expectation{Line: 2, Scenario: "s", Arm: "spec", NoDivergenceBefore: SegmentTools}), ss)
+	if o := res.Expectations[0]; o.Status != Held || len(o.Failures) != 0 {
+		t.Errorf("no_divergence_before tools over later system messages: %s, %+v; want held", o.Status, o.Failures)
+	}
+	res = Evaluate(one(Expectation{Line: 2, Scenario: "s", Arm: "spec", NoDivergenceBefore: SegmentConversation}), ss)
+	if o := res.Expectations[0]; o.Status != Held {
+		t.Errorf("no_divergence_before conversation: %s, %+v; want held (they lie in the conversation)", o.Status, o.Failures)
+	}
+}

@@ -74,7 +74,9 @@ func buildDocument(r *Report) *document {
 		"± the half width of its 95 % confidence interval (Student t, n−1 degrees of freedom; no ± "+
 		"with one repetition). Cached tokens are what the server reports it reused from its KV cache, "+
 		"over the requests whose count is known; expected cached tokens are what a perfect prefix cache "+
-		"could have reused; re-read tokens are what the server processed again. Cached share is cached / "+
+		"could have reused; re-read tokens are what the server processed again (prompt − cached tokens, unknown where "+
+		"the cached count is). A figure a request did not measure is left out, never counted as 0, and the number "+
+		"of such requests follows it: \"(3 unknown)\". Cached share is cached / "+
 		"prompt tokens and cache efficiency is cached / expected cached tokens, both over the requests "+
 		"whose cached count is known (and, for efficiency, whose expected count is known: a cloud API shows no rendering, so the lab cannot compute it). Re-read vs spec is the arm's mean re-read tokens over the spec "+
 		"arm's, with Fieller's 95 % interval; re-read − spec is the mean paired difference per "+
@@ -238,7 +240,8 @@ func buildDocument(r *Report) *document {
 		}
 		d.table(head, 1, rows)
 		if anySeg {
-			d.para("Re-read tokens by the kind of segment they lie in (mean per repetition):")
+			d.para("Re-read tokens by the kind of segment they lie in, by token position (mean per repetition; " +
+				"unattributed: tokens the server counted beyond the lab's tokenizer):")
 			d.table(append([]string{"arm"}, "system", "tools", "message", "tool result", "reasoning", "note", "other", "unattributed"), 1, segRows)
 		}
 		var failed []string
