@@ -92,3 +92,37 @@ func TestSetResultNulls(t *testing.T) {
 		}
 	}
 }
+
+// failingBackend answers every request with a server error.
+type failingBackend struct{}
+
+func (failingBackend) Send(context.Context, *chat.Request, *chat.Reply) (*chat.Result, error) {
+	return nil, &chat.APIError{Backend: "fake", URL: "http://127.0.0.1:1", StatusCode: 400, Body: "bad request"}
+}
+
+// A failed request's row has its error and no figure: every count null, expected_unknown true
+// (equal to expected_cached_tokens being null, as on every row).
+func TestFailedRequestRowIsNull(t *testing.T) {
+	sc, err := harness.LoadScenario("testdata/tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop, err := hygiene.ParseConfig(lab.LoopJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &metrics.MemorySink{}
+	err = harness.RunSession(context.Background(), harness.SessionConfig{
+		Scenario: sc, Arm: arm(t, "spec"), Repetition: 1, RunID: "t", Loop: loop, Backend: failingBackend{},
+		Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(),
+	})
+	rows := sink.Samples()
+	if err == nil || len(rows) != 1 {
+		t.Fatalf("RunSession = %v, %d rows; want the error and its row", err, len(rows))
+	}
+	s := rows[0]
+	if s.Error == "" || !s.ExpectedUnknown || s.ExpectedCachedTokens != nil || s.PromptTokens != 0 || s.CompletionTokens != nil ||
+		s.RereadTokens != nil || s.LoadNs != nil || s.ReasoningTokensSent != nil || s.TTFTNs != 0 || s.RereadMessageTokens != nil {
+		t.Errorf("failed row: %+v; want its error and no figure", s)
+	}
+}

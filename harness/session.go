@@ -470,6 +470,8 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 		Backend: cfg.BackendName, Model: cfg.Model, ServerVersion: cfg.ServerVersion,
 		RequestIndex: int32(r.index), Turn: int32(r.turn), Step: int32(r.step), Kind: kind,
 		StartedAt: time.Now().UTC(),
+		// Unknown until the attribution computes it (a failed request never gets one).
+		ExpectedUnknown: true,
 	}
 	r.index++
 	if cfg.PromptPrefix != "" && len(req.Messages) > 0 && req.Messages[0].Role == chat.RoleSystem {
