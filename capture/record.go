@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -280,7 +279,9 @@ func (r *recorder) measure(ex *exchange) (*metrics.Sample, *chat.Request, *chat.
 			}
 		}
 		if r.ollama.Load() && ollamaCompatible(ex.api) {
-			warnings = append(warnings, dropConstantCached(res)...)
+			if w, ok := harness.DropConstantCached(res, "the upstream is Ollama, whose OpenAI- and Anthropic-compatible endpoints always answer 0 cached tokens"); ok {
+				warnings = append(warnings, w)
+			}
 		}
 		harness.SetResult(s, res, nil)
 		warnings = append(warnings, res.Warnings...)
@@ -316,31 +317,6 @@ func (r *recorder) measure(ex *exchange) (*metrics.Sample, *chat.Request, *chat.
 // Ollama v0.17.4 always writes as 0.
 func ollamaCompatible(api string) bool {
 	return api == APIOpenAIChat || api == APIOpenAIResponses || api == APIAnthropic
-}
-
-// dropConstantCached removes the cached count from the result of an answer of Ollama's
-// OpenAI- or Anthropic-compatible endpoints: Ollama answers `cached_tokens: 0` (and
-// cache_read_input_tokens 0) whatever its KV cache reused, so the figure is a constant, not a
-// measurement; the uncached count derived from it goes too. It returns a warning when it dropped
-// one.
-func dropConstantCached(res *chat.Result) []string {
-	if res.CachedTokens == nil && (res.Usage == nil || res.Usage.CachedRead == nil) {
-		return nil
-	}
-	res.CachedTokens, res.CachedSource = nil, ""
-	if u := res.Usage; u != nil && u.CachedRead != nil {
-		cp := *u
-		cp.Fields = maps.Clone(u.Fields)
-		wire := cp.Fields["CachedRead"]
-		cp.CachedRead = nil
-		delete(cp.Fields, "CachedRead")
-		if cp.Uncached != nil && wire != "" && strings.Contains(cp.Fields["Uncached"], wire) {
-			cp.Uncached = nil
-			delete(cp.Fields, "Uncached")
-		}
-		res.Usage = &cp
-	}
-	return []string{"the upstream is Ollama, whose OpenAI- and Anthropic-compatible endpoints always answer 0 cached tokens: that figure is not used (cached tokens come from the server log, else are unknown)"}
 }
 
 func joinChunks(cs []chunk) []byte {

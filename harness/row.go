@@ -2,6 +2,8 @@ package harness
 
 import (
 	"encoding/json"
+	"maps"
+	"strings"
 
 	"lab/cachesim"
 	"lab/chat"
@@ -58,6 +60,31 @@ func SetResult(s *metrics.Sample, res *chat.Result, price func(*chat.Usage) (flo
 			s.CostUSD = &usd
 		}
 	}
+}
+
+// DropConstantCached removes from res a cached count that the server fills with a constant, so
+// it is not a measurement (Ollama's OpenAI- and Anthropic-compatible endpoints answer 0 cached
+// tokens whatever the KV cache reused): CachedTokens and Usage.CachedRead become nil, and the
+// uncached count derived from it goes too (Usage.Fields loses both). why says what the constant
+// is; the returned warning names it, ok is false when res carried no cached count.
+func DropConstantCached(res *chat.Result, why string) (warning string, ok bool) {
+	if res == nil || (res.CachedTokens == nil && (res.Usage == nil || res.Usage.CachedRead == nil)) {
+		return "", false
+	}
+	res.CachedTokens, res.CachedSource = nil, ""
+	if u := res.Usage; u != nil && u.CachedRead != nil {
+		cp := *u
+		cp.Fields = maps.Clone(u.Fields)
+		wire := cp.Fields["CachedRead"]
+		cp.CachedRead = nil
+		delete(cp.Fields, "CachedRead")
+		if cp.Uncached != nil && wire != "" && strings.Contains(cp.Fields["Uncached"], wire) {
+			cp.Uncached = nil
+			delete(cp.Fields, "Uncached")
+		}
+		res.Usage = &cp
+	}
+	return why + ": that figure is not used (cached tokens come from the server log, else are unknown)", true
 }
 
 // clone returns a copy of *p, or nil.

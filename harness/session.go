@@ -83,6 +83,10 @@ type SessionConfig struct {
 	// Driver says who decides the assistant's steps: the scenario (the zero value) or the model
 	// ([DriverLive], with its bounds; see live.go).
 	Driver Driver
+	// ConstantCached, when set, says why the server's cached count is a constant and not a
+	// measurement (Ollama's /v1/messages answers cache_read_input_tokens 0 whatever it reused):
+	// every result's cached tokens are then dropped ([DropConstantCached]) and stay null.
+	ConstantCached string
 }
 
 // RunSession replays one scenario with one arm through the harness and the backend, writing one
@@ -505,6 +509,11 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 			cfg.OnSample(s)
 		}
 		return sendErr
+	}
+	if cfg.ConstantCached != "" {
+		if w, ok := DropConstantCached(res, cfg.ConstantCached); ok {
+			res.Warnings = append(res.Warnings, w)
+		}
 	}
 	SetResult(s, res, cfg.Price)
 	s.TTFTNs, s.TotalNs, s.RequestBytes = int64(res.TTFT), int64(res.Total), res.RequestBytes

@@ -114,6 +114,7 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 		nonce                     func(string) string
 		price                     func(*chat.Usage) (float64, bool)
 		settings                  = map[string]string{}
+		constantCached            string
 	)
 	switch o.Backend {
 	case "llamacpp":
@@ -155,8 +156,7 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 		backend, tok = c, c.Tokenizer()
 	case "openai":
 		profile := ro.Profile
-		if u, err := neturl.Parse(ro.BaseURL); err == nil && profile != "ollama" && ro.BaseURL != "" &&
-			capture.CheckLoopback(net.JoinHostPort(u.Hostname(), "0")) == nil && capture.IsOllama(ctx, &http.Client{}, ro.BaseURL) {
+		if profile != "ollama" && loopbackOllama(ctx, ro.BaseURL) {
 			// Ollama answers cached_tokens 0 whatever it reused: that field is never a measurement.
 			fmt.Fprintf(s.err, "lab run: %s is Ollama, whose cached_tokens is always 0: using --profile ollama (cached tokens unknown; --backend ollama reads them from its log)\n", ro.BaseURL)
 			profile = "ollama"
@@ -186,6 +186,10 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 		if ro.Breakpoints != "" {
 			settings["cache_breakpoints"] = ro.Breakpoints
 		}
+		if loopbackOllama(ctx, ro.BaseURL) {
+			constantCached = "the server is Ollama, whose /v1/messages always answers 0 cache_read_input_tokens"
+			fmt.Fprintf(s.err, "lab run: %s is Ollama, whose cache_read_input_tokens is always 0: cached tokens unknown (--backend ollama reads them from its log)\n", ro.BaseURL)
+		}
 		nonce = func(session string) string { return openai.Nonce(session) + "\n" }
 	}
 	if o.Backend != "llamacpp" {
@@ -206,8 +210,8 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 		LabVersion: version(), Loop: r.loop, Backend: backend, BackendName: o.Backend, Model: model,
 		ServerVersion: serverVersion, ServerURL: url, NumCtx: o.NumCtx, Tokenizer: tok,
 		SaveRequests: o.SaveRequests, Settings: settings, Nonce: nonce, Warm: o.Warm, Price: price,
-		Driver: o.Live.driver(),
-		Warn:   func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
+		Driver: o.Live.driver(), ConstantCached: constantCached,
+		Warn: func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
 	}
 	o.Live.record(cfg.Settings)
 	if o.Warm {
@@ -219,6 +223,16 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 	cfg.Shard = o.shard
 	cfg.Progress = newProgress(r.progress, cfg.Requests())
 	return runAndReport(ctx, s, cfg)
+}
+
+// loopbackOllama reports whether base (a --base-url) names a loopback server that answers
+// Ollama's /api/version ([capture.IsOllama]); it asks nothing of a server elsewhere.
+func loopbackOllama(ctx context.Context, base string) bool {
+	u, err := neturl.Parse(base)
+	if err != nil || base == "" || capture.CheckLoopback(net.JoinHostPort(u.Hostname(), "0")) != nil {
+		return false
+	}
+	return capture.IsOllama(ctx, &http.Client{}, base)
 }
 
 // pricingTable is the embedded pricing table, or the file given with --pricing.

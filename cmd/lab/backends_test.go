@@ -213,3 +213,46 @@ func TestRunOpenAIBackendAgainstOllama(t *testing.T) {
 		}
 	}
 }
+
+// lab run --backend anthropic at a loopback Ollama (its /v1/messages): the answer's
+// cache_read_input_tokens is Ollama's constant, so every row's cached tokens are unknown.
+func TestRunAnthropicBackendAgainstOllama(t *testing.T) {
+	sse, err := os.ReadFile(filepath.Join("..", "..", "backend", "anthropic", "testdata", "stream_text.sse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/version":
+			io.WriteString(w, `{"version":"0.17.4"}`)
+		case "/v1/messages":
+			io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Write(sse)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key")
+	os.WriteFile(key, []byte("sk-test\n"), 0o600)
+	code, stdout, stderr := runLab(t, "run", "--backend", "anthropic", "--base-url", srv.URL, "--model", "claude-x", "--key-file", key,
+		"--scenario", "midnight", "--arm", "spec", "--results", dir, "--run-id", "an", "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "is Ollama") {
+		t.Errorf("stderr %q; want the note that the server is Ollama", stderr)
+	}
+	_, samples, err := metrics.ReadRun(metrics.RunDir(dir, "an"))
+	if err != nil || len(samples) == 0 {
+		t.Fatalf("%d rows, %v", len(samples), err)
+	}
+	for _, s := range samples {
+		if s.CachedTokens != nil || s.RereadTokens != nil || strings.Contains(s.UsageFields, "CachedRead") || !strings.Contains(s.Warnings, "not used") {
+			t.Fatalf("request %d: cached %v, reread %v, usage_fields %s, warnings %q; want cached unknown", s.RequestIndex,
+				s.CachedTokens, s.RereadTokens, s.UsageFields, s.Warnings)
+		}
+	}
+}
