@@ -37,7 +37,7 @@ var optionalColumns = map[string]bool{
 	"cached_tokens": true, "cache_write_tokens": true, "divergence_token": true, "cost_usd": true,
 	"cache_write_5m_tokens": true, "cache_write_1h_tokens": true,
 	// Unmeasured is null: pointers, and figures never 0 when measured (0 written as null).
-	"error": true, "prompt_tokens": true, "completion_tokens": true, "reasoning_tokens_generated": true,
+	"error": true, "cached_source": true, "prompt_tokens": true, "completion_tokens": true, "reasoning_tokens_generated": true,
 	"ttft_ns": true, "prefill_ns": true, "total_ns": true, "load_ns": true, "expected_cached_tokens": true,
 	"reread_tokens": true, "reasoning_tokens_sent": true, "reread_reasoning_tokens": true,
 	"reread_system_tokens": true, "reread_tools_tokens": true, "reread_message_tokens": true,

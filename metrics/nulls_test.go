@@ -33,6 +33,7 @@ type oldSample struct {
 // nullable reads a file's columns back as pointers, to see which values are null.
 type nullable struct {
 	Error          *string `parquet:"error,optional"`
+	CachedSource   *string `parquet:"cached_source,optional"`
 	PromptTokens   *int64  `parquet:"prompt_tokens,optional"`
 	Completion     *int64  `parquet:"completion_tokens,optional"`
 	LoadNs         *int64  `parquet:"load_ns,optional"`
@@ -51,7 +52,7 @@ type nullable struct {
 func TestUnmeasuredIsNull(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), metrics.SamplesFile)
-	ok := metrics.Sample{RunID: "r", PromptTokens: 120, CachedTokens: new(int64(100)), RereadTokens: new(int64(20)),
+	ok := metrics.Sample{RunID: "r", PromptTokens: 120, CachedTokens: new(int64(100)), CachedSource: metrics.CachedSourceServerLog, RereadTokens: new(int64(20)),
 		ExpectedCachedTokens: new(int64(0)), CompletionTokens: new(int64(0)), LoadNs: new(int64(0)), TTFTNs: 5,
 		RereadMessageTokens: new(int64(20)), RereadUnattributedTokens: new(int64(0)), ReasoningTokensSent: new(int64(0))}
 	failed := metrics.Sample{RunID: "r", Error: "HTTP 500: boom", ExpectedUnknown: true}
@@ -64,6 +65,9 @@ func TestUnmeasuredIsNull(t *testing.T) {
 	g := got[0]
 	if g.Error != nil {
 		t.Errorf("error of a request that succeeded = %q; want null", *g.Error)
+	}
+	if f := got[1]; f.CachedSource != nil {
+		t.Errorf("cached_source of a row without cached tokens = %q; want null", *f.CachedSource)
 	}
 	for name, p := range map[string]*int64{"prompt_tokens": g.PromptTokens, "completion_tokens": g.Completion, "load_ns": g.LoadNs,
 		"expected_cached_tokens": g.Expected, "reread_tokens": g.Reread, "reread_message_tokens": g.RereadMessage,
@@ -92,7 +96,7 @@ func TestUnmeasuredIsNull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rows[0].Error != "" || rows[1].Error != failed.Error || rows[1].RereadTokens != nil || *rows[0].RereadTokens != 20 {
+	if rows[0].Error != "" || rows[0].CachedSource != metrics.CachedSourceServerLog || rows[1].CachedSource != "" || rows[1].Error != failed.Error || rows[1].RereadTokens != nil || *rows[0].RereadTokens != 20 {
 		t.Errorf("read back: %+v", rows)
 	}
 }

@@ -56,8 +56,8 @@ type Sample struct {
 	// nil when unknown (never 0 for unknown). CachedSource says where the figure came from.
 	CachedTokens *int64 `parquet:"cached_tokens,optional" json:"cached_tokens"`
 	// CachedSource names where CachedTokens came from, for example [CachedSourceResponse] or
-	// [CachedSourceServerLog]; "" when CachedTokens is nil.
-	CachedSource string `parquet:"cached_source,dict" json:"cached_source"`
+	// [CachedSourceServerLog]; "" (null in the file) when CachedTokens is nil.
+	CachedSource string `parquet:"cached_source,optional,dict" json:"cached_source"`
 	// CacheWriteTokens is the number of prompt tokens the server says it wrote to its cache (APIs
 	// that bill cache writes report it); nil when unknown.
 	CacheWriteTokens *int64 `parquet:"cache_write_tokens,optional" json:"cache_write_tokens"`
