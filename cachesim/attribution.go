@@ -116,7 +116,8 @@ func (at *Attribution) Split(cached, prompt int64) Reread {
 // Reread splits the re-read part of a prompt by the kind of segment it lies in, in tokens
 // ([Attribution.Split]).
 type Reread struct {
-	// System lies in the system prompt ("system").
+	// System lies in system messages: the system prompt ("system"), a later system message
+	// ("system N") or a developer message ("developer N").
 	System int64
 	// Tools lies in the tool list ("tools").
 	Tools int64

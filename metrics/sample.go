@@ -122,11 +122,11 @@ type Sample struct {
 	// error message is never empty), so count(error) counts the failed requests.
 	Error string `parquet:"error,optional" json:"error,omitempty"`
 
-	// The re-read split: the tokens the server re-read, [CachedTokens, PromptTokens) by token
-	// position in the prompt as the server rendered it, by the kind of segment each token lies
-	// in (cachesim.Attribution.Split). The eight columns (RereadReasoningTokens above and
-	// RereadUnattributedTokens at the end included) add up to RereadTokens exactly. Each is 0 or more, and nil when RereadTokens is nil or the
-	// rendering is unknown (ExpectedUnknown).
+	// The re-read split: the tokens the server re-read, positions [CachedTokens, PromptTokens)
+	// of the prompt as the server rendered it, by the kind of segment each token lies in
+	// (cachesim.Attribution.Split). The eight columns (RereadReasoningTokens above and
+	// RereadUnattributedTokens at the end included) add up to RereadTokens exactly. Each is 0 or
+	// more, and nil when RereadTokens is nil or the rendering is unknown (ExpectedUnknown).
 	//
 	// RereadSystemTokens lies in system messages (the first one, "system", and any later one or
 	// developer message, "system N", "developer N").
