@@ -1,6 +1,7 @@
 package report
 
 import (
+	"math"
 	"slices"
 
 	"lab/metrics"
@@ -80,7 +81,8 @@ type Cliff struct {
 	From metrics.Estimate `json:"from"`
 	To   metrics.Estimate `json:"to"`
 	// RereadTokens and PrefillSeconds are what the request at the drop re-read and how long
-	// its prefill took, in seconds.
+	// its prefill took, in seconds; PrefillSeconds over the repetitions whose server reported a
+	// prefill time (N = 0 when none did).
 	RereadTokens   metrics.Estimate `json:"reread_tokens"`
 	PrefillSeconds metrics.Estimate `json:"prefill_seconds"`
 }
@@ -149,11 +151,16 @@ func shareOf(s *metrics.Sample) (float64, bool) {
 	return float64(*s.CachedTokens) / float64(s.PromptTokens), true
 }
 
-// pointAt is the cliff point of s; its re-read is known since its cached share is.
+// pointAt is the cliff point of s; its re-read is known since its cached share is, its prefill
+// time may not be (NaN, left out of the mean).
 func pointAt(s *metrics.Sample, from, to float64) *cliffPoint {
 	reread, _ := metrics.Int64(s.RereadTokens)
+	prefill := math.NaN()
+	if s.PrefillNs > 0 {
+		prefill = float64(s.PrefillNs) / 1e9
+	}
 	return &cliffPoint{request: s.RequestIndex, prompt: float64(s.PromptTokens), from: from, to: to,
-		reread: float64(reread), prefillSec: float64(s.PrefillNs) / 1e9}
+		reread: float64(reread), prefillSec: prefill}
 }
 
 // largestDrop returns the largest drop of the share in ss (sorted by request), nil when it
@@ -276,9 +283,11 @@ func cliffClaim(samples []metrics.Sample) *CliffClaim {
 			return 0
 		})
 		col := func(f func(cliffPoint) float64) metrics.Estimate {
-			xs := make([]float64, len(ps))
-			for i, p := range ps {
-				xs[i] = f(p)
+			var xs []float64
+			for _, p := range ps {
+				if v := f(p); !math.IsNaN(v) { // NaN: not measured
+					xs = append(xs, v)
+				}
 			}
 			return metrics.MeanCI(xs)
 		}

@@ -254,3 +254,23 @@ func TestClaimVerdicts(t *testing.T) {
 		t.Errorf("a caveat on an ollama run")
 	}
 }
+
+// The cliff's prefill time is a mean over the repetitions that measured one: a server that
+// reports none (a cloud API, prefill_ns null) gives no estimate, not 0 s.
+func TestCliffPrefillUnknown(t *testing.T) {
+	t.Parallel()
+	samples := repsFixture()
+	for i := range samples {
+		samples[i].PrefillNs = 0
+	}
+	a := report.Analyze(samples)
+	c := a.Claims.Cliff
+	if c == nil {
+		t.Fatal("no cliff")
+	}
+	for _, cl := range c.Arms {
+		if cl.Arm == report.CliffArm && (cl.PrefillSeconds.N != 0 || cl.RereadTokens.N == 0) {
+			t.Errorf("date cliff prefill %+v, re-read %+v; want no prefill estimate, the re-read one", cl.PrefillSeconds, cl.RereadTokens)
+		}
+	}
+}
