@@ -18,8 +18,9 @@ const (
 	// means 0. vLLM writes prompt_tokens_details only when the server runs with
 	// --enable-prompt-tokens-details and the count is not 0 (`if
 	// self.enable_prompt_tokens_details and num_cached_tokens:` in its serving code); SGLang
-	// reports it only with --enable-cache-report. The profile assumes the flag is on and warns
-	// while no response has carried the field yet.
+	// reports it only with --enable-cache-report. Until a response from the server has carried
+	// the field (the flag is on), a missing one leaves the count unknown, with a warning; from
+	// then on it means 0.
 	CachedDetailsOrZero
 	// CachedHitMiss: DeepSeek's usage.prompt_cache_hit_tokens and prompt_cache_miss_tokens
 	// (hit + miss = prompt_tokens; https://api-docs.deepseek.com/guides/kv_cache).
