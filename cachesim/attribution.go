@@ -303,11 +303,11 @@ func Parts(req *chat.Request, noteOpen string) []Part {
 }
 
 // SplitNote splits a user message's content into its text and the session note that ends it,
-// as a harness following spec 3.2.0 §10.3 appends one (a block after the person's words): "\n\n", the open tag, the note, the close
-// tag, and nothing after it but white space. The close tag is the open tag's ("<session-note>"
-// closes with "</session-note>"); the note holds exactly one of each. Anything else (no note, a
-// note followed by more text, a pasted transcript that quotes notes) is all text, note "".
-// noteOpen "" finds no note.
+// as a harness following spec 3.2.0 §10.3 appends one (a block after the person's words):
+// "\n\n", the open tag, the note, the close tag, and nothing after it but white space. The close
+// tag is the open tag's ("<session-note>" closes with "</session-note>"); the note holds exactly
+// one of each. Anything else (no note, a note followed by more text, a pasted transcript that
+// quotes notes) is all text, note "". noteOpen "" finds no note.
 func SplitNote(content, noteOpen string) (text, note string) {
 	if noteOpen == "" {
 		return content, ""
