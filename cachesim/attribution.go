@@ -34,11 +34,15 @@ type Attributor struct {
 
 	// cacheText is the text the cache held after the last observed request and cacheTokens its
 	// tokens; whole tokenizes prompts and cache texts, each step only what it appends; bounds
-	// tokenizes the prompt up to each segment's end, for the segments' token spans.
+	// tokenizes the prompt up to each segment's end, for the segments' token spans, and
+	// boundsText and boundsAt keep the last prompt and the token count up to each of its segment
+	// ends (by byte offset), which the next prompt reuses as far as the two are the same.
 	cacheText   string
 	cacheTokens []int32
 	whole       *Incremental
 	bounds      *Incremental
+	boundsText  string
+	boundsAt    map[int]int64
 	// reasoning holds the indexes of the messages that carried reasoning in the last observed
 	// request.
 	reasoning map[int]bool
@@ -180,6 +184,7 @@ func (a *Attributor) Observe(req *chat.Request, rendered, cacheText string, prom
 	if a.whole == nil || a.whole.Tok != a.Tok {
 		a.whole = &Incremental{Tok: a.Tok}
 		a.bounds = &Incremental{Tok: a.Tok}
+		a.boundsText, a.boundsAt = "", nil
 	}
 	prompt, err := a.whole.Encode(rendered)
 	if err != nil {
@@ -217,16 +222,24 @@ func (a *Attributor) Observe(req *chat.Request, rendered, cacheText string, prom
 			}
 		}
 	}
-	// Each segment's token span ends at the count of the prompt's tokens up to its last byte.
+	// Each segment's token span ends at the count of the prompt's tokens up to its last byte;
+	// the count up to an offset within what this prompt shares with the last one is the last's.
+	same := CommonPrefixBytes(rendered, a.boundsText)
+	boundsAt := make(map[int]int64, len(segs))
 	var start int64
 	for i, sg := range segs {
 		end := int64(len(prompt))
 		if i < len(segs)-1 {
-			ids, err := a.bounds.Encode(rendered[:sg.End])
-			if err != nil {
-				return Attribution{}, fmt.Errorf("tokenize the prompt up to %s: %w", sg.Name, err)
+			n, ok := a.boundsAt[sg.End]
+			if !ok || sg.End > same {
+				ids, err := a.bounds.Encode(rendered[:sg.End])
+				if err != nil {
+					return Attribution{}, fmt.Errorf("tokenize the prompt up to %s: %w", sg.Name, err)
+				}
+				n = int64(len(ids))
 			}
-			end = min(int64(len(ids)), end)
+			boundsAt[sg.End] = n
+			end = min(n, end)
 		}
 		end = max(end, start)
 		at.Spans = append(at.Spans, TokenSpan{Name: sg.Name, Start: start, End: end})
@@ -245,6 +258,7 @@ func (a *Attributor) Observe(req *chat.Request, rendered, cacheText string, prom
 			WarningContextOverflow, len(prompt), used, n))
 	}
 	a.cacheText, a.cacheTokens, a.reasoning = held, heldTokens, reasoning
+	a.boundsText, a.boundsAt = rendered, boundsAt
 	return at, nil
 }
 
