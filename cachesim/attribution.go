@@ -33,10 +33,16 @@ type Attributor struct {
 	NoteOpen string
 
 	// cacheText is the text the cache held after the last observed request and cacheTokens its
-	// tokens; whole tokenizes prompts and cache texts, each step only what it appends.
+	// tokens; whole tokenizes prompts and cache texts, each step only what it appends; bounds
+	// tokenizes the prompt up to each segment's end, for the segments' token spans, and
+	// boundsText and boundsAt keep the last prompt and the token count up to each of its segment
+	// ends (by byte offset), which the next prompt reuses as far as the two are the same.
 	cacheText   string
 	cacheTokens []int32
 	whole       *Incremental
+	bounds      *Incremental
+	boundsText  string
+	boundsAt    map[int]int64
 	// reasoning holds the indexes of the messages that carried reasoning in the last observed
 	// request.
 	reasoning map[int]bool
@@ -67,10 +73,12 @@ type Attribution struct {
 	// ReasoningTokensSent is the number of prompt tokens that are reasoning sent back: the sum of
 	// the tokenized Reasoning of every message of the request.
 	ReasoningTokensSent int64
-	// Reread is the prompt from the first byte that differs from what the cache held to its
-	// end, by the kind of segment it lies in. Each segment's part is tokenized alone, so the sum
-	// may differ from PromptTokens − ExpectedCachedTokens by a token or two per segment.
-	Reread Reread
+	// Spans are the segments of the rendered prompt ([Segments] of [Parts]) as token ranges of
+	// the tokenizer's tokens: contiguous, in order, the first starting at 0 and the last ending
+	// at PromptTokens. A segment's end is the token count of the prompt up to the segment's last
+	// byte, so a token that straddles two segments counts in the first. [Attribution.Split]
+	// splits a re-read range with them.
+	Spans []TokenSpan
 	// ContextOverflow is true when the prompt, or the text the cache holds after the request
 	// (prompt and reply), takes more than NumCtx tokens: the server truncates or shifts its
 	// context, which empties its KV cache for the next request.
@@ -81,9 +89,39 @@ type Attribution struct {
 	Warnings []string
 }
 
-// Reread splits the re-read part of a prompt by the kind of segment it lies in, in tokens.
+// TokenSpan is a named segment of a rendered prompt as the token range [Start, End).
+type TokenSpan struct {
+	Name       string
+	Start, End int64
+}
+
+// Split divides the tokens a server re-read, positions [cached, prompt) of the prompt in the
+// server's count (prompt − cached tokens), among the kinds of segment they lie in, by token
+// position ([Attribution].Spans). What no span holds (positions past the tokenizer's count of the
+// prompt, when the server counts more) is Unattributed, so the kinds add up to prompt − cached
+// exactly. cached is clamped to [0, prompt]. An Unknown attribution (no spans) puts everything in
+// Unattributed.
+func (at *Attribution) Split(cached, prompt int64) Reread {
+	var r Reread
+	prompt = max(prompt, 0)
+	cached = min(max(cached, 0), prompt)
+	var held int64
+	for _, sp := range at.Spans {
+		lo, hi := max(sp.Start, cached), min(sp.End, prompt)
+		if hi > lo {
+			r.add(sp.Name, hi-lo)
+			held += hi - lo
+		}
+	}
+	r.Unattributed = prompt - cached - held
+	return r
+}
+
+// Reread splits the re-read part of a prompt by the kind of segment it lies in, in tokens
+// ([Attribution.Split]).
 type Reread struct {
-	// System lies in the system prompt ("system").
+	// System lies in system messages: the system prompt ("system"), a later system message
+	// ("system N") or a developer message ("developer N").
 	System int64
 	// Tools lies in the tool list ("tools").
 	Tools int64
@@ -95,20 +133,23 @@ type Reread struct {
 	Reasoning int64
 	// Note lies in session notes ("note").
 	Note int64
-	// Other lies elsewhere: the generation prompt after the last message.
+	// Other lies in the generation prompt after the last message ("generation prompt").
 	Other int64
+	// Unattributed lies in no segment: positions the server counted beyond the tokenizer's
+	// count of the prompt.
+	Unattributed int64
 }
 
 // Total returns the sum of every kind.
 func (r Reread) Total() int64 {
-	return r.System + r.Tools + r.Message + r.ToolResult + r.Reasoning + r.Note + r.Other
+	return r.System + r.Tools + r.Message + r.ToolResult + r.Reasoning + r.Note + r.Other + r.Unattributed
 }
 
 // add counts n tokens in the segment called name.
 func (r *Reread) add(name string, n int64) {
 	kind, _, _ := strings.Cut(name, " ")
 	switch kind {
-	case "system":
+	case "system", "developer":
 		r.System += n
 	case "tools":
 		r.Tools += n
@@ -142,6 +183,8 @@ func (a *Attributor) Observe(req *chat.Request, rendered, cacheText string, prom
 	}
 	if a.whole == nil || a.whole.Tok != a.Tok {
 		a.whole = &Incremental{Tok: a.Tok}
+		a.bounds = &Incremental{Tok: a.Tok}
+		a.boundsText, a.boundsAt = "", nil
 	}
 	prompt, err := a.whole.Encode(rendered)
 	if err != nil {
@@ -179,16 +222,28 @@ func (a *Attributor) Observe(req *chat.Request, rendered, cacheText string, prom
 			}
 		}
 	}
-	// Attribute the re-read part, from the first differing byte on, to the segments it covers.
-	for _, sg := range segs {
-		if sg.End <= divergeAt {
-			continue
+	// Each segment's token span ends at the count of the prompt's tokens up to its last byte;
+	// the count up to an offset within what this prompt shares with the last one is the last's.
+	same := CommonPrefixBytes(rendered, a.boundsText)
+	boundsAt := make(map[int]int64, len(segs))
+	var start int64
+	for i, sg := range segs {
+		end := int64(len(prompt))
+		if i < len(segs)-1 {
+			n, ok := a.boundsAt[sg.End]
+			if !ok || sg.End > same {
+				ids, err := a.bounds.Encode(rendered[:sg.End])
+				if err != nil {
+					return Attribution{}, fmt.Errorf("tokenize the prompt up to %s: %w", sg.Name, err)
+				}
+				n = int64(len(ids))
+			}
+			boundsAt[sg.End] = n
+			end = min(n, end)
 		}
-		ids, err := a.Tok.Encode(rendered[max(sg.Start, divergeAt):sg.End])
-		if err != nil {
-			return Attribution{}, fmt.Errorf("tokenize the re-read part: %w", err)
-		}
-		at.Reread.add(sg.Name, int64(len(ids)))
+		end = max(end, start)
+		at.Spans = append(at.Spans, TokenSpan{Name: sg.Name, Start: start, End: end})
+		start = end
 	}
 	held, heldTokens := rendered, prompt
 	if cacheText != "" {
@@ -203,6 +258,7 @@ func (a *Attributor) Observe(req *chat.Request, rendered, cacheText string, prom
 			WarningContextOverflow, len(prompt), used, n))
 	}
 	a.cacheText, a.cacheTokens, a.reasoning = held, heldTokens, reasoning
+	a.boundsText, a.boundsAt = rendered, boundsAt
 	return at, nil
 }
 
@@ -211,11 +267,15 @@ func (a *Attributor) Observe(req *chat.Request, rendered, cacheText string, prom
 //
 //   - the first message, when it is a system message: "system", then "tools" (anchored on the
 //     last tool's description) when the request has tools;
-//   - a user message: "message N", and "note" for a session note at its end (from its last
-//     "\n\n" followed by noteOpen; none when noteOpen is "");
+//   - a later system message (a second system prompt, or a developer message, which the
+//     decoders read as one): "system N"; a message whose role is "developer": "developer N";
+//     both count as system prompt in [Reread];
+//   - a user message: "message N", and "note" for a session note at its end ([SplitNote]): text
+//     pasted into the message, a transcript with notes in it included, is the message's;
 //   - an assistant message: "reasoning N" when it carries reasoning, then "message N" (its text,
 //     or the first tool call's name in quotes when it has no text);
-//   - any other message: "tool result N".
+//   - a tool message (role tool): "tool result N";
+//   - a message of any other role: "message N".
 //
 // N is the message's 0-based index in req.Messages.
 func Parts(req *chat.Request, noteOpen string) []Part {
@@ -228,13 +288,12 @@ func Parts(req *chat.Request, noteOpen string) []Part {
 			if len(req.Tools) > 0 {
 				parts = append(parts, Part{Name: "tools", Text: req.Tools[len(req.Tools)-1].Description})
 			}
+		case m.Role == chat.RoleSystem:
+			parts = append(parts, Part{Name: "system " + n, Text: m.Content})
+		case m.Role == "developer":
+			parts = append(parts, Part{Name: "developer " + n, Text: m.Content})
 		case m.Role == chat.RoleUser:
-			text, note := m.Content, ""
-			if noteOpen != "" {
-				if j := strings.LastIndex(m.Content, "\n\n"+noteOpen); j >= 0 {
-					text, note = m.Content[:j], m.Content[j:]
-				}
-			}
+			text, note := SplitNote(m.Content, noteOpen)
 			parts = append(parts, Part{Name: "message " + n, Text: text})
 			if note != "" {
 				parts = append(parts, Part{Name: "note", Text: note})
@@ -248,9 +307,36 @@ func Parts(req *chat.Request, noteOpen string) []Part {
 				text = `"` + m.ToolCalls[0].Name + `"`
 			}
 			parts = append(parts, Part{Name: "message " + n, Text: text})
-		default:
+		case m.Role == chat.RoleTool:
 			parts = append(parts, Part{Name: "tool result " + n, Text: m.Content})
+		default:
+			parts = append(parts, Part{Name: "message " + n, Text: m.Content})
 		}
 	}
 	return parts
+}
+
+// SplitNote splits a user message's content into its text and the session note that ends it,
+// as a harness following spec 3.2.0 §10.3 appends one (a block after the person's words):
+// "\n\n", the open tag, the note, the close tag, and nothing after it but white space. The close
+// tag is the open tag's ("<session-note>" closes with "</session-note>"); the note holds exactly
+// one of each. Anything else (no note, a note followed by more text, a pasted transcript that
+// quotes notes) is all text, note "". noteOpen "" finds no note.
+func SplitNote(content, noteOpen string) (text, note string) {
+	if noteOpen == "" {
+		return content, ""
+	}
+	j := strings.LastIndex(content, "\n\n"+noteOpen)
+	if j < 0 {
+		return content, ""
+	}
+	note = content[j:]
+	if c, ok := strings.CutPrefix(noteOpen, "<"); ok {
+		closeTag := "</" + c
+		if !strings.HasSuffix(strings.TrimRight(note, " \t\r\n"), closeTag) ||
+			strings.Count(note, noteOpen) != 1 || strings.Count(note, closeTag) != 1 {
+			return content, ""
+		}
+	}
+	return content[:j], note
 }

@@ -110,8 +110,8 @@ func TestAttributorFirstRequestRereadsEverything(t *testing.T) {
 		t.Errorf("first request: prompt %d, expected %d, divergence %v %q; want %d, 0, nil, \"\"",
 			got.PromptTokens, got.ExpectedCachedTokens, got.DivergenceToken, got.DivergenceSegment, n)
 	}
-	if got.Reread.Total() != n {
-		t.Errorf("Reread.Total() = %d; want the whole prompt, %d", got.Reread.Total(), n)
+	if got.Split(got.ExpectedCachedTokens, got.PromptTokens).Total() != n {
+		t.Errorf("Reread.Total() = %d; want the whole prompt, %d", got.Split(got.ExpectedCachedTokens, got.PromptTokens).Total(), n)
 	}
 	// Each segment runs from the end of the previous part's text to the end of its own.
 	want := cachesim.Reread{
@@ -121,7 +121,7 @@ func TestAttributorFirstRequestRereadsEverything(t *testing.T) {
 		Note:    int64(len("\n\n<session-note>\nToday is Monday.\n</session-note>")),
 		Other:   int64(len("<|im_end|>\n<|im_start|>assistant\n")),
 	}
-	if diff := cmp.Diff(want, got.Reread); diff != "" {
+	if diff := cmp.Diff(want, got.Split(got.ExpectedCachedTokens, got.PromptTokens)); diff != "" {
 		t.Errorf("Reread (-want +got):\n%s", diff)
 	}
 }
@@ -144,14 +144,14 @@ func TestAttributorAppendOnlyStep(t *testing.T) {
 	if got.DivergenceToken != nil || got.DivergenceSegment != "" {
 		t.Errorf("divergence = %v %q; want none (the prompt extends the cache)", got.DivergenceToken, got.DivergenceSegment)
 	}
-	if got.Reread.Total() != prompt-got.ExpectedCachedTokens {
-		t.Errorf("Reread.Total() = %d; want prompt − expected = %d", got.Reread.Total(), prompt-got.ExpectedCachedTokens)
+	if got.Split(got.ExpectedCachedTokens, got.PromptTokens).Total() != prompt-got.ExpectedCachedTokens {
+		t.Errorf("Reread.Total() = %d; want prompt − expected = %d", got.Split(got.ExpectedCachedTokens, got.PromptTokens).Total(), prompt-got.ExpectedCachedTokens)
 	}
 	want := cachesim.Reread{
 		ToolResult: int64(len("\n<|im_start|>tool\n<tool_response>\n" + result.Content)),
 		Other:      int64(len("\n</tool_response><|im_end|>\n<|im_start|>assistant\n")),
 	}
-	if diff := cmp.Diff(want, got.Reread); diff != "" {
+	if diff := cmp.Diff(want, got.Split(got.ExpectedCachedTokens, got.PromptTokens)); diff != "" {
 		t.Errorf("Reread (-want +got):\n%s", diff)
 	}
 	if got.ReasoningTokensSent != int64(len(answer.Reasoning)) {
@@ -239,8 +239,8 @@ func TestAttributorDivergence(t *testing.T) {
 			if got.ExpectedCachedTokens != at {
 				t.Errorf("ExpectedCachedTokens = %d; want %d", got.ExpectedCachedTokens, at)
 			}
-			if want := got.PromptTokens - got.ExpectedCachedTokens; got.Reread.Total() != want {
-				t.Errorf("Reread.Total() = %d (%+v); want prompt − expected = %d", got.Reread.Total(), got.Reread, want)
+			if want := got.PromptTokens - got.ExpectedCachedTokens; got.Split(got.ExpectedCachedTokens, got.PromptTokens).Total() != want {
+				t.Errorf("Reread.Total() = %d (%+v); want prompt − expected = %d", got.Split(got.ExpectedCachedTokens, got.PromptTokens).Total(), got.Split(got.ExpectedCachedTokens, got.PromptTokens), want)
 			}
 		})
 	}
@@ -262,8 +262,9 @@ func TestAttributorIdenticalPromptLeavesOneToken(t *testing.T) {
 	if got.ExpectedCachedTokens != got.PromptTokens-1 || got.DivergenceToken != nil {
 		t.Errorf("same prompt twice: expected %d, divergence %v; want %d, nil", got.ExpectedCachedTokens, got.DivergenceToken, got.PromptTokens-1)
 	}
-	if got.Reread.Total() != 0 {
-		t.Errorf("Reread.Total() = %d; want 0", got.Reread.Total())
+	// That last token, in the generation prompt, is the one re-read.
+	if r := got.Split(got.ExpectedCachedTokens, got.PromptTokens); r != (cachesim.Reread{Other: 1}) {
+		t.Errorf("Split(expected, prompt) = %+v; want the last token in other", r)
 	}
 }
 
@@ -390,7 +391,7 @@ func TestParts(t *testing.T) {
 		{Name: "message 2", Text: `"read"`},
 		{Name: "tool result 3", Text: "out"},
 		{Name: "message 4", Text: "done"},
-		{Name: "tool result 5", Text: "late system"},
+		{Name: "system 5", Text: "late system"},
 	}
 	if diff := cmp.Diff(want, cachesim.Parts(req, "<n>")); diff != "" {
 		t.Errorf("Parts (-want +got):\n%s", diff)
@@ -433,7 +434,7 @@ func ExampleAttributor() {
 			panic(err)
 		}
 		fmt.Printf("prompt %d, expected cached %d, diverged at %q, re-read %d (system %d, messages %d)\n",
-			at.PromptTokens, at.ExpectedCachedTokens, at.DivergenceSegment, at.Reread.Total(), at.Reread.System, at.Reread.Message)
+			at.PromptTokens, at.ExpectedCachedTokens, at.DivergenceSegment, at.Split(at.ExpectedCachedTokens, at.PromptTokens).Total(), at.Split(at.ExpectedCachedTokens, at.PromptTokens).System, at.Split(at.ExpectedCachedTokens, at.PromptTokens).Message)
 	}
 	// Output:
 	// prompt 96, expected cached 0, diverged at "", re-read 96 (system 33, messages 30)

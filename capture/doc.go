@@ -41,6 +41,10 @@
 //     consumed in request order, each row (and each cache fill) taking the first unconsumed line
 //     whose `prompt=` is its prompt_eval_count; lines before it belong to requests the proxy
 //     does not follow and are dropped.
+//     Ollama's OpenAI- and Anthropic-compatible endpoints answer a constant 0 cached tokens: in
+//     front of Ollama ([Options].UpstreamOllama, a server log, or the ollama rendering) their
+//     rows never take it; the log gives their cached tokens too, else they are null, and so is
+//     the re-read (reread_tokens is prompt − cached, null when cached is).
 //  4. With [Options].Attribution (a local upstream: Ollama or llama-server, and the served
 //     model's tokenizer), it asks the upstream for its own rendering of the request and feeds a
 //     [cachesim.Attributor] that models the upstream's one cache slot (one model per upstream,

@@ -67,6 +67,11 @@ type Options struct {
 	// `prompt=` to the answer's prompt_eval_count ([ollama.CacheLog.Match]); cache fills take
 	// theirs too. "" leaves an Ollama row's cached tokens unknown.
 	ServerLog string
+	// UpstreamOllama says the upstream is an Ollama server (a caller that asked its /api/version,
+	// [IsOllama]). A ServerLog or Attribution.Render [RenderOllama] say so too. Rows of Ollama's OpenAI- and Anthropic-compatible endpoints then never take
+	// the answer's cached count, which Ollama always writes as 0: cached tokens come from
+	// ServerLog, else stay unknown.
+	UpstreamOllama bool
 	// LogWait is how long the recorder waits for a request's line to reach the log; 0 is 3 s.
 	LogWait time.Duration
 	// Attribution computes the expected cached tokens, the divergence and the re-read split of

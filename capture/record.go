@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"lab/backend/ollama"
@@ -45,6 +46,10 @@ type recorder struct {
 	logWait time.Duration
 	// logMisses counts the requests whose line did not appear.
 	logMisses int
+	// ollama is set when the upstream is known to be Ollama (Options.UpstreamOllama, a server
+	// log, Attribution.Render ollama). An answer of Ollama's own API does not set it: a gateway
+	// may serve that API and others.
+	ollama atomic.Bool
 
 	mu   sync.Mutex
 	rows int
@@ -56,6 +61,7 @@ func newRecorder(opts Options, u *url.URL, tr http.RoundTripper) (*recorder, err
 		return nil, fmt.Errorf("capture: %s already holds a capture (%s)", opts.Dir, manPath)
 	}
 	r := &recorder{opts: opts, upstream: u, http: &http.Client{Transport: tr, Timeout: 5 * time.Minute}, manPath: manPath, reqPath: reqPath}
+	r.ollama.Store(opts.UpstreamOllama || opts.ServerLog != "" || opts.Attribution.Render == RenderOllama)
 	if opts.ServerLog != "" {
 		r.log, r.logWait = ollama.OpenCacheLog(opts.ServerLog), opts.LogWait
 		if r.logWait <= 0 {
@@ -129,11 +135,6 @@ func (r *recorder) process(ex *exchange) {
 		}
 	}
 	r.groups.update(conv, req, reply, s.Error != "")
-	if s.CachedTokens != nil {
-		s.RereadTokens = s.PromptTokens - *s.CachedTokens
-	} else {
-		s.RereadTokens = s.PromptTokens - s.ExpectedCachedTokens
-	}
 	s.Error = redact(s.Error, ex.secrets)
 	s.Warnings = redact(s.Warnings, ex.secrets)
 	var errs []error
@@ -212,7 +213,11 @@ func progressLine(s *metrics.Sample) string {
 	} else if s.CachedTokens != nil {
 		cached = fmt.Sprintf("%d cached", *s.CachedTokens)
 	}
-	l := fmt.Sprintf("%s request %d (%s): %d prompt tokens, %s", s.Scenario, s.RequestIndex, s.Backend, s.PromptTokens, cached)
+	prompt := "?" // not measured: null in the row
+	if s.PromptTokens > 0 {
+		prompt = fmt.Sprint(s.PromptTokens)
+	}
+	l := fmt.Sprintf("%s request %d (%s): %s prompt tokens, %s", s.Scenario, s.RequestIndex, s.Backend, prompt, cached)
 	if s.DivergenceSegment != "" {
 		l += ", diverged at " + s.DivergenceSegment
 	}
@@ -277,6 +282,11 @@ func (r *recorder) measure(ex *exchange) (*metrics.Sample, *chat.Request, *chat.
 				warnings = append(warnings, "no event carried content, reasoning or a tool call: time to first token is the time to the answer's first byte")
 			}
 		}
+		if r.ollama.Load() && ollamaCompatible(ex.api) {
+			if w, ok := harness.DropConstantCached(res, "the upstream is Ollama, whose OpenAI- and Anthropic-compatible endpoints always answer 0 cached tokens"); ok {
+				warnings = append(warnings, w)
+			}
+		}
 		harness.SetResult(s, res, nil)
 		warnings = append(warnings, res.Warnings...)
 		switch {
@@ -300,8 +310,9 @@ func (r *recorder) measure(ex *exchange) (*metrics.Sample, *chat.Request, *chat.
 				s.Error = ae.Body
 			}
 		}
-		if r.log != nil && (ex.api == APIOllamaChat || ex.api == APIOllamaGenerate) {
+		if r.log != nil && (ex.api == APIOllamaChat || ex.api == APIOllamaGenerate || ollamaCompatible(ex.api)) {
 			warnings = append(warnings, r.cachedFromLog(ex, res, s)...)
+			harness.SetReread(s)
 		}
 		if r.attr != nil && s.Error == "" {
 			warnings = append(warnings, r.attribute(ex, req, res, reply, s)...)
@@ -309,6 +320,13 @@ func (r *recorder) measure(ex *exchange) (*metrics.Sample, *chat.Request, *chat.
 	}
 	s.Warnings = strings.Join(warnings, "; ")
 	return s, req, reply
+}
+
+// ollamaCompatible reports whether api is one of the foreign APIs Ollama also serves
+// (/v1/chat/completions, /v1/responses, /v1/messages), whose answers carry a cached count that
+// Ollama v0.17.4 always writes as 0.
+func ollamaCompatible(api string) bool {
+	return api == APIOpenAIChat || api == APIOpenAIResponses || api == APIAnthropic
 }
 
 func joinChunks(cs []chunk) []byte {

@@ -101,8 +101,8 @@ func TestProxyCachedTokensFromTheServerLog(t *testing.T) {
 		if !eqPtr(s.CachedTokens, want[i]) {
 			t.Errorf("row %d (prompt %d): cached %s; want %s (warnings %q)", i, s.PromptTokens, show(s.CachedTokens), show(want[i]), s.Warnings)
 		}
-		if want[i] != nil && (s.CachedSource != metrics.CachedSourceServerLog || s.RereadTokens != s.PromptTokens-*want[i]) {
-			t.Errorf("row %d: cached_source %q, reread %d; want server_log, %d", i, s.CachedSource, s.RereadTokens, s.PromptTokens-*want[i])
+		if want[i] != nil && (s.CachedSource != metrics.CachedSourceServerLog || val(s.RereadTokens) != s.PromptTokens-*want[i]) {
+			t.Errorf("row %d: cached_source %q, reread %s; want server_log, %d", i, s.CachedSource, show(s.RereadTokens), s.PromptTokens-*want[i])
 		}
 		if want[i] == nil && !strings.Contains(s.Warnings, "prompt=300") {
 			t.Errorf("row %d: warnings %q; want one naming the missing line", i, s.Warnings)

@@ -169,6 +169,9 @@ type Result struct {
 	// Load is the server's model load time for this request (Ollama load_duration); large after a
 	// reload, which drops the KV cache.
 	Load time.Duration
+	// LoadReported is true when the server reported Load (Ollama's done message always carries
+	// load_duration), so that a 0 is a measured 0; false for servers that do not say.
+	LoadReported bool
 	// RequestBytes is the size of the request body sent, in bytes.
 	RequestBytes int64
 	// Rendered is the prompt text the server built from the request (its chat template applied),

@@ -234,13 +234,16 @@ func (o *Outcome) applies(r *metrics.Sample) bool {
 // CachedShare returns a sample's cached share (cached tokens / prompt tokens) and the source of
 // its cached tokens: the sample's cached_tokens and cached_source when known, else
 // expected_cached_tokens and [CachedExpected]. ok is false when the prompt has no tokens, and
-// when cached_tokens is unknown and so is expected_cached_tokens ([metrics.Sample].ExpectedUnknown:
-// source "").
+// when cached_tokens is unknown and so is expected_cached_tokens (nil: source "").
 func CachedShare(s *metrics.Sample) (share float64, source string, ok bool) {
-	if s.CachedTokens == nil && s.ExpectedUnknown {
+	if s.CachedTokens == nil && s.ExpectedCachedTokens == nil {
 		return 0, "", false
 	}
-	cached, source := s.ExpectedCachedTokens, CachedExpected
+	var cached int64
+	source = CachedExpected
+	if s.ExpectedCachedTokens != nil {
+		cached = *s.ExpectedCachedTokens
+	}
 	if s.CachedTokens != nil {
 		cached, source = *s.CachedTokens, s.CachedSource
 		if source == "" {
@@ -297,7 +300,7 @@ func checkDivergence(o *Outcome, matched []*session) {
 				continue
 			}
 			o.Checked++
-			if r.ExpectedUnknown {
+			if r.ExpectedCachedTokens == nil {
 				// Never a vacuous pass: an empty divergence_segment means nothing here.
 				o.Failures = append(o.Failures, requestFailure(s, r,
 					"divergence unknown: the backend records no divergence (it shows neither the rendered prompt nor its tokens)"))
@@ -324,11 +327,17 @@ func checkReread(o *Outcome, matched []*session) {
 		j := i
 		var total int64
 		var worst *metrics.Sample
-		worstRep := 0
+		worstRep, unknown, requests := 0, 0, 0
 		for ; j < len(matched) && matched[j].scenario == matched[i].scenario && matched[j].arm == matched[i].arm; j++ {
 			for _, r := range matched[j].reqs {
-				total += r.RereadTokens
-				if worst == nil || r.RereadTokens > worst.RereadTokens {
+				requests++
+				v, ok := metrics.Int64(r.RereadTokens)
+				if !ok {
+					unknown++
+					continue
+				}
+				total += v
+				if worst == nil || v > *worst.RereadTokens {
 					worst, worstRep = r, matched[j].rep
 				}
 			}
@@ -336,13 +345,18 @@ func checkReread(o *Outcome, matched []*session) {
 		reps := j - i
 		mean := float64(total) / float64(reps)
 		o.Checked++
-		if mean > float64(most) {
+		if unknown > 0 {
+			// Never a vacuous pass: an unknown re-read is not 0.
+			s := matched[i]
+			o.Failures = append(o.Failures, Failure{Scenario: s.scenario, Arm: s.arm,
+				Message: fmt.Sprintf("re-read tokens unknown on %d of %d requests (the server did not say how many tokens it reused, or the request failed): at most %s cannot be checked", unknown, requests, formatInt(most))})
+		} else if mean > float64(most) {
 			s := matched[i]
 			f := Failure{Scenario: s.scenario, Arm: s.arm, Value: mean,
 				Message: fmt.Sprintf("re-read tokens %s > %s (mean of %d repetition%s)", formatInt(int64(mean+0.5)), formatInt(most), reps, plural(reps))}
 			if worst != nil {
 				idx := int(worst.RequestIndex)
-				f.MaxRequest, f.MaxRepetition, f.MaxRequestTokens, f.DivergenceSegment = &idx, worstRep, worst.RereadTokens, worst.DivergenceSegment
+				f.MaxRequest, f.MaxRepetition, f.MaxRequestTokens, f.DivergenceSegment = &idx, worstRep, *worst.RereadTokens, worst.DivergenceSegment
 			}
 			o.Failures = append(o.Failures, f)
 		}

@@ -17,7 +17,7 @@ import (
 // prompt, cached (-1: unknown) and expected cached tokens, re-read tokens and divergence.
 func req(scenario, arm string, rep, i, turn, step int, prompt, cached, expected, reread int64, div string) metrics.Sample {
 	s := metrics.Sample{Scenario: scenario, Arm: arm, Repetition: int32(rep), RequestIndex: int32(i), Turn: int32(turn), Step: int32(step),
-		PromptTokens: prompt, ExpectedCachedTokens: expected, RereadTokens: reread, DivergenceSegment: div}
+		PromptTokens: prompt, ExpectedCachedTokens: new(int64(expected)), RereadTokens: new(int64(reread)), DivergenceSegment: div}
 	if cached >= 0 {
 		s.CachedTokens, s.CachedSource = &cached, metrics.CachedSourceSimulation
 	}
@@ -286,7 +286,7 @@ func TestEvaluateExpectedUnknown(t *testing.T) {
 	var ss []metrics.Sample
 	for i := range 3 {
 		s := req("s", "spec", 1, i, 1, i+1, 1000, -1, 0, 1000, "")
-		s.ExpectedUnknown = true
+		s.ExpectedUnknown, s.ExpectedCachedTokens = true, nil
 		ss = append(ss, s)
 	}
 	res := Evaluate(one(Expectation{Line: 4, Scenario: "s", Arm: "spec", NoDivergenceBefore: SegmentTools, FromRequest: 1}), ss)
@@ -338,3 +338,20 @@ func TestEvaluateRunsInterrupted(t *testing.T) {
 }
 
 func ptrInt(v int64) *int64 { return &v }
+
+// A later system or developer message ("system N", "developer N", as cachesim names them) lies in
+// the conversation: a divergence there is after the tool list, and lab check knows the name.
+func TestEvaluateLaterSystemMessage(t *testing.T) {
+	var ss []metrics.Sample
+	for i, seg := range []string{"", "system 3", "developer 5"} {
+		ss = append(ss, req("s", "spec", 1, i, 1, i+1, 1000, 900, 900, 100, seg))
+	}
+	res := Evaluate(one(Expectation{Line: 2, Scenario: "s", Arm: "spec", NoDivergenceBefore: SegmentTools}), ss)
+	if o := res.Expectations[0]; o.Status != Held || len(o.Failures) != 0 {
+		t.Errorf("no_divergence_before tools over later system messages: %s, %+v; want held", o.Status, o.Failures)
+	}
+	res = Evaluate(one(Expectation{Line: 2, Scenario: "s", Arm: "spec", NoDivergenceBefore: SegmentConversation}), ss)
+	if o := res.Expectations[0]; o.Status != Held {
+		t.Errorf("no_divergence_before conversation: %s, %+v; want held (they lie in the conversation)", o.Status, o.Failures)
+	}
+}

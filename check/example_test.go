@@ -25,9 +25,9 @@ func Example() {
 	}
 	cached := func(n int64) *int64 { return &n }
 	samples := []metrics.Sample{
-		{Scenario: "midnight", Arm: "date-in-system-prompt", Repetition: 1, RequestIndex: 0, Turn: 1, Step: 1, PromptTokens: 1000, CachedTokens: cached(0), CachedSource: "simulation", RereadTokens: 1000},
-		{Scenario: "midnight", Arm: "date-in-system-prompt", Repetition: 1, RequestIndex: 1, Turn: 1, Step: 2, PromptTokens: 1500, CachedTokens: cached(1000), CachedSource: "simulation", RereadTokens: 500, DivergenceSegment: "message 2"},
-		{Scenario: "midnight", Arm: "date-in-system-prompt", Repetition: 1, RequestIndex: 2, Turn: 2, Step: 1, PromptTokens: 2000, CachedTokens: cached(5), CachedSource: "simulation", RereadTokens: 1995, DivergenceSegment: "system"},
+		{Scenario: "midnight", Arm: "date-in-system-prompt", Repetition: 1, RequestIndex: 0, Turn: 1, Step: 1, PromptTokens: 1000, CachedTokens: cached(0), CachedSource: "simulation", RereadTokens: new(int64(1000))},
+		{Scenario: "midnight", Arm: "date-in-system-prompt", Repetition: 1, RequestIndex: 1, Turn: 1, Step: 2, PromptTokens: 1500, CachedTokens: cached(1000), CachedSource: "simulation", RereadTokens: new(int64(500)), DivergenceSegment: "message 2"},
+		{Scenario: "midnight", Arm: "date-in-system-prompt", Repetition: 1, RequestIndex: 2, Turn: 2, Step: 1, PromptTokens: 2000, CachedTokens: cached(5), CachedSource: "simulation", RereadTokens: new(int64(1995)), DivergenceSegment: "system"},
 	}
 	res := check.Evaluate(f, samples)
 	check.WriteText(os.Stdout, res)

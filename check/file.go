@@ -536,7 +536,8 @@ func divergenceLimit(s string) (string, bool) {
 }
 
 // segmentRank places a sample's divergence_segment in the order system (0) < tools (1) <
-// conversation (2); ok is false for a name the lab does not write.
+// conversation (2), by position in the prompt: a later system or developer message ("system N",
+// "developer N") lies in the conversation. ok is false for a name the lab does not write.
 func segmentRank(seg string) (rank int, ok bool) {
 	switch seg {
 	case "system":
@@ -546,7 +547,7 @@ func segmentRank(seg string) (rank int, ok bool) {
 	case "note", "generation prompt":
 		return 2, true
 	}
-	for _, p := range []string{"message ", "reasoning ", "tool result "} {
+	for _, p := range []string{"message ", "reasoning ", "tool result ", "system ", "developer "} {
 		if n, found := strings.CutPrefix(seg, p); found {
 			if _, err := strconv.Atoi(n); err == nil {
 				return 2, true

@@ -118,8 +118,8 @@ func TestMidnightSpecKeepsTheSystemPrompt(t *testing.T) {
 	if s.DivergenceSegment != "reasoning 2" {
 		t.Fatalf("spec diverged in %q; want reasoning 2, the first assistant message of turn 1, whose reasoning is no longer sent (§8) nor rendered", s.DivergenceSegment)
 	}
-	if s.ExpectedCachedTokens < int64(len(sys)) {
-		t.Fatalf("spec expected cached %d < system prompt %d bytes", s.ExpectedCachedTokens, len(sys))
+	if *s.ExpectedCachedTokens < int64(len(sys)) {
+		t.Fatalf("spec expected cached %d < system prompt %d bytes", *s.ExpectedCachedTokens, len(sys))
 	}
 	// The date travels in a note on the user message of each day.
 	first := be.requests[0].Messages[1].Content
@@ -131,8 +131,8 @@ func TestMidnightSpecKeepsTheSystemPrompt(t *testing.T) {
 	// Within a turn, with text before the calls absent, the renderer's missing </think> costs
 	// only the last reply: requests 1-3 reuse almost everything they sent before.
 	for i := 1; i < 4; i++ {
-		if float64(samples[i].ExpectedCachedTokens) < 0.8*float64(samples[i-1].PromptTokens) {
-			t.Errorf("request %d expected cached %d of previous prompt %d", i, samples[i].ExpectedCachedTokens, samples[i-1].PromptTokens)
+		if float64(*samples[i].ExpectedCachedTokens) < 0.8*float64(samples[i-1].PromptTokens) {
+			t.Errorf("request %d expected cached %d of previous prompt %d", i, *samples[i].ExpectedCachedTokens, samples[i-1].PromptTokens)
 		}
 	}
 }
@@ -143,7 +143,7 @@ func TestMidnightDateArmDivergesInTheSystemPrompt(t *testing.T) {
 	if s.DivergenceSegment != "system" {
 		t.Fatalf("date arm diverged in %q; want system", s.DivergenceSegment)
 	}
-	if share := float64(s.ExpectedCachedTokens) / float64(s.PromptTokens); share > 0.10 {
+	if share := float64(*s.ExpectedCachedTokens) / float64(s.PromptTokens); share > 0.10 {
 		t.Fatalf("date arm reuses %.0f%% after midnight; want under 10%%", 100*share)
 	}
 	if !strings.Contains(be.requests[4].Messages[0].Content, "Today's date: Friday, 2026-11-06.") {
@@ -562,30 +562,45 @@ func isToolError(content string) bool {
 	return strings.HasPrefix(content, "Error: ") || strings.Contains(content, "]\nError: ")
 }
 
-// The re-read attribution covers the re-read part exactly (each byte is a token here), by kind.
+// The re-read split covers the measured re-read exactly, by kind: on every row the eight
+// reread_*_tokens columns add up to reread_tokens = prompt − cached.
 func TestRereadAttribution(t *testing.T) {
 	for _, name := range []string{"spec", "date-in-system-prompt"} {
 		samples, _ := runTiny(t, arm(t, name))
 		for _, s := range samples {
-			sum := s.RereadSystemTokens + s.RereadToolsTokens + s.RereadMessageTokens + s.RereadToolResultTokens +
-				s.RereadReasoningTokens + s.RereadNoteTokens + s.RereadOtherTokens
-			if want := s.PromptTokens - s.ExpectedCachedTokens; s.ExpectedCachedTokens < s.PromptTokens-1 && sum != want {
-				t.Errorf("%s request %d: attributed %d; want prompt − expected = %d", name, s.RequestIndex, sum, want)
+			if s.RereadTokens == nil || *s.RereadTokens != s.PromptTokens-*s.CachedTokens {
+				t.Fatalf("%s request %d: reread %v; want prompt − cached = %d", name, s.RequestIndex, s.RereadTokens, s.PromptTokens-*s.CachedTokens)
+			}
+			if sum := splitSum(t, &s); sum != *s.RereadTokens {
+				t.Errorf("%s request %d: split adds up to %d; want reread_tokens = %d", name, s.RequestIndex, sum, *s.RereadTokens)
 			}
 		}
 		after := samples[4] // the first request after midnight
 		switch name {
 		case "spec":
-			if after.RereadSystemTokens != 0 || after.RereadToolsTokens != 0 || after.RereadToolResultTokens == 0 || after.RereadNoteTokens == 0 {
+			if *after.RereadSystemTokens != 0 || *after.RereadToolsTokens != 0 || *after.RereadToolResultTokens == 0 || *after.RereadNoteTokens == 0 {
 				t.Errorf("spec after midnight: system %d, tools %d, tool results %d, note %d; want only the history and the note re-read",
-					after.RereadSystemTokens, after.RereadToolsTokens, after.RereadToolResultTokens, after.RereadNoteTokens)
+					*after.RereadSystemTokens, *after.RereadToolsTokens, *after.RereadToolResultTokens, *after.RereadNoteTokens)
 			}
 		default:
-			if after.RereadSystemTokens == 0 || after.RereadToolsTokens == 0 {
-				t.Errorf("date arm after midnight: system %d, tools %d; want both re-read", after.RereadSystemTokens, after.RereadToolsTokens)
+			if *after.RereadSystemTokens == 0 || *after.RereadToolsTokens == 0 {
+				t.Errorf("date arm after midnight: system %d, tools %d; want both re-read", *after.RereadSystemTokens, *after.RereadToolsTokens)
 			}
 		}
 	}
+}
+
+// splitSum is the sum of a row's re-read split; it fails the test when a part is null.
+func splitSum(t *testing.T, s *metrics.Sample) int64 {
+	t.Helper()
+	var sum int64
+	for i, p := range s.RereadSplit() {
+		if *p == nil {
+			t.Fatalf("request %d: reread_%s_tokens is null", s.RequestIndex, metrics.RereadSplitNames[i])
+		}
+		sum += **p
+	}
+	return sum
 }
 
 // TestContextOverflowIsMarked: with a context window smaller than the session, exactly the
@@ -711,10 +726,10 @@ func TestUsagePrefixAndCacheState(t *testing.T) {
 			}
 			s := samples[1]
 			if s.CacheWriteTokens == nil || *s.CacheWriteTokens != 10 || *s.CacheWrite5mTokens != 7 || *s.CacheWrite1hTokens != 3 ||
-				s.ReasoningTokensGenerated != 11 || s.CostUSD == nil || *s.CostUSD != 0.1 ||
+				val(s.ReasoningTokensGenerated) != 11 || s.CostUSD == nil || *s.CostUSD != 0.1 ||
 				s.UsageFields != `{"CacheWrite":"usage.cache_creation_input_tokens","ReasoningGenerated":"x.reasoning"}` {
 				t.Errorf("usage columns: write %v 5m %v 1h %v, reasoning %d, cost %v, fields %s",
-					s.CacheWriteTokens, s.CacheWrite5mTokens, s.CacheWrite1hTokens, s.ReasoningTokensGenerated, s.CostUSD, s.UsageFields)
+					s.CacheWriteTokens, s.CacheWrite5mTokens, s.CacheWrite1hTokens, val(s.ReasoningTokensGenerated), s.CostUSD, s.UsageFields)
 			}
 			var reqs []*chat.Request
 			switch b := tc.backend.(type) {
@@ -795,4 +810,12 @@ func TestCacheBreakpointsByArm(t *testing.T) {
 			t.Errorf("request %d carries %v", i, r.CacheBreakpoints)
 		}
 	}
+}
+
+// val is *p, or -1 for nil (unknown), so that a test comparing a figure fails on a null.
+func val(p *int64) int64 {
+	if p == nil {
+		return -1
+	}
+	return *p
 }

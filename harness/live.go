@@ -270,9 +270,10 @@ func (r *runner) annotate(s *metrics.Sample, req *chat.Request, reply *chat.Repl
 	}
 	if sendErr == nil {
 		s.RepeatedCall = r.repeated(reply.ToolCalls)
-		if s.ReasoningTokensGenerated == 0 && reply.Reasoning != "" && r.cfg.Tokenizer != nil {
+		// The server did not count the reasoning: count what the reply carried (none is 0).
+		if s.ReasoningTokensGenerated == nil && res != nil && res.Reply != nil && r.cfg.Tokenizer != nil {
 			if ids, err := r.cfg.Tokenizer.Encode(reply.Reasoning); err == nil {
-				s.ReasoningTokensGenerated = int64(len(ids))
+				s.ReasoningTokensGenerated = new(int64(len(ids)))
 			}
 		}
 	}

@@ -89,6 +89,10 @@ type RunConfig struct {
 	// [metrics.CurrentLoad].
 	Host func() *metrics.Host
 	Load func() *metrics.LoadAverage
+	// ConstantCached, when set, says why the server's cached count is a constant and not a
+	// measurement (Ollama's /v1/messages answers cache_read_input_tokens 0 whatever it reused):
+	// every result's cached tokens are then dropped ([DropConstantCached]) and stay null.
+	ConstantCached string
 }
 
 // Requests returns the number of requests the matrix's sessions of c's shard send (every
@@ -331,7 +335,7 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 			Scenario: scen, Arm: arm, Repetition: rep, RunID: runID, Loop: cfg.Loop, Backend: cfg.Backend,
 			BackendName: cfg.BackendName, Model: cfg.Model, ServerVersion: cfg.ServerVersion,
 			Tokenizer: cfg.Tokenizer, Sink: sink, SandboxDir: sandbox, Warn: cfg.Warn, NumCtx: cfg.NumCtx,
-			Warm: cfg.Warm, Price: cfg.Price, Retry: cfg.Retry, Driver: cfg.Driver,
+			Warm: cfg.Warm, Price: cfg.Price, Retry: cfg.Retry, Driver: cfg.Driver, ConstantCached: cfg.ConstantCached,
 			OnSample: func(s *metrics.Sample) {
 				if s.RequestIndex == 0 {
 					cold.first(s)

@@ -83,6 +83,10 @@ type SessionConfig struct {
 	// Driver says who decides the assistant's steps: the scenario (the zero value) or the model
 	// ([DriverLive], with its bounds; see live.go).
 	Driver Driver
+	// ConstantCached, when set, says why the server's cached count is a constant and not a
+	// measurement (Ollama's /v1/messages answers cache_read_input_tokens 0 whatever it reused):
+	// every result's cached tokens are then dropped ([DropConstantCached]) and stay null.
+	ConstantCached string
 }
 
 // RunSession replays one scenario with one arm through the harness and the backend, writing one
@@ -520,6 +524,8 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 		Backend: cfg.BackendName, Model: cfg.Model, ServerVersion: cfg.ServerVersion,
 		RequestIndex: int32(r.index), Turn: int32(r.turn), Step: int32(r.step), Kind: kind,
 		StartedAt: time.Now().UTC(),
+		// Unknown until the attribution computes it (a failed request never gets one).
+		ExpectedUnknown: true,
 	}
 	r.index++
 	if cfg.PromptPrefix != "" && len(req.Messages) > 0 && req.Messages[0].Role == chat.RoleSystem {
@@ -554,6 +560,11 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 		}
 		return sendErr
 	}
+	if cfg.ConstantCached != "" {
+		if w, ok := DropConstantCached(res, cfg.ConstantCached); ok {
+			res.Warnings = append(res.Warnings, w)
+		}
+	}
 	SetResult(s, res, cfg.Price)
 	s.TTFTNs, s.TotalNs, s.RequestBytes = int64(res.TTFT), int64(res.Total), res.RequestBytes
 	r.annotate(s, req, reply, res, nil)
@@ -567,11 +578,6 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 		}
 	}
 	s.Warnings = strings.Join(warnings, "; ")
-	if s.CachedTokens != nil {
-		s.RereadTokens = s.PromptTokens - *s.CachedTokens
-	} else {
-		s.RereadTokens = s.PromptTokens - s.ExpectedCachedTokens
-	}
 	if err := cfg.Sink.Write(s); err != nil {
 		return err
 	}

@@ -29,13 +29,20 @@ var columns = []string{
 	"reread_note_tokens", "reread_other_tokens", "context_overflow", "warnings",
 	"cache_write_5m_tokens", "cache_write_1h_tokens", "usage_fields",
 	"retries", "retry_wait_ns",
-	"driver", "end_reason", "repeated_call", "expected_unknown",
+	"driver", "end_reason", "repeated_call", "expected_unknown", "reread_unattributed_tokens",
 }
 
 // optionalColumns are the nullable columns.
 var optionalColumns = map[string]bool{
 	"cached_tokens": true, "cache_write_tokens": true, "divergence_token": true, "cost_usd": true,
 	"cache_write_5m_tokens": true, "cache_write_1h_tokens": true,
+	// Unmeasured is null: pointers, and figures never 0 when measured (0 written as null).
+	"error": true, "cached_source": true, "prompt_tokens": true, "completion_tokens": true, "reasoning_tokens_generated": true,
+	"ttft_ns": true, "prefill_ns": true, "total_ns": true, "load_ns": true, "expected_cached_tokens": true,
+	"reread_tokens": true, "reasoning_tokens_sent": true, "reread_reasoning_tokens": true,
+	"reread_system_tokens": true, "reread_tools_tokens": true, "reread_message_tokens": true,
+	"reread_tool_result_tokens": true, "reread_note_tokens": true, "reread_other_tokens": true,
+	"reread_unattributed_tokens": true,
 }
 
 // testSamples returns n samples in which every fourth has unknown cached tokens and the others
@@ -59,19 +66,18 @@ func testSamples(n int) []metrics.Sample {
 			Kind:                     metrics.KindStep,
 			StartedAt:                start.Add(time.Duration(i) * time.Second),
 			PromptTokens:             int64(1000 + 100*i),
-			ExpectedCachedTokens:     int64(900 + 100*i),
-			RereadTokens:             100,
-			RereadReasoningTokens:    int64(i),
-			ReasoningTokensSent:      int64(2 * i),
-			CompletionTokens:         50,
-			ReasoningTokensGenerated: 20,
+			ExpectedCachedTokens:     new(int64(900 + 100*i)),
+			ReasoningTokensSent:      new(int64(2 * i)),
+			CompletionTokens:         new(int64(50)),
+			ReasoningTokensGenerated: new(int64(20)),
 			TTFTNs:                   int64(i) * 1e6,
 			PrefillNs:                int64(i) * 2e6,
 			TotalNs:                  int64(i) * 3e6,
-			LoadNs:                   0,
+			LoadNs:                   new(int64(0)),
 			RequestBytes:             int64(4096 + i),
 		}
 		if i%4 != 3 {
+			s.RereadTokens, s.RereadReasoningTokens = new(int64(100)), new(int64(i))
 			s.CachedTokens = new(int64(900 + 100*i))
 			s.CachedSource = metrics.CachedSourceServerLog
 			s.CacheWriteTokens = new(int64(100))

@@ -339,7 +339,7 @@ func (p *ParquetSink) Close() (err error) {
 
 // ReadParquet reads every row of the samples file at path, in file order, with StartedAt in UTC.
 // Columns the file lacks are left at their zero value (nil for optional ones); columns this
-// version does not know are ignored. It fails on a file without footer (a run that never closed
+// version does not know are ignored; rows of older files are upgraded ([Sample.Upgrade]). It fails on a file without footer (a run that never closed
 // its sink).
 func ReadParquet(path string) ([]Sample, error) {
 	rows, err := parquet.ReadFile[Sample](path)
@@ -348,6 +348,7 @@ func ReadParquet(path string) ([]Sample, error) {
 	}
 	for i := range rows {
 		rows[i].StartedAt = rows[i].StartedAt.UTC()
+		rows[i].Upgrade()
 	}
 	return rows, nil
 }
@@ -459,6 +460,7 @@ func readJournal(f *os.File, path string, inUse bool) ([]Sample, error) {
 				bad = append(bad, BadLine{Path: path, Line: n, Cut: !whole, Err: derr})
 			} else {
 				s.StartedAt = s.StartedAt.UTC()
+				s.Upgrade()
 				rows = append(rows, s)
 			}
 		}

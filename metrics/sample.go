@@ -8,9 +8,16 @@ import (
 // Sample is one row of a run's Parquet part, results/run_id=<run-id>/part-<i>-of-<n>.parquet: one request a harness sent.
 //
 // Token counts are in tokens of the served model's tokenizer; durations are int64 nanoseconds.
-// Optional measurements are pointers: nil means unknown (the server did not say), never 0. The
-// parquet tags give the column names, which are a contract: new columns may be added, existing
-// ones are never renamed.
+//
+// A figure the lab did not measure is null, in Parquet and in the journal's JSON, never 0 and
+// never a guess. A figure that can truly be 0 is a pointer (nil: unknown). A figure that is never
+// 0 when measured (a prompt has at least one token; a measured time is never 0 ns) stays a plain
+// value whose column is optional: 0 is written as null and read back as 0, which means unknown.
+// Each field's comment says which. Files written before a column became nullable read as before,
+// except for the figures the old schema itself called meaningless ([Sample.Upgrade]).
+//
+// The parquet tags give the column names, which are a contract: new columns may be added,
+// existing ones are never renamed.
 type Sample struct {
 	// RunID identifies the run, the <run-id> of results/run_id=<run-id>/ (also its Hive partition key).
 	RunID string `parquet:"run_id,dict" json:"run_id"`
@@ -40,21 +47,26 @@ type Sample struct {
 	StartedAt time.Time `parquet:"started_at,timestamp(nanosecond:utc)" json:"started_at"`
 
 	// PromptTokens is the number of tokens of the whole prompt the server processed or reused,
-	// cached part included.
-	PromptTokens int64 `parquet:"prompt_tokens" json:"prompt_tokens"`
+	// cached part included, as the server counted it (Ollama prompt_eval_count, OpenAI
+	// usage.prompt_tokens, Anthropic input + cache read + cache write). Never 0 when measured:
+	// 0 (null in the file) means the server gave no count (a failed request, a stream cut before
+	// its usage).
+	PromptTokens int64 `parquet:"prompt_tokens,optional" json:"prompt_tokens,omitempty"`
 	// CachedTokens is the number of prompt tokens the server says it reused from its cache;
 	// nil when unknown (never 0 for unknown). CachedSource says where the figure came from.
 	CachedTokens *int64 `parquet:"cached_tokens,optional" json:"cached_tokens"`
 	// CachedSource names where CachedTokens came from, for example [CachedSourceResponse] or
-	// [CachedSourceServerLog]; "" when CachedTokens is nil.
-	CachedSource string `parquet:"cached_source,dict" json:"cached_source"`
+	// [CachedSourceServerLog]; "" (null in the file) when CachedTokens is nil.
+	CachedSource string `parquet:"cached_source,optional,dict" json:"cached_source"`
 	// CacheWriteTokens is the number of prompt tokens the server says it wrote to its cache (APIs
 	// that bill cache writes report it); nil when unknown.
 	CacheWriteTokens *int64 `parquet:"cache_write_tokens,optional" json:"cache_write_tokens"`
 	// ExpectedCachedTokens is the number of prompt tokens a perfect prefix cache could have
 	// reused: the longest common token prefix of this prompt and what the server's cache held
-	// after the previous request, computed by the lab.
-	ExpectedCachedTokens int64 `parquet:"expected_cached_tokens" json:"expected_cached_tokens"`
+	// after the previous request, computed by the lab from the server's own rendering and the
+	// served model's tokenizer. 0 is a real value (a cold cache); nil when it cannot be computed
+	// (a cloud API shows no rendering, or no tokenizer was given); ExpectedUnknown is then true.
+	ExpectedCachedTokens *int64 `parquet:"expected_cached_tokens,optional" json:"expected_cached_tokens"`
 	// DivergenceToken is the 0-based index of the first prompt token that differs from what the
 	// server's cache held; nil when the whole cache matched (the prompt only extended it).
 	DivergenceToken *int64 `parquet:"divergence_token,optional" json:"divergence_token"`
@@ -63,55 +75,73 @@ type Sample struct {
 	// "generation prompt" (what the template writes after the last message); "" when the whole
 	// cache matched.
 	DivergenceSegment string `parquet:"divergence_segment,dict" json:"divergence_segment"`
-	// RereadTokens is the number of prompt tokens the server had to process again:
-	// PromptTokens − CachedTokens when CachedTokens is known, else PromptTokens −
-	// ExpectedCachedTokens.
-	RereadTokens int64 `parquet:"reread_tokens" json:"reread_tokens"`
-	// RereadReasoningTokens is the part of RereadTokens that lies in reasoning text sent back.
-	RereadReasoningTokens int64 `parquet:"reread_reasoning_tokens" json:"reread_reasoning_tokens"`
-	// ReasoningTokensSent is the number of prompt tokens that are earlier reasoning sent back.
-	ReasoningTokensSent int64 `parquet:"reasoning_tokens_sent" json:"reasoning_tokens_sent"`
-	// CompletionTokens is the number of tokens the model generated, reasoning included.
-	CompletionTokens int64 `parquet:"completion_tokens" json:"completion_tokens"`
-	// ReasoningTokensGenerated is the part of CompletionTokens that is reasoning.
-	ReasoningTokensGenerated int64 `parquet:"reasoning_tokens_generated" json:"reasoning_tokens_generated"`
+	// RereadTokens is the number of prompt tokens the server processed again: PromptTokens −
+	// CachedTokens, both as the server counted them. 0 is a real value; nil when CachedTokens or
+	// PromptTokens is unknown (never estimated from ExpectedCachedTokens).
+	RereadTokens *int64 `parquet:"reread_tokens,optional" json:"reread_tokens"`
+	// RereadReasoningTokens is the part of RereadTokens that lies in reasoning text sent back
+	// (see the re-read split below).
+	RereadReasoningTokens *int64 `parquet:"reread_reasoning_tokens,optional" json:"reread_reasoning_tokens"`
+	// ReasoningTokensSent is the number of prompt tokens that are earlier reasoning sent back,
+	// counted with the served model's tokenizer (cachesim.Attribution). 0 is a real value; nil
+	// when the rendering is unknown (ExpectedUnknown).
+	ReasoningTokensSent *int64 `parquet:"reasoning_tokens_sent,optional" json:"reasoning_tokens_sent"`
+	// CompletionTokens is the number of tokens the model generated, reasoning included, as the
+	// server counted them (Ollama eval_count, OpenAI usage.completion_tokens, Anthropic
+	// output_tokens). 0 is a real value; nil when the server gave no count.
+	CompletionTokens *int64 `parquet:"completion_tokens,optional" json:"completion_tokens"`
+	// ReasoningTokensGenerated is the part of CompletionTokens that is reasoning: the server's
+	// count (OpenAI completion_tokens_details.reasoning_tokens), else the reasoning a live reply
+	// carried counted with the served model's tokenizer. 0 is a real value; nil when neither is
+	// known (a scripted request, a server that does not say).
+	ReasoningTokensGenerated *int64 `parquet:"reasoning_tokens_generated,optional" json:"reasoning_tokens_generated"`
 
-	// TTFTNs is the time from sending the request to the first streamed token, in nanoseconds.
-	TTFTNs int64 `parquet:"ttft_ns" json:"ttft_ns"`
+	// TTFTNs is the time from sending the request to the first streamed token, in nanoseconds,
+	// measured by the client (the harness or the proxy). Never 0 when measured: 0 (null) means
+	// not measured (the request failed before an answer came).
+	TTFTNs int64 `parquet:"ttft_ns,optional" json:"ttft_ns,omitempty"`
 	// PrefillNs is the time the server spent processing the prompt tokens it did not reuse, in
-	// nanoseconds, as the server reports it (for Ollama prompt_eval_duration).
-	PrefillNs int64 `parquet:"prefill_ns" json:"prefill_ns"`
-	// TotalNs is the time from sending the request to the end of the response, in nanoseconds.
-	TotalNs int64 `parquet:"total_ns" json:"total_ns"`
-	// LoadNs is the time the server spent loading the model for this request, in nanoseconds;
-	// nonzero means the model (and its cache) was reloaded.
-	LoadNs int64 `parquet:"load_ns" json:"load_ns"`
+	// nanoseconds, as the server reports it (Ollama prompt_eval_duration, llama-server
+	// timings.prompt_ms; the sim backend's model). Never 0 when measured (a server evaluates at
+	// least the last prompt token): 0 (null) means the server does not say (cloud APIs).
+	PrefillNs int64 `parquet:"prefill_ns,optional" json:"prefill_ns,omitempty"`
+	// TotalNs is the time from sending the request to the end of the response, in nanoseconds,
+	// measured by the client. Never 0 when measured: 0 (null) means not measured.
+	TotalNs int64 `parquet:"total_ns,optional" json:"total_ns,omitempty"`
+	// LoadNs is the time the server spent loading the model for this request, in nanoseconds, as
+	// the server reports it (Ollama load_duration); a large value means the model (and its
+	// cache) was reloaded. 0 is a real value; nil when the server does not say (every server
+	// but Ollama).
+	LoadNs *int64 `parquet:"load_ns,optional" json:"load_ns"`
 	// RequestBytes is the size of the request body sent, in bytes.
 	RequestBytes int64 `parquet:"request_bytes" json:"request_bytes"`
 	// CostUSD is the request's price in US dollars; nil when unknown or not applicable (local
 	// servers).
 	CostUSD *float64 `parquet:"cost_usd,optional" json:"cost_usd"`
-	// Error is the error the request ended with; "" when it succeeded.
-	Error string `parquet:"error" json:"error"`
+	// Error is the error the request ended with; "" when it succeeded, written as null (an
+	// error message is never empty), so count(error) counts the failed requests.
+	Error string `parquet:"error,optional" json:"error,omitempty"`
 
-	// The re-read attribution: the prompt from the first byte that differs from what the
-	// server's cache held to its end (what a perfect prefix cache re-reads: prompt_tokens −
-	// expected_cached_tokens, up to token boundaries), by the kind of segment it falls in. Each
-	// segment's re-read text is tokenized alone, so the sum may differ from the re-read total by
-	// a token or two per segment. The reasoning part is RereadReasoningTokens.
+	// The re-read split: the tokens the server re-read, positions [CachedTokens, PromptTokens)
+	// of the prompt as the server rendered it, by the kind of segment each token lies in
+	// (cachesim.Attribution.Split). The eight columns (RereadReasoningTokens above and
+	// RereadUnattributedTokens at the end included) add up to RereadTokens exactly. Each is 0 or
+	// more, and nil when RereadTokens is nil or the rendering is unknown (ExpectedUnknown).
 	//
-	// RereadSystemTokens lies in the system prompt.
-	RereadSystemTokens int64 `parquet:"reread_system_tokens" json:"reread_system_tokens"`
+	// RereadSystemTokens lies in system messages (the first one, "system", and any later one or
+	// developer message, "system N", "developer N").
+	RereadSystemTokens *int64 `parquet:"reread_system_tokens,optional" json:"reread_system_tokens"`
 	// RereadToolsTokens lies in the tool list.
-	RereadToolsTokens int64 `parquet:"reread_tools_tokens" json:"reread_tools_tokens"`
-	// RereadMessageTokens lies in user and assistant messages (text and tool calls).
-	RereadMessageTokens int64 `parquet:"reread_message_tokens" json:"reread_message_tokens"`
-	// RereadToolResultTokens lies in tool results.
-	RereadToolResultTokens int64 `parquet:"reread_tool_result_tokens" json:"reread_tool_result_tokens"`
-	// RereadNoteTokens lies in session notes.
-	RereadNoteTokens int64 `parquet:"reread_note_tokens" json:"reread_note_tokens"`
-	// RereadOtherTokens lies elsewhere: the generation prompt after the last message.
-	RereadOtherTokens int64 `parquet:"reread_other_tokens" json:"reread_other_tokens"`
+	RereadToolsTokens *int64 `parquet:"reread_tools_tokens,optional" json:"reread_tools_tokens"`
+	// RereadMessageTokens lies in user and assistant messages (text and tool calls), text pasted
+	// into them included.
+	RereadMessageTokens *int64 `parquet:"reread_message_tokens,optional" json:"reread_message_tokens"`
+	// RereadToolResultTokens lies in tool results (role tool).
+	RereadToolResultTokens *int64 `parquet:"reread_tool_result_tokens,optional" json:"reread_tool_result_tokens"`
+	// RereadNoteTokens lies in session notes (a <session-note> block ending a user message).
+	RereadNoteTokens *int64 `parquet:"reread_note_tokens,optional" json:"reread_note_tokens"`
+	// RereadOtherTokens lies in the generation prompt after the last message.
+	RereadOtherTokens *int64 `parquet:"reread_other_tokens,optional" json:"reread_other_tokens"`
 
 	// ContextOverflow is true when the prompt, or the prompt and the reply the server's cache held
 	// after it, took more tokens than the context window the run pinned (Ollama num_ctx): the
@@ -151,10 +181,63 @@ type Sample struct {
 	RepeatedCall bool `parquet:"repeated_call" json:"repeated_call"`
 	// ExpectedUnknown is true when the lab could not compute what a perfect prefix cache could
 	// have reused, because the backend shows neither the prompt as the server rendered it nor its
-	// tokens (cloud APIs): ExpectedCachedTokens, the divergence and the reread_*_tokens split are
-	// then 0 and mean nothing, and readers treat them as unknown. False in runs made before the
-	// column existed, whose backends (Ollama, sim) always computed it.
+	// tokens (cloud APIs): ExpectedCachedTokens, the divergence token, ReasoningTokensSent and the
+	// reread_*_tokens split are then nil. New rows write it equal to ExpectedCachedTokens == nil;
+	// it stays for readers of older files, where those columns were 0 on such rows. False in runs
+	// made before the column existed, whose backends (Ollama, sim) always computed it.
 	ExpectedUnknown bool `parquet:"expected_unknown" json:"expected_unknown"`
+	// RereadUnattributedTokens is the part of the re-read split no segment holds: tokens the
+	// server counted beyond the lab tokenizer's count of the rendered prompt (a tokenizer that
+	// counts differently; see Warnings). 0 when the two agree; nil with the rest of the split.
+	RereadUnattributedTokens *int64 `parquet:"reread_unattributed_tokens,optional" json:"reread_unattributed_tokens"`
+}
+
+// Upgrade makes a row read from a file written before its columns were nullable say unknown
+// where the old schema wrote a stand-in value: on an ExpectedUnknown row the expected cached
+// tokens, reasoning tokens sent and the re-read split (then 0 and meaningless) become nil; on a
+// row without cached tokens, reread_tokens (then prompt − expected, an estimate) and its split
+// become nil; on a row with an error and no prompt count, the completion count becomes nil. A
+// row written by this version is left as it is, so calling it twice changes nothing. Readers of
+// results files ([ReadParquet], [ReadJournal]) call it on every row.
+func (s *Sample) Upgrade() {
+	if s.ExpectedUnknown {
+		s.ExpectedCachedTokens, s.ReasoningTokensSent = nil, nil
+		s.clearSplit()
+	}
+	if s.CachedTokens == nil || s.PromptTokens <= 0 {
+		s.RereadTokens = nil
+		s.clearSplit()
+	}
+	if s.Error != "" && s.PromptTokens <= 0 && s.CompletionTokens != nil && *s.CompletionTokens == 0 {
+		s.CompletionTokens = nil
+	}
+}
+
+// clearSplit sets every reread_*_tokens column of the split to nil.
+func (s *Sample) clearSplit() {
+	for _, p := range s.RereadSplit() {
+		*p = nil
+	}
+}
+
+// RereadSplit returns pointers to the fields of the re-read split, in the order of
+// [RereadSplitNames]: system, tools, message, tool result, reasoning, note, other, unattributed.
+func (s *Sample) RereadSplit() []**int64 {
+	return []**int64{&s.RereadSystemTokens, &s.RereadToolsTokens, &s.RereadMessageTokens, &s.RereadToolResultTokens,
+		&s.RereadReasoningTokens, &s.RereadNoteTokens, &s.RereadOtherTokens, &s.RereadUnattributedTokens}
+}
+
+// RereadSplitNames names the kinds of [Sample.RereadSplit], in its order, as the columns name
+// them without "reread_" and "_tokens".
+var RereadSplitNames = []string{"system", "tools", "message", "tool_result", "reasoning", "note", "other", "unattributed"}
+
+// Int64 returns *p, and whether p is not nil (the figure is known): a reader's way to sum a
+// nullable column while counting its unknown rows.
+func Int64(p *int64) (int64, bool) {
+	if p == nil {
+		return 0, false
+	}
+	return *p, true
 }
 
 // The values of [Sample].Driver.

@@ -33,7 +33,7 @@ const MaxDivergenceLabels = 12
 // others sorted by name. A lighter dashed line of the same colour shows expected_cached_tokens /
 // prompt_tokens, the share a perfect prefix cache would have reused; the gap between the two
 // lines is the server's doing. Requests whose expected cached tokens are unknown
-// ([metrics.Sample].ExpectedUnknown: a cloud API shows no rendering) have no expected point and
+// ([metrics.Sample].ExpectedCachedTokens nil: a cloud API shows no rendering) have no expected point and
 // no divergence marker. The legend names the arms, the dashed "expected" line and the
 // divergence marker.
 //
@@ -61,7 +61,8 @@ func CachedShare(scenario string, samples []metrics.Sample) (*plot.Plot, error) 
 		return 100 * float64(*s.CachedTokens) / float64(s.PromptTokens), true
 	}))
 	expected := collect(seqs, perSample(func(s *metrics.Sample) (float64, bool) {
-		return 100 * float64(s.ExpectedCachedTokens) / float64(s.PromptTokens), !s.ExpectedUnknown
+		e, ok := metrics.Int64(s.ExpectedCachedTokens)
+		return 100 * float64(e) / float64(s.PromptTokens), ok
 	}))
 
 	p := newChart(fmt.Sprintf("%s: cached share of the prompt per request", scenario),
@@ -124,10 +125,11 @@ func divergences(seqs map[repKey][]*metrics.Sample, arms []string, measured, exp
 	for k, seq := range seqs {
 		for i := 1; i < len(seq); i++ {
 			s := seq[i]
-			if s.ExpectedUnknown {
+			e, ok := metrics.Int64(s.ExpectedCachedTokens)
+			if !ok {
 				continue // no divergence was computed
 			}
-			lost := max(0, float64(seq[i-1].PromptTokens-s.ExpectedCachedTokens)) / float64(s.PromptTokens)
+			lost := max(0, float64(seq[i-1].PromptTokens-e)) / float64(s.PromptTokens)
 			m := byArm[k.arm]
 			if m == nil {
 				m = map[int32]*acc{}

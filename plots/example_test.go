@@ -13,10 +13,10 @@ import (
 func ExampleCachedShare() {
 	samples := []metrics.Sample{
 		{Scenario: "midnight", Arm: "spec", RequestIndex: 0, PromptTokens: 1000, CachedTokens: new(int64(0))},
-		{Scenario: "midnight", Arm: "spec", RequestIndex: 1, PromptTokens: 1200, CachedTokens: new(int64(990)), ExpectedCachedTokens: 1000},
+		{Scenario: "midnight", Arm: "spec", RequestIndex: 1, PromptTokens: 1200, CachedTokens: new(int64(990)), ExpectedCachedTokens: new(int64(1000))},
 		{Scenario: "midnight", Arm: "spec", RequestIndex: 2, PromptTokens: 1400}, // cached unknown: a gap
 		// The date changed: the prompt differs from the cache in the system prompt.
-		{Scenario: "midnight", Arm: "spec", RequestIndex: 3, PromptTokens: 1600, CachedTokens: new(int64(12)), ExpectedCachedTokens: 12, DivergenceSegment: "system"},
+		{Scenario: "midnight", Arm: "spec", RequestIndex: 3, PromptTokens: 1600, CachedTokens: new(int64(12)), ExpectedCachedTokens: new(int64(12)), DivergenceSegment: "system"},
 	}
 	p, err := plots.CachedShare("midnight", samples)
 	if err != nil {
@@ -39,8 +39,8 @@ func ExampleCachedShare() {
 // results/<run-id>/plots/<scenario>-<name>.svg and .png, skipping ErrNoSamples.
 func ExampleScenarioCharts() {
 	samples := []metrics.Sample{
-		{Scenario: "midnight", Arm: "spec", RequestIndex: 0, PromptTokens: 1000, RereadTokens: 1000, PrefillNs: 2e9},
-		{Scenario: "midnight", Arm: "spec", RequestIndex: 1, PromptTokens: 1200, RereadTokens: 200, PrefillNs: 4e8},
+		{Scenario: "midnight", Arm: "spec", RequestIndex: 0, PromptTokens: 1000, RereadTokens: new(int64(1000)), PrefillNs: 2e9},
+		{Scenario: "midnight", Arm: "spec", RequestIndex: 1, PromptTokens: 1200, RereadTokens: new(int64(200)), PrefillNs: 4e8},
 	}
 	for _, ch := range plots.ScenarioCharts() {
 		p, err := ch.Build("midnight", samples)

@@ -24,7 +24,7 @@ func crowded() []metrics.Sample {
 				expected, segment = prev-prompt/10, fmt.Sprintf("tool result %d", int(i)+a)
 			}
 			out = append(out, metrics.Sample{Scenario: "s", Arm: fmt.Sprintf("arm-%02d", a), Repetition: 1,
-				RequestIndex: i, PromptTokens: prompt, ExpectedCachedTokens: expected,
+				RequestIndex: i, PromptTokens: prompt, ExpectedCachedTokens: new(int64(expected)),
 				CachedTokens: new(expected), DivergenceSegment: segment})
 			prev = prompt
 		}
@@ -83,7 +83,7 @@ func TestUnknownCachedLeftOut(t *testing.T) {
 	t.Parallel()
 	var samples []metrics.Sample
 	for i := range int32(3) {
-		s := metrics.Sample{Scenario: "s", Arm: "spec", RequestIndex: i, PromptTokens: 100, ExpectedCachedTokens: 50, CachedTokens: new(int64(40))}
+		s := metrics.Sample{Scenario: "s", Arm: "spec", RequestIndex: i, PromptTokens: 100, ExpectedCachedTokens: new(int64(50)), CachedTokens: new(int64(40))}
 		if i == 1 {
 			s.CachedTokens = nil
 		}

@@ -42,14 +42,14 @@ func fixture() []metrics.Sample {
 			s := metrics.Sample{
 				RunID: "run-1", Scenario: "midnight", Arm: arm, Repetition: 1, RequestIndex: i,
 				Turn: 1 + i/4, Step: 1 + i%4, Kind: metrics.KindStep,
-				PromptTokens: prompt, ExpectedCachedTokens: expected,
+				PromptTokens: prompt, ExpectedCachedTokens: new(int64(expected)),
 				CachedTokens: new(max(cached, 0)), CachedSource: metrics.CachedSourceServerLog,
-				DivergenceSegment: segment, RereadTokens: prompt - max(cached, 0),
+				DivergenceSegment: segment, RereadTokens: new(int64(prompt - max(cached, 0))),
 				PrefillNs: (prompt - max(cached, 0)) * 1_000_000, // 1 ms per re-read token
 			}
 			if arm == metrics.SpecArm && i == 3 {
 				s.CachedTokens, s.CachedSource = nil, ""
-				s.RereadTokens = prompt - expected
+				s.RereadTokens = nil // unknown with the cached tokens
 			}
 			out = append(out, s)
 		}
@@ -102,9 +102,9 @@ func manyArms(n int, reps int32) []metrics.Sample {
 				cached := max(0, expected-int64(rng.IntN(200)))
 				out = append(out, metrics.Sample{
 					RunID: "run-2", Scenario: "midnight", Arm: arm, Repetition: rep, RequestIndex: i,
-					Kind: metrics.KindStep, PromptTokens: prompt, ExpectedCachedTokens: expected,
+					Kind: metrics.KindStep, PromptTokens: prompt, ExpectedCachedTokens: new(int64(expected)),
 					CachedTokens: new(cached), CachedSource: metrics.CachedSourceServerLog,
-					DivergenceSegment: segment, RereadTokens: prompt - cached,
+					DivergenceSegment: segment, RereadTokens: new(int64(prompt - cached)),
 					PrefillNs: (prompt - cached) * int64(900_000+rng.IntN(200_000)),
 				})
 				prev = prompt
@@ -197,7 +197,8 @@ func TestCumulativeReread(t *testing.T) {
 	totals := map[string]int64{}
 	for _, s := range samples {
 		if s.Scenario == "midnight" {
-			totals[s.Arm] += s.RereadTokens
+			v, _ := metrics.Int64(s.RereadTokens)
+			totals[s.Arm] += v
 		}
 	}
 	if want := float64(totals["date-in-system-prompt"]); p.Y.Max != want || totals["spec"] >= totals["date-in-system-prompt"] {
@@ -220,7 +221,7 @@ func TestCumulativeRereadRepetitions(t *testing.T) {
 	for rep, reread := range [][]int64{{100, 50}, {300, 10}} {
 		for i, r := range reread {
 			samples = append(samples, metrics.Sample{Scenario: "s", Arm: "spec", Repetition: int32(rep + 1),
-				RequestIndex: int32(i), PromptTokens: 1000, RereadTokens: r})
+				RequestIndex: int32(i), PromptTokens: 1000, RereadTokens: new(int64(r))})
 		}
 	}
 	p, err := plots.CumulativeReread("s", samples)
@@ -491,7 +492,7 @@ func TestCachedShareExpectedUnknown(t *testing.T) {
 		for i := range samples {
 			samples[i].ExpectedUnknown = unknown
 			if unknown {
-				samples[i].ExpectedCachedTokens, samples[i].DivergenceSegment = 0, ""
+				samples[i].ExpectedCachedTokens, samples[i].DivergenceSegment = nil, ""
 				if samples[i].RequestIndex == 6 {
 					samples[i].DivergenceSegment = "system" // a stale value the reader must ignore
 				}

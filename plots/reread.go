@@ -18,8 +18,10 @@ import (
 // ordered as in [CachedShare]. The running total is taken per repetition, in request order; with
 // several repetitions each point is the mean of those totals and a light band their minimum to
 // maximum. Samples of other scenarios and requests with no prompt tokens (failed before the
-// server counted them) are left out. It returns [ErrNoSamples] when no sample of the scenario
-// has prompt tokens.
+// server counted them) are left out. A running total is known only as far as every request's
+// re-read is: from the first request whose reread_tokens is unknown (null: its cached tokens are
+// unknown) on, the arm's line stops, rather than count that request as 0. It returns
+// [ErrNoSamples] when no sample of the scenario has prompt tokens.
 func CumulativeReread(scenario string, samples []metrics.Sample) (*plot.Plot, error) {
 	seqs := sequences(scenario, samples)
 	if len(seqs) == 0 {
@@ -27,10 +29,12 @@ func CumulativeReread(scenario string, samples []metrics.Sample) (*plot.Plot, er
 	}
 	s := collect(seqs, func(seq []*metrics.Sample) ([]float64, []bool) {
 		vals, ok := make([]float64, len(seq)), make([]bool, len(seq))
-		total := 0.0
+		total, known := 0.0, true
 		for i, smp := range seq {
-			total += float64(smp.RereadTokens)
-			vals[i], ok[i] = total, true
+			v, k := metrics.Int64(smp.RereadTokens)
+			known = known && k
+			total += float64(v)
+			vals[i], ok[i] = total, known
 		}
 		return vals, ok
 	})

@@ -17,24 +17,31 @@ type Segments struct {
 	Reasoning  int64 `json:"reasoning"`
 	Note       int64 `json:"note"`
 	Other      int64 `json:"other"`
+	// Unattributed is the re-read part no segment holds ([metrics.Sample].RereadUnattributedTokens).
+	Unattributed int64 `json:"unattributed"`
 }
 
-// SegmentNames are the kinds of [Segments], in the order of [Segments.Values].
-var SegmentNames = []string{"system", "tools", "message", "tool_result", "reasoning", "note", "other"}
+// SegmentNames are the kinds of [Segments], in the order of [Segments.Values]
+// ([metrics.RereadSplitNames]).
+var SegmentNames = metrics.RereadSplitNames
 
 // Values returns the counts in the order of [SegmentNames].
 func (s Segments) Values() []int64 {
-	return []int64{s.System, s.Tools, s.Message, s.ToolResult, s.Reasoning, s.Note, s.Other}
+	return []int64{s.System, s.Tools, s.Message, s.ToolResult, s.Reasoning, s.Note, s.Other, s.Unattributed}
 }
 
-func (s *Segments) add(x *metrics.Sample) {
-	s.System += x.RereadSystemTokens
-	s.Tools += x.RereadToolsTokens
-	s.Message += x.RereadMessageTokens
-	s.ToolResult += x.RereadToolResultTokens
-	s.Reasoning += x.RereadReasoningTokens
-	s.Note += x.RereadNoteTokens
-	s.Other += x.RereadOtherTokens
+// add adds x's re-read split and reports whether x has one: a row whose split is null (every
+// part nil; writers set all parts or none) adds nothing.
+func (s *Segments) add(x *metrics.Sample) bool {
+	dst := []*int64{&s.System, &s.Tools, &s.Message, &s.ToolResult, &s.Reasoning, &s.Note, &s.Other, &s.Unattributed}
+	known := false
+	for i, p := range x.RereadSplit() {
+		if v, ok := metrics.Int64(*p); ok {
+			*dst[i] += v
+			known = true
+		}
+	}
+	return known
 }
 
 // RepTotals adds up the requests of one repetition of one scenario×arm. Token counts are in
@@ -44,8 +51,10 @@ type RepTotals struct {
 	// Requests is the number of requests, failed ones included; Failed those with an error.
 	Requests int `json:"requests"`
 	Failed   int `json:"failed"`
-	// PromptTokens is the sum of prompt_tokens.
-	PromptTokens int64 `json:"prompt_tokens"`
+	// PromptTokens is the sum of the known prompt_tokens; PromptUnknown counts the requests
+	// without one (left out).
+	PromptTokens  int64 `json:"prompt_tokens"`
+	PromptUnknown int   `json:"prompt_unknown"`
 	// CachedTokens is the sum of the known cached_tokens; CachedUnknown counts the requests
 	// whose count is unknown (left out, not counted as 0).
 	CachedTokens  int64 `json:"cached_tokens"`
@@ -63,10 +72,13 @@ type RepTotals struct {
 	// ([metrics.Sample].ExpectedUnknown: a cloud API shows no rendering), left out.
 	ExpectedCachedTokens int64 `json:"expected_cached_tokens"`
 	ExpectedUnknown      int   `json:"expected_unknown"`
-	// RereadTokens is the sum of reread_tokens; Reread splits it by segment kind, over the
-	// requests whose expected cached tokens are known (the split is unknown with them).
-	RereadTokens int64    `json:"reread_tokens"`
-	Reread       Segments `json:"reread"`
+	// RereadTokens is the sum of the known reread_tokens; RereadUnknown counts the requests
+	// whose re-read is unknown (cached tokens unknown), left out. Reread splits it by segment
+	// kind over the requests whose split is known; SplitUnknown counts the others.
+	RereadTokens  int64    `json:"reread_tokens"`
+	RereadUnknown int      `json:"reread_unknown"`
+	Reread        Segments `json:"reread"`
+	SplitUnknown  int      `json:"split_unknown"`
 	// PrefillNs is the sum of prefill_ns, in nanoseconds; PrefillKnown counts the requests with
 	// a prefill time (prefill_ns > 0: a server processes at least one token of every prompt, so
 	// 0 means the backend did not say, as a cloud API or the uncalibrated sim).
@@ -216,16 +228,26 @@ func analyze(samples []metrics.Sample, runs []*metrics.Manifest) *Analysis {
 		if s.Failed() {
 			t.Failed++
 		}
-		t.PromptTokens += s.PromptTokens
-		t.RereadTokens += s.RereadTokens
-		if s.ExpectedUnknown {
-			t.ExpectedUnknown++
+		if s.PromptTokens > 0 {
+			t.PromptTokens += s.PromptTokens
 		} else {
-			t.ExpectedCachedTokens += s.ExpectedCachedTokens
-			t.Reread.add(s)
+			t.PromptUnknown++
 		}
-		t.PrefillNs += s.PrefillNs
+		if v, ok := metrics.Int64(s.RereadTokens); ok {
+			t.RereadTokens += v
+		} else {
+			t.RereadUnknown++
+		}
+		if !t.Reread.add(s) {
+			t.SplitUnknown++
+		}
+		if e, ok := metrics.Int64(s.ExpectedCachedTokens); ok {
+			t.ExpectedCachedTokens += e
+		} else {
+			t.ExpectedUnknown++
+		}
 		if s.PrefillNs > 0 {
+			t.PrefillNs += s.PrefillNs
 			t.PrefillKnown++
 		}
 		if s.CachedTokens == nil {
@@ -233,9 +255,9 @@ func analyze(samples []metrics.Sample, runs []*metrics.Manifest) *Analysis {
 		} else {
 			t.CachedTokens += *s.CachedTokens
 			t.PromptWhereCached += s.PromptTokens
-			if !s.ExpectedUnknown {
+			if e, ok := metrics.Int64(s.ExpectedCachedTokens); ok {
 				t.CachedWhereExpected += *s.CachedTokens
-				t.ExpectedWhereCached += s.ExpectedCachedTokens
+				t.ExpectedWhereCached += e
 			}
 		}
 		if s.CostUSD != nil {
@@ -283,17 +305,19 @@ func armStats(row ArmRow, reps map[metrics.RepKey]*RepTotals) ArmStats {
 		return metrics.MeanCI(xs)
 	}
 	st.Requests = col(func(t *RepTotals) (float64, bool) { return float64(t.Requests), true })
-	st.PromptTokens = col(func(t *RepTotals) (float64, bool) { return float64(t.PromptTokens), true })
+	st.PromptTokens = col(func(t *RepTotals) (float64, bool) {
+		return float64(t.PromptTokens), t.PromptUnknown < t.Requests
+	})
 	st.CachedTokens = col(func(t *RepTotals) (float64, bool) {
 		return float64(t.CachedTokens), t.CachedUnknown < t.Requests
 	})
 	st.ExpectedCachedTokens = col(func(t *RepTotals) (float64, bool) {
 		return float64(t.ExpectedCachedTokens), t.ExpectedUnknown < t.Requests
 	})
-	st.RereadTokens = col(func(t *RepTotals) (float64, bool) { return float64(t.RereadTokens), true })
+	st.RereadTokens = col(reread)
 	for i := range SegmentNames {
 		st.Reread = append(st.Reread, col(func(t *RepTotals) (float64, bool) {
-			return float64(t.Reread.Values()[i]), t.ExpectedUnknown < t.Requests
+			return float64(t.Reread.Values()[i]), t.SplitUnknown < t.Requests
 		}))
 	}
 	st.PrefillSeconds = col(func(t *RepTotals) (float64, bool) { return t.PrefillSeconds() })
@@ -305,16 +329,22 @@ func armStats(row ArmRow, reps map[metrics.RepKey]*RepTotals) ArmStats {
 	return st
 }
 
-func perRep(st *ArmStats, f func(*RepTotals) float64) map[metrics.RepKey]float64 {
+// perRep returns f of each repetition where it is known.
+func perRep(st *ArmStats, f func(*RepTotals) (float64, bool)) map[metrics.RepKey]float64 {
 	m := make(map[metrics.RepKey]float64, len(st.Reps))
 	for i := range st.Reps {
-		m[st.Reps[i].RepKey] = f(&st.Reps[i])
+		if v, ok := f(&st.Reps[i]); ok {
+			m[st.Reps[i].RepKey] = v
+		}
 	}
 	return m
 }
 
-func reread(t *RepTotals) float64   { return float64(t.RereadTokens) }
-func prefillS(t *RepTotals) float64 { return float64(t.PrefillNs) / 1e9 }
+// reread is a repetition's re-read tokens, known when one of its requests' is.
+func reread(t *RepTotals) (float64, bool) {
+	return float64(t.RereadTokens), t.RereadUnknown < t.Requests
+}
+func prefillS(t *RepTotals) (float64, bool) { return t.PrefillSeconds() }
 
 func vsSpec(spec, arm *ArmStats) *VsSpec {
 	v := &VsSpec{}

@@ -28,8 +28,8 @@ func repsFixture() []metrics.Sample {
 		for i := range prompts {
 			s := metrics.Sample{
 				RunID: rk.RunID, Repetition: rk.Repetition, Scenario: "midnight", Arm: arm, RequestIndex: int32(i),
-				PromptTokens: prompts[i], CachedTokens: new(cached[i]), ExpectedCachedTokens: cached[i],
-				RereadTokens: prompts[i] - cached[i], PrefillNs: (prompts[i] - cached[i]) * 1e6,
+				PromptTokens: prompts[i], CachedTokens: new(cached[i]), ExpectedCachedTokens: new(int64(cached[i])),
+				RereadTokens: new(int64(prompts[i] - cached[i])), PrefillNs: (prompts[i] - cached[i]) * 1e6,
 			}
 			if arm == report.CliffArm && i == 2 {
 				s.RereadSystemTokens = s.RereadTokens
@@ -287,9 +287,9 @@ func TestCompare(t *testing.T) {
 		case s.Arm == metrics.SpecArm:
 			s.Arm = "plain"
 		case s.RequestIndex == 0 && s.Arm == report.CliffArm:
-			s.RereadTokens += 100
+			s.RereadTokens = new(*s.RereadTokens + 100)
 		case s.RequestIndex == 0 && s.Arm == report.ReasoningNeverArm:
-			s.RereadTokens += 300
+			s.RereadTokens = new(*s.RereadTokens + 300)
 		}
 		next = append(next, s)
 	}
@@ -314,7 +314,7 @@ func TestCompare(t *testing.T) {
 	var noisy []metrics.Sample
 	for _, s := range repsFixture() {
 		if s.Arm == metrics.SpecArm && s.RequestIndex == 0 && s.RunID == "r2" {
-			s.RereadTokens += 3000
+			s.RereadTokens = new(*s.RereadTokens + 3000)
 		}
 		noisy = append(noisy, s)
 	}

@@ -115,6 +115,8 @@ func shareOf(s *metrics.Sample) (float64, bool) {
 	return float64(*s.CachedTokens) / float64(prompt), true
 }
 
+// pointAt is the cliff point of s; its re-read is known since its cached share is, its prefill
+// time may not be (NaN, left out of the mean).
 func pointAt(s *metrics.Sample, from, to float64) *cliffPoint {
 	prompt, _ := promptOf(s) // known: the share at s is
 	reread, rereadOK := rereadOf(s)

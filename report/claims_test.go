@@ -24,19 +24,19 @@ func prefillFixture(factor float64) []metrics.Sample {
 			}
 			for i := int32(0); i < 4; i++ {
 				s := metrics.Sample{RunID: "busy", Scenario: "midnight", Arm: arm, Repetition: rep, RequestIndex: i,
-					Backend: "ollama", PromptTokens: 1000 + int64(i)*100, RereadTokens: reread}
+					Backend: "ollama", PromptTokens: 1000 + int64(i)*100, RereadTokens: new(reread)}
 				switch i {
 				case 0:
-					s.RereadTokens = 500
+					s.RereadTokens = new(int64(500))
 				case 3:
-					s.RereadTokens = 1200
+					s.RereadTokens = new(int64(1200))
 				}
-				s.PrefillNs = int64(perToken * float64(s.RereadTokens))
+				s.PrefillNs = int64(perToken * float64(*s.RereadTokens))
 				if i == 0 {
 					s.PrefillNs = 0
 				}
-				s.CachedTokens = new(s.PromptTokens - s.RereadTokens)
-				s.ExpectedCachedTokens = *s.CachedTokens
+				s.CachedTokens = new(s.PromptTokens - *s.RereadTokens)
+				s.ExpectedCachedTokens = new(*s.CachedTokens)
 				out = append(out, s)
 			}
 		}
@@ -158,14 +158,14 @@ func reasoningFixture(reps int32, driver, backend string) []metrics.Sample {
 					}
 					out = append(out, metrics.Sample{RunID: "r", Scenario: "s", Arm: arm, Repetition: rep, RequestIndex: idx,
 						Turn: turn, Step: step, Kind: metrics.KindStep, Driver: driver, Backend: backend, Model: "lab-qwen3-synth",
-						PromptTokens: 5000, CachedTokens: new(5000 - reread), ExpectedCachedTokens: 5000 - reread, RereadTokens: reread,
-						ReasoningTokensGenerated: reasoning})
+						PromptTokens: 5000, CachedTokens: new(5000 - reread), ExpectedCachedTokens: new(5000 - reread), RereadTokens: new(reread),
+						ReasoningTokensGenerated: new(reasoning)})
 					idx++
 				}
 			}
 			// A compaction request counts in neither part.
 			out = append(out, metrics.Sample{RunID: "r", Scenario: "s", Arm: arm, Repetition: rep, RequestIndex: idx, Turn: 2, Step: 4,
-				Kind: metrics.KindCompaction, Driver: driver, Backend: backend, PromptTokens: 5000, CachedTokens: new(int64(0)), RereadTokens: 5000})
+				Kind: metrics.KindCompaction, Driver: driver, Backend: backend, PromptTokens: 5000, CachedTokens: new(int64(0)), RereadTokens: new(int64(5000))})
 		}
 	}
 	return out
@@ -311,7 +311,7 @@ func TestReasoningClaimLiveVerdictIntervals(t *testing.T) {
 		rows := reasoningFixture(3, metrics.DriverLive, "ollama")
 		for i := range rows {
 			if rows[i].Arm == report.ReasoningNeverArm && rows[i].Kind == metrics.KindStep {
-				rows[i].ReasoningTokensGenerated = tc.never(rows[i].Repetition)
+				rows[i].ReasoningTokensGenerated = new(tc.never(rows[i].Repetition))
 			}
 		}
 		b := report.AnalyzeRuns(runs, rows).Claims.Reasoning[0].Behaviour
@@ -328,7 +328,7 @@ func TestReasoningClaimUnknownRereads(t *testing.T) {
 	t.Parallel()
 	runs := []*metrics.Manifest{{RunID: "r", Backend: "ollama", Complete: true}}
 	unknown := func(s *metrics.Sample) {
-		s.CachedTokens, s.ExpectedCachedTokens, s.ExpectedUnknown, s.RereadTokens = nil, 0, true, 0
+		s.CachedTokens, s.ExpectedCachedTokens, s.ExpectedUnknown, s.RereadTokens = nil, nil, true, nil
 	}
 
 	// Repetition 1 of spec: one step inside turn 1 unknown. Inside a turn only repetitions 2 and

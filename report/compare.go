@@ -29,7 +29,7 @@ type CompareMetric struct {
 // share of the prompt (higher), prefill seconds (lower) and cache efficiency (higher).
 func CompareMetrics() []CompareMetric {
 	return []CompareMetric{
-		{Name: "reread_tokens", format: tok, value: func(t *RepTotals) (float64, bool) { return float64(t.RereadTokens), true }},
+		{Name: "reread_tokens", format: tok, value: reread},
 		{Name: "cached_share", HigherIsBetter: true, format: pct, value: func(t *RepTotals) (float64, bool) { v := t.CachedShare(); return deref(v), v != nil }},
 		{Name: "prefill_seconds", format: seconds, value: func(t *RepTotals) (float64, bool) { return t.PrefillSeconds() }},
 		{Name: "cache_efficiency", HigherIsBetter: true, format: pct, value: func(t *RepTotals) (float64, bool) { v := t.Efficiency(); return deref(v), v != nil }},

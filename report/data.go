@@ -42,7 +42,8 @@ func CSV(w io.Writer, r *Report) error {
 	}
 	head = append(head, "prefill_s", "prefill_s_lo", "prefill_s_hi", "cached_share", "cache_efficiency",
 		"reread_vs_spec", "reread_vs_spec_lo", "reread_vs_spec_hi",
-		"reread_diff_vs_spec", "reread_diff_vs_spec_lo", "reread_diff_vs_spec_hi", "cost_usd", "expected_unknown", "setup", "prefill_comparable")
+		"reread_diff_vs_spec", "reread_diff_vs_spec_lo", "reread_diff_vs_spec_hi", "cost_usd", "expected_unknown",
+		"prompt_unknown", "reread_unknown", "prefill_unknown", "setup", "prefill_comparable")
 	_ = cw.Write(head)
 	for _, g := range r.Analysis.Groups() {
 		label := ""
@@ -76,7 +77,8 @@ func CSV(w io.Writer, r *Report) error {
 				} else {
 					row = append(row, "")
 				}
-				row = append(row, strconv.Itoa(st.Pooled.ExpectedUnknown), label, comparable)
+				row = append(row, strconv.Itoa(st.Pooled.ExpectedUnknown), strconv.Itoa(st.Pooled.PromptUnknown),
+					strconv.Itoa(st.Pooled.RereadUnknown), strconv.Itoa(st.Pooled.PrefillUnknown), label, comparable)
 				_ = cw.Write(row)
 			}
 		}
@@ -234,7 +236,9 @@ func Benchfmt(w io.Writer, r *Report) error {
 						fmt.Fprintf(b, " %d expected-cached-tokens", t.ExpectedCachedTokens)
 						expectedUnit = true
 					}
-					fmt.Fprintf(b, " %d reread-tokens", t.RereadTokens)
+					if t.RereadUnknown == 0 {
+						fmt.Fprintf(b, " %d reread-tokens", t.RereadTokens)
+					}
 					if t.PrefillKnown > 0 && !bad[t.RunID] {
 						fmt.Fprintf(b, " %d prefill-ns", t.PrefillNs)
 					}

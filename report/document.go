@@ -89,7 +89,9 @@ func buildDocument(r *Report) *document {
 		"± the half width of its 95 % confidence interval (Student t, n−1 degrees of freedom; no ± "+
 		"with one repetition). Cached tokens are what the server reports it reused from its KV cache, "+
 		"over the requests whose count is known; expected cached tokens are what a perfect prefix cache "+
-		"could have reused; re-read tokens are what the server processed again. Cached share is cached / "+
+		"could have reused; re-read tokens are what the server processed again (prompt − cached tokens, unknown where "+
+		"the cached count is). A figure a request did not measure is left out, never counted as 0, and the number "+
+		"of such requests follows it: \"(3 unknown)\". Cached share is cached / "+
 		"prompt tokens and cache efficiency is cached / expected cached tokens, both over the requests "+
 		"whose cached count is known (and, for efficiency, whose expected count is known: a cloud API shows no rendering, so the lab cannot compute it). Re-read vs spec is the arm's mean re-read tokens over the spec "+
 		"arm's, with Fieller's 95 % interval; re-read − spec is the mean paired difference per "+
@@ -142,7 +144,11 @@ func (d *document) body(r *Report, a *Analysis, setup string) {
 				if m.VsSpec != nil {
 					vs = liveEstimate(*m.VsSpec)
 				}
-				cells = append(cells, liveEstimate(m.Estimate), vs)
+				est := liveEstimate(m.Estimate)
+				if m.Unknown > 0 {
+					est = fmt.Sprintf("%s (%s requests unknown)", est, thousands(int64(m.Unknown)))
+				}
+				cells = append(cells, est, vs)
 			}
 			reasons := make([]string, 0, len(r.EndReasons))
 			for name, n := range r.EndReasons {
@@ -183,8 +189,11 @@ func (d *document) body(r *Report, a *Analysis, setup string) {
 			if u := st.Pooled.ExpectedUnknown; u > 0 {
 				expected = fmt.Sprintf("%s (%s unknown)", expected, thousands(int64(u)))
 			}
-			row := []string{st.Arm, strconv.Itoa(len(st.Reps)), tokEst(st.Requests), tokEst(st.PromptTokens), cached,
-				expected, tokEst(st.RereadTokens), prefillCell(a, st.PrefillSeconds, st.Reps),
+			prompt := withUnknown(tokEst(st.PromptTokens), st.Pooled.PromptUnknown)
+			reread := withUnknown(tokEst(st.RereadTokens), st.Pooled.RereadUnknown)
+			prefill := withUnknown(prefillCell(a, st.PrefillSeconds, st.Reps), st.Pooled.PrefillUnknown)
+			row := []string{st.Arm, strconv.Itoa(len(st.Reps)), tokEst(st.Requests), prompt, cached,
+				expected, reread, prefill,
 				pctEst(st.CachedShare), pctEst(st.Efficiency), vsRatio, vsDiff}
 			if cost {
 				c := "—"
@@ -203,8 +212,9 @@ func (d *document) body(r *Report, a *Analysis, setup string) {
 		}
 		d.table(head, 1, rows)
 		if anySeg {
-			d.para("Re-read tokens by the kind of segment they lie in (mean per repetition):")
-			d.table(append([]string{"arm"}, "system", "tools", "message", "tool result", "reasoning", "note", "other"), 1, segRows)
+			d.para("Re-read tokens by the kind of segment they lie in, by token position (mean per repetition; " +
+				"unattributed: tokens the server counted beyond the lab's tokenizer):")
+			d.table(append([]string{"arm"}, "system", "tools", "message", "tool result", "reasoning", "note", "other", "unattributed"), 1, segRows)
 		}
 		var failed []string
 		for _, st := range sc.Arms {
@@ -274,6 +284,15 @@ func cliffRank(arm string) int {
 	return 2
 }
 
+// withUnknown appends to a pooled figure the number of requests whose value is unknown (null),
+// which the figure leaves out: "1,200 (3 unknown)".
+func withUnknown(v string, unknown int) string {
+	if unknown == 0 {
+		return v
+	}
+	return fmt.Sprintf("%s (%s unknown)", v, thousands(int64(unknown)))
+}
+
 // mismatchReason says why a request's cached tokens differ from the expected ones.
 func mismatchReason(m *Mismatch) string {
 	switch {
@@ -281,8 +300,8 @@ func mismatchReason(m *Mismatch) string {
 		return "the previous request's prompt and reply overflowed the context window (num_ctx): the server truncated or shifted its context, which emptied its KV cache"
 	case m.Overflow:
 		return "the prompt is longer than the context window (num_ctx): the server truncated it, keeping only its first tokens"
-	case m.LoadNs > 1e8:
-		return fmt.Sprintf("the model was loaded again (load %s s), which drops the cache", seconds(float64(m.LoadNs)/1e9))
+	case m.LoadNs != nil && *m.LoadNs > 1e8:
+		return fmt.Sprintf("the model was loaded again (load %s s), which drops the cache", seconds(float64(*m.LoadNs)/1e9))
 	case m.CachedTokens > m.ExpectedCachedTokens:
 		return "the server reused more than the lab expected: the lab's rendering or tokenization differs from the server's"
 	}

@@ -10,8 +10,8 @@ import (
 // Summarize a run's samples into one table per scenario.
 func ExampleSummarize() {
 	samples := []metrics.Sample{
-		{Scenario: "midnight", Arm: "spec", PromptTokens: 1000, CachedTokens: new(int64(900)), ExpectedCachedTokens: 950, RereadTokens: 100},
-		{Scenario: "midnight", Arm: "date-in-system-prompt", PromptTokens: 1000, CachedTokens: new(int64(40)), ExpectedCachedTokens: 40, RereadTokens: 960},
+		{Scenario: "midnight", Arm: "spec", PromptTokens: 1000, CachedTokens: new(int64(900)), ExpectedCachedTokens: new(int64(950)), RereadTokens: new(int64(100))},
+		{Scenario: "midnight", Arm: "date-in-system-prompt", PromptTokens: 1000, CachedTokens: new(int64(40)), ExpectedCachedTokens: new(int64(40)), RereadTokens: new(int64(960))},
 		{Scenario: "midnight", Arm: "date-in-system-prompt", PromptTokens: 1100}, // cached unknown
 	}
 	for _, t := range report.Summarize(samples) {

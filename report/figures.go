@@ -11,11 +11,9 @@ import "lab/metrics"
 func promptOf(s *metrics.Sample) (int64, bool) { return s.PromptTokens, s.PromptTokens > 0 }
 
 // rereadOf returns the prompt tokens a request read again (prefill of what the KV cache did not
-// hold); false when unknown: neither the server's cached tokens nor the lab's expected cached
-// tokens are known, so the figure has nothing to stand on.
-func rereadOf(s *metrics.Sample) (int64, bool) {
-	return s.RereadTokens, s.CachedTokens != nil || !s.ExpectedUnknown
-}
+// hold: prompt − cached tokens); false when unknown (the server's cached tokens or the prompt
+// are unknown).
+func rereadOf(s *metrics.Sample) (int64, bool) { return metrics.Int64(s.RereadTokens) }
 
 // prefillOf returns a request's prefill time in nanoseconds as the server reported it (Ollama
 // prompt_eval_duration); false when unknown: 0 (a server processes at least one token of every

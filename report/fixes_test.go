@@ -21,7 +21,7 @@ func sessionsFixture() []metrics.Sample {
 		for i := int32(0); i < int32(reqs); i++ {
 			s := metrics.Sample{RunID: "r", Scenario: "midnight", Arm: arm, Repetition: rep, RequestIndex: i,
 				StartedAt: t0.Add(time.Duration(n) * time.Second), PromptTokens: 1000, CachedTokens: new(int64(900)),
-				ExpectedCachedTokens: 900, RereadTokens: 100}
+				ExpectedCachedTokens: new(int64(900)), RereadTokens: new(int64(100))}
 			if i == failAt {
 				s.Error = "connection refused"
 			}
@@ -110,9 +110,9 @@ func expectedUnknownFixture(allUnknown bool) []metrics.Sample {
 	var out []metrics.Sample
 	for i := int32(0); i < 3; i++ {
 		s := metrics.Sample{RunID: "r", Scenario: "s", Arm: metrics.SpecArm, Repetition: 1, RequestIndex: i,
-			PromptTokens: 1000, CachedTokens: new(int64(800)), RereadTokens: 200, ExpectedUnknown: true}
+			PromptTokens: 1000, CachedTokens: new(int64(800)), RereadTokens: new(int64(200)), ExpectedUnknown: true}
 		if i == 2 && !allUnknown {
-			s.ExpectedUnknown, s.ExpectedCachedTokens, s.RereadMessageTokens, s.PrefillNs = false, 1000, 200, 5e8
+			s.ExpectedUnknown, s.ExpectedCachedTokens, s.RereadMessageTokens, s.PrefillNs = false, new(int64(1000)), new(int64(200)), 5e8
 		}
 		out = append(out, s)
 	}
@@ -161,7 +161,7 @@ func TestExpectedUnknown(t *testing.T) {
 	if err := report.Markdown(&b, r); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "| spec | 1 | 3 | 3,000 | 2,400 | — (3 unknown) | 600 | — | 80.0% | — | 1.00× | — |") {
+	if !strings.Contains(b.String(), "| spec | 1 | 3 | 3,000 | 2,400 | — (3 unknown) | 600 | — (3 unknown) | 80.0% | — | 1.00× | — |") {
 		t.Errorf("report.md row with unknown expected counts:\n%s", b.String())
 	}
 }
@@ -255,5 +255,25 @@ func TestClaimVerdicts(t *testing.T) {
 	_ = report.Markdown(&b, r)
 	if strings.Contains(b.String(), "Caveat") {
 		t.Errorf("a caveat on an ollama run")
+	}
+}
+
+// The cliff's prefill time is a mean over the repetitions that measured one: a server that
+// reports none (a cloud API, prefill_ns null) gives no estimate, not 0 s.
+func TestCliffPrefillUnknown(t *testing.T) {
+	t.Parallel()
+	samples := repsFixture()
+	for i := range samples {
+		samples[i].PrefillNs = 0
+	}
+	a := report.Analyze(samples)
+	c := a.Claims.Cliff
+	if c == nil {
+		t.Fatal("no cliff")
+	}
+	for _, cl := range c.Arms {
+		if cl.Arm == report.CliffArm && (cl.PrefillSeconds.N != 0 || cl.RereadTokens.N == 0) {
+			t.Errorf("date cliff prefill %+v, re-read %+v; want no prefill estimate, the re-read one", cl.PrefillSeconds, cl.RereadTokens)
+		}
 	}
 }

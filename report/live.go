@@ -18,6 +18,9 @@ type LiveMetric struct {
 	// VsSpec is the paired difference arm − spec over the repetitions both ran, with its t
 	// interval; nil for the spec arm, or when the spec arm was not run.
 	VsSpec *metrics.Estimate
+	// Unknown is the number of requests whose figure is unknown (null: the server did not count
+	// the reasoning, the cached tokens are unknown), left out of the sums, not counted as 0.
+	Unknown int
 }
 
 // LiveRow is one scenario × arm of a live run (issue 7): what the model did when it decided.
@@ -48,6 +51,8 @@ func LiveTable(samples []metrics.Sample) []LiveRow {
 		turns                       map[int32]bool
 		steps                       float64
 	}
+	type unknown struct{ reasoning, reread int }
+	unknowns := map[key]*unknown{}
 	reps := map[key]map[metrics.RepKey]*rep{}
 	ends := map[key]map[string]int{}
 	for _, s := range samples {
@@ -64,8 +69,21 @@ func LiveTable(samples []metrics.Sample) []LiveRow {
 			r = &rep{turns: map[int32]bool{}}
 			reps[k][rk] = r
 		}
-		r.reasoning += float64(s.ReasoningTokensGenerated)
-		r.reread += float64(s.RereadTokens)
+		u := unknowns[k]
+		if u == nil {
+			u = &unknown{}
+			unknowns[k] = u
+		}
+		if v, ok := metrics.Int64(s.ReasoningTokensGenerated); ok {
+			r.reasoning += float64(v)
+		} else {
+			u.reasoning++
+		}
+		if v, ok := metrics.Int64(s.RereadTokens); ok {
+			r.reread += float64(v)
+		} else {
+			u.reread++
+		}
 		if s.RepeatedCall {
 			r.repeated++
 		}
@@ -80,11 +98,12 @@ func LiveTable(samples []metrics.Sample) []LiveRow {
 	figures := []struct {
 		name, unit string
 		f          func(*rep) float64
+		unknown    func(*unknown) int
 	}{
-		{liveReasoningGenerated, "tokens", func(r *rep) float64 { return r.reasoning }},
-		{"repeated calls", "requests", func(r *rep) float64 { return r.repeated }},
-		{"steps per turn", "steps", func(r *rep) float64 { return r.steps / float64(max(len(r.turns), 1)) }},
-		{"re-read", "tokens", func(r *rep) float64 { return r.reread }},
+		{liveReasoningGenerated, "tokens", func(r *rep) float64 { return r.reasoning }, func(u *unknown) int { return u.reasoning }},
+		{"repeated calls", "requests", func(r *rep) float64 { return r.repeated }, nil},
+		{"steps per turn", "steps", func(r *rep) float64 { return r.steps / float64(max(len(r.turns), 1)) }, nil},
+		{"re-read", "tokens", func(r *rep) float64 { return r.reread }, func(u *unknown) int { return u.reread }},
 	}
 	keys := make([]key, 0, len(reps))
 	for k := range reps {
@@ -128,6 +147,9 @@ func LiveTable(samples []metrics.Sample) []LiveRow {
 				xs = append(xs, vals[rk])
 			}
 			m := LiveMetric{Name: fig.name, Unit: fig.unit, Estimate: metrics.MeanCI(xs)}
+			if fig.unknown != nil {
+				m.Unknown = fig.unknown(unknowns[k])
+			}
 			if hasSpec && k.arm != metrics.SpecArm {
 				b, n, _ := metrics.Pair(perRep(key{k.scenario, metrics.SpecArm}, fig.f), vals)
 				if len(b) > 0 {

@@ -18,7 +18,7 @@ func liveFixture() []metrics.Sample {
 	add := func(arm string, rep int32, reasoning []int64, repeated int, end string) {
 		for i, r := range reasoning {
 			s := metrics.Sample{RunID: "r", Scenario: "s", Arm: arm, Repetition: rep, Turn: 1, Step: int32(i + 1),
-				Kind: metrics.KindStep, Driver: metrics.DriverLive, ReasoningTokensGenerated: r, RereadTokens: 10}
+				Kind: metrics.KindStep, Driver: metrics.DriverLive, ReasoningTokensGenerated: new(int64(r)), RereadTokens: new(int64(10))}
 			s.RepeatedCall = i == repeated
 			if i == len(reasoning)-1 {
 				s.EndReason = end
@@ -30,7 +30,7 @@ func liveFixture() []metrics.Sample {
 	add("spec", 2, []int64{60, 40, 20}, -1, metrics.EndAnswered)
 	add("reasoning-never", 1, []int64{40, 40, 40, 40}, 2, metrics.EndAnswered)
 	add("reasoning-never", 2, []int64{50, 50, 50, 50}, 3, metrics.EndMaxSteps)
-	out = append(out, metrics.Sample{RunID: "r", Scenario: "s", Arm: "spec", Repetition: 1, Kind: metrics.KindStep, Driver: metrics.DriverScripted, ReasoningTokensGenerated: 1e6})
+	out = append(out, metrics.Sample{RunID: "r", Scenario: "s", Arm: "spec", Repetition: 1, Kind: metrics.KindStep, Driver: metrics.DriverScripted, ReasoningTokensGenerated: new(int64(1e6))})
 	return out
 }
 

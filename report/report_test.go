@@ -20,7 +20,7 @@ func fixture() []metrics.Sample {
 	s := func(scenario, arm string, idx int32, prompt int64, cached *int64, expected, reread int64, prefill time.Duration, errText string) metrics.Sample {
 		return metrics.Sample{
 			RunID: "run-1", Scenario: scenario, Arm: arm, RequestIndex: idx, PromptTokens: prompt,
-			CachedTokens: cached, ExpectedCachedTokens: expected, RereadTokens: reread,
+			CachedTokens: cached, ExpectedCachedTokens: new(int64(expected)), RereadTokens: new(int64(reread)),
 			PrefillNs: int64(prefill), Error: errText,
 		}
 	}
@@ -84,8 +84,8 @@ func TestSummarizeEdges(t *testing.T) {
 	}
 	// The spec arm re-read nothing: no ratio. Nothing expected: no efficiency.
 	got := report.Summarize([]metrics.Sample{
-		{Scenario: "s", Arm: metrics.SpecArm, PromptTokens: 10, CachedTokens: new(int64(10)), ExpectedCachedTokens: 10},
-		{Scenario: "s", Arm: "x", PromptTokens: 10, CachedTokens: new(int64(0)), RereadTokens: 10},
+		{Scenario: "s", Arm: metrics.SpecArm, PromptTokens: 10, CachedTokens: new(int64(10)), ExpectedCachedTokens: new(int64(10))},
+		{Scenario: "s", Arm: "x", PromptTokens: 10, CachedTokens: new(int64(0)), RereadTokens: new(int64(10))},
 	})
 	if r := got[0].Rows[1]; r.RereadVsSpec != nil || r.Efficiency != nil {
 		t.Errorf("row x = ratio %v, efficiency %v; want nil, nil", r.RereadVsSpec, r.Efficiency)
@@ -180,8 +180,8 @@ func TestMismatchAfterContextOverflow(t *testing.T) {
 	t.Parallel()
 	mk := func(idx int32, cached, expected int64, overflow bool) metrics.Sample {
 		return metrics.Sample{RunID: "r", Scenario: "long-compaction", Arm: metrics.SpecArm, Repetition: 1, RequestIndex: idx,
-			PromptTokens: expected + 500, CachedTokens: new(cached), ExpectedCachedTokens: expected,
-			DivergenceSegment: "message 1", LoadNs: 1.2e8, ContextOverflow: overflow}
+			PromptTokens: expected + 500, CachedTokens: new(cached), ExpectedCachedTokens: new(int64(expected)),
+			DivergenceSegment: "message 1", LoadNs: new(int64(1.2e8)), ContextOverflow: overflow}
 	}
 	samples := []metrics.Sample{mk(22, 39343, 39343, false), mk(23, 39272, 39272, true), mk(24, 4, 1966, false), mk(25, 10, 2866, false)}
 	tables := report.Summarize(samples)
@@ -207,7 +207,7 @@ func TestTimedOutLiveTurnIsNotAFailure(t *testing.T) {
 	t.Parallel()
 	samples := []metrics.Sample{
 		{RunID: "r", Scenario: "s", Arm: metrics.SpecArm, Repetition: 1, RequestIndex: 0, PromptTokens: 10, CachedTokens: new(int64(0)), Driver: metrics.DriverLive},
-		{RunID: "r", Scenario: "s", Arm: metrics.SpecArm, Repetition: 1, RequestIndex: 1, PromptTokens: 20, CachedTokens: new(int64(9)), ExpectedCachedTokens: 9,
+		{RunID: "r", Scenario: "s", Arm: metrics.SpecArm, Repetition: 1, RequestIndex: 1, PromptTokens: 20, CachedTokens: new(int64(9)), ExpectedCachedTokens: new(int64(9)),
 			Driver: metrics.DriverLive, EndReason: metrics.EndTimeout, Error: "context deadline exceeded"},
 		{RunID: "r", Scenario: "s", Arm: metrics.SpecArm, Repetition: 1, RequestIndex: 2, PromptTokens: 30, Error: "HTTP 500"},
 	}

@@ -35,7 +35,8 @@ type Mismatch struct {
 	DivergenceSegment string `json:"divergence_segment"`
 	// LoadNs is the server's load time for the request: large after a reload, which drops the
 	// cache and explains a shortfall.
-	LoadNs int64 `json:"load_ns"`
+	// nil when the server does not report one.
+	LoadNs *int64 `json:"load_ns"`
 	// AfterOverflow: the previous request of the same session overflowed the context window
 	// (its prompt and reply took more than num_ctx, [metrics.Sample].ContextOverflow), so the
 	// server truncated or shifted its context and kept almost nothing of its KV cache.
@@ -54,8 +55,10 @@ type ArmRow struct {
 	Requests int `json:"requests"`
 	// Failed is the number of requests that ended with an error.
 	Failed int `json:"failed"`
-	// PromptTokens is the sum of prompt_tokens.
-	PromptTokens int64 `json:"prompt_tokens"`
+	// PromptTokens is the sum of prompt_tokens over the requests whose count is known;
+	// PromptUnknown counts the others (null: a failed request, a server that gave none).
+	PromptTokens  int64 `json:"prompt_tokens"`
+	PromptUnknown int   `json:"prompt_unknown"`
 	// CachedTokens is the sum of cached_tokens over the requests whose count is known;
 	// CachedUnknown requests are left out (they are not counted as 0).
 	CachedTokens int64 `json:"cached_tokens"`
@@ -67,10 +70,15 @@ type ArmRow struct {
 	// ExpectedUnknown is the number of requests whose expected cached tokens are unknown (a
 	// cloud API shows no rendering): left out of ExpectedCachedTokens and Efficiency.
 	ExpectedUnknown int `json:"expected_unknown"`
-	// RereadTokens is the sum of reread_tokens: prompt tokens the server processed again.
-	RereadTokens int64 `json:"reread_tokens"`
-	// PrefillNs is the sum of prefill_ns, in nanoseconds.
-	PrefillNs int64 `json:"prefill_ns"`
+	// RereadTokens is the sum of reread_tokens (prompt tokens the server processed again) over
+	// the requests where it is known; RereadUnknown counts the others (cached tokens unknown),
+	// left out, not counted as 0.
+	RereadTokens  int64 `json:"reread_tokens"`
+	RereadUnknown int   `json:"reread_unknown"`
+	// PrefillNs is the sum of prefill_ns, in nanoseconds, over the requests that have one;
+	// PrefillUnknown counts the others.
+	PrefillNs      int64 `json:"prefill_ns"`
+	PrefillUnknown int   `json:"prefill_unknown"`
 	// Efficiency is the server's cache efficiency, the sum of cached_tokens divided by the sum of
 	// expected_cached_tokens over the requests whose cached and expected cached tokens are both
 	// known (1 = it reused all a perfect prefix cache could). nil when undefined: no such
@@ -118,28 +126,41 @@ func Summarize(samples []metrics.Sample) []ScenarioTable {
 		if s.Failed() {
 			r.Failed++
 		}
-		r.PromptTokens += s.PromptTokens
-		if s.ExpectedUnknown {
+		if s.PromptTokens > 0 {
+			r.PromptTokens += s.PromptTokens
+		} else {
+			r.PromptUnknown++
+		}
+		e := s.ExpectedCachedTokens
+		if e == nil {
 			r.ExpectedUnknown++
 		} else {
-			r.ExpectedCachedTokens += s.ExpectedCachedTokens
+			r.ExpectedCachedTokens += *e
 		}
-		r.RereadTokens += s.RereadTokens
-		r.PrefillNs += s.PrefillNs
+		if v, ok := metrics.Int64(s.RereadTokens); ok {
+			r.RereadTokens += v
+		} else {
+			r.RereadUnknown++
+		}
+		if s.PrefillNs > 0 {
+			r.PrefillNs += s.PrefillNs
+		} else {
+			r.PrefillUnknown++
+		}
 		// A request whose expected cached tokens are unknown has nothing to differ from.
-		if c := s.CachedTokens; c != nil && s.Error == "" && !s.ExpectedUnknown && math.Abs(float64(*c-s.ExpectedCachedTokens)) > MismatchTolerance*float64(max(s.ExpectedCachedTokens, 1)) {
+		if c := s.CachedTokens; c != nil && s.Error == "" && e != nil && math.Abs(float64(*c-*e)) > MismatchTolerance*float64(max(*e, 1)) {
 			mismatches[s.Scenario] = append(mismatches[s.Scenario], Mismatch{
 				Arm: s.Arm, Repetition: s.Repetition, RequestIndex: s.RequestIndex, CachedTokens: *c,
-				ExpectedCachedTokens: s.ExpectedCachedTokens, DivergenceSegment: s.DivergenceSegment, LoadNs: s.LoadNs,
-				AfterOverflow: after, Overflow: s.ContextOverflow && *c < s.ExpectedCachedTokens,
+				ExpectedCachedTokens: *e, DivergenceSegment: s.DivergenceSegment, LoadNs: s.LoadNs,
+				AfterOverflow: after, Overflow: s.ContextOverflow && *c < *e,
 			})
 		}
 		if s.CachedTokens == nil {
 			r.CachedUnknown++
 		} else {
 			r.CachedTokens += *s.CachedTokens
-			if !s.ExpectedUnknown {
-				a.expectedWhereCached += s.ExpectedCachedTokens
+			if e != nil {
+				a.expectedWhereCached += *e
 				a.cachedWhereExpected += *s.CachedTokens
 			}
 		}

@@ -166,7 +166,7 @@ func (c *Capture) Result() *chat.Result {
 	u.Set("CachedRead", "prompt_eval_cached_count", l.PromptEvalCachedCount)
 	res.Usage = u
 	res.PromptTokens, res.CompletionTokens = prompt, gen
-	res.Prefill, res.Load = l.PromptEvalDuration, l.LoadDuration
+	res.Prefill, res.Load, res.LoadReported = l.PromptEvalDuration, l.LoadDuration, true
 	if l.PromptEvalCachedCount != nil {
 		v := *l.PromptEvalCachedCount
 		res.CachedTokens, res.CachedSource = &v, chat.SourceResponse

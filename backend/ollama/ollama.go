@@ -324,7 +324,7 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 	res.PromptTokens = int64(final.PromptEvalCount)
 	res.CompletionTokens = int64(final.EvalCount)
 	res.Prefill = final.PromptEvalDuration
-	res.Load = final.LoadDuration
+	res.Load, res.LoadReported = final.LoadDuration, true
 	if c.logPath != "" {
 		line, err := c.readCacheLog(c.logWait)
 		if err != nil {

@@ -591,6 +591,8 @@ func (c *Client) fillUsage(res *chat.Result, u *usageCounts, t *timings) {
 		us.Set("CacheWrite", "usage.prompt_tokens_details.cache_write_tokens", d.CacheWriteTokens)
 	}
 	switch c.profile.Cached {
+	case CachedConstant:
+		res.Warnings = append(res.Warnings, fmt.Sprintf("profile %s: the server's cached_tokens is a constant, not a measurement: cached tokens unknown", c.profile.Name))
 	case CachedHitMiss:
 		us.Set("CachedRead", "usage.prompt_cache_hit_tokens", u.PromptCacheHitTokens)
 		us.Set("Uncached", "usage.prompt_cache_miss_tokens", u.PromptCacheMissTokens)
@@ -602,11 +604,13 @@ func (c *Client) fillUsage(res *chat.Result, u *usageCounts, t *timings) {
 		if cached != nil {
 			us.Set("CachedRead", "usage.prompt_tokens_details.cached_tokens", cached)
 		} else if us.Prompt != nil {
-			us.Set("CachedRead", "usage.prompt_tokens_details.cached_tokens (absent: 0)", new(int64))
-			if !c.seenDetails.Load() {
-				res.Warnings = append(res.Warnings, fmt.Sprintf("profile %s: no prompt_tokens_details in the usage, counted as 0 cached tokens; "+
-					"that holds only if the server runs with --enable-prompt-tokens-details (vLLM) or --enable-cache-report (SGLang), "+
-					"and no response from it has carried the field yet", c.profile.Name))
+			if c.seenDetails.Load() {
+				us.Set("CachedRead", "usage.prompt_tokens_details.cached_tokens (absent: 0)", new(int64))
+			} else {
+				// Absent means 0 only if the server reports the field at all: not known yet.
+				res.Warnings = append(res.Warnings, fmt.Sprintf("profile %s: no prompt_tokens_details in the usage: cached tokens unknown "+
+					"until a response carries the field (the server runs with --enable-prompt-tokens-details (vLLM) or --enable-cache-report (SGLang)); "+
+					"from then on a missing field counts 0", c.profile.Name))
 			}
 		}
 	default:

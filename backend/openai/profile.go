@@ -18,19 +18,24 @@ const (
 	// means 0. vLLM writes prompt_tokens_details only when the server runs with
 	// --enable-prompt-tokens-details and the count is not 0 (`if
 	// self.enable_prompt_tokens_details and num_cached_tokens:` in its serving code); SGLang
-	// reports it only with --enable-cache-report. The profile assumes the flag is on and warns
-	// while no response has carried the field yet.
+	// reports it only with --enable-cache-report. Until a response from the server has carried
+	// the field (the flag is on), a missing one leaves the count unknown, with a warning; from
+	// then on it means 0.
 	CachedDetailsOrZero
 	// CachedHitMiss: DeepSeek's usage.prompt_cache_hit_tokens and prompt_cache_miss_tokens
 	// (hit + miss = prompt_tokens; https://api-docs.deepseek.com/guides/kv_cache).
 	CachedHitMiss
+	// CachedConstant: the server fills the cached field with a constant, so it is never read and
+	// the count stays unknown. Ollama's /v1/chat/completions and /v1/responses answer
+	// `cached_tokens: 0` whatever its KV cache reused (v0.17.4); only its debug log says.
+	CachedConstant
 )
 
 // Profile is what the lab knows about one kind of OpenAI-compatible server: where its usage
 // puts the cached tokens, which field carries reasoning back, how the key is found and which
 // headers go with every request. Choose one by name with [ProfileByName].
 type Profile struct {
-	// Name is the profile's name (openai, vllm, sglang, deepseek, openrouter, generic).
+	// Name is the profile's name (openai, vllm, sglang, deepseek, openrouter, ollama, generic).
 	Name string
 	// DefaultBaseURL is the API's address when Options.BaseURL is empty; "" means the base URL
 	// must be given (a self-hosted server).
@@ -87,6 +92,12 @@ func profiles() map[string]Profile {
 			Name: "openrouter", DefaultBaseURL: "https://openrouter.ai/api/v1", KeyEnv: "OPENROUTER_API_KEY", KeyRequired: true,
 			Cached: CachedDetails, Reasoning: FieldReasoning, MaxTokensField: "max_tokens",
 			Headers: map[string]string{"X-Title": "lab"},
+		},
+		"ollama": {
+			// Ollama's OpenAI-compatible endpoints (http://127.0.0.1:11434/v1); reasoning in
+			// "reasoning" both ways.
+			Name:   "ollama",
+			Cached: CachedConstant, Reasoning: FieldReasoning, MaxTokensField: "max_tokens", Responses: true,
 		},
 		"generic": {
 			Name:   "generic",

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +16,7 @@ import (
 	"lab/backend/ollama"
 	"lab/backend/openai"
 	"lab/cachesim"
+	"lab/capture"
 	"lab/chat"
 	"lab/harness"
 	"lab/localserver"
@@ -129,6 +133,7 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 		nonce                     func(string) string
 		price                     func(*chat.Usage) (float64, bool)
 		settings                  = map[string]string{}
+		constantCached            string
 	)
 	switch o.Backend {
 	case "llamacpp":
@@ -169,7 +174,13 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 		}
 		backend, tok = c, c.Tokenizer()
 	case "openai":
-		c, err := openai.New(openai.Options{Profile: ro.Profile, BaseURL: ro.BaseURL, Model: o.ModelName,
+		profile := ro.Profile
+		if profile != "ollama" && loopbackOllama(ctx, ro.BaseURL) {
+			// Ollama answers cached_tokens 0 whatever it reused: that field is never a measurement.
+			fmt.Fprintf(s.err, "lab run: %s is Ollama, whose cached_tokens is always 0: using --profile ollama (cached tokens unknown; --backend ollama reads them from its log)\n", ro.BaseURL)
+			profile = "ollama"
+		}
+		c, err := openai.New(openai.Options{Profile: profile, BaseURL: ro.BaseURL, Model: o.ModelName,
 			API: ro.API, KeyFile: ro.KeyFile, Getenv: s.getenv, Temperature: &o.Live.Temperature})
 		if err != nil {
 			return &usageError{err}
@@ -200,6 +211,10 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 		if ro.Thinking != "" {
 			settings["thinking"] = ro.Thinking
 		}
+		if loopbackOllama(ctx, ro.BaseURL) {
+			constantCached = "the server is Ollama, whose /v1/messages always answers 0 cache_read_input_tokens"
+			fmt.Fprintf(s.err, "lab run: %s is Ollama, whose cache_read_input_tokens is always 0: cached tokens unknown (--backend ollama reads them from its log)\n", ro.BaseURL)
+		}
 		nonce = func(session string) string { return openai.Nonce(session) + "\n" }
 	}
 	if o.Backend != "llamacpp" {
@@ -212,7 +227,7 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 			settings["pricing"] = ro.Pricing
 		}
 		if tok == nil {
-			fmt.Fprintf(s.err, "lab: note: %s does not render or tokenize prompts for the lab: expected cached tokens and the divergence columns stay 0\n", o.Backend)
+			fmt.Fprintf(s.err, "lab: note: %s does not render or tokenize prompts for the lab: expected cached tokens, the divergence and the re-read split are null (unknown)\n", o.Backend)
 		}
 	}
 	cfg := harness.RunConfig{
@@ -220,8 +235,8 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 		LabVersion: version(), Loop: r.loop, Backend: backend, BackendName: o.Backend, Model: model,
 		ServerVersion: serverVersion, ServerURL: url, NumCtx: o.NumCtx, Tokenizer: tok,
 		SaveRequests: o.SaveRequests, Settings: settings, Nonce: nonce, Warm: o.Warm, Price: price,
-		Driver: o.Live.driver(),
-		Warn:   func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
+		Driver: o.Live.driver(), ConstantCached: constantCached,
+		Warn: func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
 	}
 	o.Live.record(cfg.Settings)
 	if o.Warm {
@@ -241,6 +256,16 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 	cfg.Shard = o.shard
 	cfg.Progress = newProgress(r.progress, cfg.Requests())
 	return runAndReport(ctx, s, cfg)
+}
+
+// loopbackOllama reports whether base (a --base-url) names a loopback server that answers
+// Ollama's /api/version ([capture.IsOllama]); it asks nothing of a server elsewhere.
+func loopbackOllama(ctx context.Context, base string) bool {
+	u, err := neturl.Parse(base)
+	if err != nil || base == "" || capture.CheckLoopback(net.JoinHostPort(u.Hostname(), "0")) != nil {
+		return false
+	}
+	return capture.IsOllama(ctx, &http.Client{}, base)
 }
 
 // pricingTable is the embedded pricing table, or the file given with --pricing.

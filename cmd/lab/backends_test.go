@@ -101,8 +101,8 @@ func TestRunAgainstAnOpenAICompatibleServer(t *testing.T) {
 		if !strings.Contains(s.UsageFields, "prompt_tokens_details.cached_tokens") {
 			t.Errorf("request %d: usage_fields %q", s.RequestIndex, s.UsageFields)
 		}
-		if s.RereadTokens != s.PromptTokens-*s.CachedTokens {
-			t.Errorf("request %d: reread %d, prompt %d, cached %d", s.RequestIndex, s.RereadTokens, s.PromptTokens, *s.CachedTokens)
+		if s.RereadTokens == nil || *s.RereadTokens != s.PromptTokens-*s.CachedTokens {
+			t.Errorf("request %d: reread %v, prompt %d, cached %d", s.RequestIndex, s.RereadTokens, s.PromptTokens, *s.CachedTokens)
 		}
 	}
 	if reused < len(samples)/2 {
@@ -175,5 +175,84 @@ func TestServerStartLlamaCpp(t *testing.T) {
 	}
 	if code, _, errOut = runLab(t, "server", "start", "--cache", cache, "--llamacpp", bin); code != 2 || !strings.Contains(errOut, "needs --gguf") {
 		t.Errorf("--llamacpp without --gguf: exit %d, %q", code, errOut)
+	}
+}
+
+// The same server, answering /api/version as Ollama does: its cached_tokens is Ollama's constant
+// 0, so lab run takes the ollama profile and records the cached tokens as unknown, never 0.
+func TestRunOpenAIBackendAgainstOllama(t *testing.T) {
+	f := &fakeOpenAI{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/version" {
+			io.WriteString(w, `{"version":"0.17.4"}`)
+			return
+		}
+		f.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	results := t.TempDir()
+	code, stdout, stderr := runLab(t, "run", "--backend", "openai", "--base-url", srv.URL+"/v1", "--model", "m",
+		"--scenario", "midnight", "--arm", "spec", "--results", results, "--run-id", "oa", "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "using --profile ollama") {
+		t.Errorf("stderr %q; want the note that the ollama profile is used", stderr)
+	}
+	man, samples, err := metrics.ReadRun(metrics.RunDir(results, "oa"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if man.Settings["profile"] != "ollama" {
+		t.Errorf("profile %q; want ollama", man.Settings["profile"])
+	}
+	for _, s := range samples {
+		if s.CachedTokens != nil || s.CachedSource != "" || s.RereadTokens != nil || s.PromptTokens == 0 {
+			t.Fatalf("request %d: cached %v (%q), reread %v, prompt %d; want cached and re-read unknown", s.RequestIndex,
+				s.CachedTokens, s.CachedSource, s.RereadTokens, s.PromptTokens)
+		}
+	}
+}
+
+// lab run --backend anthropic at a loopback Ollama (its /v1/messages): the answer's
+// cache_read_input_tokens is Ollama's constant, so every row's cached tokens are unknown.
+func TestRunAnthropicBackendAgainstOllama(t *testing.T) {
+	sse, err := os.ReadFile(filepath.Join("..", "..", "backend", "anthropic", "testdata", "stream_text.sse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/version":
+			io.WriteString(w, `{"version":"0.17.4"}`)
+		case "/v1/messages":
+			io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Write(sse)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key")
+	os.WriteFile(key, []byte("sk-test\n"), 0o600)
+	code, stdout, stderr := runLab(t, "run", "--backend", "anthropic", "--base-url", srv.URL, "--model", "claude-x", "--key-file", key,
+		"--scenario", "midnight", "--arm", "spec", "--results", dir, "--run-id", "an", "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "is Ollama") {
+		t.Errorf("stderr %q; want the note that the server is Ollama", stderr)
+	}
+	_, samples, err := metrics.ReadRun(metrics.RunDir(dir, "an"))
+	if err != nil || len(samples) == 0 {
+		t.Fatalf("%d rows, %v", len(samples), err)
+	}
+	for _, s := range samples {
+		if s.CachedTokens != nil || s.RereadTokens != nil || strings.Contains(s.UsageFields, "CachedRead") || !strings.Contains(s.Warnings, "not used") {
+			t.Fatalf("request %d: cached %v, reread %v, usage_fields %s, warnings %q; want cached unknown", s.RequestIndex,
+				s.CachedTokens, s.RereadTokens, s.UsageFields, s.Warnings)
+		}
 	}
 }

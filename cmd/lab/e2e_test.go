@@ -58,8 +58,8 @@ func TestMidnightOnTheRealServer(t *testing.T) {
 				t.Errorf("%s request %d: cached tokens %v from %q; want a figure from the server log", arm, i, s.CachedTokens, s.CachedSource)
 				continue
 			}
-			if i > 0 && float64(*s.CachedTokens) < 0.95*float64(s.ExpectedCachedTokens) {
-				t.Errorf("%s request %d: cached %d < 95%% of expected %d", arm, i, *s.CachedTokens, s.ExpectedCachedTokens)
+			if i > 0 && float64(*s.CachedTokens) < 0.95*float64(*s.ExpectedCachedTokens) {
+				t.Errorf("%s request %d: cached %d < 95%% of expected %d", arm, i, *s.CachedTokens, *s.ExpectedCachedTokens)
 			}
 		}
 		if maxPrompt < 15000 {

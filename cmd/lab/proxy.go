@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -197,10 +198,16 @@ func runProxy(ctx context.Context, s *streams, o *proxyOptions) (err error) {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.Listen, err)
 	}
+	// A loopback upstream that answers /api/version is Ollama, whose OpenAI- and
+	// Anthropic-compatible endpoints report a constant 0 cached tokens: the capture ignores it.
+	isOllama := o.Render == capture.RenderOllama || o.ServerLog != ""
+	if u, err := url.Parse(o.Upstream); err == nil && !isOllama && capture.CheckLoopback(net.JoinHostPort(u.Hostname(), "0")) == nil {
+		isOllama = capture.IsOllama(ctx, &http.Client{}, o.Upstream)
+	}
 	p, err := capture.New(capture.Options{
 		Upstream: o.Upstream, Dir: dir, RunID: runID, Label: o.Label, SaveRequests: o.SaveRequests,
-		Progress: progress, LabVersion: version(), Attribution: attr, ServerLog: o.ServerLog, Tags: tags,
-		Settings: map[string]string{"listen": ln.Addr().String(), "render": o.Render, "server_log": o.ServerLog},
+		Progress: progress, LabVersion: version(), Attribution: attr, ServerLog: o.ServerLog, Tags: tags, UpstreamOllama: isOllama,
+		Settings: map[string]string{"listen": ln.Addr().String(), "render": o.Render, "server_log": o.ServerLog, "upstream_ollama": strconv.FormatBool(isOllama)},
 	})
 	if err != nil {
 		ln.Close()

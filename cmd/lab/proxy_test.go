@@ -94,11 +94,11 @@ func TestProxyCapturesALabRun(t *testing.T) {
 	for i := range runRows {
 		r, c := runRows[i], capRows[i]
 		conversations[c.Scenario] = true
-		if c.PromptTokens != r.PromptTokens || !eq(c.CachedTokens, r.CachedTokens) || c.CompletionTokens != r.CompletionTokens ||
-			!eq(c.CacheWriteTokens, r.CacheWriteTokens) || c.CachedSource != r.CachedSource || c.RereadTokens != r.RereadTokens {
-			t.Errorf("request %d (rep %d #%d): capture prompt %d cached %v completion %d write %v; run %d %v %d %v",
-				i, r.Repetition, r.RequestIndex, c.PromptTokens, deref(c.CachedTokens), c.CompletionTokens, deref(c.CacheWriteTokens),
-				r.PromptTokens, deref(r.CachedTokens), r.CompletionTokens, deref(r.CacheWriteTokens))
+		if c.PromptTokens != r.PromptTokens || !eq(c.CachedTokens, r.CachedTokens) || !eq(c.CompletionTokens, r.CompletionTokens) ||
+			!eq(c.CacheWriteTokens, r.CacheWriteTokens) || c.CachedSource != r.CachedSource || !eq(c.RereadTokens, r.RereadTokens) {
+			t.Errorf("request %d (rep %d #%d): capture prompt %d cached %v completion %v write %v; run %d %v %v %v",
+				i, r.Repetition, r.RequestIndex, c.PromptTokens, deref(c.CachedTokens), deref(c.CompletionTokens), deref(c.CacheWriteTokens),
+				r.PromptTokens, deref(r.CachedTokens), deref(r.CompletionTokens), deref(r.CacheWriteTokens))
 		}
 		if c.Turn != r.Turn || c.Step != r.Step || c.RequestIndex != r.RequestIndex {
 			t.Errorf("request %d: capture request %d turn %d step %d, run request %d turn %d step %d", i, c.RequestIndex, c.Turn, c.Step, r.RequestIndex, r.Turn, r.Step)
@@ -300,10 +300,11 @@ func TestProxyCapturesAnOllamaRunAsTheRunRecordsIt(t *testing.T) {
 		t.Fatalf("the capture has %d rows, the run %d; want the same, two sessions of midnight", len(capRows), len(runRows))
 	}
 	cols := func(s *metrics.Sample) string {
-		return fmt.Sprintf("prompt %d cached %v (%s) expected %d/%v divergence %v %q reread %d [%d %d %d %d %d %d %d] reasoning sent %d completion %d turn %d step %d overflow %v error %q",
-			s.PromptTokens, deref(s.CachedTokens), s.CachedSource, s.ExpectedCachedTokens, s.ExpectedUnknown, deref(s.DivergenceToken), s.DivergenceSegment,
-			s.RereadTokens, s.RereadSystemTokens, s.RereadToolsTokens, s.RereadMessageTokens, s.RereadToolResultTokens, s.RereadReasoningTokens, s.RereadNoteTokens, s.RereadOtherTokens,
-			s.ReasoningTokensSent, s.CompletionTokens, s.Turn, s.Step, s.ContextOverflow, s.Error)
+		return fmt.Sprintf("prompt %d cached %v (%s) expected %v/%v divergence %v %q reread %v [%v %v %v %v %v %v %v %v] reasoning sent %v completion %v turn %d step %d overflow %v error %q",
+			s.PromptTokens, deref(s.CachedTokens), s.CachedSource, deref(s.ExpectedCachedTokens), s.ExpectedUnknown, deref(s.DivergenceToken), s.DivergenceSegment,
+			deref(s.RereadTokens), deref(s.RereadSystemTokens), deref(s.RereadToolsTokens), deref(s.RereadMessageTokens), deref(s.RereadToolResultTokens),
+			deref(s.RereadReasoningTokens), deref(s.RereadNoteTokens), deref(s.RereadOtherTokens), deref(s.RereadUnattributedTokens),
+			deref(s.ReasoningTokensSent), deref(s.CompletionTokens), s.Turn, s.Step, s.ContextOverflow, s.Error)
 	}
 	segments := map[string]bool{}
 	for i := range runRows {

@@ -29,6 +29,10 @@ type faultServer struct {
 }
 
 func (f *faultServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/api/version" {
+		http.NotFound(w, r) // lab run asks whether a loopback server is Ollama: not a chat request
+		return
+	}
 	f.mu.Lock()
 	f.n++
 	n := f.n

@@ -39,7 +39,7 @@ func writeRun(t *testing.T, dir, id string, extra int64) string {
 				}
 				s := &metrics.Sample{
 					RunID: id, Scenario: "midnight", Arm: arm, Repetition: rep, RequestIndex: i, Backend: "sim", Model: "m",
-					PromptTokens: prompt, CachedTokens: new(cached), ExpectedCachedTokens: cached, RereadTokens: reread,
+					PromptTokens: prompt, CachedTokens: new(cached), ExpectedCachedTokens: new(int64(cached)), RereadTokens: new(int64(reread)),
 					DivergenceSegment: seg, PrefillNs: reread * 1e6,
 				}
 				if err := sink.Write(s); err != nil {

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -481,8 +482,16 @@ func newProgress(w io.Writer, total int) func(done, total int, s *metrics.Sample
 		if s.CachedTokens != nil && s.PromptTokens > 0 {
 			cached = fmt.Sprintf("%.0f%%", 100*float64(*s.CachedTokens)/float64(s.PromptTokens))
 		}
-		l := fmt.Sprintf("%s/%s request %d: %d prompt tokens, %s cached, prefill %.2fs",
-			s.Scenario, s.Arm, s.RequestIndex, s.PromptTokens, cached, float64(s.PrefillNs)/1e9)
+		// 0 prompt tokens or prefill time: not measured (null in the row), shown as "?".
+		prompt, prefill := "?", "?"
+		if s.PromptTokens > 0 {
+			prompt = strconv.FormatInt(s.PromptTokens, 10)
+		}
+		if s.PrefillNs > 0 {
+			prefill = fmt.Sprintf("%.2f", float64(s.PrefillNs)/1e9)
+		}
+		l := fmt.Sprintf("%s/%s request %d: %s prompt tokens, %s cached, prefill %ss",
+			s.Scenario, s.Arm, s.RequestIndex, prompt, cached, prefill)
 		if s.Error != "" {
 			l += " error: " + s.Error
 		}

@@ -20,8 +20,8 @@ func sampleKeys(samples []metrics.Sample) []string {
 		if s.CachedTokens != nil {
 			cached = fmt.Sprint(*s.CachedTokens)
 		}
-		out = append(out, fmt.Sprintf("%s/%s/%d/%d prompt %d cached %s expected %d reread %d", s.Scenario, s.Arm, s.Repetition,
-			s.RequestIndex, s.PromptTokens, cached, s.ExpectedCachedTokens, s.RereadTokens))
+		out = append(out, fmt.Sprintf("%s/%s/%d/%d prompt %d cached %s expected %v reread %v", s.Scenario, s.Arm, s.Repetition,
+			s.RequestIndex, s.PromptTokens, cached, deref(s.ExpectedCachedTokens), deref(s.RereadTokens)))
 	}
 	slices.Sort(out)
 	return out

@@ -1,0 +1,128 @@
+package harness_test
+
+import (
+	"context"
+	"testing"
+
+	"lab"
+	"lab/backend/ollama"
+	"lab/chat"
+	"lab/harness"
+	"lab/hygiene"
+	"lab/metrics"
+)
+
+// noCachedBackend is renderBackend behind a server that does not say how many tokens it reused
+// (Ollama without its debug log).
+type noCachedBackend struct{ renderBackend }
+
+func (b *noCachedBackend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
+	res, err := b.renderBackend.Send(ctx, req, reply)
+	if res != nil {
+		res.CachedTokens, res.CachedSource = nil, ""
+	}
+	return res, err
+}
+
+// Without a measured cached count the re-read is unknown, and so is its split: never the prompt
+// less the expected cached tokens (the old rows' estimate), which the lab still computes.
+func TestRereadUnknownWithoutCachedTokens(t *testing.T) {
+	sc, err := harness.LoadScenario("testdata/tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop, err := hygiene.ParseConfig(lab.LoopJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, _ := ollama.New("http://127.0.0.1:1", "m")
+	sink := &metrics.MemorySink{}
+	err = harness.RunSession(context.Background(), harness.SessionConfig{
+		Scenario: sc, Arm: arm(t, "spec"), Repetition: 1, RunID: "t", Loop: loop, Backend: &noCachedBackend{renderBackend{conv: conv}},
+		Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sink.Samples() {
+		if s.CachedTokens != nil || s.CachedSource != "" {
+			t.Fatalf("request %d: cached %v (%q); want unknown", s.RequestIndex, s.CachedTokens, s.CachedSource)
+		}
+		if s.RereadTokens != nil {
+			t.Errorf("request %d: reread_tokens %d; want null (prompt %d, expected %d)", s.RequestIndex, *s.RereadTokens, s.PromptTokens, val(s.ExpectedCachedTokens))
+		}
+		for i, p := range s.RereadSplit() {
+			if *p != nil {
+				t.Errorf("request %d: reread_%s_tokens %d; want null", s.RequestIndex, metrics.RereadSplitNames[i], **p)
+			}
+		}
+		if s.ExpectedCachedTokens == nil || s.ExpectedUnknown || s.ReasoningTokensSent == nil {
+			t.Errorf("request %d: expected %v (unknown %v), reasoning sent %v; want them computed", s.RequestIndex, s.ExpectedCachedTokens, s.ExpectedUnknown, s.ReasoningTokensSent)
+		}
+	}
+}
+
+// SetResult copies what the server gave and leaves the rest null: completion and reasoning
+// tokens from the usage when the backend has one, the load time only where the server reports
+// it (then a 0 is a measured 0), and the re-read from prompt − cached.
+func TestSetResultNulls(t *testing.T) {
+	for _, tc := range []struct {
+		name                        string
+		res                         chat.Result
+		completion, reasoning, load int64 // -1: null
+		reread                      int64
+		source                      string
+	}{
+		{"usage without counts", chat.Result{PromptTokens: 100, CachedTokens: new(int64(40)), CachedSource: chat.SourceResponse, CompletionTokens: 0,
+			Usage: &chat.Usage{Prompt: new(int64(100))}}, -1, -1, -1, 60, "response"},
+		{"usage with counts", chat.Result{PromptTokens: 100, CompletionTokens: 9, Usage: &chat.Usage{Generated: new(int64(9)), ReasoningGenerated: new(int64(0))}},
+			9, 0, -1, -1, ""},
+		{"ollama: counts from the done message, load reported", chat.Result{PromptTokens: 100, CompletionTokens: 1, LoadReported: true},
+			1, -1, 0, -1, ""},
+		{"no answer", chat.Result{}, -1, -1, -1, -1, ""},
+	} {
+		var s metrics.Sample
+		s.CachedSource = "stale"
+		harness.SetResult(&s, &tc.res, nil)
+		if val(s.CompletionTokens) != tc.completion || val(s.ReasoningTokensGenerated) != tc.reasoning || val(s.LoadNs) != tc.load ||
+			val(s.RereadTokens) != tc.reread || s.CachedSource != tc.source {
+			t.Errorf("%s: completion %d reasoning %d load %d reread %d source %q; want %d %d %d %d %q (-1: null)", tc.name,
+				val(s.CompletionTokens), val(s.ReasoningTokensGenerated), val(s.LoadNs), val(s.RereadTokens), s.CachedSource,
+				tc.completion, tc.reasoning, tc.load, tc.reread, tc.source)
+		}
+	}
+}
+
+// failingBackend answers every request with a server error.
+type failingBackend struct{}
+
+func (failingBackend) Send(context.Context, *chat.Request, *chat.Reply) (*chat.Result, error) {
+	return nil, &chat.APIError{Backend: "fake", URL: "http://127.0.0.1:1", StatusCode: 400, Body: "bad request"}
+}
+
+// A failed request's row has its error and no figure: every count null, expected_unknown true
+// (equal to expected_cached_tokens being null, as on every row).
+func TestFailedRequestRowIsNull(t *testing.T) {
+	sc, err := harness.LoadScenario("testdata/tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop, err := hygiene.ParseConfig(lab.LoopJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &metrics.MemorySink{}
+	err = harness.RunSession(context.Background(), harness.SessionConfig{
+		Scenario: sc, Arm: arm(t, "spec"), Repetition: 1, RunID: "t", Loop: loop, Backend: failingBackend{},
+		Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(),
+	})
+	rows := sink.Samples()
+	if err == nil || len(rows) != 1 {
+		t.Fatalf("RunSession = %v, %d rows; want the error and its row", err, len(rows))
+	}
+	s := rows[0]
+	if s.Error == "" || !s.ExpectedUnknown || s.ExpectedCachedTokens != nil || s.PromptTokens != 0 || s.CompletionTokens != nil ||
+		s.RereadTokens != nil || s.LoadNs != nil || s.ReasoningTokensSent != nil || s.TTFTNs != 0 || s.RereadMessageTokens != nil {
+		t.Errorf("failed row: %+v; want its error and no figure", s)
+	}
+}
