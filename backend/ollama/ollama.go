@@ -402,17 +402,22 @@ func (a answerCheck) RoundTrip(r *http.Request) (*http.Response, error) {
 	ctype := resp.Header.Get("Content-Type")
 	switch chat.SniffAnswer(ctype, head) {
 	case chat.AnswerJSON, chat.AnswerLines:
+		var body io.Reader = br
+		if chat.SniffAnswer(ctype, head) == chat.AnswerLines {
+			body = &cutLine{r: br} // a stream: its last line may be cut
+		}
 		resp.Body = struct {
 			io.Reader
 			io.Closer
-		}{&cutLine{r: br}, resp.Body}
+		}{body, resp.Body}
 		return resp, nil
 	}
 	resp.Body.Close()
 	return nil, chat.NotAnswerError("ollama", a.base, ctype, head)
 }
 
-// cutLine passes an answer's JSON lines on, except a last line that the body's end cut short
+// cutLine passes a streamed answer's JSON lines on (application/x-ndjson; one JSON document,
+// pretty-printed or not, passes unwrapped), except a last line that the body's end cut short
 // (no newline, not whole JSON) after at least one whole line: a stream cut inside a line then
 // ends, for the api client, after its last whole line, and [Client.Send] sees it cut by its
 // missing done message ([chat.CutError]) instead of taking the line's fragment as the error's
