@@ -105,8 +105,9 @@ func TestProxyCutStreamsAndJSONAnswers(t *testing.T) {
 	}
 }
 
-// An HTTP 200 that is not the API's answer, an empty 200 and a stream with no events get an
-// error row whose figures stay unknown.
+// An HTTP 200 that is not the API's answer (an HTML page, a JSON body of another shape), an
+// empty 200 and a stream with no events (or none but [DONE]) get an error row whose figures
+// stay unknown.
 func TestProxyNotTheAPIsAnswer(t *testing.T) {
 	for _, a := range apiAnswers {
 		t.Run(a.api, func(t *testing.T) {
@@ -117,6 +118,19 @@ func TestProxyNotTheAPIsAnswer(t *testing.T) {
 			} {
 				if e, p, c := proxyOnce(t, a.path, a.request, tc.ctype, tc.body); e != tc.want || p != 0 || c != nil {
 					t.Errorf("%s %q: error %q prompt %d cached %s; want %q and no figures", tc.ctype, tc.body, e, p, show(c), tc.want)
+				}
+			}
+			// A JSON body that is not the API's answer (a gateway's own JSON) is no answer either.
+			wantJSON := "HTTP 200 with a JSON body that is not "
+			if strings.HasPrefix(a.api, "ollama") {
+				wantJSON = "stream cut: no done message"
+			}
+			if e, p, c := proxyOnce(t, a.path, a.request, "application/json", `{"detail":"Not Found"}`); !strings.HasPrefix(e, wantJSON) || p != 0 || c != nil {
+				t.Errorf("a JSON body that is not an answer: error %q prompt %d cached %s; want one starting %q and no figures", e, p, show(c), wantJSON)
+			}
+			if !strings.HasPrefix(a.api, "ollama") {
+				if e, _, _ := proxyOnce(t, a.path, a.request, "text/event-stream", "data: [DONE]\n\n"); e == "" {
+					t.Errorf("a stream of no event but [DONE]: no error; want one")
 				}
 			}
 			zero, ctype := ": ping\n\n", "text/event-stream"

@@ -15,6 +15,7 @@ import (
 	"lab/backend/anthropic"
 	"lab/backend/llamacpp"
 	"lab/backend/ollama"
+	"lab/backend/openai"
 	"lab/harness"
 )
 
@@ -50,7 +51,7 @@ func (f *cutServer) answer(w http.ResponseWriter) {
 }
 
 // A stream cut before its end marker reaches the retry policy as a retryable error through the
-// Anthropic, llama-server and Ollama backends: cut once, it is sent again and its row has the whole
+// Anthropic, llama-server, OpenAI-compatible and Ollama backends: cut once, it is sent again and its row has the whole
 // answer's figures (not the cut one's message_start); cut for good, the session ends with the
 // error in its row after every attempt, and the run is incomplete.
 func TestCutStreamsAreRetried(t *testing.T) {
@@ -63,6 +64,11 @@ func TestCutStreamsAreRetried(t *testing.T) {
 	llamaWhole := "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"o\"}}]}\n\n" +
 		"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}],\"timings\":{\"cache_n\":30,\"prompt_n\":10,\"prompt_ms\":1}}\n\n" +
 		"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n"
+	// The cut answer's usage (as a server that sends it early would) says 999 prompt tokens.
+	openaiWhole := "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"o\"}}]}\n\n" +
+		"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}]}\n\n" +
+		"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":1,\"prompt_tokens_details\":{\"cached_tokens\":30}}}\n\ndata: [DONE]\n\n"
+	openaiCut := "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":999,\"completion_tokens\":0,\"prompt_tokens_details\":{\"cached_tokens\":0}}}\n\n" + openaiWhole
 	ollamaWhole := `{"model":"m","message":{"role":"assistant","content":"o"},"done":false}` + "\n" +
 		`{"model":"m","message":{"role":"assistant","content":""},"done":true,"prompt_eval_count":40,"eval_count":1}` + "\n"
 	for _, be := range []struct {
@@ -97,6 +103,18 @@ func TestCutStreamsAreRetried(t *testing.T) {
 			}))
 			t.Cleanup(srv.Close)
 			c, err := llamacpp.New(llamacpp.Options{BaseURL: srv.URL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return sendOnly{c}
+		}, false},
+		{"openai", "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\"", "stream cut: no data: [DONE] and no finish_reason", openaiWhole, openaiCut, func(t *testing.T, f *cutServer) harness.Backend {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				f.answer(w)
+			}))
+			t.Cleanup(srv.Close)
+			c, err := openai.New(openai.Options{BaseURL: srv.URL + "/v1", Model: "m"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,6 +12,9 @@ import (
 // claimSandbox returns a fresh sandbox folder under <temp>/lab-sandbox/<key>. Without flock(2)
 // the path is a random one, so answers naming absolute paths differ from run to run.
 func claimSandbox(_ context.Context, key string, _ func(dir, lock string)) (dir string, release func(), err error) {
+	if err := checkSandboxKey(key); err != nil {
+		return "", nil, err
+	}
 	root := filepath.Join(os.TempDir(), "lab-sandbox", key)
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return "", nil, fmt.Errorf("create the sandbox folder: %w", err)

@@ -22,8 +22,12 @@ import (
 // holds it (a session of the same scenario), claimSandbox calls waiting once with the folder and
 // the lock file, and waits, polling, until it is free or ctx ends (then ctx's error). key is a
 // scenario name ([Scenario].Name: no '/', never starting with '.', so no lock file meets a
-// sandbox folder).
+// sandbox folder); any other key (empty, "..", a path) is an error ([checkSandboxKey]), as the
+// folder it would name is emptied.
 func claimSandbox(ctx context.Context, key string, waiting func(dir, lock string)) (dir string, release func(), err error) {
+	if err := checkSandboxKey(key); err != nil {
+		return "", nil, err
+	}
 	root := filepath.Join(os.TempDir(), "lab-sandbox")
 	locks := filepath.Join(root, ".locks")
 	if err := os.MkdirAll(locks, 0o755); err != nil {

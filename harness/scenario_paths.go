@@ -57,12 +57,13 @@ func markerLines(data []byte) []int {
 // deleted. Paths are cleaned and relative to the project root.
 type tree struct {
 	files map[string]bool
-	// dirs counts the files below each folder ("." is the root, always a folder).
-	dirs map[string]int
+	// dirs holds every folder that ever held a file ("." is the root, always a folder): the
+	// tools delete and move files, never folders, so a folder whose last file went stays, empty.
+	dirs map[string]bool
 }
 
 func newTree(files []txtar.File) *tree {
-	t := &tree{files: map[string]bool{}, dirs: map[string]int{}}
+	t := &tree{files: map[string]bool{}, dirs: map[string]bool{}}
 	for _, f := range files {
 		t.add(path.Clean(f.Name))
 	}
@@ -70,27 +71,17 @@ func newTree(files []txtar.File) *tree {
 }
 
 func (t *tree) isFile(p string) bool { return t.files[p] }
-func (t *tree) isDir(p string) bool  { return p == "." || t.dirs[p] > 0 }
+func (t *tree) isDir(p string) bool  { return p == "." || t.dirs[p] }
 
 func (t *tree) add(p string) {
-	if t.files[p] {
-		return
-	}
 	t.files[p] = true
 	for d := path.Dir(p); d != "."; d = path.Dir(d) {
-		t.dirs[d]++
+		t.dirs[d] = true
 	}
 }
 
-func (t *tree) remove(p string) {
-	if !t.files[p] {
-		return
-	}
-	delete(t.files, p)
-	for d := path.Dir(p); d != "."; d = path.Dir(d) {
-		t.dirs[d]--
-	}
-}
+// remove deletes the file p; its folders stay.
+func (t *tree) remove(p string) { delete(t.files, p) }
 
 // canCreate says why a file cannot be created at p ("" when it can): p is a folder, or one of
 // its folders is a file.
@@ -288,7 +279,7 @@ func (t *tree) call(c Call) string {
 }
 
 func (t *tree) clone() *tree {
-	n := &tree{files: make(map[string]bool, len(t.files)), dirs: make(map[string]int, len(t.dirs))}
+	n := &tree{files: make(map[string]bool, len(t.files)), dirs: make(map[string]bool, len(t.dirs))}
 	for k, v := range t.files {
 		n.files[k] = v
 	}

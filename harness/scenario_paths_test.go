@@ -65,6 +65,15 @@ func TestScenarioPathsMustExist(t *testing.T) {
 			`        - edit: {path: lib/c.go, old_string: x, new_string: y}`, `        - read: {path: lib/a.go}`), ""},
 		{"outside write creates", base + "  - assistant:\n      text: ok\n  - outside: {path: new/n.txt, content: x}\n  - user: again\n  - assistant:\n      calls:\n        - read: {path: new/n.txt}\n  - assistant:\n      text: done\n", ""},
 		{"plan mode answers unavailable", "mode: plan\n" + calls(`        - edit: {path: nope.go, old_string: a, new_string: b}`), ""},
+		// A folder stays when its last file is deleted or moved away (the tools remove files,
+		// never folders): it can still be listed, globbed and searched, and is no place for a file.
+		{"folder emptied by a patch", calls(
+			`        - apply_patch: {patch: "*** Begin Patch\n*** Delete File: src/b.go\n*** End Patch"}`,
+			`        - list: {path: src}`, `        - glob: {pattern: "src/*.go"}`, `        - grep: {pattern: x, path: src}`), ""},
+		{"write over a folder emptied by a move", calls(
+			`        - apply_patch: {patch: "*** Begin Patch\n*** Update File: src/b.go\n*** Move to: b.go\n@@\n-package src\n+package b\n*** End Patch"}`,
+			`        - write: {path: src, content: x}`), `10: write "src": the workspace holds a folder there`},
+		{"folder emptied outside", base + "  - assistant:\n      text: ok\n  - outside: {path: src/b.go, delete: true}\n  - user: again\n  - assistant:\n      calls:\n        - list: {path: src}\n  - assistant:\n      text: done\n", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

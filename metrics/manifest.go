@@ -169,7 +169,9 @@ func WriteManifest(path string, m *Manifest) error {
 }
 
 // ReadManifest reads the manifest at path. Unknown keys (from a newer lab) are ignored; a
-// missing key leaves its field at the zero value.
+// missing key leaves its field at the zero value. A manifest that is not JSON, or holds a field
+// of the wrong type, is an error naming the file and line ("decode manifest path:3: …"; the
+// decoder's error names the field).
 func ReadManifest(path string) (*Manifest, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -178,6 +180,21 @@ func ReadManifest(path string) (*Manifest, error) {
 	var m Manifest
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&m); err != nil {
+		// Name the line of the byte the decoder stopped at: a syntax error's, or a field's of
+		// the wrong type (whose name the decoder's error gives).
+		var off int64 = -1
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			off = se.Offset
+		case errors.As(err, &te):
+			off = te.Offset
+		}
+		if off >= 0 {
+			line := 1 + bytes.Count(data[:min(int(off), len(data))], []byte("\n"))
+			return nil, fmt.Errorf("decode manifest %s:%d: %w", path, line, err)
+		}
 		return nil, fmt.Errorf("decode manifest %s: %w", path, err)
 	}
 	return &m, nil

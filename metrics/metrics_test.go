@@ -429,3 +429,23 @@ func TestSortArms(t *testing.T) {
 		})
 	}
 }
+
+// A manifest that is not JSON, or holds a field of the wrong type, is an error naming the file
+// and the line (and the field, for a wrong type).
+func TestManifestErrorNamesTheLine(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, text, want string }{
+		{"syntax", "{\n  \"run_id\": \"r\",\n  \"samples\": 3,,\n}\n", ":3: invalid character ','"},
+		{"type", "{\n  \"run_id\": \"r\",\n\n  \"samples\": \"48\"\n}\n", ":4: json: cannot unmarshal string into Go struct field Manifest.samples"},
+	} {
+		path := filepath.Join(dir, tc.name+".json")
+		if err := os.WriteFile(path, []byte(tc.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := metrics.ReadManifest(path)
+		if err == nil || !strings.Contains(err.Error(), path+tc.want) {
+			t.Errorf("%s: ReadManifest = %v; want an error naming %s%s", tc.name, err, path, tc.want)
+		}
+	}
+}

@@ -120,7 +120,7 @@ func buildDocument(r *Report) *document {
 func (d *document) body(r *Report, a *Analysis, setup string) {
 	if len(a.LeftOut) > 0 {
 		d.para("Left out of every figure below: %d session%s that did not complete (a session is left out whole when "+
-			"one of its requests failed, or when the run was interrupted during it):", len(a.LeftOut), plural(len(a.LeftOut)))
+			"one of its requests failed, when the run was interrupted during it, or when rows it measured were lost since):", len(a.LeftOut), plural(len(a.LeftOut)))
 		items := make([]string, len(a.LeftOut))
 		for i := range a.LeftOut {
 			items[i] = a.LeftOut[i].String()

@@ -17,6 +17,10 @@ const (
 	// ended but not this one, or (a run without records) the manifest says complete: false and
 	// this is the run's last session (the latest started_at), the one the interruption cut.
 	LeftInterrupted = "interrupted"
+	// LeftRowsLost: the session's manifest record says it completed with more rows than the
+	// samples hold: rows were lost since (journal lines a kill cut short or corrupted, skipped
+	// when the run was read or repaired), so its totals would be understated.
+	LeftRowsLost = "rows lost"
 )
 
 // LeftOut is a session (run id, scenario, arm, repetition) that [Sessions] left out of the
@@ -28,7 +32,9 @@ type LeftOut struct {
 	Repetition int32  `json:"repetition"`
 	// Requests is the number of rows the session has.
 	Requests int `json:"requests"`
-	// Reason is [LeftFailed] or [LeftInterrupted].
+	// Recorded is, for [LeftRowsLost], the number of rows the session's manifest record counts.
+	Recorded int `json:"recorded,omitempty"`
+	// Reason is [LeftFailed], [LeftInterrupted] or [LeftRowsLost].
 	Reason string `json:"reason"`
 	// Request and Error are, for [LeftFailed], the first failed request (0-based
 	// request_index) and its error; when no row carries an error, Request is -1 and Error is the
@@ -49,6 +55,9 @@ func (l *LeftOut) String() string {
 			return fmt.Sprintf("%s: the session failed: %s", who, inline(l.Error))
 		}
 		return fmt.Sprintf("%s: request %d failed: %s", who, l.Request, inline(l.Error))
+	}
+	if l.Reason == LeftRowsLost {
+		return fmt.Sprintf("%s: %d of its %d rows are lost (journal lines that held no sample)", who, l.Recorded-l.Requests, l.Recorded)
 	}
 	return fmt.Sprintf("%s: the run was interrupted during this session (%d requests measured)", who, l.Requests)
 }
@@ -71,7 +80,9 @@ func keyOf(s *metrics.Sample) sessionKey {
 // complete, whatever its rows hold (a live turn that reached its time limit leaves a row with an
 // error and end_reason "timeout", and is a normal turn end); a record that says it failed leaves
 // it out as [LeftFailed]; a session without a record never ended and is left out as
-// [LeftInterrupted].
+// [LeftInterrupted]; a session whose record says complete but whose rows are fewer than the
+// record counts lost rows since it was measured (a journal line skipped) and is left out as
+// [LeftRowsLost].
 //
 // For a run without records (made before they existed), and samples of a run id without a
 // manifest, the rows decide: a session is incomplete when one of its rows has an error (other
@@ -137,6 +148,9 @@ func Sessions(runs []*metrics.Manifest, samples []metrics.Sample) (complete []me
 			case rec == nil:
 				left = append(left, LeftOut{RunID: k.run, Scenario: k.scenario, Arm: k.arm, Repetition: k.rep, Requests: in.rows,
 					Reason: LeftInterrupted})
+			case rec.Complete && in.rows < rec.Requests:
+				left = append(left, LeftOut{RunID: k.run, Scenario: k.scenario, Arm: k.arm, Repetition: k.rep, Requests: in.rows,
+					Reason: LeftRowsLost, Recorded: rec.Requests})
 			case rec.Complete:
 			case in.failed != nil:
 				left = append(left, LeftOut{RunID: k.run, Scenario: k.scenario, Arm: k.arm, Repetition: k.rep, Requests: in.rows,

@@ -71,3 +71,24 @@ func TestSessionsKeepATimedOutLiveTurn(t *testing.T) {
 		t.Errorf("an error row: left %q; want the session failed", leftNames(left))
 	}
 }
+
+// A session whose record says it completed with more rows than the samples hold lost rows since
+// (a journal line a kill cut short, skipped when the run was read or repaired): it is left out,
+// not reported with understated totals; one with all its rows counts.
+func TestSessionsLeaveOutLostRows(t *testing.T) {
+	t.Parallel()
+	samples := sessionsFixture() // spec 1: 3 rows, spec 2: 2 rows, date 1: 2 rows
+	recs := []metrics.SessionRecord{
+		{Scenario: "midnight", Arm: metrics.SpecArm, Repetition: 1, Requests: 4, Complete: true},
+		{Scenario: "midnight", Arm: metrics.SpecArm, Repetition: 2, Requests: 2, Error: "connection refused"},
+		{Scenario: "midnight", Arm: report.CliffArm, Repetition: 1, Requests: 2, Complete: true},
+	}
+	man := &metrics.Manifest{RunID: "r", Complete: true, Sessions: recs}
+	complete, left := report.Sessions([]*metrics.Manifest{man}, samples)
+	if got := leftNames(left); got != "spec 1 rows lost,spec 2 failed" || len(complete) != 2 {
+		t.Fatalf("left %q, %d rows; want spec 1 rows lost, spec 2 failed and 2 rows", got, len(complete))
+	}
+	if got, want := left[0].String(), "midnight/spec repetition 1 of run r: 1 of its 4 rows are lost (journal lines that held no sample)"; got != want {
+		t.Errorf("String() = %q; want %q", got, want)
+	}
+}

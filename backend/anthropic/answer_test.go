@@ -39,7 +39,8 @@ func testdata(t *testing.T, name string) string {
 
 // A stream without message_stop is a cut stream, also when the body ends inside an event: a
 // chat.CutError the harness retries, not a row with message_start's usage; so is a stream with
-// no events, and an empty 200. An HTML 200 is an error that is not retried.
+// no events or none but message_stop, and an empty 200. An HTML 200, or JSON that is not a
+// message, is an error that is not retried.
 func TestStreamNotWhole(t *testing.T) {
 	whole := testdata(t, "stream_text.sse")
 	stop := strings.Index(whole, "event: message_stop")
@@ -51,6 +52,8 @@ func TestStreamNotWhole(t *testing.T) {
 		{"zero events", "text/event-stream", ": ping\n\n", "stream cut: no events"},
 		{"empty 200", "text/event-stream", "", "stream cut: HTTP 200 with an empty body"},
 		{"HTML 200", "text/html", "<html><body>Bad gateway</body></html>", `HTTP 200 with a text/html body, not the API's answer: "<html>`},
+		{"message_stop alone", "text/event-stream", "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n", "stream cut: no message_start"},
+		{"JSON of another shape", "application/json", `{"detail":"Not Found"}`, `HTTP 200 with a JSON body that is not a message`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newClient(t, serve(t, tc.ctype, tc.body), Options{})

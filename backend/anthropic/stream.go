@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -254,7 +255,9 @@ func (a *accumulator) add(ev event) error {
 	return nil
 }
 
-// whole takes a non-streamed response body.
+// whole takes a non-streamed response body: a message, or an error body ({"type": "error"}: a
+// *streamError). A JSON body that is neither (no type "message" and no content array) is a
+// *chat.APIError with status 200 quoting it: not the API's answer.
 func (a *accumulator) whole(b []byte) error {
 	var m struct {
 		Type       string      `json:"type"`
@@ -273,6 +276,11 @@ func (a *accumulator) whole(b []byte) error {
 		}
 		return &streamError{msg: m.Error.String()}
 	}
+	if m.Type != "message" && m.Content == nil {
+		// Not a message (a proxy's {"detail": "Not Found"}, null): its figures are not the
+		// answer's.
+		return &chat.APIError{Backend: "anthropic", StatusCode: 200, Body: "HTTP 200 with a JSON body that is not a message (no type \"message\", no content array), not the API's answer: " + quote(bytes.TrimSpace(b))}
+	}
 	a.started, a.stopped = true, true
 	a.id, a.stopReason = m.ID, m.StopReason
 	for i, c := range m.Content {
@@ -282,11 +290,14 @@ func (a *accumulator) whole(b []byte) error {
 	return nil
 }
 
-// end returns nil when the answer was whole (a message_stop event, or a whole message), else
-// the chat.CutError (URL empty) naming what the stream lacked: "no events" for a stream with
-// none, "no message_stop".
+// end returns nil when the answer was whole (message_start … message_stop, or a whole
+// message), else the chat.CutError (URL empty) naming what the stream lacked: "no events" for a
+// stream with none, "no message_start" for a stream whose message_stop came without the
+// message (and the prompt's usage) it ends, "no message_stop".
 func (a *accumulator) end() error {
 	switch {
+	case a.stopped && !a.started:
+		return chat.CutError("anthropic", "", "no message_start")
 	case a.stopped:
 		return nil
 	case a.events == 0:

@@ -10,8 +10,9 @@ import (
 )
 
 // A chat stream is whole with `data: [DONE]`, or with a finish_reason and its usage; without
-// them, with no events, or empty, it is a cut stream (a chat.CutError, which the harness
-// retries), also when the body ends inside a chunk. An HTML 200 is an error that is not.
+// them, with no events (or none but [DONE]), or empty, it is a cut stream (a chat.CutError,
+// which the harness retries), also when the body ends inside a chunk. An HTML 200, or JSON
+// without choices, is an error that is not.
 func TestStreamEnds(t *testing.T) {
 	t.Parallel()
 	const (
@@ -30,6 +31,8 @@ func TestStreamEnds(t *testing.T) {
 		{"zero events", "text/event-stream", ": ping\n\n", "stream cut: no events"},
 		{"empty 200", "text/event-stream", "", "stream cut: HTTP 200 with an empty body"},
 		{"HTML 200", "text/html", "<html>502</html>", `HTTP 200 with a text/html body, not the API's answer: "<html>502</html>"`},
+		{"[DONE] alone", "text/event-stream", "data: [DONE]\n\n", "stream cut: no chunk before data: [DONE]"},
+		{"JSON of another shape", "application/json", `{"detail":"Not Found"}`, "HTTP 200 with a JSON body that is not a chat.completion"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

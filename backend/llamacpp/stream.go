@@ -99,7 +99,8 @@ func streamError(raw []byte) *chat.APIError {
 // Content-Type and first bytes): a server-sent event stream (`data:` chunks, `data: [DONE]`,
 // `:` pings; an error as `error: {…}` in older builds or `data: {"error": {…}}` in newer ones,
 // both a *chat.APIError) or, when the server answered with application/json, a whole
-// chat.completion. Anything else (an HTML page, an empty body) is a *chat.APIError
+// chat.completion (one without a choices array is not the API's answer: a *chat.APIError with
+// status 200). Anything else (an HTML page, an empty body) is a *chat.APIError
 // ([chat.NotAnswerError]; URL set by the caller). first is called once, when the first chunk
 // that is not prefill progress arrives.
 func readCompletion(resp *http.Response, first func()) (*completion, error) {
@@ -128,6 +129,13 @@ func readCompletion(resp *http.Response, first func()) (*completion, error) {
 	if len(ch.Error) > 0 && string(ch.Error) != "null" {
 		return nil, streamError(ch.Error)
 	}
+	var shape struct {
+		Choices json.RawMessage `json:"choices"`
+	}
+	if json.Unmarshal(b, &shape) != nil || !bytes.HasPrefix(bytes.TrimSpace(shape.Choices), []byte("[")) {
+		// A gateway's own JSON ({"detail": "Not Found"}), null: its figures are not the answer's.
+		return nil, &chat.APIError{Backend: backendName, StatusCode: 200, Body: "HTTP 200 with a JSON body that is not a chat.completion (no choices array), not the API's answer: " + quote(bytes.TrimSpace(b))}
+	}
 	acc := newAccumulator()
 	acc.add(&ch)
 	c := acc.result()
@@ -138,7 +146,8 @@ func readCompletion(resp *http.Response, first func()) (*completion, error) {
 // readStream reads a chat completion event stream; see readCompletion. A stream is whole when it
 // ends with `data: [DONE]`, or, as the OpenAI backend takes it, after a finish_reason and its
 // usage; else it is a *chat.APIError ([chat.CutError]: "no data: [DONE] and no finish_reason",
-// "no data: [DONE] and no usage after the finish_reason", "no events"), also when the body ends
+// "no data: [DONE] and no usage after the finish_reason", "no events", "no chunk before data:
+// [DONE]"), also when the body ends
 // inside a chunk. With an error it returns the message as far as it came (for a live request's
 // Reply), Done false.
 func readStream(r io.Reader, first func()) (*completion, error) {
@@ -204,6 +213,8 @@ func readStream(r io.Reader, first func()) (*completion, error) {
 	c := acc.result()
 	c.Done = done
 	switch {
+	case done && chunks == 0:
+		return c, chat.CutError(backendName, "", "no chunk before data: [DONE]")
 	case done:
 	case chunks == 0:
 		return c, chat.CutError(backendName, "", "no events")

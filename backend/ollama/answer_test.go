@@ -55,6 +55,40 @@ func TestNotTheAPIsAnswer(t *testing.T) {
 	}
 }
 
+// A stream cut inside its done line is a cut stream ("stream cut: no done message", which the
+// harness retries), not an error whose text is the line's fragment; a line cut in the middle of
+// a long answer too, read in small pieces.
+func TestStreamCutInsideALine(t *testing.T) {
+	first := `{"model":"m","message":{"role":"assistant","content":"o"},"done":false}` + "\n"
+	for name, body := range map[string]string{
+		"inside the done line": first + `{"model":"m","message":{"role":"assistant","content":""},"done":tr`,
+		"long, inside a line":  strings.Repeat(first, 2000) + `{"model":"m","message":{"role":"ass`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var req api.ChatRequest
+				json.NewDecoder(r.Body).Decode(&req)
+				if req.DebugRenderOnly {
+					json.NewEncoder(w).Encode(map[string]any{"model": req.Model, "done": true, "_debug_info": map[string]any{"rendered_template": "RENDERED"}})
+					return
+				}
+				w.Header().Set("Content-Type", "application/x-ndjson")
+				io.WriteString(w, body)
+			}))
+			defer srv.Close()
+			c, err := New(srv.URL, "m")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.Send(context.Background(), &chat.Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}}}, &chat.Reply{Content: "ok"})
+			var ae *chat.APIError
+			if !errors.As(err, &ae) || ae.StatusCode != 200 || ae.Body != "stream cut: no done message" {
+				t.Fatalf("error %v; want stream cut: no done message", err)
+			}
+		})
+	}
+}
+
 // The proxy's reader: an answer without its done line, or with no line, is not whole.
 func TestCaptureEnd(t *testing.T) {
 	var c Capture

@@ -402,14 +402,58 @@ func (a answerCheck) RoundTrip(r *http.Request) (*http.Response, error) {
 	ctype := resp.Header.Get("Content-Type")
 	switch chat.SniffAnswer(ctype, head) {
 	case chat.AnswerJSON, chat.AnswerLines:
+		var body io.Reader = br
+		if chat.SniffAnswer(ctype, head) == chat.AnswerLines {
+			body = &cutLine{r: br} // a stream: its last line may be cut
+		}
 		resp.Body = struct {
 			io.Reader
 			io.Closer
-		}{br, resp.Body}
+		}{body, resp.Body}
 		return resp, nil
 	}
 	resp.Body.Close()
 	return nil, chat.NotAnswerError("ollama", a.base, ctype, head)
+}
+
+// cutLine passes a streamed answer's JSON lines on (application/x-ndjson; one JSON document,
+// pretty-printed or not, passes unwrapped), except a last line that the body's end cut short
+// (no newline, not whole JSON) after at least one whole line: a stream cut inside a line then
+// ends, for the api client, after its last whole line, and [Client.Send] sees it cut by its
+// missing done message ([chat.CutError]) instead of taking the line's fragment as the error's
+// text. A body of one unterminated line (an unstreamed answer) passes as it is.
+type cutLine struct {
+	r     io.Reader
+	tail  []byte // the bytes after the last newline read so far
+	out   []byte // bytes ready to be read
+	lines bool   // a whole line was passed on
+	err   error  // the underlying reader's error, returned once out is drained
+}
+
+// Read implements io.Reader.
+func (c *cutLine) Read(p []byte) (int, error) {
+	for len(c.out) == 0 {
+		if c.err != nil {
+			return 0, c.err
+		}
+		buf := make([]byte, 32<<10)
+		n, err := c.r.Read(buf)
+		data := append(c.tail, buf[:n]...)
+		if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
+			c.out, c.tail, c.lines = data[:i+1], append([]byte(nil), data[i+1:]...), true
+		} else {
+			c.tail = data
+		}
+		if err != nil {
+			if t := bytes.TrimSpace(c.tail); len(t) > 0 && (!c.lines || json.Valid(t)) {
+				c.out = append(c.out, c.tail...)
+			}
+			c.tail, c.err = nil, err
+		}
+	}
+	n := copy(p, c.out)
+	c.out = c.out[n:]
+	return n, nil
 }
 
 // emulate sends the raw generate request that leaves the server's cache holding text.

@@ -58,6 +58,7 @@ func TestChatStreamEnds(t *testing.T) {
 		{"no [DONE], finish_reason without usage", chatContent + chatFinish, "stream cut: no data: [DONE] and no usage after the finish_reason"},
 		{"cut inside an event", chatContent + `data: {"choices":[{"index":0,"delta":{"cont`, "stream cut: no data: [DONE] and no finish_reason"},
 		{"zero events", ": ping\n\n: ping\n\n", "stream cut: no events"},
+		{"[DONE] alone", chatDone, "stream cut: no chunk before data: [DONE]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := sendOnce(t, Options{}, step{sse: true, text: tc.body}, session())
@@ -152,7 +153,8 @@ func TestJSONAnswerToAStreamedRequest(t *testing.T) {
 	}
 }
 
-// An HTTP 200 whose body is not the API's answer (an HTML page, an empty body) is an error, for
+// An HTTP 200 whose body is not the API's answer (an HTML page, an empty body, JSON without the
+// answer's choices or output array) is an error, for
 // both APIs and unstreamed too; an empty one is a cut answer (retried), a page is not.
 func TestNotTheAPIsAnswer(t *testing.T) {
 	for name, o := range map[string]Options{"chat": {}, "responses": {API: APIResponses}, "unstreamed": {NoStream: true}} {
@@ -165,6 +167,8 @@ func TestNotTheAPIsAnswer(t *testing.T) {
 			{"empty", step{sse: true}, "stream cut: HTTP 200 with an empty body"},
 			{"empty json", step{text: "\n"}, "stream cut: HTTP 200 with an empty body"},
 			{"plain text", step{ctype: "text/plain", text: "upstream connect error"}, `HTTP 200 with a text/plain body, not the API's answer: "upstream connect error"`},
+			{"json of another shape", step{text: `{"detail":"Not Found"}`}, `HTTP 200 with a JSON body that is not a `},
+			{"json null", step{text: `null`}, `HTTP 200 with a JSON body that is not a `},
 		} {
 			t.Run(name+"/"+tc.name, func(t *testing.T) {
 				_, err := sendOnce(t, o, tc.s, session())

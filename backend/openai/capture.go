@@ -310,9 +310,14 @@ func (c *ChatCapture) chunk(data []byte) (choices, content bool, err error) {
 // `data: [DONE]`, or one that ended after a finish_reason and its usage (servers that omit
 // [DONE]); else a *chat.APIError ([chat.CutError], URL empty) naming what the stream lacked:
 // "no data: [DONE] and no finish_reason", "no data: [DONE] and no usage after the
-// finish_reason", or, for a stream that had no chunk at all, "no events".
+// finish_reason", or, for a stream that had no chunk at all, "no events" ("no chunk before
+// data: [DONE]" when [DONE] came alone: a stream of zero chunks is not an answer).
 func (c *ChatCapture) End() error {
 	switch {
+	case c.whole:
+		return nil
+	case c.chunks == 0 && c.done:
+		return chat.CutError("openai", "", "no chunk before data: [DONE]")
 	case c.done:
 		return nil
 	case c.chunks == 0:
@@ -325,7 +330,10 @@ func (c *ChatCapture) End() error {
 	return nil
 }
 
-// Whole takes an unstreamed chat.completion body.
+// Whole takes an unstreamed chat.completion body. An error object ({"error": …}) is a
+// *chat.APIError with the server's message; a JSON body without a `choices` array (null, a
+// proxy's {"detail": "Not Found"}) is not the API's answer: a *chat.APIError with status 200
+// quoting it, which the harness does not retry.
 func (c *ChatCapture) Whole(body []byte) error {
 	var ck captureChunk
 	if err := json.Unmarshal(body, &ck); err != nil {
@@ -333,6 +341,9 @@ func (c *ChatCapture) Whole(body []byte) error {
 	}
 	if len(ck.Error) > 0 && string(ck.Error) != "null" {
 		return &chat.APIError{Backend: "openai", Body: errorText(ck.Error)}
+	}
+	if !hasArray(body, "choices") {
+		return notAnswer(body, "a chat.completion (no choices array)")
 	}
 	c.whole, c.done = true, true
 	c.take(&ck.chunk)
@@ -470,7 +481,9 @@ func (c *ResponsesCapture) Event(data []byte) (content bool, err error) {
 	return content, nil
 }
 
-// Whole takes an unstreamed response object.
+// Whole takes an unstreamed response object. An error object is a *chat.APIError with the
+// server's message; a JSON body without an `output` array is not the API's answer (a
+// *chat.APIError with status 200 quoting it).
 func (c *ResponsesCapture) Whole(body []byte) error {
 	var r struct {
 		responseOutput
@@ -485,6 +498,9 @@ func (c *ResponsesCapture) Whole(body []byte) error {
 	}
 	if r.Error != nil && (r.Error.Code != "" || r.Error.Message != "") {
 		return &chat.APIError{Backend: "openai", Body: joinNonEmpty(r.Error.Code, r.Error.Message)}
+	}
+	if !hasArray(body, "output") {
+		return notAnswer(body, "a response object (no output array)")
 	}
 	c.final, c.usage, c.output = true, r.Usage, r.Output
 	return nil
@@ -537,4 +553,20 @@ func (c *ResponsesCapture) Result() *chat.Result {
 	}
 	(&Client{}).result(res, c.usage.normalise())
 	return res
+}
+
+// hasArray reports whether body is a JSON object whose field key is an array.
+func hasArray(body []byte, key string) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return false
+	}
+	v := bytes.TrimSpace(m[key])
+	return len(v) > 0 && v[0] == '['
+}
+
+// notAnswer is the error of an HTTP 200 JSON body that is not the answer the API gives (what
+// names the answer expected): status 200 and the body quoted, cut to 500 bytes.
+func notAnswer(body []byte, what string) *chat.APIError {
+	return &chat.APIError{Backend: "openai", StatusCode: 200, Body: "HTTP 200 with a JSON body that is not " + what + ", not the API's answer: " + quote(bytes.TrimSpace(body))}
 }

@@ -113,6 +113,10 @@ func (c *Client) sendChat(ctx context.Context, req *chat.Request) (*chat.Result,
 		if err := json.Unmarshal(e.response.Bytes(), &ck); err != nil {
 			return res, c.apiError(fmt.Errorf("decode response: %w", err), e.status)
 		}
+		if !hasArray(e.response.Bytes(), "choices") {
+			ae := notAnswer(e.response.Bytes(), "a chat.completion (no choices array)")
+			return res, c.answerError(ae, e)
+		}
 		res.Warnings = append(res.Warnings, "unstreamed request (NoStream): time to first token unknown")
 		c.fillUsage(res, ck.Usage, ck.Timings)
 		if req.Generate > 0 {

@@ -280,8 +280,14 @@ func (c *Client) sendResponses(ctx context.Context, req *chat.Request) (*chat.Re
 		// it stands for.
 		whole = true
 		ev := responseEvent{Type: "response.completed"}
-		if err := json.Unmarshal(body, &ev.Response); err != nil || ev.Response == nil {
+		if err := json.Unmarshal(body, &ev.Response); err != nil {
 			return fmt.Errorf("the answer is not a response object: %s", quote(body))
+		}
+		if ev.Response == nil {
+			return notAnswer(body, "a response object (no output array)")
+		}
+		if r := ev.Response; r.Status != "failed" && (r.Error == nil || r.Error.Code == "" && r.Error.Message == "") && !hasArray(body, "output") {
+			return notAnswer(body, "a response object (no output array)")
 		}
 		switch r := ev.Response; {
 		case r.Status == "failed" || (r.Error != nil && (r.Error.Code != "" || r.Error.Message != "")):

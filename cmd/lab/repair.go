@@ -38,7 +38,8 @@ stays false for a run that did not complete); then the journal and the unfinishe
 
 A journal line that holds no sample (the last one cut short by the kill, or a corrupt one) is
 named (file:line) and skipped; every other row is kept. repair exits 1 when a row was lost or a
-part could not be repaired, and 0 otherwise, a run with nothing to repair included. A part that
+part could not be repaired, 2 for a folder that holds no run or whose manifest does not read
+(naming its file and line), and 0 otherwise, a run with nothing to repair included. A part that
 a lab process is still writing is left alone. RUN is a run folder or a quoted glob, as for lab
 report; folders of the old layout (samples.parquet) are repaired too.`,
 		Example: `  lab repair results/run_id=20261129-231502
@@ -53,7 +54,9 @@ report; folders of the old layout (samples.parquet) are repaired too.`,
 			for _, d := range dirs {
 				parts, err := metrics.RepairRun(d, version(), time.Now())
 				if err != nil {
-					return err
+					// A folder that holds no run, or whose manifest does not read: bad input,
+					// as for lab report.
+					return badInput("%v", err)
 				}
 				l, f, k := printRepair(s, d, parts)
 				lost, failed, kept = lost+l, failed+f, kept+k

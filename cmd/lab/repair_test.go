@@ -257,3 +257,23 @@ func TestSigkilledRunRepaired(t *testing.T) {
 		t.Errorf("report of the repaired run: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// A run folder whose manifest does not read is bad input for lab repair, as for lab report:
+// exit 2, naming the manifest's file and line.
+func TestRepairBadManifest(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "run_id=bad")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	man := filepath.Join(dir, metrics.PartManifestFile(metrics.Shard{Index: 1, Count: 1}))
+	if err := os.WriteFile(man, []byte("{\n  \"run_id\": \"bad\",,\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"repair", "report"} {
+		code, _, errOut := runLab(t, cmd, "--", dir)
+		if code != exitBadInput || !strings.Contains(errOut, man+":2:") {
+			t.Errorf("%s: exit %d, stderr %q; want 2 naming %s:2", cmd, code, errOut, man)
+		}
+	}
+}

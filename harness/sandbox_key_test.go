@@ -1,0 +1,45 @@
+package harness
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// A sandbox is claimed only for a scenario name: a key such as ".locks" would name (and
+// empty) the folder of every process's lock, "", "..", a path the folder of every sandbox or
+// one outside them.
+func TestClaimSandboxRefusesOtherKeys(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	other := filepath.Join(os.TempDir(), "lab-sandbox", "other")
+	lock := filepath.Join(os.TempDir(), "lab-sandbox", ".locks", "other")
+	if err := os.MkdirAll(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(lock), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"", ".", "..", "a/../..", "/abs", ".locks"} {
+		if _, release, err := claimSandbox(context.Background(), key, nil); err == nil {
+			release()
+			t.Errorf("claimSandbox(%q) = nil error; want one naming the scenario name", key)
+		}
+		for _, p := range []string{other, lock} {
+			if _, err := os.Stat(p); err != nil {
+				t.Fatalf("after claimSandbox(%q), another scenario's sandbox or lock is gone: %v", key, err)
+			}
+		}
+	}
+	dir, release, err := claimSandbox(context.Background(), "midnight", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if want := filepath.Join(os.TempDir(), "lab-sandbox", "midnight"); dir != want {
+		t.Errorf("sandbox %s; want %s", dir, want)
+	}
+}
