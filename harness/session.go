@@ -189,6 +189,9 @@ type runner struct {
 	// session was told of ([hygiene.Session.Withdraw]).
 	resultOf  map[string]string
 	withdrawn map[string]bool
+	// lastPrompt and lastBytes are the previous answered request's prompt tokens and request
+	// size in bytes (0 before the first), for [promptShrank].
+	lastPrompt, lastBytes int64
 	// commandRuns counts the bash calls of each command so far.
 	commandRuns map[string]int
 	// pending holds the changes (kind → value) the next user message carries as a note (§10.3).
@@ -569,6 +572,14 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 	s.TTFTNs, s.TotalNs, s.RequestBytes = int64(res.TTFT), int64(res.Total), res.RequestBytes
 	r.annotate(s, req, reply, res, nil)
 	warnings := append(tries.notes, res.Warnings...)
+	// Where the lab renders the prompt itself it knows the window and marks overflows
+	// (ContextOverflow); elsewhere a shrinking prompt is the only sign of a cut.
+	if w := promptShrank(r.lastPrompt, r.lastBytes, s.PromptTokens, s.RequestBytes); w != "" && cfg.Tokenizer == nil {
+		warnings = append(warnings, w)
+	}
+	if s.PromptTokens > 0 && s.RequestBytes > 0 {
+		r.lastPrompt, r.lastBytes = s.PromptTokens, s.RequestBytes
+	}
 	if err := r.expect(req, res, s, &warnings); err != nil {
 		return err
 	}
@@ -585,6 +596,27 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 		cfg.OnSample(s)
 	}
 	return nil
+}
+
+// WarningPromptShrank starts the warning of a request whose prompt tokens fell below the
+// previous request's although its body grew: the server cut the prompt to its context window
+// (Ollama's OpenAI- and Anthropic-compatible endpoints take no num_ctx and run the model at the
+// server's default window, 4,096 tokens, cutting longer prompts without an error).
+const WarningPromptShrank = "prompt cut by the server"
+
+// promptShrank returns the [WarningPromptShrank] warning when a request of reqBytes bytes, larger
+// than the previous request's prevBytes, was counted as at least 5 % fewer prompt tokens than
+// the previous one's prevPrompt; "" otherwise, and when either request's figures are unknown (0).
+// A request that an arm made smaller (pruned, compacted) never warns: its body shrank too. A
+// chat template that drops earlier reasoning at a new user message shrinks the prompt a little
+// while the body grows (the sim matrix: at most 4 %), hence the margin.
+func promptShrank(prevPrompt, prevBytes, prompt, reqBytes int64) string {
+	if prevPrompt <= 0 || prevBytes <= 0 || prompt <= 0 || reqBytes <= prevBytes || prompt*100 > prevPrompt*95 {
+		return ""
+	}
+	return fmt.Sprintf("%s: %d prompt tokens after %d, though the request grew from %d to %d bytes; "+
+		"the server truncated it to its context window, so its figures are not the session's",
+		WarningPromptShrank, prompt, prevPrompt, prevBytes, reqBytes)
 }
 
 // expect fills the expected cached tokens, the divergence, the re-read attribution and the

@@ -180,6 +180,9 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 			fmt.Fprintf(s.err, "lab run: %s is Ollama, whose cached_tokens is always 0: using --profile ollama (cached tokens unknown; --backend ollama reads them from its log)\n", ro.BaseURL)
 			profile = "ollama"
 		}
+		if profile == "ollama" {
+			fmt.Fprintln(s.err, ollamaWindowNote)
+		}
 		c, err := openai.New(openai.Options{Profile: profile, BaseURL: ro.BaseURL, Model: o.ModelName,
 			API: ro.API, KeyFile: ro.KeyFile, Getenv: s.getenv, Temperature: &o.Live.Temperature})
 		if err != nil {
@@ -214,6 +217,7 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 		if loopbackOllama(ctx, ro.BaseURL) {
 			constantCached = "the server is Ollama, whose /v1/messages always answers 0 cache_read_input_tokens"
 			fmt.Fprintf(s.err, "lab run: %s is Ollama, whose cache_read_input_tokens is always 0: cached tokens unknown (--backend ollama reads them from its log)\n", ro.BaseURL)
+			fmt.Fprintln(s.err, ollamaWindowNote)
 		}
 		nonce = func(session string) string { return openai.Nonce(session) + "\n" }
 	}
@@ -257,6 +261,10 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 	cfg.Progress = newProgress(r.progress, cfg.Requests())
 	return runAndReport(ctx, s, cfg)
 }
+
+// ollamaWindowNote is what lab run says before it measures Ollama through its OpenAI- or
+// Anthropic-compatible endpoints, which take no num_ctx.
+const ollamaWindowNote = "lab run: warning: Ollama's /v1 endpoints take no num_ctx: the model runs at the server's default context window (4,096 tokens unless OLLAMA_CONTEXT_LENGTH or the model sets one) and longer prompts are cut without an error; such rows warn \"" + harness.WarningPromptShrank + "\" (--backend ollama pins num_ctx)"
 
 // loopbackOllama reports whether base (a --base-url) names a loopback server that answers
 // Ollama's /api/version ([capture.IsOllama]); it asks nothing of a server elsewhere.
