@@ -31,6 +31,12 @@ type Attributor struct {
 	// NoteOpen is the tag that opens a session note at the end of a user message (loop.json's
 	// note.open, "<session-note>"); "" when the harness sends no notes. See [Parts].
 	NoteOpen string
+	// Window is what the server keeps of a sequence longer than its context window: set for
+	// Ollama's runner ([NewWindow] of its num_ctx), which truncates and shifts its slot and so
+	// empties it for the next request but its first num_keep tokens; the next request's expected
+	// cached tokens are then counted against what the slot kept. The zero value keeps the whole
+	// sequence (a server whose overflow the lab does not model: the overflow is only marked).
+	Window Window
 
 	// cacheText is the text the cache held after the last observed request and cacheTokens its
 	// tokens; whole tokenizes prompts and cache texts, each step only what it appends; bounds
@@ -46,6 +52,9 @@ type Attributor struct {
 	// reasoning holds the indexes of the messages that carried reasoning in the last observed
 	// request.
 	reasoning map[int]bool
+	// shifted is true when Window cut what the cache held after the last request: cacheTokens
+	// are then the kept tokens and cacheText is "" (their text is not a prefix of any prompt).
+	shifted bool
 }
 
 // Attribution is what [Attributor.Observe] measured about one request, all counts in tokens of
@@ -210,18 +219,6 @@ func (a *Attributor) Observe(req *chat.Request, rendered, cacheText string, prom
 		}
 		at.ReasoningTokensSent += int64(len(ids))
 	}
-	if common < len(prompt) && common < len(a.cacheTokens) {
-		d := int64(common)
-		at.DivergenceToken = &d
-		at.DivergenceSegment = SegmentAt(segs, divergeAt)
-		// A message that carried reasoning last time and carries none now (a new turn: spec
-		// 3.2.0 §8, and the template drops it) diverges where its reasoning was.
-		if s, ok := strings.CutPrefix(at.DivergenceSegment, "message "); ok {
-			if n, err := strconv.Atoi(s); err == nil && a.reasoning[n] && !reasoning[n] {
-				at.DivergenceSegment = "reasoning " + s
-			}
-		}
-	}
 	// Each segment's token span ends at the count of the prompt's tokens up to its last byte;
 	// the count up to an offset within what this prompt shares with the last one is the last's.
 	same := CommonPrefixBytes(rendered, a.boundsText)
@@ -245,6 +242,28 @@ func (a *Attributor) Observe(req *chat.Request, rendered, cacheText string, prom
 		at.Spans = append(at.Spans, TokenSpan{Name: sg.Name, Start: start, End: end})
 		start = end
 	}
+	if common < len(prompt) && common < len(a.cacheTokens) {
+		d := int64(common)
+		at.DivergenceToken = &d
+		if a.shifted {
+			// The slot kept its first tokens only: the first token it lacks names the segment.
+			for _, sp := range at.Spans {
+				if int64(common) >= sp.Start && int64(common) < sp.End {
+					at.DivergenceSegment = sp.Name
+					break
+				}
+			}
+		} else {
+			at.DivergenceSegment = SegmentAt(segs, divergeAt)
+		}
+		// A message that carried reasoning last time and carries none now (a new turn: spec
+		// 3.2.0 §8, and the template drops it) diverges where its reasoning was.
+		if s, ok := strings.CutPrefix(at.DivergenceSegment, "message "); ok {
+			if n, err := strconv.Atoi(s); err == nil && a.reasoning[n] && !reasoning[n] {
+				at.DivergenceSegment = "reasoning " + s
+			}
+		}
+	}
 	held, heldTokens := rendered, prompt
 	if cacheText != "" {
 		if heldTokens, err = a.whole.Encode(cacheText); err != nil {
@@ -256,6 +275,15 @@ func (a *Attributor) Observe(req *chat.Request, rendered, cacheText string, prom
 		at.ContextOverflow = true
 		at.Warnings = append(at.Warnings, fmt.Sprintf("%s: the prompt (%d tokens) and the reply take %d tokens, more than the context window of %d: the server truncates or shifts its context, which empties its KV cache for the next request",
 			WarningContextOverflow, len(prompt), used, n))
+	}
+	a.shifted = false
+	if kept, _, cut := a.Window.Hold(heldTokens, nil); cut {
+		held, heldTokens, a.shifted = "", kept, true
+		if !at.ContextOverflow { // a sequence that fills the window exactly is shifted too
+			at.ContextOverflow = true
+			at.Warnings = append(at.Warnings, fmt.Sprintf("%s: the prompt (%d tokens) and the reply fill the context window of %d: the server shifts its context, which empties its KV cache for the next request",
+				WarningContextOverflow, len(prompt), a.Window.NumCtx))
+		}
 	}
 	a.cacheText, a.cacheTokens, a.reasoning = held, heldTokens, reasoning
 	a.boundsText, a.boundsAt = rendered, boundsAt

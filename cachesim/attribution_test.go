@@ -441,3 +441,52 @@ func ExampleAttributor() {
 	// prompt 166, expected cached 112, diverged at "", re-read 54 (system 0, messages 21)
 	// prompt 166, expected cached 27, diverged at "system", re-read 139 (system 6, messages 100)
 }
+
+// With the server's window (Ollama's runner), what the cache holds after an overflow is what the
+// runner kept: its first num_keep tokens. The next request's expected cached tokens count against
+// that, and the divergence names the segment of the first token the slot lost; without a window
+// the whole prompt and reply count as held (the figure real Ollama never reaches).
+func TestAttributorWindowAfterAnOverflow(t *testing.T) {
+	t.Parallel()
+	first := conversation("You are a coding agent.")
+	held := len(cacheText(first, answer))
+	next := conversation("You are a coding agent.", answer, result)
+	for _, tc := range []struct {
+		name     string
+		window   cachesim.Window
+		expected int64
+		segment  string
+	}{
+		{"Ollama's window", cachesim.NewWindow(held - 10), cachesim.OllamaNumKeep, "system"},
+		{"no window modelled", cachesim.Window{}, int64(len(render(first))), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			a := &cachesim.Attributor{Tok: byteTokenizer{}, NumCtx: held - 10, Window: tc.window}
+			if got := observe(t, a, first, cacheText(first, answer)); !got.ContextOverflow {
+				t.Fatalf("first request: no overflow at NumCtx %d with %d tokens held", held-10, held)
+			}
+			got := observe(t, a, next, cacheText(next, answer))
+			if got.ExpectedCachedTokens < tc.expected || (tc.segment != "" && got.ExpectedCachedTokens != tc.expected) {
+				t.Errorf("expected cached tokens %d; want %d", got.ExpectedCachedTokens, tc.expected)
+			}
+			if tc.segment != "" {
+				if got.DivergenceToken == nil || *got.DivergenceToken != tc.expected || got.DivergenceSegment != tc.segment {
+					t.Errorf("divergence at %v in %q; want token %d in %q", got.DivergenceToken, got.DivergenceSegment, tc.expected, tc.segment)
+				}
+			}
+		})
+	}
+}
+
+// A prompt and reply that fill the window exactly are shifted by the runner: marked as an
+// overflow when the window is modelled.
+func TestAttributorWindowExactFill(t *testing.T) {
+	t.Parallel()
+	req := conversation("You are a coding agent.")
+	held := len(cacheText(req, answer))
+	a := &cachesim.Attributor{Tok: byteTokenizer{}, NumCtx: held, Window: cachesim.NewWindow(held)}
+	if got := observe(t, a, req, cacheText(req, answer)); !got.ContextOverflow || len(got.Warnings) != 1 {
+		t.Errorf("ContextOverflow %v, warnings %q; want one overflow warning", got.ContextOverflow, got.Warnings)
+	}
+}

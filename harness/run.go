@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"lab/cachesim"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,6 +45,10 @@ type RunConfig struct {
 	NumCtx                                       int
 	// Tokenizer is the served model's tokenizer, for the expected cached tokens.
 	Tokenizer Tokenizer
+	// Window is what the server keeps of a sequence longer than NumCtx, for the expected cached
+	// tokens after an overflow ([cachesim.Attributor].Window): Ollama's runner, or the sim that
+	// models it; the zero value models none.
+	Window cachesim.Window
 	// SaveRequests writes every request body to requests.jsonl beside the samples.
 	SaveRequests bool
 	// SandboxDir is where each session's workspace is written (into SandboxDir/<project>); ""
@@ -334,7 +339,7 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 		sc := SessionConfig{
 			Scenario: scen, Arm: arm, Repetition: rep, RunID: runID, Loop: cfg.Loop, Backend: cfg.Backend,
 			BackendName: cfg.BackendName, Model: cfg.Model, ServerVersion: cfg.ServerVersion,
-			Tokenizer: cfg.Tokenizer, Sink: sink, SandboxDir: sandbox, Warn: cfg.Warn, NumCtx: cfg.NumCtx,
+			Tokenizer: cfg.Tokenizer, Sink: sink, SandboxDir: sandbox, Warn: cfg.Warn, NumCtx: cfg.NumCtx, Window: cfg.Window,
 			Warm: cfg.Warm, Price: cfg.Price, Retry: cfg.Retry, Driver: cfg.Driver, ConstantCached: cfg.ConstantCached,
 			OnSample: func(s *metrics.Sample) {
 				if s.RequestIndex == 0 {

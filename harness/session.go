@@ -69,8 +69,10 @@ type SessionConfig struct {
 	// unknown or unlimited. A request whose prompt, or prompt and reply, take more tokens is
 	// marked [metrics.Sample].ContextOverflow.
 	NumCtx int
+	// Window is what the server keeps of a sequence longer than NumCtx ([RunConfig].Window).
+	Window cachesim.Window
 	// PromptPrefix, when set, is written first in every system prompt the session sends: a
-	// per-run nonce that starts a cloud API's prompt cache cold (issue 6, "Cold and warm").
+	// per-run nonce that starts a cloud API's prompt cache cold.
 	PromptPrefix string
 	// Warm keeps the server's cache as the previous session left it: no Reset.
 	Warm bool
@@ -627,7 +629,7 @@ func promptShrank(prevPrompt, prevBytes, prompt, reqBytes int64) string {
 // the reply the cache holds after it, take more tokens than the context window (cfg.NumCtx).
 func (r *runner) expect(req *chat.Request, res *chat.Result, s *metrics.Sample, warnings *[]string) error {
 	if r.attrib == nil {
-		r.attrib = &cachesim.Attributor{Tok: r.cfg.Tokenizer, NumCtx: r.cfg.NumCtx, NoteOpen: r.cfg.Loop.Note.Open}
+		r.attrib = &cachesim.Attributor{Tok: r.cfg.Tokenizer, NumCtx: r.cfg.NumCtx, NoteOpen: r.cfg.Loop.Note.Open, Window: r.cfg.Window}
 	}
 	a, err := r.attrib.Observe(req, res.Rendered, res.CacheText, res.PromptTokens)
 	if err != nil {

@@ -1,5 +1,5 @@
-// Package pricing prices one request's token usage in US dollars (issue 6: `cost_usd` per row
-// for cloud runs).
+// Package pricing prices one request's token usage in US dollars (`cost_usd` per row for cloud
+// runs).
 //
 //  1. prices.yaml (embedded; [Default]) or a file of the same form ([Load], [Parse]) gives, per
 //     model, the price per million tokens of input, cached reads, 5-minute and 1-hour cache

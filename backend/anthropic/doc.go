@@ -25,7 +25,7 @@
 // (https://platform.claude.com/docs/en/build-with-claude/prompt-caching). [Client.Send] reports
 // that sum as PromptTokens and cache_read_input_tokens as CachedTokens (source "response").
 //
-// A live request (chat.Request.Generate > 0, the live driver of issue 7) is a real generation:
+// A live request (chat.Request.Generate > 0, the live driver) is a real generation:
 // max_tokens is Generate (with extended thinking it must exceed the thinking budget, else
 // [Client.Body] refuses it naming --max-tokens), the sampling temperature (Options.Temperature,
 // default 0.7) is sent when the request does not think (the API takes none with thinking), and

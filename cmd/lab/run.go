@@ -292,7 +292,7 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 	cfg := harness.RunConfig{
 		Scenarios: scs, Arms: arms, Repeat: o.Repeat, ResultsDir: o.ResultsDir, RunID: o.RunID,
 		LabVersion: version(), Loop: loop, Backend: client, BackendName: "ollama", Model: o.ModelName,
-		ServerVersion: serverVersion, ServerURL: url, NumCtx: o.NumCtx, Tokenizer: tok,
+		ServerVersion: serverVersion, ServerURL: url, NumCtx: o.NumCtx, Tokenizer: tok, Window: cachesim.NewWindow(o.NumCtx),
 		SaveRequests: o.SaveRequests, Warm: o.Warm, Driver: o.Live.driver(),
 		Settings: map[string]string{
 			"model_hidden": fmt.Sprint(o.Model.HiddenSize), "model_layers": fmt.Sprint(o.Model.Layers),
@@ -382,7 +382,7 @@ func runSim(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 	cfg := harness.RunConfig{
 		Scenarios: r.scenarios, Arms: r.arms, Repeat: o.Repeat, ResultsDir: o.ResultsDir, RunID: o.RunID,
 		LabVersion: version(), Loop: r.loop, Backend: be, BackendName: "sim", Model: o.ModelName,
-		ServerVersion: "cachesim " + r.model.Name(), NumCtx: numCtx, Tokenizer: be.Tokenizer(),
+		ServerVersion: "cachesim " + r.model.Name(), NumCtx: numCtx, Tokenizer: be.Tokenizer(), Window: cachesim.NewWindow(numCtx),
 		SaveRequests: o.SaveRequests, Warm: o.Warm, Driver: o.Live.driver(), Settings: settings,
 		Warn: func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
 	}

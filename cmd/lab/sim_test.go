@@ -17,8 +17,7 @@ func TestRunSimBackend(t *testing.T) {
 	needTokenizer(t)
 	results := t.TempDir()
 	start := time.Now()
-	// Every scenario of the library, on the sim backend (issue 4: "a test loads every scenario and
-	// runs it on the sim backend").
+	// Every scenario of the library, on the sim backend: a test loads every scenario and runs it.
 	code, out, errOut := runLab(t, "run", "--backend", "sim", "--scenario", "all", "--arm", "spec,date-in-system-prompt",
 		"--results", results, "--run-id", "sim", "--quiet")
 	if code != exitOK {
