@@ -260,7 +260,8 @@ func (r *recorder) measure(ex *exchange) (*metrics.Sample, *chat.Request, *chat.
 		body := joinChunks(chunks)
 		head := bytes.TrimLeft(body, " \t\r\n")
 		head = head[:min(len(head), 64)]
-		mode, ok := framingOf(ex.api, chat.SniffAnswer(ex.ctype, head))
+		form := chat.SniffAnswer(ex.ctype, head)
+		mode, ok := framingOf(ex.api, form)
 		if !ok {
 			// An HTML page, an empty body: not an answer the API gives, whose figures stay
 			// unknown.
@@ -271,16 +272,18 @@ func (r *recorder) measure(ex *exchange) (*metrics.Sample, *chat.Request, *chat.
 		first, perr := feed(p, mode, chunks)
 		res := p.result()
 		reply = p.reply()
+		// An unstreamed answer (one JSON document, Ollama's included; JSON lines sent as
+		// application/json are a stream) has no time to first token: its first byte comes after
+		// the whole generation. lab run leaves it unknown too.
+		unstreamed := form == chat.AnswerJSON && (mode == framingWhole || !bytes.Contains(bytes.TrimSpace(body), []byte("\n")))
 		switch {
-		case first >= 0 && mode != framingWhole:
+		case unstreamed:
+			warnings = append(warnings, "unstreamed answer: time to first token unknown")
+		case first >= 0:
 			s.TTFTNs = int64(chunks[first].at.Sub(ex.start))
 		case len(chunks) > 0:
 			s.TTFTNs = int64(chunks[0].at.Sub(ex.start))
-			if mode == framingWhole {
-				warnings = append(warnings, "unstreamed answer: time to first token is the time to the answer's first byte")
-			} else {
-				warnings = append(warnings, "no event carried content, reasoning or a tool call: time to first token is the time to the answer's first byte")
-			}
+			warnings = append(warnings, "no event carried content, reasoning or a tool call: time to first token is the time to the answer's first byte")
 		}
 		if r.ollama.Load() && ollamaCompatible(ex.api) {
 			if w, ok := harness.DropConstantCached(res, "the upstream is Ollama, whose OpenAI- and Anthropic-compatible endpoints always answer 0 cached tokens"); ok {

@@ -98,7 +98,8 @@ type Sample struct {
 
 	// TTFTNs is the time from sending the request to the first streamed token, in nanoseconds,
 	// measured by the client (the harness or the proxy). Never 0 when measured: 0 (null) means
-	// not measured (the request failed before an answer came).
+	// not measured (the request failed before an answer came, or the answer was not streamed:
+	// one JSON document, whose first byte comes after the whole generation, has none).
 	TTFTNs int64 `parquet:"ttft_ns,optional" json:"ttft_ns,omitempty"`
 	// PrefillNs is the time the server spent processing the prompt tokens it did not reuse, in
 	// nanoseconds, as the server reports it (Ollama prompt_eval_duration, llama-server

@@ -125,3 +125,22 @@ func TestCaptureCut(t *testing.T) {
 		t.Errorf("generated %v completion %d prompt %v; want the prompt's counts and no completion count", res.Usage.Generated, res.CompletionTokens, res.Usage.Prompt)
 	}
 }
+
+// An unstreamed answer has no time to first token, whether the request asked for a stream or
+// not (NoStream): its first byte comes after the whole generation. TTFT stays 0 (null in the
+// row), with a warning; the total time is measured.
+func TestUnstreamedAnswerHasNoTTFT(t *testing.T) {
+	for _, noStream := range []bool{false, true} {
+		c := newClient(t, serve(t, "application/json", testdata(t, "message.json")), Options{NoStream: noStream})
+		res, err := c.Send(context.Background(), testRequest(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.TTFT != 0 || res.Total <= 0 {
+			t.Errorf("NoStream %v: TTFT %v Total %v; want no time to first token and a total time", noStream, res.TTFT, res.Total)
+		}
+		if w := strings.Join(res.Warnings, "; "); !strings.Contains(w, "time to first token unknown") {
+			t.Errorf("NoStream %v: warnings %q; want one saying the time to first token is unknown", noStream, w)
+		}
+	}
+}

@@ -150,8 +150,8 @@ type Options struct {
 	// of Claude 4.5 and earlier), ThinkingAdaptive ({type: adaptive}, the mode of Claude 4.6 and
 	// later, which reject extended thinking from 4.7 on) or ThinkingOff (no thinking field).
 	Thinking string
-	// NoStream sends `stream: false` and reads one JSON response; TTFT is then the time to the
-	// response headers (which arrive after the whole generation).
+	// NoStream sends `stream: false` and reads one JSON response; TTFT is then unknown (0, with
+	// a warning): the response headers arrive after the whole generation.
 	NoStream bool
 	// HTTPClient sends the requests (default: one with no overall timeout; requests end with
 	// their context).
@@ -455,7 +455,6 @@ func (c *Client) create(ctx context.Context, req *chat.Request) (*Response, *cha
 	// The answer's form decides how it is read, whatever was asked: a server may answer a
 	// streamed request with one JSON message.
 	var acc accumulator
-	headers := time.Since(start)
 	br := bufio.NewReaderSize(resp.Body, 64<<10)
 	head, err := chat.PeekAnswer(br)
 	ctype := resp.Header.Get("Content-Type")
@@ -472,10 +471,12 @@ func (c *Client) create(ctx context.Context, req *chat.Request) (*Response, *cha
 			err = acc.end()
 		}
 	case form == chat.AnswerJSON:
+		// One JSON message has no time to first token: its headers come after the whole
+		// generation.
 		if c.stream {
 			res.Warnings = append(res.Warnings, "the server answered the streamed request with one JSON message, not a stream: time to first token unknown")
 		} else {
-			res.TTFT = headers
+			res.Warnings = append(res.Warnings, "unstreamed answer: time to first token unknown")
 		}
 		var b []byte
 		if b, err = io.ReadAll(br); err == nil {
