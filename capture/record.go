@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -289,6 +290,9 @@ func (r *recorder) measure(ex *exchange) (*metrics.Sample, *chat.Request, *chat.
 			if w, ok := harness.DropConstantCached(res, "the upstream is Ollama, whose OpenAI- and Anthropic-compatible endpoints always answer 0 cached tokens"); ok {
 				warnings = append(warnings, w)
 			}
+			if w, ok := dropOllamaEstimate(res); ok && ex.api == APIAnthropic {
+				warnings = append(warnings, w)
+			}
 		}
 		harness.SetResult(s, res, nil)
 		warnings = append(warnings, res.Warnings...)
@@ -323,6 +327,25 @@ func (r *recorder) measure(ex *exchange) (*metrics.Sample, *chat.Request, *chat.
 	}
 	s.Warnings = strings.Join(warnings, "; ")
 	return s, req, reply
+}
+
+// dropOllamaEstimate removes from the result of Ollama's /v1/messages a prompt count that
+// message_start gave and no message_delta replaced (a stream cut before its end): Ollama writes
+// there its estimate of the prompt (the request's length / 4, anthropic.EstimateInputTokens in
+// v0.17.4), not a count, which comes only with message_delta. It returns the warning; ok is
+// false when the prompt count came from elsewhere.
+func dropOllamaEstimate(res *chat.Result) (warning string, ok bool) {
+	u := res.Usage
+	if u == nil || !strings.HasPrefix(u.Fields["Uncached"], "message_start.") {
+		return "", false
+	}
+	cp := *u
+	cp.Fields = maps.Clone(u.Fields)
+	cp.Uncached, cp.Prompt = nil, nil
+	delete(cp.Fields, "Uncached")
+	delete(cp.Fields, "Prompt")
+	res.Usage, res.PromptTokens = &cp, 0
+	return "the upstream is Ollama, whose message_start input_tokens is an estimate from the request's length, and no message_delta gave the count: prompt tokens unknown", true
 }
 
 // ollamaCompatible reports whether api is one of the foreign APIs Ollama also serves
