@@ -1,6 +1,5 @@
 // Package capture is `lab proxy`: a pass-through reverse proxy that measures any harness's real
-// traffic to a model API with the same per-request columns `lab run` writes for its own harness
-// (issue 9).
+// traffic to a model API with the same per-request columns `lab run` writes for its own harness.
 //
 // A request flows through it in five steps:
 //

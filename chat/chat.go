@@ -223,7 +223,7 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("%s at %s: HTTP %d: %s", e.Backend, e.URL, e.StatusCode, e.Body)
 }
 
-// Usage is one request's token accounting normalised over the providers (issue 6): every count
+// Usage is one request's token accounting normalised over the providers: every count
 // is in tokens of the served model, nil when the server did not say (unknown is never 0), and
 // Fields names the wire field each count came from, keyed by the Usage field's name (for example
 // Fields["CachedRead"] = "usage.prompt_tokens_details.cached_tokens").

@@ -1,6 +1,6 @@
 package harness
 
-// This file is the live driver (DESIGN.md, "Two drivers"; issue 7): the scenario gives the user
+// This file is the live driver (DESIGN.md, "Two drivers"): the scenario gives the user
 // turns, the events and the workspace; the model decides every assistant step. Its tool calls run
 // through the same tools and the same hygiene session as a scripted step's (runner.runTool), and
 // every request is measured as a scripted one (runner.measure).

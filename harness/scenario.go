@@ -52,7 +52,7 @@ type Scenario struct {
 	// Commands are the scripted outputs of the bash tool: the calls of one command string take
 	// its entries in order, and its last entry repeats when they run out.
 	Commands []Command `yaml:"commands"`
-	// Shell gives the live driver a real shell (issue 7): its bash tool runs each command with
+	// Shell gives the live driver a real shell: its bash tool runs each command with
 	// /bin/sh in the workspace, without network and within Shell.Timeout. nil leaves bash to the
 	// scripted Commands alone. bash is in the tool list when the scenario has either (spec 3.2.0
 	// §10.4: only what is fixed for the session leaves a tool out). The scripted driver always

@@ -70,7 +70,7 @@ type SessionConfig struct {
 	// marked [metrics.Sample].ContextOverflow.
 	NumCtx int
 	// PromptPrefix, when set, is written first in every system prompt the session sends: a
-	// per-run nonce that starts a cloud API's prompt cache cold (issue 6, "Cold and warm").
+	// per-run nonce that starts a cloud API's prompt cache cold.
 	PromptPrefix string
 	// Warm keeps the server's cache as the previous session left it: no Reset.
 	Warm bool

@@ -1,6 +1,6 @@
 package harness
 
-// This file is the live driver's real shell (issue 7): a scenario's `shell:` gives the model a
+// This file is the live driver's real shell: a scenario's `shell:` gives the model a
 // bash tool that runs its commands for real, in the workspace, without network and within a time
 // limit. The scripted driver never runs a command: it answers the scenario's scripted outputs
 // (runner.bash), so a scripted run replays the same bytes on every machine.

@@ -170,7 +170,7 @@ type Sample struct {
 	// Retry-After), in nanoseconds; 0 without retries.
 	RetryWaitNs int64 `parquet:"retry_wait_ns" json:"retry_wait_ns"`
 	// Driver says who decided the assistant's steps: [DriverScripted] (the scenario) or
-	// [DriverLive] (the model, issue 7).
+	// [DriverLive] (the model).
 	Driver string `parquet:"driver,dict" json:"driver"`
 	// EndReason is why the turn ended, on the turn's last request of a live session (one of the
 	// End* constants, such as [EndAnswered] or [EndMaxSteps]); "" on every other request and in

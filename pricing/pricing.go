@@ -1,4 +1,4 @@
-// Package pricing prices one request's token usage in US dollars (issue 6: `cost_usd` per row
+// Package pricing prices one request's token usage in US dollars (`cost_usd` per row
 // for cloud runs).
 //
 //  1. prices.yaml (embedded; [Default]) or a file of the same form ([Load], [Parse]) gives, per

@@ -23,7 +23,7 @@ type LiveMetric struct {
 	Unknown int
 }
 
-// LiveRow is one scenario × arm of a live run (issue 7): what the model did when it decided.
+// LiveRow is one scenario × arm of a live run: what the model did when it decided.
 type LiveRow struct {
 	Scenario, Arm string
 	// Repetitions is the number of repetitions (sessions) the row covers.

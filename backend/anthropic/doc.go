@@ -28,7 +28,7 @@
 // has no cache write to count: the fields it sends add up to the whole prompt. One that sends
 // the cache write but not the cache read leaves PromptTokens unknown (0, with a warning).
 //
-// A live request (chat.Request.Generate > 0, the live driver of issue 7) is a real generation:
+// A live request (chat.Request.Generate > 0, the live driver) is a real generation:
 // max_tokens is Generate (with extended thinking it must exceed the thinking budget, else
 // [Client.Body] refuses it naming --max-tokens), the sampling temperature (Options.Temperature,
 // default 0.7) is sent when the request does not think (the API takes none with thinking), and

@@ -24,7 +24,7 @@
 //     same `id_slot`. That text is Result.CacheText. The request is not a measurement. Without
 //     an Output function there is no emulation, and the first result says so in a warning.
 //
-// A live request (chat.Request.Generate > 0, the live driver of issue 7) is a real generation
+// A live request (chat.Request.Generate > 0, the live driver) is a real generation
 // instead: step 2 sends `max_tokens` Generate with the live `temperature` (Options.Temperature,
 // default 0.7) and `seed` ([Client.SetSeed]), the streamed reasoning_content, content and
 // tool_calls become Result.Reply, and step 3 is skipped: the slot's cache holds what the model

@@ -18,7 +18,7 @@
 //     reply's tokens; its cache then holds what a real generation would have left. That request
 //     is not a measurement and produces no sample.
 //
-// A request with Generate > 0 (the live driver, issue 7) is a real generation instead: step 2
+// A request with Generate > 0 (the live driver) is a real generation instead: step 2
 // sends num_predict = Generate, the temperature ([WithTemperature], default 0.7) and the seed
 // ([Client.SetSeed]), and the streamed message's thinking, content and tool_calls become
 // [chat.Result].Reply; there is no emulation (the server's cache holds what the model wrote).

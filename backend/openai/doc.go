@@ -22,7 +22,7 @@
 //     count the server did not send stays nil (unknown), never 0, except where the profile
 //     says a missing field means 0 (vLLM, SGLang with their cache-report flags).
 //
-// A live request (chat.Request.Generate > 0, the live driver of issue 7) is sent with the
+// A live request (chat.Request.Generate > 0, the live driver) is sent with the
 // generation bound Generate, the sampling temperature (Options.Temperature, default 0.7) and,
 // for Chat Completions, the seed ([Client.SetSeed]; the Responses API has none), and what the
 // model wrote comes back in Result.Reply: reasoning, text, tool calls (streamed fragments

@@ -9,7 +9,7 @@ import (
 	"lab/harness"
 )
 
-// liveOptions are `lab run`'s flags for the driver (issue 7): who decides the assistant's steps,
+// liveOptions are `lab run`'s flags for the driver: who decides the assistant's steps,
 // and the live driver's bounds and sampling.
 type liveOptions struct {
 	// Driver is scripted (the scenario's steps) or live (the model decides).
