@@ -278,3 +278,18 @@ func TestCliffPrefillUnknown(t *testing.T) {
 		}
 	}
 }
+
+// The re-read split table says how many requests' split is unknown (a row whose re-read is
+// known but whose rendering is not), so that its columns, which leave those requests out, are
+// not read as adding up to the re-read column.
+func TestSplitTableCountsUnknown(t *testing.T) {
+	t.Parallel()
+	r := &report.Report{Runs: []*metrics.Manifest{{RunID: "r"}}, Analysis: report.Analyze(expectedUnknownFixture(false))}
+	var b bytes.Buffer
+	if err := report.Markdown(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "Re-read tokens by the kind of segment") || !strings.Contains(b.String(), "split unknown, left out: spec 2 of 3") {
+		t.Errorf("markdown does not count the requests whose split is unknown:\n%s", b.String())
+	}
+}
