@@ -178,7 +178,7 @@ func (d *document) body(r *Report, a *Analysis, setup string) {
 			if v := st.VsSpec; v != nil {
 				vsRatio = withCI(finite(v.RereadRatio.Value), v.RereadRatio.CI, times)
 				vsDiff = signedTokEst(v.RereadDiff)
-			} else if st.Arm == metrics.SpecArm {
+			} else if st.Arm == metrics.SpecArm && st.RereadTokens.N > 0 {
 				vsRatio = "1.00×"
 			}
 			cached := tokEst(st.CachedTokens)

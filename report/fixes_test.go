@@ -293,3 +293,21 @@ func TestSplitTableCountsUnknown(t *testing.T) {
 		t.Errorf("markdown does not count the requests whose split is unknown:\n%s", b.String())
 	}
 }
+
+// The spec arm's "re-read vs spec" is 1.00× only when its re-read tokens are known: with every
+// cached count unknown there is nothing to compare, and the cell is "—".
+func TestSpecVsItselfNeedsAReread(t *testing.T) {
+	t.Parallel()
+	var samples []metrics.Sample
+	for i := int32(0); i < 3; i++ {
+		samples = append(samples, metrics.Sample{RunID: "r", Scenario: "s", Arm: metrics.SpecArm, Repetition: 1, RequestIndex: i, PromptTokens: 1000, ExpectedUnknown: true})
+	}
+	r := &report.Report{Runs: []*metrics.Manifest{{RunID: "r"}}, Analysis: report.Analyze(samples)}
+	var b bytes.Buffer
+	if err := report.Markdown(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "1.00×") {
+		t.Errorf("markdown shows spec at 1.00× of itself with no re-read known:\n%s", b.String())
+	}
+}
