@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -197,7 +198,8 @@ type Sample struct {
 // where the old schema wrote a stand-in value: on an ExpectedUnknown row the expected cached
 // tokens, reasoning tokens sent and the re-read split (then 0 and meaningless) become nil; on a
 // row without cached tokens, reread_tokens (then prompt − expected, an estimate) and its split
-// become nil; on a row with an error and no prompt count, the completion count becomes nil. A
+// become nil; on a row with an error and no prompt count, the completion count becomes nil; a
+// load time of 0 on a row of a backend other than Ollama (which alone reports one) becomes nil. A
 // row written by this version is left as it is, so calling it twice changes nothing. Readers of
 // results files ([ReadParquet], [ReadJournal]) call it on every row.
 func (s *Sample) Upgrade() {
@@ -211,6 +213,9 @@ func (s *Sample) Upgrade() {
 	}
 	if s.Error != "" && s.PromptTokens <= 0 && s.CompletionTokens != nil && *s.CompletionTokens == 0 {
 		s.CompletionTokens = nil
+	}
+	if s.LoadNs != nil && *s.LoadNs == 0 && s.Backend != "ollama" && !strings.HasPrefix(s.Backend, "proxy:ollama-") {
+		s.LoadNs = nil // only Ollama reports a load time
 	}
 }
 
