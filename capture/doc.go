@@ -25,7 +25,7 @@
 //     parser (backend/openai, backend/anthropic, backend/ollama, backend/llamacpp capture*.go):
 //     prompt, cached (with cached_source), cache write (5-minute and 1-hour), completion and
 //     reasoning tokens, usage_fields, time to first token (the arrival of the first chunk that
-//     carried generated content, reasoning or a tool call), total time, request bytes, model;
+//     carried generated content, reasoning or a tool call; none for an unstreamed answer), total time, request bytes, model;
 //     an upstream error status, an error in the stream, a client that disconnected, a cut
 //     stream (one that ended before its end marker: "stream cut: no message_stop"), a stream
 //     with no events, an empty 200 or an HTTP 200 that is not the API's answer (an HTML page)

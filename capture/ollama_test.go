@@ -3,6 +3,7 @@ package capture_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -113,5 +114,45 @@ func TestIsOllama(t *testing.T) {
 	}
 	if capture.IsOllama(ctx, http.DefaultClient, "http://127.0.0.1:1") {
 		t.Error("IsOllama(nothing listening) = true")
+	}
+}
+
+// Ollama's /v1/messages stream opens with message_start carrying its estimate of the prompt
+// (the request's length / 4), not a count; the count comes with message_delta. A stream cut
+// before message_delta therefore has no prompt count in front of Ollama: prompt_tokens and the
+// re-read are null, not the estimate. In front of another server message_start's count stands.
+func TestProxyOllamaMessageStartIsAnEstimate(t *testing.T) {
+	const stream = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"usage\":{\"input_tokens\":7,\"output_tokens\":0}}}\n\n" +
+		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n"
+	for _, ollama := range []bool{true, false} {
+		up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, stream)
+		}))
+		dir := filepath.Join(t.TempDir(), "run_id=c")
+		p, err := capture.New(capture.Options{Upstream: up.URL, Dir: dir, RunID: "c", UpstreamOllama: ollama})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(p)
+		post(t, srv.URL, "/v1/messages", `{"model":"m","stream":true,"max_tokens":10,"messages":[{"role":"user","content":"hi there you"}]}`, nil)
+		srv.Close()
+		up.Close()
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		_, rows, err := metrics.ReadRun(dir)
+		if err != nil || len(rows) != 1 {
+			t.Fatalf("%d rows, %v", len(rows), err)
+		}
+		s := rows[0]
+		want := int64(7)
+		if ollama {
+			want = 0
+		}
+		if s.Error != "stream cut: no message_stop" || s.PromptTokens != want || (ollama && s.RereadTokens != nil) {
+			t.Errorf("ollama %v: error %q prompt %d reread %s; want the cut, prompt %d (0: null)", ollama, s.Error, s.PromptTokens, show(s.RereadTokens), want)
+		}
 	}
 }

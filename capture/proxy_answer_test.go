@@ -148,3 +148,41 @@ func TestProxyNotTheAPIsAnswer(t *testing.T) {
 		})
 	}
 }
+
+// An unstreamed answer has no time to first token: the proxy writes ttft_ns null (0 in the
+// Sample) for a JSON answer of each API, as lab run does, and keeps the total time; a whole
+// stream's time to first token is measured.
+func TestProxyUnstreamedAnswerHasNoTTFT(t *testing.T) {
+	for _, a := range apiAnswers {
+		t.Run(a.api, func(t *testing.T) {
+			streamType := "text/event-stream"
+			if strings.HasPrefix(a.api, "ollama") {
+				streamType = "application/x-ndjson"
+			}
+			for _, tc := range []struct {
+				ctype, body string
+				ttft        bool
+			}{{streamType, a.stream, true}, {"application/json", a.json, false}} {
+				up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					io.Copy(io.Discard, r.Body)
+					w.Header().Set("Content-Type", tc.ctype)
+					io.WriteString(w, tc.body)
+				}))
+				url, _, stop := startProxy(t, up.URL, nil, false)
+				post(t, url, a.path, a.request, nil)
+				_, rows := stop()
+				up.Close()
+				if len(rows) != 1 {
+					t.Fatalf("%s: %d rows; want 1", tc.ctype, len(rows))
+				}
+				s := rows[0]
+				if (s.TTFTNs > 0) != tc.ttft || s.TotalNs <= 0 || s.Error != "" {
+					t.Errorf("%s: ttft_ns %d total_ns %d error %q; want ttft measured %v, a total time, no error", tc.ctype, s.TTFTNs, s.TotalNs, s.Error, tc.ttft)
+				}
+				if !tc.ttft && !strings.Contains(s.Warnings, "time to first token unknown") {
+					t.Errorf("%s: warnings %q; want one saying the time to first token is unknown", tc.ctype, s.Warnings)
+				}
+			}
+		})
+	}
+}

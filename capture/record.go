@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -260,7 +261,8 @@ func (r *recorder) measure(ex *exchange) (*metrics.Sample, *chat.Request, *chat.
 		body := joinChunks(chunks)
 		head := bytes.TrimLeft(body, " \t\r\n")
 		head = head[:min(len(head), 64)]
-		mode, ok := framingOf(ex.api, chat.SniffAnswer(ex.ctype, head))
+		form := chat.SniffAnswer(ex.ctype, head)
+		mode, ok := framingOf(ex.api, form)
 		if !ok {
 			// An HTML page, an empty body: not an answer the API gives, whose figures stay
 			// unknown.
@@ -271,19 +273,24 @@ func (r *recorder) measure(ex *exchange) (*metrics.Sample, *chat.Request, *chat.
 		first, perr := feed(p, mode, chunks)
 		res := p.result()
 		reply = p.reply()
+		// An unstreamed answer (one JSON document, Ollama's included; JSON lines sent as
+		// application/json are a stream) has no time to first token: its first byte comes after
+		// the whole generation. lab run leaves it unknown too.
+		unstreamed := form == chat.AnswerJSON && (mode == framingWhole || !bytes.Contains(bytes.TrimSpace(body), []byte("\n")))
 		switch {
-		case first >= 0 && mode != framingWhole:
+		case unstreamed:
+			warnings = append(warnings, "unstreamed answer: time to first token unknown")
+		case first >= 0:
 			s.TTFTNs = int64(chunks[first].at.Sub(ex.start))
 		case len(chunks) > 0:
 			s.TTFTNs = int64(chunks[0].at.Sub(ex.start))
-			if mode == framingWhole {
-				warnings = append(warnings, "unstreamed answer: time to first token is the time to the answer's first byte")
-			} else {
-				warnings = append(warnings, "no event carried content, reasoning or a tool call: time to first token is the time to the answer's first byte")
-			}
+			warnings = append(warnings, "no event carried content, reasoning or a tool call: time to first token is the time to the answer's first byte")
 		}
 		if r.ollama.Load() && ollamaCompatible(ex.api) {
 			if w, ok := harness.DropConstantCached(res, "the upstream is Ollama, whose OpenAI- and Anthropic-compatible endpoints always answer 0 cached tokens"); ok {
+				warnings = append(warnings, w)
+			}
+			if w, ok := dropOllamaEstimate(res); ok && ex.api == APIAnthropic {
 				warnings = append(warnings, w)
 			}
 		}
@@ -320,6 +327,25 @@ func (r *recorder) measure(ex *exchange) (*metrics.Sample, *chat.Request, *chat.
 	}
 	s.Warnings = strings.Join(warnings, "; ")
 	return s, req, reply
+}
+
+// dropOllamaEstimate removes from the result of Ollama's /v1/messages a prompt count that
+// message_start gave and no message_delta replaced (a stream cut before its end): Ollama writes
+// there its estimate of the prompt (the request's length / 4, anthropic.EstimateInputTokens in
+// v0.17.4), not a count, which comes only with message_delta. It returns the warning; ok is
+// false when the prompt count came from elsewhere.
+func dropOllamaEstimate(res *chat.Result) (warning string, ok bool) {
+	u := res.Usage
+	if u == nil || !strings.HasPrefix(u.Fields["Uncached"], "message_start.") {
+		return "", false
+	}
+	cp := *u
+	cp.Fields = maps.Clone(u.Fields)
+	cp.Uncached, cp.Prompt = nil, nil
+	delete(cp.Fields, "Uncached")
+	delete(cp.Fields, "Prompt")
+	res.Usage, res.PromptTokens = &cp, 0
+	return "the upstream is Ollama, whose message_start input_tokens is an estimate from the request's length, and no message_delta gave the count: prompt tokens unknown", true
 }
 
 // ollamaCompatible reports whether api is one of the foreign APIs Ollama also serves

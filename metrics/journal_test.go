@@ -237,3 +237,26 @@ func TestReadJournalOfARunningSink(t *testing.T) {
 		t.Errorf("the same journal after a kill: %d rows, %v; want 3 and the cut line named", len(rows), err)
 	}
 }
+
+// A journal line that is JSON but no sample (null, {}, an array, an object without the run id
+// and start time every row carries) is a bad line, named with its file and line, not a row of
+// zeros that a report would count as a request.
+func TestReadJournalLinesThatAreNoSample(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	abandoned(t, dir, testSamples(2))
+	jpath := filepath.Join(dir, metrics.JournalFile)
+	data, _ := os.ReadFile(jpath)
+	lines := strings.SplitAfter(string(data), "\n")
+	for _, odd := range []string{"null", "{}", " { } ", `{"prompt_tokens": 5}`, `{"run_id":"r"}`, "[]", `"row"`, "0", "true"} {
+		os.WriteFile(jpath, []byte(lines[0]+odd+"\n"+lines[1]), 0o644)
+		rows, err := metrics.ReadJournal(jpath)
+		var je *metrics.JournalError
+		if !errors.As(err, &je) || len(je.Bad) != 1 || je.Bad[0].Line != 2 || !strings.Contains(err.Error(), jpath+":2: not a sample") || je.Kept != 2 {
+			t.Errorf("line %q: %v; want a JournalError naming %s:2 as not a sample, 2 rows kept", odd, err, jpath)
+		}
+		if len(rows) != 2 || rows[0].Arm != metrics.SpecArm || rows[1].Arm != "date-in-system-prompt" {
+			t.Errorf("line %q: %d rows; want the first and the third line's", odd, len(rows))
+		}
+	}
+}

@@ -165,3 +165,24 @@ func TestOldLayoutReadsWithNulls(t *testing.T) {
 		t.Errorf("started_at = %v", jrows[0].StartedAt)
 	}
 }
+
+// The old schema wrote load_ns 0 on every row; only Ollama reports a load time (lab run's
+// ollama backend, lab proxy's ollama-chat and ollama-generate rows), so an old row of another
+// backend reads its 0 as unknown, while Ollama's 0 (the model was loaded already) stands.
+func TestUpgradeLoadTimeOfOtherBackends(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		backend string
+		known   bool
+	}{{"ollama", true}, {"proxy:ollama-chat", true}, {"proxy:ollama-generate", true}, {"sim", false}, {"llamacpp", false}, {"anthropic", false}, {"proxy:openai-chat", false}} {
+		s := metrics.Sample{Backend: tc.backend, LoadNs: new(int64(0))}
+		s.Upgrade()
+		if (s.LoadNs != nil) != tc.known {
+			t.Errorf("%s: load_ns 0 read as %v; want known %v", tc.backend, s.LoadNs, tc.known)
+		}
+		s = metrics.Sample{Backend: tc.backend, LoadNs: new(int64(5))}
+		if s.Upgrade(); s.LoadNs == nil {
+			t.Errorf("%s: a load time of 5 ns read as unknown", tc.backend)
+		}
+	}
+}

@@ -362,7 +362,8 @@ type BadLine struct {
 	Line int
 	// Cut is true for the last line when it has no newline: a write the kill or crash cut short.
 	Cut bool
-	// Err is why the line is not a sample (the JSON decoder's error).
+	// Err is why the line is not a sample: the JSON decoder's error, or what a JSON value that
+	// is no sample lacks (null, {}, an object without run_id or started_at).
 	Err error
 }
 
@@ -453,7 +454,7 @@ func readJournal(f *os.File, path string, inUse bool) ([]Sample, error) {
 		whole := err == nil
 		if len(bytes.TrimSpace(line)) > 0 {
 			var s Sample
-			if derr := json.Unmarshal(line, &s); derr != nil {
+			if derr := decodeJournalLine(line, &s); derr != nil {
 				if !whole && inUse {
 					break // the row a running sink is writing
 				}
@@ -472,6 +473,28 @@ func readJournal(f *os.File, path string, inUse bool) ([]Sample, error) {
 		return rows, &JournalError{Bad: bad, Kept: len(rows)}
 	}
 	return rows, nil
+}
+
+// decodeJournalLine decodes one journal line into s. A line is a sample only when it is a JSON
+// object naming run_id and started_at, which every row a sink ever wrote carries: null, {}, an
+// array or an object without them is an error (a bad line), never a row of zeros.
+func decodeJournalLine(line []byte, s *Sample) error {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(line, &keys); err != nil {
+		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] != '{' && json.Valid(t) {
+			return fmt.Errorf("%.20s is not a JSON object", t)
+		}
+		return err
+	}
+	if keys == nil {
+		return errors.New("null is not a JSON object")
+	}
+	for _, k := range []string{"run_id", "started_at"} {
+		if _, ok := keys[k]; !ok {
+			return fmt.Errorf("the object has no %s", k)
+		}
+	}
+	return json.Unmarshal(line, s)
 }
 
 // JournalInUse reports whether a lab process has the samples journal at path open for writing:

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -98,7 +99,8 @@ type Sample struct {
 
 	// TTFTNs is the time from sending the request to the first streamed token, in nanoseconds,
 	// measured by the client (the harness or the proxy). Never 0 when measured: 0 (null) means
-	// not measured (the request failed before an answer came).
+	// not measured (the request failed before an answer came, or the answer was not streamed:
+	// one JSON document, whose first byte comes after the whole generation, has none).
 	TTFTNs int64 `parquet:"ttft_ns,optional" json:"ttft_ns,omitempty"`
 	// PrefillNs is the time the server spent processing the prompt tokens it did not reuse, in
 	// nanoseconds, as the server reports it (Ollama prompt_eval_duration, llama-server
@@ -196,7 +198,8 @@ type Sample struct {
 // where the old schema wrote a stand-in value: on an ExpectedUnknown row the expected cached
 // tokens, reasoning tokens sent and the re-read split (then 0 and meaningless) become nil; on a
 // row without cached tokens, reread_tokens (then prompt − expected, an estimate) and its split
-// become nil; on a row with an error and no prompt count, the completion count becomes nil. A
+// become nil; on a row with an error and no prompt count, the completion count becomes nil; a
+// load time of 0 on a row of a backend other than Ollama (which alone reports one) becomes nil. A
 // row written by this version is left as it is, so calling it twice changes nothing. Readers of
 // results files ([ReadParquet], [ReadJournal]) call it on every row.
 func (s *Sample) Upgrade() {
@@ -210,6 +213,9 @@ func (s *Sample) Upgrade() {
 	}
 	if s.Error != "" && s.PromptTokens <= 0 && s.CompletionTokens != nil && *s.CompletionTokens == 0 {
 		s.CompletionTokens = nil
+	}
+	if s.LoadNs != nil && *s.LoadNs == 0 && s.Backend != "ollama" && !strings.HasPrefix(s.Backend, "proxy:ollama-") {
+		s.LoadNs = nil // only Ollama reports a load time
 	}
 }
 

@@ -34,12 +34,27 @@ func (iv Interval) Contains(v float64) bool { return iv.Lo <= v && v <= iv.Hi }
 // Mean ± t(0.975, N−1)·SD/√N. With fewer than 2 values there is no interval: SD is 0 and CI is
 // nil (never a fake ±0). With N ≥ 2 identical values the interval has width 0, which is a real
 // statement (every repetition measured the same). The zero Estimate (N = 0) has Mean 0 and no
-// interval.
+// interval; its JSON writes mean and sd as null ([Estimate.MarshalJSON]).
 type Estimate struct {
 	N    int       `json:"n"`
 	Mean float64   `json:"mean"`
 	SD   float64   `json:"sd"`
 	CI   *Interval `json:"ci,omitempty"`
+}
+
+// MarshalJSON writes e as {"n", "mean", "sd", "ci"}, with mean and sd null when N is 0: no value
+// was measured, which a reader must not take for a measured 0.
+func (e Estimate) MarshalJSON() ([]byte, error) {
+	type plain Estimate
+	if e.N > 0 {
+		return json.Marshal(plain(e))
+	}
+	return json.Marshal(struct {
+		N    int       `json:"n"`
+		Mean *float64  `json:"mean"`
+		SD   *float64  `json:"sd"`
+		CI   *Interval `json:"ci,omitempty"`
+	}{N: 0, CI: e.CI})
 }
 
 // RepKey identifies one repetition of a scenario×arm: repetitions of several runs merged into

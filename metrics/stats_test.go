@@ -1,6 +1,7 @@
 package metrics_test
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"testing"
@@ -173,5 +174,25 @@ func TestPair(t *testing.T) {
 	}
 	if b[0] != 30 || b[1] != 20 || b[2] != 10 || n[0] != 3 || n[1] != 2 || n[2] != 1 {
 		t.Errorf("Pair = %v, %v; want [30 20 10], [3 2 1]", b, n)
+	}
+}
+
+// An Estimate of no values writes its mean and standard deviation as JSON null, not 0: a reader
+// of lab report --format json must not take "nothing was measured" for a measured 0.
+func TestEstimateOfNothingIsNullInJSON(t *testing.T) {
+	b, err := json.Marshal(metrics.MeanCI(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != `{"n":0,"mean":null,"sd":null}` {
+		t.Errorf("MeanCI(nil) as JSON = %s; want n 0 and null mean and sd", b)
+	}
+	b, _ = json.Marshal(metrics.MeanCI([]float64{0}))
+	if string(b) != `{"n":1,"mean":0,"sd":0}` {
+		t.Errorf("MeanCI([0]) as JSON = %s; want a measured 0", b)
+	}
+	var e metrics.Estimate
+	if err := json.Unmarshal([]byte(`{"n":0,"mean":null,"sd":null}`), &e); err != nil || e.N != 0 {
+		t.Errorf("read back: %+v, %v", e, err)
 	}
 }

@@ -81,12 +81,13 @@ type RepTotals struct {
 	SplitUnknown  int      `json:"split_unknown"`
 	// PrefillNs is the sum of prefill_ns, in nanoseconds; PrefillKnown counts the requests with
 	// a prefill time (prefill_ns > 0: a server processes at least one token of every prompt, so
-	// 0 means the backend did not say, as a cloud API or the uncalibrated sim).
+	// 0 means the backend did not say, as a cloud API, or the request failed).
 	PrefillNs    int64 `json:"prefill_ns"`
 	PrefillKnown int   `json:"prefill_known"`
 	// CostUSD is the sum of cost_usd in US dollars over the requests that have one; nil when
-	// none has.
-	CostUSD *float64 `json:"cost_usd,omitempty"`
+	// none has. CostKnown counts those requests.
+	CostUSD   *float64 `json:"cost_usd,omitempty"`
+	CostKnown int      `json:"cost_known,omitempty"`
 }
 
 // CachedShare returns cached / prompt tokens over the requests whose cached count is known;
@@ -262,6 +263,7 @@ func analyze(samples []metrics.Sample, runs []*metrics.Manifest) *Analysis {
 		}
 		if s.CostUSD != nil {
 			t.CostUSD = new(*s.CostUSD + deref(t.CostUSD))
+			t.CostKnown++
 		}
 	}
 	for _, tab := range tables {

@@ -336,3 +336,41 @@ func TestCompare(t *testing.T) {
 		t.Errorf("Write(csv) = nil; want an error")
 	}
 }
+
+// A repetition with a request whose figures are unknown (a failed request: no prompt count, no
+// cached count, no prefill time) gets no partial total on its benchfmt line: each unit is
+// written only when every request of the repetition has it, as benchstat would otherwise
+// compare a sum short of a request with whole ones; a line left with no unit is left out.
+func TestBenchfmtLeavesOutPartialTotals(t *testing.T) {
+	t.Parallel()
+	samples := repsFixture()
+	samples = append(samples, metrics.Sample{RunID: "r1", Repetition: 1, Scenario: "midnight", Arm: metrics.SpecArm, RequestIndex: 3, Error: "HTTP 500"})
+	samples = append(samples, metrics.Sample{RunID: "r9", Repetition: 1, Scenario: "midnight", Arm: metrics.SpecArm, Error: "HTTP 500"})
+	r := testReport()
+	m := testManifest()
+	m.RunID = "r9"
+	r.Runs = append(r.Runs, m)
+	r.Analysis = report.Analyze(samples)
+	var buf bytes.Buffer
+	if err := report.Benchfmt(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(buf.String(), "\n") {
+		if !strings.HasPrefix(line, "BenchmarkLab/scenario=midnight/arm=spec ") {
+			continue
+		}
+		if f := strings.Fields(line); len(f) < 4 || f[1] == "1" {
+			t.Errorf("line %q: want none for the repetition whose one request failed (nothing measured)", line)
+		}
+		if strings.HasPrefix(line, "BenchmarkLab/scenario=midnight/arm=spec 4 ") {
+			for _, unit := range []string{"prompt-tokens", "cached-tokens", "reread-tokens", "prefill-ns"} {
+				if strings.Contains(line, " "+unit) {
+					t.Errorf("the repetition with a failed request: line %q has a partial %s", line, unit)
+				}
+			}
+		}
+	}
+	if want := "BenchmarkLab/scenario=midnight/arm=spec 3 3300 prompt-tokens"; !strings.Contains(buf.String(), want) {
+		t.Errorf("benchfmt lacks the whole repetitions' %q:\n%s", want, buf.String())
+	}
+}

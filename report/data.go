@@ -182,11 +182,11 @@ const BenchName = "BenchmarkLab"
 //     "BenchmarkLab/scenario=midnight/arm=spec 48 728063 prompt-tokens 678347 cached-tokens
 //     678000 expected-cached-tokens 49716 reread-tokens 107600000000 prefill-ns": the name with
 //     the scenario and arm as sub-name keys, the number of requests as iterations, then value–unit
-//     pairs, totals of the repetition. cached-tokens is left out when a request's count is
-//     unknown, expected-cached-tokens when a request's expected count is unknown (a cloud API
-//     shows no rendering), prefill-ns when no request has a prefill time (every prefill_ns 0)
-//     or the run failed the prefill check ([PrefillCheck]: its prefill times draw no conclusion);
-//     cost-usd is added when a request has a cost.
+//     pairs, totals of the repetition. Each unit is left out when a request of the repetition
+//     lacks the figure (a sum short of a request is no sample): prompt-tokens, cached-tokens,
+//     reread-tokens, expected-cached-tokens (a cloud API shows no rendering), prefill-ns (also
+//     when the run failed the prefill check, [PrefillCheck]: its prefill times draw no
+//     conclusion) and cost-usd; a repetition left with no unit has no line.
 //
 // Repetitions with the same name are samples of one benchmark for benchstat. The format splits
 // a name into parts at "/" and ends it at a space, so each scenario and arm name is escaped
@@ -226,26 +226,33 @@ func Benchfmt(w io.Writer, r *Report) error {
 		for _, sc := range g.Scenarios {
 			for _, st := range sc.Arms {
 				for _, t := range st.Reps {
-					b := &lines
-					fmt.Fprintf(b, "%s/scenario=%s/arm=%s%s %d %d prompt-tokens", BenchName, BenchNamePart(sc.Scenario), BenchNamePart(st.Arm), setup, t.Requests, t.PromptTokens)
+					// Each unit only where every request of the repetition has the figure: a
+					// sum short of a request is not a sample benchstat can compare.
+					var b bytes.Buffer
+					if t.PromptUnknown == 0 {
+						fmt.Fprintf(&b, " %d prompt-tokens", t.PromptTokens)
+					}
 					if t.CachedUnknown == 0 {
-						fmt.Fprintf(b, " %d cached-tokens", t.CachedTokens)
+						fmt.Fprintf(&b, " %d cached-tokens", t.CachedTokens)
 						cachedUnit = true
 					}
 					if t.ExpectedUnknown == 0 {
-						fmt.Fprintf(b, " %d expected-cached-tokens", t.ExpectedCachedTokens)
+						fmt.Fprintf(&b, " %d expected-cached-tokens", t.ExpectedCachedTokens)
 						expectedUnit = true
 					}
 					if t.RereadUnknown == 0 {
-						fmt.Fprintf(b, " %d reread-tokens", t.RereadTokens)
+						fmt.Fprintf(&b, " %d reread-tokens", t.RereadTokens)
 					}
-					if t.PrefillKnown > 0 && !bad[t.RunID] {
-						fmt.Fprintf(b, " %d prefill-ns", t.PrefillNs)
+					if t.PrefillKnown == t.Requests && !bad[t.RunID] {
+						fmt.Fprintf(&b, " %d prefill-ns", t.PrefillNs)
 					}
-					if t.CostUSD != nil {
-						fmt.Fprintf(b, " %s cost-usd", strconv.FormatFloat(*t.CostUSD, 'g', -1, 64))
+					if t.CostUSD != nil && t.CostKnown == t.Requests {
+						fmt.Fprintf(&b, " %s cost-usd", strconv.FormatFloat(*t.CostUSD, 'g', -1, 64))
 					}
-					b.WriteString("\n")
+					if b.Len() == 0 {
+						continue // nothing of the repetition was measured
+					}
+					fmt.Fprintf(&lines, "%s/scenario=%s/arm=%s%s %d%s\n", BenchName, BenchNamePart(sc.Scenario), BenchNamePart(st.Arm), setup, t.Requests, b.String())
 				}
 			}
 		}

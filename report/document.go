@@ -178,7 +178,7 @@ func (d *document) body(r *Report, a *Analysis, setup string) {
 			if v := st.VsSpec; v != nil {
 				vsRatio = withCI(finite(v.RereadRatio.Value), v.RereadRatio.CI, times)
 				vsDiff = signedTokEst(v.RereadDiff)
-			} else if st.Arm == metrics.SpecArm {
+			} else if st.Arm == metrics.SpecArm && st.RereadTokens.N > 0 {
 				vsRatio = "1.00×"
 			}
 			cached := tokEst(st.CachedTokens)
@@ -212,8 +212,24 @@ func (d *document) body(r *Report, a *Analysis, setup string) {
 		}
 		d.table(head, 1, rows)
 		if anySeg {
-			d.para("Re-read tokens by the kind of segment they lie in, by token position (mean per repetition; " +
-				"unattributed: tokens the server counted beyond the lab's tokenizer):")
+			// The split leaves out the requests whose re-read is known but whose split is not
+			// (no rendering): say how many, as the columns then add up to less than the re-read.
+			var unknown []string
+			for _, st := range sc.Arms {
+				n := 0
+				for _, t := range st.Reps {
+					n += t.SplitUnknown - t.RereadUnknown
+				}
+				if n > 0 {
+					unknown = append(unknown, fmt.Sprintf("%s %s of %s", inline(st.Arm), thousands(int64(n)), thousands(int64(st.Pooled.Requests))))
+				}
+			}
+			note := ""
+			if len(unknown) > 0 {
+				note = "; requests whose re-read is known but its split unknown, left out: " + strings.Join(unknown, ", ")
+			}
+			d.para("Re-read tokens by the kind of segment they lie in, by token position (mean per repetition; "+
+				"unattributed: tokens the server counted beyond the lab's tokenizer%s):", note)
 			d.table(append([]string{"arm"}, "system", "tools", "message", "tool result", "reasoning", "note", "other", "unattributed"), 1, segRows)
 		}
 		var failed []string

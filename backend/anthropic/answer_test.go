@@ -125,3 +125,66 @@ func TestCaptureCut(t *testing.T) {
 		t.Errorf("generated %v completion %d prompt %v; want the prompt's counts and no completion count", res.Usage.Generated, res.CompletionTokens, res.Usage.Prompt)
 	}
 }
+
+// An unstreamed answer has no time to first token, whether the request asked for a stream or
+// not (NoStream): its first byte comes after the whole generation. TTFT stays 0 (null in the
+// row), with a warning; the total time is measured.
+func TestUnstreamedAnswerHasNoTTFT(t *testing.T) {
+	for _, noStream := range []bool{false, true} {
+		c := newClient(t, serve(t, "application/json", testdata(t, "message.json")), Options{NoStream: noStream})
+		res, err := c.Send(context.Background(), testRequest(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.TTFT != 0 || res.Total <= 0 {
+			t.Errorf("NoStream %v: TTFT %v Total %v; want no time to first token and a total time", noStream, res.TTFT, res.Total)
+		}
+		if w := strings.Join(res.Warnings, "; "); !strings.Contains(w, "time to first token unknown") {
+			t.Errorf("NoStream %v: warnings %q; want one saying the time to first token is unknown", noStream, w)
+		}
+	}
+}
+
+// The whole prompt is input + cache read + cache write. A server that sends no
+// cache_creation_input_tokens has no cache write to count (Anthropic's API always sends it;
+// Ollama's /v1/messages sends input_tokens = prompt_eval_count alone, llama-server input and
+// cache read): its input_tokens holds every token it did not read from its cache, so the sum of
+// the fields it sends is the whole prompt, and the cache write stays unknown. A usage with a
+// cache write but no cache read lacks a part of the prompt: prompt_tokens is then unknown, not
+// the sum of what is there.
+func TestPromptOfAUsageWithoutCacheFields(t *testing.T) {
+	for _, tc := range []struct {
+		name, usage string
+		prompt      int64
+		field       string // the wire fields of Usage.Prompt; "" for none (unknown)
+		warn        string
+	}{
+		{"Ollama: input alone", `{"input_tokens":120,"output_tokens":3}`, 120, "usage.input_tokens", ""},
+		{"llama-server: input and cache read", `{"input_tokens":20,"cache_read_input_tokens":100,"output_tokens":3}`, 120, "usage.input_tokens + usage.cache_read_input_tokens", ""},
+		{"Anthropic: all three", `{"input_tokens":10,"cache_read_input_tokens":100,"cache_creation_input_tokens":10,"output_tokens":3}`, 120, "usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens", ""},
+		{"a cache write without the cache read", `{"input_tokens":10,"cache_creation_input_tokens":10,"output_tokens":3}`, 0, "", "prompt_tokens unknown"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := `{"id":"msg_1","type":"message","content":[{"type":"text","text":"Hi"}],"stop_reason":"end_turn","usage":` + tc.usage + `}`
+			c := newClient(t, serve(t, "application/json", body), Options{NoStream: true})
+			res, err := c.Send(context.Background(), testRequest(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var prompt int64 = -1
+			if res.Usage.Prompt != nil {
+				prompt = *res.Usage.Prompt
+			}
+			if res.PromptTokens != tc.prompt || res.Usage.Fields["Prompt"] != tc.field || (tc.field != "" && prompt != tc.prompt) || (tc.field == "" && res.Usage.Prompt != nil) {
+				t.Errorf("PromptTokens %d, Usage.Prompt %d from %q; want %d from %q", res.PromptTokens, prompt, res.Usage.Fields["Prompt"], tc.prompt, tc.field)
+			}
+			w := strings.Join(res.Warnings, "; ")
+			if tc.warn != "" && !strings.Contains(w, tc.warn) || tc.warn == "" && strings.Contains(w, "prompt") {
+				t.Errorf("warnings %q; want %q", w, tc.warn)
+			}
+			if !strings.Contains(tc.usage, "cache_creation") && res.Usage.CacheWrite != nil {
+				t.Errorf("CacheWrite %d; want unknown", *res.Usage.CacheWrite)
+			}
+		})
+	}
+}

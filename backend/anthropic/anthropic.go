@@ -150,8 +150,8 @@ type Options struct {
 	// of Claude 4.5 and earlier), ThinkingAdaptive ({type: adaptive}, the mode of Claude 4.6 and
 	// later, which reject extended thinking from 4.7 on) or ThinkingOff (no thinking field).
 	Thinking string
-	// NoStream sends `stream: false` and reads one JSON response; TTFT is then the time to the
-	// response headers (which arrive after the whole generation).
+	// NoStream sends `stream: false` and reads one JSON response; TTFT is then unknown (0, with
+	// a warning): the response headers arrive after the whole generation.
 	NoStream bool
 	// HTTPClient sends the requests (default: one with no overall timeout; requests end with
 	// their context).
@@ -455,7 +455,6 @@ func (c *Client) create(ctx context.Context, req *chat.Request) (*Response, *cha
 	// The answer's form decides how it is read, whatever was asked: a server may answer a
 	// streamed request with one JSON message.
 	var acc accumulator
-	headers := time.Since(start)
 	br := bufio.NewReaderSize(resp.Body, 64<<10)
 	head, err := chat.PeekAnswer(br)
 	ctype := resp.Header.Get("Content-Type")
@@ -472,10 +471,12 @@ func (c *Client) create(ctx context.Context, req *chat.Request) (*Response, *cha
 			err = acc.end()
 		}
 	case form == chat.AnswerJSON:
+		// One JSON message has no time to first token: its headers come after the whole
+		// generation.
 		if c.stream {
 			res.Warnings = append(res.Warnings, "the server answered the streamed request with one JSON message, not a stream: time to first token unknown")
 		} else {
-			res.TTFT = headers
+			res.Warnings = append(res.Warnings, "unstreamed answer: time to first token unknown")
 		}
 		var b []byte
 		if b, err = io.ReadAll(br); err == nil {
@@ -548,21 +549,27 @@ func (c *Client) fill(res *chat.Result, acc *accumulator) {
 	if !acc.started && c.stream {
 		res.Warnings = append(res.Warnings, "the stream had no message_start event: prompt counts unknown")
 	}
+	// The whole prompt is input + cache read + cache write. Anthropic's API always sends all
+	// three; a server that sends no cache_creation_input_tokens has no cache write to count
+	// (Ollama's /v1/messages sends input_tokens = prompt_eval_count alone, llama-server and vLLM
+	// input and cache read), so its input_tokens holds every prompt token it did not read from
+	// its cache and the fields it sends add up to the whole prompt. A cache write without the
+	// cache read lacks a part: the prompt is then unknown, not the sum of what is there.
 	switch {
-	case u.Uncached != nil && u.CachedRead != nil && u.CacheWrite != nil:
-		p := *u.Uncached + *u.CachedRead + *u.CacheWrite
-		u.Prompt = &p
-		u.Fields["Prompt"] = "usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens"
-		res.PromptTokens = p
-	case u.Uncached != nil:
-		res.PromptTokens = *u.Uncached
+	case u.Uncached != nil && (u.CacheWrite == nil || u.CachedRead != nil):
+		p, wire := *u.Uncached, "usage.input_tokens"
 		if u.CachedRead != nil {
-			res.PromptTokens += *u.CachedRead
+			p += *u.CachedRead
+			wire += " + usage.cache_read_input_tokens"
 		}
 		if u.CacheWrite != nil {
-			res.PromptTokens += *u.CacheWrite
+			p += *u.CacheWrite
+			wire += " + usage.cache_creation_input_tokens"
 		}
-		res.Warnings = append(res.Warnings, "the usage lacks cache_read_input_tokens or cache_creation_input_tokens: the whole prompt is unknown; prompt_tokens counts only the fields present")
+		u.Set("Prompt", wire, &p)
+		res.PromptTokens = p
+	case u.Uncached != nil:
+		res.Warnings = append(res.Warnings, "the usage has cache_creation_input_tokens but no cache_read_input_tokens: the prompt's cached part is unknown, so prompt_tokens unknown")
 	case acc.started || !c.stream:
 		res.Warnings = append(res.Warnings, "the usage has no input_tokens: prompt counts unknown")
 	}

@@ -247,7 +247,8 @@ func (c *Capture) Reply() *chat.Reply {
 }
 
 // Result returns the figures as [Client.Send] reads them: PromptTokens = input_tokens +
-// cache_read_input_tokens + cache_creation_input_tokens, CachedTokens = cache_read_input_tokens
+// cache_read_input_tokens + cache_creation_input_tokens (those the server sends; see the
+// package documentation), CachedTokens = cache_read_input_tokens
 // (source "response"), the cache writes with their 5-minute and 1-hour split, CompletionTokens =
 // output_tokens, and Usage with the wire field of each count. TTFT and Total are the caller's.
 // Of a cut stream ([Capture.End]) the prompt's counts, which message_start gave, are kept; its

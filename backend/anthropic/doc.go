@@ -23,7 +23,10 @@
 // The Messages API's input_tokens EXCLUDES the tokens read from and written to the prompt cache:
 // the whole prompt is input_tokens + cache_read_input_tokens + cache_creation_input_tokens
 // (https://platform.claude.com/docs/en/build-with-claude/prompt-caching). [Client.Send] reports
-// that sum as PromptTokens and cache_read_input_tokens as CachedTokens (source "response").
+// that sum as PromptTokens and cache_read_input_tokens as CachedTokens (source "response"). A
+// server that sends no cache_creation_input_tokens (Ollama's /v1/messages, llama-server, vLLM)
+// has no cache write to count: the fields it sends add up to the whole prompt. One that sends
+// the cache write but not the cache read leaves PromptTokens unknown (0, with a warning).
 //
 // A live request (chat.Request.Generate > 0, the live driver) is a real generation:
 // max_tokens is Generate (with extended thinking it must exceed the thinking budget, else

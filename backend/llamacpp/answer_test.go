@@ -54,3 +54,20 @@ func TestStreamEnds(t *testing.T) {
 		})
 	}
 }
+
+// An unstreamed answer (one chat.completion JSON) has no time to first token: its first byte
+// comes after the whole generation. TTFT stays 0 (null in the row), with a warning.
+func TestUnstreamedAnswerHasNoTTFT(t *testing.T) {
+	body := `{"choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":"length"}],"usage":{"prompt_tokens":237,"completion_tokens":1},"timings":{"cache_n":200,"prompt_n":37,"prompt_ms":412.5}}`
+	c := start(t, &fake{chatType: "application/json", chatBody: body}, Options{Output: qwenOutput})
+	res, err := c.Send(context.Background(), request(), &chat.Reply{Content: "Done."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.PromptTokens != 237 || res.TTFT != 0 || res.Total <= 0 {
+		t.Errorf("prompt %d TTFT %v Total %v; want 237, no time to first token, a total time", res.PromptTokens, res.TTFT, res.Total)
+	}
+	if w := strings.Join(res.Warnings, "; "); !strings.Contains(w, "time to first token unknown") {
+		t.Errorf("warnings %q; want one saying the time to first token is unknown", w)
+	}
+}

@@ -327,8 +327,8 @@ func (c *Client) Render(ctx context.Context, body []byte) (string, error) {
 //   - CachedTokens: timings.cache_n, else usage.prompt_tokens_details.cached_tokens (source
 //     "response"); nil with a warning when the answer has neither;
 //   - CompletionTokens: usage.completion_tokens, else timings.predicted_n;
-//   - Prefill: timings.prompt_ms; TTFT from sending to the first streamed chunk; Total to the
-//     end of the stream;
+//   - Prefill: timings.prompt_ms; TTFT from sending to the first streamed chunk (unknown, 0
+//     with a warning, for an unstreamed JSON answer); Total to the end of the answer;
 //   - Usage: Prompt, CachedRead (timings.cache_n or the usage field), Uncached
 //     (timings.prompt_n), Generated, ReasoningGenerated (usage.completion_tokens_details
 //     .reasoning_tokens, where the build sends it), each with its wire field.
@@ -383,6 +383,9 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 		return res, &chat.APIError{Backend: backendName, URL: c.endpoint("/v1/chat/completions"), StatusCode: resp.StatusCode, Body: c.redact("read stream: " + err.Error())}
 	}
 	fill(res, comp)
+	if comp.Unstreamed {
+		res.Warnings = append(res.Warnings, "unstreamed answer: time to first token unknown")
+	}
 
 	if req.Generate > 0 {
 		if c.opts.Output != nil {

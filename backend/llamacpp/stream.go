@@ -80,6 +80,9 @@ type completion struct {
 	Timings *timings
 	// Done reports that a stream ended with `data: [DONE]` (always true for a whole answer).
 	Done bool
+	// Unstreamed reports that the answer was one chat.completion JSON, not a stream: it has no
+	// time to first token (its first byte comes after the whole generation).
+	Unstreamed bool
 }
 
 // streamError turns an error object of a stream into a *chat.APIError (URL set by the caller).
@@ -102,7 +105,8 @@ func streamError(raw []byte) *chat.APIError {
 // chat.completion (one without a choices array is not the API's answer: a *chat.APIError with
 // status 200). Anything else (an HTML page, an empty body) is a *chat.APIError
 // ([chat.NotAnswerError]; URL set by the caller). first is called once, when the first chunk
-// that is not prefill progress arrives.
+// that is not prefill progress arrives; never for a whole chat.completion, which has no time to
+// first token.
 func readCompletion(resp *http.Response, first func()) (*completion, error) {
 	br := bufio.NewReaderSize(resp.Body, 64<<10)
 	head, err := chat.PeekAnswer(br)
@@ -121,7 +125,6 @@ func readCompletion(resp *http.Response, first func()) (*completion, error) {
 	if err != nil {
 		return nil, err
 	}
-	first()
 	var ch chunk
 	if err := json.Unmarshal(b, &ch); err != nil {
 		return nil, fmt.Errorf("the answer is not a chat.completion: %v: %s", err, quote(b))
@@ -139,7 +142,7 @@ func readCompletion(resp *http.Response, first func()) (*completion, error) {
 	acc := newAccumulator()
 	acc.add(&ch)
 	c := acc.result()
-	c.Done = true
+	c.Done, c.Unstreamed = true, true
 	return c, nil
 }
 

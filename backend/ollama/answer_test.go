@@ -108,3 +108,43 @@ func TestCaptureEnd(t *testing.T) {
 		t.Errorf("whole: %v", err)
 	}
 }
+
+// An unstreamed answer (one JSON document, application/json) has no time to first token: its
+// first byte comes after the whole generation. TTFT stays 0 (null in the row), with a warning;
+// a stream's is measured.
+func TestUnstreamedAnswerHasNoTTFT(t *testing.T) {
+	const done = `{"model":"m","message":{"role":"assistant","content":"ok"},"done":true,"prompt_eval_count":12,"eval_count":1,"prompt_eval_duration":1000}`
+	for _, tc := range []struct {
+		ctype, body string
+		ttft        bool
+	}{
+		{"application/json", done, false},
+		{"application/x-ndjson", `{"model":"m","message":{"role":"assistant","content":"ok"},"done":false}` + "\n" + done + "\n", true},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var req api.ChatRequest
+			json.NewDecoder(r.Body).Decode(&req)
+			if req.DebugRenderOnly {
+				json.NewEncoder(w).Encode(map[string]any{"model": req.Model, "done": true, "_debug_info": map[string]any{"rendered_template": "RENDERED"}})
+				return
+			}
+			w.Header().Set("Content-Type", tc.ctype)
+			io.WriteString(w, tc.body)
+		}))
+		c, err := New(srv.URL, "m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.Send(context.Background(), &chat.Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}}}, nil)
+		srv.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.ctype, err)
+		}
+		if (res.TTFT > 0) != tc.ttft || res.Total <= 0 || res.PromptTokens != 12 {
+			t.Errorf("%s: TTFT %v Total %v prompt %d; want a time to first token only for the stream", tc.ctype, res.TTFT, res.Total, res.PromptTokens)
+		}
+		if w := strings.Join(res.Warnings, "; "); !tc.ttft && !strings.Contains(w, "time to first token unknown") {
+			t.Errorf("%s: warnings %q; want one saying the time to first token is unknown", tc.ctype, w)
+		}
+	}
+}

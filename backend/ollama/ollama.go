@@ -263,7 +263,8 @@ func (c *Client) Render(ctx context.Context, req *api.ChatRequest) (string, erro
 // ignores reply and returns what the model wrote in the result's Reply. The result's figures: PromptTokens = prompt_eval_count (the
 // whole prompt, cached part included, in v0.17.4), Prefill = prompt_eval_duration (the uncached
 // part only), CachedTokens from the server log's `used=` (nil without a log), TTFT from sending to
-// the first streamed chunk, Total to the last. A stream without its done message, or an empty
+// the first streamed chunk (unknown, 0 with a warning, for an unstreamed answer: one JSON
+// document), Total to the last. A stream without its done message, or an empty
 // 200, is a [chat.CutError] (the harness retries it); an HTTP 200 that is not JSON or JSON lines
 // (an HTML page) is a [chat.NotAnswerError].
 func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
@@ -286,8 +287,11 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 	var final api.ChatResponse
 	var reasoning, content strings.Builder
 	var calls []chat.ToolCall
+	var form chat.AnswerForm
+	lines := 0
 	start := time.Now()
-	err = c.api.Chat(ctx, creq, func(resp api.ChatResponse) error {
+	err = c.api.Chat(context.WithValue(ctx, answerFormKey{}, &form), creq, func(resp api.ChatResponse) error {
+		lines++
 		if res.TTFT == 0 {
 			res.TTFT = time.Since(start)
 		}
@@ -320,6 +324,11 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 	}
 	if !final.Done {
 		return res, chat.CutError("ollama", c.base.String(), "no done message")
+	}
+	if form == chat.AnswerJSON && lines == 1 {
+		// One JSON document, not a stream: its first byte came after the whole generation.
+		res.TTFT = 0
+		res.Warnings = append(res.Warnings, "unstreamed answer: time to first token unknown")
 	}
 	res.PromptTokens = int64(final.PromptEvalCount)
 	res.CompletionTokens = int64(final.EvalCount)
@@ -372,6 +381,10 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 	return res, nil
 }
 
+// answerFormKey is the context key under which [Client.Send] gives [answerCheck] a
+// *chat.AnswerForm to set to the form of the measured request's answer.
+type answerFormKey struct{}
+
 // answerCheck is the transport of the api client's HTTP client. It passes an HTTP 200 answer on
 // only when its body is what Ollama answers, JSON or JSON lines ([chat.SniffAnswer]); anything
 // else fails the request with a *chat.APIError: an empty body a cut answer ([chat.CutError],
@@ -400,8 +413,11 @@ func (a answerCheck) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	ctype := resp.Header.Get("Content-Type")
-	switch chat.SniffAnswer(ctype, head) {
+	switch form := chat.SniffAnswer(ctype, head); form {
 	case chat.AnswerJSON, chat.AnswerLines:
+		if p, ok := r.Context().Value(answerFormKey{}).(*chat.AnswerForm); ok {
+			*p = form
+		}
 		var body io.Reader = br
 		if chat.SniffAnswer(ctype, head) == chat.AnswerLines {
 			body = &cutLine{r: br} // a stream: its last line may be cut
