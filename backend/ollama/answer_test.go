@@ -4,9 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -146,5 +150,57 @@ func TestUnstreamedAnswerHasNoTTFT(t *testing.T) {
 		if w := strings.Join(res.Warnings, "; "); !tc.ttft && !strings.Contains(w, "time to first token unknown") {
 			t.Errorf("%s: warnings %q; want one saying the time to first token is unknown", tc.ctype, w)
 		}
+	}
+}
+
+// A done message without prompt_eval_count (older servers leave it out for a fully cached
+// prompt) gives no prompt count: unknown (0, null in the row) with a warning, in lab run's Send
+// and in lab proxy's Capture alike, and the server log's line is not matched against a 0.
+func TestNoPromptEvalCountIsUnknown(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "server.log")
+	os.WriteFile(logPath, nil, 0o644)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req api.ChatRequest
+		json.NewDecoder(r.Body).Decode(&req)
+		if req.DebugRenderOnly {
+			json.NewEncoder(w).Encode(map[string]any{"model": req.Model, "done": true, "_debug_info": map[string]any{"rendered_template": "RENDERED"}})
+			return
+		}
+		f, _ := os.OpenFile(logPath, os.O_APPEND|os.O_WRONLY, 0o644)
+		fmt.Fprintf(f, "time=x level=DEBUG msg=\"loading cache slot\" id=0 cache=100 prompt=100 used=100 remaining=0\n")
+		f.Close()
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		io.WriteString(w, `{"model":"m","message":{"role":"assistant","content":"ok"},"done":false}`+"\n"+
+			`{"model":"m","message":{"role":"assistant","content":""},"done":true,"eval_count":1}`+"\n")
+	}))
+	defer srv.Close()
+	c, err := New(srv.URL, "m", WithServerLog(logPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Send(context.Background(), &chat.Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.PromptTokens != 0 || res.CachedTokens != nil || !slices.Contains(res.Warnings, noPromptCount) {
+		t.Errorf("Send: prompt %d, cached %v, warnings %q; want 0 (unknown), nil, and the warning %q", res.PromptTokens, res.CachedTokens, res.Warnings, noPromptCount)
+	}
+
+	var cp Capture
+	if _, err := cp.Line([]byte(`{"message":{"role":"assistant","content":""},"done":true,"eval_count":3}`)); err != nil {
+		t.Fatal(err)
+	}
+	r := cp.Result()
+	if r.PromptTokens != 0 || r.Usage == nil || r.Usage.Prompt != nil || r.Usage.Fields["Prompt"] != "" || !slices.Contains(r.Warnings, noPromptCount) {
+		t.Errorf("Capture: prompt %d, usage %+v, warnings %q; want 0, no Usage.Prompt, the warning", r.PromptTokens, r.Usage, r.Warnings)
+	}
+	if r.Usage != nil && (r.Usage.Generated == nil || *r.Usage.Generated != 3) {
+		t.Errorf("Capture: generated %v; want 3 (eval_count is still read)", r.Usage.Generated)
+	}
+
+	var whole Capture
+	whole.Line([]byte(`{"message":{"role":"assistant","content":""},"done":true,"prompt_eval_count":7,"eval_count":3}`))
+	if r := whole.Result(); r.PromptTokens != 7 || r.Usage.Prompt == nil || *r.Usage.Prompt != 7 || len(r.Warnings) != 0 {
+		t.Errorf("Capture with a count: prompt %d, warnings %q; want 7 and none", r.PromptTokens, r.Warnings)
 	}
 }

@@ -147,7 +147,8 @@ func (c *Capture) Reply() *chat.Reply {
 }
 
 // Result returns the figures as [Client.Send] reads them from the done line: PromptTokens =
-// prompt_eval_count (the whole prompt, cached part included, in v0.17.4), CompletionTokens =
+// prompt_eval_count (the whole prompt, cached part included, in v0.17.4; unknown, Usage.Prompt
+// nil and PromptTokens 0, with a warning, when the done line has none), CompletionTokens =
 // eval_count, Prefill = prompt_eval_duration, Load = load_duration, and CachedTokens from
 // prompt_eval_cached_count where the server sends it (source "response"; v0.17.4 does not, and
 // the count stays unknown). Usage names the wire fields. An answer without its done line gives
@@ -161,7 +162,12 @@ func (c *Capture) Result() *chat.Result {
 	}
 	u := &chat.Usage{Fields: map[string]string{}}
 	prompt, gen := int64(l.PromptEvalCount), int64(l.EvalCount)
-	u.Set("Prompt", "prompt_eval_count", &prompt)
+	if prompt > 0 {
+		u.Set("Prompt", "prompt_eval_count", &prompt)
+	} else {
+		prompt = 0
+		res.Warnings = append(res.Warnings, noPromptCount)
+	}
 	u.Set("Generated", "eval_count", &gen)
 	u.Set("CachedRead", "prompt_eval_cached_count", l.PromptEvalCachedCount)
 	res.Usage = u

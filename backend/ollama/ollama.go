@@ -261,7 +261,8 @@ func (c *Client) Render(ctx context.Context, req *api.ChatRequest) (string, erro
 // Send renders req, sends it for real (the measurement), and emulates the generation of reply
 // (see the package documentation); with req.Generate > 0 it lets the model generate instead,
 // ignores reply and returns what the model wrote in the result's Reply. The result's figures: PromptTokens = prompt_eval_count (the
-// whole prompt, cached part included, in v0.17.4), Prefill = prompt_eval_duration (the uncached
+// whole prompt, cached part included, in v0.17.4; 0, null in the row, with a warning when the
+// done message has none), Prefill = prompt_eval_duration (the uncached
 // part only), CachedTokens from the server log's `used=` (nil without a log), TTFT from sending to
 // the first streamed chunk (unknown, 0 with a warning, for an unstreamed answer: one JSON
 // document), Total to the last. A stream without its done message, or an empty
@@ -331,6 +332,12 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 		res.Warnings = append(res.Warnings, "unstreamed answer: time to first token unknown")
 	}
 	res.PromptTokens = int64(final.PromptEvalCount)
+	if res.PromptTokens <= 0 {
+		// A chat prompt has at least its template's tokens: a done message without
+		// prompt_eval_count (or with 0) gave no count, and the row's prompt tokens stay null.
+		res.PromptTokens = 0
+		res.Warnings = append(res.Warnings, noPromptCount)
+	}
 	res.CompletionTokens = int64(final.EvalCount)
 	res.Prefill = final.PromptEvalDuration
 	res.Load, res.LoadReported = final.LoadDuration, true
@@ -342,6 +349,8 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 		switch {
 		case line == nil:
 			res.Warnings = append(res.Warnings, fmt.Sprintf("no `loading cache slot` line in %s within %s: cached tokens unknown (is OLLAMA_DEBUG=1 set?)", c.logPath, c.logWait))
+		case res.PromptTokens == 0:
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the server log's prompt=%d cannot be matched without prompt_eval_count: cached tokens unknown", line.Prompt))
 		case int64(line.Prompt) != res.PromptTokens:
 			res.Warnings = append(res.Warnings, fmt.Sprintf("the server log's prompt=%d does not match prompt_eval_count %d: the line belongs to another request, cached tokens unknown", line.Prompt, res.PromptTokens))
 		default:
@@ -380,6 +389,10 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 	}
 	return res, nil
 }
+
+// noPromptCount is the warning of an answer whose done message has no prompt_eval_count (or 0):
+// its prompt tokens are unknown, written as null.
+const noPromptCount = "the answer's done message has no prompt_eval_count: prompt tokens unknown"
 
 // answerFormKey is the context key under which [Client.Send] gives [answerCheck] a
 // *chat.AnswerForm to set to the form of the measured request's answer.
