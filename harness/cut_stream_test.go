@@ -172,3 +172,73 @@ func TestCutStreamsAreRetried(t *testing.T) {
 		}
 	}
 }
+
+// An Anthropic stream cut inside an event (its data JSON half written) is retried like one cut
+// between events: whether the body ends there cleanly or the connection drops mid-body (fewer
+// bytes than its Content-Length: an unexpected EOF), inside message_start (no usage at all) or
+// inside message_delta. The retried row has the whole answer's figures.
+func TestAnthropicCutInsideAnEventIsRetried(t *testing.T) {
+	t.Parallel()
+	whole := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"usage\":{\"input_tokens\":10,\"cache_read_input_tokens\":30,\"cache_creation_input_tokens\":0,\"output_tokens\":1}}}\n\n" +
+		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"o\"}}\n\n" +
+		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
+		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"max_tokens\"},\"usage\":{\"output_tokens\":1}}\n\n" +
+		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	for _, tc := range []struct {
+		name, cutAt string
+		// drop: the connection drops (Content-Length promises the whole body).
+		drop bool
+	}{
+		{"message_delta, body ends", `"usage":{"output_tokens":1}}` + "\n\nevent: message_stop", false},
+		{"message_delta, connection drops", `"usage":{"output_tokens":1}}` + "\n\nevent: message_stop", true},
+		{"message_start, body ends", `"cache_read_input_tokens"`, false},
+		{"message_start, connection drops", `"cache_read_input_tokens"`, true},
+		{"text delta, connection drops", `"text":"o"}}`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			n := 0
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				mu.Lock()
+				n++
+				cut := n == 2
+				mu.Unlock()
+				w.Header().Set("Content-Type", "text/event-stream")
+				if !cut {
+					io.WriteString(w, whole)
+					return
+				}
+				if tc.drop {
+					w.Header().Set("Content-Length", fmt.Sprint(len(whole)))
+				}
+				io.WriteString(w, whole[:strings.Index(whole, tc.cutAt)])
+			}))
+			t.Cleanup(srv.Close)
+			key := filepath.Join(t.TempDir(), "key")
+			os.WriteFile(key, []byte("sk-ant-test"), 0o600)
+			c, err := anthropic.New(anthropic.Options{BaseURL: srv.URL, Model: "claude-x", KeyFile: key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sl := &sleeps{}
+			_, man, samples, err := runOne(t, sendOnly{c}, harness.RetryPolicy{Sleep: sl.sleep})
+			if err != nil || !man.Complete || len(samples) < 2 {
+				t.Fatalf("run error %v, complete %v, %d rows; want a whole run", err, man.Complete, len(samples))
+			}
+			s := samples[1]
+			want := "stream cut: no "
+			if tc.drop {
+				want = "read the answer: unexpected EOF"
+			}
+			if !strings.Contains(s.Warnings, want) {
+				t.Errorf("row 1 warnings %q; want the cut named (%q)", s.Warnings, want)
+			}
+			if s.Error != "" || s.Retries != 1 || s.PromptTokens != 40 || s.CachedTokens == nil || *s.CachedTokens != 30 {
+				t.Errorf("row 1: error %q, %d retries, warnings %q, prompt %d, cached %v; want none, 1 retry, 40, 30", s.Error, s.Retries, s.Warnings, s.PromptTokens, s.CachedTokens)
+			}
+		})
+	}
+}
