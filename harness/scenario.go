@@ -291,13 +291,13 @@ func LoadScenarioFS(fsys fs.FS, name, shown string) (*Scenario, error) {
 	}
 	s.Source, s.Archive = data, arch
 	s.Files = txtar.Parse(arch).Files
+	if err := checkArchive(path.Join(path.Dir(filepath.ToSlash(shown)), s.Workspace), arch, s.Files); err != nil {
+		return nil, err
+	}
 	for _, f := range s.Files {
 		if _, err := inside(f.Name); err != nil || f.Name == "." {
 			return nil, &SyntaxError{File: shown, Msg: fmt.Sprintf("workspace %q: file %q: %v", s.Workspace, f.Name, err)}
 		}
-	}
-	if err := checkArchive(path.Join(path.Dir(filepath.ToSlash(shown)), s.Workspace), arch, s.Files); err != nil {
-		return nil, err
 	}
 	if err := checkPaths(s); err != nil {
 		return nil, err
@@ -377,8 +377,8 @@ func parseScenario(file string, data []byte) (*Scenario, error) {
 	if !scenarioName.MatchString(s.Name) {
 		return nil, bad(topKeyLine(data, "name"), "name %q: want lower-case letters, digits, '.', '_' and '-', starting with a letter or digit (it names files and report sections)", s.Name)
 	}
-	if strings.ContainsAny(s.Project, `/\`) || s.Project == "." || s.Project == ".." {
-		return nil, bad(0, "project %q: want a single path component", s.Project)
+	if strings.ContainsAny(s.Project, "/\\\x00") || s.Project == "." || s.Project == ".." {
+		return nil, bad(topKeyLine(data, "project"), "project %q: want a single path component (no NUL byte)", s.Project)
 	}
 	start, err := time.Parse(time.RFC3339, s.Clock)
 	if err != nil {
@@ -479,7 +479,9 @@ func parseScenario(file string, data []byte) (*Scenario, error) {
 				mcpTools[t.Name] = true
 			}
 		case st.Outside != nil:
-			if _, err := inside(st.Outside.Path); err != nil || st.Outside.Path == "" {
+			if _, err := inside(st.Outside.Path); err != nil && strings.IndexByte(st.Outside.Path, 0) >= 0 {
+				return nil, bad(st.Line, "outside: %v", err)
+			} else if err != nil || st.Outside.Path == "" {
 				return nil, bad(st.Line, "outside: path %q: want a path inside the workspace", st.Outside.Path)
 			}
 		case st.Plan != nil:
@@ -633,6 +635,9 @@ func quoteAll(ss []string) []string {
 
 // inside checks that a scenario path stays inside the workspace and returns it cleaned.
 func inside(p string) (string, error) {
+	if strings.IndexByte(p, 0) >= 0 {
+		return "", fmt.Errorf("path %q holds a NUL byte, which no file name can", p)
+	}
 	if p == "" {
 		return ".", nil
 	}

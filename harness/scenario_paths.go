@@ -11,9 +11,10 @@ import (
 	"golang.org/x/tools/txtar"
 )
 
-// checkArchive refuses a workspace archive that names a file twice, or names a path both as a
-// file and as a folder holding files: the sandbox could hold only one of them, so the scenario
-// would measure a workspace its author did not write. shown is how errors name the archive;
+// checkArchive refuses a workspace archive that names a file with a NUL byte (no file system
+// can create it), names a file twice, or names a path both as a file and as a folder holding
+// files: the sandbox could hold only one of them, so the scenario would measure a workspace its
+// author did not write. shown is how errors name the archive;
 // data is its text, for the line of each file's "-- name --" marker.
 func checkArchive(shown string, data []byte, files []txtar.File) error {
 	lines := markerLines(data)
@@ -22,6 +23,9 @@ func checkArchive(shown string, data []byte, files []txtar.File) error {
 		line := 0
 		if i < len(lines) {
 			line = lines[i]
+		}
+		if strings.IndexByte(f.Name, 0) >= 0 {
+			return &SyntaxError{File: shown, Line: line, Msg: fmt.Sprintf("file %q: its name holds a NUL byte, which no file name can", f.Name)}
 		}
 		name := path.Clean(f.Name)
 		if j, ok := first[name]; ok {

@@ -116,3 +116,26 @@ func TestWorkspaceArchiveNamesEachFileOnce(t *testing.T) {
 		}
 	}
 }
+
+// A path holding a NUL byte, which no file system can create, is refused when the scenario
+// loads at its line: an outside change's path, a scripted call's path, the project's name (the
+// sandbox's folder); not met at run time as an error writing the sandbox.
+func TestPathWithNULIsRefusedAtLoad(t *testing.T) {
+	for _, tc := range []struct{ name, yaml string }{
+		{"outside change", base + "  - assistant:\n      text: ok\n  - outside: {path: \"n\\0.txt\", content: x}\n  - user: again\n  - assistant:\n      text: done\n"},
+		{"write", calls(`        - write: {path: "n\0.txt", content: x}`)},
+		{"project", strings.Replace(base, "project: p", `project: "p\0"`, 1) + "  - assistant:\n      text: done\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, "s.yaml")
+			os.WriteFile(p, []byte(tc.yaml), 0o644)
+			os.WriteFile(filepath.Join(dir, "w.txtar"), []byte(pathsArchive), 0o644)
+			_, err := harness.LoadScenario(p)
+			var se *harness.SyntaxError
+			if !errors.As(err, &se) || se.Line == 0 || !strings.Contains(err.Error(), "NUL byte") {
+				t.Fatalf("LoadScenario = %v; want a *SyntaxError at a line naming the NUL byte", err)
+			}
+		})
+	}
+}
