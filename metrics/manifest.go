@@ -59,7 +59,12 @@ type Manifest struct {
 	// Complete is true when every planned request was sent and the sample file was closed.
 	Complete bool `json:"complete"`
 	// Samples is the number of rows written to the samples file (the part's, or samples.parquet).
+	// It is written as each session ends: a run killed during a session holds more rows
+	// (RowsRead says how many were read).
 	Samples int `json:"samples"`
+	// RowsRead is set by [ReadRun] (never written to the file): how many rows it read, and how
+	// many of them from journals; nil for a manifest read otherwise.
+	RowsRead *RowsRead `json:"-"`
 	// Error is the error that ended the run early; "" (omitted) when none did.
 	Error string `json:"error,omitempty"`
 	// CacheState says how the run controlled the server's prompt cache at the start of each

@@ -567,13 +567,20 @@ func ReadRun(dir string) (*Manifest, []Sample, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("read run %s: %w", dir, err)
 		}
-		samples, _, err := ReadSamples(filepath.Join(dir, SamplesFile))
+		samples, recovered, err := ReadSamples(filepath.Join(dir, SamplesFile))
+		read := &RowsRead{Rows: len(samples)}
+		if recovered {
+			read.Journal = len(samples)
+		}
 		if errors.As(err, &je) {
+			read.Lost = len(je.Bad)
+			m.RowsRead = read
 			return m, samples, fmt.Errorf("read run %s: %w", dir, je)
 		}
 		if err != nil {
 			return m, nil, fmt.Errorf("read run %s: %w", dir, err)
 		}
+		m.RowsRead = read
 		return m, samples, nil
 	}
 	parts, err := ReadParts(dir)
@@ -583,21 +590,42 @@ func ReadRun(dir string) (*Manifest, []Sample, error) {
 	m := MergeParts(parts)
 	var all []Sample
 	var lost []*JournalError
+	read := &RowsRead{}
 	for _, p := range parts {
-		rows, _, err := ReadPart(dir, p.Shard)
+		rows, recovered, err := ReadPart(dir, p.Shard)
 		switch {
 		case errors.As(err, &je):
 			lost = append(lost, je)
+			read.Lost += len(je.Bad)
 		case errors.Is(err, fs.ErrNotExist):
 			// Neither part file nor journal: the part wrote no row.
 			continue
 		case err != nil:
 			return m, nil, fmt.Errorf("read run %s: shard %s: %w", dir, p.Shard, err)
 		}
+		if recovered {
+			read.Journal += len(rows)
+		}
 		all = append(all, rows...)
 	}
+	read.Rows = len(all)
+	m.RowsRead = read
 	if je := joinJournalErrors(lost); je != nil {
 		return m, all, fmt.Errorf("read run %s: %w", dir, je)
 	}
 	return m, all, nil
+}
+
+// RowsRead says where the rows [ReadRun] returned came from, so that a reader does not take the
+// manifest's [Manifest].Samples (written as each session ends: behind the rows after a kill) for
+// the number of rows.
+type RowsRead struct {
+	// Rows is the number of rows read, from closed samples files and journals.
+	Rows int
+	// Journal is how many of Rows came from journals (samples files a kill left unclosed); 0
+	// when every row came from a closed file.
+	Journal int
+	// Lost is the number of journal lines that held no sample ([BadLine]): rows lost. The
+	// journals held Journal + Lost lines.
+	Lost int
 }

@@ -351,7 +351,7 @@ func manifestFacts(m *metrics.Manifest) []string {
 		started,
 		complete,
 		fmt.Sprintf("Scenarios: %s; arms: %s; repetitions: %d; samples: %s",
-			orDash(strings.Join(m.Scenarios, ", ")), orDash(strings.Join(m.Arms, ", ")), m.Repetitions, thousands(int64(m.Samples))),
+			orDash(strings.Join(m.Scenarios, ", ")), orDash(strings.Join(m.Arms, ", ")), m.Repetitions, samplesRead(m)),
 	}
 	if len(m.Settings) > 0 {
 		keys := make([]string, 0, len(m.Settings))
@@ -374,6 +374,30 @@ func manifestFacts(m *metrics.Manifest) []string {
 		facts = append(facts, "Tags: "+strings.Join(parts, ", "))
 	}
 	return facts
+}
+
+// samplesRead gives a run's row count: the rows read ([metrics.Manifest].RowsRead), how many
+// of them came from journals and how many lines those held, and the manifest's count where it
+// differs (a run killed during a session counted only the rows of the sessions that ended).
+// Without RowsRead, the manifest's count.
+func samplesRead(m *metrics.Manifest) string {
+	r := m.RowsRead
+	if r == nil || r.Journal == 0 && r.Lost == 0 && r.Rows == m.Samples {
+		return thousands(int64(m.Samples))
+	}
+	s := thousands(int64(r.Rows)) + " read"
+	if held := r.Journal + r.Lost; held > 0 {
+		s += fmt.Sprintf(" (%s from the journal of a samples file the run left unclosed, which held %s line%s",
+			thousands(int64(r.Journal)), thousands(int64(held)), plural(held))
+		if r.Lost > 0 {
+			s += fmt.Sprintf("; %s held no sample: row%s lost", thousands(int64(r.Lost)), plural(r.Lost))
+		}
+		s += ")"
+	}
+	if r.Rows != m.Samples {
+		s += fmt.Sprintf("; the manifest, written as each session ends, counts %s", thousands(int64(m.Samples)))
+	}
+	return s
 }
 
 // modelFile is the fact line of the run's model file digest.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -99,6 +100,11 @@ func TestKilledRunReportAndRepair(t *testing.T) {
 	if code != exitError || !strings.Contains(errOut, filepath.Join(corrupt, jname)+":5:") || !strings.Contains(errOut, "lab repair") ||
 		!strings.Contains(out, requests(len(journal)-1)) {
 		t.Errorf("report with a corrupt journal line: exit %d, stderr %q, stdout %q; want 1, the line named, %d rows", code, errOut, out, len(journal)-1)
+	}
+	// The text report's header counts the rows read and the journal's lines, the lost one too.
+	_, out, _ = runLab(t, "report", "--format", "text", corrupt)
+	if want := fmt.Sprintf("samples: %d read (%d from the journal of a samples file the run left unclosed, which held %d lines; 1 held no sample: row lost)", len(journal)-1, len(journal)-1, len(journal)); !strings.Contains(strings.Join(strings.Fields(out), " "), want) {
+		t.Errorf("text report with a corrupt journal line: stdout %q; want the header %q", out, want)
 	}
 	// Written into the run folder, the same.
 	code, _, errOut = runLab(t, "report", corrupt)
@@ -241,6 +247,16 @@ func TestSigkilledRunRepaired(t *testing.T) {
 	journal, err := metrics.ReadJournal(filepath.Join(dir, metrics.JournalPath(metrics.PartFile(s))))
 	if err != nil || len(journal) != 11 {
 		t.Fatalf("the killed run's journal: %d rows, %v; want the 11 answered before request 12", len(journal), err)
+	}
+	// The report's header gives the rows read from the journal, not the manifest's count, which
+	// is written as each session ends and so is behind after the kill.
+	man, err := metrics.ReadRunManifest(dir)
+	if err != nil || man.Samples == len(journal) {
+		t.Fatalf("the killed run's manifest: %v, %d samples; want fewer than the journal's %d", err, man.Samples, len(journal))
+	}
+	code, out, _ = runLab(t, "report", "--format", "text", dir)
+	if want := fmt.Sprintf("samples: 11 read (11 from the journal of a samples file the run left unclosed, which held 11 lines); the manifest, written as each session ends, counts %d", man.Samples); code != exitOK || !strings.Contains(strings.Join(strings.Fields(out), " "), want) {
+		t.Errorf("report of the killed run: exit %d, stdout %q; want 0 and the header %q", code, out, want)
 	}
 	code, out, errOut = runLab(t, "repair", dir)
 	if code != exitOK || !strings.Contains(out, "wrote "+metrics.PartFile(s)) || errOut != "" {
