@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -207,6 +208,20 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 			resumed = prev + ", " + resumed
 		}
 		man.Settings[SettingResumedAt] = resumed
+		// A resume may point the run at a new server address (lab run --resume --server or
+		// --base-url): the manifest names the one in use, and lists every address the run
+		// measured, in order, so the earlier one is kept.
+		if cfg.ServerURL != "" && cfg.ServerURL != man.ServerURL {
+			urls := man.Settings[SettingServerURLs]
+			if urls == "" {
+				urls = cmp.Or(man.ServerURL, "unknown")
+			}
+			man.Settings[SettingServerURLs] = urls + ", " + cfg.ServerURL
+			man.ServerURL = cfg.ServerURL
+		}
+		if v, ok := cfg.Settings[SettingRunFlags]; ok {
+			man.Settings[SettingRunFlags] = v
+		}
 		// A run resumed on another kind of machine ran on both: its host says so, with the
 		// cores and loads unknown. A run that recorded no host stays unknown.
 		if h := host(); man.Host != nil && !metrics.SameMachine(man.Host, h) {
@@ -402,6 +417,18 @@ const RequestsFile = "requests.jsonl"
 // SettingResumedAt is the manifest setting that lists, comma-separated, when the run was resumed
 // (RFC 3339, UTC).
 const SettingResumedAt = "resumed_at"
+
+// SettingServerURLs is the manifest setting that lists, comma-separated in the order used, the
+// model server addresses a run measured against when a resume changed it (the first run's
+// address, "unknown" when it recorded none, then each new one); absent while the run kept one
+// address. [metrics.Manifest].ServerURL is the last.
+const SettingServerURLs = "server_urls"
+
+// SettingRunFlags is the manifest setting that records the flags of lab run as a JSON object
+// (flag name → value), for lab run --resume. On a resume, RunConfig.Settings' value replaces
+// the manifest's: a resume may change the server's address, and the next resume uses the new
+// one. Every other setting keeps its first value.
+const SettingRunFlags = "lab_run_flags"
 
 // SessionsError is [Run]'s error when sessions failed and the run went on without them.
 type SessionsError struct {

@@ -31,8 +31,9 @@ type reliabilityOptions struct {
 }
 
 // settingRunFlags is the manifest setting that records the flags a run was started with, as a
-// JSON object (flag name → value), for `lab run --resume`.
-const settingRunFlags = "lab_run_flags"
+// JSON object (flag name → value), for `lab run --resume`; a resume that gives a new server
+// address records it there.
+const settingRunFlags = harness.SettingRunFlags
 
 // notRecorded are the flags that do not describe what a run measures: not recorded in the
 // manifest, and the only ones (with resumeAllows) that --resume takes.
@@ -42,11 +43,16 @@ var notRecorded = []string{"resume", "run-id", "results", "quiet", "retries", "r
 // machine, which a resumed run may need to find again.
 var resumeAllows = []string{"quiet", "retries", "request-timeout", "cache", "key-file", "resume", "shard"}
 
+// resumeAddresses are the recorded flags --resume may change: where the model server is now
+// (a server that moved, or came back on another port). The new value replaces the run's in
+// its recorded flags; the manifest keeps every address ([harness.SettingServerURLs]).
+var resumeAddresses = []string{"server", "base-url", "server-log"}
+
 func addReliabilityFlags(c *cobra.Command, o *reliabilityOptions) {
 	f := c.Flags()
 	f.IntVar(&o.Retries, "retries", harness.DefaultAttempts-1, "times a request is sent again after a connection refused or reset, a timeout, HTTP 408, 429 or 5xx, or a stream cut short (waits 1s, 2s, 4s…, or the server's Retry-After, up to 1m)")
 	f.DurationVar(&o.RequestTimeout, "request-timeout", harness.DefaultRequestTimeout, "the longest one request may take, its whole streamed answer included; a request that takes longer is retried")
-	f.StringVar(&o.Resume, "resume", "", "carry on the run in this folder (results/run_id=<run-id>) that stopped early: keeps its completed sessions, runs the others, with the run's own settings; a run split into shards is resumed one shard at a time, named with --shard i/n")
+	f.StringVar(&o.Resume, "resume", "", "carry on the run in this folder (results/run_id=<run-id>) that stopped early: keeps its completed sessions, runs the others, with the run's own settings; a run split into shards is resumed one shard at a time, named with --shard i/n; --server, --server-log or --base-url point it at a server that moved (the manifest keeps every address)")
 }
 
 // runCall is what runAndReport needs from the command line beyond the harness.RunConfig each
@@ -74,8 +80,12 @@ func prepareRun(cmd *cobra.Command, o *runOptions) (context.Context, error) {
 	f := cmd.Flags()
 	if r.Resume != "" {
 		var given []string
+		moved := map[string]string{} // the address flags given, with their new values
 		f.Visit(func(fl *pflag.Flag) {
-			if !slices.Contains(resumeAllows, fl.Name) {
+			switch {
+			case slices.Contains(resumeAddresses, fl.Name):
+				moved[fl.Name] = flagValue(fl)
+			case !slices.Contains(resumeAllows, fl.Name):
 				given = append(given, "--"+fl.Name)
 			}
 		})
@@ -119,10 +129,14 @@ func prepareRun(cmd *cobra.Command, o *runOptions) (context.Context, error) {
 			if fl == nil || slices.Contains(notRecorded, name) {
 				return nil, badInput("--resume %s: the run was started with --%s, which this lab run does not take", r.Resume, name)
 			}
+			if _, ok := moved[name]; ok {
+				continue // the new address given on this command line
+			}
 			if err := setFlag(fl, flags[name]); err != nil {
 				return nil, badInput("--resume %s: --%s %q: %v", r.Resume, name, flags[name], err)
 			}
 		}
+		maps.Copy(flags, moved)
 		o.ResultsDir, o.RunID = filepath.Dir(filepath.Clean(r.Resume)), filepath.Base(filepath.Clean(r.Resume))
 		call.resume, call.flags = true, flags
 		return context.WithValue(cmd.Context(), runCallKey{}, call), nil
