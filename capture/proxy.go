@@ -14,7 +14,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -456,18 +455,6 @@ func sessionKey(h http.Header) string {
 	return ""
 }
 
-// credentialParams are the query parameters that carry a credential (Gemini's key, Azure's
-// api-key, OAuth's access_token, a signed URL's sig...), compared lower-case with '-' as '_'.
-var credentialParams = map[string]bool{
-	"key": true, "api_key": true, "apikey": true, "x_api_key": true, "access_token": true, "token": true,
-	"auth": true, "authorization": true, "password": true, "secret": true, "client_secret": true,
-	"sig": true, "signature": true, "x_goog_api_key": true,
-}
-
-func isCredentialParam(name string) bool {
-	return credentialParams[strings.ReplaceAll(strings.ToLower(name), "-", "_")]
-}
-
 // querySecrets returns the values of q's credential parameters.
 func querySecrets(q url.Values) []string {
 	var out []string
@@ -492,23 +479,6 @@ func secretsOf(auth http.Header) []string {
 		}
 	}
 	return out
-}
-
-// redact replaces every secret (of at least 4 bytes) in s, longest first, and the same value
-// URL-encoded, as a URL or an echoed query string shows it.
-func redact(s string, secrets []string) string {
-	secrets = slices.Clone(secrets)
-	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
-	for _, secret := range secrets {
-		if len(secret) < 4 {
-			continue
-		}
-		s = strings.ReplaceAll(s, secret, "[redacted]")
-		if q := url.QueryEscape(secret); q != secret {
-			s = strings.ReplaceAll(s, q, "[redacted]")
-		}
-	}
-	return s
 }
 
 // RedactURL returns u as text with its password and the values of its credential query
