@@ -115,3 +115,29 @@ func TestProxyRedactsCredentialsInTheBody(t *testing.T) {
 		t.Errorf("%d saved requests; want 2", lines)
 	}
 }
+
+// FuzzRedactBody feeds any body to RedactBody (the client's bytes are untrusted): it may not
+// panic, a JSON body stays JSON, and no returned secret is left in the redacted body.
+func FuzzRedactBody(f *testing.F) {
+	for _, seed := range []string{
+		`{"api_key":"sk-1","a":[{"token":"t-22"},{"password":{"nested":{"secret":"s-333"}}}],"n":{"key":12345}}`,
+		`[{"Api-Key" : "x\"y\\z"}, "key", {"key":[1,"two"]}]`,
+		`{"key":}`, `"key"`, `{"token":true,"secret":null}`, `not json`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, secrets := capture.RedactBody(body)
+		if !json.Valid(body) {
+			return
+		}
+		if !json.Valid(got) {
+			t.Fatalf("RedactBody(%q) = %q: not JSON", body, got)
+		}
+		for _, s := range secrets {
+			if len(s) >= 4 && !strings.Contains(capture.Redacted, s) && strings.Contains(capture.Redact(string(got), secrets), s) {
+				t.Fatalf("RedactBody(%q) = %q still holds %q", body, got, s)
+			}
+		}
+	})
+}
