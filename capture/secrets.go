@@ -62,14 +62,20 @@ func isCredentialParam(name string) bool {
 // replaced (a string as decoded and as written, a number as written), for [Redact] to remove
 // wherever they appear later. A field whose value is an object or an array is walked (the fields
 // under it are redacted by their own names: a tool's JSON schema with a "password" property
-// keeps its shape); true, false and null are kept. Everything else is kept byte for byte. A body
+// keeps its shape); true, false and null are kept. A string holding a JSON object or array (a
+// tool call's arguments in OpenAI's Chat Completions and Responses APIs) is redacted the same
+// way and written back as a string. Everything else is kept byte for byte. A body
 // that is not JSON is returned unchanged with no secrets: nothing in it can be found by name.
 func RedactBody(body []byte) ([]byte, []string) {
 	type frame struct{ object, wantKey bool }
+	type span struct {
+		start, end int64
+		with       string
+	}
 	var (
 		stack   []frame
 		secret  bool // the value to come is a credential-named field's
-		spans   [][2]int64
+		spans   []span
 		secrets []string
 	)
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -101,18 +107,28 @@ func RedactBody(body []byte) ([]byte, []string) {
 				stack = stack[:len(stack)-1]
 			}
 		case string, json.Number:
-			if secret {
-				start, end := before, dec.InputOffset()
-				for start < end && strings.IndexByte(" \t\r\n:,", body[start]) >= 0 {
-					start++
-				}
-				spans = append(spans, [2]int64{start, end})
+			start, end := before, dec.InputOffset()
+			for start < end && strings.IndexByte(" \t\r\n:,", body[start]) >= 0 {
+				start++
+			}
+			str, isString := v.(string)
+			switch {
+			case secret:
+				spans = append(spans, span{start, end, `"` + Redacted + `"`})
 				raw := string(body[start:end])
-				if s, ok := v.(string); ok {
-					secrets = append(secrets, s)
+				if isString {
+					secrets = append(secrets, str)
 					raw = strings.TrimSuffix(strings.TrimPrefix(raw, `"`), `"`)
 				}
 				secrets = append(secrets, raw)
+			case isString && looksLikeJSON(str):
+				// JSON in a string (a tool call's arguments in OpenAI's APIs): redacted the
+				// same way, and written back as a string.
+				if inner, found := RedactBody([]byte(str)); len(found) > 0 {
+					enc, _ := json.Marshal(string(inner))
+					spans = append(spans, span{start, end, string(enc)})
+					secrets = append(secrets, found...)
+				}
 			}
 		}
 		secret = false
@@ -127,12 +143,18 @@ func RedactBody(body []byte) ([]byte, []string) {
 	out.Grow(len(body))
 	last := int64(0)
 	for _, sp := range spans {
-		out.Write(body[last:sp[0]])
-		out.WriteString(`"` + Redacted + `"`)
-		last = sp[1]
+		out.Write(body[last:sp.start])
+		out.WriteString(sp.with)
+		last = sp.end
 	}
 	out.Write(body[last:])
 	return out.Bytes(), slices.Compact(secrets)
+}
+
+// looksLikeJSON reports whether a string's text may be a JSON object or array.
+func looksLikeJSON(s string) bool {
+	s = strings.TrimLeft(s, " \t\r\n")
+	return s != "" && (s[0] == '{' || s[0] == '[')
 }
 
 // Redact replaces every secret (of at least 4 bytes: a shorter one would redact ordinary

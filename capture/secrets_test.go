@@ -42,6 +42,12 @@ func TestRedactBody(t *testing.T) {
 	if fmt.Sprint(secrets) != fmt.Sprint(wantSecrets) {
 		t.Errorf("secrets %q; want %q", secrets, wantSecrets)
 	}
+	// A tool call's arguments are JSON in a string (OpenAI): redacted inside, kept a string.
+	args := `{"messages":[{"role":"assistant","tool_calls":[{"function":{"name":"login","arguments":"{\"user\":\"u\",\"password\":\"hunter22\"}"}}]},{"role":"user","content":"[1, 2]"}]}`
+	wantArgs := `{"messages":[{"role":"assistant","tool_calls":[{"function":{"name":"login","arguments":"{\"user\":\"u\",\"password\":\"[redacted]\"}"}}]},{"role":"user","content":"[1, 2]"}]}`
+	if got, secrets := capture.RedactBody([]byte(args)); string(got) != wantArgs || fmt.Sprint(secrets) != "[hunter22]" {
+		t.Errorf("RedactBody of tool call arguments:\n got %s, %q\nwant %s, [hunter22]", got, secrets, wantArgs)
+	}
 	if got, secrets := capture.RedactBody([]byte("not json api_key=x")); string(got) != "not json api_key=x" || secrets != nil {
 		t.Errorf("a body that is not JSON: %q, %q; want it unchanged and no secret", got, secrets)
 	}
