@@ -3,8 +3,6 @@ package capture
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"net/url"
 	"slices"
 	"strings"
@@ -35,7 +33,21 @@ var credentialSuffixes = []string{"apikey", "secret", "password", "passwd", "acc
 // isCredentialName reports whether a JSON field's name looks like a credential's (see
 // credentialNames). prompt_cache_key, idempotency_key and max_tokens do not.
 func isCredentialName(name string) bool {
-	n := strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(name))
+	if len(name) > 64 { // no credential's name is this long
+		return false
+	}
+	var buf [64]byte
+	b := buf[:0]
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case c == '-' || c == '_':
+		case 'A' <= c && c <= 'Z':
+			b = append(b, c+'a'-'A')
+		default:
+			b = append(b, c)
+		}
+	}
+	n := string(b)
 	if credentialNames[n] {
 		return true
 	}
@@ -67,94 +79,160 @@ func isCredentialParam(name string) bool {
 // way and written back as a string. Everything else is kept byte for byte. A body
 // that is not JSON is returned unchanged with no secrets: nothing in it can be found by name.
 func RedactBody(body []byte) ([]byte, []string) {
-	type frame struct{ object, wantKey bool }
-	type span struct {
-		start, end int64
-		with       string
+	if !json.Valid(body) {
+		return body, nil
 	}
-	var (
-		stack   []frame
-		secret  bool // the value to come is a credential-named field's
-		spans   []span
-		secrets []string
-	)
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	for {
-		before := dec.InputOffset()
-		tok, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return body, nil
-		}
-		if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].wantKey {
-			if k, ok := tok.(string); ok {
-				stack[n-1].wantKey = false
-				secret = isCredentialName(k)
-				continue
-			}
-		}
-		valueDone := true
-		switch v := tok.(type) {
-		case json.Delim:
-			switch v {
-			case '{', '[':
-				stack = append(stack, frame{object: v == '{', wantKey: v == '{'})
-				valueDone = false
-			default:
-				stack = stack[:len(stack)-1]
-			}
-		case string, json.Number:
-			start, end := before, dec.InputOffset()
-			for start < end && strings.IndexByte(" \t\r\n:,", body[start]) >= 0 {
-				start++
-			}
-			str, isString := v.(string)
-			switch {
-			case secret:
-				spans = append(spans, span{start, end, `"` + Redacted + `"`})
-				raw := string(body[start:end])
-				if isString {
-					secrets = append(secrets, str)
-					raw = strings.TrimSuffix(strings.TrimPrefix(raw, `"`), `"`)
-				}
-				secrets = append(secrets, raw)
-			case isString && looksLikeJSON(str):
-				// JSON in a string (a tool call's arguments in OpenAI's APIs): redacted the
-				// same way, and written back as a string.
-				if inner, found := RedactBody([]byte(str)); len(found) > 0 {
-					enc, _ := json.Marshal(string(inner))
-					spans = append(spans, span{start, end, string(enc)})
-					secrets = append(secrets, found...)
-				}
-			}
-		}
-		secret = false
-		if n := len(stack); valueDone && n > 0 && stack[n-1].object {
-			stack[n-1].wantKey = true
-		}
-	}
-	if len(spans) == 0 {
-		return body, secrets
+	w := bodyWalker{b: body}
+	w.value(false)
+	if len(w.spans) == 0 {
+		return body, w.secrets
 	}
 	var out bytes.Buffer
 	out.Grow(len(body))
-	last := int64(0)
-	for _, sp := range spans {
+	last := 0
+	for _, sp := range w.spans {
 		out.Write(body[last:sp.start])
 		out.WriteString(sp.with)
 		last = sp.end
 	}
 	out.Write(body[last:])
-	return out.Bytes(), slices.Compact(secrets)
+	return out.Bytes(), slices.Compact(w.secrets)
 }
 
-// looksLikeJSON reports whether a string's text may be a JSON object or array.
-func looksLikeJSON(s string) bool {
-	s = strings.TrimLeft(s, " \t\r\n")
-	return s != "" && (s[0] == '{' || s[0] == '[')
+// bodyWalker walks a valid JSON text in one pass, noting the spans to replace and the secrets
+// they held.
+type bodyWalker struct {
+	b       []byte
+	pos     int
+	spans   []bodySpan
+	secrets []string
+}
+
+// bodySpan is the replacement of b[start:end].
+type bodySpan struct {
+	start, end int
+	with       string
+}
+
+func (w *bodyWalker) ws() {
+	for w.pos < len(w.b) && (w.b[w.pos] == ' ' || w.b[w.pos] == '\t' || w.b[w.pos] == '\r' || w.b[w.pos] == '\n') {
+		w.pos++
+	}
+}
+
+// str skips the string at pos and returns its raw text, quotes included.
+func (w *bodyWalker) str() []byte {
+	start := w.pos
+	for w.pos++; w.pos < len(w.b); w.pos++ {
+		switch w.b[w.pos] {
+		case '\\':
+			w.pos++
+		case '"':
+			w.pos++
+			return w.b[start:w.pos]
+		}
+	}
+	return w.b[start:]
+}
+
+// value walks the value at pos; secret: it is a credential-named field's.
+func (w *bodyWalker) value(secret bool) {
+	w.ws()
+	if w.pos >= len(w.b) {
+		return
+	}
+	start := w.pos
+	switch w.b[w.pos] {
+	case '{':
+		w.pos++
+		for {
+			w.ws()
+			if w.pos >= len(w.b) || w.b[w.pos] == '}' {
+				w.pos++
+				return
+			}
+			if w.b[w.pos] == ',' {
+				w.pos++
+				continue
+			}
+			key := unquote(w.str())
+			w.ws()
+			w.pos++ // ':'
+			w.value(isCredentialName(key))
+		}
+	case '[':
+		w.pos++
+		for {
+			w.ws()
+			if w.pos >= len(w.b) || w.b[w.pos] == ']' {
+				w.pos++
+				return
+			}
+			if w.b[w.pos] == ',' {
+				w.pos++
+				continue
+			}
+			w.value(false)
+		}
+	case '"':
+		raw := w.str()
+		switch {
+		case secret:
+			w.spans = append(w.spans, bodySpan{start, w.pos, `"` + Redacted + `"`})
+			inner := string(raw[1 : len(raw)-1])
+			if s := unquote(raw); s != inner {
+				w.secrets = append(w.secrets, s)
+			}
+			w.secrets = append(w.secrets, inner)
+		case mayHoldJSON(raw):
+			// JSON in a string (a tool call's arguments in OpenAI's APIs): redacted the
+			// same way, and written back as a string.
+			if inner, found := RedactBody([]byte(unquote(raw))); len(found) > 0 {
+				enc, _ := json.Marshal(string(inner))
+				w.spans = append(w.spans, bodySpan{start, w.pos, string(enc)})
+				w.secrets = append(w.secrets, found...)
+			}
+		}
+	default: // a number, true, false or null
+		for w.pos < len(w.b) && !strings.ContainsRune(",]} \t\r\n", rune(w.b[w.pos])) {
+			w.pos++
+		}
+		if c := w.b[start]; secret && (c == '-' || c >= '0' && c <= '9') {
+			w.spans = append(w.spans, bodySpan{start, w.pos, `"` + Redacted + `"`})
+			w.secrets = append(w.secrets, string(w.b[start:w.pos]))
+		}
+	}
+}
+
+// unquote decodes a JSON string's raw text (quotes included).
+func unquote(raw []byte) string {
+	if len(raw) >= 2 && bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1])
+	}
+	var s string
+	_ = json.Unmarshal(raw, &s)
+	return s
+}
+
+// mayHoldJSON reports whether a JSON string's raw text (quotes included) starts, after white
+// space (escaped or not), with '{' or '[': it may hold a JSON object or array.
+func mayHoldJSON(raw []byte) bool {
+	for i := 1; i < len(raw); i++ {
+		switch raw[i] {
+		case ' ', '\t', '\r', '\n':
+		case '\\':
+			if i+1 < len(raw) && (raw[i+1] == 'n' || raw[i+1] == 't' || raw[i+1] == 'r') {
+				i++
+				continue
+			}
+			return false
+		case '{', '[':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // Redact replaces every secret (of at least 4 bytes: a shorter one would redact ordinary
