@@ -44,7 +44,8 @@ type Options struct {
 	// Label is every row's arm; "" is [DefaultLabel].
 	Label string
 	// SaveRequests writes every recorded request body to the capture's requests file, one JSON
-	// line per request, as lab run --save-requests does. Headers are never written.
+	// line per request, as lab run --save-requests does. Headers are never written, and a
+	// credential-named field of a body is written "[redacted]" ([RedactBody]).
 	SaveRequests bool
 	// Progress, when set, receives one line per recorded request: its conversation, its index,
 	// prompt tokens and the cached share.
@@ -323,7 +324,8 @@ type exchange struct {
 	// recorder sends to the same upstream.
 	auth http.Header
 	// secrets are the values redacted from anything written: auth's values (and a bearer token
-	// alone), and the credentials of the request's and the upstream's query strings.
+	// alone), the credentials of the request's and the upstream's query strings, and (added by
+	// the recorder, RedactBody) the body's credential-named fields.
 	secrets []string
 	// fill marks a request that only fills the upstream's cache: no row, but the slot model
 	// takes it.
