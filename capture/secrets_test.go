@@ -92,7 +92,9 @@ func TestProxyRedactsCredentialsInTheBody(t *testing.T) {
 		t.Fatalf("%d rows; want 2", len(rows))
 	}
 	for _, r := range rows {
-		if !strings.HasPrefix(r.Error, "HTTP 400: invalid_request_error: bad request: ") || !strings.Contains(r.Error, "[redacted]") {
+		// The Parquet file may compress its columns: read them back as well.
+		if !strings.HasPrefix(r.Error, "HTTP 400: invalid_request_error: bad request: ") || !strings.Contains(r.Error, "[redacted]") ||
+			strings.Contains(r.Error+r.Warnings, "SECRETKEY") {
 			t.Errorf("row %d error %q; want the echo with its secrets redacted", r.RequestIndex, r.Error)
 		}
 	}

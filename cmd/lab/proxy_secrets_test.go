@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"lab/metrics"
 )
 
 // lab proxy --save-requests in front of an upstream that echoes the request body in its error:
@@ -44,6 +46,11 @@ func TestProxyKeepsBodyCredentialsOutOfStderrAndFiles(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "error: HTTP 401") || strings.Contains(stderr, "LEAKED") {
 		t.Errorf("stderr %q; want the request's error line with no secret", stderr)
+	}
+	// The Parquet file may compress its columns: read them back as well.
+	_, rows, err := metrics.ReadRun(filepath.Join(results, "run_id=cap"))
+	if err != nil || len(rows) != 1 || !strings.HasPrefix(rows[0].Error, "HTTP 401") || strings.Contains(rows[0].Error+rows[0].Warnings, "LEAKED") {
+		t.Errorf("rows %+v, %v; want one, its error with no secret", rows, err)
 	}
 	files := 0
 	filepath.WalkDir(filepath.Join(results, "run_id=cap"), func(path string, d fs.DirEntry, err error) error {
