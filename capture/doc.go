@@ -20,7 +20,11 @@
 //     is needed to record the request), and a recorded request asks the upstream for an
 //     uncompressed answer (Accept-Encoding: identity). Credentials (Authorization, x-api-key,
 //     api-key, cookies) are forwarded and never written: not to the rows, the manifest, the
-//     requests file, nor the progress lines, from which their values are redacted.
+//     requests file, nor the progress lines, from which their values are redacted. So are a
+//     JSON body's credential-named fields at any depth (api_key, token, password, secret,
+//     client_secret, ...: [RedactBody]), replaced in the saved requests, and their values
+//     wherever an answer echoes them; every secret seen is redacted from every later row too
+//     ([Redact], the one redaction of every writer).
 //  3. Once the answer ended, a single recorder goroutine parses it with its backend's own
 //     parser (backend/openai, backend/anthropic, backend/ollama, backend/llamacpp capture*.go):
 //     prompt, cached (with cached_source), cache write (5-minute and 1-hour), completion and

@@ -14,7 +14,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,7 +44,8 @@ type Options struct {
 	// Label is every row's arm; "" is [DefaultLabel].
 	Label string
 	// SaveRequests writes every recorded request body to the capture's requests file, one JSON
-	// line per request, as lab run --save-requests does. Headers are never written.
+	// line per request, as lab run --save-requests does. Headers are never written, and a
+	// credential-named field of a body is written "[redacted]" ([RedactBody]).
 	SaveRequests bool
 	// Progress, when set, receives one line per recorded request: its conversation, its index,
 	// prompt tokens and the cached share.
@@ -324,7 +324,8 @@ type exchange struct {
 	// recorder sends to the same upstream.
 	auth http.Header
 	// secrets are the values redacted from anything written: auth's values (and a bearer token
-	// alone), and the credentials of the request's and the upstream's query strings.
+	// alone), the credentials of the request's and the upstream's query strings, and (added by
+	// the recorder, RedactBody) the body's credential-named fields.
 	secrets []string
 	// fill marks a request that only fills the upstream's cache: no row, but the slot model
 	// takes it.
@@ -456,18 +457,6 @@ func sessionKey(h http.Header) string {
 	return ""
 }
 
-// credentialParams are the query parameters that carry a credential (Gemini's key, Azure's
-// api-key, OAuth's access_token, a signed URL's sig...), compared lower-case with '-' as '_'.
-var credentialParams = map[string]bool{
-	"key": true, "api_key": true, "apikey": true, "x_api_key": true, "access_token": true, "token": true,
-	"auth": true, "authorization": true, "password": true, "secret": true, "client_secret": true,
-	"sig": true, "signature": true, "x_goog_api_key": true,
-}
-
-func isCredentialParam(name string) bool {
-	return credentialParams[strings.ReplaceAll(strings.ToLower(name), "-", "_")]
-}
-
 // querySecrets returns the values of q's credential parameters.
 func querySecrets(q url.Values) []string {
 	var out []string
@@ -492,23 +481,6 @@ func secretsOf(auth http.Header) []string {
 		}
 	}
 	return out
-}
-
-// redact replaces every secret (of at least 4 bytes) in s, longest first, and the same value
-// URL-encoded, as a URL or an echoed query string shows it.
-func redact(s string, secrets []string) string {
-	secrets = slices.Clone(secrets)
-	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
-	for _, secret := range secrets {
-		if len(secret) < 4 {
-			continue
-		}
-		s = strings.ReplaceAll(s, secret, "[redacted]")
-		if q := url.QueryEscape(secret); q != secret {
-			s = strings.ReplaceAll(s, q, "[redacted]")
-		}
-	}
-	return s
 }
 
 // RedactURL returns u as text with its password and the values of its credential query

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,6 +52,10 @@ type recorder struct {
 	// log, Attribution.Render ollama). An answer of Ollama's own API does not set it: a gateway
 	// may serve that API and others.
 	ollama atomic.Bool
+
+	// seen holds the secrets of the requests recorded so far (headers, query strings, body
+	// fields), redacted from every later row, request body and progress line.
+	seen seenSecrets
 
 	mu   sync.Mutex
 	rows int
@@ -109,6 +114,13 @@ func (r *recorder) samples() int {
 
 // process records one exchange: a row for a request, the slot model only for a cache fill.
 func (r *recorder) process(ex *exchange) {
+	// A credential-named field's value in the body is a secret like a header's, and every
+	// secret seen so far is redacted from this request's row too (a key sent once and echoed
+	// later).
+	body, bodySecrets := RedactBody(ex.body)
+	ex.secrets = append(ex.secrets, bodySecrets...)
+	r.seen.add(ex.secrets)
+	secrets := append(slices.Clone(r.seen.list), ex.secrets...)
 	if ex.fill {
 		r.observeFill(ex)
 		return
@@ -136,19 +148,23 @@ func (r *recorder) process(ex *exchange) {
 		}
 	}
 	r.groups.update(conv, req, reply, s.Error != "")
-	s.Error = redact(s.Error, ex.secrets)
-	s.Warnings = redact(s.Warnings, ex.secrets)
+	s.Error = Redact(s.Error, secrets)
+	s.Warnings = Redact(s.Warnings, secrets)
 	var errs []error
 	if err := r.sink.Write(s); err != nil {
 		errs = append(errs, err)
 	}
 	if r.requests != nil {
-		body := json.RawMessage(bytes.ReplaceAll(ex.body, []byte("\n"), []byte(" ")))
+		body := json.RawMessage(bytes.ReplaceAll(body, []byte("\n"), []byte(" ")))
 		if !json.Valid(body) {
 			b, _ := json.Marshal(string(ex.body))
 			body = b
 		}
-		body = json.RawMessage(redact(string(body), ex.secrets))
+		body = json.RawMessage(Redact(string(body), secrets))
+		if !json.Valid(body) { // a secret that spanned the JSON's punctuation
+			b, _ := json.Marshal(string(body))
+			body = b
+		}
 		line, err := json.Marshal(struct {
 			Scenario     string          `json:"scenario"`
 			Arm          string          `json:"arm"`
@@ -529,7 +545,7 @@ func (r *recorder) render(ex *exchange) (string, error) {
 	}
 	resp, err := r.http.Do(hreq)
 	if err != nil {
-		return "", fmt.Errorf("render the prompt: %s", redact(err.Error(), ex.secrets))
+		return "", fmt.Errorf("render the prompt: %s", Redact(err.Error(), ex.secrets))
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
@@ -537,7 +553,7 @@ func (r *recorder) render(ex *exchange) (string, error) {
 		return "", fmt.Errorf("render the prompt: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("render the prompt: %s: HTTP %d: %s", path, resp.StatusCode, redact(openai.ErrorMessage(b), ex.secrets))
+		return "", fmt.Errorf("render the prompt: %s: HTTP %d: %s", path, resp.StatusCode, Redact(openai.ErrorMessage(b), ex.secrets))
 	}
 	var out struct {
 		Prompt    *string `json:"prompt"`

@@ -1,0 +1,300 @@
+package capture
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// Redacted is what replaces a credential wherever the lab writes: a field's value in a saved
+// request body, a secret's bytes in an error, a warning or a progress line.
+const Redacted = "[redacted]"
+
+// credentialNames are the JSON field and query parameter names that carry a credential,
+// compared lower-case with '-' and '_' removed (api_key, api-key, apiKey and APIKEY are one
+// name): a provider's key (OpenAI's and Anthropic's api_key, Gemini's key, Azure's api-key),
+// OAuth's access, refresh and id tokens and client secret, a password, a cookie.
+var credentialNames = map[string]bool{
+	"key": true, "apikey": true, "xapikey": true, "xgoogapikey": true, "apisecret": true,
+	"token": true, "accesstoken": true, "refreshtoken": true, "idtoken": true, "authtoken": true,
+	"sessiontoken": true, "bearertoken": true, "bearer": true, "auth": true, "authorization": true,
+	"proxyauthorization": true, "password": true, "passwd": true, "pwd": true, "passphrase": true,
+	"secret": true, "clientsecret": true, "secretkey": true, "secretaccesskey": true, "accesskey": true,
+	"privatekey": true, "credential": true, "credentials": true, "cookie": true,
+}
+
+// credentialSuffixes are the endings that make a longer name a credential's (openai_api_key,
+// github_token is not one: "token" alone is, but a name ending in token may be a chat
+// template's bos_token).
+var credentialSuffixes = []string{"apikey", "secret", "password", "passwd", "accesstoken", "refreshtoken", "authtoken", "sessiontoken", "secretkey", "privatekey"}
+
+// isCredentialName reports whether a JSON field's name looks like a credential's (see
+// credentialNames). prompt_cache_key, idempotency_key and max_tokens do not.
+func isCredentialName(name string) bool {
+	if len(name) > 64 { // no credential's name is this long
+		return false
+	}
+	var buf [64]byte
+	b := buf[:0]
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case c == '-' || c == '_':
+		case 'A' <= c && c <= 'Z':
+			b = append(b, c+'a'-'A')
+		default:
+			b = append(b, c)
+		}
+	}
+	n := string(b)
+	if credentialNames[n] {
+		return true
+	}
+	for _, s := range credentialSuffixes {
+		if strings.HasSuffix(n, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// isCredentialParam reports whether a query parameter carries a credential: a credential name,
+// or a signed URL's sig or signature (not a body field's: Anthropic's thinking blocks carry a
+// signature that is no credential).
+func isCredentialParam(name string) bool {
+	if n := strings.ToLower(name); n == "sig" || n == "signature" {
+		return true
+	}
+	return isCredentialName(name)
+}
+
+// RedactBody returns a JSON body with the value of every credential-named field (see
+// isCredentialName), at any depth, replaced by the string "[redacted]", and the values it
+// replaced (a string as decoded and as written, a number as written), for [Redact] to remove
+// wherever they appear later. A field whose value is an object or an array is walked (the fields
+// under it are redacted by their own names: a tool's JSON schema with a "password" property
+// keeps its shape); true, false and null are kept. A string holding a JSON object or array (a
+// tool call's arguments in OpenAI's Chat Completions and Responses APIs) is redacted the same
+// way and written back as a string. Everything else is kept byte for byte. A body
+// that is not JSON is returned unchanged with no secrets: nothing in it can be found by name.
+func RedactBody(body []byte) ([]byte, []string) {
+	if !json.Valid(body) {
+		return body, nil
+	}
+	w := bodyWalker{b: body}
+	w.value(false)
+	if len(w.spans) == 0 {
+		return body, w.secrets
+	}
+	var out bytes.Buffer
+	out.Grow(len(body))
+	last := 0
+	for _, sp := range w.spans {
+		out.Write(body[last:sp.start])
+		out.WriteString(sp.with)
+		last = sp.end
+	}
+	out.Write(body[last:])
+	return out.Bytes(), slices.Compact(w.secrets)
+}
+
+// bodyWalker walks a valid JSON text in one pass, noting the spans to replace and the secrets
+// they held.
+type bodyWalker struct {
+	b       []byte
+	pos     int
+	spans   []bodySpan
+	secrets []string
+}
+
+// bodySpan is the replacement of b[start:end].
+type bodySpan struct {
+	start, end int
+	with       string
+}
+
+func (w *bodyWalker) ws() {
+	for w.pos < len(w.b) && (w.b[w.pos] == ' ' || w.b[w.pos] == '\t' || w.b[w.pos] == '\r' || w.b[w.pos] == '\n') {
+		w.pos++
+	}
+}
+
+// str skips the string at pos and returns its raw text, quotes included.
+func (w *bodyWalker) str() []byte {
+	start := w.pos
+	for w.pos++; w.pos < len(w.b); w.pos++ {
+		switch w.b[w.pos] {
+		case '\\':
+			w.pos++
+		case '"':
+			w.pos++
+			return w.b[start:w.pos]
+		}
+	}
+	return w.b[start:]
+}
+
+// value walks the value at pos; secret: it is a credential-named field's.
+func (w *bodyWalker) value(secret bool) {
+	w.ws()
+	if w.pos >= len(w.b) {
+		return
+	}
+	start := w.pos
+	switch w.b[w.pos] {
+	case '{':
+		w.pos++
+		for {
+			w.ws()
+			if w.pos >= len(w.b) || w.b[w.pos] == '}' {
+				w.pos++
+				return
+			}
+			if w.b[w.pos] == ',' {
+				w.pos++
+				continue
+			}
+			key := unquote(w.str())
+			w.ws()
+			w.pos++ // ':'
+			w.value(isCredentialName(key))
+		}
+	case '[':
+		w.pos++
+		for {
+			w.ws()
+			if w.pos >= len(w.b) || w.b[w.pos] == ']' {
+				w.pos++
+				return
+			}
+			if w.b[w.pos] == ',' {
+				w.pos++
+				continue
+			}
+			w.value(false)
+		}
+	case '"':
+		raw := w.str()
+		switch {
+		case secret:
+			w.spans = append(w.spans, bodySpan{start, w.pos, `"` + Redacted + `"`})
+			inner := string(raw[1 : len(raw)-1])
+			if s := unquote(raw); s != inner {
+				w.secrets = append(w.secrets, s)
+			}
+			w.secrets = append(w.secrets, inner)
+		case mayHoldJSON(raw):
+			// JSON in a string (a tool call's arguments in OpenAI's APIs): redacted the
+			// same way, and written back as a string.
+			if inner, found := RedactBody([]byte(unquote(raw))); len(found) > 0 {
+				enc, _ := json.Marshal(string(inner))
+				w.spans = append(w.spans, bodySpan{start, w.pos, string(enc)})
+				w.secrets = append(w.secrets, found...)
+			}
+		}
+	default: // a number, true, false or null
+		for w.pos < len(w.b) && !strings.ContainsRune(",]} \t\r\n", rune(w.b[w.pos])) {
+			w.pos++
+		}
+		if c := w.b[start]; secret && (c == '-' || c >= '0' && c <= '9') {
+			w.spans = append(w.spans, bodySpan{start, w.pos, `"` + Redacted + `"`})
+			w.secrets = append(w.secrets, string(w.b[start:w.pos]))
+		}
+	}
+}
+
+// unquote decodes a JSON string's raw text (quotes included).
+func unquote(raw []byte) string {
+	if len(raw) >= 2 && bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1])
+	}
+	var s string
+	_ = json.Unmarshal(raw, &s)
+	return s
+}
+
+// mayHoldJSON reports whether a JSON string's raw text (quotes included) starts, after white
+// space (escaped or not), with '{' or '[': it may hold a JSON object or array.
+func mayHoldJSON(raw []byte) bool {
+	for i := 1; i < len(raw); i++ {
+		switch raw[i] {
+		case ' ', '\t', '\r', '\n':
+		case '\\':
+			if i+1 < len(raw) && (raw[i+1] == 'n' || raw[i+1] == 't' || raw[i+1] == 'r') {
+				i++
+				continue
+			}
+			return false
+		case '{', '[':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// Redact replaces every secret (of at least 4 bytes: a shorter one would redact ordinary
+// words) in s, longest first, in the forms an echo shows it: as is, URL-encoded (a URL or an
+// echoed query string) and JSON-escaped (an echoed body). It is the one redaction every writer
+// of the capture uses: rows (error, warnings), the saved requests, the progress lines.
+func Redact(s string, secrets []string) string {
+	var forms []string
+	for _, secret := range secrets {
+		if len(secret) < 4 {
+			continue
+		}
+		forms = append(forms, secret, url.QueryEscape(secret))
+		if b, err := json.Marshal(secret); err == nil {
+			forms = append(forms, string(b[1:len(b)-1]))
+		}
+	}
+	if len(forms) == 0 {
+		return s
+	}
+	// One pass over s whatever the number of secrets: a strings.Replacer tries its patterns
+	// in argument order at each position, so the longest, sorted first, wins.
+	slices.SortFunc(forms, func(a, b string) int {
+		if len(a) != len(b) {
+			return len(b) - len(a)
+		}
+		return strings.Compare(a, b)
+	})
+	forms = slices.Compact(forms)
+	pairs := make([]string, 0, 2*len(forms))
+	for _, f := range forms {
+		pairs = append(pairs, f, Redacted)
+	}
+	return strings.NewReplacer(pairs...).Replace(s)
+}
+
+// maxSeenSecrets bounds the secrets a capture remembers across requests (a client sending a
+// new token with every request cannot grow the proxy's memory without bound); beyond it the
+// oldest are forgotten, each request's own secrets are always redacted from its own row.
+const maxSeenSecrets = 1024
+
+// seenSecrets is the set of secrets a capture has seen so far, oldest first: each is redacted
+// from every later row, request and progress line, not only its own request's.
+type seenSecrets struct {
+	list []string
+	set  map[string]bool
+}
+
+// add remembers the secrets of at least 4 bytes that are not yet known.
+func (s *seenSecrets) add(secrets []string) {
+	if s.set == nil {
+		s.set = map[string]bool{}
+	}
+	for _, v := range secrets {
+		if len(v) < 4 || s.set[v] {
+			continue
+		}
+		if len(s.list) == maxSeenSecrets {
+			delete(s.set, s.list[0])
+			s.list = s.list[1:]
+		}
+		s.list = append(s.list, v)
+		s.set[v] = true
+	}
+}
