@@ -3,7 +3,6 @@
 package harness_test
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,7 +31,11 @@ func TestSandboxSurvivesASymlinkSwapRace(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(outside, "outside-name.txt"), []byte("OUTSIDE\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d, saved := filepath.Join(ws.Root, "d"), filepath.Join(ws.Root, "d.saved")
+	d, link := filepath.Join(ws.Root, "d"), filepath.Join(ws.Root, "d.link")
+	if err := os.Symlink(outside, link); err != nil {
+		t.Fatal(err)
+	}
+	swap := swapFolder(d, link)
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -45,16 +48,7 @@ func TestSandboxSurvivesASymlinkSwapRace(t *testing.T) {
 				return
 			default:
 			}
-			// d becomes a link to outside, then the real folder again. A tool's write may have
-			// made a new d in between: it is put aside like the real one (errors ignored, as the
-			// tools change the same names).
-			if err := os.Rename(d, saved); err != nil && !errors.Is(err, os.ErrNotExist) {
-				os.RemoveAll(d)
-			}
-			os.Symlink(outside, d)
-			os.Remove(d)
-			os.RemoveAll(d)
-			os.Rename(saved, d)
+			swap() // d becomes a link to outside, or the real folder again
 		}
 	}()
 
