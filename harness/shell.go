@@ -155,10 +155,12 @@ func (r *runner) shell(ctx context.Context, raw json.RawMessage) string {
 	if strings.TrimSpace(a.Command) == "" {
 		return r.hs.Result("Error: bash: command is required")
 	}
-	dir, err := r.ws.resolve(a.Cwd)
+	dir, name, err := r.ws.resolve(a.Cwd)
 	if err == nil {
 		var fi os.FileInfo
-		if fi, err = os.Stat(dir); err == nil && !fi.IsDir() {
+		if fi, err = r.ws.stat(name); err != nil {
+			err = fmt.Errorf("stat %s: %w", dir, unwrapPathError(err))
+		} else if !fi.IsDir() {
 			err = fmt.Errorf("%s is not a directory", dir)
 		}
 	}

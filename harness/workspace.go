@@ -35,6 +35,10 @@ type Workspace struct {
 
 	// shellHome is the live shell's HOME once [Workspace.ShellHome] made it.
 	shellHome string
+	// root is the project folder opened ([Workspace.dir]); realRoot is Root with its links
+	// resolved, which an absolute link inside the project may name.
+	root     *os.Root
+	realRoot string
 }
 
 // ShellHome returns the live shell's home directory (its HOME): Home/.home, beside the project
@@ -64,7 +68,7 @@ func (w *Workspace) ShellHome() (string, error) {
 }
 
 // NewWorkspace writes files into dir/project (created; an existing dir/project is replaced) and
-// returns the sandbox.
+// returns the sandbox, with the project folder opened as the root every tool call goes through.
 func NewWorkspace(files []txtar.File, dir, project string) (*Workspace, error) {
 	root, err := filepath.Abs(filepath.Join(dir, project))
 	if err != nil {
@@ -76,61 +80,193 @@ func NewWorkspace(files []txtar.File, dir, project string) (*Workspace, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, fmt.Errorf("create sandbox: %w", err)
 	}
+	w := &Workspace{Root: root, Home: filepath.Dir(root)}
+	dirRoot, err := w.dir()
+	if err != nil {
+		return nil, fmt.Errorf("create sandbox: %w", err)
+	}
 	for _, f := range files {
-		p := filepath.Join(root, filepath.FromSlash(f.Name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		name := path.Clean(f.Name)
+		if err := dirRoot.MkdirAll(path.Dir(name), 0o755); err != nil {
 			return nil, fmt.Errorf("create sandbox: %w", err)
 		}
-		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
+		if err := dirRoot.WriteFile(name, f.Data, 0o644); err != nil {
 			return nil, fmt.Errorf("create sandbox: %w", err)
 		}
 	}
-	return &Workspace{Root: root, Home: filepath.Dir(root)}, nil
+	return w, nil
 }
 
 // Remove deletes the sandbox.
-func (w *Workspace) Remove() error { return os.RemoveAll(w.Root) }
+func (w *Workspace) Remove() error {
+	if w.root != nil {
+		w.root.Close()
+		w.root = nil
+	}
+	return os.RemoveAll(w.Root)
+}
+
+// dir returns the project folder opened as an [os.Root] (opened on first use, then kept, so that
+// a folder put in the project's place later is not the one the tools use). Every file the tools
+// read, write, list or search is opened through it, by a path relative to it: the kernel walks
+// the path one name at a time from the opened folder and no link is followed out of it, so the
+// check that a path stays in the project and the open are one step, and no process changing the
+// project's folders and links meanwhile can make a tool open a file outside.
+func (w *Workspace) dir() (*os.Root, error) {
+	if w.root != nil {
+		return w.root, nil
+	}
+	r, err := os.OpenRoot(w.Root)
+	if err != nil {
+		return nil, err
+	}
+	real, err := filepath.EvalSymlinks(w.Root)
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	w.root, w.realRoot = r, real
+	return r, nil
+}
 
 // resolve resolves a path the model gave (spec 3.2.0 §11, [hygiene.ResolvePath]): a relative path
 // against the project root, "~/…" against Home, an absolute one as it is, refusing anything
-// outside the root. The error names the absolute path (§1: "Every other answer (an error, a
-// refusal…) names the absolute path").
-func (w *Workspace) resolve(p string) (string, error) {
-	abs := hygiene.ResolvePath(p, w.Root, w.Home)
+// outside the root. It returns the absolute path answers name and name, the path the tools open
+// through [Workspace.dir]: relative to the root, '/'-separated, "." for the root itself. The error
+// names the absolute path (§1: "Every other answer (an error, a refusal…) names the absolute
+// path").
+//
+// A file is identified by its resolved path (§1): the links on the way are followed (by reading
+// them through the root, never by opening a path outside), a file that exists is named by its
+// path with no link in it, and a link leading outside the project, or to nothing, is refused. A
+// path that does not exist (yet) is named as given. resolve only names: the open through the root
+// is what keeps a tool inside, whatever changed in between.
+func (w *Workspace) resolve(p string) (abs, name string, err error) {
+	abs = hygiene.ResolvePath(p, w.Root, w.Home)
 	if !within(w.Root, abs) {
-		return "", fmt.Errorf("%s is outside the project", abs)
+		return "", "", fmt.Errorf("%s is outside the project", abs)
 	}
-	// A file is identified by its resolved path (§1): follow symbolic links, and refuse one that
-	// leads outside the project.
-	root, err := filepath.EvalSymlinks(w.Root)
-	if err != nil {
-		return "", fmt.Errorf("resolve %s: %w", w.Root, err)
+	if _, err := w.dir(); err != nil {
+		return "", "", fmt.Errorf("resolve %s: %w", w.Root, err)
 	}
-	real, err := filepath.EvalSymlinks(abs)
+	rel, err := filepath.Rel(w.Root, abs)
 	if err != nil {
-		// Does not exist (yet): the tool says so, or creates it, inside the project only. A
-		// dangling link, or a link on the way to a folder outside, would take a new file out.
-		for d := abs; within(w.Root, d); d = filepath.Dir(d) {
-			if fi, lerr := os.Lstat(d); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
-				target, terr := filepath.EvalSymlinks(d)
-				if terr != nil {
-					return "", fmt.Errorf("%s: %s is a link to nothing", abs, d)
-				}
-				if !within(root, target) {
-					return "", fmt.Errorf("%s leads to %s, outside the project", abs, target)
-				}
-			}
-			if d == w.Root {
-				break
+		return "", "", fmt.Errorf("resolve %s: %w", abs, err)
+	}
+	name, missing, err := w.follow(filepath.ToSlash(rel))
+	var esc *escapeError
+	var dangling *danglingError
+	switch {
+	case errors.As(err, &esc):
+		// Name where the link leads, as the machine resolves it, only for the message.
+		if real, rerr := filepath.EvalSymlinks(filepath.Join(append([]string{esc.target}, esc.rest...)...)); rerr == nil {
+			return "", "", fmt.Errorf("%s leads to %s, outside the project", abs, real)
+		}
+		if real, rerr := filepath.EvalSymlinks(esc.target); rerr == nil {
+			return "", "", fmt.Errorf("%s leads to %s, outside the project", abs, real)
+		}
+		return "", "", fmt.Errorf("%s: %s is a link to nothing", abs, esc.link)
+	case errors.As(err, &dangling):
+		return "", "", fmt.Errorf("%s: %s is a link to nothing", abs, dangling.link)
+	case err != nil:
+		return "", "", fmt.Errorf("resolve %s: %w", abs, err)
+	case missing:
+		return abs, name, nil
+	}
+	return filepath.Join(w.Root, filepath.FromSlash(name)), name, nil
+}
+
+// escapeError is a link on the way of a path that leads out of the project: link is the link's
+// absolute path, target where it leads (absolute, cleaned) and rest the names after it.
+type escapeError struct {
+	link, target string
+	rest         []string
+}
+
+func (e *escapeError) Error() string { return e.link + " leads outside the project" }
+
+// danglingError is a link on the way of a path that leads to nothing: link is its absolute path.
+type danglingError struct{ link string }
+
+func (e *danglingError) Error() string { return e.link + " is a link to nothing" }
+
+// maxLinks bounds the links [Workspace.follow] follows in one path (Linux's own limit).
+const maxLinks = 40
+
+// follow resolves name (relative to the root, '/'-separated, cleaned) through the root one name
+// at a time: each link met is read ([os.Root.Readlink]) and its target, relative to the link's
+// folder or absolute, taken in its place; a target outside the project is an *escapeError. It
+// returns the path with no link in it, relative to the root ("." for the root), and whether it
+// exists: when a name on the way does not exist (or cannot be looked at), the rest is appended
+// as given and missing is true; when that name came from a link's target, the link leads to
+// nothing (a *danglingError). Nothing is opened but through the root, and what follow answers is
+// a name only: a later change of the folders cannot make an open of it leave the root.
+func (w *Workspace) follow(name string) (real string, missing bool, err error) {
+	type part struct{ name, via string } // via: the link whose target gave the name
+	var parts []part
+	split := func(p, via string) []part {
+		var out []part
+		for _, n := range strings.Split(p, "/") {
+			if n != "" && n != "." {
+				out = append(out, part{n, via})
 			}
 		}
-		return abs, nil
+		return out
 	}
-	if !within(root, real) {
-		return "", fmt.Errorf("%s leads to %s, outside the project", abs, real)
+	parts = split(name, "")
+	done, links := "", 0
+	for len(parts) > 0 {
+		c := parts[0]
+		parts = parts[1:]
+		next := path.Join(done, c.name)
+		fi, err := w.root.Lstat(next)
+		if err != nil {
+			if c.via != "" && errors.Is(err, fs.ErrNotExist) {
+				return "", false, &danglingError{link: c.via}
+			}
+			for _, p := range parts {
+				next = path.Join(next, p.name)
+			}
+			return next, true, nil
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			done = next
+			continue
+		}
+		if links++; links > maxLinks {
+			return "", false, fmt.Errorf("more than %d links on the way: %w", maxLinks, syscall.ELOOP)
+		}
+		link := filepath.Join(w.Root, filepath.FromSlash(next))
+		target, err := w.root.Readlink(next)
+		if err != nil {
+			return "", false, err
+		}
+		if filepath.IsAbs(target) {
+			target = filepath.Clean(target)
+		} else {
+			// done has no link in it, so ".." in the target is its parent folder.
+			target = filepath.Join(w.Root, filepath.FromSlash(done), target)
+		}
+		var in string
+		switch {
+		case within(w.Root, target):
+			in, _ = filepath.Rel(w.Root, target)
+		case within(w.realRoot, target):
+			in, _ = filepath.Rel(w.realRoot, target)
+		default:
+			var rest []string
+			for _, p := range parts {
+				rest = append(rest, p.name)
+			}
+			return "", false, &escapeError{link: link, target: target, rest: rest}
+		}
+		parts = append(split(filepath.ToSlash(in), link), parts...)
+		done = ""
 	}
-	rel, _ := filepath.Rel(root, real)
-	return filepath.Join(w.Root, rel), nil
+	if done == "" {
+		done = "."
+	}
+	return done, false, nil
 }
 
 // within reports whether path is root or below it.
@@ -138,55 +274,68 @@ func within(root, path string) bool {
 	return path == root || strings.HasPrefix(path, root+string(filepath.Separator))
 }
 
-// walk calls fn for every regular file below the folder dir (a path [Workspace.resolve]
-// returned), in lexical order, with its absolute path as the walk reached it (dir joined with the
-// names on the way) and that path relative to dir, '/'-separated. Like grep -R it follows a link
-// to a folder inside the project (the files below are named through the link) and a link to a
-// file inside it; a link leading outside the project, or to nothing, is not followed, nor one to
-// a folder the walk is already inside (a cycle). Named pipes, sockets and devices are left out.
-// An error reading a folder, or fn's error, ends the walk with it.
-func (w *Workspace) walk(dir string, fn func(abs, rel string) error) error {
-	root, err := filepath.EvalSymlinks(w.Root)
+// readDir reads the folder name (relative to the root) through the root, its entries sorted by
+// name. A named pipe, socket or device put in the folder's place is refused, never waited on.
+func (w *Workspace) readDir(name string) ([]fs.DirEntry, error) {
+	f, fi, err := w.openChecked(name, os.O_RDONLY)
 	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if !fi.IsDir() {
+		return nil, syscall.ENOTDIR
+	}
+	entries, err := f.ReadDir(-1)
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return entries, err
+}
+
+// walk calls fn for every regular file below the folder abs (its name relative to the root is
+// name; both as [Workspace.resolve] returned them), in lexical order, with its absolute path as
+// the walk reached it (abs joined with the names on the way), its name relative to the root
+// (with no link in it, to open through the root) and its path relative to abs, '/'-separated.
+// Like grep -R it follows a link to a folder inside the project (the files below are named
+// through the link) and a link to a file inside it; a link leading outside the project, or to
+// nothing, is not followed, nor one to a folder the walk is already inside (a cycle). Named
+// pipes, sockets and devices are left out. Every folder is read through the root. An error
+// reading a folder, or fn's error, ends the walk with it.
+func (w *Workspace) walk(abs, name string, fn func(abs, name, rel string) error) error {
+	if _, err := w.dir(); err != nil {
 		return err
 	}
-	real, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return err
-	}
-	inside := map[string]bool{} // the real folders on the way down from dir
-	var visit func(abs, rel, real string) error
-	visit = func(abs, rel, real string) error {
-		inside[real] = true
-		defer delete(inside, real)
-		entries, err := os.ReadDir(abs)
+	inside := map[string]bool{} // the folders on the way down, by their names with no link
+	var visit func(abs, name, rel string) error
+	visit = func(abs, name, rel string) error {
+		inside[name] = true
+		defer delete(inside, name)
+		entries, err := w.readDir(name)
 		if err != nil {
 			return err
 		}
 		for _, e := range entries {
-			p, r, pr := filepath.Join(abs, e.Name()), path.Join(rel, e.Name()), filepath.Join(real, e.Name())
+			p, n, r := filepath.Join(abs, e.Name()), path.Join(name, e.Name()), path.Join(rel, e.Name())
 			mode := e.Type()
 			if mode&fs.ModeSymlink != 0 {
-				target, err := filepath.EvalSymlinks(p)
-				if err != nil || !within(root, target) {
+				real, missing, err := w.follow(n)
+				if err != nil || missing {
 					continue // a link to nothing, or leading outside the project
 				}
-				fi, err := os.Stat(target)
+				fi, err := w.root.Lstat(real)
 				if err != nil {
 					continue
 				}
-				mode, pr = fi.Mode().Type(), target
+				mode, n = fi.Mode().Type(), real
 			}
 			switch {
 			case mode&fs.ModeDir != 0:
-				if inside[pr] {
+				if inside[n] {
 					continue // a link back to a folder the walk is in
 				}
-				if err := visit(p, r, pr); err != nil {
+				if err := visit(p, n, r); err != nil {
 					return err
 				}
 			case mode == 0:
-				if err := fn(p, r); err != nil {
+				if err := fn(p, n, r); err != nil {
 					return err
 				}
 			}
@@ -194,7 +343,7 @@ func (w *Workspace) walk(dir string, fn func(abs, rel string) error) error {
 		}
 		return nil
 	}
-	return visit(dir, "", real)
+	return visit(abs, name, "")
 }
 
 // readDescription describes the read tool as the session's measures make it answer (§1, §2).
@@ -349,16 +498,24 @@ func notRegular(mode fs.FileMode) error {
 	return fmt.Errorf("%s, %w: the tools open only files and folders", kind, errNotRegular)
 }
 
-// openChecked opens abs with flag (and [openNoBlock], so a named pipe cannot make it wait) after
-// checking that it is no named pipe, socket or device, and checks the opened file again (it may
-// have been replaced in between). A folder opens (read-only); the caller checks for one.
-func openChecked(abs string, flag int) (*os.File, fs.FileInfo, error) {
-	if fi, err := os.Stat(abs); err == nil {
-		if err := notRegular(fi.Mode()); err != nil {
-			return nil, nil, err
+// openChecked opens name (relative to the root, as [Workspace.resolve] returns it) through the
+// root ([Workspace.dir]: no link followed out of the project) with flag and [openNoBlock], so a
+// named pipe cannot make it wait, and checks the opened file: a named pipe, socket or device is
+// refused ([errNotRegular]). Where there is no O_NONBLOCK the type is looked at before the open
+// too. A folder opens (read-only); the caller checks for one.
+func (w *Workspace) openChecked(name string, flag int) (*os.File, fs.FileInfo, error) {
+	root, err := w.dir()
+	if err != nil {
+		return nil, nil, err
+	}
+	if openNoBlock == 0 {
+		if fi, err := root.Stat(name); err == nil {
+			if err := notRegular(fi.Mode()); err != nil {
+				return nil, nil, err
+			}
 		}
 	}
-	f, err := os.OpenFile(abs, flag|openNoBlock, 0o644)
+	f, err := root.OpenFile(name, flag|openNoBlock, 0o644)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -373,10 +530,11 @@ func openChecked(abs string, flag int) (*os.File, fs.FileInfo, error) {
 	return f, fi, nil
 }
 
-// readFile reads the file at abs, refusing one larger than [MaxFileBytes], a folder ("is a
-// directory") and a named pipe, socket or device ([errNotRegular]).
-func readFile(abs string) ([]byte, error) {
-	f, fi, err := openChecked(abs, os.O_RDONLY)
+// readFile reads the file name (relative to the root) through the root, refusing one larger
+// than [MaxFileBytes], a folder ("is a directory") and a named pipe, socket or device
+// ([errNotRegular]).
+func (w *Workspace) readFile(name string) ([]byte, error) {
+	f, fi, err := w.openChecked(name, os.O_RDONLY)
 	if err != nil {
 		return nil, err
 	}
@@ -397,10 +555,18 @@ func readFile(abs string) ([]byte, error) {
 	return data, nil
 }
 
-// writeFile writes data to the file at abs, created when there is none, refusing a named pipe, a
-// socket or a device ([errNotRegular]) instead of waiting on it.
-func writeFile(abs string, data []byte) error {
-	f, fi, err := openChecked(abs, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+// writeFile writes data to the file name (relative to the root) through the root, created when
+// there is none (its folders too), refusing a named pipe, a socket or a device ([errNotRegular])
+// instead of waiting on it.
+func (w *Workspace) writeFile(name string, data []byte) error {
+	root, err := w.dir()
+	if err != nil {
+		return err
+	}
+	if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
+		return err
+	}
+	f, fi, err := w.openChecked(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
 	if err != nil {
 		return err
 	}
@@ -424,11 +590,11 @@ func checkSize(abs string, n int) error {
 }
 
 func (w *Workspace) read(s *hygiene.Session, a callArgs) (string, error) {
-	abs, err := w.resolve(a.Path)
+	abs, name, err := w.resolve(a.Path)
 	if err != nil {
 		return "", err
 	}
-	data, err := readFile(abs)
+	data, err := w.readFile(name)
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", abs, unwrapPathError(err))
 	}
@@ -436,36 +602,47 @@ func (w *Workspace) read(s *hygiene.Session, a callArgs) (string, error) {
 }
 
 func (w *Workspace) list(s *hygiene.Session, raw json.RawMessage, a callArgs) (string, error) {
-	abs, err := w.resolve(a.Path)
+	abs, name, err := w.resolve(a.Path)
 	if err != nil {
 		return "", err
 	}
-	if fi, err := os.Stat(abs); err != nil {
+	root, err := w.dir()
+	if err != nil {
+		return "", fmt.Errorf("list %s: %w", abs, err)
+	}
+	if fi, err := root.Stat(name); err != nil {
 		return "", fmt.Errorf("list %s: %w", abs, unwrapPathError(err))
 	} else if err := notRegular(fi.Mode()); err != nil {
 		return "", fmt.Errorf("list %s: %w", abs, err)
 	} else if !fi.IsDir() {
 		return "", fmt.Errorf("list %s: not a directory (read shows a file)", abs)
 	}
+	// Like find: links are listed, not followed; every folder is read through the root.
 	var lines []string
-	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+	var visit func(abs, name string) error
+	visit = func(abs, name string) error {
+		entries, err := w.readDir(name)
 		if err != nil {
 			return err
 		}
-		if p == abs {
-			return nil
+		for _, e := range entries {
+			if notRegular(e.Type()) != nil && e.Type()&fs.ModeSymlink == 0 {
+				continue // a named pipe, socket or device: the tools show only files and folders
+			}
+			// §1: a search's results (a listing among them, §6) name the absolute path.
+			p := filepath.Join(abs, e.Name())
+			if !e.IsDir() {
+				lines = append(lines, p)
+				continue
+			}
+			lines = append(lines, p+"/")
+			if err := visit(p, path.Join(name, e.Name())); err != nil {
+				return err
+			}
 		}
-		if notRegular(d.Type()) != nil && d.Type()&fs.ModeSymlink == 0 {
-			return nil // a named pipe, socket or device: the tools show only files and folders
-		}
-		// §1: a search's results (a listing among them, §6) name the absolute path.
-		if d.IsDir() {
-			p += "/"
-		}
-		lines = append(lines, p)
 		return nil
-	})
-	if err != nil {
+	}
+	if err = visit(abs, name); err != nil {
 		return "", fmt.Errorf("list %s: %w", abs, unwrapPathError(err))
 	}
 	if len(lines) == 0 {
@@ -498,17 +675,17 @@ func (w *Workspace) glob(s *hygiene.Session, raw json.RawMessage, a callArgs) (s
 			dir = filepath.Join(a.Path, base)
 		}
 	}
-	abs, err := w.resolve(dir)
+	abs, name, err := w.resolve(dir)
 	if err != nil {
 		return "", err
 	}
-	if fi, err := os.Stat(abs); err != nil {
+	if fi, err := w.stat(name); err != nil {
 		return "", fmt.Errorf("glob %s: %w", abs, unwrapPathError(err))
 	} else if !fi.IsDir() {
 		return "", fmt.Errorf("glob %s: not a directory", abs)
 	}
 	var out []string
-	err = w.walk(abs, func(p, rel string) error {
+	err = w.walk(abs, name, func(p, _, rel string) error {
 		if doublestar.MatchUnvalidated(pattern, rel) {
 			out = append(out, p)
 		}
@@ -534,13 +711,13 @@ func (w *Workspace) grep(s *hygiene.Session, raw json.RawMessage, a callArgs) (s
 	if err != nil {
 		return "", fmt.Errorf("pattern: %w", err)
 	}
-	abs, err := w.resolve(a.Path)
+	abs, name, err := w.resolve(a.Path)
 	if err != nil {
 		return "", err
 	}
 	var out []string
-	search := func(p string) error {
-		data, err := readFile(p)
+	search := func(p, name string) error {
+		data, err := w.readFile(name)
 		if errors.Is(err, errTooLarge) {
 			return nil // not searched
 		}
@@ -554,13 +731,13 @@ func (w *Workspace) grep(s *hygiene.Session, raw json.RawMessage, a callArgs) (s
 		}
 		return nil
 	}
-	fi, err := os.Stat(abs)
+	fi, err := w.stat(name)
 	switch {
 	case err != nil:
 	case fi.IsDir():
-		err = w.walk(abs, func(p, _ string) error { return search(p) })
+		err = w.walk(abs, name, func(p, name, _ string) error { return search(p, name) })
 	default:
-		err = search(abs)
+		err = search(abs, name)
 	}
 	if err != nil {
 		return "", fmt.Errorf("grep %s: %w", abs, unwrapPathError(err))
@@ -572,11 +749,11 @@ func (w *Workspace) grep(s *hygiene.Session, raw json.RawMessage, a callArgs) (s
 }
 
 func (w *Workspace) edit(s *hygiene.Session, a callArgs) (string, error) {
-	abs, err := w.resolve(a.Path)
+	abs, name, err := w.resolve(a.Path)
 	if err != nil {
 		return "", err
 	}
-	data, err := readFile(abs)
+	data, err := w.readFile(name)
 	if err != nil {
 		return "", fmt.Errorf("edit %s: %w", abs, unwrapPathError(err))
 	}
@@ -593,8 +770,8 @@ func (w *Workspace) edit(s *hygiene.Session, a callArgs) (string, error) {
 	if err := checkSize(abs, len(updated)); err != nil {
 		return "", fmt.Errorf("edit %w", err)
 	}
-	if err := writeFile(abs, []byte(updated)); err != nil {
-		return "", fmt.Errorf("edit %s: %w", abs, err)
+	if err := w.writeFile(name, []byte(updated)); err != nil {
+		return "", fmt.Errorf("edit %s: %w", abs, unwrapPathError(err))
 	}
 	return s.Edited(a.Path, []byte(updated), Hunks(old, updated)), nil
 }
@@ -605,7 +782,7 @@ func (w *Workspace) write(s *hygiene.Session, a callArgs) (string, error) {
 	if a.Content == nil {
 		return "", fmt.Errorf("write: content is required")
 	}
-	abs, err := w.resolve(a.Path)
+	abs, name, err := w.resolve(a.Path)
 	if err != nil {
 		return "", err
 	}
@@ -613,14 +790,11 @@ func (w *Workspace) write(s *hygiene.Session, a callArgs) (string, error) {
 	if err := checkSize(abs, len(content)); err != nil {
 		return "", fmt.Errorf("write %w", err)
 	}
-	old, exists, err := readIfExists(abs)
+	old, exists, err := w.readIfExists(name)
 	if err != nil {
 		return "", fmt.Errorf("write %s: %w", abs, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-		return "", fmt.Errorf("write %s: %w", abs, unwrapPathError(err))
-	}
-	if err := writeFile(abs, content); err != nil {
+	if err := w.writeFile(name, content); err != nil {
 		return "", fmt.Errorf("write %s: %w", abs, unwrapPathError(err))
 	}
 	if !exists {
@@ -629,34 +803,43 @@ func (w *Workspace) write(s *hygiene.Session, a callArgs) (string, error) {
 	return s.Edited(a.Path, content, Hunks(string(old), *a.Content)), nil
 }
 
-// readIfExists reads a file: its content and true, or false when there is no such file. A
-// directory is an error.
-func readIfExists(abs string) ([]byte, bool, error) {
-	data, err := readFile(abs)
+// readIfExists reads the file name (relative to the root) through the root: its content and
+// true, or false when there is no such file. A directory is an error.
+func (w *Workspace) readIfExists(name string) ([]byte, bool, error) {
+	data, err := w.readFile(name)
 	switch {
 	case err == nil:
 		return data, true, nil
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, false, nil
-	}
-	if fi, serr := os.Stat(abs); serr == nil && fi.IsDir() {
+	case errors.Is(err, syscall.EISDIR):
 		return nil, false, errors.New("is a directory")
 	}
 	return nil, false, unwrapPathError(err)
+}
+
+// stat describes the file name (relative to the root), looked at through the root, links inside
+// the project followed.
+func (w *Workspace) stat(name string) (fs.FileInfo, error) {
+	root, err := w.dir()
+	if err != nil {
+		return nil, err
+	}
+	return root.Stat(name)
 }
 
 // multiedit applies several replacements to one file in order (spec 3.2.0 §5): each old_string
 // must occur exactly once in the content as the earlier edits left it. All or nothing: the file
 // is written only when every edit applies. Answers with the diff of the whole change.
 func (w *Workspace) multiedit(s *hygiene.Session, a callArgs) (string, error) {
-	abs, err := w.resolve(a.Path)
+	abs, name, err := w.resolve(a.Path)
 	if err != nil {
 		return "", err
 	}
 	if len(a.Edits) == 0 {
 		return "", fmt.Errorf("multiedit %s: no edits", abs)
 	}
-	data, err := readFile(abs)
+	data, err := w.readFile(name)
 	if err != nil {
 		return "", fmt.Errorf("multiedit %s: %w", abs, unwrapPathError(err))
 	}
@@ -676,7 +859,7 @@ func (w *Workspace) multiedit(s *hygiene.Session, a callArgs) (string, error) {
 	if err := checkSize(abs, len(cur)); err != nil {
 		return "", fmt.Errorf("multiedit %w; the file is unchanged", err)
 	}
-	if err := writeFile(abs, []byte(cur)); err != nil {
+	if err := w.writeFile(name, []byte(cur)); err != nil {
 		return "", fmt.Errorf("multiedit %s: %w", abs, unwrapPathError(err))
 	}
 	return s.Edited(a.Path, []byte(cur), Hunks(old, cur)), nil
@@ -700,32 +883,36 @@ func (w *Workspace) applyPatch(s *hygiene.Session, a callArgs) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("apply_patch: %w; no file was changed", err)
 	}
-	files := map[string]*fileState{} // absolute path → state after the operations so far
-	orig := map[string]fileState{}   // absolute path → state before the patch
-	var order []string               // absolute paths in the order first touched
-	get := func(abs string) (*fileState, error) {
-		if st, ok := files[abs]; ok {
+	// The files are keyed by their names relative to the root ([Workspace.resolve]), which
+	// name the same file the same way, and opened through the root.
+	files := map[string]*fileState{} // name → state after the operations so far
+	orig := map[string]fileState{}   // name → state before the patch
+	labels := map[string]string{}    // name → the absolute path answers name
+	var order []string               // names in the order first touched
+	get := func(abs, name string) (*fileState, error) {
+		if st, ok := files[name]; ok {
 			return st, nil
 		}
-		data, exists, err := readIfExists(abs)
+		data, exists, err := w.readIfExists(name)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", abs, err)
 		}
-		files[abs] = &fileState{data: data, exists: exists}
-		orig[abs] = *files[abs]
-		order = append(order, abs)
-		return files[abs], nil
+		files[name] = &fileState{data: data, exists: exists}
+		orig[name] = *files[name]
+		labels[name] = abs
+		order = append(order, name)
+		return files[name], nil
 	}
 	fail := func(err error) (string, error) {
 		return "", fmt.Errorf("apply_patch: %w; no file was changed", err)
 	}
 	var changes []hygiene.FileChange
 	for _, op := range ops {
-		abs, err := w.resolve(op.Path)
+		abs, name, err := w.resolve(op.Path)
 		if err != nil {
 			return fail(err)
 		}
-		st, err := get(abs)
+		st, err := get(abs, name)
 		if err != nil {
 			return fail(err)
 		}
@@ -773,12 +960,12 @@ func (w *Workspace) applyPatch(s *hygiene.Session, a callArgs) (string, error) {
 			label := op.Path
 			dst := st
 			if op.MoveTo != "" {
-				to, err := w.resolve(op.MoveTo)
+				to, toName, err := w.resolve(op.MoveTo)
 				if err != nil {
 					return fail(err)
 				}
-				if to != abs {
-					if dst, err = get(to); err != nil {
+				if toName != name {
+					if dst, err = get(to, toName); err != nil {
 						return fail(err)
 					}
 					if dst.exists {
@@ -792,41 +979,39 @@ func (w *Workspace) applyPatch(s *hygiene.Session, a callArgs) (string, error) {
 			changes = append(changes, hygiene.FileChange{Path: label, Kind: hygiene.Updated, Content: content, Diff: Hunks(old, string(content))})
 		}
 	}
-	if err := w.commit(order, files, orig); err != nil {
+	if err := w.commit(order, labels, files, orig); err != nil {
 		return "", fmt.Errorf("apply_patch: %w", err)
 	}
 	return s.Patched(changes), nil
 }
 
-// commit writes the patched files (in the order first touched) and deletes the deleted ones.
-// When one fails it puts back every file it had changed and says so.
-func (w *Workspace) commit(order []string, files map[string]*fileState, orig map[string]fileState) error {
-	put := func(abs string, st fileState) error {
+// commit writes the patched files (names relative to the root, in the order first touched;
+// labels gives the absolute path each is named by) through the root and deletes the deleted
+// ones. When one fails it puts back every file it had changed and says so.
+func (w *Workspace) commit(order []string, labels map[string]string, files map[string]*fileState, orig map[string]fileState) error {
+	put := func(name string, st fileState) error {
 		if !st.exists {
-			if err := os.Remove(abs); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("delete %s: %w", abs, unwrapPathError(err))
+			if err := w.root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("delete %s: %w", labels[name], unwrapPathError(err))
 			}
 			return nil
 		}
-		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-			return fmt.Errorf("write %s: %w", abs, unwrapPathError(err))
-		}
-		if err := writeFile(abs, st.data); err != nil {
-			return fmt.Errorf("write %s: %w", abs, unwrapPathError(err))
+		if err := w.writeFile(name, st.data); err != nil {
+			return fmt.Errorf("write %s: %w", labels[name], unwrapPathError(err))
 		}
 		return nil
 	}
-	for _, abs := range order {
-		if err := checkSize(abs, len(files[abs].data)); err != nil {
+	for _, name := range order {
+		if err := checkSize(labels[name], len(files[name].data)); err != nil {
 			return fmt.Errorf("%w; no file was changed", err)
 		}
 	}
-	for i, abs := range order {
-		st := *files[abs]
-		if o := orig[abs]; o.exists == st.exists && bytes.Equal(o.data, st.data) {
+	for i, name := range order {
+		st := *files[name]
+		if o := orig[name]; o.exists == st.exists && bytes.Equal(o.data, st.data) {
 			continue
 		}
-		if err := put(abs, st); err != nil {
+		if err := put(name, st); err != nil {
 			for _, back := range order[:i+1] {
 				_ = put(back, orig[back])
 			}
@@ -864,21 +1049,18 @@ func joinDir(base, rel string) string {
 
 // Outside applies a change made outside the session: Content written to Path, or Path deleted.
 func (w *Workspace) Outside(c OutsideChange) error {
-	abs, err := w.resolve(c.Path)
+	abs, name, err := w.resolve(c.Path)
 	if err != nil {
 		return fmt.Errorf("outside change: %w", err)
 	}
 	if c.Delete {
-		if err := os.Remove(abs); err != nil {
-			return fmt.Errorf("outside change: %w", err)
+		if err := w.root.Remove(name); err != nil {
+			return fmt.Errorf("outside change: %s: %w", abs, unwrapPathError(err))
 		}
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-		return fmt.Errorf("outside change: %w", err)
-	}
-	if err := writeFile(abs, []byte(c.Content)); err != nil {
-		return fmt.Errorf("outside change: %w", err)
+	if err := w.writeFile(name, []byte(c.Content)); err != nil {
+		return fmt.Errorf("outside change: %s: %w", abs, unwrapPathError(err))
 	}
 	return nil
 }
