@@ -459,7 +459,10 @@ func (ex *exchange) finish(at time.Time, clientGone, stopping bool) {
 		ex.end = at
 	}
 	ex.gone = clientGone && !ex.eof
-	ex.stopped = ex.gone && stopping
+	// While the proxy stops, an answer that ended short with no error of the upstream's own was
+	// cut by the stop: the server closed the client's connection, and the handler may return on
+	// the failed write before the request's context says the client is gone.
+	ex.stopped = stopping && !ex.eof && (clientGone || (ex.err == nil && ex.readErr == nil))
 }
 
 // tee passes an answer's body through to the client and keeps a copy of each chunk with its
