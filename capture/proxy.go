@@ -132,8 +132,8 @@ type Proxy struct {
 
 // unwindWait bounds how long Close waits for the handlers of requests it cut to return (a
 // handler blocked writing to a client that reads nothing, on a server still running): past it,
-// their requests are recorded with what they hold.
-const unwindWait = 5 * time.Second
+// their requests are recorded with what they hold. A variable for tests.
+var unwindWait = 5 * time.Second
 
 // CheckLoopback returns an error unless addr (host:port) names a loopback address: 127.0.0.0/8,
 // ::1 or "localhost". The lab only talks loopback; a proxy that forwards API keys must not be
