@@ -67,9 +67,11 @@
 //     label ([Options].Label, default "capture"), repetition 1, request_index the order within
 //     the conversation, turn the number of user messages and step the assistant messages since
 //     the last one, plus one. The row is written at once to a crash-safe samples file with its
-//     journal (metrics.CreatePart, the results layout of lab run), the manifest rewritten (with a session record per conversation, so a killed capture still
-//     reads whole), and a
-//     line printed on the progress writer.
+//     journal (metrics.CreatePart, the results layout of lab run), and a line printed on the
+//     progress writer. The manifest is written at New and at Close only, never per row, so a
+//     row's work does not grow with the capture: a row's columns say its conversation and how
+//     it ended, and a capture killed before Close reads every row answered so far, its
+//     conversations taken from the rows (metrics.Manifest.SessionsFromRows).
 //
 // The issue's done-when, "pointing a harness at the proxy during a scripted lab run gives the
 // same columns, within the tokenizer's exactness, as the run's own records", is checked on the

@@ -116,12 +116,24 @@ type Proxy struct {
 
 	mu     sync.Mutex
 	closed bool
+	// inflight holds the recorded requests forwarded and not yet handed to the recorder; once
+	// closed, idle is closed when it empties.
+	inflight map[*exchange]struct{}
+	idle     chan struct{}
+	// stop is cancelled by Close: every forwarded request still waiting on the upstream is cut.
+	stop       context.Context
+	cancelStop context.CancelFunc
 	// stopping is set by Stopping: an answer cut from now on was cut by the proxy's own stop.
 	stopping atomic.Bool
 	queue    chan *exchange
 	done     chan struct{}
 	rec      *recorder
 }
+
+// unwindWait bounds how long Close waits for the handlers of requests it cut to return (a
+// handler blocked writing to a client that reads nothing, on a server still running): past it,
+// their requests are recorded with what they hold. A variable for tests.
+var unwindWait = 5 * time.Second
 
 // CheckLoopback returns an error unless addr (host:port) names a loopback address: 127.0.0.0/8,
 // ::1 or "localhost". The lab only talks loopback; a proxy that forwards API keys must not be
@@ -175,7 +187,9 @@ func New(opts Options) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{opts: opts, upstream: u, queue: make(chan *exchange, 4096), done: make(chan struct{}), rec: rec}
+	p := &Proxy{opts: opts, upstream: u, queue: make(chan *exchange, 4096), done: make(chan struct{}), rec: rec,
+		inflight: map[*exchange]struct{}{}, idle: make(chan struct{})}
+	p.stop, p.cancelStop = context.WithCancel(context.Background())
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(u)
@@ -255,22 +269,48 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ex.start = time.Now()
+	if !p.begin(ex) {
+		http.Error(w, "lab proxy: stopping", http.StatusServiceUnavailable)
+		return
+	}
+	// The forwarded request ends with the client's or with the proxy's stop (Close).
+	ctx, cancel := context.WithCancel(context.WithValue(r.Context(), exchangeKey{}, ex))
+	unhook := context.AfterFunc(p.stop, cancel)
 	defer func() {
 		// Also when ReverseProxy panics with http.ErrAbortHandler (the client went away during
 		// the answer): the request is recorded, then the panic goes on to the server.
-		ex.finish(time.Now(), r.Context().Err() != nil, p.stopping.Load())
-		p.enqueue(ex)
+		unhook()
+		cancel()
+		ex.finish(time.Now(), r.Context().Err() != nil || p.stop.Err() != nil, p.stopping.Load())
+		p.end(ex)
 	}()
-	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), exchangeKey{}, ex)))
+	p.rp.ServeHTTP(w, r.WithContext(ctx))
 }
 
-func (p *Proxy) enqueue(ex *exchange) {
+// begin registers ex as forwarded; false once Close has begun (the request is refused, not
+// forwarded).
+func (p *Proxy) begin(ex *exchange) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
+		return false
+	}
+	p.inflight[ex] = struct{}{}
+	return true
+}
+
+// end hands ex, whose handler is done, to the recorder, unless Close already recorded it.
+func (p *Proxy) end(ex *exchange) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.inflight[ex]; !ok {
 		return
 	}
+	delete(p.inflight, ex)
 	p.queue <- ex
+	if p.closed && len(p.inflight) == 0 {
+		close(p.idle)
+	}
 }
 
 func (p *Proxy) record() {
@@ -285,10 +325,14 @@ func (p *Proxy) record() {
 // not as a client that disconnected.
 func (p *Proxy) Stopping() { p.stopping.Store(true) }
 
-// Close records the requests still queued, closes the samples file (its footer written, the
-// journal removed) and writes the manifest a last time with complete true and one session
-// record per conversation. Stop the HTTP server first: requests that end after Close are not
-// recorded. Calling Close again returns nil.
+// Close cuts every forwarded request still waiting on the upstream (its row says the proxy was
+// stopped before the answer ended), waits for their handlers to return (at most [unwindWait];
+// a request whose handler is still blocked then is recorded with what it holds), records every
+// request forwarded, closes the samples file (its footer written, the journal removed) and writes
+// the manifest a last time with complete true and one session record per conversation. Requests
+// arriving once Close has begun are refused with HTTP 503, not forwarded. Stop the HTTP server
+// first (http.Server.Shutdown, then Close if it timed out): Close need not wait for its handlers.
+// Calling Close again returns nil.
 func (p *Proxy) Close() error {
 	p.mu.Lock()
 	if p.closed {
@@ -296,6 +340,22 @@ func (p *Proxy) Close() error {
 		return nil
 	}
 	p.closed = true
+	p.stopping.Store(true)
+	if len(p.inflight) == 0 {
+		close(p.idle)
+	}
+	p.mu.Unlock()
+	p.cancelStop()
+	select {
+	case <-p.idle:
+	case <-time.After(unwindWait):
+	}
+	p.mu.Lock()
+	for ex := range p.inflight {
+		ex.finish(time.Now(), true, true)
+		p.queue <- ex
+	}
+	clear(p.inflight)
 	close(p.queue)
 	p.mu.Unlock()
 	<-p.done
@@ -400,7 +460,10 @@ func (ex *exchange) finish(at time.Time, clientGone, stopping bool) {
 		ex.end = at
 	}
 	ex.gone = clientGone && !ex.eof
-	ex.stopped = ex.gone && stopping
+	// While the proxy stops, an answer that ended short with no error of the upstream's own was
+	// cut by the stop: the server closed the client's connection, and the handler may return on
+	// the failed write before the request's context says the client is gone.
+	ex.stopped = stopping && !ex.eof && (clientGone || (ex.err == nil && ex.readErr == nil))
 }
 
 // tee passes an answer's body through to the client and keeps a copy of each chunk with its

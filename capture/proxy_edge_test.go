@@ -117,11 +117,17 @@ func TestProxyReadsACompressedAnswer(t *testing.T) {
 	}
 }
 
-// Rows are written as they come, with the record of each conversation: a capture killed before
-// Close (kill -9) still reads, and every conversation answered so far counts in the figures.
+// Rows are written as they come, and say how their conversations ended: a capture killed before
+// Close (kill -9), whose manifest was written only at the start, still reads, every conversation
+// answered so far counts in the figures, and one whose last request failed is left out.
 func TestProxyCaptureReadsBeforeClose(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
+		if b, _ := io.ReadAll(r.Body); strings.Contains(string(b), "task D") {
+			w.WriteHeader(http.StatusInternalServerError)
+			io.WriteString(w, `{"error":{"message":"boom"}}`)
+			return
+		}
 		io.WriteString(w, `{"choices":[{"message":{"role":"assistant","content":"ok"}}],"usage":{"prompt_tokens":10,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":4}}}`)
 	}))
 	defer up.Close()
@@ -132,22 +138,24 @@ func TestProxyCaptureReadsBeforeClose(t *testing.T) {
 	}
 	srv := httptest.NewServer(p)
 	defer srv.Close()
-	for _, u := range []string{"task A", "task B", "task C"} {
-		if code, _ := post(t, srv.URL, "/v1/chat/completions", `{"messages":[{"role":"user","content":"`+u+`"}]}`, nil); code != 200 {
-			t.Fatalf("HTTP %d", code)
-		}
+	for _, u := range []string{"task A", "task B", "task C", "task D"} {
+		post(t, srv.URL, "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"`+u+`"}]}`, nil)
 	}
-	// The recorder writes a row once the answer ended; wait for the three.
-	for p.Samples() < 3 {
+	// The recorder writes a row once the answer ended; wait for the four.
+	for p.Samples() < 4 {
 		time.Sleep(time.Millisecond)
 	}
 	man, rows, err := metrics.ReadRun(dir)
-	if err != nil || len(rows) != 3 {
+	if err != nil || len(rows) != 4 {
 		t.Fatalf("%d rows, %v", len(rows), err)
 	}
+	if man.Complete || man.Samples != 4 || len(man.Scenarios) != 4 || len(man.Sessions) != 4 || man.Model != "m" || man.Backend != "proxy:openai-chat" {
+		t.Errorf("manifest complete %v, samples %d, scenarios %v, %d sessions, model %q, backend %q; want incomplete, 4 of each, m, proxy:openai-chat",
+			man.Complete, man.Samples, man.Scenarios, len(man.Sessions), man.Model, man.Backend)
+	}
 	complete, left := report.Sessions([]*metrics.Manifest{man}, rows)
-	if len(complete) != 3 || len(left) != 0 {
-		t.Errorf("%d rows in the figures, left out %v; want 3, none", len(complete), left)
+	if len(complete) != 3 || len(left) != 1 || left[0].Scenario != rows[3].Scenario || left[0].Reason != report.LeftFailed {
+		t.Errorf("%d rows in the figures, left out %+v; want 3, the failed conversation left out", len(complete), left)
 	}
 }
 

@@ -59,6 +59,8 @@ type recorder struct {
 
 	mu   sync.Mutex
 	rows int
+	// manifestBytes counts the bytes of every manifest written (tests: none per row).
+	manifestBytes int64
 }
 
 func newRecorder(opts Options, u *url.URL, tr http.RoundTripper) (*recorder, error) {
@@ -85,9 +87,9 @@ func newRecorder(opts Options, u *url.URL, tr http.RoundTripper) (*recorder, err
 		LabVersion: opts.LabVersion, RunID: opts.RunID, Shard: &metrics.Shard{Index: 1, Count: 1},
 		Scenarios: []string{}, Arms: []string{opts.Label}, Repetitions: 1, Backend: "proxy",
 		ServerURL: RedactURL(u), StartedAt: opts.Now().UTC(), CacheState: metrics.CacheUncontrolled, Settings: settings,
-		Tags: opts.Tags, Host: metrics.CurrentHost(),
+		Tags: opts.Tags, Host: metrics.CurrentHost(), SessionsFromRows: true,
 	}
-	if err := metrics.WriteManifest(manPath, r.man); err != nil {
+	if err := r.writeManifest(); err != nil {
 		return nil, fmt.Errorf("capture: %w", err)
 	}
 	sink, err := create(r.man.FileMeta())
@@ -194,14 +196,11 @@ func (r *recorder) process(ex *exchange) {
 			r.man.Backend = "proxy"
 		}
 	}
-	r.man.Samples = r.samples() + 1
-	// Each conversation's record goes with its rows: a capture killed before Close (kill -9)
-	// still says how every conversation answered so far ended, so lab report counts them all.
-	r.man.Sessions = r.sessions()
-	if err := metrics.WriteManifest(r.manPath, r.man); err != nil {
-		errs = append(errs, err)
-	}
-	// Counted once its row and its manifest are written (Samples: what a reader finds).
+	// The manifest is not written again until close: a row is all a reader needs, its
+	// conversation and how it ended are its columns (metrics.Manifest.SessionsFromRows), so a
+	// capture killed before Close (kill -9) reads every row answered so far, and the work a row
+	// costs does not grow with the number of conversations.
+	// Counted once its row is written (Samples: what a reader finds).
 	r.mu.Lock()
 	r.rows++
 	r.mu.Unlock()
@@ -608,8 +607,19 @@ func (r *recorder) close(complete bool) error {
 	r.man.Complete = complete
 	r.man.Samples = r.samples()
 	r.man.Sessions = r.sessions()
-	if err := metrics.WriteManifest(r.manPath, r.man); err != nil {
+	if err := r.writeManifest(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// writeManifest writes the manifest (atomically, synced: metrics.WriteManifest).
+func (r *recorder) writeManifest() error {
+	err := metrics.WriteManifest(r.manPath, r.man)
+	if fi, serr := os.Stat(r.manPath); serr == nil {
+		r.mu.Lock()
+		r.manifestBytes += fi.Size()
+		r.mu.Unlock()
+	}
+	return err
 }

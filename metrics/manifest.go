@@ -79,6 +79,14 @@ type Manifest struct {
 	// made before the field existed, and until the run's first session ended; readers then
 	// judge sessions by their rows.
 	Sessions []SessionRecord `json:"sessions,omitempty"`
+	// SessionsFromRows marks a part whose sessions are read from its rows while the manifest
+	// holds none (lab proxy's capture, which writes its manifest at the start and at Close
+	// only, never per row): [ReadRun] then gives the part one record per scenario of its rows,
+	// in order of first appearance, counting its rows, complete unless its last row (highest
+	// request_index) has an error, and sets scenarios, samples and an empty model from the
+	// rows, and backend to the rows' one backend when they share one. A capture killed before
+	// Close so reads as it would have closed.
+	SessionsFromRows bool `json:"sessions_from_rows,omitempty"`
 	// ModelDigest is "sha256:<hex>", the SHA-256 of the model file the server serves (the GGUF
 	// of lab run --gguf, or the synthetic model the lab wrote), when the lab knows the file; ""
 	// (omitted) when it does not, and in runs made before the field existed: unknown. Part of

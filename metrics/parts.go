@@ -587,7 +587,6 @@ func ReadRun(dir string) (*Manifest, []Sample, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("read run %s: %w", dir, err)
 	}
-	m := MergeParts(parts)
 	var all []Sample
 	var lost []*JournalError
 	read := &RowsRead{}
@@ -601,13 +600,17 @@ func ReadRun(dir string) (*Manifest, []Sample, error) {
 			// Neither part file nor journal: the part wrote no row.
 			continue
 		case err != nil:
-			return m, nil, fmt.Errorf("read run %s: shard %s: %w", dir, p.Shard, err)
+			return MergeParts(parts), nil, fmt.Errorf("read run %s: shard %s: %w", dir, p.Shard, err)
+		}
+		if p.Manifest.SessionsFromRows && len(p.Manifest.Sessions) == 0 {
+			p.Manifest.fillFromRows(rows)
 		}
 		if recovered {
 			read.Journal += len(rows)
 		}
 		all = append(all, rows...)
 	}
+	m := MergeParts(parts)
 	read.Rows = len(all)
 	m.RowsRead = read
 	if je := joinJournalErrors(lost); je != nil {
@@ -628,4 +631,46 @@ type RowsRead struct {
 	// Lost is the number of journal lines that held no sample ([BadLine]): rows lost. The
 	// journals held Journal + Lost lines.
 	Lost int
+}
+
+// fillFromRows gives m, a part whose sessions are its rows' ([Manifest].SessionsFromRows), the
+// records, scenarios, samples, model and backend its rows say.
+func (m *Manifest) fillFromRows(rows []Sample) {
+	type session struct {
+		rec  SessionRecord
+		last int32
+	}
+	by := map[[3]string]*session{}
+	var order []*session
+	var backends []string
+	for i := range rows {
+		s := &rows[i]
+		k := [3]string{s.Scenario, s.Arm, strconv.Itoa(int(s.Repetition))}
+		se := by[k]
+		if se == nil {
+			se = &session{rec: SessionRecord{Scenario: s.Scenario, Arm: s.Arm, Repetition: int(s.Repetition)}, last: -1}
+			by[k] = se
+			order = append(order, se)
+			m.Scenarios = appendNew(m.Scenarios, s.Scenario)
+		}
+		se.rec.Requests++
+		if s.RequestIndex >= se.last {
+			se.last = s.RequestIndex
+			se.rec.Complete, se.rec.Error = s.Error == "", ""
+			if s.Error != "" {
+				se.rec.Error = "its last request failed"
+			}
+		}
+		if m.Model == "" {
+			m.Model = s.Model
+		}
+		backends = appendNew(backends, s.Backend)
+	}
+	for _, se := range order {
+		m.Sessions = append(m.Sessions, se.rec)
+	}
+	if len(backends) == 1 {
+		m.Backend = backends[0]
+	}
+	m.Samples = max(m.Samples, len(rows))
 }

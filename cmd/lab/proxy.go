@@ -45,7 +45,14 @@ type proxyOptions struct {
 	Tags []string
 	// ready, when set, is called with the address the proxy listens on (tests).
 	ready func(addr string)
+	// shutdownWait is how long a stop lets the answers under way finish before it cuts them;
+	// 0 is proxyShutdownWait (tests shorten it).
+	shutdownWait time.Duration
 }
+
+// proxyShutdownWait is how long `lab proxy`, stopped, lets the answers under way finish; the
+// capture then cuts those left (capture.Proxy.Close), each recorded as stopped by the proxy.
+const proxyShutdownWait = 10 * time.Second
 
 func newProxyCmd(s *streams) *cobra.Command {
 	o := &proxyOptions{}
@@ -228,10 +235,16 @@ func runProxy(ctx context.Context, s *streams, o *proxyOptions) (err error) {
 	case <-ctx.Done():
 	case err = <-serveErr:
 	}
-	shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	wait := o.shutdownWait
+	if wait <= 0 {
+		wait = proxyShutdownWait
+	}
+	shut, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	p.Stopping()
 	if serr := srv.Shutdown(shut); serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		// The wait is over: the connections left are closed, and Close below cuts their
+		// requests to the upstream and records each one.
 		_ = srv.Close()
 	}
 	if errors.Is(err, http.ErrServerClosed) {
