@@ -33,6 +33,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzChatStream$$' -fuzztime $(FUZZTIME) ./backend/ollama
 	$(GO) test -run '^$$' -fuzz '^FuzzParseCacheLine$$' -fuzztime $(FUZZTIME) ./backend/ollama
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./capture
+	$(GO) test -run '^$$' -fuzz '^FuzzRedactBody$$' -fuzztime $(FUZZTIME) ./capture
 
 setup:
 	./scripts/setup.sh
