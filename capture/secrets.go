@@ -72,9 +72,10 @@ func isCredentialParam(name string) bool {
 // RedactBody returns a JSON body with the value of every credential-named field (see
 // isCredentialName), at any depth, replaced by the string "[redacted]", and the values it
 // replaced (a string as decoded and as written, a number as written), for [Redact] to remove
-// wherever they appear later. A field whose value is an object or an array is walked (the fields
-// under it are redacted by their own names: a tool's JSON schema with a "password" property
-// keeps its shape); true, false and null are kept. A string holding a JSON object or array (a
+// wherever they appear later. A field whose value is an object is walked (the fields under it
+// are redacted by their own names: a tool's JSON schema with a "password" property keeps its
+// shape); a credential-named field's array has its strings and numbers redacted, at any depth,
+// and its objects walked the same way; true, false and null are kept. A string holding a JSON object or array (a
 // tool call's arguments in OpenAI's Chat Completions and Responses APIs) is redacted the same
 // way and written back as a string. Everything else is kept byte for byte. A body
 // that is not JSON is returned unchanged with no secrets: nothing in it can be found by name.
@@ -172,7 +173,9 @@ func (w *bodyWalker) value(secret bool) {
 				w.pos++
 				continue
 			}
-			w.value(false)
+			// The elements of a credential-named array are credentials too (several keys);
+			// an object among them is walked by its own fields' names.
+			w.value(secret)
 		}
 	case '"':
 		raw := w.str()

@@ -149,3 +149,18 @@ func FuzzRedactBody(f *testing.F) {
 		}
 	})
 }
+
+// A credential-named field holding an array (several keys, a key split in parts) has every
+// string and number in it redacted, at any depth of arrays; an object in such an array is
+// still redacted by its own fields' names, so it keeps its shape.
+func TestRedactBodyCredentialArray(t *testing.T) {
+	in := `{"api_key":["sk-first",["sk-second"],7654321,true,{"kind":"k","token":"tok-third"}],"model":"m"}`
+	want := `{"api_key":["[redacted]",["[redacted]"],"[redacted]",true,{"kind":"k","token":"[redacted]"}],"model":"m"}`
+	got, secrets := capture.RedactBody([]byte(in))
+	if string(got) != want {
+		t.Errorf("RedactBody:\n got %s\nwant %s", got, want)
+	}
+	if fmt.Sprint(secrets) != "[sk-first sk-second 7654321 tok-third]" {
+		t.Errorf("secrets %q; want [sk-first sk-second 7654321 tok-third]", secrets)
+	}
+}
