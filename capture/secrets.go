@@ -187,6 +187,11 @@ func (w *bodyWalker) value(secret bool) {
 				w.secrets = append(w.secrets, s)
 			}
 			w.secrets = append(w.secrets, inner)
+			// "Bearer sk-…" (an Authorization header's form): the token alone is a secret
+			// too, as an upstream may echo it without its scheme.
+			if _, tok, ok := strings.Cut(strings.TrimSpace(unquote(raw)), " "); ok {
+				w.secrets = append(w.secrets, strings.TrimSpace(tok))
+			}
 		case mayHoldJSON(raw):
 			// JSON in a string (a tool call's arguments in OpenAI's APIs): redacted the
 			// same way, and written back as a string.

@@ -164,3 +164,13 @@ func TestRedactBodyCredentialArray(t *testing.T) {
 		t.Errorf("secrets %q; want [sk-first sk-second 7654321 tok-third]", secrets)
 	}
 }
+
+// A credential field holding a scheme and a token ("Bearer sk-…", as an Authorization header
+// does) gives the token alone as a secret too: an upstream that echoes only the token has it
+// redacted.
+func TestRedactBodyBearerValue(t *testing.T) {
+	_, secrets := capture.RedactBody([]byte(`{"model":"m","authorization":"Bearer sk-tok-98765"}`))
+	if got := capture.Redact(`{"error":"invalid api key sk-tok-98765"}`, secrets); got != `{"error":"invalid api key [redacted]"}` {
+		t.Errorf("Redact of the echoed token = %q (secrets %q); want it redacted", got, secrets)
+	}
+}
