@@ -174,3 +174,47 @@ func TestRedactBodyBearerValue(t *testing.T) {
 		t.Errorf("Redact of the echoed token = %q (secrets %q); want it redacted", got, secrets)
 	}
 }
+
+// An upstream that echoes the request in an error answer that is not the API's error object is
+// quoted in the row's error up to a length: a key the cut falls inside leaves no part of itself
+// there (the answer is redacted before it is cut).
+func TestEchoedKeyCutByTheErrorQuote(t *testing.T) {
+	const key = "sk-LEAKED-0123456789abcdefghij"
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write(append([]byte("rejected: "), b...))
+	}))
+	defer up.Close()
+	dir := filepath.Join(t.TempDir(), "run_id=cap")
+	p, err := capture.New(capture.Options{Upstream: up.URL, Dir: dir, RunID: "cap"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	// The key starts 490 bytes into the echo, so a quote of its first 500 bytes cuts it.
+	prefix := `{"model":"m","messages":[{"role":"user","content":"`
+	pad := strings.Repeat("x", 490-len("rejected: ")-len(prefix)-len(`"}],"api_key":"`))
+	body := prefix + pad + `"}],"api_key":"` + key + `"}`
+	if i := strings.Index("rejected: "+body, key); i >= 500 || i+len(key) <= 500 {
+		t.Fatalf("the key is at %d: the test must put it across byte 500", i)
+	}
+	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	srv.Close()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, rows, err := metrics.ReadRun(dir)
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("%d rows, %v", len(rows), err)
+	}
+	if strings.Contains(rows[0].Error, "sk-LEAKED") || !strings.HasPrefix(rows[0].Error, "HTTP 400") {
+		t.Errorf("error %q; want HTTP 400 with no part of the key", rows[0].Error)
+	}
+}
