@@ -31,7 +31,8 @@ var credentialNames = map[string]bool{
 var credentialSuffixes = []string{"apikey", "secret", "password", "passwd", "accesstoken", "refreshtoken", "authtoken", "sessiontoken", "secretkey", "privatekey"}
 
 // isCredentialName reports whether a JSON field's name looks like a credential's (see
-// credentialNames). prompt_cache_key, idempotency_key and max_tokens do not.
+// credentialNames and credentialSuffixes, whose plurals count too). prompt_cache_key,
+// idempotency_key and max_tokens do not.
 func isCredentialName(name string) bool {
 	if len(name) > 64 { // no credential's name is this long
 		return false
@@ -51,8 +52,10 @@ func isCredentialName(name string) bool {
 	if credentialNames[n] {
 		return true
 	}
+	// A plural of those endings (api_keys, openai_api_keys, passwords) holds several.
+	single := strings.TrimSuffix(n, "s")
 	for _, s := range credentialSuffixes {
-		if strings.HasSuffix(n, s) {
+		if strings.HasSuffix(n, s) || strings.HasSuffix(single, s) {
 			return true
 		}
 	}

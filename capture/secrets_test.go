@@ -218,3 +218,12 @@ func TestEchoedKeyCutByTheErrorQuote(t *testing.T) {
 		t.Errorf("error %q; want HTTP 400 with no part of the key", rows[0].Error)
 	}
 }
+
+// Plural credential names (a list of keys, a map of secrets) are credential names too.
+func TestRedactBodyPluralNames(t *testing.T) {
+	in := `{"api_keys":["sk-one-1234"],"openai_api_keys":["sk-two-1234"],"secrets":{"x":"y"},"passwords":["pw-three-1234"],"client_secrets":"cs-four-1234","max_tokens":5}`
+	want := `{"api_keys":["[redacted]"],"openai_api_keys":["[redacted]"],"secrets":{"x":"y"},"passwords":["[redacted]"],"client_secrets":"[redacted]","max_tokens":5}`
+	if got, secrets := capture.RedactBody([]byte(in)); string(got) != want {
+		t.Errorf("RedactBody:\n got %s (%q)\nwant %s", got, secrets, want)
+	}
+}
