@@ -151,17 +151,16 @@ func FuzzRedactBody(f *testing.F) {
 }
 
 // A credential-named field holding an array (several keys, a key split in parts) has every
-// string and number in it redacted, at any depth of arrays; an object in such an array is
-// still redacted by its own fields' names, so it keeps its shape.
+// string and number in it redacted, at any depth, objects in it included.
 func TestRedactBodyCredentialArray(t *testing.T) {
 	in := `{"api_key":["sk-first",["sk-second"],7654321,true,{"kind":"k","token":"tok-third"}],"model":"m"}`
-	want := `{"api_key":["[redacted]",["[redacted]"],"[redacted]",true,{"kind":"k","token":"[redacted]"}],"model":"m"}`
+	want := `{"api_key":["[redacted]",["[redacted]"],"[redacted]",true,{"kind":"[redacted]","token":"[redacted]"}],"model":"m"}`
 	got, secrets := capture.RedactBody([]byte(in))
 	if string(got) != want {
 		t.Errorf("RedactBody:\n got %s\nwant %s", got, want)
 	}
-	if fmt.Sprint(secrets) != "[sk-first sk-second 7654321 tok-third]" {
-		t.Errorf("secrets %q; want [sk-first sk-second 7654321 tok-third]", secrets)
+	if fmt.Sprint(secrets) != "[sk-first sk-second 7654321 k tok-third]" {
+		t.Errorf("secrets %q; want [sk-first sk-second 7654321 k tok-third]", secrets)
 	}
 }
 
@@ -222,8 +221,25 @@ func TestEchoedKeyCutByTheErrorQuote(t *testing.T) {
 // Plural credential names (a list of keys, a map of secrets) are credential names too.
 func TestRedactBodyPluralNames(t *testing.T) {
 	in := `{"api_keys":["sk-one-1234"],"openai_api_keys":["sk-two-1234"],"secrets":{"x":"y"},"passwords":["pw-three-1234"],"client_secrets":"cs-four-1234","max_tokens":5}`
-	want := `{"api_keys":["[redacted]"],"openai_api_keys":["[redacted]"],"secrets":{"x":"y"},"passwords":["[redacted]"],"client_secrets":"[redacted]","max_tokens":5}`
+	want := `{"api_keys":["[redacted]"],"openai_api_keys":["[redacted]"],"secrets":{"x":"[redacted]"},"passwords":["[redacted]"],"client_secrets":"[redacted]","max_tokens":5}`
 	if got, secrets := capture.RedactBody([]byte(in)); string(got) != want {
 		t.Errorf("RedactBody:\n got %s (%q)\nwant %s", got, secrets, want)
+	}
+}
+
+// A credential-named field holding an object (a user and a password under "credentials") has
+// every string and number under it redacted, but for the words of a JSON schema (type,
+// description, format…): a tool's "password" parameter keeps its schema.
+func TestRedactBodyCredentialObject(t *testing.T) {
+	in := `{"credentials":{"user":"user-one","pass":"pass-one-1234","nested":{"pin":123456}},` +
+		`"tools":[{"parameters":{"properties":{"password":{"type":"string","description":"the user's password","minLength":8}}}}]}`
+	want := `{"credentials":{"user":"[redacted]","pass":"[redacted]","nested":{"pin":"[redacted]"}},` +
+		`"tools":[{"parameters":{"properties":{"password":{"type":"string","description":"the user's password","minLength":8}}}}]}`
+	got, secrets := capture.RedactBody([]byte(in))
+	if string(got) != want {
+		t.Errorf("RedactBody:\n got %s\nwant %s", got, want)
+	}
+	if fmt.Sprint(secrets) != "[user-one pass-one-1234 123456]" {
+		t.Errorf("secrets %q; want [user-one pass-one-1234 123456]", secrets)
 	}
 }
