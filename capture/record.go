@@ -134,7 +134,7 @@ func (r *recorder) process(ex *exchange) {
 		}
 		return
 	}
-	s, req, reply := r.measure(ex)
+	s, req, reply := r.measure(ex, secrets)
 	conv, created := r.groups.assign(ex.key, req)
 	s.Scenario, s.RequestIndex = conv.name, int32(conv.requests)
 	s.Turn, s.Step = turnStep(req)
@@ -244,8 +244,9 @@ func progressLine(s *metrics.Sample) string {
 }
 
 // measure builds the row of one exchange from its request and answer: everything but its place
-// in a conversation.
-func (r *recorder) measure(ex *exchange) (*metrics.Sample, *chat.Request, *chat.Reply) {
+// in a conversation. secrets are redacted from an error answer before its message is quoted
+// (and maybe cut short, which would leave part of a secret no later redaction finds).
+func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *chat.Request, *chat.Reply) {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	s := &metrics.Sample{
@@ -271,7 +272,7 @@ func (r *recorder) measure(ex *exchange) (*metrics.Sample, *chat.Request, *chat.
 	case derr != nil:
 		s.Error = derr.Error()
 	case ex.status/100 != 2:
-		s.Error = fmt.Sprintf("HTTP %d: %s", ex.status, openai.ErrorMessage(joinChunks(chunks)))
+		s.Error = fmt.Sprintf("HTTP %d: %s", ex.status, openai.ErrorMessage([]byte(Redact(string(joinChunks(chunks)), secrets))))
 	default:
 		body := joinChunks(chunks)
 		head := bytes.TrimLeft(body, " \t\r\n")
@@ -552,7 +553,7 @@ func (r *recorder) render(ex *exchange) (string, error) {
 		return "", fmt.Errorf("render the prompt: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("render the prompt: %s: HTTP %d: %s", path, resp.StatusCode, Redact(openai.ErrorMessage(b), ex.secrets))
+		return "", fmt.Errorf("render the prompt: %s: HTTP %d: %s", path, resp.StatusCode, openai.ErrorMessage([]byte(Redact(string(b), ex.secrets))))
 	}
 	var out struct {
 		Prompt    *string `json:"prompt"`

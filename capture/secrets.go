@@ -31,7 +31,8 @@ var credentialNames = map[string]bool{
 var credentialSuffixes = []string{"apikey", "secret", "password", "passwd", "accesstoken", "refreshtoken", "authtoken", "sessiontoken", "secretkey", "privatekey"}
 
 // isCredentialName reports whether a JSON field's name looks like a credential's (see
-// credentialNames). prompt_cache_key, idempotency_key and max_tokens do not.
+// credentialNames and credentialSuffixes, whose plurals count too). prompt_cache_key,
+// idempotency_key and max_tokens do not.
 func isCredentialName(name string) bool {
 	if len(name) > 64 { // no credential's name is this long
 		return false
@@ -51,8 +52,10 @@ func isCredentialName(name string) bool {
 	if credentialNames[n] {
 		return true
 	}
+	// A plural of those endings (api_keys, openai_api_keys, passwords) holds several.
+	single := strings.TrimSuffix(n, "s")
 	for _, s := range credentialSuffixes {
-		if strings.HasSuffix(n, s) {
+		if strings.HasSuffix(n, s) || strings.HasSuffix(single, s) {
 			return true
 		}
 	}
@@ -72,9 +75,11 @@ func isCredentialParam(name string) bool {
 // RedactBody returns a JSON body with the value of every credential-named field (see
 // isCredentialName), at any depth, replaced by the string "[redacted]", and the values it
 // replaced (a string as decoded and as written, a number as written), for [Redact] to remove
-// wherever they appear later. A field whose value is an object or an array is walked (the fields
-// under it are redacted by their own names: a tool's JSON schema with a "password" property
-// keeps its shape); true, false and null are kept. A string holding a JSON object or array (a
+// wherever they appear later. A credential-named field holding an object or an array has every
+// string and number under it redacted, at any depth, but for the values of JSON Schema keywords
+// (schemaWords: a tool's JSON schema with a "password" property keeps its shape, type and
+// description); other objects are walked, their fields redacted by their own names; true, false
+// and null are kept. A string holding a JSON object or array (a
 // tool call's arguments in OpenAI's Chat Completions and Responses APIs) is redacted the same
 // way and written back as a string. Everything else is kept byte for byte. A body
 // that is not JSON is returned unchanged with no secrets: nothing in it can be found by name.
@@ -97,6 +102,18 @@ func RedactBody(body []byte) ([]byte, []string) {
 	}
 	out.Write(body[last:])
 	return out.Bytes(), slices.Compact(w.secrets)
+}
+
+// schemaWords are the JSON Schema keywords whose values, under a credential-named object, are
+// a schema's words, not credentials (a tool's "password" parameter: {"type":"string", ...}).
+var schemaWords = map[string]bool{
+	"type": true, "description": true, "title": true, "format": true, "pattern": true, "enum": true,
+	"const": true, "minLength": true, "maxLength": true, "minimum": true, "maximum": true,
+	"exclusiveMinimum": true, "exclusiveMaximum": true, "multipleOf": true, "minItems": true,
+	"maxItems": true, "uniqueItems": true, "items": true, "properties": true, "required": true,
+	"additionalProperties": true, "anyOf": true, "oneOf": true, "allOf": true, "not": true,
+	"$ref": true, "$schema": true, "$id": true, "$defs": true, "definitions": true, "nullable": true,
+	"writeOnly": true, "readOnly": true, "deprecated": true,
 }
 
 // bodyWalker walks a valid JSON text in one pass, noting the spans to replace and the secrets
@@ -158,7 +175,9 @@ func (w *bodyWalker) value(secret bool) {
 			key := unquote(w.str())
 			w.ws()
 			w.pos++ // ':'
-			w.value(isCredentialName(key))
+			// Under a credential-named object every value is a credential, but for the words
+			// of a JSON schema (a tool's "password" parameter keeps its schema).
+			w.value(isCredentialName(key) || secret && !schemaWords[key])
 		}
 	case '[':
 		w.pos++
@@ -172,7 +191,9 @@ func (w *bodyWalker) value(secret bool) {
 				w.pos++
 				continue
 			}
-			w.value(false)
+			// The elements of a credential-named array are credentials too (several keys);
+			// an object among them is walked by its own fields' names.
+			w.value(secret)
 		}
 	case '"':
 		raw := w.str()
@@ -184,6 +205,11 @@ func (w *bodyWalker) value(secret bool) {
 				w.secrets = append(w.secrets, s)
 			}
 			w.secrets = append(w.secrets, inner)
+			// "Bearer sk-…" (an Authorization header's form): the token alone is a secret
+			// too, as an upstream may echo it without its scheme.
+			if _, tok, ok := strings.Cut(strings.TrimSpace(unquote(raw)), " "); ok {
+				w.secrets = append(w.secrets, strings.TrimSpace(tok))
+			}
 		case mayHoldJSON(raw):
 			// JSON in a string (a tool call's arguments in OpenAI's APIs): redacted the
 			// same way, and written back as a string.

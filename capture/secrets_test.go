@@ -149,3 +149,97 @@ func FuzzRedactBody(f *testing.F) {
 		}
 	})
 }
+
+// A credential-named field holding an array (several keys, a key split in parts) has every
+// string and number in it redacted, at any depth, objects in it included.
+func TestRedactBodyCredentialArray(t *testing.T) {
+	in := `{"api_key":["sk-first",["sk-second"],7654321,true,{"kind":"k","token":"tok-third"}],"model":"m"}`
+	want := `{"api_key":["[redacted]",["[redacted]"],"[redacted]",true,{"kind":"[redacted]","token":"[redacted]"}],"model":"m"}`
+	got, secrets := capture.RedactBody([]byte(in))
+	if string(got) != want {
+		t.Errorf("RedactBody:\n got %s\nwant %s", got, want)
+	}
+	if fmt.Sprint(secrets) != "[sk-first sk-second 7654321 k tok-third]" {
+		t.Errorf("secrets %q; want [sk-first sk-second 7654321 k tok-third]", secrets)
+	}
+}
+
+// A credential field holding a scheme and a token ("Bearer sk-…", as an Authorization header
+// does) gives the token alone as a secret too: an upstream that echoes only the token has it
+// redacted.
+func TestRedactBodyBearerValue(t *testing.T) {
+	_, secrets := capture.RedactBody([]byte(`{"model":"m","authorization":"Bearer sk-tok-98765"}`))
+	if got := capture.Redact(`{"error":"invalid api key sk-tok-98765"}`, secrets); got != `{"error":"invalid api key [redacted]"}` {
+		t.Errorf("Redact of the echoed token = %q (secrets %q); want it redacted", got, secrets)
+	}
+}
+
+// An upstream that echoes the request in an error answer that is not the API's error object is
+// quoted in the row's error up to a length: a key the cut falls inside leaves no part of itself
+// there (the answer is redacted before it is cut).
+func TestEchoedKeyCutByTheErrorQuote(t *testing.T) {
+	const key = "sk-LEAKED-0123456789abcdefghij"
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write(append([]byte("rejected: "), b...))
+	}))
+	defer up.Close()
+	dir := filepath.Join(t.TempDir(), "run_id=cap")
+	p, err := capture.New(capture.Options{Upstream: up.URL, Dir: dir, RunID: "cap"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	// The key starts 490 bytes into the echo, so a quote of its first 500 bytes cuts it.
+	prefix := `{"model":"m","messages":[{"role":"user","content":"`
+	pad := strings.Repeat("x", 490-len("rejected: ")-len(prefix)-len(`"}],"api_key":"`))
+	body := prefix + pad + `"}],"api_key":"` + key + `"}`
+	if i := strings.Index("rejected: "+body, key); i >= 500 || i+len(key) <= 500 {
+		t.Fatalf("the key is at %d: the test must put it across byte 500", i)
+	}
+	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	srv.Close()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, rows, err := metrics.ReadRun(dir)
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("%d rows, %v", len(rows), err)
+	}
+	if strings.Contains(rows[0].Error, "sk-LEAKED") || !strings.HasPrefix(rows[0].Error, "HTTP 400") {
+		t.Errorf("error %q; want HTTP 400 with no part of the key", rows[0].Error)
+	}
+}
+
+// Plural credential names (a list of keys, a map of secrets) are credential names too.
+func TestRedactBodyPluralNames(t *testing.T) {
+	in := `{"api_keys":["sk-one-1234"],"openai_api_keys":["sk-two-1234"],"secrets":{"x":"y"},"passwords":["pw-three-1234"],"client_secrets":"cs-four-1234","max_tokens":5}`
+	want := `{"api_keys":["[redacted]"],"openai_api_keys":["[redacted]"],"secrets":{"x":"[redacted]"},"passwords":["[redacted]"],"client_secrets":"[redacted]","max_tokens":5}`
+	if got, secrets := capture.RedactBody([]byte(in)); string(got) != want {
+		t.Errorf("RedactBody:\n got %s (%q)\nwant %s", got, secrets, want)
+	}
+}
+
+// A credential-named field holding an object (a user and a password under "credentials") has
+// every string and number under it redacted, but for the words of a JSON schema (type,
+// description, format…): a tool's "password" parameter keeps its schema.
+func TestRedactBodyCredentialObject(t *testing.T) {
+	in := `{"credentials":{"user":"user-one","pass":"pass-one-1234","nested":{"pin":123456}},` +
+		`"tools":[{"parameters":{"properties":{"password":{"type":"string","description":"the user's password","minLength":8}}}}]}`
+	want := `{"credentials":{"user":"[redacted]","pass":"[redacted]","nested":{"pin":"[redacted]"}},` +
+		`"tools":[{"parameters":{"properties":{"password":{"type":"string","description":"the user's password","minLength":8}}}}]}`
+	got, secrets := capture.RedactBody([]byte(in))
+	if string(got) != want {
+		t.Errorf("RedactBody:\n got %s\nwant %s", got, want)
+	}
+	if fmt.Sprint(secrets) != "[user-one pass-one-1234 123456]" {
+		t.Errorf("secrets %q; want [user-one pass-one-1234 123456]", secrets)
+	}
+}

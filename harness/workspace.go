@@ -244,8 +244,10 @@ func (w *Workspace) follow(name string) (real string, missing bool, err error) {
 		if filepath.IsAbs(target) {
 			target = filepath.Clean(target)
 		} else {
-			// done has no link in it, so ".." in the target is its parent folder.
-			target = filepath.Join(w.Root, filepath.FromSlash(done), target)
+			// done has no link in it, so ".." in the target is its parent folder, taken from
+			// the folder the link really is in (realRoot: the kernel climbs from there, also
+			// when the project's own path goes through a link).
+			target = filepath.Join(w.realRoot, filepath.FromSlash(done), target)
 		}
 		var in string
 		switch {
