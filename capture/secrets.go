@@ -300,6 +300,23 @@ func Redact(s string, secrets []string) string {
 // oldest are forgotten, each request's own secrets are always redacted from its own row.
 const maxSeenSecrets = 1024
 
+// credentialLike reports whether v, a value found under a credential name, is worth redacting
+// from every later row by value: at least 4 bytes, and not a plain word of letters (a tool
+// call's {"key":"model"} names a field, and redacting "model" everywhere after it would wreck
+// the saved requests and the error texts). Keys, tokens and passwords that are words are still
+// redacted where they stand and from their own request's row.
+func credentialLike(v string) bool {
+	if len(v) < 4 {
+		return false
+	}
+	for _, c := range v {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return true
+		}
+	}
+	return false
+}
+
 // seenSecrets is the set of secrets a capture has seen so far, oldest first: each is redacted
 // from every later row, request and progress line, not only its own request's.
 type seenSecrets struct {
@@ -307,13 +324,14 @@ type seenSecrets struct {
 	set  map[string]bool
 }
 
-// add remembers the secrets of at least 4 bytes that are not yet known.
+// add remembers the secrets that look like credentials ([credentialLike]) and are not yet
+// known.
 func (s *seenSecrets) add(secrets []string) {
 	if s.set == nil {
 		s.set = map[string]bool{}
 	}
 	for _, v := range secrets {
-		if len(v) < 4 || s.set[v] {
+		if !credentialLike(v) || s.set[v] {
 			continue
 		}
 		if len(s.list) == maxSeenSecrets {
