@@ -243,4 +243,3 @@ func TestRedactBodyCredentialObject(t *testing.T) {
 		t.Errorf("secrets %q; want [user-one pass-one-1234 123456]", secrets)
 	}
 }
-
