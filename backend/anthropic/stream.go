@@ -136,7 +136,17 @@ type block struct {
 	wireBlock
 	json    strings.Builder
 	partial bool
+	// text, thinking and signature collect the deltas after wireBlock's own start values:
+	// appending to a builder keeps a long answer of many deltas linear in its size (adding to
+	// a string copies it whole each time).
+	text, thinking, signature strings.Builder
 }
+
+// fullText, fullThinking and fullSignature return the block's value: its start value and every
+// delta after it.
+func (b *block) fullText() string      { return b.Text + b.text.String() }
+func (b *block) fullThinking() string  { return b.Thinking + b.thinking.String() }
+func (b *block) fullSignature() string { return b.Signature + b.signature.String() }
 
 // accumulator assembles a Messages answer from its events (or from one whole response).
 type accumulator struct {
@@ -222,11 +232,11 @@ func (a *accumulator) add(ev event) error {
 		b := a.block(m.Index)
 		switch m.Delta.Type {
 		case "text_delta":
-			b.Text += m.Delta.Text
+			b.text.WriteString(m.Delta.Text)
 		case "thinking_delta":
-			b.Thinking += m.Delta.Thinking
+			b.thinking.WriteString(m.Delta.Thinking)
 		case "signature_delta":
-			b.Signature += m.Delta.Signature
+			b.signature.WriteString(m.Delta.Signature)
 		case "input_json_delta":
 			b.json.WriteString(m.Delta.PartialJSON)
 			b.partial = true
@@ -319,12 +329,12 @@ func (a *accumulator) response() *Response {
 		b := a.blocks[i]
 		switch b.Type {
 		case "thinking":
-			r.Message.Thinking = append(r.Message.Thinking, chat.ThinkingBlock{Text: b.Thinking, Signature: b.Signature})
-			reasoning = append(reasoning, b.Thinking)
+			r.Message.Thinking = append(r.Message.Thinking, chat.ThinkingBlock{Text: b.fullThinking(), Signature: b.fullSignature()})
+			reasoning = append(reasoning, b.fullThinking())
 		case "redacted_thinking":
 			r.Message.Thinking = append(r.Message.Thinking, chat.ThinkingBlock{Redacted: true, Data: b.Data})
 		case "text":
-			text = append(text, b.Text)
+			text = append(text, b.fullText())
 		case "tool_use":
 			args := json.RawMessage(b.Input)
 			if b.partial {
