@@ -576,8 +576,10 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 	warnings := append(tries.notes, res.Warnings...)
 	// Where the lab renders the prompt itself it knows the window and marks overflows
 	// (ContextOverflow); elsewhere a shrinking prompt is the only sign of a cut.
-	if w := promptShrank(r.lastPrompt, r.lastBytes, s.PromptTokens, s.RequestBytes); w != "" && cfg.Tokenizer == nil {
-		warnings = append(warnings, w)
+	if cfg.Tokenizer == nil {
+		if w := promptShrank(r.lastPrompt, r.lastBytes, s.PromptTokens, s.RequestBytes); w != "" {
+			warnings = append(warnings, w)
+		}
 	}
 	if s.PromptTokens > 0 && s.RequestBytes > 0 {
 		r.lastPrompt, r.lastBytes = s.PromptTokens, s.RequestBytes
