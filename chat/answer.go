@@ -24,6 +24,11 @@ func CutError(backend, url, what string) *APIError {
 	return &APIError{Backend: backend, URL: url, StatusCode: 200, Body: StreamCut + ": " + what}
 }
 
+// Unstreamed is the warning of an answer that came as one JSON document, not a stream (an
+// unstreamed request's, or a server's that does not stream): its first byte comes after the
+// whole generation, so its time to first token is unknown (null), not the time to that byte.
+const Unstreamed = "unstreamed answer: time to first token unknown"
+
 // AnswerForm is what an HTTP 200 answer's body is, as [SniffAnswer] tells it.
 type AnswerForm int
 
