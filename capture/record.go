@@ -295,7 +295,7 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 		unstreamed := form == chat.AnswerJSON && (mode == framingWhole || !bytes.Contains(bytes.TrimSpace(body), []byte("\n")))
 		switch {
 		case unstreamed:
-			warnings = append(warnings, "unstreamed answer: time to first token unknown")
+			warnings = append(warnings, chat.Unstreamed)
 		case first >= 0:
 			s.TTFTNs = int64(chunks[first].at.Sub(ex.start))
 		case len(chunks) > 0:

@@ -24,6 +24,11 @@ func CutError(backend, url, what string) *APIError {
 	return &APIError{Backend: backend, URL: url, StatusCode: 200, Body: StreamCut + ": " + what}
 }
 
+// Unstreamed is the warning of an answer that came as one JSON document, not a stream (an
+// unstreamed request's, or a server's that does not stream): its first byte comes after the
+// whole generation, so its time to first token is unknown (null), not the time to that byte.
+const Unstreamed = "unstreamed answer: time to first token unknown"
+
 // AnswerForm is what an HTTP 200 answer's body is, as [SniffAnswer] tells it.
 type AnswerForm int
 
@@ -130,4 +135,13 @@ func NotAnswerError(backend, url, contentType string, head []byte) *APIError {
 		q, more = q[:limit], "…"
 	}
 	return &APIError{Backend: backend, URL: url, StatusCode: 200, Body: fmt.Sprintf("HTTP 200 with %s, not the API's answer: %s%s", kind, strconv.Quote(string(q)), more)}
+}
+
+// NotAnswerJSONError returns the error of an HTTP 200 JSON body that is not the answer the API
+// gives (a gateway's {"detail": "Not Found"}, null): status 200 and a Body naming what was
+// expected and quoting the body, such as `HTTP 200 with a JSON body that is not a message (no
+// type "message", no content array), not the API's answer: "{\"detail\":…}"`. quoted is the
+// body as the backend quotes it (its own cut to length).
+func NotAnswerJSONError(backend, what, quoted string) *APIError {
+	return &APIError{Backend: backend, StatusCode: 200, Body: "HTTP 200 with a JSON body that is not " + what + ", not the API's answer: " + quoted}
 }

@@ -476,7 +476,7 @@ func (c *Client) create(ctx context.Context, req *chat.Request) (*Response, *cha
 		if c.stream {
 			res.Warnings = append(res.Warnings, "the server answered the streamed request with one JSON message, not a stream: time to first token unknown")
 		} else {
-			res.Warnings = append(res.Warnings, "unstreamed answer: time to first token unknown")
+			res.Warnings = append(res.Warnings, chat.Unstreamed)
 		}
 		var b []byte
 		if b, err = io.ReadAll(br); err == nil {

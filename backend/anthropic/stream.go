@@ -289,7 +289,7 @@ func (a *accumulator) whole(b []byte) error {
 	if m.Type != "message" && m.Content == nil {
 		// Not a message (a proxy's {"detail": "Not Found"}, null): its figures are not the
 		// answer's.
-		return &chat.APIError{Backend: "anthropic", StatusCode: 200, Body: "HTTP 200 with a JSON body that is not a message (no type \"message\", no content array), not the API's answer: " + quote(bytes.TrimSpace(b))}
+		return chat.NotAnswerJSONError("anthropic", `a message (no type "message", no content array)`, quote(bytes.TrimSpace(b)))
 	}
 	a.started, a.stopped = true, true
 	a.id, a.stopReason = m.ID, m.StopReason

@@ -384,7 +384,7 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 	}
 	fill(res, comp)
 	if comp.Unstreamed {
-		res.Warnings = append(res.Warnings, "unstreamed answer: time to first token unknown")
+		res.Warnings = append(res.Warnings, chat.Unstreamed)
 	}
 
 	if req.Generate > 0 {

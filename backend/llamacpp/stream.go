@@ -137,7 +137,7 @@ func readCompletion(resp *http.Response, first func()) (*completion, error) {
 	}
 	if json.Unmarshal(b, &shape) != nil || !bytes.HasPrefix(bytes.TrimSpace(shape.Choices), []byte("[")) {
 		// A gateway's own JSON ({"detail": "Not Found"}), null: its figures are not the answer's.
-		return nil, &chat.APIError{Backend: backendName, StatusCode: 200, Body: "HTTP 200 with a JSON body that is not a chat.completion (no choices array), not the API's answer: " + quote(bytes.TrimSpace(b))}
+		return nil, chat.NotAnswerJSONError(backendName, "a chat.completion (no choices array)", quote(bytes.TrimSpace(b)))
 	}
 	acc := newAccumulator()
 	acc.add(&ch)

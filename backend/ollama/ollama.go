@@ -329,7 +329,7 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 	if form == chat.AnswerJSON && lines == 1 {
 		// One JSON document, not a stream: its first byte came after the whole generation.
 		res.TTFT = 0
-		res.Warnings = append(res.Warnings, "unstreamed answer: time to first token unknown")
+		res.Warnings = append(res.Warnings, chat.Unstreamed)
 	}
 	res.PromptTokens = int64(final.PromptEvalCount)
 	if res.PromptTokens <= 0 {

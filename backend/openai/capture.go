@@ -568,5 +568,5 @@ func hasArray(body []byte, key string) bool {
 // notAnswer is the error of an HTTP 200 JSON body that is not the answer the API gives (what
 // names the answer expected): status 200 and the body quoted, cut to 500 bytes.
 func notAnswer(body []byte, what string) *chat.APIError {
-	return &chat.APIError{Backend: "openai", StatusCode: 200, Body: "HTTP 200 with a JSON body that is not " + what + ", not the API's answer: " + quote(bytes.TrimSpace(body))}
+	return chat.NotAnswerJSONError("openai", what, quote(bytes.TrimSpace(body)))
 }
