@@ -5,10 +5,24 @@ import (
 	"strings"
 )
 
-// turnMarker is the special token that starts every message of a ChatML-style prompt (Qwen3's
+// TurnMarker is the special token that starts every message of a ChatML-style prompt (Qwen3's
 // <|im_start|>). A tokenizer's pre-tokenizer always splits at a special token, so the tokens
 // before one do not depend on the text after it.
-const turnMarker = "<|im_start|>"
+const TurnMarker = "<|im_start|>"
+
+// turnMarker is [TurnMarker], for this package's own use.
+const turnMarker = TurnMarker
+
+// PieceEnd returns the length in bytes of text's first piece: up to the first turn marker that
+// does not start text, or all of text when there is none. Tokenizing text piece by piece gives
+// exactly its tokens (see [TurnMarker]).
+func PieceEnd(text string) int {
+	skip := min(len(turnMarker), len(text))
+	if i := strings.Index(text[skip:], turnMarker); i >= 0 {
+		return i + skip
+	}
+	return len(text)
+}
 
 // Tokenizer turns text (special tokens written as their text, such as <|im_start|>) into the
 // served model's token ids.
@@ -67,10 +81,7 @@ func (in *Incremental) EncodeTurns(text string) ([]int32, []TurnMark, error) {
 	// Tokenize the rest piece by piece, each piece starting at a turn marker, to record them.
 	rest := text[start:]
 	for len(rest) > 0 {
-		end := len(rest)
-		if i := strings.Index(rest[min(len(turnMarker), len(rest)):], turnMarker); i >= 0 {
-			end = i + min(len(turnMarker), len(rest))
-		}
+		end := PieceEnd(rest)
 		if strings.HasPrefix(rest, turnMarker) {
 			marks = append(marks, start)
 			at = append(at, len(ids))

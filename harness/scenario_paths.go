@@ -3,6 +3,7 @@ package harness
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
 	"strconv"
 	"strings"
@@ -283,12 +284,5 @@ func (t *tree) call(c Call) string {
 }
 
 func (t *tree) clone() *tree {
-	n := &tree{files: make(map[string]bool, len(t.files)), dirs: make(map[string]bool, len(t.dirs))}
-	for k, v := range t.files {
-		n.files[k] = v
-	}
-	for k, v := range t.dirs {
-		n.dirs[k] = v
-	}
-	return n
+	return &tree{files: maps.Clone(t.files), dirs: maps.Clone(t.dirs)}
 }

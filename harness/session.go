@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"lab/cachesim"
 	"lab/chat"
@@ -461,7 +462,7 @@ func (r *runner) practiceRemove(history []chat.Message) []chat.Message {
 	for i, m := range history {
 		if m.Role == chat.RoleTool {
 			results = append(results, i)
-			size += len([]rune(m.Content))
+			size += utf8.RuneCountInString(m.Content)
 		}
 	}
 	out := append([]chat.Message(nil), history...)

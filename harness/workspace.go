@@ -608,11 +608,7 @@ func (w *Workspace) list(s *hygiene.Session, raw json.RawMessage, a callArgs) (s
 	if err != nil {
 		return "", err
 	}
-	root, err := w.dir()
-	if err != nil {
-		return "", fmt.Errorf("list %s: %w", abs, err)
-	}
-	if fi, err := root.Stat(name); err != nil {
+	if fi, err := w.stat(name); err != nil {
 		return "", fmt.Errorf("list %s: %w", abs, unwrapPathError(err))
 	} else if err := notRegular(fi.Mode()); err != nil {
 		return "", fmt.Errorf("list %s: %w", abs, err)

@@ -166,11 +166,7 @@ func (s *Session) LastID() string {
 // files read. An id the session never gave, or one not in the dedupe table, changes nothing.
 func (s *Session) Withdraw(ids ...string) {
 	for _, id := range ids {
-		canon, _, ok := s.parseID(id)
-		if !ok {
-			continue
-		}
-		st, _, found := s.lookup(canon)
+		st, canon, found := s.lookup(id)
 		if !found || st.entry == 0 {
 			continue
 		}

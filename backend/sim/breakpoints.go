@@ -8,22 +8,31 @@ import (
 
 	"github.com/ollama/ollama/api"
 
+	"lab/backend/anthropic"
 	"lab/cachesim"
 )
 
 // The places a request's prompt-cache breakpoints name (chat.Request.CacheBreakpoints, the
 // anthropic backend's Breakpoint.At; "message N" as lab proxy reads a captured request).
 const (
-	atTools       = "tools"
-	atSystem      = "system"
-	atLastMessage = "last-message"
+	atTools       = anthropic.AtTools
+	atSystem      = anthropic.AtSystem
+	atLastMessage = anthropic.AtLastMessage
 	atMessage     = "message "
 )
 
 // DefaultBreakpoints is where the anthropic backend puts `cache_control` markers in a request
-// that names none (anthropic.DefaultBreakpoints): the end of the system prompt and of the last
-// message.
-var DefaultBreakpoints = []string{atSystem, atLastMessage}
+// that names none ([anthropic.DefaultBreakpoints]'s places): the end of the system prompt and of
+// the last message.
+var DefaultBreakpoints = defaultPlaces()
+
+func defaultPlaces() []string {
+	var out []string
+	for _, b := range anthropic.DefaultBreakpoints() {
+		out = append(out, b.At)
+	}
+	return out
+}
 
 // turn is one turn of the rendered prompt (from one turn marker to the next): the token
 // position where it ends and the Messages API content blocks it stands for.

@@ -5,10 +5,12 @@ import (
 
 	"github.com/ollama/ollama/api"
 	"github.com/ollama/ollama/model/renderers"
+
+	"lab/cachesim"
 )
 
-// turnMarker starts every turn of a Qwen3 prompt; a tokenizer splits at it (see cachesim.Incremental).
-const turnMarker = "<|im_start|>"
+// turnMarker starts every turn of a Qwen3 prompt; a tokenizer splits at it ([cachesim.TurnMarker]).
+const turnMarker = cachesim.TurnMarker
 
 // rendering is a chat request as the server renders it: the messages it kept (msgs), the index
 // in the request of each (orig), the text and its tokens.
@@ -91,10 +93,7 @@ func (c *turnCounter) count(text string) (int, error) {
 	}
 	total := 0
 	for len(text) > 0 {
-		end := len(text)
-		if i := strings.Index(text[min(len(turnMarker), len(text)):], turnMarker); i >= 0 {
-			end = i + min(len(turnMarker), len(text))
-		}
+		end := cachesim.PieceEnd(text)
 		piece := text[:end]
 		n, ok := c.counts[piece]
 		if !ok {
