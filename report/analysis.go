@@ -229,12 +229,12 @@ func analyze(samples []metrics.Sample, runs []*metrics.Manifest) *Analysis {
 		if s.Failed() {
 			t.Failed++
 		}
-		if s.PromptTokens > 0 {
-			t.PromptTokens += s.PromptTokens
+		if v, ok := promptOf(s); ok {
+			t.PromptTokens += v
 		} else {
 			t.PromptUnknown++
 		}
-		if v, ok := metrics.Int64(s.RereadTokens); ok {
+		if v, ok := rereadOf(s); ok {
 			t.RereadTokens += v
 		} else {
 			t.RereadUnknown++
