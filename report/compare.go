@@ -122,10 +122,8 @@ func Compare(old, next *Analysis, threshold float64) *Comparison {
 	}
 	notComparable := func(sts ...*ArmStats) bool {
 		for _, st := range sts {
-			for _, t := range st.Reps {
-				if bad[t.RunID] {
-					return true
-				}
+			if anyRunIn(st.Reps, bad) {
+				return true
 			}
 		}
 		return false
