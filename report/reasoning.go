@@ -183,8 +183,8 @@ func reasoningClaims(samples []metrics.Sample, live []LiveRow, runs []*metrics.M
 	type group struct{ scenario, driver string }
 	type arm struct {
 		// per repetition: the whole session and the two parts
-		total, part [3]map[metrics.RepKey]float64
-		requests    [3]int
+		part     [3]map[metrics.RepKey]float64
+		requests [3]int
 		// unknown holds, per part, the repetitions with a request there whose re-read tokens
 		// are unknown: their figure for the part is unknown, not the sum of the others.
 		unknown [3]map[metrics.RepKey]bool
