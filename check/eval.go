@@ -239,11 +239,8 @@ func CachedShare(s *metrics.Sample) (share float64, source string, ok bool) {
 	if s.CachedTokens == nil && s.ExpectedCachedTokens == nil {
 		return 0, "", false
 	}
-	var cached int64
+	cached, _ := metrics.Int64(s.ExpectedCachedTokens)
 	source = CachedExpected
-	if s.ExpectedCachedTokens != nil {
-		cached = *s.ExpectedCachedTokens
-	}
 	if s.CachedTokens != nil {
 		cached, source = *s.CachedTokens, s.CachedSource
 		if source == "" {

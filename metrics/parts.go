@@ -561,26 +561,21 @@ func ReadRun(dir string) (*Manifest, []Sample, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("read run %s: %w", dir, err)
 	}
-	var je *JournalError
 	if l != LayoutParts {
 		m, err := ReadManifest(filepath.Join(dir, ManifestFile))
 		if err != nil {
 			return nil, nil, fmt.Errorf("read run %s: %w", dir, err)
 		}
 		samples, recovered, err := ReadSamples(filepath.Join(dir, SamplesFile))
-		read := &RowsRead{Rows: len(samples)}
-		if recovered {
-			read.Journal = len(samples)
-		}
-		if errors.As(err, &je) {
-			read.Lost = len(je.Bad)
-			m.RowsRead = read
-			return m, samples, fmt.Errorf("read run %s: %w", dir, je)
-		}
-		if err != nil {
+		var je *JournalError
+		if err != nil && !errors.As(err, &je) {
 			return m, nil, fmt.Errorf("read run %s: %w", dir, err)
 		}
-		m.RowsRead = read
+		m.RowsRead = &RowsRead{Rows: len(samples)}
+		m.RowsRead.count(len(samples), recovered, je)
+		if je != nil {
+			return m, samples, fmt.Errorf("read run %s: %w", dir, je)
+		}
 		return m, samples, nil
 	}
 	parts, err := ReadParts(dir)
@@ -592,10 +587,10 @@ func ReadRun(dir string) (*Manifest, []Sample, error) {
 	read := &RowsRead{}
 	for _, p := range parts {
 		rows, recovered, err := ReadPart(dir, p.Shard)
+		var je *JournalError
 		switch {
 		case errors.As(err, &je):
 			lost = append(lost, je)
-			read.Lost += len(je.Bad)
 		case errors.Is(err, fs.ErrNotExist):
 			// Neither part file nor journal: the part wrote no row.
 			continue
@@ -605,9 +600,7 @@ func ReadRun(dir string) (*Manifest, []Sample, error) {
 		if p.Manifest.SessionsFromRows && len(p.Manifest.Sessions) == 0 {
 			p.Manifest.fillFromRows(rows)
 		}
-		if recovered {
-			read.Journal += len(rows)
-		}
+		read.count(len(rows), recovered, je)
 		all = append(all, rows...)
 	}
 	m := MergeParts(parts)
@@ -631,6 +624,17 @@ type RowsRead struct {
 	// Lost is the number of journal lines that held no sample ([BadLine]): rows lost. The
 	// journals held Journal + Lost lines.
 	Lost int
+}
+
+// count adds to r what one read of a samples file returned: n rows, from its journal when
+// recovered, and the journal lines je names as lost (nil: none).
+func (r *RowsRead) count(n int, recovered bool, je *JournalError) {
+	if recovered {
+		r.Journal += n
+	}
+	if je != nil {
+		r.Lost += len(je.Bad)
+	}
 }
 
 // fillFromRows gives m, a part whose sessions are its rows' ([Manifest].SessionsFromRows), the

@@ -308,19 +308,21 @@ const SpecArm = "spec"
 
 // SortArms sorts arm names in the lab's display order, in place: [SpecArm] first, then the
 // others in lexical order. Duplicates are kept.
-func SortArms(arms []string) {
-	slices.SortFunc(arms, func(a, b string) int {
-		switch {
-		case a == b:
-			return 0
-		case a == SpecArm:
-			return -1
-		case b == SpecArm:
-			return 1
-		case a < b:
-			return -1
-		default:
-			return 1
-		}
-	})
+func SortArms(arms []string) { slices.SortFunc(arms, CompareArms) }
+
+// CompareArms orders two arm names as [SortArms] does: negative when a comes first, 0 when they
+// are equal, positive when b does.
+func CompareArms(a, b string) int {
+	switch {
+	case a == b:
+		return 0
+	case a == SpecArm:
+		return -1
+	case b == SpecArm:
+		return 1
+	case a < b:
+		return -1
+	default:
+		return 1
+	}
 }

@@ -146,6 +146,10 @@ func SetupDiff(a, b *Manifest) (diffs, unverified []string) {
 	return diffs, unverified
 }
 
+// Shown returns the part's value for people: "unknown" for an unknown digest, server version,
+// model or backend, "not set" for a setting not set.
+func (p SetupPart) Shown() string { return valueOrUnknown(p.Name, p.Value) }
+
 // valueOrUnknown shows a setup part's value: "unknown" for an unknown digest, server version or
 // model, "not set" for a setting not set (a setting's own values include "none":
 // --cache-breakpoints none).

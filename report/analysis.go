@@ -229,12 +229,12 @@ func analyze(samples []metrics.Sample, runs []*metrics.Manifest) *Analysis {
 		if s.Failed() {
 			t.Failed++
 		}
-		if s.PromptTokens > 0 {
-			t.PromptTokens += s.PromptTokens
+		if v, ok := promptOf(s); ok {
+			t.PromptTokens += v
 		} else {
 			t.PromptUnknown++
 		}
-		if v, ok := metrics.Int64(s.RereadTokens); ok {
+		if v, ok := rereadOf(s); ok {
 			t.RereadTokens += v
 		} else {
 			t.RereadUnknown++
@@ -322,7 +322,7 @@ func armStats(row ArmRow, reps map[metrics.RepKey]*RepTotals) ArmStats {
 			return float64(t.Reread.Values()[i]), t.SplitUnknown < t.Requests
 		}))
 	}
-	st.PrefillSeconds = col(func(t *RepTotals) (float64, bool) { return t.PrefillSeconds() })
+	st.PrefillSeconds = col((*RepTotals).PrefillSeconds)
 	st.CachedShare = col(func(t *RepTotals) (float64, bool) { v := t.CachedShare(); return deref(v), v != nil })
 	st.Efficiency = col(func(t *RepTotals) (float64, bool) { v := t.Efficiency(); return deref(v), v != nil })
 	if cost := col(func(t *RepTotals) (float64, bool) { return deref(t.CostUSD), t.CostUSD != nil }); cost.N > 0 {
@@ -346,7 +346,6 @@ func perRep(st *ArmStats, f func(*RepTotals) (float64, bool)) map[metrics.RepKey
 func reread(t *RepTotals) (float64, bool) {
 	return float64(t.RereadTokens), t.RereadUnknown < t.Requests
 }
-func prefillS(t *RepTotals) (float64, bool) { return t.PrefillSeconds() }
 
 func vsSpec(spec, arm *ArmStats) *VsSpec {
 	v := &VsSpec{}
@@ -355,7 +354,7 @@ func vsSpec(spec, arm *ArmStats) *VsSpec {
 	// Pair returns slices of equal length: the errors cannot happen.
 	v.RereadRatio, _ = metrics.RatioOfMeans(b, n)
 	v.RereadDiff, _ = metrics.PairedDiff(b, n)
-	b, n, _ = metrics.Pair(perRep(spec, prefillS), perRep(arm, prefillS))
+	b, n, _ = metrics.Pair(perRep(spec, (*RepTotals).PrefillSeconds), perRep(arm, (*RepTotals).PrefillSeconds))
 	v.PrefillRatio, _ = metrics.RatioOfMeans(b, n)
 	v.PrefillDiff, _ = metrics.PairedDiff(b, n)
 	return v

@@ -19,11 +19,8 @@ func prefillCell(a *Analysis, e metrics.Estimate, reps []RepTotals) string {
 	if e.N == 0 {
 		return "—"
 	}
-	bad := a.Claims.prefillNotComparable()
-	for _, t := range reps {
-		if bad[t.RunID] {
-			return notComparable
-		}
+	if anyRunIn(reps, a.Claims.prefillNotComparable()) {
+		return notComparable
 	}
 	return secEst(e)
 }

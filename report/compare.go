@@ -31,7 +31,7 @@ func CompareMetrics() []CompareMetric {
 	return []CompareMetric{
 		{Name: "reread_tokens", format: tok, value: reread},
 		{Name: "cached_share", HigherIsBetter: true, format: pct, value: func(t *RepTotals) (float64, bool) { v := t.CachedShare(); return deref(v), v != nil }},
-		{Name: "prefill_seconds", format: seconds, value: func(t *RepTotals) (float64, bool) { return t.PrefillSeconds() }},
+		{Name: "prefill_seconds", format: seconds, value: (*RepTotals).PrefillSeconds},
 		{Name: "cache_efficiency", HigherIsBetter: true, format: pct, value: func(t *RepTotals) (float64, bool) { v := t.Efficiency(); return deref(v), v != nil }},
 	}
 }
@@ -122,10 +122,8 @@ func Compare(old, next *Analysis, threshold float64) *Comparison {
 	}
 	notComparable := func(sts ...*ArmStats) bool {
 		for _, st := range sts {
-			for _, t := range st.Reps {
-				if bad[t.RunID] {
-					return true
-				}
+			if anyRunIn(st.Reps, bad) {
+				return true
 			}
 		}
 		return false

@@ -156,10 +156,8 @@ func prefillComparable(st ArmStats, bad map[string]bool) string {
 	if st.PrefillSeconds.N == 0 {
 		return ""
 	}
-	for _, t := range st.Reps {
-		if bad[t.RunID] {
-			return "false"
-		}
+	if anyRunIn(st.Reps, bad) {
+		return "false"
 	}
 	return "true"
 }

@@ -527,15 +527,7 @@ func (d *document) setups(groups []*Analysis) {
 		if x.scenario != y.scenario {
 			return strings.Compare(x.scenario, y.scenario)
 		}
-		arms := []string{x.arm, y.arm}
-		metrics.SortArms(arms)
-		if x.arm == y.arm {
-			return 0
-		}
-		if arms[0] == x.arm {
-			return -1
-		}
-		return 1
+		return metrics.CompareArms(x.arm, y.arm)
 	})
 	head := []string{"scenario", "arm"}
 	for _, g := range groups {

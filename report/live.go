@@ -79,7 +79,7 @@ func LiveTable(samples []metrics.Sample) []LiveRow {
 		} else {
 			u.reasoning++
 		}
-		if v, ok := metrics.Int64(s.RereadTokens); ok {
+		if v, ok := rereadOf(&s); ok {
 			r.reread += float64(v)
 		} else {
 			u.reread++

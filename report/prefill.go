@@ -160,6 +160,16 @@ func setupOf(m *metrics.Manifest) string {
 	return strings.Join(parts, ", ")
 }
 
+// anyRunIn reports whether one of reps is of a run whose id is in runs.
+func anyRunIn(reps []RepTotals, runs map[string]bool) bool {
+	for _, t := range reps {
+		if runs[t.RunID] {
+			return true
+		}
+	}
+	return false
+}
+
 // prefillNotComparable returns the ids of the runs whose prefill times are not comparable
 // ([PrefillCheck].Comparable false).
 func (c *Claims) prefillNotComparable() map[string]bool {

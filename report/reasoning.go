@@ -183,8 +183,8 @@ func reasoningClaims(samples []metrics.Sample, live []LiveRow, runs []*metrics.M
 	type group struct{ scenario, driver string }
 	type arm struct {
 		// per repetition: the whole session and the two parts
-		total, part [3]map[metrics.RepKey]float64
-		requests    [3]int
+		part     [3]map[metrics.RepKey]float64
+		requests [3]int
 		// unknown holds, per part, the repetitions with a request there whose re-read tokens
 		// are unknown: their figure for the part is unknown, not the sum of the others.
 		unknown [3]map[metrics.RepKey]bool
@@ -192,6 +192,14 @@ func reasoningClaims(samples []metrics.Sample, live []LiveRow, runs []*metrics.M
 	arms := map[group]map[string]*arm{}
 	templates := map[group][]Template{}
 	sim := map[group]bool{}
+	// A run's manifest and the template of its rows' model, found once per run and model, not
+	// once per row.
+	type runModel struct{ run, model string }
+	type runFacts struct {
+		m *metrics.Manifest
+		t Template
+	}
+	facts := map[runModel]runFacts{}
 	for i := range samples {
 		s := &samples[i]
 		if s.Arm != metrics.SpecArm && s.Arm != ReasoningNeverArm {
@@ -215,8 +223,15 @@ func reasoningClaims(samples []metrics.Sample, live []LiveRow, runs []*metrics.M
 			a.part[j][rk] += 0
 		}
 		// A row that names no template (no renderer setting, no model name) names no other one.
-		m := manifestOf(runs, s.RunID)
-		if t := templateOf(m, s.Model); t != (Template{}) && !slices.Contains(templates[g], t) {
+		rm := runModel{s.RunID, s.Model}
+		f, ok := facts[rm]
+		if !ok {
+			f.m = manifestOf(runs, s.RunID)
+			f.t = templateOf(f.m, s.Model)
+			facts[rm] = f
+		}
+		m := f.m
+		if t := f.t; t != (Template{}) && !slices.Contains(templates[g], t) {
 			templates[g] = append(templates[g], t)
 		}
 		// A sim run, by its manifest or else its rows: its live driver's model decides nothing.

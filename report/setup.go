@@ -48,12 +48,13 @@ func GroupSetups(runs []*metrics.Manifest, samples []metrics.Sample) []SetupGrou
 		if m == nil {
 			continue
 		}
-		k := metrics.SetupOf(m).Key()
+		st := metrics.SetupOf(m)
+		k := st.Key()
 		i, ok := byKey[k]
 		if !ok {
 			i = len(groups)
 			byKey[k] = i
-			groups = append(groups, SetupGroup{Info: SetupInfo{Label: setupLabel(i), Setup: metrics.SetupOf(m)}})
+			groups = append(groups, SetupGroup{Info: SetupInfo{Label: setupLabel(i), Setup: st}})
 		}
 		g := &groups[i]
 		g.Runs = append(g.Runs, m)
@@ -203,15 +204,9 @@ func setupDiffs(groups []*Analysis) []string {
 			if g.Setup == nil {
 				return out
 			}
-			v := g.Setup.Setup.Parts()[i].Value
-			same = same && v == p.Value
-			if v == "" {
-				v = "not set" // a setting's own values include "none"
-				if i < 4 {    // backend, server version, model, model file digest
-					v = "unknown"
-				}
-			}
-			vals[j] = g.Setup.Label + " " + v
+			q := g.Setup.Setup.Parts()[i]
+			same = same && q.Value == p.Value
+			vals[j] = g.Setup.Label + " " + q.Shown()
 		}
 		if !same {
 			out = append(out, p.Name+": "+strings.Join(vals, ", "))

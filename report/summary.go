@@ -126,8 +126,8 @@ func Summarize(samples []metrics.Sample) []ScenarioTable {
 		if s.Failed() {
 			r.Failed++
 		}
-		if s.PromptTokens > 0 {
-			r.PromptTokens += s.PromptTokens
+		if v, ok := promptOf(s); ok {
+			r.PromptTokens += v
 		} else {
 			r.PromptUnknown++
 		}
@@ -137,7 +137,7 @@ func Summarize(samples []metrics.Sample) []ScenarioTable {
 		} else {
 			r.ExpectedCachedTokens += *e
 		}
-		if v, ok := metrics.Int64(s.RereadTokens); ok {
+		if v, ok := rereadOf(s); ok {
 			r.RereadTokens += v
 		} else {
 			r.RereadUnknown++

@@ -225,7 +225,7 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 	if err != nil {
 		return badInput("--cache-model: %v", err)
 	}
-	if n := cacheModel.Name(); o.Backend == "sim" && changed("num-ctx") && (n == cachesim.ModelOpenAI || n == cachesim.ModelAnthropic) {
+	if n := cacheModel.Name(); o.Backend == "sim" && changed("num-ctx") && cloudCacheModel(n) {
 		return badInput("--num-ctx is Ollama's context window: the %s cache model stands for a cloud API, whose window is the model's", n)
 	}
 	if o.Backend == "ollama" && o.ServerURL == "" && (o.ServerLog != "" || o.GGUF != "") {
@@ -350,7 +350,7 @@ func runSim(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 	// The window is Ollama's (num_ctx); the cloud cache models stand for APIs whose window is the
 	// model's, as runRemote pins none for them.
 	numCtx := o.NumCtx
-	if n := r.model.Name(); n == cachesim.ModelOpenAI || n == cachesim.ModelAnthropic {
+	if cloudCacheModel(r.model.Name()) {
 		numCtx = 0
 	}
 	opts := sim.Options{Model: r.model, Tokenizer: tok, NumCtx: numCtx}
@@ -553,4 +553,10 @@ func newProgress(w io.Writer, total int) func(done, total int, s *metrics.Sample
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// cloudCacheModel reports whether the sim's cache model name stands for a cloud API's prompt
+// cache (openai, anthropic), whose context window is the model's, not a num_ctx the lab pins.
+func cloudCacheModel(name string) bool {
+	return name == cachesim.ModelOpenAI || name == cachesim.ModelAnthropic
 }
