@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -27,7 +28,10 @@ func utc(samples []metrics.Sample) []metrics.Sample {
 
 // abandoned writes samples to a sink at dir/samples.parquet and never closes it: the process was
 // killed (SIGKILL, a power cut after the OS wrote the journal).
-func abandoned(t *testing.T, dir string, samples []metrics.Sample) {
+//
+// It returns the sink, still open: a test of a journal being written keeps it alive (an
+// unreferenced sink's file is closed by the garbage collector, which drops its lock).
+func abandoned(t *testing.T, dir string, samples []metrics.Sample) *metrics.ParquetSink {
 	t.Helper()
 	sink, err := metrics.CreateParquet(filepath.Join(dir, metrics.SamplesFile), metrics.FileMeta{})
 	if err != nil {
@@ -38,6 +42,7 @@ func abandoned(t *testing.T, dir string, samples []metrics.Sample) {
 			t.Fatal(err)
 		}
 	}
+	return sink
 }
 
 // A run killed before it closed its sink: samples.parquet has no footer, but ReadRun returns
@@ -213,7 +218,8 @@ func TestReplaceParquet(t *testing.T) {
 func TestReadJournalOfARunningSink(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	abandoned(t, dir, testSamples(3))
+	sink := abandoned(t, dir, testSamples(3))
+	defer runtime.KeepAlive(sink) // the run still writing the journal
 	jpath := filepath.Join(dir, metrics.JournalFile)
 	f, err := os.OpenFile(jpath, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,7 +22,9 @@ var repairTime = time.Date(2026, 12, 1, 20, 30, 0, 0, time.UTC)
 // (incomplete, counting counted rows), and rows written through the part's sink, which is never
 // closed (a partial file without footer and the journal). The sink's process still holds the
 // journal's lock, as a running run does; copy the folder (copyDir) for what a killed one leaves.
-func killedPart(t *testing.T, dir string, s metrics.Shard, rows []metrics.Sample, counted int) {
+// It returns the sink, still open: a test of a part being written keeps it alive (an
+// unreferenced sink's file is closed by the garbage collector, which drops its journal's lock).
+func killedPart(t *testing.T, dir string, s metrics.Shard, rows []metrics.Sample, counted int) *metrics.ParquetSink {
 	t.Helper()
 	m := testManifest()
 	m.Shard, m.Complete, m.EndedAt, m.Samples = &s, false, time.Time{}, counted
@@ -37,6 +40,7 @@ func killedPart(t *testing.T, dir string, s metrics.Shard, rows []metrics.Sample
 			t.Fatal(err)
 		}
 	}
+	return sink
 }
 
 // copyDir copies the files of dir into a new folder and returns it: the files as the kill left
@@ -357,7 +361,8 @@ func TestRepairLeavesARunningPartAlone(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run_id=r")
 	os.MkdirAll(dir, 0o755)
 	s := metrics.Shard{Index: 1, Count: 1}
-	killedPart(t, dir, s, testSamples(3), 0)
+	sink := killedPart(t, dir, s, testSamples(3), 0)
+	defer runtime.KeepAlive(sink) // the run still writing the part
 	before := files(t, dir)
 	got, err := metrics.RepairRun(dir, "v9", repairTime)
 	if err != nil || len(got) != 1 || got[0].Action != metrics.RepairFailed || !strings.Contains(fmt.Sprint(got[0].Err), "still writing") {
