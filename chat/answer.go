@@ -145,3 +145,20 @@ func NotAnswerError(backend, url, contentType string, head []byte) *APIError {
 func NotAnswerJSONError(backend, what, quoted string) *APIError {
 	return &APIError{Backend: backend, StatusCode: 200, Body: "HTTP 200 with a JSON body that is not " + what + ", not the API's answer: " + quoted}
 }
+
+// DefaultMaxReplyBytes is the most one answer's reply may hold unless the user says otherwise
+// (lab run's --max-reply-bytes), in bytes: 16 MiB of text, reasoning and tool calls' names and
+// arguments together, some thirty times the longest reply a 128k-token generation writes. It
+// bounds the memory one answer takes whatever a server sends.
+const DefaultMaxReplyBytes = 16 << 20
+
+// ReplyTooLong begins the Body of the *APIError (StatusCode 200) of an answer whose reply grew
+// past the limit ([ReplyTooLongError]); such an answer is recorded as an error row, not retried.
+const ReplyTooLong = "reply too long"
+
+// ReplyTooLongError returns the error of an answer whose reply (text, reasoning and tool calls
+// together) grew past limit bytes: HTTP status 200 and a Body naming the limit and the flag that
+// sets it.
+func ReplyTooLongError(backend, url string, limit int64) *APIError {
+	return &APIError{Backend: backend, URL: url, StatusCode: 200, Body: fmt.Sprintf("%s: the reply grew past the limit of %d bytes (--max-reply-bytes)", ReplyTooLong, limit)}
+}
