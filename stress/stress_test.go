@@ -28,7 +28,7 @@ type figure struct {
 	// Scenario names the stress scenario ("proxy-sigkill", "run-memory-100MB", …).
 	Scenario string `json:"scenario"`
 	// Name is what was measured ("rows lost", "peak RSS", …) and Unit its unit ("rows", "MiB",
-	// "ms", "secrets", "s").
+	// "ms", "s", or "finds": a secret value found in one file).
 	Name string `json:"name"`
 	Unit string `json:"unit"`
 	// Value is the measured value; nil when the scenario could not measure it.
