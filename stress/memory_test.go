@@ -29,11 +29,26 @@ const mib = 1 << 20
 // since a run holds the reply as it arrives, the message built from it and the row's copy, and
 // the lab's own start takes well under 200 MiB. A reply past the limit must end as an error row
 // naming it (chat.ReplyTooLong), marked "over the limit"; one that does not fails.
+//
+// The same with --backend anthropic and text deltas of 100 bytes (the many small events a
+// reader must take in linear time): sc run-anthropic-reply-….
 func TestRunMemoryByReplySize(t *testing.T) {
 	scenario := scenarioDir(t, "stress-reply", map[string]string{"main.go": "package main\n\nfunc main() { println(\"hi\") }\n"})
-	for _, size := range []int{1, 10, 100} {
-		t.Run(fmt.Sprintf("%dMiB", size), func(t *testing.T) {
+	for _, tc := range []struct {
+		backend string
+		size    int
+	}{{"openai", 1}, {"openai", 10}, {"openai", 100}, {"anthropic", 1}, {"anthropic", 10}, {"anthropic", 100}} {
+		size := tc.size
+		t.Run(fmt.Sprintf("%s-%dMiB", tc.backend, size), func(t *testing.T) {
 			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tc.backend == "anthropic" {
+					if notOllama(w, r, "/v1/messages") {
+						return
+					}
+					io.Copy(io.Discard, r.Body)
+					messagesAnswer(w, size*mib, 100)
+					return
+				}
 				if notOllama(w, r) {
 					return
 				}
@@ -42,13 +57,20 @@ func TestRunMemoryByReplySize(t *testing.T) {
 			}))
 			defer up.Close()
 			results := t.TempDir()
-			c, code, timedOut := runLab(t, 5*time.Minute, nil, "run", "--backend", "openai", "--base-url", up.URL+"/v1",
+			base := up.URL + "/v1"
+			sc := fmt.Sprintf("run-reply-%dMiB", size)
+			if tc.backend == "anthropic" {
+				base = up.URL
+				sc = fmt.Sprintf("run-anthropic-reply-%dMiB", size)
+			}
+			began := time.Now()
+			c, code, timedOut := runLab(t, 5*time.Minute, []string{"ANTHROPIC_API_KEY=stress-dummy-key"}, "run", "--backend", tc.backend, "--base-url", base,
 				"--model", "m", "--scenario", scenario, "--arm", "spec", "--retries", "0", "--results", results,
 				"--run-id", "mem", "--quiet")
+			took := time.Since(began)
 			rss := c.maxRSS()
 			limit := int(chat.DefaultMaxReplyBytes / mib)
 			bound := float64(4*min(size, limit) + 200)
-			sc := fmt.Sprintf("run-reply-%dMiB", size)
 			note := fmt.Sprintf("exit %d", code)
 			overLimit := false
 			if _, rows, err := metrics.ReadRun(metrics.RunDir(results, "mem")); err == nil {
@@ -72,14 +94,15 @@ func TestRunMemoryByReplySize(t *testing.T) {
 				note += fmt.Sprintf("; no error row for a reply past the %d MiB limit", limit)
 			}
 			record(sc, "peak RSS", "MiB", val(rss), fmt.Sprintf("≤ %.0f MiB", bound), rss <= bound && !timedOut && wantOver == overLimit, note)
+			record(sc, "time to end", "s", val(took.Seconds()), "", true, "shown: the run's whole time, the fake server's sending included")
 			if timedOut {
-				t.Errorf("lab run with a %d MiB reply did not end within 5 minutes", size)
+				t.Errorf("%s: lab run did not end within 5 minutes", sc)
 			}
 			if wantOver != overLimit {
-				t.Errorf("lab run with a %d MiB reply (limit %d MiB): over-the-limit error row %v; want %v (%s)", size, limit, overLimit, wantOver, note)
+				t.Errorf("%s (limit %d MiB): over-the-limit error row %v; want %v (%s)", sc, limit, overLimit, wantOver, note)
 			}
 			if rss > bound {
-				t.Errorf("lab run with a %d MiB reply: peak RSS %.0f MiB; bound %.0f MiB (%s)", size, rss, bound, note)
+				t.Errorf("%s: peak RSS %.0f MiB; bound %.0f MiB (%s)", sc, rss, bound, note)
 			}
 		})
 	}

@@ -406,9 +406,13 @@ func chatAnswer(w http.ResponseWriter, stream bool, content string, size, delta 
 }
 
 // notOllama answers lab's /api/version probe (is a loopback server Ollama?) with 404 and
-// returns true for any path but the chat one.
-func notOllama(w http.ResponseWriter, r *http.Request) bool {
-	if r.URL.Path != "/v1/chat/completions" {
+// returns true for any path but the chat one (Chat Completions, or path when given).
+func notOllama(w http.ResponseWriter, r *http.Request, path ...string) bool {
+	want := "/v1/chat/completions"
+	if len(path) > 0 {
+		want = path[0]
+	}
+	if r.URL.Path != want {
 		io.Copy(io.Discard, r.Body)
 		http.NotFound(w, r)
 		return true
@@ -450,4 +454,24 @@ steps:
 		t.Fatal(err)
 	}
 	return path
+}
+
+// messagesAnswer streams an Anthropic Messages answer: one text block of text deltas of delta
+// bytes each adding up to size bytes, then message_delta with the usage and message_stop.
+func messagesAnswer(w http.ResponseWriter, size, delta int) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	bw := bufio.NewWriterSize(w, 1<<16)
+	event := func(name, data string) { fmt.Fprintf(bw, "event: %s\ndata: %s\n\n", name, data) }
+	event("message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"usage":{"input_tokens":12,"output_tokens":1,"cache_read_input_tokens":0,"cache_creation_input_tokens":0}}}`)
+	event("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
+	chunk := []byte("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"" + strings.Repeat("a", delta) + "\"}}\n\n")
+	for sent := 0; sent < size; sent += delta {
+		if _, err := bw.Write(chunk); err != nil {
+			return
+		}
+	}
+	event("content_block_stop", `{"type":"content_block_stop","index":0}`)
+	event("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":3}}`)
+	event("message_stop", `{"type":"message_stop"}`)
+	bw.Flush()
 }
