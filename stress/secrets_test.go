@@ -173,12 +173,17 @@ func TestProxySecretsFound(t *testing.T) {
 }
 
 // lab run --backend openai --save-requests with its key in the environment against a server
-// that echoes the request's headers and body in a 401, then (on the retry) a 500: the key is in
-// no file of the run, nor in stdout or stderr.
+// that echoes the request's headers and body in a 500 (retried, with progress lines on), then
+// in a 401: the key is in no file of the run, nor in stdout or stderr.
 func TestRunSecretsFound(t *testing.T) {
 	sec := secretSet("stressRUN", "OPENAI_API_KEY")
+	var n atomic.Int32
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if notOllama(w, r) {
+			return
+		}
+		if n.Add(1) == 1 {
+			echoAll(w, r, http.StatusInternalServerError) // retried: the retry's line may name the error
 			return
 		}
 		echoAll(w, r, http.StatusUnauthorized)
@@ -192,7 +197,7 @@ func TestRunSecretsFound(t *testing.T) {
 		t.Errorf("lab run did not end within 2 minutes")
 	}
 	found := findSecrets([]string{results, c.outPath, c.errPath}, sec)
-	note := fmt.Sprintf("exit %d; the key in the Authorization header, echoed by the server's errors", code)
+	note := fmt.Sprintf("exit %d after %d requests; the key in the Authorization header, echoed by the server's errors", code, n.Load())
 	if len(found) > 0 {
 		note += "; found in " + byFile(found)
 	}
