@@ -37,7 +37,8 @@ fuzz:
 
 # The load and size scenarios (stress/): the real bin/lab as a child process against loopback fake
 # servers, each bounded in time; prints a table of figures and writes it as JSON under
-# results/stress/ (LAB_STRESS_OUT names another file). About 10 minutes on 2 cores.
+# results/stress/ (LAB_STRESS_OUT names another file). About 2 minutes on 2 cores; -timeout bounds the
+# whole, and each child has its own bound.
 stress: build
 	$(GO) test -tags stress -count=1 -timeout 30m -v ./stress/
 
