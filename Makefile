@@ -4,7 +4,7 @@
 GO ?= go
 BIN := bin/lab
 
-.PHONY: run test setup build server vet fuzz clean
+.PHONY: run test setup build server vet fuzz stress clean
 
 run: setup build
 	./$(BIN) run
@@ -34,6 +34,13 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseCacheLine$$' -fuzztime $(FUZZTIME) ./backend/ollama
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./capture
 	$(GO) test -run '^$$' -fuzz '^FuzzRedactBody$$' -fuzztime $(FUZZTIME) ./capture
+
+# The load and size scenarios (stress/): the real bin/lab as a child process against loopback fake
+# servers, each bounded in time; prints a table of figures and writes it as JSON under
+# results/stress/ (LAB_STRESS_OUT names another file). About 2 minutes on 2 cores; -timeout bounds the
+# whole, and each child has its own bound.
+stress: build
+	$(GO) test -tags stress -count=1 -timeout 30m -v ./stress/
 
 setup:
 	./scripts/setup.sh
