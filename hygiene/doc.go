@@ -1,6 +1,7 @@
-// Package hygiene implements the rules of the context-hygiene specification 3.2.0
-// (../shared/spec/context-hygiene-3.2.0.md) as a set of measures that can each be switched off,
-// and the per-session state the rules need.
+// Package hygiene implements the rules of the context-hygiene specification 3.2.0 as a set of
+// measures that can each be switched off, and the per-session state the rules need. The
+// repository's docs/spec/ says, rule by rule, what the lab does, where the code is and what
+// checks it.
 //
 // The pipeline, for one session:
 //

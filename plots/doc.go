@@ -1,5 +1,5 @@
 // Package plots draws the lab's charts from measured samples with gonum/plot; it is the only
-// package of the lab that imports gonum.
+// package of the lab that imports gonum/plot.
 //
 //  1. A per-scenario builder takes the samples of a run ([metrics.Sample], read with
 //     metrics.ReadRun) and returns a *plot.Plot; it chooses no file and writes nothing.

@@ -84,7 +84,7 @@ func newRootCmd(s *streams) *cobra.Command {
 context-hygiene spec 3.2.0, against a real model server (by default a local Ollama serving a
 synthetic Qwen3 model, which lab builds and starts itself), with each measure switched on or off.
 It records, for every request, the prompt tokens, the tokens the server reused from its KV cache
-and the tokens it could have reused, to results/<run-id>/samples.parquet, and writes a plot and
+and the tokens it could have reused, to results/run_id=<run-id>/ (Parquet), and writes plots and
 a report.`,
 		Example: `  lab run                          # the midnight scenario, every arm, on the local server
   lab run --arm spec --repeat 3
