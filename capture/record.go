@@ -141,7 +141,7 @@ func (r *recorder) process(ex *exchange) {
 	if s.ExpectedUnknown {
 		// No rendering (a cloud API): name the segment by comparing the request with the
 		// conversation's previous one part by part; the token stays unknown.
-		parts := cachesim.DifferenceParts(req, r.opts.Attribution.NoteOpen)
+		parts := digestParts(cachesim.DifferenceParts(req, r.opts.Attribution.NoteOpen))
 		if s.Error == "" {
 			if conv.parts != nil {
 				s.DivergenceSegment = cachesim.FirstDifference(conv.parts, parts)
