@@ -66,12 +66,34 @@ type envelope struct {
 	PromptCacheKey string          `json:"prompt_cache_key"`
 	DebugRender    bool            `json:"_debug_render_only"`
 	Raw            bool            `json:"raw"`
-	Prompt         json.RawMessage `json:"prompt"`
+	Prompt         presence        `json:"prompt"`
 	NPredict       *int            `json:"n_predict"`
 	KeepAlive      json.RawMessage `json:"keep_alive"`
 	Options        struct {
 		NumPredict *int `json:"num_predict"`
 	} `json:"options"`
+}
+
+// presence is a JSON field read only for whether it holds something (not absent, null or ""):
+// the proxy's handlers read the envelope of every request at once, and a prompt is as long as
+// the body. The recorder reads the prompt itself ([promptOf]).
+type presence bool
+
+func (p *presence) UnmarshalJSON(b []byte) error {
+	*p = presence(string(b) != "null" && string(b) != `""`)
+	return nil
+}
+
+// promptOf returns a request body's "prompt" string (Ollama /api/generate, llama-server
+// /completion); ok is false when it has none or it is not a string.
+func promptOf(body []byte) (prompt string, ok bool) {
+	var b struct {
+		Prompt *string `json:"prompt"`
+	}
+	if json.Unmarshal(body, &b) != nil || b.Prompt == nil {
+		return "", false
+	}
+	return *b.Prompt, true
 }
 
 // skip reports why a request of api with envelope e is passed through unrecorded: it renders
@@ -88,7 +110,7 @@ func skip(api string, e *envelope) string {
 			return "render"
 		}
 	case APIOllamaGenerate:
-		if len(e.Prompt) == 0 || string(e.Prompt) == `""` || string(e.Prompt) == "null" {
+		if !e.Prompt {
 			var d ollamaapi.Duration
 			if len(e.KeepAlive) > 0 && d.UnmarshalJSON(e.KeepAlive) == nil && d.Duration == 0 {
 				return "unload"

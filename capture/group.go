@@ -5,7 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"io"
+	"hash"
 	"slices"
 	"strings"
 
@@ -135,12 +135,12 @@ func messageKeys(msgs []chat.Message) []string {
 // runs, so a key must not hold the message's text.
 func messageKey(m chat.Message) string {
 	h := sha256.New()
-	io.WriteString(h, strings.TrimSpace(m.Content))
+	hashString(h, strings.TrimSpace(m.Content))
 	h.Write([]byte{0})
-	io.WriteString(h, m.ToolCallID)
+	hashString(h, m.ToolCallID)
 	for _, tc := range m.ToolCalls {
 		h.Write([]byte{0})
-		io.WriteString(h, tc.Name)
+		hashString(h, tc.Name)
 		h.Write([]byte{0})
 		var c bytes.Buffer
 		if json.Compact(&c, tc.Arguments) == nil {
@@ -157,10 +157,22 @@ func messageKey(m chat.Message) string {
 func digestParts(parts []cachesim.Part) []cachesim.Part {
 	out := make([]cachesim.Part, len(parts))
 	for i, p := range parts {
-		sum := sha256.Sum256([]byte(p.Text))
-		out[i] = cachesim.Part{Name: p.Name, Text: string(sum[:])}
+		h := sha256.New()
+		hashString(h, p.Text)
+		out[i] = cachesim.Part{Name: p.Name, Text: string(h.Sum(nil))}
 	}
 	return out
+}
+
+// hashString writes s to h through a small buffer: converting a long text to bytes whole would
+// copy it.
+func hashString(h hash.Hash, s string) {
+	var buf [32 << 10]byte
+	for len(s) > 0 {
+		n := copy(buf[:], s)
+		h.Write(buf[:n])
+		s = s[n:]
+	}
 }
 
 func commonPrefix(a, b []string) int {

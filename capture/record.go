@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -79,7 +80,8 @@ func newRecorder(opts Options, u *url.URL, tr http.RoundTripper) (*recorder, err
 	if a := opts.Attribution; a.Render != "" && a.Tokenizer != nil {
 		r.attr = &cachesim.Attributor{Tok: a.Tokenizer, NumCtx: a.NumCtx, NoteOpen: a.NoteOpen}
 	}
-	settings := map[string]string{"upstream": RedactURL(u), "label": opts.Label}
+	settings := map[string]string{"upstream": RedactURL(u), "label": opts.Label,
+		"max_request_bytes": strconv.FormatInt(opts.MaxRequestBytes, 10), "max_reply_bytes": strconv.FormatInt(opts.MaxReplyBytes, 10)}
 	for k, v := range opts.Settings {
 		settings[k] = v
 	}
@@ -156,7 +158,7 @@ func (r *recorder) process(ex *exchange) {
 	if err := r.sink.Write(s); err != nil {
 		errs = append(errs, err)
 	}
-	if r.requests != nil {
+	if r.requests != nil && ex.requestOver == 0 {
 		body := json.RawMessage(bytes.ReplaceAll(body, []byte("\n"), []byte(" ")))
 		if !json.Valid(body) {
 			b, _ := json.Marshal(string(ex.body))
@@ -254,10 +256,16 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 		Kind: metrics.KindStep, StartedAt: ex.start.UTC(), RequestBytes: int64(len(ex.body)), ExpectedUnknown: true,
 	}
 	var warnings []string
-	req, err := decodeRequest(ex.api, ex.body)
-	if err != nil {
+	req := &chat.Request{}
+	if ex.requestOver > 0 {
+		s.RequestBytes = ex.requestLen
+		if s.RequestBytes < 0 {
+			s.RequestBytes = ex.sent.n.Load()
+		}
+	} else if d, err := decodeRequest(ex.api, ex.body); err != nil {
 		warnings = append(warnings, "the request could not be decoded, so it is grouped alone: "+err.Error())
-		req = &chat.Request{}
+	} else {
+		req = d
 	}
 	s.TotalNs = int64(ex.end.Sub(ex.start))
 	chunks, derr := decodeChunks(ex.encoding, ex.chunks)
@@ -313,6 +321,9 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 		harness.SetResult(s, res, nil)
 		warnings = append(warnings, res.Warnings...)
 		switch {
+		case ex.truncated:
+			// Before a parser's error: the kept bytes end mid-answer.
+			s.Error = fmt.Sprintf("%s: the answer grew past the limit of %d bytes the proxy keeps to parse (--max-reply-bytes); the client received it whole", chat.ReplyTooLong, ex.maxReply)
 		case perr != nil:
 			var ae *chat.APIError
 			if errors.As(perr, &ae) {
@@ -324,8 +335,6 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 			s.Error = "the client disconnected before the answer ended"
 		case ex.readErr != nil:
 			s.Error = "read the answer: " + ex.readErr.Error()
-		case ex.truncated:
-			s.Error = fmt.Sprintf("the answer is longer than %d bytes: recorded as cut", maxBody)
 		default:
 			// A stream that ended before its end marker ("stream cut: no message_stop").
 			var ae *chat.APIError
@@ -337,8 +346,18 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 			warnings = append(warnings, r.cachedFromLog(ex, res, s)...)
 			harness.SetReread(s)
 		}
-		if r.attr != nil && s.Error == "" {
+		if r.attr != nil && s.Error == "" && ex.requestOver == 0 {
 			warnings = append(warnings, r.attribute(ex, req, res, reply, s)...)
+		}
+	}
+	if ex.requestOver > 0 {
+		// The answer's figures are the upstream's and stay; what the row could not record is
+		// the request's side.
+		note := fmt.Sprintf("request body over the limit of %d bytes (--max-request-bytes): forwarded whole, not recorded (its conversation and expected cached tokens unknown, no saved request)", ex.requestOver)
+		if s.Error == "" {
+			s.Error = note
+		} else {
+			s.Error = note + "; " + s.Error
 		}
 	}
 	s.Warnings = strings.Join(warnings, "; ")
@@ -487,8 +506,8 @@ func (r *recorder) observeFill(ex *exchange) {
 	if r.attr == nil {
 		return
 	}
-	var prompt string
-	if json.Unmarshal(ex.env.Prompt, &prompt) != nil || prompt == "" {
+	prompt, _ := promptOf(ex.body)
+	if prompt == "" {
 		return
 	}
 	// A fill that holds the last request's prompt and its reply (the lab's generation
@@ -522,8 +541,8 @@ func (r *recorder) render(ex *exchange) (string, error) {
 	case r.opts.Attribution.Render == RenderLlamaCpp && ex.api == APIOpenAIChat:
 		path, body = "/apply-template", ex.body
 	case ex.api == APIOllamaGenerate && ex.env.Raw, ex.api == APILlamaCppCompletion:
-		var prompt string
-		if json.Unmarshal(ex.env.Prompt, &prompt) != nil {
+		prompt, ok := promptOf(ex.body)
+		if !ok {
 			return "", nil
 		}
 		return prompt, nil
@@ -548,7 +567,7 @@ func (r *recorder) render(ex *exchange) (string, error) {
 		return "", fmt.Errorf("render the prompt: %s", Redact(err.Error(), ex.secrets))
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxRender))
 	if err != nil {
 		return "", fmt.Errorf("render the prompt: %w", err)
 	}
