@@ -491,9 +491,16 @@ func (ex *exchange) fail(err error) {
 func (ex *exchange) add(p []byte, at time.Time) {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
-	if ex.truncated || int64(ex.size+len(p)) > ex.maxReply {
-		ex.truncated = true
+	if ex.truncated {
 		return
+	}
+	if room := ex.maxReply - int64(ex.size); int64(len(p)) > room {
+		// What fits is kept (the answer's form and first content are read from it).
+		ex.truncated = true
+		p = p[:room]
+		if len(p) == 0 {
+			return
+		}
 	}
 	ex.size += len(p)
 	ex.chunks = append(ex.chunks, chunk{data: append([]byte(nil), p...), at: at})

@@ -291,6 +291,9 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 			// An HTML page, an empty body: not an answer the API gives, whose figures stay
 			// unknown.
 			s.Error = chat.NotAnswerError("", "", ex.ctype, head).Body
+			if ex.truncated {
+				s.Error = replyTooLong(ex.maxReply)
+			}
 			break
 		}
 		p := newParser(ex.api)
@@ -323,7 +326,7 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 		switch {
 		case ex.truncated:
 			// Before a parser's error: the kept bytes end mid-answer.
-			s.Error = fmt.Sprintf("%s: the answer grew past the limit of %d bytes the proxy keeps to parse (--max-reply-bytes); the client received it whole", chat.ReplyTooLong, ex.maxReply)
+			s.Error = replyTooLong(ex.maxReply)
 		case perr != nil:
 			var ae *chat.APIError
 			if errors.As(perr, &ae) {
@@ -362,6 +365,12 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 	}
 	s.Warnings = strings.Join(warnings, "; ")
 	return s, req, reply
+}
+
+// replyTooLong is the error of a row whose answer went past limit bytes ([Options].MaxReplyBytes):
+// it begins with [chat.ReplyTooLong] and names the limit and its flag.
+func replyTooLong(limit int64) string {
+	return fmt.Sprintf("%s: the answer grew past the limit of %d bytes the proxy keeps to parse (--max-reply-bytes); the client received it whole", chat.ReplyTooLong, limit)
 }
 
 // dropOllamaEstimate removes from the result of Ollama's /v1/messages a prompt count that
