@@ -282,9 +282,7 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 	case ex.status/100 != 2:
 		s.Error = fmt.Sprintf("HTTP %d: %s", ex.status, openai.ErrorMessage([]byte(Redact(string(joinChunks(chunks)), secrets))))
 	default:
-		body := joinChunks(chunks)
-		head := bytes.TrimLeft(body, " \t\r\n")
-		head = head[:min(len(head), 64)]
+		head := answerHead(chunks)
 		form := chat.SniffAnswer(ex.ctype, head)
 		mode, ok := framingOf(ex.api, form)
 		if !ok {
@@ -303,7 +301,7 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 		// An unstreamed answer (one JSON document, Ollama's included; JSON lines sent as
 		// application/json are a stream) has no time to first token: its first byte comes after
 		// the whole generation. lab run leaves it unknown too.
-		unstreamed := form == chat.AnswerJSON && (mode == framingWhole || !bytes.Contains(bytes.TrimSpace(body), []byte("\n")))
+		unstreamed := form == chat.AnswerJSON && (mode == framingWhole || !bytes.Contains(bytes.TrimSpace(joinChunks(chunks)), []byte("\n")))
 		switch {
 		case unstreamed:
 			warnings = append(warnings, chat.Unstreamed)
@@ -399,12 +397,33 @@ func ollamaCompatible(api string) bool {
 	return api == APIOpenAIChat || api == APIOpenAIResponses || api == APIAnthropic
 }
 
+// joinChunks returns the chunks' bytes in one buffer of their size.
 func joinChunks(cs []chunk) []byte {
-	var b []byte
+	n := 0
+	for _, c := range cs {
+		n += len(c.data)
+	}
+	b := make([]byte, 0, n)
 	for _, c := range cs {
 		b = append(b, c.data...)
 	}
 	return b
+}
+
+// answerHead returns the first 64 bytes of the chunks after their leading white space.
+func answerHead(cs []chunk) []byte {
+	var head []byte
+	for _, c := range cs {
+		d := c.data
+		if len(head) == 0 {
+			d = bytes.TrimLeft(d, " \t\r\n")
+		}
+		head = append(head, d[:min(len(d), 64-len(head))]...)
+		if len(head) == 64 {
+			break
+		}
+	}
+	return head
 }
 
 // turnStep derives a request's turn (the number of user messages, 1-based: a tool result is not
