@@ -79,3 +79,21 @@ func TestFeedAllocatesLinearly(t *testing.T) {
 		t.Logf("%s: %d bytes, %d allocated (%.2f per byte)", tc.name, len(tc.stream), alloc, float64(alloc)/float64(len(tc.stream)))
 	}
 }
+
+// What the proxy keeps of an answer sent in tiny pieces is bounded too: 10,000 pieces of one
+// byte are past a limit of 100,000 bytes (each piece costs its slice and time besides its byte),
+// and what is kept stays within it. Counting only the bytes kept them all, some 50 times their
+// size.
+func TestAnswerInTinyPiecesIsBounded(t *testing.T) {
+	ex := &exchange{maxReply: 100000}
+	at := time.Now()
+	for range 10000 {
+		ex.add([]byte("x"), at)
+	}
+	if !ex.truncated {
+		t.Errorf("10,000 pieces of 1 byte within a limit of %d: want it past the limit", ex.maxReply)
+	}
+	if got := len(ex.chunks) * (1 + pieceCost); int64(got) > ex.maxReply {
+		t.Errorf("%d pieces kept, costing %d bytes; want at most %d", len(ex.chunks), got, ex.maxReply)
+	}
+}

@@ -92,7 +92,8 @@ type Options struct {
 	// and no saved request is written for it.
 	MaxRequestBytes int64
 	// MaxReplyBytes bounds the answer the proxy keeps to parse, in bytes as the upstream sent
-	// them (a stream's framing included); 0 is [chat.DefaultMaxReplyBytes]. The client receives
+	// them (a stream's framing included, and 96 bytes per piece read, [pieceCost]); 0 is
+	// [chat.DefaultMaxReplyBytes]. The client receives
 	// a longer answer whole all the same; its row is an error row naming the limit
 	// ([chat.ReplyTooLong]).
 	MaxReplyBytes int64
@@ -460,7 +461,8 @@ type exchange struct {
 	// encoding is the answer's Content-Encoding: "" or identity unless the upstream compressed
 	// it although the proxy asked for identity.
 	encoding  string
-	chunks    []chunk
+	chunks []chunk
+	// size is what chunks cost: their bytes and pieceCost each.
 	size      int
 	truncated bool
 	eof       bool
@@ -488,21 +490,28 @@ func (ex *exchange) fail(err error) {
 	}
 }
 
+// pieceCost is what keeping one piece of an answer costs besides its bytes: its slice and
+// arrival time in the list of chunks and the list's spare room, counted against
+// [Options].MaxReplyBytes so that an answer sent in tiny pieces is bounded too.
+const pieceCost = 96
+
+// add keeps a copy of p, a piece of the answer that arrived at at, while what is kept stays
+// within ex.maxReply (pieceCost counted per piece); past it, what fits, and truncated is set.
 func (ex *exchange) add(p []byte, at time.Time) {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	if ex.truncated {
 		return
 	}
-	if room := ex.maxReply - int64(ex.size); int64(len(p)) > room {
+	if room := ex.maxReply - int64(ex.size) - pieceCost; int64(len(p)) > room {
 		// What fits is kept (the answer's form and first content are read from it).
 		ex.truncated = true
-		p = p[:room]
+		p = p[:max(room, 0)]
 		if len(p) == 0 {
 			return
 		}
 	}
-	ex.size += len(p)
+	ex.size += len(p) + pieceCost
 	ex.chunks = append(ex.chunks, chunk{data: append([]byte(nil), p...), at: at})
 }
 

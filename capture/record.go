@@ -368,7 +368,7 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 // replyTooLong is the error of a row whose answer went past limit bytes ([Options].MaxReplyBytes):
 // it begins with [chat.ReplyTooLong] and names the limit and its flag.
 func replyTooLong(limit int64) string {
-	return fmt.Sprintf("%s: the answer grew past the limit of %d bytes the proxy keeps to parse (--max-reply-bytes); the client received it whole", chat.ReplyTooLong, limit)
+	return fmt.Sprintf("%s: the answer grew past the limit of %d bytes the proxy keeps to parse (--max-reply-bytes; each piece read counts %d bytes more); the client received it whole", chat.ReplyTooLong, limit, pieceCost)
 }
 
 // dropOllamaEstimate removes from the result of Ollama's /v1/messages a prompt count that
