@@ -460,8 +460,8 @@ type exchange struct {
 	ctype  string
 	// encoding is the answer's Content-Encoding: "" or identity unless the upstream compressed
 	// it although the proxy asked for identity.
-	encoding  string
-	chunks []chunk
+	encoding string
+	chunks   []chunk
 	// size is what chunks cost: their bytes and pieceCost each.
 	size      int
 	truncated bool
