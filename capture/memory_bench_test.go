@@ -51,7 +51,7 @@ func heapPeak() (stop func() uint64) {
 // sendConcurrently posts body n times at once through a new proxy in front of a loopback upstream
 // that reads each request whole and answers a small chat.completion, and returns once every row
 // is written. chunked sends the body without a Content-Length.
-func sendConcurrently(tb testing.TB, body []byte, n int, chunked bool) {
+func sendConcurrently(tb testing.TB, body []byte, n int, chunked, save bool) {
 	tb.Helper()
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -59,7 +59,7 @@ func sendConcurrently(tb testing.TB, body []byte, n int, chunked bool) {
 		io.WriteString(w, `{"choices":[{"message":{"role":"assistant","content":"ok"}}],"usage":{"prompt_tokens":10,"completion_tokens":1}}`)
 	}))
 	defer up.Close()
-	p, err := New(Options{Upstream: up.URL, Dir: filepath.Join(tb.TempDir(), "run_id=cap"), RunID: "cap"})
+	p, err := New(Options{Upstream: up.URL, Dir: filepath.Join(tb.TempDir(), "run_id=cap"), RunID: "cap", SaveRequests: save})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -104,14 +104,14 @@ func sendConcurrently(tb testing.TB, body []byte, n int, chunked bool) {
 // reports the peak heap in use above the heap before them, per byte of the bodies in flight
 // (peak-heap/body-byte: 1 is every body held once), and the process's peak resident set
 // (maxrss-MiB, the test process's whole: meaningful for the first run, -benchtime=1x). The
-// client's body is one shared 10 MB buffer.
+// client's body is one shared 10 MB buffer. Sub-benchmarks: bodies with a Content-Length,
+// chunked ones (no length declared), and with the requests saved (Options.SaveRequests).
 func BenchmarkProxyConcurrentBodies(b *testing.B) {
-	for _, chunked := range []bool{false, true} {
-		name := "content-length"
-		if chunked {
-			name = "chunked"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, tc := range []struct {
+		name          string
+		chunked, save bool
+	}{{"content-length", false, false}, {"chunked", true, false}, {"save-requests", false, true}} {
+		b.Run(tc.name, func(b *testing.B) {
 			const n, size = 50, 10 << 20
 			body := bigChatBody(size)
 			for b.Loop() {
@@ -120,7 +120,7 @@ func BenchmarkProxyConcurrentBodies(b *testing.B) {
 				runtime.ReadMemStats(&m)
 				base := m.HeapInuse
 				stop := heapPeak()
-				sendConcurrently(b, body, n, chunked)
+				sendConcurrently(b, body, n, tc.chunked, tc.save)
 				peak := stop()
 				b.ReportMetric(float64(peak-base)/float64(n*len(body)), "peak-heap/body-byte")
 				b.ReportMetric(float64(peak-base)/(1<<20), "peak-heap-MiB")
