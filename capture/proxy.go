@@ -614,7 +614,14 @@ func readBody(r io.Reader, length, limit int64) (body []byte, over bool, err err
 		}
 		size = min(2*size, 4<<20)
 	}
-	return slices.Concat(blocks...), false, nil
+	body = slices.Concat(blocks...)
+	if total >= collectAfter {
+		// The blocks, as long as the body, are garbage now, which the collector's pace lets
+		// grow with everything live (the bodies of every request in flight): collected now.
+		clear(blocks)
+		runtime.GC()
+	}
+	return body, false, nil
 }
 
 // sensitiveHeaders carry credentials; they are forwarded to the upstream and written nowhere.
