@@ -30,9 +30,10 @@ import (
 const DefaultLabel = "capture"
 
 // DefaultMaxRequestBytes is the longest request body the proxy reads to record it unless told
-// otherwise ([Options].MaxRequestBytes, lab proxy --max-request-bytes), in bytes: 64 MiB, above
-// the request sizes the cloud model APIs accept (images and documents included) and some fifty
-// times the body of a 200k-token conversation in text.
+// otherwise ([Options].MaxRequestBytes, lab proxy --max-request-bytes), in bytes: 64 MiB, twice
+// the largest request the Anthropic Messages API accepts (32 MB, its documented request size
+// limit, images and documents included) and some fifty times the body of a 200k-token
+// conversation in text.
 const DefaultMaxRequestBytes = 64 << 20
 
 // collectAfter is the request body size, in bytes, past which the recorder collects garbage once
