@@ -94,9 +94,8 @@ type Options struct {
 	MaxRequestBytes int64
 	// MaxReplyBytes bounds the answer the proxy keeps to parse, in bytes as the upstream sent
 	// them (a stream's framing included, and 96 bytes per piece read, [pieceCost]); 0 is
-	// [chat.DefaultMaxReplyBytes]. The client receives
-	// a longer answer whole all the same; its row is an error row naming the limit
-	// ([chat.ReplyTooLong]).
+	// [chat.DefaultMaxReplyBytes]. The client receives a longer answer whole all the same; its
+	// row is an error row naming the limit ([chat.ReplyTooLong]).
 	MaxReplyBytes int64
 	// Attribution computes the expected cached tokens, the divergence and the re-read split of
 	// each request against what the upstream's cache held ([cachesim.Attributor]); the zero
