@@ -66,12 +66,34 @@ type envelope struct {
 	PromptCacheKey string          `json:"prompt_cache_key"`
 	DebugRender    bool            `json:"_debug_render_only"`
 	Raw            bool            `json:"raw"`
-	Prompt         json.RawMessage `json:"prompt"`
+	Prompt         presence        `json:"prompt"`
 	NPredict       *int            `json:"n_predict"`
 	KeepAlive      json.RawMessage `json:"keep_alive"`
 	Options        struct {
 		NumPredict *int `json:"num_predict"`
 	} `json:"options"`
+}
+
+// presence is a JSON field read only for whether it holds something (not absent, null or ""):
+// the proxy's handlers read the envelope of every request at once, and a prompt is as long as
+// the body. The recorder reads the prompt itself ([promptOf]).
+type presence bool
+
+func (p *presence) UnmarshalJSON(b []byte) error {
+	*p = presence(string(b) != "null" && string(b) != `""`)
+	return nil
+}
+
+// promptOf returns a request body's "prompt" string (Ollama /api/generate, llama-server
+// /completion); ok is false when it has none or it is not a string.
+func promptOf(body []byte) (prompt string, ok bool) {
+	var b struct {
+		Prompt *string `json:"prompt"`
+	}
+	if json.Unmarshal(body, &b) != nil || b.Prompt == nil {
+		return "", false
+	}
+	return *b.Prompt, true
 }
 
 // skip reports why a request of api with envelope e is passed through unrecorded: it renders
@@ -88,7 +110,7 @@ func skip(api string, e *envelope) string {
 			return "render"
 		}
 	case APIOllamaGenerate:
-		if len(e.Prompt) == 0 || string(e.Prompt) == `""` || string(e.Prompt) == "null" {
+		if !e.Prompt {
 			var d ollamaapi.Duration
 			if len(e.KeepAlive) > 0 && d.UnmarshalJSON(e.KeepAlive) == nil && d.Duration == 0 {
 				return "unload"
@@ -233,13 +255,15 @@ func (p *completionParser) result() *chat.Result { return p.c.Result() }
 // whole body (anything else). It returns the index of the first chunk (in chunks) whose bytes
 // completed an event that carried content (-1 when none did) and the first error a parser
 // returned.
+//
+// Time and memory are linear in the answer, and a line is copied only when it spans chunks
+// (once, into a buffer of its length): a line, and an event of one data line, within a chunk is
+// handed to the parser in place. What the parser is handed stays unchanged (chunks are never
+// written to); it must not write to it.
 func feed(p parser, mode framing, chunks []chunk) (first int, err error) {
 	first = -1
 	if mode == framingWhole {
-		var body []byte
-		for _, c := range chunks {
-			body = append(body, c.data...)
-		}
+		body := joinChunks(chunks)
 		if len(bytes.TrimSpace(body)) == 0 {
 			return -1, nil
 		}
@@ -251,16 +275,21 @@ func feed(p parser, mode framing, chunks []chunk) (first int, err error) {
 		}
 		return first, nil
 	}
-	var line []byte
 	var name string
 	var data [][]byte
+	eventData := func() []byte {
+		if len(data) == 1 {
+			return data[0]
+		}
+		return bytes.Join(data, []byte("\n"))
+	}
 	dispatch := func(at int) error {
 		if len(data) == 0 {
 			name = ""
 			return nil
 		}
-		content, err := p.event(name, bytes.Join(data, []byte("\n")))
-		name, data = "", nil
+		content, err := p.event(name, eventData())
+		name, data = "", data[:0]
 		if content && first < 0 {
 			first = at
 		}
@@ -290,26 +319,35 @@ func feed(p parser, mode framing, chunks []chunk) (first int, err error) {
 		case "event":
 			name = string(value)
 		case "data":
-			data = append(data, append([]byte(nil), value...))
+			data = append(data, value)
 		case "error":
 			name = "error"
-			data = append(data, append([]byte(nil), value...))
+			data = append(data, value)
 		}
 		return nil
 	}
+	// line assembles a line that spans chunks (spanning), in a buffer of its own: the data
+	// lines of an event under way may point into the last one.
+	var line []byte
+	spanning := false
 	for i, c := range chunks {
 		rest := c.data
-		for {
+		for len(rest) > 0 {
 			j := bytes.IndexByte(rest, '\n')
 			if j < 0 {
+				if !spanning {
+					line, spanning = make([]byte, 0, lineLen(chunks, i, rest)), true
+				}
 				line = append(line, rest...)
 				break
 			}
-			line = append(line, rest[:j]...)
-			if err := handle(line, i); err != nil {
+			l := rest[:j]
+			if spanning {
+				l, line, spanning = append(line, l...), nil, false
+			}
+			if err := handle(l, i); err != nil {
 				return first, err
 			}
-			line = line[:0]
 			rest = rest[j+1:]
 		}
 	}
@@ -317,7 +355,7 @@ func feed(p parser, mode framing, chunks []chunk) (first int, err error) {
 	// dropped, so that the answer is seen as cut by its missing end marker (the parser's end),
 	// not as a malformed event.
 	last := len(chunks) - 1
-	if len(line) > 0 {
+	if spanning {
 		if mode == framingLines && !json.Valid(bytes.TrimSpace(line)) {
 			return first, nil
 		}
@@ -326,7 +364,7 @@ func feed(p parser, mode framing, chunks []chunk) (first int, err error) {
 		}
 	}
 	if mode == framingSSE {
-		if d := bytes.TrimSpace(bytes.Join(data, []byte("\n"))); len(data) > 0 && !json.Valid(d) && string(d) != "[DONE]" {
+		if d := bytes.TrimSpace(eventData()); len(data) > 0 && !json.Valid(d) && string(d) != "[DONE]" {
 			return first, nil
 		}
 		if err := dispatch(last); err != nil {
@@ -334,6 +372,19 @@ func feed(p parser, mode framing, chunks []chunk) (first int, err error) {
 		}
 	}
 	return first, nil
+}
+
+// lineLen returns the length of the line that begins with rest (the end of chunks[i], which
+// holds no newline) and ends at the next newline in the chunks after it, or at their end.
+func lineLen(chunks []chunk, i int, rest []byte) int {
+	n := len(rest)
+	for _, c := range chunks[i+1:] {
+		if j := bytes.IndexByte(c.data, '\n'); j >= 0 {
+			return n + j
+		}
+		n += len(c.data)
+	}
+	return n
 }
 
 // framingOf returns how an HTTP 2xx answer of api is read, from its form ([chat.SniffAnswer]

@@ -2,8 +2,10 @@ package capture
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"slices"
 	"strings"
 
@@ -27,7 +29,7 @@ type conversation struct {
 	lastLen    int
 	lastFailed bool
 	// parts is the last request that succeeded, by part, for rows without a rendering
-	// (cachesim.FirstDifference); nil before the first.
+	// (cachesim.FirstDifference), each text as its digest (digestParts); nil before the first.
 	parts []cachesim.Part
 }
 
@@ -128,26 +130,49 @@ func messageKeys(msgs []chat.Message) []string {
 
 // messageKey is what two messages must share to be the same message of a conversation: role,
 // text (surrounding white space trimmed), tool calls (name and compacted arguments) and the
-// tool call id a result answers.
+// tool call id a result answers. It is the role, a NUL and the SHA-256 of the rest (32 bytes):
+// a conversation keeps the keys of its first and last requests for as long as the capture
+// runs, so a key must not hold the message's text.
 func messageKey(m chat.Message) string {
-	var b strings.Builder
-	b.WriteString(string(m.Role))
-	b.WriteByte(0)
-	b.WriteString(strings.TrimSpace(m.Content))
-	b.WriteByte(0)
-	b.WriteString(m.ToolCallID)
+	h := sha256.New()
+	hashString(h, strings.TrimSpace(m.Content))
+	h.Write([]byte{0})
+	hashString(h, m.ToolCallID)
 	for _, tc := range m.ToolCalls {
-		b.WriteByte(0)
-		b.WriteString(tc.Name)
-		b.WriteByte(0)
+		h.Write([]byte{0})
+		hashString(h, tc.Name)
+		h.Write([]byte{0})
 		var c bytes.Buffer
 		if json.Compact(&c, tc.Arguments) == nil {
-			b.Write(c.Bytes())
+			h.Write(c.Bytes())
 		} else {
-			b.Write(tc.Arguments)
+			h.Write(tc.Arguments)
 		}
 	}
-	return b.String()
+	return string(m.Role) + "\x00" + string(h.Sum(nil))
+}
+
+// digestParts returns parts with each Text replaced by its SHA-256, which is all
+// [cachesim.FirstDifference] compares: a conversation keeps its last request's parts.
+func digestParts(parts []cachesim.Part) []cachesim.Part {
+	out := make([]cachesim.Part, len(parts))
+	for i, p := range parts {
+		h := sha256.New()
+		hashString(h, p.Text)
+		out[i] = cachesim.Part{Name: p.Name, Text: string(h.Sum(nil))}
+	}
+	return out
+}
+
+// hashString writes s to h through a small buffer: converting a long text to bytes whole would
+// copy it.
+func hashString(h hash.Hash, s string) {
+	var buf [32 << 10]byte
+	for len(s) > 0 {
+		n := copy(buf[:], s)
+		h.Write(buf[:n])
+		s = s[n:]
+	}
 }
 
 func commonPrefix(a, b []string) int {

@@ -14,6 +14,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,9 +29,19 @@ import (
 // DefaultLabel is the arm of every row when [Options].Label is empty.
 const DefaultLabel = "capture"
 
-// maxBody bounds the request body the proxy reads to record it, and the answer it keeps to parse
-// (the client receives the whole answer either way; a longer one is recorded as cut).
-const maxBody = 256 << 20
+// DefaultMaxRequestBytes is the longest request body the proxy reads to record it unless told
+// otherwise ([Options].MaxRequestBytes, lab proxy --max-request-bytes), in bytes: 64 MiB, twice
+// the largest request the Anthropic Messages API accepts (32 MB, its documented request size
+// limit, images and documents included) and some fifty times the body of a 200k-token
+// conversation in text.
+const DefaultMaxRequestBytes = 64 << 20
+
+// collectAfter is the request body size, in bytes, past which the recorder collects garbage once
+// it recorded the request.
+const collectAfter = 4 << 20
+
+// maxRender bounds the rendering the recorder reads back from the upstream (one at a time).
+const maxRender = 256 << 20
 
 // Options configures a [Proxy]. Zero fields take the defaults named.
 type Options struct {
@@ -74,6 +86,17 @@ type Options struct {
 	UpstreamOllama bool
 	// LogWait is how long the recorder waits for a request's line to reach the log; 0 is 3 s.
 	LogWait time.Duration
+	// MaxRequestBytes bounds the request body the proxy reads to record it, in bytes; 0 is
+	// [DefaultMaxRequestBytes]. A longer body is forwarded to the upstream all the same, whole
+	// and unchanged (streamed through, not held), and its row is an error row naming the limit:
+	// its messages were not read, so its conversation and expected cached tokens are unknown
+	// and no saved request is written for it.
+	MaxRequestBytes int64
+	// MaxReplyBytes bounds the answer the proxy keeps to parse, in bytes as the upstream sent
+	// them (a stream's framing included, and 96 bytes per piece read, [pieceCost]); 0 is
+	// [chat.DefaultMaxReplyBytes]. The client receives a longer answer whole all the same; its
+	// row is an error row naming the limit ([chat.ReplyTooLong]).
+	MaxReplyBytes int64
 	// Attribution computes the expected cached tokens, the divergence and the re-read split of
 	// each request against what the upstream's cache held ([cachesim.Attributor]); the zero
 	// value computes none (expected_unknown true on every row).
@@ -171,6 +194,15 @@ func New(opts Options) (*Proxy, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.MaxRequestBytes < 0 || opts.MaxReplyBytes < 0 {
+		return nil, fmt.Errorf("capture: MaxRequestBytes %d, MaxReplyBytes %d: want a number of bytes, or 0 for the default", opts.MaxRequestBytes, opts.MaxReplyBytes)
+	}
+	if opts.MaxRequestBytes == 0 {
+		opts.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if opts.MaxReplyBytes == 0 {
+		opts.MaxReplyBytes = chat.DefaultMaxReplyBytes
+	}
 	switch opts.Attribution.Render {
 	case "", RenderOllama, RenderLlamaCpp:
 	default:
@@ -230,43 +262,54 @@ func exchangeOf(ctx context.Context) *exchange {
 }
 
 // ServeHTTP forwards r to the upstream and the answer to w as it arrives (flushed at once,
-// streams included). A request to a known API is read whole first (it is needed to record it)
-// and its answer is teed: each chunk the upstream sends is kept, with the time it arrived, for
-// the recorder, which parses it once the answer ended.
+// streams included). A request to a known API is read whole first (it is needed to record it),
+// unless its body is longer than [Options].MaxRequestBytes, which is forwarded as it comes and
+// recorded as an error row; its answer is teed: each chunk the upstream sends is kept, with the
+// time it arrived, up to [Options].MaxReplyBytes, for the recorder, which parses it once the
+// answer ended.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	api := classify(r.Method, r.URL.Path)
 	if api == "" {
 		p.rp.ServeHTTP(w, r)
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-	r.Body.Close()
+	body, over, err := readBody(r.Body, r.ContentLength, p.opts.MaxRequestBytes)
 	if err != nil {
+		r.Body.Close()
 		http.Error(w, "lab proxy: read the request: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	if len(body) > maxBody {
-		http.Error(w, fmt.Sprintf("lab proxy: request body over %d bytes", maxBody), http.StatusRequestEntityTooLarge)
-		return
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.ContentLength = int64(len(body))
-	ex := &exchange{api: api, body: body, auth: authHeaders(r.Header), key: sessionKey(r.Header)}
+	ex := &exchange{api: api, auth: authHeaders(r.Header), key: sessionKey(r.Header), maxReply: p.opts.MaxReplyBytes}
 	ex.secrets = append(secretsOf(ex.auth), querySecrets(r.URL.Query())...)
 	ex.secrets = append(ex.secrets, querySecrets(p.upstream.Query())...)
-	_ = json.Unmarshal(body, &ex.env) // a body that is not JSON is the upstream's to refuse
-	if ex.env.PromptCacheKey != "" {
-		ex.key = "prompt_cache_key " + ex.env.PromptCacheKey
-	}
-	switch skip(api, &ex.env) {
-	case "fill":
-		ex.fill = true
-	case "unload":
-		ex.unload = true
-	case "":
-	default:
-		p.rp.ServeHTTP(w, r)
-		return
+	if over {
+		// Forwarded as it comes: what was read, then the rest (the length the client gave, if
+		// any, stays the request's). Its size is the length it declared, else the bytes sent.
+		ex.requestOver, ex.requestLen = p.opts.MaxRequestBytes, r.ContentLength
+		ex.sent = &countingReader{r: io.MultiReader(bytes.NewReader(body), r.Body)}
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{ex.sent, r.Body}
+	} else {
+		r.Body.Close()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		ex.body = body
+		_ = json.Unmarshal(body, &ex.env) // a body that is not JSON is the upstream's to refuse
+		if ex.env.PromptCacheKey != "" {
+			ex.key = "prompt_cache_key " + ex.env.PromptCacheKey
+		}
+		switch skip(api, &ex.env) {
+		case "fill":
+			ex.fill = true
+		case "unload":
+			ex.unload = true
+		case "":
+		default:
+			p.rp.ServeHTTP(w, r)
+			return
+		}
 	}
 	ex.start = time.Now()
 	if !p.begin(ex) {
@@ -317,6 +360,13 @@ func (p *Proxy) record() {
 	defer close(p.done)
 	for ex := range p.queue {
 		p.rec.process(ex)
+		if len(ex.body) >= collectAfter {
+			// Decoding a long request leaves some times its size in garbage, which the
+			// collector's pace (GOGC) lets grow to the size of everything live: the bodies of
+			// every request in flight. Collected now, the garbage stays one request's.
+			ex.body = nil
+			runtime.GC()
+		}
 	}
 }
 
@@ -374,9 +424,19 @@ type chunk struct {
 // exchange is one recorded request and its answer, filled by the handler and read by the
 // recorder once the handler is done.
 type exchange struct {
-	api  string
+	api string
+	// body is the request body, nil when it was longer than requestOver.
 	body []byte
 	env  envelope
+	// requestOver is the limit (Options.MaxRequestBytes) the body went past, 0 when it did not;
+	// requestLen is then the body's declared length (-1 when it declared none) and sent counts
+	// the bytes forwarded.
+	requestOver int64
+	requestLen  int64
+	sent        *countingReader
+	// maxReply bounds the answer bytes kept (Options.MaxReplyBytes); truncated says the answer
+	// went past it.
+	maxReply int64
 	// key is the conversation key the request carried (a session header or prompt_cache_key),
 	// "" for none.
 	key string
@@ -400,8 +460,9 @@ type exchange struct {
 	ctype  string
 	// encoding is the answer's Content-Encoding: "" or identity unless the upstream compressed
 	// it although the proxy asked for identity.
-	encoding  string
-	chunks    []chunk
+	encoding string
+	chunks   []chunk
+	// size is what chunks cost: their bytes and pieceCost each.
 	size      int
 	truncated bool
 	eof       bool
@@ -429,14 +490,28 @@ func (ex *exchange) fail(err error) {
 	}
 }
 
+// pieceCost is what keeping one piece of an answer costs besides its bytes: its slice and
+// arrival time in the list of chunks and the list's spare room, counted against
+// [Options].MaxReplyBytes so that an answer sent in tiny pieces is bounded too.
+const pieceCost = 96
+
+// add keeps a copy of p, a piece of the answer that arrived at at, while what is kept stays
+// within ex.maxReply (pieceCost counted per piece); past it, what fits, and truncated is set.
 func (ex *exchange) add(p []byte, at time.Time) {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
-	if ex.size+len(p) > maxBody {
-		ex.truncated = true
+	if ex.truncated {
 		return
 	}
-	ex.size += len(p)
+	if room := ex.maxReply - int64(ex.size) - pieceCost; int64(len(p)) > room {
+		// What fits is kept (the answer's form and first content are read from it).
+		ex.truncated = true
+		p = p[:max(room, 0)]
+		if len(p) == 0 {
+			return
+		}
+	}
+	ex.size += len(p) + pieceCost
 	ex.chunks = append(ex.chunks, chunk{data: append([]byte(nil), p...), at: at})
 }
 
@@ -489,6 +564,65 @@ func (t *tee) Read(p []byte) (int, error) {
 }
 
 func (t *tee) Close() error { return t.rc.Close() }
+
+// countingReader counts the bytes read through it; safe to read the count while another goroutine
+// reads.
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// readBody reads a request body of at most limit bytes. When the request declares its length
+// (length >= 0, its Content-Length) the body is read into one buffer of that size, else in
+// blocks copied once into one of the size read: a body is held once, not in the doubling
+// buffers of io.ReadAll. over is true when the body is longer than limit: body is then what was
+// read of it (nil when its declared length said so before anything was read), the rest left in
+// r. Errors: the client's read errors, a body shorter than its declared length.
+func readBody(r io.Reader, length, limit int64) (body []byte, over bool, err error) {
+	if length > limit {
+		return nil, true, nil
+	}
+	if length >= 0 {
+		body = make([]byte, length)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return nil, false, err
+		}
+		return body, false, nil
+	}
+	var blocks [][]byte
+	var total int64
+	size := 64 << 10
+	for {
+		b := make([]byte, size)
+		n, err := io.ReadFull(r, b)
+		blocks = append(blocks, b[:n])
+		total += int64(n)
+		if total > limit {
+			return slices.Concat(blocks...), true, nil
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			break
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		size = min(2*size, 4<<20)
+	}
+	body = slices.Concat(blocks...)
+	if total >= collectAfter {
+		// The blocks, as long as the body, are garbage now, which the collector's pace lets
+		// grow with everything live (the bodies of every request in flight): collected now.
+		clear(blocks)
+		runtime.GC()
+	}
+	return body, false, nil
+}
 
 // sensitiveHeaders carry credentials; they are forwarded to the upstream and written nowhere.
 var sensitiveHeaders = []string{"Authorization", "Proxy-Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key", "Cookie"}

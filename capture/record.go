@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -79,7 +80,8 @@ func newRecorder(opts Options, u *url.URL, tr http.RoundTripper) (*recorder, err
 	if a := opts.Attribution; a.Render != "" && a.Tokenizer != nil {
 		r.attr = &cachesim.Attributor{Tok: a.Tokenizer, NumCtx: a.NumCtx, NoteOpen: a.NoteOpen}
 	}
-	settings := map[string]string{"upstream": RedactURL(u), "label": opts.Label}
+	settings := map[string]string{"upstream": RedactURL(u), "label": opts.Label,
+		"max_request_bytes": strconv.FormatInt(opts.MaxRequestBytes, 10), "max_reply_bytes": strconv.FormatInt(opts.MaxReplyBytes, 10)}
 	for k, v := range opts.Settings {
 		settings[k] = v
 	}
@@ -141,7 +143,7 @@ func (r *recorder) process(ex *exchange) {
 	if s.ExpectedUnknown {
 		// No rendering (a cloud API): name the segment by comparing the request with the
 		// conversation's previous one part by part; the token stays unknown.
-		parts := cachesim.DifferenceParts(req, r.opts.Attribution.NoteOpen)
+		parts := digestParts(cachesim.DifferenceParts(req, r.opts.Attribution.NoteOpen))
 		if s.Error == "" {
 			if conv.parts != nil {
 				s.DivergenceSegment = cachesim.FirstDifference(conv.parts, parts)
@@ -156,7 +158,7 @@ func (r *recorder) process(ex *exchange) {
 	if err := r.sink.Write(s); err != nil {
 		errs = append(errs, err)
 	}
-	if r.requests != nil {
+	if r.requests != nil && ex.requestOver == 0 {
 		body := json.RawMessage(bytes.ReplaceAll(body, []byte("\n"), []byte(" ")))
 		if !json.Valid(body) {
 			b, _ := json.Marshal(string(ex.body))
@@ -254,10 +256,16 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 		Kind: metrics.KindStep, StartedAt: ex.start.UTC(), RequestBytes: int64(len(ex.body)), ExpectedUnknown: true,
 	}
 	var warnings []string
-	req, err := decodeRequest(ex.api, ex.body)
-	if err != nil {
+	req := &chat.Request{}
+	if ex.requestOver > 0 {
+		s.RequestBytes = ex.requestLen
+		if s.RequestBytes < 0 {
+			s.RequestBytes = ex.sent.n.Load()
+		}
+	} else if d, err := decodeRequest(ex.api, ex.body); err != nil {
 		warnings = append(warnings, "the request could not be decoded, so it is grouped alone: "+err.Error())
-		req = &chat.Request{}
+	} else {
+		req = d
 	}
 	s.TotalNs = int64(ex.end.Sub(ex.start))
 	chunks, derr := decodeChunks(ex.encoding, ex.chunks)
@@ -274,15 +282,16 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 	case ex.status/100 != 2:
 		s.Error = fmt.Sprintf("HTTP %d: %s", ex.status, openai.ErrorMessage([]byte(Redact(string(joinChunks(chunks)), secrets))))
 	default:
-		body := joinChunks(chunks)
-		head := bytes.TrimLeft(body, " \t\r\n")
-		head = head[:min(len(head), 64)]
+		head := answerHead(chunks)
 		form := chat.SniffAnswer(ex.ctype, head)
 		mode, ok := framingOf(ex.api, form)
 		if !ok {
 			// An HTML page, an empty body: not an answer the API gives, whose figures stay
 			// unknown.
 			s.Error = chat.NotAnswerError("", "", ex.ctype, head).Body
+			if ex.truncated {
+				s.Error = replyTooLong(ex.maxReply)
+			}
 			break
 		}
 		p := newParser(ex.api)
@@ -292,7 +301,7 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 		// An unstreamed answer (one JSON document, Ollama's included; JSON lines sent as
 		// application/json are a stream) has no time to first token: its first byte comes after
 		// the whole generation. lab run leaves it unknown too.
-		unstreamed := form == chat.AnswerJSON && (mode == framingWhole || !bytes.Contains(bytes.TrimSpace(body), []byte("\n")))
+		unstreamed := form == chat.AnswerJSON && (mode == framingWhole || !bytes.Contains(bytes.TrimSpace(joinChunks(chunks)), []byte("\n")))
 		switch {
 		case unstreamed:
 			warnings = append(warnings, chat.Unstreamed)
@@ -313,6 +322,9 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 		harness.SetResult(s, res, nil)
 		warnings = append(warnings, res.Warnings...)
 		switch {
+		case ex.truncated:
+			// Before a parser's error: the kept bytes end mid-answer.
+			s.Error = replyTooLong(ex.maxReply)
 		case perr != nil:
 			var ae *chat.APIError
 			if errors.As(perr, &ae) {
@@ -324,8 +336,6 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 			s.Error = "the client disconnected before the answer ended"
 		case ex.readErr != nil:
 			s.Error = "read the answer: " + ex.readErr.Error()
-		case ex.truncated:
-			s.Error = fmt.Sprintf("the answer is longer than %d bytes: recorded as cut", maxBody)
 		default:
 			// A stream that ended before its end marker ("stream cut: no message_stop").
 			var ae *chat.APIError
@@ -337,12 +347,28 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 			warnings = append(warnings, r.cachedFromLog(ex, res, s)...)
 			harness.SetReread(s)
 		}
-		if r.attr != nil && s.Error == "" {
+		if r.attr != nil && s.Error == "" && ex.requestOver == 0 {
 			warnings = append(warnings, r.attribute(ex, req, res, reply, s)...)
+		}
+	}
+	if ex.requestOver > 0 {
+		// The answer's figures are the upstream's and stay; what the row could not record is
+		// the request's side.
+		note := fmt.Sprintf("request body over the limit of %d bytes (--max-request-bytes): forwarded whole, not recorded (its conversation and expected cached tokens unknown, no saved request)", ex.requestOver)
+		if s.Error == "" {
+			s.Error = note
+		} else {
+			s.Error = note + "; " + s.Error
 		}
 	}
 	s.Warnings = strings.Join(warnings, "; ")
 	return s, req, reply
+}
+
+// replyTooLong is the error of a row whose answer went past limit bytes ([Options].MaxReplyBytes):
+// it begins with [chat.ReplyTooLong] and names the limit and its flag.
+func replyTooLong(limit int64) string {
+	return fmt.Sprintf("%s: the answer grew past the limit of %d bytes the proxy keeps to parse (--max-reply-bytes; each piece read counts %d bytes more); the client received it whole", chat.ReplyTooLong, limit, pieceCost)
 }
 
 // dropOllamaEstimate removes from the result of Ollama's /v1/messages a prompt count that
@@ -371,12 +397,33 @@ func ollamaCompatible(api string) bool {
 	return api == APIOpenAIChat || api == APIOpenAIResponses || api == APIAnthropic
 }
 
+// joinChunks returns the chunks' bytes in one buffer of their size.
 func joinChunks(cs []chunk) []byte {
-	var b []byte
+	n := 0
+	for _, c := range cs {
+		n += len(c.data)
+	}
+	b := make([]byte, 0, n)
 	for _, c := range cs {
 		b = append(b, c.data...)
 	}
 	return b
+}
+
+// answerHead returns the first 64 bytes of the chunks after their leading white space.
+func answerHead(cs []chunk) []byte {
+	var head []byte
+	for _, c := range cs {
+		d := c.data
+		if len(head) == 0 {
+			d = bytes.TrimLeft(d, " \t\r\n")
+		}
+		head = append(head, d[:min(len(d), 64-len(head))]...)
+		if len(head) == 64 {
+			break
+		}
+	}
+	return head
 }
 
 // turnStep derives a request's turn (the number of user messages, 1-based: a tool result is not
@@ -487,8 +534,8 @@ func (r *recorder) observeFill(ex *exchange) {
 	if r.attr == nil {
 		return
 	}
-	var prompt string
-	if json.Unmarshal(ex.env.Prompt, &prompt) != nil || prompt == "" {
+	prompt, _ := promptOf(ex.body)
+	if prompt == "" {
 		return
 	}
 	// A fill that holds the last request's prompt and its reply (the lab's generation
@@ -522,8 +569,8 @@ func (r *recorder) render(ex *exchange) (string, error) {
 	case r.opts.Attribution.Render == RenderLlamaCpp && ex.api == APIOpenAIChat:
 		path, body = "/apply-template", ex.body
 	case ex.api == APIOllamaGenerate && ex.env.Raw, ex.api == APILlamaCppCompletion:
-		var prompt string
-		if json.Unmarshal(ex.env.Prompt, &prompt) != nil {
+		prompt, ok := promptOf(ex.body)
+		if !ok {
 			return "", nil
 		}
 		return prompt, nil
@@ -548,7 +595,7 @@ func (r *recorder) render(ex *exchange) (string, error) {
 		return "", fmt.Errorf("render the prompt: %s", Redact(err.Error(), ex.secrets))
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxRender))
 	if err != nil {
 		return "", fmt.Errorf("render the prompt: %w", err)
 	}

@@ -20,6 +20,7 @@ import (
 	lab "lab"
 	"lab/backend/llamacpp"
 	"lab/capture"
+	"lab/chat"
 	"lab/harness"
 	"lab/hygiene"
 	"lab/localserver"
@@ -41,6 +42,10 @@ type proxyOptions struct {
 	NumCtx       int
 	ServerLog    string
 	CacheDir     string
+	// MaxRequestBytes and MaxReplyBytes are --max-request-bytes and --max-reply-bytes
+	// (capture.Options).
+	MaxRequestBytes int64
+	MaxReplyBytes   int64
 	// Tags are the --tag key=value values (parseTags).
 	Tags []string
 	// ready, when set, is called with the address the proxy listens on (tests).
@@ -102,6 +107,8 @@ for it, as it waits for another run).`,
 	f.StringVar(&o.GGUF, "gguf", "", "with --render ollama: the served model's GGUF file, for its tokenizer (default: the synthetic model, when --upstream is lab server start's server)")
 	f.IntVar(&o.NumCtx, "num-ctx", 0, "with --render: the server's context window in tokens, to flag context overflows (0: unknown)")
 	f.StringVar(&o.ServerLog, "server-log", "", "an Ollama upstream's log, written with OLLAMA_DEBUG=1, for cached tokens (default: lab server start's log when --upstream is that server)")
+	f.Int64Var(&o.MaxRequestBytes, "max-request-bytes", capture.DefaultMaxRequestBytes, "the longest request body the proxy reads to record, in bytes; a longer one is forwarded whole and its row is an error row naming the limit")
+	f.Int64Var(&o.MaxReplyBytes, "max-reply-bytes", chat.DefaultMaxReplyBytes, "the longest answer the proxy keeps to parse, in bytes as sent (a stream's framing included); the client gets a longer one whole, its row is an error row naming the limit")
 	f.StringArrayVar(&o.Tags, "tag", nil, "a label of the capture, key=value (repeatable), recorded in the manifest and shown in the report")
 	f.StringVar(&o.CacheDir, "cache", "", "the lab's cache folder, where lab server start keeps its server (default $LAB_CACHE or ~/.cache/lab)")
 	return c
@@ -122,6 +129,12 @@ func runProxy(ctx context.Context, s *streams, o *proxyOptions) (err error) {
 	}
 	if o.NumCtx < 0 {
 		return badInput("--num-ctx %d: want a number of tokens, or 0 for unknown", o.NumCtx)
+	}
+	if o.MaxRequestBytes < 0 {
+		return badInput("--max-request-bytes %d: want a number of bytes, or 0 for the default", o.MaxRequestBytes)
+	}
+	if o.MaxReplyBytes < 0 {
+		return badInput("--max-reply-bytes %d: want a number of bytes, or 0 for the default", o.MaxReplyBytes)
 	}
 	tags, err := parseTags(o.Tags)
 	if err != nil {
@@ -214,6 +227,7 @@ func runProxy(ctx context.Context, s *streams, o *proxyOptions) (err error) {
 	p, err := capture.New(capture.Options{
 		Upstream: o.Upstream, Dir: dir, RunID: runID, Label: o.Label, SaveRequests: o.SaveRequests,
 		Progress: progress, LabVersion: version(), Attribution: attr, ServerLog: o.ServerLog, Tags: tags, UpstreamOllama: isOllama,
+		MaxRequestBytes: o.MaxRequestBytes, MaxReplyBytes: o.MaxReplyBytes,
 		Settings: map[string]string{"listen": ln.Addr().String(), "render": o.Render, "server_log": o.ServerLog, "upstream_ollama": strconv.FormatBool(isOllama)},
 	})
 	if err != nil {

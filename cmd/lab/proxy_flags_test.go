@@ -8,7 +8,8 @@ import (
 )
 
 // More of lab proxy's bad flags, each refused as bad input (exit 2) before it listens: an
-// upstream without a scheme, a negative context window, a label that cannot name an arm.
+// upstream without a scheme, a negative context window, a label that cannot name an arm, a
+// negative size bound.
 func TestProxyRefusesMoreBadFlags(t *testing.T) {
 	t.Setenv("LAB_CACHE", t.TempDir())
 	for _, tc := range []struct {
@@ -21,6 +22,8 @@ func TestProxyRefusesMoreBadFlags(t *testing.T) {
 		{[]string{"--upstream", "http://127.0.0.1:9", "--num-ctx", "-5"}, "--num-ctx"},
 		{[]string{"--upstream", "http://127.0.0.1:9", "--label", "../x"}, "--label"},
 		{[]string{"--upstream", "http://127.0.0.1:9", "--label", "a\nb"}, "--label"},
+		{[]string{"--upstream", "http://127.0.0.1:9", "--max-request-bytes", "-5"}, "--max-request-bytes"},
+		{[]string{"--upstream", "http://127.0.0.1:9", "--max-reply-bytes", "-1"}, "--max-reply-bytes"},
 	} {
 		args := append([]string{"proxy", "--listen", "127.0.0.1:0", "--results", t.TempDir(), "--run-id", "x"}, tc.args...)
 		// A cancelled context: a proxy that accepted the flags stops at once (exit 0).
