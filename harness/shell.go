@@ -167,9 +167,10 @@ func (r *runner) shell(ctx context.Context, raw json.RawMessage) string {
 	if err != nil {
 		return r.hs.Result("Error: bash: cwd: " + err.Error())
 	}
+	// The scenario's own limit for its commands, else the run's tool time limit.
 	limit := r.cfg.Scenario.Shell.Limit
-	if limit <= 0 {
-		limit = DefaultShellTimeout
+	if r.cfg.Scenario.Shell.Timeout == "" || limit <= 0 {
+		limit = r.cfg.Driver.toolLimit()
 	}
 	home, err := r.ws.ShellHome()
 	if err != nil {
@@ -182,5 +183,19 @@ func (r *runner) shell(ctx context.Context, raw json.RawMessage) string {
 		}
 		return r.hs.Result("Error: bash: " + err.Error())
 	}
-	return r.hs.Result(res.Text(limit))
+	text := res.Text(limit)
+	if res.TimedOut {
+		// The turn's limit, or the run's stop, came before the command's own limit.
+		own := fmt.Sprintf("(killed: the command ran past its time limit of %s)", limit)
+		switch {
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			text = strings.TrimSuffix(text, own) + "(killed: the command ran past the turn's time limit)"
+		case ctx.Err() != nil:
+			text = strings.TrimSuffix(text, own) + "(killed: the run was stopped)"
+		}
+		if r.cfg.Warn != nil {
+			r.cfg.Warn(fmt.Errorf("%s/%s turn %d step %d: bash %s was killed: %s; the model was told so and the run goes on", r.cfg.Scenario.Name, r.cfg.Arm.Name, r.turn, r.step, strconv.Quote(a.Command), strings.Trim(text[strings.LastIndex(text, "(killed:"):], "()")))
+		}
+	}
+	return r.hs.Result(text)
 }
