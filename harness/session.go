@@ -164,12 +164,14 @@ func (r *runner) event(ctx context.Context, st Step) error {
 }
 
 type runner struct {
-	cfg    SessionConfig
-	hs     *hygiene.Session
-	ws     *Workspace
-	clock  time.Time
-	tools  []chat.Tool
-	system string
+	cfg SessionConfig
+	hs  *hygiene.Session
+	ws  *Workspace
+	// warnedUnsandboxed is set once a warning said the live shell runs without its sandbox.
+	warnedUnsandboxed bool
+	clock             time.Time
+	tools             []chat.Tool
+	system            string
 	// contextBlock is prompts/blocks/context.md (§9).
 	contextBlock string
 	history      []chat.Message // stored, reasoning kept (§8)
