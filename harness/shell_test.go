@@ -277,3 +277,18 @@ func TestRunShellCannotReadTheLabsEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRunShell is what one command costs the lab to start and end in its sandbox: the
+// wall time of `true` (the shell's init, the lab's own executable, builds the filesystem view
+// before it execs /bin/sh).
+func BenchmarkRunShell(b *testing.B) {
+	dir := b.TempDir()
+	if _, err := harness.RunShell(context.Background(), dir, dir, "true", 10*time.Second); errors.Is(err, harness.ErrNoIsolation) {
+		b.Skipf("this machine refuses the shell's namespaces: %v", err)
+	}
+	for b.Loop() {
+		if _, err := harness.RunShell(context.Background(), dir, dir, "true", 10*time.Second); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
