@@ -72,7 +72,7 @@ func TestRunShellEnvironmentHasNoSecrets(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-test-secret-123")
 	dir := t.TempDir()
 	res := runShell(t, dir, "env", 10*time.Second)
-	if strings.Contains(res.Output, "sk-test-secret-123") || strings.Contains(res.Output, "OPENAI_API_KEY") {
+	if strings.Contains(res.Output, "sk-test-secret-123") || strings.Contains(res.Output, "OPENAI_API_KEY") || strings.Contains(res.Output, "LAB_SHELL_INIT") {
 		t.Errorf("the command saw the lab's environment:\n%s", res.Output)
 	}
 	if !strings.Contains(res.Output, "HOME="+dir) {
