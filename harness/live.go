@@ -60,9 +60,10 @@ type Driver struct {
 	// A live call is bounded by the turn's TurnTimeout too. A call past it answers the model
 	// "(stopped: …)", a warning says so, and the session goes on.
 	ToolTimeout time.Duration
-	// UnsandboxedShell lets the live shell run a command with no namespaces where the machine
-	// refuses them ([ErrNoIsolation]): as the lab's user, with the network and the whole
-	// filesystem that user has. false (the default) refuses every command there instead.
+	// UnsandboxedShell lets the live shell run a command where the machine refuses its sandbox
+	// ([ErrNoIsolation], [Shell].Unsandboxed): with namespaces but the whole filesystem the lab's
+	// user has, or with no namespace at all (the network too); a warning says which. false (the
+	// default) refuses every command there instead.
 	UnsandboxedShell bool
 }
 
