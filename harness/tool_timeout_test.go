@@ -188,3 +188,69 @@ func TestSessionStoppedDuringAToolCall(t *testing.T) {
 		t.Errorf("%d reads; want the grep to end at its first", n)
 	}
 }
+
+// A live command whose scenario gives no shell timeout runs within the run's tool time limit,
+// and the turn's limit kills a command that outlasts the turn, saying so.
+func TestLiveShellRunsWithinTheToolTimeLimit(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "w.txtar"), []byte("-- main.go --\npackage main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	yaml := `name: live-slow
+description: A command past its limit.
+project: demo
+workspace: w.txtar
+clock: "2026-11-05T10:00:00+01:00"
+shell: {}
+commands:
+  - command: "echo started; sleep 30"
+    output: "scripted\n"
+steps:
+  - user: Wait.
+  - assistant:
+      calls:
+        - bash: {command: "echo started; sleep 30"}
+  - assistant:
+      text: Done.
+`
+	if err := os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc := load(t, filepath.Join(dir, "s.yaml"))
+	for _, c := range []struct {
+		d    harness.Driver
+		want string
+	}{
+		{harness.Driver{Mode: harness.DriverLive, ToolTimeout: 2 * time.Second}, "started\n(killed: the command ran past its time limit of 2s)"},
+		{harness.Driver{Mode: harness.DriverLive, ToolTimeout: time.Minute, TurnTimeout: 2 * time.Second}, "started\n(killed: the command ran past the turn's time limit)"},
+	} {
+		be := newRecorder(t)
+		var warnings []string
+		sink := &metrics.MemorySink{}
+		err := harness.RunSession(context.Background(), harness.SessionConfig{
+			Scenario: sc, Arm: arm(t, "spec"), Repetition: 1, RunID: "t", Loop: loop(t), Backend: be,
+			Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(), Retry: harness.RetryPolicy{Attempts: 1},
+			Driver: c.d, Warn: func(err error) { warnings = append(warnings, err.Error()) },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out string
+		for _, r := range be.requests {
+			for _, m := range r.Messages {
+				if m.ToolName == "bash" {
+					out = m.Content
+				}
+			}
+		}
+		if strings.Contains(out, "namespaces of its own") {
+			t.Skipf("this machine refuses the shell's namespaces: %s", out)
+		}
+		if !strings.HasSuffix(out, c.want) {
+			t.Errorf("%+v: bash answered %q; want it to end %q", c.d, out, c.want)
+		}
+		if len(warnings) == 0 || !strings.Contains(warnings[0], "was killed: "+strings.Trim(c.want[strings.Index(c.want, "(killed"):], "()")) {
+			t.Errorf("%+v: warnings %q; want one naming the kill", c.d, warnings)
+		}
+	}
+}
