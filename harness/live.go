@@ -54,6 +54,25 @@ type Driver struct {
 	// Seed is the sampling seed of repetition 1; repetition r uses Seed + r − 1. It reaches a
 	// backend that implements [Seeder].
 	Seed int64
+	// ToolTimeout bounds the wall time of each tool call with either driver (read, list, glob,
+	// grep, edit, multiedit, write, apply_patch, recall: [Workspace.RunWithin]) and of each
+	// live shell command whose scenario gives no `shell.timeout`; 0 means [DefaultToolTimeout].
+	// A live call is bounded by the turn's TurnTimeout too. A call past it answers the model
+	// "(stopped: …)", a warning says so, and the session goes on.
+	ToolTimeout time.Duration
+	// UnsandboxedShell lets the live shell run a command where the machine refuses its sandbox
+	// ([ErrNoIsolation], [Shell].Unsandboxed): with namespaces but the whole filesystem the lab's
+	// user has, or with no namespace at all (the network too); a warning says which. false (the
+	// default) refuses every command there instead.
+	UnsandboxedShell bool
+}
+
+// toolLimit is d's tool time limit, [DefaultToolTimeout] when it gives none.
+func (d Driver) toolLimit() time.Duration {
+	if d.ToolTimeout > 0 {
+		return d.ToolTimeout
+	}
+	return DefaultToolTimeout
 }
 
 // Live reports whether d is the live driver.
@@ -66,8 +85,8 @@ func (d Driver) Check() error {
 	default:
 		return fmt.Errorf("driver %q: want %s or %s", d.Mode, DriverScripted, DriverLive)
 	}
-	if d.MaxSteps < 0 || d.MaxTokens < 0 || d.TurnTimeout < 0 {
-		return fmt.Errorf("driver: max steps %d, max tokens %d, turn timeout %s: want each ≥ 0", d.MaxSteps, d.MaxTokens, d.TurnTimeout)
+	if d.MaxSteps < 0 || d.MaxTokens < 0 || d.TurnTimeout < 0 || d.ToolTimeout < 0 {
+		return fmt.Errorf("driver: max steps %d, max tokens %d, turn timeout %s, tool timeout %s: want each ≥ 0", d.MaxSteps, d.MaxTokens, d.TurnTimeout, d.ToolTimeout)
 	}
 	return nil
 }
@@ -238,7 +257,7 @@ func (r *runner) liveTurn(ctx context.Context, between [][]Step) error {
 		}
 		r.history = append(r.history, msg)
 		for _, tc := range msg.ToolCalls {
-			out := r.runTool(tc)
+			out := r.runTool(turn, tc)
 			r.history = append(r.history, chat.Message{Role: chat.RoleTool, Content: out, ToolCallID: tc.ID, ToolName: tc.Name})
 		}
 		lv.calls += len(msg.ToolCalls)

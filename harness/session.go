@@ -164,12 +164,14 @@ func (r *runner) event(ctx context.Context, st Step) error {
 }
 
 type runner struct {
-	cfg    SessionConfig
-	hs     *hygiene.Session
-	ws     *Workspace
-	clock  time.Time
-	tools  []chat.Tool
-	system string
+	cfg SessionConfig
+	hs  *hygiene.Session
+	ws  *Workspace
+	// warnedUnsandboxed is set once a warning said the live shell runs without its sandbox.
+	warnedUnsandboxed bool
+	clock             time.Time
+	tools             []chat.Tool
+	system            string
 	// contextBlock is prompts/blocks/context.md (§9).
 	contextBlock string
 	history      []chat.Message // stored, reasoning kept (§8)
@@ -362,9 +364,9 @@ func (r *runner) toolList() []chat.Tool {
 }
 
 // runTool runs one call and records the id of the result the hygiene session gave it (§1).
-func (r *runner) runTool(tc chat.ToolCall) string {
+func (r *runner) runTool(ctx context.Context, tc chat.ToolCall) string {
 	before := r.hs.LastID()
-	out := r.callTool(tc)
+	out := r.callTool(ctx, tc)
 	if id := r.hs.LastID(); id != before {
 		r.resultOf[tc.ID] = id
 	}
@@ -372,14 +374,15 @@ func (r *runner) runTool(tc chat.ToolCall) string {
 }
 
 // callTool runs one call: an MCP tool answers its scripted result; a tool the mode forbids
-// answers loop.json's `unavailable` text (§10.4); any other runs in the workspace.
-func (r *runner) callTool(tc chat.ToolCall) string {
+// answers loop.json's `unavailable` text (§10.4); any other runs in the workspace, within the
+// run's tool time limit ([Driver].ToolTimeout) and ctx (the live turn's limit, the run's stop).
+func (r *runner) callTool(ctx context.Context, tc chat.ToolCall) string {
 	if res, ok := r.mcpResults[tc.Name]; ok {
 		return r.hs.Result(res)
 	}
 	if tc.Name == "bash" && r.cfg.Scenario.HasShell() {
 		if r.live != nil && r.cfg.Scenario.Shell != nil {
-			return r.shell(r.live.turn, tc.Arguments)
+			return r.shell(ctx, tc.Arguments)
 		}
 		return r.bash(tc.Arguments)
 	}
@@ -387,7 +390,11 @@ func (r *runner) callTool(tc chat.ToolCall) string {
 		reason := "the permission mode is " + r.mode
 		return r.hs.Result(strings.NewReplacer("{{tool}}", tc.Name, "{{reason}}", reason).Replace(r.cfg.Loop.Unavailable))
 	}
-	return r.ws.Run(r.hs, tc.Name, tc.Arguments)
+	out, err := r.ws.RunWithin(ctx, r.cfg.Driver.toolLimit(), r.hs, tc.Name, tc.Arguments)
+	if err != nil && r.cfg.Warn != nil {
+		r.cfg.Warn(fmt.Errorf("%s/%s turn %d step %d: %w; the model was told so and the run goes on", r.cfg.Scenario.Name, r.cfg.Arm.Name, r.turn, r.step, err))
+	}
+	return out
 }
 
 func (r *runner) user(text string) error {
@@ -514,7 +521,7 @@ func (r *runner) assistant(ctx context.Context, a *AssistantStep) error {
 	}
 	r.history = append(r.history, msg)
 	for _, tc := range msg.ToolCalls {
-		out := r.runTool(tc)
+		out := r.runTool(ctx, tc)
 		r.history = append(r.history, chat.Message{Role: chat.RoleTool, Content: out, ToolCallID: tc.ID, ToolName: tc.Name})
 	}
 	return nil

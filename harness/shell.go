@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -49,6 +50,11 @@ type ShellResult struct {
 	ExitCode int
 	// TimedOut reports that the time limit killed the command (and every process it started).
 	TimedOut bool
+	// Isolation is how the command ran: [IsolationView], or with [Shell].Unsandboxed a weaker
+	// one the machine allowed ([IsolationNamespaces], [IsolationNone]); Refused says why each
+	// stricter one was refused.
+	Isolation string
+	Refused   []string
 }
 
 // Text is the result as the model reads it: the output, a line for dropped output, and, as the
@@ -74,43 +80,138 @@ func (r ShellResult) Text(limit time.Duration) string {
 	return out + "\n" + strings.Join(tail, "\n")
 }
 
-// ErrNoIsolation is returned (wrapped) when the machine refuses the new network namespace a
-// command needs: the lab then runs no command at all rather than one with network.
-var ErrNoIsolation = errors.New("the shell needs a network namespace of its own")
+// ErrNoIsolation is returned (wrapped) when the machine refuses the namespaces a command needs
+// (user, mount, network, PID) or the filesystem view built in them: the lab then runs no command
+// at all rather than one with network or with the whole filesystem, unless [Shell].Unsandboxed
+// says the user accepts that.
+var ErrNoIsolation = errors.New("the shell needs namespaces of its own (user, mount, network, PID)")
 
-// RunShell runs command with /bin/sh -c in dir, with [ShellEnv](home), stdin empty, in a network
-// namespace of its own holding only a loopback interface that is down (so no address, not even
-// the machine's loopback, can be reached), in a user namespace of its own (so that, even when
-// the lab runs as root, it can neither enter the lab's network namespace again nor read the
-// environment of the lab's processes through /proc) and in a PID namespace of its own that is
-// killed whole when /bin/sh ends or limit (or ctx) runs out: nothing the command starts, in the
-// background or in a session of its own, outlives it. Output past [MaxShellOutput] is counted,
-// not kept.
-//
-// It is not a filesystem sandbox: the command runs as the lab's user and can reach what that
-// user can (a scenario's author enables it), a Unix socket file among it. Nor does it bound the
-// number of processes a command starts before its time limit. The error is non-nil only when
-// the command could not be started: a refused namespace wraps [ErrNoIsolation].
+// The isolations a command ran with ([ShellResult].Isolation), from the strictest.
+const (
+	// IsolationView is the sandbox: user, mount, network and PID namespaces, and the
+	// filesystem view in them.
+	IsolationView = "namespaces and filesystem view"
+	// IsolationNamespaces is user, network and PID namespaces with the host's whole filesystem
+	// (the machine refused the view; only with [Shell].Unsandboxed).
+	IsolationNamespaces = "namespaces without a filesystem view"
+	// IsolationNone is a plain /bin/sh as the lab's user, with its network and filesystem (the
+	// machine refused every namespace; only with [Shell].Unsandboxed).
+	IsolationNone = "none"
+)
+
+// Shell is how the live shell runs commands for one project.
+type Shell struct {
+	// Project is the project copy, bound read-write in the view; Home the command's HOME
+	// ([Workspace.ShellHome]), bound read-write too. Both are absolute paths.
+	Project, Home string
+	// Limit bounds the wall time of each command; 0 means [DefaultShellTimeout].
+	Limit time.Duration
+	// Unsandboxed lets a command run where the machine refuses the sandbox: with user,
+	// network and PID namespaces but the host's whole filesystem if the machine refuses only
+	// the view, or as a plain /bin/sh if it refuses every namespace. false refuses the command
+	// ([ErrNoIsolation]).
+	Unsandboxed bool
+}
+
+// RunShell runs command in dir as [Shell.Run] does, for the project dir with HOME home, within
+// limit, refused where the machine refuses the sandbox.
 func RunShell(ctx context.Context, dir, home, command string, limit time.Duration) (ShellResult, error) {
+	return Shell{Project: dir, Home: home, Limit: limit}.Run(ctx, dir, command)
+}
+
+// Run runs command with /bin/sh -c in dir (in sh.Project or sh.Home), with [ShellEnv](sh.Home),
+// stdin empty, in namespaces of its own:
+//   - a mount namespace whose root holds only the project copy and HOME, read-write at their
+//     own paths, /usr, /bin, /sbin, /lib* and /etc of the host read-only, a private /tmp (an
+//     in-memory filesystem of at most [ShellTmpBytes], emptied after each command), a /dev of
+//     null, zero, full, random, urandom and tty, and a /proc of its own PID namespace: nothing
+//     else of the host (not the run's results folder, not the lab's folder or its temporary
+//     folder, no other process) can be read or written, and the command, left with no
+//     capability, cannot undo the view;
+//   - a network namespace holding only a loopback interface that is down (no address, not even
+//     the machine's loopback, can be reached);
+//   - a user namespace of its own, so that even a lab running as root gives the command no
+//     power over the machine's namespaces;
+//   - a PID namespace of its own, killed whole when /bin/sh ends or the limit (or ctx) runs out:
+//     nothing the command starts, in the background or in a session of its own, outlives it.
+//
+// Output past [MaxShellOutput] is counted, not kept. It does not bound the processes or memory
+// a command uses within its time limit (other than /tmp's size). The error is non-nil only when
+// the command could not be started: a refused namespace or view wraps [ErrNoIsolation] (with
+// sh.Unsandboxed the next isolation is tried instead: [ShellResult].Isolation says which ran).
+func (sh Shell) Run(ctx context.Context, dir, command string) (ShellResult, error) {
+	limit := sh.Limit
+	if limit <= 0 {
+		limit = DefaultShellTimeout
+	}
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, shellPath, "-c", command)
+	levels := []string{IsolationView}
+	if sh.Unsandboxed {
+		levels = append(levels, IsolationNamespaces, IsolationNone)
+	}
+	var refused []string
+	for i, level := range levels {
+		res, err := sh.runAt(ctx, level, dir, command)
+		if errors.Is(err, ErrNoIsolation) && i < len(levels)-1 {
+			refused = append(refused, err.Error())
+			continue
+		}
+		if err != nil && len(refused) > 0 {
+			err = fmt.Errorf("%w (before: %s)", err, strings.Join(refused, "; "))
+		}
+		res.Isolation, res.Refused = level, refused
+		return res, err
+	}
+	panic("unreachable")
+}
+
+// runAt runs command with the isolation level.
+func (sh Shell) runAt(ctx context.Context, level, dir, command string) (ShellResult, error) {
+	var cmd *exec.Cmd
+	var report *os.File
+	switch level {
+	case IsolationView:
+		c, r, done, err := viewCommand(ctx, sh, dir, command)
+		if err != nil {
+			return ShellResult{}, fmt.Errorf("%w: %v", ErrNoIsolation, err)
+		}
+		defer done()
+		defer r.Close()
+		cmd, report = c, r
+	case IsolationNamespaces:
+		attr, err := isolation()
+		if err != nil {
+			return ShellResult{}, fmt.Errorf("%w: %v", ErrNoIsolation, err)
+		}
+		cmd = exec.CommandContext(ctx, shellPath, "-c", command)
+		cmd.SysProcAttr = attr
+		cmd.Env = ShellEnv(sh.Home)
+	default:
+		cmd = exec.CommandContext(ctx, shellPath, "-c", command)
+		cmd.SysProcAttr = plainAttr()
+		cmd.Env = ShellEnv(sh.Home)
+	}
 	cmd.Dir = dir
-	cmd.Env = ShellEnv(home)
 	out := &cappedBuffer{max: MaxShellOutput}
 	cmd.Stdout, cmd.Stderr = out, out
-	attr, err := isolation()
-	if err != nil {
-		return ShellResult{}, fmt.Errorf("%w: %v", ErrNoIsolation, err)
-	}
-	cmd.SysProcAttr = attr
 	cmd.Cancel = func() error { return killGroup(cmd.Process) }
 	// A process the command left behind may hold the output open: stop waiting for it soon
 	// after the kill.
 	cmd.WaitDelay = 2 * time.Second
-	if err := cmd.Run(); cmd.ProcessState == nil {
-		// Not started: the namespace was refused (or /bin/sh is missing).
-		return ShellResult{}, fmt.Errorf("%w: start %s: %v", ErrNoIsolation, shellPath, err)
+	err := cmd.Start()
+	for _, f := range cmd.ExtraFiles {
+		f.Close() // the init's end of the report pipe
+	}
+	if err != nil {
+		// Not started: the namespaces were refused (or /bin/sh is missing).
+		return ShellResult{}, fmt.Errorf("%w: start %s: %v", ErrNoIsolation, cmd.Path, err)
+	}
+	_ = cmd.Wait()
+	if report != nil {
+		if msg, _ := io.ReadAll(report); len(msg) > 0 {
+			return ShellResult{}, fmt.Errorf("%w: %s", ErrNoIsolation, msg)
+		}
 	}
 	res := ShellResult{Output: out.buf.String(), Dropped: out.dropped, ExitCode: cmd.ProcessState.ExitCode()}
 	if ctx.Err() != nil {
@@ -167,20 +268,40 @@ func (r *runner) shell(ctx context.Context, raw json.RawMessage) string {
 	if err != nil {
 		return r.hs.Result("Error: bash: cwd: " + err.Error())
 	}
+	// The scenario's own limit for its commands, else the run's tool time limit.
 	limit := r.cfg.Scenario.Shell.Limit
-	if limit <= 0 {
-		limit = DefaultShellTimeout
+	if r.cfg.Scenario.Shell.Timeout == "" || limit <= 0 {
+		limit = r.cfg.Driver.toolLimit()
 	}
 	home, err := r.ws.ShellHome()
 	if err != nil {
 		return r.hs.Result("Error: bash: " + err.Error())
 	}
-	res, err := RunShell(ctx, dir, home, a.Command, limit)
+	sh := Shell{Project: r.ws.Root, Home: home, Limit: limit, Unsandboxed: r.cfg.Driver.UnsandboxedShell}
+	res, err := sh.Run(ctx, dir, a.Command)
+	if err == nil && res.Isolation != IsolationView && !r.warnedUnsandboxed && r.cfg.Warn != nil {
+		r.warnedUnsandboxed = true
+		r.cfg.Warn(fmt.Errorf("%s/%s: the machine refused the shell's sandbox (%s): with --unsandboxed-shell its commands run with isolation %q", r.cfg.Scenario.Name, r.cfg.Arm.Name, strings.Join(res.Refused, "; "), res.Isolation))
+	}
 	if err != nil {
 		if r.cfg.Warn != nil {
 			r.cfg.Warn(fmt.Errorf("%s/%s: bash %s: %w", r.cfg.Scenario.Name, r.cfg.Arm.Name, strconv.Quote(a.Command), err))
 		}
 		return r.hs.Result("Error: bash: " + err.Error())
 	}
-	return r.hs.Result(res.Text(limit))
+	text := res.Text(limit)
+	if res.TimedOut {
+		// The turn's limit, or the run's stop, came before the command's own limit.
+		own := fmt.Sprintf("(killed: the command ran past its time limit of %s)", limit)
+		switch {
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			text = strings.TrimSuffix(text, own) + "(killed: the command ran past the turn's time limit)"
+		case ctx.Err() != nil:
+			text = strings.TrimSuffix(text, own) + "(killed: the run was stopped)"
+		}
+		if r.cfg.Warn != nil {
+			r.cfg.Warn(fmt.Errorf("%s/%s turn %d step %d: bash %s was killed: %s; the model was told so and the run goes on", r.cfg.Scenario.Name, r.cfg.Arm.Name, r.turn, r.step, strconv.Quote(a.Command), strings.Trim(text[strings.LastIndex(text, "(killed:"):], "()")))
+		}
+	}
+	return r.hs.Result(text)
 }

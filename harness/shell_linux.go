@@ -37,3 +37,9 @@ func killGroup(p *os.Process) error {
 	}
 	return syscall.Kill(-p.Pid, syscall.SIGKILL)
 }
+
+// plainAttr is a command's with no namespace (only with [Shell].Unsandboxed): a process group
+// of its own, killed whole at the time limit.
+func plainAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}

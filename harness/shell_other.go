@@ -3,8 +3,10 @@
 package harness
 
 import (
+	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"syscall"
 )
 
@@ -21,3 +23,14 @@ func killGroup(p *os.Process) error {
 	}
 	return p.Kill()
 }
+
+// viewCommand cannot build a filesystem view outside Linux.
+func viewCommand(context.Context, Shell, string, string) (*exec.Cmd, *os.File, func(), error) {
+	return nil, nil, nil, errors.New("mount namespaces are Linux's")
+}
+
+// ShellTmpBytes is the size of the view's private /tmp on Linux; there is no view here.
+const ShellTmpBytes = 256 << 20
+
+// plainAttr is a plain command's: no namespace.
+func plainAttr() *syscall.SysProcAttr { return nil }

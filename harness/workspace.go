@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/aymanbagabas/go-udiff"
 	"github.com/bmatcuk/doublestar/v4"
@@ -39,6 +41,18 @@ type Workspace struct {
 	// resolved, which an absolute link inside the project may name.
 	root     *os.Root
 	realRoot string
+	// call is the context of the tool call under way ([Workspace.RunWithin]), checked inside
+	// every walk and read so that a call past its time limit returns; nil between calls.
+	call context.Context
+}
+
+// alive reports the error of the tool call under way once its context is done (its time limit
+// passed, or the run was stopped): every walk and read checks it and returns with it.
+func (w *Workspace) alive() error {
+	if w.call == nil {
+		return nil
+	}
+	return w.call.Err()
 }
 
 // ShellHome returns the live shell's home directory (its HOME): Home/.home, beside the project
@@ -279,6 +293,12 @@ func within(root, path string) bool {
 // readDir reads the folder name (relative to the root) through the root, its entries sorted by
 // name. A named pipe, socket or device put in the folder's place is refused, never waited on.
 func (w *Workspace) readDir(name string) ([]fs.DirEntry, error) {
+	if readHook != nil && w.call != nil {
+		readHook(w.call)
+	}
+	if err := w.alive(); err != nil {
+		return nil, err
+	}
 	f, fi, err := w.openChecked(name, os.O_RDONLY)
 	if err != nil {
 		return nil, err
@@ -315,6 +335,9 @@ func (w *Workspace) walk(abs, name string, fn func(abs, name, rel string) error)
 			return err
 		}
 		for _, e := range entries {
+			if err := w.alive(); err != nil {
+				return err
+			}
 			p, n, r := filepath.Join(abs, e.Name()), path.Join(name, e.Name()), path.Join(rel, e.Name())
 			mode := e.Type()
 			if mode&fs.ModeSymlink != 0 {
@@ -427,9 +450,83 @@ type editArgs struct {
 // error answer, not a Go error: the model sees it. recall is an unknown tool when the session's
 // measures leave it out of the tool list (§4, §10.4).
 func (w *Workspace) Run(s *hygiene.Session, tool string, raw json.RawMessage) string {
+	out, _ := w.RunWithin(context.Background(), DefaultToolTimeout, s, tool, raw)
+	return out
+}
+
+// DefaultToolTimeout bounds the wall time of one tool call when the run gives no other bound
+// (lab run --tool-timeout).
+const DefaultToolTimeout = 30 * time.Second
+
+// StoppedError is a tool call stopped before it ended: it ran past its own time limit, the
+// live turn's time limit ran out, or the run was stopped (Ctrl-C, SIGTERM). The model reads
+// [StoppedError.Text] as the call's result.
+type StoppedError struct {
+	// Tool is the tool's name; Limit the call's own time limit.
+	Tool  string
+	Limit time.Duration
+	// Parent is the error of the context the call ran in (the turn's or the run's) when that
+	// ended first: [context.DeadlineExceeded] for the turn's time limit, [context.Canceled] for
+	// a stopped run; nil when the call's own limit stopped it.
+	Parent error
+}
+
+// Text is the result as the model reads it, in the shape of a killed command's line
+// ([ShellResult.Text]): "(stopped: the grep call ran past its time limit of 30s)".
+func (e *StoppedError) Text() string {
+	switch {
+	case errors.Is(e.Parent, context.DeadlineExceeded):
+		return fmt.Sprintf("(stopped: the %s call ran past the turn's time limit)", e.Tool)
+	case e.Parent != nil:
+		return fmt.Sprintf("(stopped: the %s call was stopped with the run)", e.Tool)
+	}
+	return fmt.Sprintf("(stopped: the %s call ran past its time limit of %s)", e.Tool, e.Limit)
+}
+
+func (e *StoppedError) Error() string { return strings.Trim(e.Text(), "()") }
+
+// Unwrap returns the context's error: [context.DeadlineExceeded] or [context.Canceled].
+func (e *StoppedError) Unwrap() error {
+	if e.Parent != nil {
+		return e.Parent
+	}
+	return context.DeadlineExceeded
+}
+
+// RunWithin runs one tool call as [Workspace.Run] does, within limit (0: no limit of its own)
+// and ctx (the live turn's time limit, the run's stop): every walk over folders and every read
+// checks the call's deadline, so a search of a huge tree or a read of a slow disk returns once
+// the limit passes. A call stopped so answers [StoppedError.Text] and returns the
+// *[StoppedError] too; a call that ended is never reported stopped (err is nil). What the
+// deadline cannot cut is one system call the kernel blocks in (a hung network filesystem): named
+// pipes and devices, which could block, are never opened.
+func (w *Workspace) RunWithin(ctx context.Context, limit time.Duration, s *hygiene.Session, tool string, raw json.RawMessage) (string, error) {
+	call, cancel := ctx, context.CancelFunc(func() {})
+	if limit > 0 {
+		call, cancel = context.WithTimeout(ctx, limit)
+	}
+	defer cancel()
+	w.call = call
+	defer func() { w.call = nil }()
+	out, err := w.run(s, tool, raw)
+	if err != nil && call.Err() != nil {
+		stop := &StoppedError{Tool: tool, Limit: limit, Parent: ctx.Err()}
+		return s.Result(stop.Text()), stop
+	}
+	if err != nil {
+		return s.Result("Error: " + err.Error()), nil
+	}
+	return out, nil
+}
+
+// run runs one call: its answer, or the error the model reads as "Error: …".
+func (w *Workspace) run(s *hygiene.Session, tool string, raw json.RawMessage) (string, error) {
 	var a callArgs
 	if err := json.Unmarshal(raw, &a); err != nil {
-		return s.Result("Error: arguments: " + err.Error())
+		return "", fmt.Errorf("arguments: %w", err)
+	}
+	if err := w.alive(); err != nil {
+		return "", err
 	}
 	var out string
 	var err error
@@ -463,10 +560,7 @@ func (w *Workspace) Run(s *hygiene.Session, tool string, raw json.RawMessage) st
 	default:
 		err = fmt.Errorf("unknown tool %q", tool)
 	}
-	if err != nil {
-		return s.Result("Error: " + err.Error())
-	}
-	return out
+	return out, err
 }
 
 // MaxFileBytes bounds the files the tools read and write, in bytes (10 MiB): a read, edit or
@@ -547,7 +641,7 @@ func (w *Workspace) readFile(name string) ([]byte, error) {
 	if fi.Size() > MaxFileBytes {
 		return nil, fmt.Errorf("the file is %d bytes, more than the %d the tools read: %w", fi.Size(), MaxFileBytes, errTooLarge)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	data, err := io.ReadAll(io.LimitReader(&callReader{w: w, r: f}, MaxFileBytes+1))
 	if err != nil {
 		return nil, err
 	}
@@ -555,6 +649,36 @@ func (w *Workspace) readFile(name string) ([]byte, error) {
 		return nil, fmt.Errorf("the file is more than the %d bytes the tools read: %w", MaxFileBytes, errTooLarge)
 	}
 	return data, nil
+}
+
+// readChunk is the most [callReader] reads at once, in bytes (64 KiB).
+const readChunk = 64 << 10
+
+// grepCheckLines is how many lines grep matches between two checks of the call's time limit.
+const grepCheckLines = 4096
+
+// readHook, when set (by tests), is called before each folder and each chunk of a file a tool
+// reads, with the call's context: a slow disk, played in a test.
+var readHook func(ctx context.Context)
+
+// callReader reads r at most [readChunk] bytes at a time, checking before each chunk that the
+// tool call under way is still within its time limit ([Workspace.alive]).
+type callReader struct {
+	w *Workspace
+	r io.Reader
+}
+
+func (c *callReader) Read(p []byte) (int, error) {
+	if readHook != nil && c.w.call != nil {
+		readHook(c.w.call)
+	}
+	if err := c.w.alive(); err != nil {
+		return 0, err
+	}
+	if len(p) > readChunk {
+		p = p[:readChunk]
+	}
+	return c.r.Read(p)
 }
 
 // writeFile writes data to the file name (relative to the root) through the root, created when
@@ -624,6 +748,9 @@ func (w *Workspace) list(s *hygiene.Session, raw json.RawMessage, a callArgs) (s
 			return err
 		}
 		for _, e := range entries {
+			if err := w.alive(); err != nil {
+				return err
+			}
 			if notRegular(e.Type()) != nil && e.Type()&fs.ModeSymlink == 0 {
 				continue // a named pipe, socket or device: the tools show only files and folders
 			}
@@ -723,6 +850,11 @@ func (w *Workspace) grep(s *hygiene.Session, raw json.RawMessage, a callArgs) (s
 			return err
 		}
 		for i, line := range hygiene.Lines(string(data)) {
+			if i%grepCheckLines == grepCheckLines-1 {
+				if err := w.alive(); err != nil {
+					return err
+				}
+			}
 			if re.MatchString(line) {
 				out = append(out, fmt.Sprintf("%s:%d: %s", p, i+1, line))
 			}
@@ -906,6 +1038,9 @@ func (w *Workspace) applyPatch(s *hygiene.Session, a callArgs) (string, error) {
 	}
 	var changes []hygiene.FileChange
 	for _, op := range ops {
+		if err := w.alive(); err != nil {
+			return fail(err)
+		}
 		abs, name, err := w.resolve(op.Path)
 		if err != nil {
 			return fail(err)

@@ -23,6 +23,9 @@ func TestLiveFlagsAreChecked(t *testing.T) {
 		{[]string{"--driver", "live", "--backend", "sim", "--max-steps", "0"}, "--max-steps 0"},
 		{[]string{"--driver", "live", "--backend", "sim", "--max-tokens", "-1"}, "--max-tokens -1"},
 		{[]string{"--driver", "live", "--backend", "sim", "--turn-timeout", "0s"}, "--turn-timeout 0s"},
+		{[]string{"--tool-timeout", "0s"}, "--tool-timeout 0s"},
+		{[]string{"--driver", "live", "--backend", "sim", "--tool-timeout", "-1s"}, "--tool-timeout -1s"},
+		{[]string{"--unsandboxed-shell"}, "--unsandboxed-shell is for --driver live"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			results := t.TempDir()
@@ -38,19 +41,26 @@ func TestLiveFlagsAreChecked(t *testing.T) {
 }
 
 func TestLiveOptionsToDriver(t *testing.T) {
-	o := liveOptions{Driver: "live", MaxSteps: 5, MaxTokens: 100, TurnTimeout: time.Minute, Seed: 9, Temperature: 0.3}
+	o := liveOptions{Driver: "live", MaxSteps: 5, MaxTokens: 100, TurnTimeout: time.Minute, Seed: 9, Temperature: 0.3, ToolTimeout: 7 * time.Second, UnsandboxedShell: true}
 	d := o.driver()
-	if !d.Live() || d.MaxSteps != 5 || d.MaxTokens != 100 || d.TurnTimeout != time.Minute || d.Seed != 9 {
+	if !d.Live() || d.MaxSteps != 5 || d.MaxTokens != 100 || d.TurnTimeout != time.Minute || d.Seed != 9 || d.ToolTimeout != 7*time.Second || !d.UnsandboxedShell {
 		t.Fatalf("driver() = %+v", d)
 	}
 	settings := map[string]string{}
 	o.record(settings)
-	if settings["driver"] != "live" || settings["max_steps"] != "5" || settings["max_tokens"] != "100" || settings["turn_timeout"] != "1m0s" || settings["temperature"] != "0.3" {
+	if settings["driver"] != "live" || settings["max_steps"] != "5" || settings["max_tokens"] != "100" || settings["turn_timeout"] != "1m0s" || settings["temperature"] != "0.3" ||
+		settings["tool_timeout"] != "7s" || settings["unsandboxed_shell"] != "true" {
 		t.Fatalf("record() = %v", settings)
 	}
-	scripted := liveOptions{Driver: "scripted", MaxSteps: 5}
-	if d := scripted.driver(); d.Live() || d.MaxSteps != 0 {
-		t.Fatalf("scripted driver() = %+v; want the zero Driver", d)
+	// The tool time limit bounds a scripted run's tools too.
+	scripted := liveOptions{Driver: "scripted", MaxSteps: 5, ToolTimeout: 3 * time.Second}
+	if d := scripted.driver(); d.Live() || d.MaxSteps != 0 || d.ToolTimeout != 3*time.Second {
+		t.Fatalf("scripted driver() = %+v; want the zero Driver with the tool time limit", d)
+	}
+	settings = map[string]string{}
+	scripted.record(settings)
+	if settings["tool_timeout"] != "3s" {
+		t.Fatalf("scripted record() = %v", settings)
 	}
 }
 
@@ -86,5 +96,24 @@ func TestRunLiveOnTheSim(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(metrics.RunDir(results, "live"), "report.md")); err != nil {
 		t.Errorf("no report: %v", err)
+	}
+}
+
+// lab run --help says what the live shell may touch, that a shell without the sandbox is not
+// one, and the tools' time limit.
+func TestRunHelpSaysWhatTheShellMayTouch(t *testing.T) {
+	code, out, errOut := runLab(t, "run", "--help")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	text := strings.Join(strings.Fields(out), " ")
+	for _, want := range []string{
+		"sees the project copy and its HOME (read-write)", "not the results folder", "a /proc of its own processes",
+		"runs no command, unless --unsandboxed-shell", "a real shell that is not a sandbox",
+		"runs within --tool-timeout (default 30s)", "--unsandboxed-shell ", "--tool-timeout duration",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("lab run --help does not say %q", want)
+		}
 	}
 }

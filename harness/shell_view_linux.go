@@ -1,0 +1,317 @@
+package harness
+
+// This file is the live shell's filesystem view: a mount namespace whose root holds only the
+// project copy and the shell's HOME (read-write), the system's programs and libraries
+// (read-only), a private /tmp, a minimal /dev and a /proc of the command's own PID namespace.
+// Go has no hook between fork and exec, so the lab starts its own executable (/proc/self/exe,
+// the test binary in tests) as a tiny init: the init() below recognises it, builds the view
+// inside the new namespaces, drops every capability and execs /bin/sh, which is then the PID
+// namespace's first process as before.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// The marks of the shell's init: its argv[0], and an environment variable (removed before the
+// shell runs) so that no other start of the lab is taken for it.
+const (
+	shellInitArg0 = "lab-shell-init"
+	shellInitEnv  = "LAB_SHELL_INIT"
+)
+
+// shellInitReport is the init's file descriptor 3: a pipe to the lab, on which it writes why it
+// could not build the view. It is closed on the shell's exec: a pipe that ends empty means the
+// shell runs.
+const shellInitReport = 3
+
+// The sizes of the view's in-memory filesystems, in bytes: the private /tmp (what a command may
+// keep there: 256 MiB), the root (only the folders the view's mounts need) and /dev.
+const (
+	ShellTmpBytes = 256 << 20
+	viewRootBytes = 1 << 20
+	viewDevBytes  = 64 << 10
+)
+
+// viewSpec is what the init needs to build the view and start the command: Root is an empty
+// folder of the host the view's root is mounted on; Project and Home are bound read-write at
+// their own paths; Dir is where the command starts (in Project or Home).
+type viewSpec struct {
+	Root, Project, Home, Dir, Command string
+}
+
+func init() {
+	if len(os.Args) != 2 || os.Args[0] != shellInitArg0 || os.Getenv(shellInitEnv) != "1" {
+		return
+	}
+	// The capabilities are dropped on this thread, the one that execs the shell.
+	runtime.LockOSThread()
+	report := os.NewFile(shellInitReport, "report")
+	err := shellInit(os.Args[1])
+	fmt.Fprint(report, err)
+	os.Exit(125)
+}
+
+// shellInit builds the view, drops every capability and execs the shell; it returns only with
+// what went wrong.
+func shellInit(arg string) error {
+	var sp viewSpec
+	if err := json.Unmarshal([]byte(arg), &sp); err != nil {
+		return fmt.Errorf("shell init: %w", err)
+	}
+	syscall.CloseOnExec(shellInitReport)
+	if err := buildView(sp); err != nil {
+		return fmt.Errorf("filesystem view: %w", err)
+	}
+	if err := dropCapabilities(); err != nil {
+		return fmt.Errorf("drop capabilities: %w", err)
+	}
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, shellInitEnv+"=") })
+	err := syscall.Exec(shellPath, []string{shellPath, "-c", sp.Command}, env)
+	return fmt.Errorf("exec %s: %w", shellPath, err)
+}
+
+// viewSystemDirs are the host's folders the view holds read-only (with the /lib* folders the
+// host has): what a command needs to run the system's programs.
+var viewSystemDirs = []string{"/usr", "/bin", "/sbin", "/etc"}
+
+// viewDevices are the devices the view's /dev holds (those the host has), bound from the host's.
+var viewDevices = []string{"null", "zero", "full", "random", "urandom", "tty"}
+
+// buildView mounts the view on sp.Root and makes it the root (pivot_root(2)), the old root
+// detached: nothing else of the host is reachable. Every mount is private to the namespace
+// (none propagates to the host), and dies with it.
+func buildView(sp viewSpec) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make the mounts private: %w", err)
+	}
+	nr := sp.Root
+	if err := unix.Mount("tmpfs", nr, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("mode=0755,size=%d", viewRootBytes)); err != nil {
+		return fmt.Errorf("mount the root: %w", err)
+	}
+	libs, _ := filepath.Glob("/lib*")
+	for _, d := range append(slices.Clone(viewSystemDirs), libs...) {
+		fi, err := os.Lstat(d)
+		if err != nil {
+			continue
+		}
+		t := filepath.Join(nr, d)
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0: // /bin → usr/bin, as the host has it
+			target, err := os.Readlink(d)
+			if err != nil {
+				return err
+			}
+			if err := os.Symlink(target, t); err != nil {
+				return err
+			}
+		case fi.IsDir():
+			if err := os.Mkdir(t, 0o755); err != nil {
+				return err
+			}
+			if err := bindReadOnly(d, t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := viewDev(filepath.Join(nr, "dev")); err != nil {
+		return fmt.Errorf("/dev: %w", err)
+	}
+	proc := filepath.Join(nr, "proc")
+	if err := os.Mkdir(proc, 0o555); err != nil {
+		return err
+	}
+	if err := unix.Mount("proc", proc, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /proc of the PID namespace: %w", err)
+	}
+	tmp := filepath.Join(nr, "tmp")
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		return err
+	}
+	if err := unix.Mount("tmpfs", tmp, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("mode=1777,size=%d", ShellTmpBytes)); err != nil {
+		return fmt.Errorf("mount /tmp: %w", err)
+	}
+	// The project and HOME last, so that one under /tmp is bound over the private /tmp.
+	for _, d := range []string{sp.Project, sp.Home} {
+		if d == "" || !filepath.IsAbs(d) {
+			return fmt.Errorf("%q: want an absolute path", d)
+		}
+		t := filepath.Join(nr, d)
+		if err := os.MkdirAll(t, 0o755); err != nil {
+			return fmt.Errorf("bind %s: %w (a folder under one the view holds read-only cannot be bound)", d, err)
+		}
+		if err := unix.Mount(d, t, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind %s: %w", d, err)
+		}
+	}
+	// No new file in the root itself.
+	if err := unix.Mount("", nr, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+		return fmt.Errorf("make the root read-only: %w", err)
+	}
+	old, err := unix.Open("/", unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(old)
+	if err := unix.Chdir(nr); err != nil {
+		return err
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return fmt.Errorf("pivot_root: %w", err)
+	}
+	// The old root is stacked under the new one: detach it.
+	if err := unix.Fchdir(old); err != nil {
+		return err
+	}
+	if err := unix.Mount("", ".", "", unix.MS_SLAVE|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("old root: %w", err)
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detach the old root: %w", err)
+	}
+	if err := unix.Chdir("/"); err != nil {
+		return err
+	}
+	return unix.Chdir(sp.Dir)
+}
+
+// viewDev mounts the view's /dev at dev: a small tmpfs holding the host's null, zero, full,
+// random, urandom and tty (each bound from the host's node: a user namespace may not make
+// devices), the links fd, stdin, stdout and stderr to /proc/self/fd, then made read-only.
+func viewDev(dev string) error {
+	if err := os.Mkdir(dev, 0o755); err != nil {
+		return err
+	}
+	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, fmt.Sprintf("mode=0755,size=%d", viewDevBytes)); err != nil {
+		return err
+	}
+	for _, n := range viewDevices {
+		src := "/dev/" + n
+		if fi, err := os.Stat(src); err != nil || fi.Mode()&fs.ModeCharDevice == 0 {
+			continue
+		}
+		t := filepath.Join(dev, n)
+		if err := os.WriteFile(t, nil, 0o666); err != nil {
+			return err
+		}
+		if err := unix.Mount(src, t, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind %s: %w", src, err)
+		}
+	}
+	for name, target := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2"} {
+		if err := os.Symlink(target, filepath.Join(dev, name)); err != nil {
+			return err
+		}
+	}
+	return unix.Mount("", dev, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC, "")
+}
+
+// bindReadOnly binds the host's folder src, and every mount below it, at dst, read-only:
+// mount_setattr(2) makes the whole tree read-only at once (Linux 5.12); before it, the top mount
+// is remounted read-only keeping the flags the user namespace locks (nosuid, nodev, noexec and
+// the atime ones, read with statfs(2): a remount that clears a locked flag is refused), and the
+// mounts below it stay as the host has them.
+func bindReadOnly(src, dst string) error {
+	if err := unix.Mount(src, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind %s: %w", src, err)
+	}
+	err := unix.MountSetattr(unix.AT_FDCWD, dst, unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY})
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, unix.ENOSYS) {
+		return fmt.Errorf("make %s read-only: %w", src, err)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(dst, &st); err != nil {
+		return fmt.Errorf("statfs %s: %w", src, err)
+	}
+	flags := uintptr(unix.MS_REMOUNT | unix.MS_BIND | unix.MS_RDONLY)
+	for _, f := range []struct{ st, ms uintptr }{
+		{unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV}, {unix.ST_NOEXEC, unix.MS_NOEXEC},
+		{unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME}, {unix.ST_RELATIME, unix.MS_RELATIME},
+	} {
+		if uintptr(st.Flags)&f.st != 0 {
+			flags |= f.ms
+		}
+	}
+	if err := unix.Mount("", dst, "", flags, ""); err != nil {
+		return fmt.Errorf("make %s read-only: %w", src, err)
+	}
+	return nil
+}
+
+// dropCapabilities leaves the calling thread (the one that execs the shell) no capability, now
+// or after exec, whatever the user it runs as: the ambient and bounding sets emptied, then the
+// effective, permitted and inheritable ones, and no_new_privs set (a setuid program gains
+// nothing). So the command cannot undo the view: no remount, no unmount, no new mount.
+func dropCapabilities() error {
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("ambient: %w", err)
+	}
+	for c := uintptr(0); c < 64; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0); errors.Is(err, unix.EINVAL) {
+			break // past the kernel's last capability
+		} else if err != nil {
+			return fmt.Errorf("bounding set: %w", err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	return unix.Capset(&hdr, &data[0])
+}
+
+// viewCommand returns the command that runs command in dir in the view of sh (see
+// [Shell.Run]): the lab's own executable started as the init, in new user, mount, network and
+// PID namespaces, with the pipe the init reports on (read it once the command ended; close it)
+// and done, which removes the host folder the view's root was mounted on.
+func viewCommand(ctx context.Context, sh Shell, dir, command string) (cmd *exec.Cmd, report *os.File, done func(), err error) {
+	root, err := os.MkdirTemp("", "lab-shell-root-")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	done = func() { os.Remove(root) }
+	spec, err := json.Marshal(viewSpec{Root: root, Project: sh.Project, Home: sh.Home, Dir: dir, Command: command})
+	if err != nil {
+		done()
+		return nil, nil, nil, err
+	}
+	attr, err := isolation()
+	if err != nil {
+		done()
+		return nil, nil, nil, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		done()
+		return nil, nil, nil, err
+	}
+	attr.Cloneflags |= syscall.CLONE_NEWNS
+	if os.Geteuid() != 0 {
+		// Under another user than root the init keeps, across its exec, only the capabilities it
+		// needs to build the view (root in its user namespace has them all); it drops them before
+		// the shell's exec.
+		attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
+	}
+	cmd = exec.CommandContext(ctx, "/proc/self/exe", string(spec))
+	cmd.Args[0] = shellInitArg0
+	cmd.Env = append(ShellEnv(sh.Home), shellInitEnv+"=1")
+	cmd.ExtraFiles = []*os.File{w}
+	cmd.SysProcAttr = attr
+	return cmd, r, done, nil
+}

@@ -1,0 +1,146 @@
+package harness_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"lab/harness"
+)
+
+// viewShell makes a run's layout as `lab run` makes it, results/<run>/ beside the sandbox's
+// project and the shell's home, and the Shell of that project.
+func viewShell(t *testing.T) (sh harness.Shell, results string) {
+	t.Helper()
+	base := t.TempDir()
+	results = filepath.Join(base, "results", "run_id=t")
+	sh = harness.Shell{Project: filepath.Join(base, "sandbox", "demo"), Home: filepath.Join(base, "sandbox", ".home"), Limit: 20 * time.Second}
+	for _, d := range []string{results, sh.Project, sh.Home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(sh.Project, "main.go"), []byte("package main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return sh, results
+}
+
+func runView(t *testing.T, sh harness.Shell, command string) harness.ShellResult {
+	t.Helper()
+	res, err := sh.Run(context.Background(), sh.Project, command)
+	if errors.Is(err, harness.ErrNoIsolation) {
+		t.Skipf("this machine refuses the shell's namespaces: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Isolation != harness.IsolationView {
+		t.Fatalf("isolation %q, want %q", res.Isolation, harness.IsolationView)
+	}
+	return res
+}
+
+// The shell writes in the project and its home, and nowhere else: not the run's results folder,
+// not the lab's temporary folder or its working folder, not the system's folders, not the root.
+// Its /tmp is its own.
+func TestShellWritesOnlyTheProject(t *testing.T) {
+	sh, results := viewShell(t)
+	cwd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("leak-%d", time.Now().UnixNano())
+	outside := []string{
+		filepath.Join(results, name),
+		filepath.Join(filepath.Dir(sh.Project), name), // the sandbox folder, beside the project
+		filepath.Join(os.TempDir(), name),
+		filepath.Join(cwd, name),
+		filepath.Join("/etc", name),
+		filepath.Join("/usr", name),
+		"/" + name,
+	}
+	t.Cleanup(func() {
+		for _, p := range outside {
+			os.Remove(p)
+		}
+	})
+	var cmd strings.Builder
+	for _, p := range outside {
+		fmt.Fprintf(&cmd, "echo x > %q 2>/dev/null && echo wrote %q; ", p, p)
+	}
+	// Nor can it undo the view: no remount, no unmount, not in a user namespace of its own.
+	fmt.Fprintf(&cmd, "mount -o remount,bind,rw /etc 2>/dev/null; umount -l /etc 2>/dev/null; echo x > %q 2>/dev/null; ", filepath.Join("/etc", name+"-mount"))
+	fmt.Fprintf(&cmd, "unshare -rm sh -c 'mount -o remount,bind,rw /etc; umount -l /etc; echo x > %s' 2>/dev/null; ", filepath.Join("/etc", name+"-userns"))
+	outside = append(outside, filepath.Join("/etc", name+"-mount"), filepath.Join("/etc", name+"-userns"))
+	cmd.WriteString("echo made > made.txt; echo kept > ~/kept.txt; echo t > /tmp/" + name + " && cat /tmp/" + name)
+	// A write under the machine's /tmp lands in the view's private /tmp: only the host can tell.
+	res := runView(t, sh, cmd.String())
+	for _, p := range outside {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s exists: the shell wrote outside the project", p)
+		}
+	}
+	if !strings.HasSuffix(res.Output, "\nt\n") {
+		t.Errorf("output %q; want the private /tmp's file read back", res.Output)
+	}
+	// The lab sees what the command wrote in the project and at home.
+	for p, want := range map[string]string{filepath.Join(sh.Project, "made.txt"): "made\n", filepath.Join(sh.Home, "kept.txt"): "kept\n"} {
+		if got, err := os.ReadFile(p); err != nil || string(got) != want {
+			t.Errorf("%s = %q, %v; want %q", p, got, err, want)
+		}
+	}
+}
+
+// The shell sees no host process: its /proc is its PID namespace's, so the lab's own command
+// line (and any other's) cannot be read.
+func TestShellCannotReadTheHostsProcesses(t *testing.T) {
+	sh, _ := viewShell(t)
+	self, err := os.ReadFile("/proc/self/cmdline")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	arg0 := strings.Split(string(self), "\x00")[0]
+	res := runView(t, sh, fmt.Sprintf("cat /proc/%d/cmdline; echo; for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done", os.Getpid()))
+	if strings.Contains(res.Output, arg0) || strings.Contains(res.Output, filepath.Base(arg0)) {
+		t.Errorf("the shell read the lab's command line %q:\n%s", arg0, res.Output)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(res.Output), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "/bin/sh -c") && !strings.HasPrefix(line, "tr ") && !strings.Contains(line, "No such file") {
+			t.Errorf("the shell sees a process that is not its own: %q\n%s", line, res.Output)
+		}
+	}
+}
+
+// The shell sees the project's files and runs the system's common tools; the sandbox's other
+// folders, the results folder and the host's home are absent.
+func TestShellSeesTheProjectAndRunsCommonTools(t *testing.T) {
+	sh, results := viewShell(t)
+	res := runView(t, sh, `cat main.go; ls; echo hi | sed s/hi/ho/ | grep ho; ls /usr/bin/sed >/dev/null && echo sed; head -c 4 /dev/urandom | wc -c; ls `+results+` 2>&1 | grep -c "No such file"`)
+	want := "package main\nmain.go\nho\nsed\n4\n1\n"
+	if res.Output != want || res.ExitCode != 0 {
+		t.Errorf("output %q, exit %d; want %q, 0", res.Output, res.ExitCode, want)
+	}
+}
+
+// Where the machine refuses the sandbox, Unsandboxed runs the command all the same, weaker, and
+// says how; without it the command is refused. (A view the machine cannot build is played by a
+// home that does not exist, which the view cannot bind.)
+func TestShellUnsandboxedRunsWhereTheViewIsRefused(t *testing.T) {
+	sh, _ := viewShell(t)
+	runView(t, sh, "true") // skips where the machine refuses the namespaces
+	sh.Home = filepath.Join(sh.Home, "missing")
+	if res, err := sh.Run(context.Background(), sh.Project, "echo ran"); !errors.Is(err, harness.ErrNoIsolation) || res.Output != "" {
+		t.Errorf("Run = %+v, %v; want it refused, nothing run", res, err)
+	}
+	sh.Unsandboxed = true
+	res, err := sh.Run(context.Background(), sh.Project, "echo ran")
+	if err != nil || res.Output != "ran\n" || res.Isolation != harness.IsolationNamespaces || len(res.Refused) != 1 || !strings.Contains(res.Refused[0], sh.Home) {
+		t.Errorf("Run = %+v, %v; want it run with namespaces only, the refusal named", res, err)
+	}
+}
