@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/ollama/ollama/api"
+
+	"lab/gguf"
+	"lab/tokenizer"
 )
 
 // liveEnabled reports whether live tests may build things and call the network (the Go module
@@ -154,7 +157,7 @@ func TestLive(t *testing.T) {
 	}
 	t.Logf("CreateModel: %s the first time, %s when up to date", t1.Sub(t0).Round(time.Millisecond), time.Since(t1).Round(time.Millisecond))
 
-	tk, err := LoadTokenizer(p.GGUF)
+	tk, err := tokenizer.Load(p.GGUF)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,10 +246,10 @@ func TestLive(t *testing.T) {
 	}
 
 	// A float16 model loads and counts the same.
-	mo := DefaultModelOptions()
+	mo := gguf.DefaultModelOptions()
 	mo.F16 = true
 	f16 := filepath.Join(t.TempDir(), "lab-f16.gguf")
-	if err := WriteModel(f16, p.TokenizerDir, mo); err != nil {
+	if err := gguf.WriteModel(f16, p.TokenizerDir, mo); err != nil {
 		t.Fatal(err)
 	}
 	if fi, err := os.Stat(f16); err == nil {
