@@ -16,6 +16,7 @@ import (
 	"github.com/ollama/ollama/api"
 
 	"lab/gguf"
+	"lab/localserver/supervise"
 	"lab/tokenizer"
 )
 
@@ -65,7 +66,7 @@ func TestBuildPrepare(t *testing.T) {
 	start := time.Now()
 	out, err := runLogged(cmd)
 	if err != nil {
-		t.Fatalf("go build -n: %v\n%s", err, tail(out, 30))
+		t.Fatalf("go build -n: %v\n%s", err, supervise.Tail(out, 30))
 	}
 	t.Logf("go build -n planned the build in %s (%d bytes of plan)", time.Since(start).Round(time.Millisecond), len(out))
 }
@@ -107,6 +108,9 @@ func logSize(t *testing.T, path string) int64 {
 // prompt_eval_count equals the Tokenizer's count of the rendered prompt and that a repeated
 // request reuses all but one token of the cache.
 func TestLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real ollama server; not under -short")
+	}
 	cache := testCacheDir(t)
 	bo := DefaultBuildOptions(cache)
 	bo.Log = testLog{t}
@@ -275,7 +279,7 @@ func TestLive(t *testing.T) {
 	if _, err := Attach(ctx, dir); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("Attach after Stop = %v; want ErrNotRunning", err)
 	}
-	if processAlive(s.PID) {
+	if !s.proc.Exited() {
 		t.Errorf("pid %d alive after Stop", s.PID)
 	}
 

@@ -98,7 +98,7 @@ func newServerCmd(s *streams) *cobra.Command {
 				return err
 			}
 			ls, err := localserver.AttachLlamaServer(cmd.Context(), sharedLlamaDir(dir))
-			if errors.Is(err, localserver.ErrLlamaNotRunning) {
+			if errors.Is(err, localserver.ErrNotRunning) {
 				return nil
 			}
 			if err != nil {
