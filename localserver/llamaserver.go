@@ -86,19 +86,10 @@ type llamaInfo struct {
 	ModelPath string `json:"model_path"`
 }
 
-// Names of the files of a llama-server's state folder.
-const (
-	llamaStateFile = "llama-server.json"
-	llamaLogFile   = "llama-server.log"
-)
-
-// llamaStatePath returns the state file's path in dir.
-func llamaStatePath(dir string) string { return filepath.Join(dir, llamaStateFile) }
-
 // llamaSpec is the supervisor's view of a llama-server in dir: ready when GET /health answers
 // 200 (it answers 503 while the model loads).
 func llamaSpec(dir string) supervise.Spec {
-	return supervise.Spec{Name: "llama-server", Dir: dir, StateFile: llamaStateFile, LogFile: llamaLogFile, Ready: llamaHealthy}
+	return supervise.Spec{Name: "llama-server", Dir: dir, StateFile: "llama-server.json", LogFile: "llama-server.log", Ready: llamaHealthy}
 }
 
 // llamaEnv returns the server's environment: the lab's own minus LLAMA_ARG_* variables (which

@@ -22,6 +22,12 @@ func (l testLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// statePath returns the path of the Ollama state file in dir.
+func statePath(dir string) string { return filepath.Join(dir, ollamaSpec(dir, nil).StateFile) }
+
+// llamaStatePath returns the path of the llama-server state file in dir.
+func llamaStatePath(dir string) string { return filepath.Join(dir, llamaSpec(dir).StateFile) }
+
 func TestDefaultCacheDir(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

@@ -86,23 +86,14 @@ type ollamaInfo struct {
 	FlashAttention string `json:"flash_attention,omitempty"`
 }
 
-// Names of the files of an Ollama server's state folder.
-const (
-	ollamaStateFile = "server.json"
-	ollamaLogFile   = "server.log"
-)
-
-// statePath returns the state file's path in dir.
-func statePath(dir string) string { return filepath.Join(dir, ollamaStateFile) }
-
 // ollamaSpec is the supervisor's view of an Ollama server in dir: ready when GET /api/version
 // answers, whose answer it leaves in *version.
 func ollamaSpec(dir string, version *string) supervise.Spec {
 	return supervise.Spec{
 		Name:      "ollama",
 		Dir:       dir,
-		StateFile: ollamaStateFile,
-		LogFile:   ollamaLogFile,
+		StateFile: "server.json",
+		LogFile:   "server.log",
 		Ready: func(ctx context.Context, url string) error {
 			v, err := apiClient(url).Version(ctx)
 			if err != nil {
