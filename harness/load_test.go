@@ -15,6 +15,7 @@ import (
 	"lab/localserver"
 	"lab/metrics"
 	"lab/scenarios"
+	"lab/tokenizer"
 )
 
 // simRun returns the configuration of a run of about n requests of midnight × spec on the sim
@@ -31,7 +32,7 @@ func simRun(tb testing.TB, n int) harness.RunConfig {
 	} else if err != nil {
 		tb.Fatal(err)
 	}
-	tok, err := localserver.LoadTokenizerJSON(dir)
+	tok, err := tokenizer.LoadJSON(dir)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"lab/localserver/supervise"
 )
 
 // Pinned versions of what the local server is made of.
@@ -282,7 +284,7 @@ func BuildOllama(ctx context.Context, o BuildOptions) (string, error) {
 	}
 	if err != nil {
 		o.Log.Write(out)
-		return "", fmt.Errorf("build ollama %s: %w; last lines of output:\n%s", o.Version, err, tail(out, buildTailLines))
+		return "", fmt.Errorf("build ollama %s: %w; last lines of output:\n%s", o.Version, err, supervise.Tail(out, buildTailLines))
 	}
 	if err := os.Rename(tmp, bin); err != nil {
 		return "", fmt.Errorf("install ollama binary: %w", err)
@@ -309,7 +311,7 @@ func prepareBuildDir(ctx context.Context, work, version string, log io.Writer) e
 	get := goCommand(ctx, work, "get", ollamaModule+"@"+version, malgoModule+"@"+MalgoVersion)
 	if out, err := runLogged(get); err != nil {
 		log.Write(out)
-		return fmt.Errorf("go get %s@%s: %w; last lines of output:\n%s", ollamaModule, version, err, tail(out, buildTailLines))
+		return fmt.Errorf("go get %s@%s: %w; last lines of output:\n%s", ollamaModule, version, err, supervise.Tail(out, buildTailLines))
 	}
 	list := goCommand(ctx, work, "list", "-m", "-f", "{{.Dir}}", malgoModule)
 	out, err := list.Output()
@@ -363,15 +365,6 @@ func commandError(err error) error {
 		return fmt.Errorf("%w: %s", err, strings.TrimSpace(string(ee.Stderr)))
 	}
 	return err
-}
-
-// tail returns the last n lines of out.
-func tail(out []byte, n int) string {
-	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // isFile reports whether path names an existing regular file.

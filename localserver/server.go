@@ -8,37 +8,26 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/ollama/ollama/api"
+
+	"lab/localserver/supervise"
 )
 
-// Sentinel errors of the server life cycle.
+// Sentinel errors of a local server's life cycle, Ollama's and llama-server's alike: the
+// supervisor's ([supervise.ErrNotRunning], [supervise.ErrAlreadyRunning]).
 var (
 	// ErrNotRunning means a state folder records no server, or one whose process has ended.
-	ErrNotRunning = errors.New("localserver: no ollama server running")
-	// ErrAlreadyRunning means Start found a live server recorded in its state folder; use
-	// [Attach] to get it.
-	ErrAlreadyRunning = errors.New("localserver: ollama server already running")
-)
-
-// Timing of the server life cycle.
-const (
-	// startTimeout bounds how long Start waits for /api/version to answer.
-	startTimeout = 30 * time.Second
-	// stopGrace is how long Stop waits after SIGTERM before SIGKILL.
-	stopGrace = 10 * time.Second
-	// logTailLines is how many lines of the server log an error on start carries.
-	logTailLines = 30
+	ErrNotRunning = supervise.ErrNotRunning
+	// ErrAlreadyRunning means [Start] or [StartLlamaServer] found a live server recorded in its
+	// state folder; use [Attach] or [AttachLlamaServer] to get it.
+	ErrAlreadyRunning = supervise.ErrAlreadyRunning
 )
 
 // Renderer and parser that CreateModel gives the model: Ollama's built-in Qwen3.5 chat format.
@@ -85,25 +74,36 @@ type Server struct {
 	// default, [FlashAttentionDefault]); "" when unknown (a server started by an older lab).
 	FlashAttention string
 
-	// exited is closed when the process this value started has been reaped; nil for a server
-	// found by Attach.
-	exited chan struct{}
+	// proc is the supervised process; nil for a value not made by Start or Attach.
+	proc *supervise.Process
 }
 
-// state is the content of <Dir>/server.json.
-type state struct {
-	PID       int       `json:"pid"`
-	URL       string    `json:"url"`
-	Log       string    `json:"log"`
-	Version   string    `json:"version"`
-	Binary    string    `json:"binary"`
-	StartedAt time.Time `json:"started_at"`
+// ollamaInfo is what <Dir>/server.json records besides the supervisor's fields.
+type ollamaInfo struct {
+	// Version is [Server].Version at the start.
+	Version string `json:"version"`
 	// FlashAttention is [Server].FlashAttention; absent in state files of older labs.
 	FlashAttention string `json:"flash_attention,omitempty"`
 }
 
-// statePath returns the state file's path in dir.
-func statePath(dir string) string { return filepath.Join(dir, "server.json") }
+// ollamaSpec is the supervisor's view of an Ollama server in dir: ready when GET /api/version
+// answers, whose answer it leaves in *version.
+func ollamaSpec(dir string, version *string) supervise.Spec {
+	return supervise.Spec{
+		Name:      "ollama",
+		Dir:       dir,
+		StateFile: "server.json",
+		LogFile:   "server.log",
+		Ready: func(ctx context.Context, url string) error {
+			v, err := apiClient(url).Version(ctx)
+			if err != nil {
+				return fmt.Errorf("GET /api/version: %w", err)
+			}
+			*version = v
+			return nil
+		},
+	}
+}
 
 // FlashAttentionDefault is the OLLAMA_FLASH_ATTENTION value [Start] gives the server unless
 // [StartOptions].Env sets another: off. On a CPU, the lab's Ollama v0.17.4 build prefills several
@@ -145,41 +145,14 @@ func envValue(env []string, name string) string {
 	return v
 }
 
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// loopbackHost returns 127.0.0.1:<port> for a server named what to listen on: port, or a free
-// one when port is 0. It fails when the port is taken: another server there would answer in
-// place of ours.
-func loopbackHost(what string, port int) (host string, portUsed int, err error) {
-	if port == 0 {
-		if port, err = freePort(); err != nil {
-			return "", 0, err
-		}
-	}
-	host = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	l, err := net.Listen("tcp", host)
-	if err != nil {
-		return "", 0, fmt.Errorf("start %s: port %d: %w", what, port, err)
-	}
-	l.Close()
-	return host, port, nil
-}
-
 // Start starts `ollama serve` bound to 127.0.0.1:<o.Port> in its own process group, so that it
 // outlives the lab process and ignores the terminal's Ctrl-C; ctx bounds only the start-up. The
 // server runs with OLLAMA_DEBUG=1, OLLAMA_NUM_PARALLEL=1, OLLAMA_MAX_LOADED_MODELS=1,
 // OLLAMA_KEEP_ALIVE=-1 and OLLAMA_NOPRUNE=1, its output appended to <Dir>/server.log. Start
 // waits until GET /api/version answers (up to 30 s), records the state in <Dir>/server.json and
 // returns. If the process exits or does not answer in time, the error carries the log's last
-// lines. If the folder records a live server already, the error wraps [ErrAlreadyRunning].
+// lines. If the folder records a live server already, the error wraps [ErrAlreadyRunning]. The
+// process is run by [supervise.Start].
 func Start(ctx context.Context, o StartOptions) (*Server, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
@@ -187,241 +160,67 @@ func Start(ctx context.Context, o StartOptions) (*Server, error) {
 	if o.Dir == "" {
 		return nil, errors.New("start ollama: no state folder given")
 	}
-	if !isFile(o.Binary) {
-		return nil, fmt.Errorf("start ollama: binary %q not found", o.Binary)
-	}
-	bin, err := filepath.Abs(o.Binary)
-	if err != nil {
-		return nil, fmt.Errorf("start ollama: %w", err)
-	}
-	o.Binary = bin
 	dir, err := filepath.Abs(o.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("start ollama: %w", err)
-	}
-	if st, err := readState(dir); err == nil && st.PID > 0 && processAlive(st.PID) {
-		s, err := Attach(ctx, dir)
-		if err == nil {
-			return nil, fmt.Errorf("start ollama in %s: %w (pid %d at %s)", dir, ErrAlreadyRunning, s.PID, s.URL)
-		}
-		return nil, fmt.Errorf("start ollama in %s: the server recorded in server.json is alive but %w; stop pid %d or remove the file", dir, err, st.PID)
 	}
 	models := filepath.Join(dir, "models")
 	if err := os.MkdirAll(models, 0o755); err != nil {
 		return nil, fmt.Errorf("start ollama: %w", err)
 	}
-	host, _, err := loopbackHost("ollama", o.Port)
+	var version, flash string
+	spec := ollamaSpec(dir, &version)
+	spec.Binary, spec.Port, spec.Log = o.Binary, o.Port, o.Log
+	spec.Command = func(addr string, _ int) ([]string, []string) {
+		env := serverEnv(os.Environ(), addr, models, o.Env)
+		flash = envValue(env, "OLLAMA_FLASH_ATTENTION")
+		return []string{"serve"}, env
+	}
+	spec.Describe = func(context.Context, string) any {
+		return ollamaInfo{Version: version, FlashAttention: flash}
+	}
+	p, err := supervise.Start(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{
-		URL:     "http://" + host,
-		Host:    host,
-		LogPath: filepath.Join(dir, "server.log"),
-		Dir:     dir,
-		Binary:  o.Binary,
-		exited:  make(chan struct{}),
-	}
-
-	logf, err := os.OpenFile(s.LogPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("open server log: %w", err)
-	}
-	logStart, _ := logf.Seek(0, io.SeekEnd)
-	fmt.Fprintf(logf, "--- lab: starting %s serve on %s at %s\n", o.Binary, host, time.Now().Format(time.RFC3339))
-	// exec.Command, not CommandContext: the server must outlive ctx and the lab process.
-	cmd := exec.Command(o.Binary, "serve")
-	cmd.Dir = dir
-	cmd.Env = serverEnv(os.Environ(), host, models, o.Env)
-	s.FlashAttention = envValue(cmd.Env, "OLLAMA_FLASH_ATTENTION")
-	cmd.Stdout = logf // a file, not a pipe: the server keeps writing after the lab exits
-	cmd.Stderr = logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
-	logf.Close()
-	if err != nil {
-		return nil, fmt.Errorf("start %s: %w", o.Binary, err)
-	}
-	s.PID = cmd.Process.Pid
-	go func() {
-		cmd.Wait()
-		close(s.exited)
-	}()
-	fmt.Fprintf(o.Log, "starting ollama on %s (pid %d, log %s)...\n", s.URL, s.PID, s.LogPath)
-
-	fail := func(err error) (*Server, error) {
-		s.kill()
-		return nil, fmt.Errorf("start ollama on %s: %w; last lines of %s:\n%s", host, err, s.LogPath, s.logTail(logStart))
-	}
-	wctx, cancel := context.WithTimeout(ctx, startTimeout)
-	defer cancel()
-	for {
-		vctx, vcancel := context.WithTimeout(wctx, 2*time.Second)
-		v, err := s.version(vctx)
-		vcancel()
-		if err == nil {
-			s.Version = v
-			select {
-			case <-s.exited: // whoever answered, it was not our server
-				return fail(errors.New("server exited"))
-			default:
-			}
-			break
-		}
-		select {
-		case <-s.exited:
-			return fail(errors.New("server exited"))
-		case <-wctx.Done():
-			return fail(fmt.Errorf("no answer from /api/version: %w", wctx.Err()))
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	if err := writeState(s); err != nil {
-		s.kill()
-		return nil, err
-	}
+	s := newServer(p, version, flash)
 	fmt.Fprintf(o.Log, "ollama %s serving at %s\n", s.Version, s.URL)
 	return s, nil
 }
 
+// newServer returns the Server of a supervised ollama process.
+func newServer(p *supervise.Process, version, flash string) *Server {
+	return &Server{URL: p.URL, Host: p.Host(), LogPath: p.Log, PID: p.PID, Version: version, Dir: p.Dir,
+		Binary: p.Binary, FlashAttention: flash, proc: p}
+}
+
+// apiClient returns an Ollama API client for the server at base URL u.
+func apiClient(u string) *api.Client {
+	pu, _ := url.Parse(u)
+	return api.NewClient(pu, &http.Client{})
+}
+
 // client returns an Ollama API client for s.
-func (s *Server) client() *api.Client {
-	u, _ := url.Parse(s.URL)
-	return api.NewClient(u, &http.Client{})
-}
+func (s *Server) client() *api.Client { return apiClient(s.URL) }
 
-// version asks the server for its version.
-func (s *Server) version(ctx context.Context) (string, error) {
-	return s.client().Version(ctx)
-}
-
-// logTail returns the last lines the server log got from offset on.
-func (s *Server) logTail(offset int64) string {
-	f, err := os.Open(s.LogPath)
-	if err != nil {
-		return "(no log: " + err.Error() + ")"
-	}
-	defer f.Close()
-	if _, err := f.Seek(offset, io.SeekStart); err != nil {
-		return "(unreadable log: " + err.Error() + ")"
-	}
-	b, _ := io.ReadAll(f)
-	return tail(b, logTailLines)
-}
-
-// writeState records s in its state file, atomically.
-func writeState(s *Server) error {
-	b, err := json.MarshalIndent(state{
-		PID: s.PID, URL: s.URL, Log: s.LogPath, Version: s.Version, Binary: s.Binary,
-		FlashAttention: s.FlashAttention, StartedAt: time.Now().UTC().Truncate(time.Second),
-	}, "", "  ")
-	if err != nil {
-		return fmt.Errorf("write server state: %w", err)
-	}
-	return writeFileAtomic(statePath(s.Dir), append(b, '\n'))
-}
-
-// writeFileAtomic writes b to path through a temporary file and a rename.
-func writeFileAtomic(path string, b []byte) error {
-	tmp := fmt.Sprintf("%s.tmp-%d", path, os.Getpid())
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
-	}
-	return nil
-}
-
-// Attach returns the server recorded in dir's server.json if its process is alive and answers
-// GET /api/version (within ctx and 5 s). When the folder records no server, or one whose process
-// has ended (its stale state file is then removed), the error wraps [ErrNotRunning].
+// Attach returns the server recorded in dir's server.json if its process is alive, runs the
+// recorded binary and answers GET /api/version (within ctx and 5 s); Version is that answer.
+// When the folder records no server, or one whose process has ended (its stale state file is then
+// removed), the error wraps [ErrNotRunning].
 func Attach(ctx context.Context, dir string) (*Server, error) {
-	dir, err := filepath.Abs(dir)
+	var version string
+	var info ollamaInfo
+	p, err := supervise.Attach(ctx, ollamaSpec(dir, &version), &info)
 	if err != nil {
-		return nil, fmt.Errorf("attach ollama: %w", err)
+		return nil, err
 	}
-	st, err := readState(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("attach ollama in %s: %w", dir, ErrNotRunning)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("attach ollama: %w", err)
-	}
-	if st.PID <= 0 || !processAlive(st.PID) {
-		os.Remove(statePath(dir))
-		return nil, fmt.Errorf("attach ollama in %s: pid %d has ended: %w", dir, st.PID, ErrNotRunning)
-	}
-	u, err := url.Parse(st.URL)
-	if err != nil {
-		return nil, fmt.Errorf("attach ollama: read %s: %w", statePath(dir), err)
-	}
-	s := &Server{URL: st.URL, Host: u.Host, LogPath: st.Log, PID: st.PID, Dir: dir, Binary: st.Binary, FlashAttention: st.FlashAttention}
-	vctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if s.Version, err = s.version(vctx); err != nil {
-		return nil, fmt.Errorf("attach ollama pid %d at %s: %w", st.PID, st.URL, err)
-	}
-	return s, nil
+	return newServer(p, version, info.FlashAttention), nil
 }
-
-// readState reads dir's state file; a missing file gives an error wrapping os.ErrNotExist.
-func readState(dir string) (state, error) {
-	var st state
-	b, err := os.ReadFile(statePath(dir))
-	if err != nil {
-		return st, err
-	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		return st, fmt.Errorf("read %s: %w", statePath(dir), err)
-	}
-	return st, nil
-}
-
-// processAlive reports whether pid is a live ollama process (not a zombie, and not another
-// program that got the pid of a server that has ended).
-func processAlive(pid int) bool {
-	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
-		return false
-	}
-	if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil &&
-		!strings.HasPrefix(filepath.Base(exe), "ollama") {
-		return false
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return !errors.Is(err, os.ErrNotExist)
-	}
-	// The state letter follows the command name, which is in parentheses.
-	if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) {
-		return b[i+2] != 'Z' && b[i+2] != 'X'
-	}
-	return true
-}
-
-// proc is the server's process, for waiting on it and stopping it.
-func (s *Server) proc() process {
-	return process{name: "ollama", pid: s.PID, exited: s.exited, alive: processAlive}
-}
-
-// kill ends the server's whole process group at once (the server and its model runners).
-func (s *Server) kill() { s.proc().kill() }
 
 // Stop ends the server: SIGTERM, then after 10 s SIGKILL to its process group (the server and
 // its model runners). It removes the state file if that still records this server. Stopping a
 // server that has already exited is not an error.
-func (s *Server) Stop() error {
-	defer s.removeState()
-	return s.proc().stop()
-}
-
-// removeState deletes the state file if it records this server's pid.
-func (s *Server) removeState() {
-	if st, err := readState(s.Dir); err == nil && st.PID == s.PID {
-		os.Remove(statePath(s.Dir))
-	}
-}
+func (s *Server) Stop() error { return s.proc.Stop() }
 
 // created is one entry of <Dir>/created.json: what CreateModel registered under a name.
 type created struct {
@@ -497,7 +296,7 @@ func writeRecords(path string, recs map[string]created, name string) error {
 	if err != nil {
 		return fmt.Errorf("create model %s: %w", name, err)
 	}
-	return writeFileAtomic(path, append(b, '\n'))
+	return supervise.WriteFileAtomic(path, append(b, '\n'))
 }
 
 // ModelFile returns the GGUF file [Server.CreateModel] registered under name on this server

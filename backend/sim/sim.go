@@ -5,7 +5,7 @@
 //     in process with Ollama's own qwen3.5 renderer (github.com/ollama/ollama/model/renderers,
 //     the renderer the served Qwen3 model uses in Ollama v0.17.4), so the prompt text is what the
 //     real server would build;
-//  2. tokenizes it with the given tokenizer (the served model's: localserver.LoadTokenizerJSON);
+//  2. tokenizes it with the given tokenizer (the served model's: tokenizer.LoadJSON);
 //  3. asks the cache model (lab/cachesim) how many leading tokens it reuses (Lookup), then leaves
 //     the cache as a real generation would (Store: the rendered prompt followed by the scripted
 //     reply as Qwen3 writes it, ollama.Qwen3Output, tokenized as one text: what the Ollama

@@ -12,6 +12,7 @@ import (
 
 	"lab/backend/ollama"
 	"lab/cachesim"
+	"lab/gguf"
 	"lab/localserver"
 )
 
@@ -25,7 +26,7 @@ type Calibration struct {
 }
 
 func newCalibrateCmd(s *streams) *cobra.Command {
-	o := &runOptions{Model: localserver.DefaultModelOptions(), ModelName: localserver.DefaultModelName, NumCtx: localserver.DefaultContextLength}
+	o := &runOptions{Model: gguf.DefaultModelOptions(), ModelName: localserver.DefaultModelName, NumCtx: gguf.DefaultContextLength}
 	var sizes []int
 	var out string
 	c := &cobra.Command{

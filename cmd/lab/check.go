@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"lab/check"
+	"lab/gguf"
 	"lab/harness"
-	"lab/localserver"
 	"lab/metrics"
 	"lab/scenarios"
 )
@@ -198,7 +198,7 @@ func runDefaults(s *streams) (*runOptions, error) {
 		NumCtx:     numCtx,
 		ModelName:  def("model"),
 		CacheModel: def("cache-model"),
-		Model:      localserver.DefaultModelOptions(),
+		Model:      gguf.DefaultModelOptions(),
 	}
 	// The scripted driver and the default retries and request timeout (flags of live.go and
 	// resume.go, when lab run has them).

@@ -9,6 +9,7 @@ import (
 
 	"lab/cachesim"
 	"lab/check"
+	"lab/gguf"
 	"lab/localserver"
 	"lab/metrics"
 )
@@ -206,7 +207,7 @@ func TestRunDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.NumCtx != localserver.DefaultContextLength || o.CacheModel != cachesim.ModelLlamaCpp || o.ModelName != localserver.DefaultModelName || o.Repeat != 1 || o.Model != localserver.DefaultModelOptions() {
+	if o.NumCtx != gguf.DefaultContextLength || o.CacheModel != cachesim.ModelLlamaCpp || o.ModelName != localserver.DefaultModelName || o.Repeat != 1 || o.Model != gguf.DefaultModelOptions() {
 		t.Errorf("runDefaults = %+v", o)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"lab/hygiene"
 	"lab/localserver"
 	"lab/metrics"
+	"lab/tokenizer"
 )
 
 // proxyOptions are `lab proxy`'s flags.
@@ -161,7 +162,7 @@ func runProxy(ctx context.Context, s *streams, o *proxyOptions) (err error) {
 		if o.GGUF == "" {
 			return badInput("--render ollama needs --gguf, the served model's file (its tokenizer); it is the default only for lab server start's server")
 		}
-		tok, err := localserver.LoadTokenizer(o.GGUF)
+		tok, err := tokenizer.Load(o.GGUF)
 		if err != nil {
 			return badInput("--gguf: %v", err)
 		}

@@ -19,8 +19,10 @@ import (
 	"github.com/ollama/ollama/model/renderers"
 
 	"lab/capture"
+	"lab/gguf"
 	"lab/localserver"
 	"lab/metrics"
+	"lab/tokenizer"
 )
 
 // startProxyCmd runs `lab proxy` in the background and returns its address and a function that
@@ -176,7 +178,7 @@ func TestProxyFlags(t *testing.T) {
 // slot` line for every request that takes the slot (chat requests and raw cache fills) to its
 // log, as OLLAMA_DEBUG=1 does. keep_alive 0 empties the slot.
 type fakeOllama struct {
-	tok     *localserver.Tokenizer
+	tok     *tokenizer.Tokenizer
 	logPath string
 
 	mu   sync.Mutex
@@ -264,11 +266,11 @@ func TestProxyCapturesAnOllamaRunAsTheRunRecordsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	gguf := filepath.Join(dir, "synth.gguf")
-	if err := localserver.WriteModel(gguf, tokDir, localserver.ModelOptions{HiddenSize: 8, FeedForward: 8, Layers: 1, HeadDim: 8, F16: true}); err != nil {
+	model := filepath.Join(dir, "synth.gguf")
+	if err := gguf.WriteModel(model, tokDir, gguf.ModelOptions{HiddenSize: 8, FeedForward: 8, Layers: 1, HeadDim: 8, F16: true}); err != nil {
 		t.Fatal(err)
 	}
-	tok, err := localserver.LoadTokenizer(gguf)
+	tok, err := tokenizer.Load(model)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,8 +281,8 @@ func TestProxyCapturesAnOllamaRunAsTheRunRecordsIt(t *testing.T) {
 	defer up.Close()
 	results := filepath.Join(dir, "results")
 	addr, stop := startProxyCmd(t, &proxyOptions{Listen: "127.0.0.1:0", Upstream: up.URL, ResultsDir: results, RunID: "cap",
-		Label: capture.DefaultLabel, Render: capture.RenderOllama, GGUF: gguf, NumCtx: localserver.DefaultContextLength, ServerLog: logPath})
-	code, stdout, stderr := runLab(t, "run", "--server", "http://"+addr, "--server-log", logPath, "--gguf", gguf,
+		Label: capture.DefaultLabel, Render: capture.RenderOllama, GGUF: model, NumCtx: gguf.DefaultContextLength, ServerLog: logPath})
+	code, stdout, stderr := runLab(t, "run", "--server", "http://"+addr, "--server-log", logPath, "--gguf", model,
 		"--scenario", "midnight", "--arm", "spec,date-in-system-prompt", "--results", results, "--run-id", "run", "--quiet")
 	if code != 0 {
 		t.Fatalf("lab run: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)

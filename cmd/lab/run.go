@@ -22,11 +22,13 @@ import (
 	"lab/backend/openai"
 	"lab/backend/sim"
 	"lab/cachesim"
+	"lab/gguf"
 	"lab/harness"
 	"lab/hygiene"
 	"lab/localserver"
 	"lab/metrics"
 	"lab/scenarios"
+	"lab/tokenizer"
 )
 
 // runOptions are `lab run`'s flags.
@@ -47,7 +49,7 @@ type runOptions struct {
 	NumCtx       int
 	CacheDir     string
 	GenericBuild bool
-	Model        localserver.ModelOptions
+	Model        gguf.ModelOptions
 	Quiet        bool
 	// Backend is ollama (a real server) or sim (backend/sim: render, tokenize, cache model).
 	Backend string
@@ -73,7 +75,7 @@ type runOptions struct {
 }
 
 func newRunCmd(s *streams) *cobra.Command {
-	o := &runOptions{Model: localserver.DefaultModelOptions()}
+	o := &runOptions{Model: gguf.DefaultModelOptions()}
 	c := &cobra.Command{
 		Use:   "run",
 		Short: "Run scenarios × arms against a model server and write results/run_id=<run-id>/",
@@ -130,7 +132,7 @@ shell that is not a sandbox, which may write anywhere your user can.`,
 	f.StringVar(&o.ServerLog, "server-log", "", "that server's log, written with OLLAMA_DEBUG=1 (for cached tokens)")
 	f.StringVar(&o.ModelName, "model", localserver.DefaultModelName, "model name on the server")
 	f.StringVar(&o.GGUF, "gguf", "", "with --server: the model's GGUF file, for counting tokens as the server does")
-	f.IntVar(&o.NumCtx, "num-ctx", localserver.DefaultContextLength, "context length pinned for the whole run, in tokens (Ollama num_ctx; the synthetic model's context_length); a prompt plus reply longer than this makes Ollama truncate or shift its context, which empties the KV cache (--backend sim does the same)")
+	f.IntVar(&o.NumCtx, "num-ctx", gguf.DefaultContextLength, "context length pinned for the whole run, in tokens (Ollama num_ctx; the synthetic model's context_length); a prompt plus reply longer than this makes Ollama truncate or shift its context, which empties the KV cache (--backend sim does the same)")
 	f.StringVar(&o.CacheDir, "cache", "", "cache folder for the built server and model (default $LAB_CACHE or ~/.cache/lab)")
 	f.BoolVar(&o.GenericBuild, "generic-build", false, "build Ollama without -march=native (slower prefill; runs on any x86-64)")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress output")
@@ -293,7 +295,7 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 	}
 	var tok harness.Tokenizer
 	if gguf != "" {
-		t, err := localserver.LoadTokenizer(gguf)
+		t, err := tokenizer.Load(gguf)
 		if err != nil {
 			return err
 		}
@@ -340,9 +342,9 @@ type simRun struct {
 // runSim runs the matrix on the sim backend: no server; the tokenizer from --gguf, else the npm
 // package's tokenizer.json.
 func runSim(ctx context.Context, s *streams, o *runOptions, r simRun) error {
-	var tok *localserver.Tokenizer
+	var tok *tokenizer.Tokenizer
 	if o.GGUF != "" {
-		t, err := localserver.LoadTokenizer(o.GGUF)
+		t, err := tokenizer.Load(o.GGUF)
 		if err != nil {
 			return err
 		}
@@ -356,7 +358,7 @@ func runSim(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 		if err != nil {
 			return err
 		}
-		if tok, err = localserver.LoadTokenizerJSON(dir); err != nil {
+		if tok, err = tokenizer.LoadJSON(dir); err != nil {
 			return err
 		}
 	}
@@ -475,7 +477,7 @@ func localServer(ctx context.Context, cache string, o *runOptions, log io.Writer
 	return srv, prep, stop, nil
 }
 
-func setup(cache string, generic bool, m localserver.ModelOptions, name string, log io.Writer) localserver.Setup {
+func setup(cache string, generic bool, m gguf.ModelOptions, name string, log io.Writer) localserver.Setup {
 	b := localserver.DefaultBuildOptions(cache)
 	b.Native = !generic
 	b.Log = log

@@ -8,10 +8,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"lab/gguf"
 	"lab/localserver"
 )
 
-func addModelFlags(c *cobra.Command, m *localserver.ModelOptions) {
+func addModelFlags(c *cobra.Command, m *gguf.ModelOptions) {
 	f := c.Flags()
 	f.IntVar(&m.HiddenSize, "hidden", m.HiddenSize, "synthetic model: hidden size (embedding_length)")
 	f.IntVar(&m.Layers, "layers", m.Layers, "synthetic model: number of layers (block_count)")
@@ -24,7 +25,7 @@ func newServerCmd(s *streams) *cobra.Command {
 	var cache, llamaBin, llamaModel string
 	var generic bool
 	var llamaCtx int
-	m := localserver.DefaultModelOptions()
+	m := gguf.DefaultModelOptions()
 	c := &cobra.Command{
 		Use:   "server",
 		Short: "Start, stop or inspect the local Ollama server lab builds and serves the synthetic model on",
@@ -65,7 +66,7 @@ func newServerCmd(s *streams) *cobra.Command {
 	start.Flags().BoolVar(&generic, "generic-build", false, "build Ollama without -march=native")
 	start.Flags().StringVar(&llamaBin, "llamacpp", "", "start your own llama-server binary instead of Ollama, serving --gguf (use it with lab run --backend llamacpp --base-url URL)")
 	start.Flags().StringVar(&llamaModel, "gguf", "", "with --llamacpp: the GGUF model file to serve")
-	start.Flags().IntVar(&llamaCtx, "ctx-size", localserver.DefaultContextLength, "with --llamacpp: the context size in tokens (-c)")
+	start.Flags().IntVar(&llamaCtx, "ctx-size", gguf.DefaultContextLength, "with --llamacpp: the context size in tokens (-c)")
 	addModelFlags(start, &m)
 	// attached runs f on the server `lab server start` left running, or says it is not running.
 	attached := func(f func(*localserver.Server) error) func(*cobra.Command, []string) error {
@@ -97,7 +98,7 @@ func newServerCmd(s *streams) *cobra.Command {
 				return err
 			}
 			ls, err := localserver.AttachLlamaServer(cmd.Context(), sharedLlamaDir(dir))
-			if errors.Is(err, localserver.ErrLlamaNotRunning) {
+			if errors.Is(err, localserver.ErrNotRunning) {
 				return nil
 			}
 			if err != nil {
@@ -162,7 +163,7 @@ func newServerCmd(s *streams) *cobra.Command {
 func newModelCmd(s *streams) *cobra.Command {
 	c := &cobra.Command{Use: "model", Short: "Write the synthetic model"}
 	var out, cache string
-	m := localserver.DefaultModelOptions()
+	m := gguf.DefaultModelOptions()
 	synth := &cobra.Command{
 		Use:   "synth",
 		Short: "Write a GGUF with architecture qwen3, random weights from a fixed seed and the real Qwen3 tokenizer and chat template",
@@ -181,7 +182,7 @@ func newModelCmd(s *streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := localserver.WriteModel(out, tokDir, m); err != nil {
+			if err := gguf.WriteModel(out, tokDir, m); err != nil {
 				return err
 			}
 			fmt.Fprintln(s.out, out)

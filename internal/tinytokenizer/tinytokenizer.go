@@ -1,0 +1,46 @@
+// Package tinytokenizer writes, for tests, a tokenizer.json and tokenizer_config.json of twelve
+// tokens laid out like Qwen3's (a BPE vocabulary, merges, special and user-defined added tokens,
+// a chat template, <|im_end|> as end of sequence and <|endoftext|> as padding), small enough to
+// check a GGUF file or a tokenizer built from them by hand.
+package tinytokenizer
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Write writes the two files to a new temporary folder of t and returns it. The vocabulary is
+// a=0 b=1 ab=2 Ġ=3 Ċ=4 h=5 i=6 hi=7, then the added tokens <|endoftext|>=8, <|im_start|>=9,
+// <|im_end|>=10 (special) and <think>=11 (not special); the merges are "a b" and "h i", given as
+// pairs when pairs is true, else as strings (tokenizer.json has both forms in the wild).
+func Write(t testing.TB, pairs bool) string {
+	t.Helper()
+	dir := t.TempDir()
+	vocab := map[string]int{"a": 0, "b": 1, "ab": 2, "Ġ": 3, "Ċ": 4, "h": 5, "i": 6, "hi": 7}
+	var merges any = [][]string{{"a", "b"}, {"h", "i"}}
+	if !pairs {
+		merges = []string{"a b", "h i"}
+	}
+	tj := map[string]any{
+		"model": map[string]any{"type": "BPE", "vocab": vocab, "merges": merges},
+		"added_tokens": []map[string]any{
+			{"id": 8, "content": "<|endoftext|>", "special": true},
+			{"id": 9, "content": "<|im_start|>", "special": true},
+			{"id": 10, "content": "<|im_end|>", "special": true},
+			{"id": 11, "content": "<think>", "special": false},
+		},
+	}
+	cfg := map[string]any{"chat_template": "{{ messages }}", "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}
+	for name, v := range map[string]any{"tokenizer.json": tj, "tokenizer_config.json": cfg} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}

