@@ -24,6 +24,9 @@ type Flood struct {
 	Head, Chunk []byte
 	Count       int
 	Tail        []byte
+	// Route, when set, sees each request first and answers it itself when it returns true
+	// (an Ollama render-only request, say); the flood's counts leave it out.
+	Route func(w http.ResponseWriter, r *http.Request) bool
 
 	written atomic.Int64
 	gone    atomic.Bool
@@ -40,6 +43,9 @@ func NewFlood(tb testing.TB, contentType, head, chunk string, count int, tail st
 }
 
 func (f *Flood) serve(w http.ResponseWriter, r *http.Request) {
+	if f.Route != nil && f.Route(w, r) {
+		return
+	}
 	f.done.Add(1)
 	defer f.done.Done()
 	_, _ = r.Body.Read(make([]byte, 1))
