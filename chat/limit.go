@@ -107,3 +107,20 @@ func (c *ReplyCounter) limit() int64 {
 func (c *ReplyCounter) Err(backend, url string) *APIError {
 	return ReplyTooLongError(backend, url, c.limit())
 }
+
+// ReplySize returns the bytes of r that a reply limit counts: its text, its reasoning (plain, and
+// the thinking blocks' text, signatures and data) and its tool calls' names and arguments. A nil
+// r is 0.
+func ReplySize(r *Reply) int64 {
+	if r == nil {
+		return 0
+	}
+	n := len(r.Content) + len(r.Reasoning)
+	for _, tc := range r.ToolCalls {
+		n += len(tc.Name) + len(tc.Arguments)
+	}
+	for _, t := range r.Thinking {
+		n += len(t.Text) + len(t.Signature) + len(t.Data)
+	}
+	return int64(n)
+}
