@@ -65,8 +65,8 @@ func TestReplyPastTheLimit(t *testing.T) {
 // BenchmarkReplyBytes reads a chat completion stream of 100-byte deltas carrying 1, 10 and 100
 // MB of content (limit above it), reporting bytes allocated per reply byte and the peak heap.
 func BenchmarkReplyBytes(b *testing.B) {
-	for _, size := range []int{1 << 20, 10 << 20, 100 << 20} {
-		b.Run(fmt.Sprintf("%dMB", size>>20), func(b *testing.B) {
+	for _, size := range []int{1_000_000, 10_000_000, 100_000_000} {
+		b.Run(fmt.Sprintf("%dMB", size/1_000_000), func(b *testing.B) {
 			f := replytest.NewFlood(b, "text/event-stream", "", sseChunk(100), size/100, streamEnd)
 			for b.Loop() {
 				var c *completion

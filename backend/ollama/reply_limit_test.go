@@ -81,8 +81,8 @@ func TestReplyPastTheLimit(t *testing.T) {
 // BenchmarkReplyBytes reads an /api/chat stream of 100-byte lines carrying 1, 10 and 100 MB of
 // content (limit above it), reporting bytes allocated per reply byte and the peak heap.
 func BenchmarkReplyBytes(b *testing.B) {
-	for _, size := range []int{1 << 20, 10 << 20, 100 << 20} {
-		b.Run(fmt.Sprintf("%dMB", size>>20), func(b *testing.B) {
+	for _, size := range []int{1_000_000, 10_000_000, 100_000_000} {
+		b.Run(fmt.Sprintf("%dMB", size/1_000_000), func(b *testing.B) {
 			c, _ := floodClient(b, "application/x-ndjson", "", line(100), size/100, doneLine)
 			req := &chat.Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}}, MaxReplyBytes: 2 * int64(size), Generate: 100}
 			for b.Loop() {

@@ -62,13 +62,13 @@ func TestReplyPastTheLimit(t *testing.T) {
 }
 
 // benchSizes are the reply sizes of the reply benchmarks.
-var benchSizes = []int{1 << 20, 10 << 20, 100 << 20}
+var benchSizes = []int{1_000_000, 10_000_000, 100_000_000}
 
 // BenchmarkChatReplyBytes reads a Chat Completions stream of 100-byte deltas carrying 1, 10 and
 // 100 MB of text (limit above it), reporting bytes allocated per reply byte and the peak heap.
 func BenchmarkChatReplyBytes(b *testing.B) {
 	for _, size := range benchSizes {
-		b.Run(fmt.Sprintf("%dMB", size>>20), func(b *testing.B) {
+		b.Run(fmt.Sprintf("%dMB", size/1_000_000), func(b *testing.B) {
 			f := replytest.NewFlood(b, "text/event-stream", "", sseChunk(100), size/100, chatEnd)
 			c := newClient(b, Options{Profile: "generic", BaseURL: f.Srv.URL, Model: "m"})
 			benchSend(b, c, int64(size))
@@ -79,7 +79,7 @@ func BenchmarkChatReplyBytes(b *testing.B) {
 // BenchmarkResponsesReplyBytes reads a Responses stream of 100-byte output_text deltas.
 func BenchmarkResponsesReplyBytes(b *testing.B) {
 	for _, size := range benchSizes {
-		b.Run(fmt.Sprintf("%dMB", size>>20), func(b *testing.B) {
+		b.Run(fmt.Sprintf("%dMB", size/1_000_000), func(b *testing.B) {
 			f := replytest.NewFlood(b, "text/event-stream",
 				"data: {\"type\":\"response.output_item.added\",\"output_index\":0,\"item\":{\"type\":\"message\"}}\n\n",
 				"data: {\"type\":\"response.output_text.delta\",\"output_index\":0,\"content_index\":0,\"delta\":\""+strings.Repeat("x", 100)+"\"}\n\n", size/100,

@@ -38,8 +38,8 @@ func sendBig(tb testing.TB, n int) error {
 // request and the next, which carries it in the history), reporting bytes allocated per reply
 // byte and the peak heap.
 func BenchmarkSimReplyBytes(b *testing.B) {
-	for _, size := range []int{1 << 20, 10 << 20, 100 << 20} {
-		b.Run(fmt.Sprintf("%dMB", size>>20), func(b *testing.B) {
+	for _, size := range []int{1_000_000, 10_000_000, 100_000_000} {
+		b.Run(fmt.Sprintf("%dMB", size/1_000_000), func(b *testing.B) {
 			for b.Loop() {
 				alloc, peak := replytest.Measure(func() any {
 					if err := sendBig(b, size); err != nil {
