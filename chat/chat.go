@@ -105,6 +105,11 @@ type Request struct {
 	// behaviour: the backend generates as little as it can and leaves the cache as if the model
 	// had written the scripted reply.
 	Generate int
+	// MaxReplyBytes is the most bytes the answer's reply may hold: text, reasoning and tool
+	// calls' names and arguments together, as decoded from the wire (lab run's
+	// --max-reply-bytes). A backend that reads past it stops reading, closes the answer's body
+	// and fails with [ReplyTooLongError]. 0 means [DefaultMaxReplyBytes]; see [Request.ReplyLimit].
+	MaxReplyBytes int64
 }
 
 // Reply is what the model answered a request with. In scripted mode the scenario gives it and the

@@ -63,6 +63,7 @@ func TestRetryable(t *testing.T) {
 		{"stream without its end marker", chat.CutError("anthropic", "http://127.0.0.1:1", "no message_stop"), true},
 		{"empty 200", chat.NotAnswerError("openai", "http://127.0.0.1:1/v1", "application/json", nil), true},
 		{"HTML 200", chat.NotAnswerError("openai", "http://127.0.0.1:1/v1", "text/html", []byte("<html>")), false},
+		{"reply past the limit", chat.ReplyTooLongError("ollama", "http://127.0.0.1:1", 1024), false},
 	} {
 		if got := harness.Retryable(tc.err); got != tc.want {
 			t.Errorf("Retryable(%s: %v) = %v; want %v", tc.name, tc.err, got, tc.want)

@@ -99,6 +99,10 @@ type RunConfig struct {
 	// measurement (Ollama's /v1/messages answers cache_read_input_tokens 0 whatever it reused):
 	// every result's cached tokens are then dropped ([DropConstantCached]) and stay null.
 	ConstantCached string
+	// MaxReplyBytes is the most bytes one answer's reply may hold (lab run --max-reply-bytes),
+	// passed to every session ([SessionConfig].MaxReplyBytes); 0 means
+	// [chat.DefaultMaxReplyBytes].
+	MaxReplyBytes int64
 }
 
 // Requests returns the number of requests the matrix's sessions of c's shard send (every
@@ -356,6 +360,7 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 			BackendName: cfg.BackendName, Model: cfg.Model, ServerVersion: cfg.ServerVersion,
 			Tokenizer: cfg.Tokenizer, Sink: sink, SandboxDir: sandbox, Warn: cfg.Warn, NumCtx: cfg.NumCtx, Window: cfg.Window,
 			Warm: cfg.Warm, Price: cfg.Price, Retry: cfg.Retry, Driver: cfg.Driver, ConstantCached: cfg.ConstantCached,
+			MaxReplyBytes: cfg.MaxReplyBytes,
 			OnSample: func(s *metrics.Sample) {
 				if s.RequestIndex == 0 {
 					cold.first(s)

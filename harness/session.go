@@ -90,6 +90,10 @@ type SessionConfig struct {
 	// measurement (Ollama's /v1/messages answers cache_read_input_tokens 0 whatever it reused):
 	// every result's cached tokens are then dropped ([DropConstantCached]) and stay null.
 	ConstantCached string
+	// MaxReplyBytes is the most bytes one answer's reply may hold ([chat.Request].MaxReplyBytes,
+	// set on every request the session sends); 0 means [chat.DefaultMaxReplyBytes]. A reply
+	// past it is an error row ([chat.ReplyTooLongError]), not retried.
+	MaxReplyBytes int64
 }
 
 // RunSession replays one scenario with one arm through the harness and the backend, writing one
@@ -541,6 +545,9 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 		ExpectedUnknown: true,
 	}
 	r.index++
+	if req.MaxReplyBytes == 0 {
+		req.MaxReplyBytes = cfg.MaxReplyBytes
+	}
 	if cfg.PromptPrefix != "" && len(req.Messages) > 0 && req.Messages[0].Role == chat.RoleSystem {
 		cp := *req
 		cp.Messages = slices.Clone(req.Messages)

@@ -454,18 +454,26 @@ func (c *Client) create(ctx context.Context, req *chat.Request) (*Response, *cha
 
 	// The answer's form decides how it is read, whatever was asked: a server may answer a
 	// streamed request with one JSON message.
-	var acc accumulator
+	limit := req.ReplyLimit()
+	acc := accumulator{count: chat.ReplyCounter{Limit: limit}}
 	br := bufio.NewReaderSize(resp.Body, 64<<10)
 	head, err := chat.PeekAnswer(br)
 	ctype := resp.Header.Get("Content-Type")
 	switch form := chat.SniffAnswer(ctype, head); {
 	case err != nil:
 	case form == chat.AnswerEvents:
-		err = readEvents(br, func(ev event) error {
+		err = readEventsMax(br, chat.WireLimit(limit), func(ev event) error {
 			if res.TTFT == 0 && ev.content() {
 				res.TTFT = time.Since(start)
 			}
-			return acc.add(ev)
+			if err := acc.add(ev); err != nil {
+				return err
+			}
+			if acc.count.Over() {
+				// Stop reading: the deferred Close drops the connection.
+				return acc.count.Err("anthropic", "")
+			}
+			return nil
 		})
 		if err == nil {
 			err = acc.end()
@@ -479,13 +487,18 @@ func (c *Client) create(ctx context.Context, req *chat.Request) (*Response, *cha
 			res.Warnings = append(res.Warnings, chat.Unstreamed)
 		}
 		var b []byte
-		if b, err = io.ReadAll(br); err == nil {
-			err = acc.whole(b)
+		if b, err = chat.ReadAllMax(br, chat.WireLimit(limit)); err == nil {
+			if err = acc.whole(b); err == nil && acc.count.Over() {
+				err = acc.count.Err("anthropic", "")
+			}
 		}
 	default:
 		err = chat.NotAnswerError("anthropic", "", ctype, head)
 	}
 	res.Total = time.Since(start)
+	if errors.Is(err, chat.ErrWireTooLong) {
+		err = chat.ReplyTooLongError("anthropic", "", limit)
+	}
 	if err != nil {
 		var ae *chat.APIError
 		if errors.As(err, &ae) {

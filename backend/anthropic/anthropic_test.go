@@ -57,7 +57,7 @@ func newServer(t *testing.T, status int, file string) *server {
 	return s
 }
 
-func newClient(t *testing.T, base string, opts Options) *Client {
+func newClient(t testing.TB, base string, opts Options) *Client {
 	t.Helper()
 	t.Setenv(KeyEnv, testKey)
 	opts.BaseURL = base

@@ -32,18 +32,29 @@ func (e event) content() bool {
 // ending each event, lines starting with ":" ignored) and calls fn for each, stopping at the
 // first error fn returns. An event the body's end cut before its blank line is dispatched only
 // when its data is whole JSON: a stream cut inside an event is then seen as cut by its missing
-// message_stop, not as a malformed event.
+// message_stop, not as a malformed event. The wire bound is that of the default reply limit
+// ([readEventsMax]).
 func readEvents(r io.Reader, fn func(event) error) error {
-	br := bufio.NewReader(r)
+	return readEventsMax(r, chat.WireLimit(chat.DefaultMaxReplyBytes), fn)
+}
+
+// readEventsMax is [readEvents] with a bound on one line, and on one event's data, of max
+// bytes: past it reading stops with [chat.ErrWireTooLong], the line not read whole.
+func readEventsMax(r io.Reader, max int64, fn func(event) error) error {
+	br, ok := r.(*bufio.Reader)
+	if !ok {
+		br = bufio.NewReader(r)
+	}
 	var name string
 	var data []string
+	var size int64 // the bytes of data
 	dispatch := func() error {
 		if len(data) == 0 {
 			name = ""
 			return nil
 		}
 		ev := event{name: name, data: []byte(strings.Join(data, "\n"))}
-		name, data = "", nil
+		name, data, size = "", nil, 0
 		var t struct {
 			Type string `json:"type"`
 		}
@@ -57,11 +68,11 @@ func readEvents(r io.Reader, fn func(event) error) error {
 		return fn(ev)
 	}
 	for {
-		line, err := br.ReadString('\n')
+		b, err := chat.ReadLine(br, max)
 		if err != nil && !errors.Is(err, io.EOF) {
 			return err
 		}
-		line = strings.TrimRight(line, "\r\n")
+		line := strings.TrimRight(string(b), "\r\n")
 		switch {
 		case line == "":
 			if derr := dispatch(); derr != nil {
@@ -76,6 +87,9 @@ func readEvents(r io.Reader, fn func(event) error) error {
 				name = value
 			case "data":
 				data = append(data, value)
+				if size += int64(len(value)) + 1; size > max {
+					return chat.ErrWireTooLong
+				}
 			}
 		}
 		if errors.Is(err, io.EOF) {
@@ -114,6 +128,12 @@ type wireBlock struct {
 	ID        string          `json:"id"`
 	Name      string          `json:"name"`
 	Input     json.RawMessage `json:"input"`
+}
+
+// size returns the bytes of the reply a block holds as it starts (or whole, in an unstreamed
+// message): text, thinking, signature, redacted data, tool name and input.
+func (b wireBlock) size() int {
+	return len(b.Text) + len(b.Thinking) + len(b.Signature) + len(b.Data) + len(b.Name) + len(b.Input)
 }
 
 type wireDelta struct {
@@ -157,6 +177,9 @@ type accumulator struct {
 	id         string
 	stopReason string
 	blocks     map[int]*block
+	// count counts the reply's bytes (text, thinking and its signatures, tool names and input
+	// JSON) against the request's reply limit.
+	count chat.ReplyCounter
 
 	input, cacheRead, cacheWrite, write5m, write1h, output usageField
 }
@@ -221,6 +244,7 @@ func (a *accumulator) add(ev event) error {
 			return fmt.Errorf("content_block_start: %w", err)
 		}
 		a.block(m.Index).wireBlock = m.ContentBlock
+		a.count.Add(m.ContentBlock.size())
 	case "content_block_delta":
 		var m struct {
 			Index int       `json:"index"`
@@ -230,6 +254,7 @@ func (a *accumulator) add(ev event) error {
 			return fmt.Errorf("content_block_delta: %w", err)
 		}
 		b := a.block(m.Index)
+		a.count.Add(len(m.Delta.Text) + len(m.Delta.Thinking) + len(m.Delta.Signature) + len(m.Delta.PartialJSON))
 		switch m.Delta.Type {
 		case "text_delta":
 			b.text.WriteString(m.Delta.Text)
@@ -295,6 +320,7 @@ func (a *accumulator) whole(b []byte) error {
 	a.id, a.stopReason = m.ID, m.StopReason
 	for i, c := range m.Content {
 		a.block(i).wireBlock = c
+		a.count.Add(c.size())
 	}
 	a.usage(m.Usage, "usage")
 	return nil

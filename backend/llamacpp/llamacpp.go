@@ -363,7 +363,7 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 		res.Total = time.Since(start)
 		return res, err
 	}
-	comp, err := readCompletion(resp, func() { res.TTFT = time.Since(start) })
+	comp, err := readCompletionMax(resp, req.ReplyLimit(), func() { res.TTFT = time.Since(start) })
 	resp.Body.Close()
 	res.Total = time.Since(start)
 	if req.Generate > 0 && comp != nil {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strings"
 
 	"lab/chat"
 )
@@ -106,8 +107,16 @@ func streamError(raw []byte) *chat.APIError {
 // status 200). Anything else (an HTML page, an empty body) is a *chat.APIError
 // ([chat.NotAnswerError]; URL set by the caller). first is called once, when the first chunk
 // that is not prefill progress arrives; never for a whole chat.completion, which has no time to
-// first token.
+// first token. The reply is held to the default limit ([readCompletionMax]).
 func readCompletion(resp *http.Response, first func()) (*completion, error) {
+	return readCompletionMax(resp, chat.DefaultMaxReplyBytes, first)
+}
+
+// readCompletionMax is [readCompletion] with a reply limit of limit bytes (text, reasoning, tool
+// calls' names and arguments): a stream whose reply grows past it is read no further, and a
+// line or a JSON answer longer than [chat.WireLimit] of it is not read whole; both fail with
+// [chat.ReplyTooLongError] (URL set by the caller), the message as far as it came returned.
+func readCompletionMax(resp *http.Response, limit int64, first func()) (*completion, error) {
 	br := bufio.NewReaderSize(resp.Body, 64<<10)
 	head, err := chat.PeekAnswer(br)
 	if err != nil {
@@ -116,12 +125,15 @@ func readCompletion(resp *http.Response, first func()) (*completion, error) {
 	ctype := resp.Header.Get("Content-Type")
 	switch chat.SniffAnswer(ctype, head) {
 	case chat.AnswerEvents:
-		return readStream(br, first)
+		return readStreamMax(br, limit, first)
 	case chat.AnswerJSON:
 	default:
 		return nil, chat.NotAnswerError(backendName, "", ctype, head)
 	}
-	b, err := io.ReadAll(br)
+	b, err := chat.ReadAllMax(br, chat.WireLimit(limit))
+	if errors.Is(err, chat.ErrWireTooLong) {
+		return nil, chat.ReplyTooLongError(backendName, "", limit)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -140,8 +152,12 @@ func readCompletion(resp *http.Response, first func()) (*completion, error) {
 		return nil, chat.NotAnswerJSONError(backendName, "a chat.completion (no choices array)", quote(bytes.TrimSpace(b)))
 	}
 	acc := newAccumulator()
+	acc.count.Limit = limit
 	acc.add(&ch)
 	c := acc.result()
+	if acc.count.Over() {
+		return c, acc.count.Err(backendName, "")
+	}
 	c.Done, c.Unstreamed = true, true
 	return c, nil
 }
@@ -152,13 +168,19 @@ func readCompletion(resp *http.Response, first func()) (*completion, error) {
 // "no data: [DONE] and no usage after the finish_reason", "no events", "no chunk before data:
 // [DONE]"), also when the body ends
 // inside a chunk. With an error it returns the message as far as it came (for a live request's
-// Reply), Done false.
+// Reply), Done false. The reply is held to the default limit ([readStreamMax]).
 func readStream(r io.Reader, first func()) (*completion, error) {
+	return readStreamMax(r, chat.DefaultMaxReplyBytes, first)
+}
+
+// readStreamMax is [readStream] with a reply limit of limit bytes, as [readCompletionMax].
+func readStreamMax(r io.Reader, limit int64, first func()) (*completion, error) {
 	br, ok := r.(*bufio.Reader)
 	if !ok {
 		br = bufio.NewReaderSize(r, 64<<10)
 	}
 	acc := newAccumulator()
+	acc.count.Limit = limit
 	started, done, chunks := false, false, 0
 	// take reads one line; last says the body ended after it without a newline.
 	take := func(line []byte, last bool) (stop bool, err error) {
@@ -197,10 +219,17 @@ func readStream(r io.Reader, first func()) (*completion, error) {
 			first()
 		}
 		acc.add(&ch)
+		if acc.count.Over() {
+			// Stop reading: the caller closes the body, which drops the connection.
+			return true, acc.count.Err(backendName, "")
+		}
 		return false, nil
 	}
 	for {
-		line, rerr := br.ReadBytes('\n')
+		line, rerr := chat.ReadLine(br, chat.WireLimit(limit))
+		if errors.Is(rerr, chat.ErrWireTooLong) {
+			return acc.result(), chat.ReplyTooLongError(backendName, "", limit)
+		}
 		if rerr != nil && !errors.Is(rerr, io.EOF) {
 			return acc.result(), rerr
 		}
@@ -234,14 +263,18 @@ type accumulator struct {
 	content, reasoning bytes.Buffer
 	calls              map[int]*chat.ToolCall
 	args               map[int]*bytes.Buffer
-	order              []int
-	finish             string
-	usage              *usage
-	timings            *timings
+	// names are the calls' names as their fragments add up, set on the calls by result.
+	names map[int]*strings.Builder
+	order []int
+	// count counts the reply's bytes against the request's limit.
+	count   chat.ReplyCounter
+	finish  string
+	usage   *usage
+	timings *timings
 }
 
 func newAccumulator() *accumulator {
-	return &accumulator{calls: map[int]*chat.ToolCall{}, args: map[int]*bytes.Buffer{}}
+	return &accumulator{calls: map[int]*chat.ToolCall{}, args: map[int]*bytes.Buffer{}, names: map[int]*strings.Builder{}}
 }
 
 func (a *accumulator) add(ch *chunk) {
@@ -263,9 +296,11 @@ func (a *accumulator) add(ch *chunk) {
 			continue
 		}
 		if m.Content != nil {
+			a.count.Add(len(*m.Content))
 			a.content.WriteString(*m.Content)
 		}
 		if m.ReasoningContent != nil {
+			a.count.Add(len(*m.ReasoningContent))
 			a.reasoning.WriteString(*m.ReasoningContent)
 		}
 		for i, tc := range m.ToolCalls {
@@ -276,13 +311,14 @@ func (a *accumulator) add(ch *chunk) {
 			call, ok := a.calls[idx]
 			if !ok {
 				call = &chat.ToolCall{}
-				a.calls[idx], a.args[idx] = call, &bytes.Buffer{}
+				a.calls[idx], a.args[idx], a.names[idx] = call, &bytes.Buffer{}, &strings.Builder{}
 				a.order = append(a.order, idx)
 			}
 			if tc.ID != "" {
 				call.ID = tc.ID
 			}
-			call.Name += tc.Function.Name
+			a.count.Add(len(tc.Function.Name) + len(tc.Function.Arguments))
+			a.names[idx].WriteString(tc.Function.Name)
 			a.args[idx].WriteString(tc.Function.Arguments)
 		}
 	}
@@ -293,6 +329,7 @@ func (a *accumulator) result() *completion {
 	sort.Ints(a.order)
 	for _, idx := range a.order {
 		call := *a.calls[idx]
+		call.Name = a.names[idx].String()
 		call.Arguments = json.RawMessage(a.args[idx].String())
 		c.ToolCalls = append(c.ToolCalls, call)
 	}

@@ -289,13 +289,17 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 	var reasoning, content strings.Builder
 	var calls []chat.ToolCall
 	var form chat.AnswerForm
+	count := chat.ReplyCounter{Limit: req.ReplyLimit()}
+	bound := &lineBound{max: min(chat.WireLimit(count.Limit), apiMaxLine)}
 	lines := 0
 	start := time.Now()
-	err = c.api.Chat(context.WithValue(ctx, answerFormKey{}, &form), creq, func(resp api.ChatResponse) error {
+	actx := context.WithValue(context.WithValue(ctx, answerFormKey{}, &form), lineBoundKey{}, bound)
+	err = c.api.Chat(actx, creq, func(resp api.ChatResponse) error {
 		lines++
 		if res.TTFT == 0 {
 			res.TTFT = time.Since(start)
 		}
+		count.Add(len(resp.Message.Thinking) + len(resp.Message.Content))
 		reasoning.WriteString(resp.Message.Thinking)
 		content.WriteString(resp.Message.Content)
 		for _, tc := range resp.Message.ToolCalls {
@@ -303,13 +307,29 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 			if err != nil {
 				return fmt.Errorf("ollama: tool call %s arguments: %w", tc.Function.Name, err)
 			}
+			count.Add(len(tc.Function.Name) + len(args))
 			calls = append(calls, chat.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
+		}
+		if count.Over() {
+			// Stop reading: the api client closes the body, which drops the connection.
+			return count.Err("ollama", c.base.String())
 		}
 		if resp.Done {
 			final = resp
 		}
 		return nil
 	})
+	if bound.over {
+		// The api client ends quietly at a line it cannot hold (its scanner's error is not
+		// checked), or takes the part read for an error message: the line was longer than the
+		// reply limit allows, or than the client reads.
+		if bound.max < apiMaxLine {
+			err = chat.ReplyTooLongError("ollama", c.base.String(), count.Limit)
+		} else {
+			err = &chat.APIError{Backend: "ollama", URL: c.base.String(), StatusCode: 200,
+				Body: fmt.Sprintf("%s: a line of the answer is longer than %d bytes, the most the Ollama api client reads", chat.ReplyTooLong, apiMaxLine)}
+		}
+	}
 	if req.Generate > 0 {
 		// What the model wrote, also when the stream broke off: a timeout keeps what came.
 		res.Reply = &chat.Reply{Reasoning: reasoning.String(), Content: content.String(), ToolCalls: calls}
@@ -398,6 +418,54 @@ const noPromptCount = "the answer's done message has no prompt_eval_count: promp
 // *chat.AnswerForm to set to the form of the measured request's answer.
 type answerFormKey struct{}
 
+// apiMaxLine is the longest line of an answer the Ollama api client reads (its scanner's
+// maxBufferSize in api/client.go, v0.17.4: 8 MB); a longer one ends its read quietly.
+const apiMaxLine = 8_000_000
+
+// lineBoundKey is the context key under which [Client.Send] gives [answerCheck] a *lineBound.
+type lineBoundKey struct{}
+
+// lineBound is how long one line of the answer may be (max bytes, its newline included); over
+// is set when a line was longer, and the body then fails to read further.
+type lineBound struct {
+	max  int64
+	over bool
+}
+
+// boundedLines passes a body on while each of its lines is at most b.max bytes long; a longer
+// line sets b.over and fails the read ([chat.ErrWireTooLong]), so that the line is never held
+// whole.
+type boundedLines struct {
+	r   io.Reader
+	b   *lineBound
+	cur int64 // the bytes of the current line so far
+}
+
+// Read implements io.Reader.
+func (l *boundedLines) Read(p []byte) (int, error) {
+	if l.b.over {
+		return 0, chat.ErrWireTooLong
+	}
+	n, err := l.r.Read(p)
+	for rest := p[:n]; ; {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			l.cur += int64(len(rest))
+			break
+		}
+		if l.cur+int64(i) > l.b.max {
+			l.cur += int64(i)
+			break
+		}
+		l.cur, rest = 0, rest[i+1:]
+	}
+	if l.cur > l.b.max {
+		l.b.over = true
+		return 0, chat.ErrWireTooLong
+	}
+	return n, err
+}
+
 // answerCheck is the transport of the api client's HTTP client. It passes an HTTP 200 answer on
 // only when its body is what Ollama answers, JSON or JSON lines ([chat.SniffAnswer]); anything
 // else fails the request with a *chat.APIError: an empty body a cut answer ([chat.CutError],
@@ -432,8 +500,11 @@ func (a answerCheck) RoundTrip(r *http.Request) (*http.Response, error) {
 			*p = form
 		}
 		var body io.Reader = br
+		if b, ok := r.Context().Value(lineBoundKey{}).(*lineBound); ok {
+			body = &boundedLines{r: br, b: b}
+		}
 		if chat.SniffAnswer(ctype, head) == chat.AnswerLines {
-			body = &cutLine{r: br} // a stream: its last line may be cut
+			body = &cutLine{r: body} // a stream: its last line may be cut
 		}
 		resp.Body = struct {
 			io.Reader

@@ -26,10 +26,13 @@ func (e readError) Unwrap() error { return e.err }
 // "\n"); reading stops at the first error fn returns, which readEvents returns as it is. An
 // event the body's end cut before its blank line is given to fn only when its data is whole
 // (JSON or [DONE]): a stream cut inside an event is then seen as cut by its missing end marker,
-// not as a malformed chunk. A transport error is a readError. It returns the number of events.
-func readEvents(br *bufio.Reader, fn func(name string, data []byte) error) (int, error) {
+// not as a malformed chunk. A transport error is a readError. One line, or one event's data,
+// longer than max bytes is not read whole: reading stops with [chat.ErrWireTooLong]. It
+// returns the number of events.
+func readEvents(br *bufio.Reader, max int64, fn func(name string, data []byte) error) (int, error) {
 	var name string
 	var data [][]byte
+	var size int64 // the bytes of data
 	n := 0
 	dispatch := func() error {
 		if data == nil {
@@ -37,12 +40,15 @@ func readEvents(br *bufio.Reader, fn func(name string, data []byte) error) (int,
 			return nil
 		}
 		nm, d := name, bytes.Join(data, []byte("\n"))
-		name, data = "", nil
+		name, data, size = "", nil, 0
 		n++
 		return fn(nm, d)
 	}
 	for {
-		line, err := br.ReadBytes('\n')
+		line, err := chat.ReadLine(br, max)
+		if errors.Is(err, chat.ErrWireTooLong) {
+			return n, err
+		}
 		if len(line) > 0 {
 			line = bytes.TrimRight(line, "\r\n")
 			switch {
@@ -59,9 +65,14 @@ func readEvents(br *bufio.Reader, fn func(name string, data []byte) error) (int,
 					name = string(value)
 				case "data":
 					data = append(data, value)
+					size += int64(len(value)) + 1
 				case "error":
 					name = "error"
 					data = append(data, value)
+					size += int64(len(value)) + 1
+				}
+				if size > max {
+					return n, chat.ErrWireTooLong
 				}
 			}
 		}
@@ -83,7 +94,9 @@ func readEvents(br *bufio.Reader, fn func(name string, data []byte) error) (int,
 // stream, each event given to event ([readEvents]), or one JSON document (a server that does
 // not stream), read whole and given to whole. Anything else is a *chat.APIError
 // ([chat.NotAnswerError]: an HTML page, an empty body). It returns the number of events and
-// the first error: event's or whole's as they returned it, a readError for the transport's.
+// the first error: event's or whole's as they returned it, a readError for the transport's,
+// [chat.ErrWireTooLong] for a line, an event or a JSON answer longer than e.wire
+// ([chat.WireLimit] of the request's reply limit), which is not read past it.
 func (c *Client) readAnswer(e *edit, event func(name string, data []byte) error, whole func([]byte) error) (int, error) {
 	if e.answer == nil {
 		return 0, errors.New("no answer body")
@@ -95,9 +108,12 @@ func (c *Client) readAnswer(e *edit, event func(name string, data []byte) error,
 	}
 	switch chat.SniffAnswer(e.answerType, head) {
 	case chat.AnswerEvents:
-		return readEvents(br, event)
+		return readEvents(br, e.wire(), event)
 	case chat.AnswerJSON:
-		b, err := io.ReadAll(io.LimitReader(br, 256<<20))
+		b, err := chat.ReadAllMax(br, e.wire())
+		if errors.Is(err, chat.ErrWireTooLong) {
+			return 0, err
+		}
 		if err != nil {
 			return 0, readError{err}
 		}
@@ -110,10 +126,14 @@ func (c *Client) readAnswer(e *edit, event func(name string, data []byte) error,
 // timed-out context as it is; a *chat.APIError (an error the server put in its stream, a cut
 // stream, a body that is not the API's answer) with the server's URL and the key redacted; a
 // transport failure (readError) with no HTTP status, as harness.Retryable expects of one; any
-// other (a chunk that is not JSON) with the answer's status.
+// other (a chunk that is not JSON) with the answer's status. A piece of the answer too long to
+// read ([chat.ErrWireTooLong]) is the reply limit's [chat.ReplyTooLongError].
 func (c *Client) answerError(err error, e *edit) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
+	}
+	if errors.Is(err, chat.ErrWireTooLong) {
+		return chat.ReplyTooLongError("openai", c.base.String(), e.limit)
 	}
 	var ae *chat.APIError
 	if errors.As(err, &ae) {

@@ -299,6 +299,35 @@ type edit struct {
 	answerType string
 	// retryAfter is the answer's Retry-After header as a wait (RFC 9110 §10.2.3); 0 without one.
 	retryAfter time.Duration
+	// limit is the request's reply limit in bytes ([chat.Request.ReplyLimit]); an unstreamed
+	// body (tee) longer than its wire bound ([chat.WireLimit]) is cut there and tooLong set.
+	limit   int64
+	tooLong bool
+}
+
+// wire returns the most bytes one piece of the answer may take: [chat.WireLimit] of e.limit.
+func (e *edit) wire() int64 { return chat.WireLimit(e.limit) }
+
+// boundedBody is an unstreamed answer's body read no further than max bytes: past them it
+// fails with [chat.ErrWireTooLong] and sets *tooLong.
+type boundedBody struct {
+	r       io.Reader
+	left    int64
+	tooLong *bool
+}
+
+// Read implements io.Reader.
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		*b.tooLong = true
+		return 0, chat.ErrWireTooLong
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 type editKey struct{}
@@ -359,7 +388,7 @@ func (d *doer) Do(r *http.Request) (*http.Response, error) {
 		resp.Body = struct {
 			io.Reader
 			io.Closer
-		}{io.TeeReader(resp.Body, &e.response), resp.Body}
+		}{io.TeeReader(&boundedBody{r: resp.Body, left: e.wire() + 1, tooLong: &e.tooLong}, &e.response), resp.Body}
 	}
 	return resp, nil
 }

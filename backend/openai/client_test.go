@@ -118,7 +118,7 @@ func env(kv ...string) func(string) string {
 	}
 }
 
-func newClient(t *testing.T, o Options) *Client {
+func newClient(t testing.TB, o Options) *Client {
 	t.Helper()
 	if o.Getenv == nil {
 		o.Getenv = env()

@@ -89,7 +89,7 @@ func (c *Client) sendChat(ctx context.Context, req *chat.Request) (*chat.Result,
 	if err != nil {
 		return nil, err
 	}
-	e := &edit{set: set, tee: c.opts.NoStream}
+	e := &edit{set: set, tee: c.opts.NoStream, limit: req.ReplyLimit()}
 	ctx = context.WithValue(ctx, editKey{}, e)
 	res := &chat.Result{Warnings: warn}
 	// go-openai writes model and stream; the doer writes the rest. Messages stay nil here: the
@@ -103,6 +103,9 @@ func (c *Client) sendChat(ctx context.Context, req *chat.Request) (*chat.Result,
 	if c.opts.NoStream {
 		_, err := c.oa.CreateChatCompletion(ctx, oreq)
 		res.Total = time.Since(start)
+		if e.tooLong {
+			return res, chat.ReplyTooLongError("openai", c.base.String(), e.limit)
+		}
 		if f := chat.SniffAnswer(e.answerType, e.response.Bytes()); e.status/100 == 2 && (f == chat.AnswerEmpty || f == chat.AnswerOther) {
 			return res, chat.NotAnswerError("openai", c.base.String(), e.answerType, e.response.Bytes())
 		}
@@ -119,9 +122,12 @@ func (c *Client) sendChat(ctx context.Context, req *chat.Request) (*chat.Result,
 		}
 		res.Warnings = append(res.Warnings, "unstreamed request (NoStream): time to first token unknown")
 		c.fillUsage(res, ck.Usage, ck.Timings)
+		g := generation{count: chat.ReplyCounter{Limit: e.limit}}
+		g.add(&ck)
+		if g.count.Over() {
+			return res, g.count.Err("openai", c.base.String())
+		}
 		if req.Generate > 0 {
-			var g generation
-			g.add(&ck)
 			res.Reply = g.reply(res)
 		}
 		return res, nil
@@ -144,6 +150,7 @@ func (c *Client) sendChat(ctx context.Context, req *chat.Request) (*chat.Result,
 		cc         ChatCapture
 		firstChunk time.Duration
 	)
+	cc.gen.count.Limit = e.limit
 	if req.Generate > 0 {
 		// What the model wrote, also when the stream breaks off: a timeout keeps what came.
 		defer func() { res.Reply = cc.gen.reply(res) }()
@@ -160,10 +167,17 @@ func (c *Client) sendChat(ctx context.Context, req *chat.Request) (*chat.Result,
 		if res.TTFT == 0 && content {
 			res.TTFT = now
 		}
+		if err == nil && cc.gen.count.Over() {
+			// Stop reading: the deferred Close drops the connection.
+			return cc.gen.count.Err("openai", c.base.String())
+		}
 		return err
 	}, func(body []byte) error {
 		if err := cc.Whole(body); err != nil {
 			return err
+		}
+		if cc.gen.count.Over() {
+			return cc.gen.count.Err("openai", c.base.String())
 		}
 		res.Warnings = append(res.Warnings, "the server answered the streamed request with one JSON answer, not a stream: time to first token unknown")
 		return nil
@@ -202,9 +216,16 @@ type generation struct {
 	content, reasoning strings.Builder
 	calls              map[int]*chat.ToolCall
 	args               map[int]*strings.Builder
-	finish             string
+	// names are the calls' names as they grow (a name sent in fragments), set on calls by reply.
+	names  map[int]*strings.Builder
+	finish string
 	// last is the index of the call the last fragment went to.
 	last int
+	// count counts the reply's bytes (text, reasoning, tool calls' names and arguments)
+	// against the request's reply limit.
+	count chat.ReplyCounter
+	// maxIdx is the largest call index seen.
+	maxIdx int
 }
 
 // add takes one chunk. A tool call fragment that is not the expected object is skipped. A
@@ -227,14 +248,17 @@ func (g *generation) add(ck *chunk) {
 			continue
 		}
 		if d.Content != nil {
+			g.count.Add(len(*d.Content))
 			g.content.WriteString(*d.Content)
 		}
 		// A server in the middle of renaming the field may send both with the same text:
 		// reasoning_content wins.
 		switch {
 		case d.ReasoningContent != nil && *d.ReasoningContent != "":
+			g.count.Add(len(*d.ReasoningContent))
 			g.reasoning.WriteString(*d.ReasoningContent)
 		case d.Reasoning != nil:
+			g.count.Add(len(*d.Reasoning))
 			g.reasoning.WriteString(*d.Reasoning)
 		}
 		for i, raw := range d.ToolCalls {
@@ -243,7 +267,7 @@ func (g *generation) add(ck *chunk) {
 				continue
 			}
 			if g.calls == nil {
-				g.calls, g.args = map[int]*chat.ToolCall{}, map[int]*strings.Builder{}
+				g.calls, g.args, g.names = map[int]*chat.ToolCall{}, map[int]*strings.Builder{}, map[int]*strings.Builder{}
 			}
 			var idx int
 			switch {
@@ -252,28 +276,33 @@ func (g *generation) add(ck *chunk) {
 			case len(g.calls) == 0:
 			case i > 0:
 				// No index, and not the delta's first call: a call of its own.
-				idx = slices.Max(slices.Collect(maps.Keys(g.calls))) + 1
+				idx = g.maxIdx + 1
 			default:
 				// No index (Gemini's OpenAI-compatible endpoint): a fragment with an id the
 				// last call does not have starts a new call; one without continues the last.
 				idx = g.last
 				if prev := g.calls[g.last]; tc.ID != "" && prev.ID != "" && tc.ID != prev.ID {
-					idx = slices.Max(slices.Collect(maps.Keys(g.calls))) + 1
+					idx = g.maxIdx + 1
 				}
 			}
 			g.last = idx
+			if len(g.calls) == 0 || idx > g.maxIdx {
+				g.maxIdx = idx
+			}
 			call, ok := g.calls[idx]
 			if !ok {
 				call = &chat.ToolCall{}
-				g.calls[idx], g.args[idx] = call, &strings.Builder{}
+				g.calls[idx], g.args[idx], g.names[idx] = call, &strings.Builder{}, &strings.Builder{}
 			}
 			if tc.ID != "" {
 				call.ID = tc.ID
 			}
 			// The name comes whole in the first fragment; some servers repeat it in later ones.
-			if n := tc.Function.Name; n != "" && n != call.Name {
-				call.Name += n
+			if n := tc.Function.Name; n != "" && n != g.names[idx].String() {
+				g.count.Add(len(n))
+				g.names[idx].WriteString(n)
 			}
+			g.count.Add(len(tc.Function.Arguments))
 			g.args[idx].WriteString(tc.Function.Arguments)
 		}
 	}
@@ -284,6 +313,9 @@ func (g *generation) add(ck *chunk) {
 // arguments it cut before they were whole JSON (a warning on res names them).
 func (g *generation) reply(res *chat.Result) *chat.Reply {
 	r := &chat.Reply{Reasoning: g.reasoning.String(), Content: g.content.String()}
+	for idx, call := range g.calls {
+		call.Name = g.names[idx].String()
+	}
 	r.ToolCalls = finishCalls(g.calls, g.args, g.finish == "length", res)
 	return r
 }

@@ -208,7 +208,7 @@ func (c *Client) sendResponses(ctx context.Context, req *chat.Request) (*chat.Re
 	if err != nil {
 		return nil, err
 	}
-	e := &edit{set: set}
+	e := &edit{set: set, limit: req.ReplyLimit()}
 	ctx = context.WithValue(ctx, editKey{}, e)
 	res := &chat.Result{Warnings: warn}
 	defer func() {
@@ -240,8 +240,13 @@ func (c *Client) sendResponses(ctx context.Context, req *chat.Request) (*chat.Re
 		// What the model wrote, also when the stream breaks off: a timeout keeps what came.
 		defer func() { res.Reply = out.reply(res) }()
 	}
+	out.count.Limit = e.limit
 	handle := func(ev *responseEvent) error {
 		out.add(ev)
+		if out.count.Over() {
+			// Stop reading: the deferred Close drops the connection.
+			return out.count.Err("openai", c.base.String())
+		}
 		switch ev.Type {
 		case "error":
 			return &chat.APIError{Backend: "openai", Body: joinNonEmpty(ev.Code, ev.Message)}
@@ -301,6 +306,9 @@ func (c *Client) sendResponses(ctx context.Context, req *chat.Request) (*chat.Re
 	res.Total = time.Since(start)
 	switch {
 	case err != nil:
+	case out.size() > e.limit:
+		// Items sent whole (output_item.done, the final response's output) past the limit.
+		err = chat.ReplyTooLongError("openai", "", e.limit)
 	case final:
 	case n == 0 && !whole:
 		err = chat.CutError("openai", "", "no events")
@@ -378,6 +386,78 @@ type output struct {
 	items map[int]*responseItem
 	// cut is set by a response.incomplete for max_output_tokens.
 	cut bool
+	// grown holds the deltas of each part (and each call's arguments) since its item was last
+	// set whole, appended to the item by flush: a part grows in linear time however many deltas
+	// it comes in.
+	grown map[partKey]*strings.Builder
+	// count counts the deltas' bytes against the request's reply limit.
+	count chat.ReplyCounter
+}
+
+// partKey names what a delta grows: output item, which list (content, summary, or args for a
+// function call's arguments) and the part's index in it.
+type partKey struct {
+	item int
+	list string
+	idx  int
+}
+
+// grow appends delta to what k names, counting it.
+func (o *output) grow(k partKey, delta string) {
+	if o.grown == nil {
+		o.grown = map[partKey]*strings.Builder{}
+	}
+	b := o.grown[k]
+	if b == nil {
+		b = &strings.Builder{}
+		o.grown[k] = b
+	}
+	o.count.Add(len(delta))
+	b.WriteString(delta)
+}
+
+// drop forgets the deltas of output item i (set whole again), or of every item for i < 0.
+func (o *output) drop(i int) {
+	for k := range o.grown {
+		if i < 0 || k.item == i {
+			delete(o.grown, k)
+		}
+	}
+}
+
+// flush appends the deltas held in grown to their items and empties it.
+func (o *output) flush() {
+	for k, b := range o.grown {
+		it := o.items[k.item]
+		if it == nil {
+			continue
+		}
+		switch k.list {
+		case "content":
+			part(&it.Content, k.idx, "").Text += b.String()
+		case "summary":
+			part(&it.Summary, k.idx, "").Text += b.String()
+		case "args":
+			it.Arguments += b.String()
+		}
+	}
+	o.grown = nil
+}
+
+// size returns the bytes of the reply the items hold: texts, summaries, names and arguments.
+func (o *output) size() int64 {
+	o.flush()
+	var n int64
+	for _, it := range o.items {
+		n += int64(len(it.Name) + len(it.Arguments))
+		for _, p := range it.Content {
+			n += int64(len(p.Text))
+		}
+		for _, p := range it.Summary {
+			n += int64(len(p.Text))
+		}
+	}
+	return n
 }
 
 // item returns the output item at index i, of type typ when the stream did not announce it
@@ -409,23 +489,24 @@ func (o *output) add(ev *responseEvent) {
 	switch ev.Type {
 	case "response.output_item.added", "response.output_item.done":
 		if ev.Item != nil {
+			o.drop(ev.OutputIndex)
 			*o.item(ev.OutputIndex, "") = *ev.Item
 		}
 	case "response.output_text.delta":
 		it := o.item(ev.OutputIndex, "message")
-		p := part(&it.Content, ev.ContentIndex, "output_text")
-		p.Text += ev.Delta
+		part(&it.Content, ev.ContentIndex, "output_text")
+		o.grow(partKey{ev.OutputIndex, "content", min(max(ev.ContentIndex, 0), 1024)}, ev.Delta)
 	case "response.reasoning_summary_text.delta":
 		it := o.item(ev.OutputIndex, "reasoning")
-		p := part(&it.Summary, ev.SummaryIndex, "summary_text")
-		p.Text += ev.Delta
+		part(&it.Summary, ev.SummaryIndex, "summary_text")
+		o.grow(partKey{ev.OutputIndex, "summary", min(max(ev.SummaryIndex, 0), 1024)}, ev.Delta)
 	case "response.reasoning_text.delta":
 		it := o.item(ev.OutputIndex, "reasoning")
-		p := part(&it.Content, ev.ContentIndex, "reasoning_text")
-		p.Text += ev.Delta
+		part(&it.Content, ev.ContentIndex, "reasoning_text")
+		o.grow(partKey{ev.OutputIndex, "content", min(max(ev.ContentIndex, 0), 1024)}, ev.Delta)
 	case "response.function_call_arguments.delta":
-		it := o.item(ev.OutputIndex, "function_call")
-		it.Arguments += ev.Delta
+		o.item(ev.OutputIndex, "function_call")
+		o.grow(partKey{ev.OutputIndex, "args", 0}, ev.Delta)
 	case "response.completed", "response.incomplete":
 		if ev.Response == nil {
 			return
@@ -434,6 +515,7 @@ func (o *output) add(ev *responseEvent) {
 			o.cut = true
 		}
 		if len(ev.Response.Output) > 0 {
+			o.drop(-1)
 			o.items = map[int]*responseItem{}
 			for i, it := range ev.Response.Output {
 				if it != nil {
@@ -457,6 +539,7 @@ func (o *output) add(ev *responseEvent) {
 // A generation cut at max_output_tokens keeps what was parsed, less a function call whose
 // arguments the cut left unfinished (not whole JSON; a warning on res says so).
 func (o *output) reply(res *chat.Result) *chat.Reply {
+	o.flush()
 	r := &chat.Reply{}
 	var reasoning []string
 	var content strings.Builder

@@ -26,6 +26,10 @@
 //
 // Cached tokens are reported with source chat.SourceSimulation.
 //
+// The scripted model's reply to a request with Generate > 0 is held to the request's reply limit
+// ([chat.Request.ReplyLimit]): a longer one is the request's [chat.ReplyTooLongError], as a
+// server's would be.
+//
 // A request with Generate > 0 (the live driver) is answered by the scripted model: the
 // next reply of the script given with [Backend.SetScript], returned as [chat.Result].Reply as if
 // the model had written it, and stored in the cache as in step 3. The live loop is so tested
@@ -326,18 +330,23 @@ func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply
 		return nil, fmt.Errorf("sim: encode request: %w", err)
 	}
 	res := &chat.Result{RequestBytes: int64(len(body)), Body: body}
+	if req.Generate > 0 {
+		// The scripted model's reply is held to the request's limit as a server's is, before
+		// anything renders or tokenizes it.
+		if reply, err = b.scripted(req); err != nil {
+			return res, err
+		}
+		if limit := req.ReplyLimit(); chat.ReplySize(reply) > limit {
+			return res, chat.ReplyTooLongError("sim", "in process", limit)
+		}
+		res.Reply = reply
+	}
 	r, err := b.chatPrompt(creq)
 	if err != nil {
 		return res, fmt.Errorf("sim: render: %w", err)
 	}
 	rendered, prompt := r.text, r.tokens
 	res.Rendered = rendered
-	if req.Generate > 0 {
-		if reply, err = b.scripted(req); err != nil {
-			return res, err
-		}
-		res.Reply = reply
-	}
 	// The runner's input: the prompt truncated to the window.
 	input := b.window.Truncate(prompt)
 	var cached int64

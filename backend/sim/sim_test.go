@@ -31,7 +31,9 @@ func (byteTokenizer) Encode(s string) ([]int32, error) {
 	return out, nil
 }
 
-func newSim(t *testing.T, model string, perToken time.Duration) *sim.Backend {
+func newSimTB(t testing.TB) *sim.Backend { return newSim(t, "llamacpp", 0) }
+
+func newSim(t testing.TB, model string, perToken time.Duration) *sim.Backend {
 	t.Helper()
 	m, err := cachesim.NewModel(model, cachesim.Options{})
 	if err != nil {

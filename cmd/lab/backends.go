@@ -243,6 +243,7 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 		Warn: func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
 	}
 	o.Live.record(cfg.Settings)
+	o.replyLimit(&cfg)
 	if o.Warm {
 		cfg.Nonce = nil
 	}

@@ -193,12 +193,17 @@ func runDefaults(s *streams) (*runOptions, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lab run's --num-ctx default: %w", err)
 	}
+	maxReply, err := strconv.ParseInt(def("max-reply-bytes"), 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("lab run's --max-reply-bytes default: %w", err)
+	}
 	o := &runOptions{
-		Repeat:     1,
-		NumCtx:     numCtx,
-		ModelName:  def("model"),
-		CacheModel: def("cache-model"),
-		Model:      gguf.DefaultModelOptions(),
+		Repeat:        1,
+		NumCtx:        numCtx,
+		ModelName:     def("model"),
+		CacheModel:    def("cache-model"),
+		Model:         gguf.DefaultModelOptions(),
+		MaxReplyBytes: maxReply,
 	}
 	// The scripted driver and the default retries and request timeout (flags of live.go and
 	// resume.go, when lab run has them).

@@ -22,6 +22,7 @@ import (
 	"lab/backend/openai"
 	"lab/backend/sim"
 	"lab/cachesim"
+	"lab/chat"
 	"lab/gguf"
 	"lab/harness"
 	"lab/hygiene"
@@ -67,6 +68,8 @@ type runOptions struct {
 	Reliability reliabilityOptions
 	// Live are --driver and the live driver's bounds (live.go).
 	Live liveOptions
+	// MaxReplyBytes is --max-reply-bytes: the most bytes one answer's reply may hold.
+	MaxReplyBytes int64
 	// Tags are the --tag key=value values; tags is them parsed (parseTags), before anything runs.
 	Tags []string
 	tags map[string]string
@@ -147,6 +150,7 @@ shell that is not a sandbox, which may write anywhere your user can.`,
 	f.StringVar(&o.Remote.LlamaServer, "llamacpp", "", "with --backend llamacpp: a llama-server binary to start, serving --gguf (instead of --base-url)")
 	f.StringVar(&o.Remote.Pricing, "pricing", "", "a pricing file replacing the embedded table (cost_usd of cloud runs)")
 	f.BoolVar(&o.Warm, "warm", false, "keep the server's cache as each session finds it: no reset and no nonce (the manifest records cache_state warm)")
+	f.Int64Var(&o.MaxReplyBytes, "max-reply-bytes", chat.DefaultMaxReplyBytes, "the most bytes one answer's reply (text, reasoning and tool calls' names and arguments) may hold: the backend stops reading past it and the request is an error row naming the limit, not retried")
 	f.StringArrayVar(&o.Tags, "tag", nil, "a label of the run, key=value (repeatable), recorded in the manifest and shown in the report; not part of the setup")
 	f.StringVar(&o.CacheModel, "cache-model", cachesim.ModelLlamaCpp, "with --backend sim: the cache model ("+strings.Join(cachesim.ModelNames, ", ")+")")
 	addModelFlags(c, &o.Model)
@@ -213,6 +217,9 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 	}
 	if o.tags, err = parseTags(o.Tags); err != nil {
 		return err
+	}
+	if o.MaxReplyBytes < 1 {
+		return badInput("--max-reply-bytes %d: want at least 1", o.MaxReplyBytes)
 	}
 	switch o.Backend {
 	case "ollama", "llamacpp", "openai", "anthropic":
@@ -322,6 +329,7 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 		cfg.Settings["renderer"] = r // the report names the chat template's rules from it
 	}
 	o.Live.record(cfg.Settings)
+	o.replyLimit(&cfg)
 	if err := withSetup(&cfg, lab.LoopJSON, gguf, o.tags); err != nil {
 		return err
 	}
@@ -329,6 +337,20 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 	cfg.Progress = newProgress(progress, cfg.Requests())
 	return runAndReport(ctx, s, cfg)
 }
+
+// replyLimit gives cfg the run's --max-reply-bytes and records it in the manifest's settings
+// (max_reply_bytes), the default included.
+func (o *runOptions) replyLimit(cfg *harness.RunConfig) {
+	cfg.MaxReplyBytes = o.MaxReplyBytes
+	if cfg.Settings == nil {
+		cfg.Settings = map[string]string{}
+	}
+	cfg.Settings[SettingMaxReplyBytes] = strconv.FormatInt(o.MaxReplyBytes, 10)
+}
+
+// SettingMaxReplyBytes is the manifest setting that records the run's reply limit in bytes
+// (--max-reply-bytes).
+const SettingMaxReplyBytes = "max_reply_bytes"
 
 // simRun is what runRun checked and hands to runSim.
 type simRun struct {
@@ -403,6 +425,7 @@ func runSim(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 	}
 	settings["cache_model"], settings["renderer"], settings["prefill"] = r.model.Name(), sim.Renderer, prefillSetting
 	o.Live.record(cfg.Settings)
+	o.replyLimit(&cfg)
 	if err := withSetup(&cfg, lab.LoopJSON, o.GGUF, o.tags); err != nil {
 		return err
 	}

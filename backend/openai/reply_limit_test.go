@@ -1,0 +1,137 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+
+	"lab/chat"
+	"lab/internal/replytest"
+)
+
+// sseChunk is one Chat Completions stream event carrying text of n bytes.
+func sseChunk(n int) string {
+	return fmt.Sprintf("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%q}}]}\n\n", strings.Repeat("x", n))
+}
+
+const chatEnd = "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":5}}\n\ndata: [DONE]\n\n"
+
+// floods are answers far past a reply limit of 1 KiB, in each form the client reads: many small
+// stream deltas (Chat Completions text, Responses function-call arguments), one huge stream line,
+// one huge JSON answer to a streamed request, and an unstreamed answer.
+var floods = []struct {
+	name, ctype, head, chunk string
+	count                    int
+	tail                     string
+	api                      string
+	noStream                 bool
+}{
+	{"chat deltas", "text/event-stream", "", sseChunk(100), 200_000, chatEnd, "", false},
+	{"responses argument deltas", "text/event-stream",
+		"data: {\"type\":\"response.output_item.added\",\"output_index\":0,\"item\":{\"type\":\"function_call\",\"name\":\"write\",\"call_id\":\"c\"}}\n\n",
+		"data: {\"type\":\"response.function_call_arguments.delta\",\"output_index\":0,\"delta\":\"" + strings.Repeat("a", 100) + "\"}\n\n", 200_000,
+		"data: {\"type\":\"response.completed\",\"response\":{\"output\":[],\"usage\":{\"input_tokens\":10,\"output_tokens\":5}}}\n\n", "responses", false},
+	{"one huge stream line", "text/event-stream", "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"", strings.Repeat("x", 1000), 20_000, "\"}}]}\n\n" + chatEnd, "", false},
+	{"one huge JSON answer to a stream", "application/json", "{\"choices\":[{\"index\":0,\"message\":{\"content\":\"", strings.Repeat("x", 1000), 20_000, "\"}}],\"usage\":{\"prompt_tokens\":1}}", "", false},
+	{"one huge unstreamed answer", "application/json", "{\"choices\":[{\"index\":0,\"message\":{\"content\":\"", strings.Repeat("x", 1000), 20_000, "\"}}],\"usage\":{\"prompt_tokens\":1}}", "", true},
+}
+
+// A reply past the request's limit fails with chat.ReplyTooLongError naming the limit, and the
+// client stops reading: the server sees the connection go before it has written its 20 MB.
+func TestReplyPastTheLimit(t *testing.T) {
+	for _, tc := range floods {
+		t.Run(tc.name, func(t *testing.T) {
+			f := replytest.NewFlood(t, tc.ctype, tc.head, tc.chunk, tc.count, tc.tail)
+			c := newClient(t, Options{Profile: "generic", BaseURL: f.Srv.URL, Model: "m", API: tc.api, NoStream: tc.noStream})
+			req := session()
+			req.MaxReplyBytes, req.Generate = 1024, 100
+			_, err := c.Send(context.Background(), req, nil)
+			var ae *chat.APIError
+			if !errors.As(err, &ae) || !strings.HasPrefix(ae.Body, chat.ReplyTooLong) || !strings.Contains(ae.Body, "1024 bytes") {
+				t.Fatalf("Send of a %d-byte answer with a 1 KiB limit: %v; want the reply-too-long error naming 1024 bytes", f.Total(), err)
+			}
+			written, gone := f.Wait()
+			if !gone || written >= f.Total() {
+				t.Errorf("the server wrote %d of %d bytes (connection gone: %v); want the client to close the body early", written, f.Total(), gone)
+			}
+		})
+	}
+}
+
+// benchSizes are the reply sizes of the reply benchmarks.
+var benchSizes = []int{1_000_000, 10_000_000, 100_000_000}
+
+// BenchmarkChatReplyBytes reads a Chat Completions stream of 100-byte deltas carrying 1, 10 and
+// 100 MB of text (limit above it), reporting bytes allocated per reply byte and the peak heap.
+func BenchmarkChatReplyBytes(b *testing.B) {
+	for _, size := range benchSizes {
+		b.Run(fmt.Sprintf("%dMB", size/1_000_000), func(b *testing.B) {
+			f := replytest.NewFlood(b, "text/event-stream", "", sseChunk(100), size/100, chatEnd)
+			c := newClient(b, Options{Profile: "generic", BaseURL: f.Srv.URL, Model: "m"})
+			benchSend(b, c, int64(size))
+		})
+	}
+}
+
+// BenchmarkResponsesReplyBytes reads a Responses stream of 100-byte output_text deltas.
+func BenchmarkResponsesReplyBytes(b *testing.B) {
+	for _, size := range benchSizes {
+		b.Run(fmt.Sprintf("%dMB", size/1_000_000), func(b *testing.B) {
+			f := replytest.NewFlood(b, "text/event-stream",
+				"data: {\"type\":\"response.output_item.added\",\"output_index\":0,\"item\":{\"type\":\"message\"}}\n\n",
+				"data: {\"type\":\"response.output_text.delta\",\"output_index\":0,\"content_index\":0,\"delta\":\""+strings.Repeat("x", 100)+"\"}\n\n", size/100,
+				"data: {\"type\":\"response.completed\",\"response\":{\"output\":[],\"usage\":{\"input_tokens\":10,\"output_tokens\":5}}}\n\n")
+			c := newClient(b, Options{Profile: "generic", BaseURL: f.Srv.URL, Model: "m", API: "responses"})
+			benchSend(b, c, int64(size))
+		})
+	}
+}
+
+func benchSend(b *testing.B, c *Client, size int64) {
+	req := session()
+	req.MaxReplyBytes, req.Generate = 2*size, 100
+	for b.Loop() {
+		var res *chat.Result
+		alloc, peak := replytest.Measure(func() any {
+			var err error
+			if res, err = c.Send(context.Background(), req, nil); err != nil {
+				b.Fatal(err)
+			}
+			return res
+		})
+		if got := int64(len(res.Reply.Content)); got != size {
+			b.Fatalf("reply of %d bytes; want %d", got, size)
+		}
+		replytest.Report(b, size, alloc, peak)
+	}
+}
+
+// A Responses answer of many small deltas is put together in memory linear in its size: 1 MB
+// of text and 1 MB of function-call arguments, each in 10,000 deltas of 100 bytes. Adding each
+// delta to the part's string copied the part whole every time (about 5 GB allocated per part
+// for this answer); the bound is 50 times the deltas' bytes.
+func TestResponsesDeltasAllocateLinearly(t *testing.T) {
+	const n = 10000
+	chunk := strings.Repeat("x", 100)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	var o output
+	o.add(&responseEvent{Type: "response.output_item.added", OutputIndex: 0, Item: &responseItem{Type: "message"}})
+	o.add(&responseEvent{Type: "response.output_item.added", OutputIndex: 1, Item: &responseItem{Type: "function_call", Name: "write"}})
+	for range n {
+		o.add(&responseEvent{Type: "response.output_text.delta", OutputIndex: 0, Delta: chunk})
+		o.add(&responseEvent{Type: "response.function_call_arguments.delta", OutputIndex: 1, Delta: chunk})
+	}
+	r := o.reply(&chat.Result{})
+	runtime.ReadMemStats(&after)
+	if len(r.Content) != n*100 || len(r.ToolCalls) != 1 || len(r.ToolCalls[0].Arguments) != n*100 {
+		t.Fatalf("reply of %d bytes of text and %d tool calls; want %d bytes and one call of %d", len(r.Content), len(r.ToolCalls), n*100, n*100)
+	}
+	if alloc, limit := after.TotalAlloc-before.TotalAlloc, uint64(50*2*n*100); alloc > limit {
+		t.Errorf("putting together %d bytes of deltas allocated %d bytes; want at most %d (linear)", 2*n*100, alloc, limit)
+	}
+}
