@@ -209,7 +209,10 @@ func AnalyzeRuns(runs []*metrics.Manifest, samples []metrics.Sample) *Analysis {
 	var subs []*Analysis
 	for i := range groups {
 		a := one(groups[i].Runs, groups[i].Samples)
-		a.Setup = &groups[i].Info
+		// A copy of the setup's description: a pointer into groups would keep every group's
+		// samples alive as long as the analysis.
+		info := groups[i].Info
+		a.Setup = &info
 		subs = append(subs, a)
 	}
 	if len(subs) == 1 {
