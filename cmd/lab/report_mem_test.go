@@ -174,3 +174,22 @@ func BenchmarkReportMemory(b *testing.B) {
 		})
 	}
 }
+
+// The charts of a scenario whose rows lie together draw from the rows themselves, not a copy;
+// a scenario whose rows are spread among another's gets its own, in the rows' order.
+func TestSamplesByScenarioSharesContiguousRows(t *testing.T) {
+	rows := []labmetrics.Sample{
+		{Scenario: "a", RequestIndex: 0}, {Scenario: "a", RequestIndex: 1},
+		{Scenario: "b", RequestIndex: 0}, {Scenario: "c", RequestIndex: 0}, {Scenario: "b", RequestIndex: 1},
+	}
+	by := samplesByScenario(rows)
+	if a := by["a"]; len(a) != 2 || &a[0] != &rows[0] || cap(a) != 2 {
+		t.Errorf("scenario a: %d rows; want rows 0 and 1 themselves, shared, with no room to append over b", len(a))
+	}
+	if c := by["c"]; len(c) != 1 || &c[0] != &rows[3] {
+		t.Errorf("scenario c: %d rows; want row 3 itself", len(c))
+	}
+	if b := by["b"]; len(b) != 2 || &b[0] == &rows[2] || b[0].RequestIndex != 0 || b[1].RequestIndex != 1 {
+		t.Errorf("scenario b: %+v; want a copy of rows 2 and 4, in order", b)
+	}
+}
