@@ -1,7 +1,10 @@
 package report_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"runtime"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -82,5 +85,25 @@ func TestGroupSetupsCopiesNoRowForOneSetup(t *testing.T) {
 	if len(g) != 1 || g[0].Samples[0].Scenario == "midnight" || all[0].Scenario != "midnight" {
 		t.Fatalf("two contents: %d groups, scenario %q in the group and %q in the caller's rows; want it renamed in the group only",
 			len(g), g[0].Samples[0].Scenario, all[0].Scenario)
+	}
+}
+
+// AnalyzeRunsWithRows gives what AnalyzeRuns and CompleteBySetup give, with the sessions left
+// out copied out once for both.
+func TestAnalyzeRunsWithRowsIsBoth(t *testing.T) {
+	m, rows := manyRows(600)
+	m.Sessions[1].Complete, m.Sessions[1].Error = false, "connection refused"
+	a, labels, complete := report.AnalyzeRunsWithRows([]*metrics.Manifest{m}, rows)
+	wantLabels, wantComplete := report.CompleteBySetup([]*metrics.Manifest{m}, rows)
+	got, _ := json.Marshal(a)
+	want, _ := json.Marshal(report.AnalyzeRuns([]*metrics.Manifest{m}, rows))
+	if !bytes.Equal(got, want) || len(a.LeftOut) != 1 {
+		t.Errorf("analysis %s\nwant %s (one session left out)", got, want)
+	}
+	if !slices.Equal(labels, wantLabels) || len(complete) != 1 || len(complete[0]) != len(rows)-100 ||
+		!slices.EqualFunc(complete[0], wantComplete[0], func(x, y metrics.Sample) bool {
+			return x.Arm == y.Arm && x.Repetition == y.Repetition && x.RequestIndex == y.RequestIndex
+		}) {
+		t.Errorf("labels %q, %d complete rows; want %q and %d", labels, len(complete[0]), wantLabels, len(rows)-100)
 	}
 }

@@ -96,8 +96,7 @@ func checkShard(o *runOptions) (metrics.Shard, error) {
 // Runs of several setups (report.GroupSetups) get the charts of each setup, named
 // plots/setup-<label>-<chart>: a chart never draws two setups as one.
 func writeReportFiles(out string, runs []*metrics.Manifest, samples []metrics.Sample) (files []string, err error) {
-	an := report.AnalyzeRuns(runs, samples)
-	labels, completes := report.CompleteBySetup(runs, samples)
+	an, labels, completes := report.AnalyzeRunsWithRows(runs, samples)
 	var figs []report.Figure
 	for i, g := range an.Groups() {
 		prefix := ""
