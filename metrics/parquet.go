@@ -342,13 +342,11 @@ func (p *ParquetSink) Close() (err error) {
 // version does not know are ignored; rows of older files are upgraded ([Sample.Upgrade]). It fails on a file without footer (a run that never closed
 // its sink).
 func ReadParquet(path string) ([]Sample, error) {
-	rows, err := parquet.ReadFile[Sample](path)
-	if err != nil {
-		return nil, fmt.Errorf("read samples %s: %w", path, err)
-	}
-	for i := range rows {
-		rows[i].StartedAt = rows[i].StartedAt.UTC()
-		rows[i].Upgrade()
+	var rows []Sample
+	to := collect(&rows)
+	to.reset = nil
+	if err := scanParquet(path, interner{}, to); err != nil {
+		return nil, err
 	}
 	return rows, nil
 }
@@ -444,33 +442,12 @@ func ReadJournal(path string) ([]Sample, error) {
 // still writes it.
 func readJournal(f *os.File, path string, inUse bool) ([]Sample, error) {
 	var rows []Sample
-	var bad []BadLine
-	r := bufio.NewReaderSize(f, 64<<10)
-	for n := 1; ; n++ {
-		line, err := r.ReadBytes('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("read samples journal %s: %w", path, err)
+	if err := scanJournal(f, path, inUse, interner{}, collect(&rows)); err != nil {
+		var je *JournalError
+		if errors.As(err, &je) {
+			return rows, err
 		}
-		whole := err == nil
-		if len(bytes.TrimSpace(line)) > 0 {
-			var s Sample
-			if derr := decodeJournalLine(line, &s); derr != nil {
-				if !whole && inUse {
-					break // the row a running sink is writing
-				}
-				bad = append(bad, BadLine{Path: path, Line: n, Cut: !whole, Err: derr})
-			} else {
-				s.StartedAt = s.StartedAt.UTC()
-				s.Upgrade()
-				rows = append(rows, s)
-			}
-		}
-		if !whole {
-			break
-		}
-	}
-	if len(bad) > 0 {
-		return rows, &JournalError{Bad: bad, Kept: len(rows)}
+		return nil, err
 	}
 	return rows, nil
 }
@@ -518,20 +495,10 @@ func JournalInUse(path string) bool {
 // cannot be read gives an error naming both files that does not match fs.ErrNotExist unless the
 // journal is missing too.
 func ReadSamples(path string) (rows []Sample, recovered bool, err error) {
-	rows, err = ReadParquet(path)
-	if err == nil {
-		return rows, false, nil
-	}
-	jrows, jerr := ReadJournal(JournalPath(path))
+	recovered, err = scanSamples(path, interner{}, collect(&rows))
 	var je *JournalError
-	switch {
-	case jerr == nil:
-		return jrows, true, nil
-	case errors.As(jerr, &je):
-		return jrows, true, jerr
-	case errors.Is(jerr, fs.ErrNotExist):
+	if err != nil && !errors.As(err, &je) {
 		return nil, false, err
-	default:
-		return nil, false, fmt.Errorf("%v; and its journal: %w", err, jerr)
 	}
+	return rows, recovered, err
 }

@@ -556,37 +556,66 @@ func ReadResumeManifest(dir string, s Shard) (*Manifest, error) {
 // caller can still say what the run was. When journals it read had lines that hold no sample, it
 // returns the manifest, every row it kept and a [*JournalError] (errors.As) naming each line
 // lost: the caller decides whether rows kept are enough (lab report: yes, and it says so).
+//
+// ReadRun is [AppendRun] to no rows.
 func ReadRun(dir string) (*Manifest, []Sample, error) {
+	return AppendRun(nil, dir)
+}
+
+// AppendRun reads the run folder dir as [ReadRun] does and appends its rows to dst, returning the
+// extended slice: several runs read into one slice copy no row. Rows are read as a stream, a
+// Parquet file one row group at a time into a reused buffer and a journal line by line, so that
+// reading holds no more than the rows kept and one batch; the string columns whose values repeat
+// (run id, scenario, arm, backend, model, server version, kind, cached source, divergence segment,
+// driver, end reason, usage fields) share one copy of each value per call. Each part's footer is
+// read once; [Manifest].RowsRead names the journals rows were read from. Errors are ReadRun's,
+// with dst as far as it was filled.
+func AppendRun(dst []Sample, dir string) (*Manifest, []Sample, error) {
+	in := interner{}
 	l, err := DetectLayout(dir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read run %s: %w", dir, err)
+		return nil, dst, fmt.Errorf("read run %s: %w", dir, err)
 	}
 	if l != LayoutParts {
 		m, err := ReadManifest(filepath.Join(dir, ManifestFile))
 		if err != nil {
-			return nil, nil, fmt.Errorf("read run %s: %w", dir, err)
+			return nil, dst, fmt.Errorf("read run %s: %w", dir, err)
 		}
-		samples, recovered, err := ReadSamples(filepath.Join(dir, SamplesFile))
+		start := len(dst)
+		path := filepath.Join(dir, SamplesFile)
+		recovered, err := scanSamples(path, in, collect(&dst))
 		var je *JournalError
 		if err != nil && !errors.As(err, &je) {
-			return m, nil, fmt.Errorf("read run %s: %w", dir, err)
+			return m, dst[:start], fmt.Errorf("read run %s: %w", dir, err)
 		}
-		m.RowsRead = &RowsRead{Rows: len(samples)}
-		m.RowsRead.count(len(samples), recovered, je)
+		n := len(dst) - start
+		m.RowsRead = &RowsRead{Rows: n}
+		m.RowsRead.count(n, recovered, JournalPath(path), je)
 		if je != nil {
-			return m, samples, fmt.Errorf("read run %s: %w", dir, je)
+			return m, dst, fmt.Errorf("read run %s: %w", dir, je)
 		}
-		return m, samples, nil
+		return m, dst, nil
 	}
 	parts, err := ReadParts(dir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read run %s: %w", dir, err)
+		return nil, dst, fmt.Errorf("read run %s: %w", dir, err)
 	}
-	var all []Sample
 	var lost []*JournalError
 	read := &RowsRead{}
+	total := 0
 	for _, p := range parts {
-		rows, recovered, err := ReadPart(dir, p.Shard)
+		start := len(dst)
+		to := collect(&dst)
+		var fill *sessionsFromRows
+		if p.Manifest.SessionsFromRows && len(p.Manifest.Sessions) == 0 {
+			fill = newSessionsFromRows()
+			add := to.add
+			to.add = func(s *Sample) error { fill.add(s); return add(s) }
+			reset := to.reset
+			to.reset = func() { fill = newSessionsFromRows(); reset() }
+		}
+		path := filepath.Join(dir, PartFile(p.Shard))
+		recovered, err := scanSamples(path, in, to)
 		var je *JournalError
 		switch {
 		case errors.As(err, &je):
@@ -595,21 +624,22 @@ func ReadRun(dir string) (*Manifest, []Sample, error) {
 			// Neither part file nor journal: the part wrote no row.
 			continue
 		case err != nil:
-			return MergeParts(parts), nil, fmt.Errorf("read run %s: shard %s: %w", dir, p.Shard, err)
+			return MergeParts(parts), dst[:start], fmt.Errorf("read run %s: shard %s: %w", dir, p.Shard, err)
 		}
-		if p.Manifest.SessionsFromRows && len(p.Manifest.Sessions) == 0 {
-			p.Manifest.fillFromRows(rows)
+		n := len(dst) - start
+		if fill != nil {
+			fill.fill(p.Manifest, n)
 		}
-		read.count(len(rows), recovered, je)
-		all = append(all, rows...)
+		read.count(n, recovered, JournalPath(path), je)
+		total += n
 	}
 	m := MergeParts(parts)
-	read.Rows = len(all)
+	read.Rows = total
 	m.RowsRead = read
 	if je := joinJournalErrors(lost); je != nil {
-		return m, all, fmt.Errorf("read run %s: %w", dir, je)
+		return m, dst, fmt.Errorf("read run %s: %w", dir, je)
 	}
-	return m, all, nil
+	return m, dst, nil
 }
 
 // RowsRead says where the rows [ReadRun] returned came from, so that a reader does not take the
@@ -624,57 +654,79 @@ type RowsRead struct {
 	// Lost is the number of journal lines that held no sample ([BadLine]): rows lost. The
 	// journals held Journal + Lost lines.
 	Lost int
+	// Journals are the paths of the journals rows were read from (parts whose samples file is
+	// missing or has no readable footer: a killed run's), in the order read; nil when none.
+	Journals []string
 }
 
-// count adds to r what one read of a samples file returned: n rows, from its journal when
-// recovered, and the journal lines je names as lost (nil: none).
-func (r *RowsRead) count(n int, recovered bool, je *JournalError) {
+// count adds to r what one read of a samples file returned: n rows, from its journal at jpath
+// when recovered, and the journal lines je names as lost (nil: none).
+func (r *RowsRead) count(n int, recovered bool, jpath string, je *JournalError) {
 	if recovered {
 		r.Journal += n
+		r.Journals = append(r.Journals, jpath)
 	}
 	if je != nil {
 		r.Lost += len(je.Bad)
 	}
 }
 
-// fillFromRows gives m, a part whose sessions are its rows' ([Manifest].SessionsFromRows), the
-// records, scenarios, samples, model and backend its rows say.
-func (m *Manifest) fillFromRows(rows []Sample) {
-	type session struct {
-		rec  SessionRecord
-		last int32
+// sessionsFromRows builds, row by row, the session records of a part whose sessions are its
+// rows' ([Manifest].SessionsFromRows).
+type sessionsFromRows struct {
+	by       map[[3]string]*rowSession
+	order    []*rowSession
+	scenario []string
+	backends []string
+	model    string
+}
+
+type rowSession struct {
+	rec  SessionRecord
+	last int32
+}
+
+func newSessionsFromRows() *sessionsFromRows {
+	return &sessionsFromRows{by: map[[3]string]*rowSession{}}
+}
+
+// add counts one row.
+func (f *sessionsFromRows) add(s *Sample) {
+	k := [3]string{s.Scenario, s.Arm, strconv.Itoa(int(s.Repetition))}
+	se := f.by[k]
+	if se == nil {
+		se = &rowSession{rec: SessionRecord{Scenario: s.Scenario, Arm: s.Arm, Repetition: int(s.Repetition)}, last: -1}
+		f.by[k] = se
+		f.order = append(f.order, se)
+		f.scenario = appendNew(f.scenario, s.Scenario)
 	}
-	by := map[[3]string]*session{}
-	var order []*session
-	var backends []string
-	for i := range rows {
-		s := &rows[i]
-		k := [3]string{s.Scenario, s.Arm, strconv.Itoa(int(s.Repetition))}
-		se := by[k]
-		if se == nil {
-			se = &session{rec: SessionRecord{Scenario: s.Scenario, Arm: s.Arm, Repetition: int(s.Repetition)}, last: -1}
-			by[k] = se
-			order = append(order, se)
-			m.Scenarios = appendNew(m.Scenarios, s.Scenario)
+	se.rec.Requests++
+	if s.RequestIndex >= se.last {
+		se.last = s.RequestIndex
+		se.rec.Complete, se.rec.Error = s.Error == "", ""
+		if s.Error != "" {
+			se.rec.Error = "its last request failed"
 		}
-		se.rec.Requests++
-		if s.RequestIndex >= se.last {
-			se.last = s.RequestIndex
-			se.rec.Complete, se.rec.Error = s.Error == "", ""
-			if s.Error != "" {
-				se.rec.Error = "its last request failed"
-			}
-		}
-		if m.Model == "" {
-			m.Model = s.Model
-		}
-		backends = appendNew(backends, s.Backend)
 	}
-	for _, se := range order {
+	if f.model == "" {
+		f.model = s.Model
+	}
+	f.backends = appendNew(f.backends, s.Backend)
+}
+
+// fill gives m the records, scenarios, samples, model and backend of the n rows added.
+func (f *sessionsFromRows) fill(m *Manifest, n int) {
+	for _, sc := range f.scenario {
+		m.Scenarios = appendNew(m.Scenarios, sc)
+	}
+	if m.Model == "" {
+		m.Model = f.model
+	}
+	for _, se := range f.order {
 		m.Sessions = append(m.Sessions, se.rec)
 	}
-	if len(backends) == 1 {
-		m.Backend = backends[0]
+	if len(f.backends) == 1 {
+		m.Backend = f.backends[0]
 	}
-	m.Samples = max(m.Samples, len(rows))
+	m.Samples = max(m.Samples, n)
 }

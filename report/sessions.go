@@ -196,44 +196,49 @@ func Sessions(runs []*metrics.Manifest, samples []metrics.Sample) (complete []me
 // figures are then empty). A scenario name with several contents among the runs of a setup is
 // analysed as several scenarios ([ContentName]).
 func AnalyzeRuns(runs []*metrics.Manifest, samples []metrics.Sample) *Analysis {
+	a, _, _ := AnalyzeRunsWithRows(runs, samples)
+	return a
+}
+
+// AnalyzeRunsWithRows returns what [AnalyzeRuns] and [CompleteBySetup] return, sorting the rows
+// into setups and complete sessions once: where sessions are left out, the complete rows are
+// copied once for both (a report's tables and its charts), not once for each.
+func AnalyzeRunsWithRows(runs []*metrics.Manifest, samples []metrics.Sample) (a *Analysis, labels []string, complete [][]metrics.Sample) {
 	groups := GroupSetups(runs, samples)
-	one := func(runs []*metrics.Manifest, samples []metrics.Sample) *Analysis {
-		complete, left := Sessions(runs, samples)
-		a := analyze(complete, runs)
+	one := func(runs []*metrics.Manifest, samples []metrics.Sample) (*Analysis, []metrics.Sample) {
+		c, left := Sessions(runs, samples)
+		a := analyze(c, runs)
 		a.LeftOut = left
-		return a
+		return a, c
 	}
 	if len(groups) == 0 {
-		return one(runs, samples)
+		a, c := one(runs, samples)
+		return a, []string{""}, [][]metrics.Sample{c}
 	}
 	var subs []*Analysis
 	for i := range groups {
-		a := one(groups[i].Runs, groups[i].Samples)
-		a.Setup = &groups[i].Info
+		a, c := one(groups[i].Runs, groups[i].Samples)
+		// A copy of the setup's description: a pointer into groups would keep every group's
+		// samples alive as long as the analysis.
+		info := groups[i].Info
+		a.Setup = &info
 		subs = append(subs, a)
+		label := info.Label
+		if len(groups) == 1 {
+			label = ""
+		}
+		labels, complete = append(labels, label), append(complete, c)
 	}
 	if len(subs) == 1 {
-		return subs[0]
+		return subs[0], labels, complete
 	}
-	return &Analysis{Setups: subs}
+	return &Analysis{Setups: subs}, labels, complete
 }
 
 // CompleteBySetup returns, per setup of the runs ([GroupSetups]), the samples of the complete
 // sessions ([Sessions]), scenarios renamed as [AnalyzeRuns] renames them: what a setup's charts
 // draw. The setup's label is "" when the runs are of one setup (or none).
 func CompleteBySetup(runs []*metrics.Manifest, samples []metrics.Sample) (labels []string, complete [][]metrics.Sample) {
-	groups := GroupSetups(runs, samples)
-	if len(groups) == 0 {
-		c, _ := Sessions(runs, samples)
-		return []string{""}, [][]metrics.Sample{c}
-	}
-	for _, g := range groups {
-		c, _ := Sessions(g.Runs, g.Samples)
-		label := g.Info.Label
-		if len(groups) == 1 {
-			label = ""
-		}
-		labels, complete = append(labels, label), append(complete, c)
-	}
+	_, labels, complete = AnalyzeRunsWithRows(runs, samples)
 	return labels, complete
 }

@@ -32,8 +32,12 @@ type SetupGroup struct {
 	// Samples are the runs' samples, in the order given. Where a scenario name has more than one
 	// content among the runs ([metrics.Manifest].ScenarioDigests), each content is another
 	// scenario: its samples' Scenario is "<name> [content <first 12 hex digits>]" ("[content
-	// unknown]" for a run that did not record it), so that nothing downstream pools them.
+	// unknown]" for a run that did not record it), so that nothing downstream pools them. When
+	// the runs are of one setup and no scenario is renamed, Samples is the caller's slice itself
+	// (no row is copied): read it, do not change it.
 	Samples []metrics.Sample
+	// shared says Samples is the caller's slice.
+	shared bool
 }
 
 // GroupSetups splits runs (and samples, matched to their run by run id) by setup, in the order
@@ -63,6 +67,13 @@ func GroupSetups(runs []*metrics.Manifest, samples []metrics.Sample) []SetupGrou
 	}
 	if len(groups) == 0 {
 		return nil
+	}
+	if len(groups) == 1 {
+		// Every sample goes with the one setup: the group shares the caller's slice (read
+		// only; splitContents copies it before renaming a scenario).
+		groups[0].Samples, groups[0].shared = samples, true
+		splitContents(&groups[0])
+		return groups
 	}
 	orphan := -1
 	for i := range samples {
@@ -119,6 +130,13 @@ func splitContents(g *SetupGroup) {
 		if !slices.Contains(contents[s.Scenario], d) {
 			contents[s.Scenario] = append(contents[s.Scenario], d)
 		}
+	}
+	renames := false
+	for _, ds := range contents {
+		renames = renames || len(ds) > 1
+	}
+	if renames && g.shared {
+		g.Samples, g.shared = slices.Clone(g.Samples), false
 	}
 	for i := range g.Samples {
 		s := &g.Samples[i]

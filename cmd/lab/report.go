@@ -98,7 +98,8 @@ func loadRuns(dirs []string, warn io.Writer) (mans []*metrics.Manifest, all []me
 	lostLines, kept := 0, 0
 	var lostDirs []string
 	for _, d := range dirs {
-		m, samples, err := metrics.ReadRun(d)
+		start := len(all)
+		m, more, err := metrics.AppendRun(all, d)
 		var je *metrics.JournalError
 		switch {
 		case errors.As(err, &je):
@@ -109,7 +110,8 @@ func loadRuns(dirs []string, warn io.Writer) (mans []*metrics.Manifest, all []me
 		case err != nil:
 			return nil, nil, nil, badInput("%v", err)
 		}
-		for _, j := range metrics.UnclosedParts(d) {
+		all = more
+		for _, j := range m.RowsRead.Journals {
 			if metrics.JournalInUse(j) {
 				fmt.Fprintf(warn, "lab: warning: %s: a lab process is still writing this part; its rows so far are read from this journal\n", j)
 				continue
@@ -118,16 +120,15 @@ func loadRuns(dirs []string, warn io.Writer) (mans []*metrics.Manifest, all []me
 		}
 		// Repetitions of different runs are kept apart by run id: two folders with one id
 		// would merge their repetitions.
-		for i := range samples {
-			if other, ok := ids[samples[i].RunID]; ok && other != d {
-				return nil, nil, nil, badInput("%s and %s hold samples of the same run id %q", other, d, samples[i].RunID)
+		for i := start; i < len(all); i++ {
+			if other, ok := ids[all[i].RunID]; ok && other != d {
+				return nil, nil, nil, badInput("%s and %s hold samples of the same run id %q", other, d, all[i].RunID)
 			}
 		}
-		for i := range samples {
-			ids[samples[i].RunID] = d
+		for i := start; i < len(all); i++ {
+			ids[all[i].RunID] = d
 		}
 		mans = append(mans, m)
-		all = append(all, samples...)
 	}
 	if lostLines > 0 {
 		lost = &lostRowsError{fmt.Sprintf("%d journal %s of %s held no sample (named above): their rows are lost, the %d rows of the other lines are kept; lab repair %s writes the part files from what is left",

@@ -96,8 +96,7 @@ func checkShard(o *runOptions) (metrics.Shard, error) {
 // Runs of several setups (report.GroupSetups) get the charts of each setup, named
 // plots/setup-<label>-<chart>: a chart never draws two setups as one.
 func writeReportFiles(out string, runs []*metrics.Manifest, samples []metrics.Sample) (files []string, err error) {
-	an := report.AnalyzeRuns(runs, samples)
-	labels, completes := report.CompleteBySetup(runs, samples)
+	an, labels, completes := report.AnalyzeRunsWithRows(runs, samples)
 	var figs []report.Figure
 	for i, g := range an.Groups() {
 		prefix := ""
@@ -153,10 +152,7 @@ func renderFigures(out, prefix, setup string, scenarios []string, samples []metr
 	if err := os.MkdirAll(filepath.Join(out, plotsDir), 0o755); err != nil {
 		return nil, nil, err
 	}
-	byScenario := map[string][]metrics.Sample{}
-	for _, s := range samples {
-		byScenario[s.Scenario] = append(byScenario[s.Scenario], s)
-	}
+	byScenario := samplesByScenario(samples)
 	// save writes one chart (its title and a function rendering it as a format) in every
 	// format and records it as a figure.
 	used := map[string]bool{}
@@ -184,14 +180,17 @@ func renderFigures(out, prefix, setup string, scenarios []string, samples []metr
 		figs = append(figs, fig)
 		return nil
 	}
-	// The per-scenario charts are drawn side by side (drawing PNGs is most of a sim run's
-	// report), then saved in order.
+	// The per-scenario charts are built and drawn side by side (drawing PNGs is most of a sim
+	// run's report), then saved in order. Each chart is built in its own job, so that no more
+	// charts' points are held at once than are being drawn.
 	type job struct {
 		scenario, name, title string
+		chart                 plots.Chart
+		samples               []metrics.Sample
+		skip                  bool // nothing to draw (plots.ErrNoSamples)
 		out                   map[string][]byte
 	}
 	var jobs []*job
-	var draws []func(w io.Writer, format string) error
 	for _, sc := range scenarios {
 		ss := byScenario[sc]
 		if len(ss) == 0 {
@@ -199,27 +198,29 @@ func renderFigures(out, prefix, setup string, scenarios []string, samples []metr
 		}
 		// The standard per-scenario charts; new ones added to plots.ScenarioCharts appear here.
 		for _, c := range plots.ScenarioCharts() {
-			p, err := c.Build(sc, ss)
-			if errors.Is(err, plots.ErrNoSamples) {
-				continue
-			}
-			if err != nil {
-				return figs, files, fmt.Errorf("plot %s of %s: %w", c.Name, sc, err)
-			}
-			jobs = append(jobs, &job{scenario: sc, name: sc + "-" + c.Name, title: p.Title.Text, out: map[string][]byte{}})
-			draws = append(draws, func(w io.Writer, format string) error {
-				return plots.Write(w, p, format, plots.DefaultWidth, plots.DefaultHeight)
-			})
+			jobs = append(jobs, &job{scenario: sc, name: sc + "-" + c.Name, chart: c, samples: ss, out: map[string][]byte{}})
 		}
 	}
 	var g errgroup.Group
 	g.SetLimit(runtime.GOMAXPROCS(0))
+	errs := make([]error, len(jobs))
 	for i, j := range jobs {
 		g.Go(func() error {
+			p, err := j.chart.Build(j.scenario, j.samples)
+			if errors.Is(err, plots.ErrNoSamples) {
+				j.skip = true
+				return nil
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("plot %s of %s: %w", j.chart.Name, j.scenario, err)
+				return errs[i]
+			}
+			j.title = p.Title.Text
 			for _, format := range []string{"svg", "png"} {
 				var buf bytes.Buffer
-				if err := draws[i](&buf, format); err != nil {
-					return fmt.Errorf("plot %s: %w", j.name, err)
+				if err := plots.Write(&buf, p, format, plots.DefaultWidth, plots.DefaultHeight); err != nil {
+					errs[i] = fmt.Errorf("plot %s: %w", j.name, err)
+					return errs[i]
 				}
 				j.out[format] = buf.Bytes()
 			}
@@ -227,15 +228,25 @@ func renderFigures(out, prefix, setup string, scenarios []string, samples []metr
 		})
 	}
 	if err := g.Wait(); err != nil {
+		// The first failed chart in order, whichever failed first in time.
+		for _, e := range errs {
+			if e != nil {
+				return figs, files, e
+			}
+		}
 		return figs, files, err
 	}
 	for _, j := range jobs {
+		if j.skip {
+			continue
+		}
 		if err := save(j.scenario, j.name, j.title, func(w io.Writer, format string) error {
 			_, err := w.Write(j.out[format])
 			return err
 		}); err != nil {
 			return figs, files, err
 		}
+		j.out = nil
 	}
 	// Across scenarios: re-read tokens relative to spec with Fieller's 95 % interval.
 	bars := relativeBars(an)
@@ -331,4 +342,37 @@ func writeFile(path string, write func(*os.File) error) (err error) {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// samplesByScenario returns the samples of each scenario, in the order of samples. Where a
+// scenario's samples lie next to each other (a run measures one scenario after the other) they
+// are a part of samples itself, shared, not copied; only a scenario whose samples are spread
+// among others' gets a copy.
+func samplesByScenario(samples []metrics.Sample) map[string][]metrics.Sample {
+	type span struct{ from, to, n int }
+	spans := map[string]*span{}
+	for i := range samples {
+		sc := samples[i].Scenario
+		sp := spans[sc]
+		if sp == nil {
+			sp = &span{from: i}
+			spans[sc] = sp
+		}
+		sp.to, sp.n = i+1, sp.n+1
+	}
+	out := make(map[string][]metrics.Sample, len(spans))
+	for sc, sp := range spans {
+		if sp.to-sp.from == sp.n {
+			out[sc] = samples[sp.from:sp.to:sp.to]
+			continue
+		}
+		own := make([]metrics.Sample, 0, sp.n)
+		for i := sp.from; i < sp.to; i++ {
+			if samples[i].Scenario == sc {
+				own = append(own, samples[i])
+			}
+		}
+		out[sc] = own
+	}
+	return out
 }

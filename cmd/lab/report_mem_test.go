@@ -1,0 +1,195 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	labmetrics "lab/metrics"
+)
+
+// writeSyntheticRun writes a run folder of the part layout into dir holding rows synthetic rows
+// written through the metrics sink: 3 scenarios × 4 arms × 3 repetitions, each session a run of
+// requests with growing prompts, a cache lost every 16th request (a divergence segment), a
+// warning on every 5th row, an error on every 97th and the usage fields every backend writes, so
+// that the string columns are as varied as a real run's. It returns the run folder.
+func writeSyntheticRun(tb testing.TB, dir string, rows int) string {
+	tb.Helper()
+	const id = "synthetic"
+	run := labmetrics.RunDir(dir, id)
+	if err := os.MkdirAll(run, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	scenarios := []string{"midnight", "big-tool-output", "reasoning-reread"}
+	arms := []string{labmetrics.SpecArm, "date-in-system-prompt", "no-stubs", "plain"}
+	const reps = 3
+	sessions := len(scenarios) * len(arms) * reps
+	per := (rows + sessions - 1) / sessions
+	sink, err := labmetrics.CreatePart(run, labmetrics.Shard{}, labmetrics.FileMeta{RunID: id})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	start := time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC)
+	var records []labmetrics.SessionRecord
+	n := 0
+	for _, sc := range scenarios {
+		for _, arm := range arms {
+			for rep := int32(1); rep <= reps && n < rows; rep++ {
+				rec := labmetrics.SessionRecord{Scenario: sc, Arm: arm, Repetition: int(rep), Complete: true}
+				for i := int32(0); i < int32(per) && n < rows; i++ {
+					prompt := int64(2000 + 37*i)
+					cached, seg := prompt-40, ""
+					var div *int64
+					if i%16 == 0 {
+						cached, seg = 0, "system"
+						if i > 0 {
+							seg = "message " + strconv.Itoa(int(i))
+						}
+						div = new(int64(i))
+					}
+					reread := prompt - cached
+					s := &labmetrics.Sample{
+						RunID: id, Scenario: sc, Arm: arm, Repetition: rep, RequestIndex: i, Turn: 1 + i/8, Step: 1 + i%8,
+						Backend: "ollama", Model: "qwen3-synthetic:latest", ServerVersion: "0.17.4", Kind: labmetrics.KindStep,
+						Driver: labmetrics.DriverScripted, StartedAt: start.Add(time.Duration(n) * time.Second),
+						PromptTokens: prompt, CachedTokens: new(cached), CachedSource: labmetrics.CachedSourceServerLog,
+						ExpectedCachedTokens: new(cached), DivergenceToken: div, DivergenceSegment: seg,
+						RereadTokens: new(reread), RereadSystemTokens: new(int64(0)), RereadToolsTokens: new(int64(0)),
+						RereadMessageTokens: new(reread - 10), RereadToolResultTokens: new(int64(0)), RereadReasoningTokens: new(int64(0)),
+						RereadNoteTokens: new(int64(0)), RereadOtherTokens: new(int64(10)), RereadUnattributedTokens: new(int64(0)),
+						ReasoningTokensSent: new(int64(0)), CompletionTokens: new(int64(64)), LoadNs: new(int64(0)),
+						TTFTNs: 40_000_000 + reread*1000, PrefillNs: reread * 1000, TotalNs: 90_000_000 + reread*1000,
+						RequestBytes: 8000 + 150*int64(i),
+						UsageFields:  `{"Completion":"eval_count","Prompt":"prompt_eval_count"}`,
+					}
+					if n%5 == 0 {
+						s.Warnings = fmt.Sprintf("the lab's tokenizer counts %d tokens fewer than the server; server log line %d not matched", n%7, n)
+					}
+					if n%97 == 0 && n > 0 {
+						s.Error = fmt.Sprintf("request %d: read answer: unexpected EOF after %d bytes", i, 100+n%1000)
+					}
+					if err := sink.Write(s); err != nil {
+						tb.Fatal(err)
+					}
+					rec.Requests++
+					n++
+				}
+				records = append(records, rec)
+			}
+		}
+	}
+	if err := sink.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	m := &labmetrics.Manifest{RunID: id, Scenarios: scenarios, Arms: arms, Repetitions: reps, Backend: "ollama",
+		Model: "qwen3-synthetic:latest", ServerVersion: "0.17.4", Complete: true, Samples: n, Sessions: records,
+		StartedAt: start, EndedAt: start.Add(time.Duration(n) * time.Second)}
+	if err := labmetrics.WriteManifest(filepath.Join(run, labmetrics.PartManifestFile(labmetrics.Shard{})), m); err != nil {
+		tb.Fatal(err)
+	}
+	return run
+}
+
+// heapPeak samples the live heap (runtime/metrics /memory/classes/heap/objects:bytes) every
+// millisecond until stop is called, and returns the highest value seen.
+func heapPeak() (stop func() uint64) {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	read := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
+	var peak uint64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			peak = max(peak, read())
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	})
+	return func() uint64 {
+		close(done)
+		wg.Wait()
+		return max(peak, read())
+	}
+}
+
+// BenchmarkReportMemory measures what lab report holds per row: a synthetic run of N rows
+// (writeSyntheticRun) read and reported as lab report writes it (report.md, report.html and the
+// charts), reporting the peak live heap above the heap before, in bytes per row (peak-heap-B/row),
+// and the bytes allocated per row (alloc-B/row). With LAB_BIN naming a lab binary (go build -o
+// bin/lab ./cmd/lab) it also runs `lab report DIR` as a child process and reports its peak RSS
+// per row (peak-rss-B/row).
+//
+//	go test -run '^$' -bench BenchmarkReportMemory -benchtime 1x ./cmd/lab/
+func BenchmarkReportMemory(b *testing.B) {
+	for _, rows := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) {
+			run := writeSyntheticRun(b, b.TempDir(), rows)
+			var peakSum, allocSum float64
+			b.ResetTimer()
+			for range b.N {
+				out := b.TempDir()
+				runtime.GC()
+				var before runtime.MemStats
+				runtime.ReadMemStats(&before)
+				stop := heapPeak()
+				mans, samples, lost, err := loadRuns([]string{run}, io.Discard)
+				if err != nil || lost != nil {
+					b.Fatal(err, lost)
+				}
+				if _, err := writeReportFiles(out, mans, samples); err != nil {
+					b.Fatal(err)
+				}
+				peak := stop()
+				var after runtime.MemStats
+				runtime.ReadMemStats(&after)
+				runtime.KeepAlive(samples)
+				peakSum += float64(peak) - float64(before.HeapAlloc)
+				allocSum += float64(after.TotalAlloc - before.TotalAlloc)
+			}
+			b.StopTimer()
+			b.ReportMetric(peakSum/float64(b.N)/float64(rows), "peak-heap-B/row")
+			b.ReportMetric(allocSum/float64(b.N)/float64(rows), "alloc-B/row")
+			if bin := os.Getenv("LAB_BIN"); bin != "" {
+				cmd := exec.Command(bin, "report", "--out", b.TempDir(), run)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					b.Fatalf("%s report: %v\n%s", bin, err, out)
+				}
+				ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+				b.ReportMetric(float64(ru.Maxrss)*1024/float64(rows), "peak-rss-B/row")
+			}
+		})
+	}
+}
+
+// The charts of a scenario whose rows lie together draw from the rows themselves, not a copy;
+// a scenario whose rows are spread among another's gets its own, in the rows' order.
+func TestSamplesByScenarioSharesContiguousRows(t *testing.T) {
+	rows := []labmetrics.Sample{
+		{Scenario: "a", RequestIndex: 0}, {Scenario: "a", RequestIndex: 1},
+		{Scenario: "b", RequestIndex: 0}, {Scenario: "c", RequestIndex: 0}, {Scenario: "b", RequestIndex: 1},
+	}
+	by := samplesByScenario(rows)
+	if a := by["a"]; len(a) != 2 || &a[0] != &rows[0] || cap(a) != 2 {
+		t.Errorf("scenario a: %d rows; want rows 0 and 1 themselves, shared, with no room to append over b", len(a))
+	}
+	if c := by["c"]; len(c) != 1 || &c[0] != &rows[3] {
+		t.Errorf("scenario c: %d rows; want row 3 itself", len(c))
+	}
+	if b := by["b"]; len(b) != 2 || &b[0] == &rows[2] || b[0].RequestIndex != 0 || b[1].RequestIndex != 1 {
+		t.Errorf("scenario b: %+v; want a copy of rows 2 and 4, in order", b)
+	}
+}
