@@ -216,6 +216,7 @@ func runDefaults(s *streams) (*runOptions, error) {
 	}{
 		{"retries", func(v string) (err error) { o.Reliability.Retries, err = strconv.Atoi(v); return err }},
 		{"request-timeout", func(v string) (err error) { o.Reliability.RequestTimeout, err = time.ParseDuration(v); return err }},
+		{"tool-timeout", func(v string) (err error) { o.Live.ToolTimeout, err = time.ParseDuration(v); return err }},
 	} {
 		if f := fl.Lookup(d.name); f != nil {
 			if err := d.set(f.DefValue); err != nil {
