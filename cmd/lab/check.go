@@ -6,14 +6,12 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"lab/check"
-	"lab/gguf"
 	"lab/harness"
 	"lab/metrics"
 	"lab/scenarios"
@@ -147,10 +145,7 @@ func runCheckMatrix(ctx context.Context, s *streams, o *checkOptions, file *chec
 	if len(file.Arms) == 0 {
 		return nil, nil, badInput("%s: nothing to run: list the arms under arms:, or name one in an expectation", file.Path)
 	}
-	ro, err := runDefaults(s)
-	if err != nil {
-		return nil, nil, err
-	}
+	ro := runDefaults(s)
 	ro.Backend = o.Backend
 	ro.Scenario = strings.Join(file.Scenarios, ",")
 	ro.Arm = strings.Join(file.Arms, ",")
@@ -185,46 +180,11 @@ func runCheckMatrix(ctx context.Context, s *streams, o *checkOptions, file *chec
 	return []*metrics.Manifest{man}, samples, nil
 }
 
-// runDefaults returns the options `lab run` has with no flags: the flag defaults of newRunCmd.
-func runDefaults(s *streams) (*runOptions, error) {
-	fl := newRunCmd(s).Flags()
-	def := func(name string) string { return fl.Lookup(name).DefValue }
-	numCtx, err := strconv.Atoi(def("num-ctx"))
-	if err != nil {
-		return nil, fmt.Errorf("lab run's --num-ctx default: %w", err)
-	}
-	maxReply, err := strconv.ParseInt(def("max-reply-bytes"), 10, 64)
-	if err != nil {
-		return nil, fmt.Errorf("lab run's --max-reply-bytes default: %w", err)
-	}
-	o := &runOptions{
-		Repeat:        1,
-		NumCtx:        numCtx,
-		ModelName:     def("model"),
-		CacheModel:    def("cache-model"),
-		Model:         gguf.DefaultModelOptions(),
-		MaxReplyBytes: maxReply,
-	}
-	// The scripted driver and the default retries and request timeout (flags of live.go and
-	// resume.go, when lab run has them).
-	if f := fl.Lookup("driver"); f != nil {
-		o.Live.Driver = f.DefValue
-	}
-	for _, d := range []struct {
-		name string
-		set  func(string) error
-	}{
-		{"retries", func(v string) (err error) { o.Reliability.Retries, err = strconv.Atoi(v); return err }},
-		{"request-timeout", func(v string) (err error) { o.Reliability.RequestTimeout, err = time.ParseDuration(v); return err }},
-		{"tool-timeout", func(v string) (err error) { o.Live.ToolTimeout, err = time.ParseDuration(v); return err }},
-	} {
-		if f := fl.Lookup(d.name); f != nil {
-			if err := d.set(f.DefValue); err != nil {
-				return nil, fmt.Errorf("lab run's --%s default: %w", d.name, err)
-			}
-		}
-	}
-	return o, nil
+// runDefaults returns the options `lab run` has with no flags: those its flags hold before a
+// command line is parsed, every flag's default (none read back from its text).
+func runDefaults(s *streams) *runOptions {
+	_, o := runCommand(s)
+	return o
 }
 
 // union returns a with the names of b it lacks appended.

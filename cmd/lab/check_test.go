@@ -8,8 +8,10 @@ import (
 	"testing"
 
 	"lab/cachesim"
+	"lab/chat"
 	"lab/check"
 	"lab/gguf"
+	"lab/harness"
 	"lab/localserver"
 	"lab/metrics"
 )
@@ -203,11 +205,9 @@ func TestCheckBadInputExits2(t *testing.T) {
 
 // lab check runs scenarios with lab run's defaults.
 func TestRunDefaults(t *testing.T) {
-	o, err := runDefaults(&streams{out: os.Stdout, err: os.Stderr, getenv: os.Getenv})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.NumCtx != gguf.DefaultContextLength || o.CacheModel != cachesim.ModelLlamaCpp || o.ModelName != localserver.DefaultModelName || o.Repeat != 1 || o.Model != gguf.DefaultModelOptions() {
+	o := runDefaults(&streams{out: os.Stdout, err: os.Stderr, getenv: os.Getenv})
+	if o.NumCtx != gguf.DefaultContextLength || o.CacheModel != cachesim.ModelLlamaCpp || o.ModelName != localserver.DefaultModelName || o.Repeat != 1 || o.Model != gguf.DefaultModelOptions() ||
+		o.Live.ToolTimeout != harness.DefaultToolTimeout || o.MaxReplyBytes != chat.DefaultMaxReplyBytes || o.Reliability.RequestTimeout <= 0 {
 		t.Errorf("runDefaults = %+v", o)
 	}
 }

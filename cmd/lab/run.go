@@ -78,6 +78,14 @@ type runOptions struct {
 }
 
 func newRunCmd(s *streams) *cobra.Command {
+	c, _ := runCommand(s)
+	return c
+}
+
+// runCommand returns the run command and the options its flags write to: before any command line
+// is parsed, every option holds its flag's default, so the options are those of `lab run` with no
+// flags (lab check runs with them).
+func runCommand(s *streams) (*cobra.Command, *runOptions) {
 	o := &runOptions{Model: gguf.DefaultModelOptions()}
 	c := &cobra.Command{
 		Use:   "run",
@@ -156,7 +164,7 @@ shell that is not a sandbox, which may write anywhere your user can.`,
 	addModelFlags(c, &o.Model)
 	addReliabilityFlags(c, &o.Reliability)
 	addLiveFlags(c, &o.Live)
-	return c
+	return c, o
 }
 
 // loadScenarios resolves --scenario: an embedded scenario's name, all, or a file path.
