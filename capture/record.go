@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -22,8 +21,8 @@ import (
 	"lab/backend/openai"
 	"lab/cachesim"
 	"lab/chat"
-	"lab/harness"
 	"lab/metrics"
+	"lab/row"
 )
 
 // recorder turns finished exchanges into rows, one at a time, in the order the answers ended.
@@ -138,15 +137,15 @@ func (r *recorder) process(ex *exchange) {
 	}
 	s, req, reply := r.measure(ex, secrets)
 	conv, created := r.groups.assign(ex.key, req)
-	s.Scenario, s.RequestIndex = conv.name, int32(conv.requests)
-	s.Turn, s.Step = turnStep(req)
+	turn, step := turnStep(req)
+	row.Place(s, conv.name, int32(conv.requests), turn, step)
 	if s.ExpectedUnknown {
 		// No rendering (a cloud API): name the segment by comparing the request with the
 		// conversation's previous one part by part; the token stays unknown.
 		parts := digestParts(cachesim.DifferenceParts(req, r.opts.Attribution.NoteOpen))
 		if s.Error == "" {
 			if conv.parts != nil {
-				s.DivergenceSegment = cachesim.FirstDifference(conv.parts, parts)
+				row.SetPartsDivergence(s, cachesim.FirstDifference(conv.parts, parts))
 			}
 			conv.parts = parts
 		}
@@ -169,16 +168,9 @@ func (r *recorder) process(ex *exchange) {
 			b, _ := json.Marshal(string(body))
 			body = b
 		}
-		line, err := json.Marshal(struct {
-			Scenario     string          `json:"scenario"`
-			Arm          string          `json:"arm"`
-			Repetition   int             `json:"repetition"`
-			RequestIndex int32           `json:"request_index"`
-			API          string          `json:"api"`
-			Body         json.RawMessage `json:"body"`
-		}{s.Scenario, s.Arm, 1, s.RequestIndex, ex.api, body})
+		line, err := row.RequestLine{Scenario: s.Scenario, Arm: s.Arm, Repetition: 1, RequestIndex: s.RequestIndex, API: ex.api, Body: body}.Marshal()
 		if err == nil {
-			_, err = r.requests.Write(append(line, '\n'))
+			_, err = r.requests.Write(line)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("write %s: %w", r.reqPath, err))
@@ -251,23 +243,24 @@ func progressLine(s *metrics.Sample) string {
 func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *chat.Request, *chat.Reply) {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
-	s := &metrics.Sample{
+	s := row.New(row.Identity{
 		RunID: r.opts.RunID, Arm: r.opts.Label, Repetition: 1, Backend: "proxy:" + ex.api, Model: ex.env.Model,
-		Kind: metrics.KindStep, StartedAt: ex.start.UTC(), RequestBytes: int64(len(ex.body)), ExpectedUnknown: true,
-	}
+		Kind: metrics.KindStep, StartedAt: ex.start,
+	})
 	var warnings []string
 	req := &chat.Request{}
+	requestBytes := int64(len(ex.body))
+	var ttft time.Duration
 	if ex.requestOver > 0 {
-		s.RequestBytes = ex.requestLen
-		if s.RequestBytes < 0 {
-			s.RequestBytes = ex.sent.n.Load()
+		requestBytes = ex.requestLen
+		if requestBytes < 0 {
+			requestBytes = ex.sent.n.Load()
 		}
 	} else if d, err := decodeRequest(ex.api, ex.body); err != nil {
 		warnings = append(warnings, "the request could not be decoded, so it is grouped alone: "+err.Error())
 	} else {
 		req = d
 	}
-	s.TotalNs = int64(ex.end.Sub(ex.start))
 	chunks, derr := decodeChunks(ex.encoding, ex.chunks)
 	var reply *chat.Reply
 	switch {
@@ -306,20 +299,20 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 		case unstreamed:
 			warnings = append(warnings, chat.Unstreamed)
 		case first >= 0:
-			s.TTFTNs = int64(chunks[first].at.Sub(ex.start))
+			ttft = chunks[first].at.Sub(ex.start)
 		case len(chunks) > 0:
-			s.TTFTNs = int64(chunks[0].at.Sub(ex.start))
+			ttft = chunks[0].at.Sub(ex.start)
 			warnings = append(warnings, "no event carried content, reasoning or a tool call: time to first token is the time to the answer's first byte")
 		}
 		if r.ollama.Load() && ollamaCompatible(ex.api) {
-			if w, ok := harness.DropConstantCached(res, "the upstream is Ollama, whose OpenAI- and Anthropic-compatible endpoints always answer 0 cached tokens"); ok {
+			if w, ok := row.DropConstantCached(res, "the upstream is Ollama, whose OpenAI- and Anthropic-compatible endpoints always answer 0 cached tokens"); ok {
 				warnings = append(warnings, w)
 			}
-			if w, ok := dropOllamaEstimate(res); ok && ex.api == APIAnthropic {
+			if w, ok := row.DropOllamaEstimate(res); ok && ex.api == APIAnthropic {
 				warnings = append(warnings, w)
 			}
 		}
-		harness.SetResult(s, res, nil)
+		row.SetResult(s, res, nil)
 		warnings = append(warnings, res.Warnings...)
 		switch {
 		case ex.truncated:
@@ -345,7 +338,6 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 		}
 		if r.log != nil && (ex.api == APIOllamaChat || ex.api == APIOllamaGenerate || ollamaCompatible(ex.api)) {
 			warnings = append(warnings, r.cachedFromLog(ex, res, s)...)
-			harness.SetReread(s)
 		}
 		if r.attr != nil && s.Error == "" && ex.requestOver == 0 {
 			warnings = append(warnings, r.attribute(ex, req, res, reply, s)...)
@@ -361,7 +353,8 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 			s.Error = note + "; " + s.Error
 		}
 	}
-	s.Warnings = strings.Join(warnings, "; ")
+	row.SetTimes(s, ttft, ex.end.Sub(ex.start), requestBytes)
+	row.SetWarnings(s, warnings)
 	return s, req, reply
 }
 
@@ -369,25 +362,6 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 // it begins with [chat.ReplyTooLong] and names the limit and its flag.
 func replyTooLong(limit int64) string {
 	return fmt.Sprintf("%s: the answer grew past the limit of %d bytes the proxy keeps to parse (--max-reply-bytes; each piece read counts %d bytes more); the client received it whole", chat.ReplyTooLong, limit, pieceCost)
-}
-
-// dropOllamaEstimate removes from the result of Ollama's /v1/messages a prompt count that
-// message_start gave and no message_delta replaced (a stream cut before its end): Ollama writes
-// there its estimate of the prompt (the request's length / 4, anthropic.EstimateInputTokens in
-// v0.17.4), not a count, which comes only with message_delta. It returns the warning; ok is
-// false when the prompt count came from elsewhere.
-func dropOllamaEstimate(res *chat.Result) (warning string, ok bool) {
-	u := res.Usage
-	if u == nil || !strings.HasPrefix(u.Fields["Uncached"], "message_start.") {
-		return "", false
-	}
-	cp := *u
-	cp.Fields = maps.Clone(u.Fields)
-	cp.Uncached, cp.Prompt = nil, nil
-	delete(cp.Fields, "Uncached")
-	delete(cp.Fields, "Prompt")
-	res.Usage, res.PromptTokens = &cp, 0
-	return "the upstream is Ollama, whose message_start input_tokens is an estimate from the request's length, and no message_delta gave the count: prompt tokens unknown", true
 }
 
 // ollamaCompatible reports whether api is one of the foreign APIs Ollama also serves
@@ -470,7 +444,7 @@ func (r *recorder) attribute(ex *exchange, req *chat.Request, res *chat.Result, 
 	if at.Unknown {
 		return nil // the row stays expected_unknown
 	}
-	return harness.SetAttribution(s, at)
+	return row.SetAttribution(s, at)
 }
 
 // cachedFromLog fills the row's cached tokens of an Ollama answer from the upstream's debug log:
@@ -497,10 +471,7 @@ func (r *recorder) cachedFromLog(ex *exchange, res *chat.Result, s *metrics.Samp
 		r.logMisses++
 		return []string{fmt.Sprintf("no `loading cache slot` line with prompt=%d in %s within %s: cached tokens unknown (is OLLAMA_DEBUG=1 set?)", res.PromptTokens, r.log.Path(), wait)}
 	}
-	if s.CachedTokens == nil {
-		used := int64(line.Used)
-		s.CachedTokens, s.CachedSource = &used, string(chat.SourceServerLog)
-	}
+	row.SetServerLogCached(s, int64(line.Used))
 	return nil
 }
 

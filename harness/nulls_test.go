@@ -62,37 +62,6 @@ func TestRereadUnknownWithoutCachedTokens(t *testing.T) {
 	}
 }
 
-// SetResult copies what the server gave and leaves the rest null: completion and reasoning
-// tokens from the usage when the backend has one, the load time only where the server reports
-// it (then a 0 is a measured 0), and the re-read from prompt − cached.
-func TestSetResultNulls(t *testing.T) {
-	for _, tc := range []struct {
-		name                        string
-		res                         chat.Result
-		completion, reasoning, load int64 // -1: null
-		reread                      int64
-		source                      string
-	}{
-		{"usage without counts", chat.Result{PromptTokens: 100, CachedTokens: new(int64(40)), CachedSource: chat.SourceResponse, CompletionTokens: 0,
-			Usage: &chat.Usage{Prompt: new(int64(100))}}, -1, -1, -1, 60, "response"},
-		{"usage with counts", chat.Result{PromptTokens: 100, CompletionTokens: 9, Usage: &chat.Usage{Generated: new(int64(9)), ReasoningGenerated: new(int64(0))}},
-			9, 0, -1, -1, ""},
-		{"ollama: counts from the done message, load reported", chat.Result{PromptTokens: 100, CompletionTokens: 1, LoadReported: true},
-			1, -1, 0, -1, ""},
-		{"no answer", chat.Result{}, -1, -1, -1, -1, ""},
-	} {
-		var s metrics.Sample
-		s.CachedSource = "stale"
-		harness.SetResult(&s, &tc.res, nil)
-		if val(s.CompletionTokens) != tc.completion || val(s.ReasoningTokensGenerated) != tc.reasoning || val(s.LoadNs) != tc.load ||
-			val(s.RereadTokens) != tc.reread || s.CachedSource != tc.source {
-			t.Errorf("%s: completion %d reasoning %d load %d reread %d source %q; want %d %d %d %d %q (-1: null)", tc.name,
-				val(s.CompletionTokens), val(s.ReasoningTokensGenerated), val(s.LoadNs), val(s.RereadTokens), s.CachedSource,
-				tc.completion, tc.reasoning, tc.load, tc.reread, tc.source)
-		}
-	}
-}
-
 // failingBackend answers every request with a server error.
 type failingBackend struct{}
 

@@ -97,7 +97,7 @@ type RunConfig struct {
 	Load func() *metrics.LoadAverage
 	// ConstantCached, when set, says why the server's cached count is a constant and not a
 	// measurement (Ollama's /v1/messages answers cache_read_input_tokens 0 whatever it reused):
-	// every result's cached tokens are then dropped ([DropConstantCached]) and stay null.
+	// every result's cached tokens are then dropped ([row.DropConstantCached]) and stay null.
 	ConstantCached string
 	// MaxReplyBytes is the most bytes one answer's reply may hold (lab run --max-reply-bytes),
 	// passed to every session ([SessionConfig].MaxReplyBytes); 0 means

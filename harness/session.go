@@ -18,6 +18,7 @@ import (
 	"lab/hygiene"
 	"lab/metrics"
 	"lab/prompts"
+	"lab/row"
 )
 
 // Backend sends one request to a model server. In scripted mode it also leaves the server's KV
@@ -88,7 +89,7 @@ type SessionConfig struct {
 	Driver Driver
 	// ConstantCached, when set, says why the server's cached count is a constant and not a
 	// measurement (Ollama's /v1/messages answers cache_read_input_tokens 0 whatever it reused):
-	// every result's cached tokens are then dropped ([DropConstantCached]) and stay null.
+	// every result's cached tokens are then dropped ([row.DropConstantCached]) and stay null.
 	ConstantCached string
 	// MaxReplyBytes is the most bytes one answer's reply may hold ([chat.Request].MaxReplyBytes,
 	// set on every request the session sends); 0 means [chat.DefaultMaxReplyBytes]. A reply
@@ -536,14 +537,12 @@ func (r *runner) assistant(ctx context.Context, a *AssistantStep) error {
 // request.
 func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Reply, kind string) error {
 	cfg := r.cfg
-	s := &metrics.Sample{
-		RunID: cfg.RunID, Scenario: cfg.Scenario.Name, Arm: cfg.Arm.Name, Repetition: int32(cfg.Repetition),
+	s := row.New(row.Identity{
+		RunID: cfg.RunID, Scenario: cfg.Scenario.Name, Arm: cfg.Arm.Name, Repetition: cfg.Repetition,
 		Backend: cfg.BackendName, Model: cfg.Model, ServerVersion: cfg.ServerVersion,
 		RequestIndex: int32(r.index), Turn: int32(r.turn), Step: int32(r.step), Kind: kind,
-		StartedAt: time.Now().UTC(),
-		// Unknown until the attribution computes it (a failed request never gets one).
-		ExpectedUnknown: true,
-	}
+		StartedAt: time.Now(),
+	})
 	r.index++
 	if req.MaxReplyBytes == 0 {
 		req.MaxReplyBytes = cfg.MaxReplyBytes
@@ -557,21 +556,19 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 	res, tries, sendErr := send(ctx, cfg.Retry, cfg.Backend, req, reply)
 	s.Retries, s.RetryWaitNs = int32(tries.retries), int64(tries.wait)
 	if res != nil && len(res.Body) > 0 && cfg.Requests != nil {
-		line, _ := json.Marshal(struct {
-			Scenario     string          `json:"scenario"`
-			Arm          string          `json:"arm"`
-			Repetition   int             `json:"repetition"`
-			RequestIndex int32           `json:"request_index"`
-			Body         json.RawMessage `json:"body"`
-		}{cfg.Scenario.Name, cfg.Arm.Name, cfg.Repetition, s.RequestIndex, res.Body})
-		if _, err := cfg.Requests.Write(append(line, '\n')); err != nil {
+		line, err := row.RequestLine{Scenario: cfg.Scenario.Name, Arm: cfg.Arm.Name, Repetition: cfg.Repetition,
+			RequestIndex: s.RequestIndex, Body: res.Body}.Marshal()
+		if err == nil {
+			_, err = cfg.Requests.Write(line)
+		}
+		if err != nil {
 			return fmt.Errorf("write requests.jsonl: %w", err)
 		}
 	}
 	if sendErr != nil {
 		s.Error = sendErr.Error()
 		r.annotate(s, req, reply, res, sendErr)
-		s.Warnings = strings.Join(tries.notes, "; ")
+		row.SetWarnings(s, tries.notes)
 		if err := cfg.Sink.Write(s); err != nil {
 			return errors.Join(sendErr, err)
 		}
@@ -581,12 +578,12 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 		return sendErr
 	}
 	if cfg.ConstantCached != "" {
-		if w, ok := DropConstantCached(res, cfg.ConstantCached); ok {
+		if w, ok := row.DropConstantCached(res, cfg.ConstantCached); ok {
 			res.Warnings = append(res.Warnings, w)
 		}
 	}
-	SetResult(s, res, cfg.Price)
-	s.TTFTNs, s.TotalNs, s.RequestBytes = int64(res.TTFT), int64(res.Total), res.RequestBytes
+	row.SetResult(s, res, cfg.Price)
+	row.SetTimes(s, res.TTFT, res.Total, res.RequestBytes)
 	r.annotate(s, req, reply, res, nil)
 	warnings := append(tries.notes, res.Warnings...)
 	// Where the lab renders the prompt itself it knows the window and marks overflows
@@ -607,7 +604,7 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 			cfg.Warn(fmt.Errorf("%s/%s request %d: %s", s.Scenario, s.Arm, s.RequestIndex, w))
 		}
 	}
-	s.Warnings = strings.Join(warnings, "; ")
+	row.SetWarnings(s, warnings)
 	if err := cfg.Sink.Write(s); err != nil {
 		return err
 	}
@@ -652,7 +649,7 @@ func (r *runner) expect(req *chat.Request, res *chat.Result, s *metrics.Sample, 
 	if err != nil {
 		return err
 	}
-	*warnings = append(*warnings, SetAttribution(s, a)...)
+	*warnings = append(*warnings, row.SetAttribution(s, a)...)
 	return nil
 }
 
