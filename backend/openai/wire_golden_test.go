@@ -17,8 +17,9 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/request_bodies.golden")
 
 // The exact request each configuration sends, path, the headers the lab sets and the body byte
-// for byte, pinned in testdata/request_bodies.golden (written from the client as it was when
-// it built the body through go-openai, so that building it directly changed no byte).
+// for byte, pinned in testdata/request_bodies.golden. The golden was written by the client as
+// it was when go-openai built the request and the lab rewrote its body: building the body
+// directly changed no byte. Run with -update to rewrite it after a deliberate change.
 func TestRequestBodiesPinned(t *testing.T) {
 	think := session()
 	think.Think = true
