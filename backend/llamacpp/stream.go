@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"lab/chat"
+	"lab/internal/wire"
 )
 
 // usage is the OpenAI-style usage object llama-server sends (server_task_result_cmpl_final in
@@ -173,7 +174,9 @@ func readStream(r io.Reader, first func()) (*completion, error) {
 	return readStreamMax(r, chat.DefaultMaxReplyBytes, first)
 }
 
-// readStreamMax is [readStream] with a reply limit of limit bytes, as [readCompletionMax].
+// readStreamMax is [readStream] with a reply limit of limit bytes, as [readCompletionMax]. The
+// events are read by the wire layer's server-sent event reader ([wire.ReadEvents]); each
+// event's data is one chunk, llama-server's older `error:` line an error event.
 func readStreamMax(r io.Reader, limit int64, first func()) (*completion, error) {
 	br, ok := r.(*bufio.Reader)
 	if !ok {
@@ -182,37 +185,24 @@ func readStreamMax(r io.Reader, limit int64, first func()) (*completion, error) 
 	acc := newAccumulator()
 	acc.count.Limit = limit
 	started, done, chunks := false, false, 0
-	// take reads one line; last says the body ended after it without a newline.
-	take := func(line []byte, last bool) (stop bool, err error) {
-		field, value, ok := bytes.Cut(line, []byte(":"))
-		if len(line) == 0 || len(field) == 0 || !ok {
-			return false, nil // blank line, `:` comment (ping) or a line with no field
-		}
-		value = bytes.TrimPrefix(value, []byte(" "))
-		switch string(field) {
-		case "error":
-			return true, streamError(value)
-		case "data":
-		default:
-			return false, nil // event:, id:, retry:
+	_, err := wire.ReadEvents(br, chat.WireLimit(limit), func(name string, value []byte) error {
+		if name == "error" {
+			return streamError(value)
 		}
 		if string(bytes.TrimSpace(value)) == "[DONE]" {
 			done = true
-			return true, nil
-		}
-		if last && !json.Valid(value) {
-			return true, nil // the body ended inside this chunk: a cut stream
+			return errDone
 		}
 		var ch chunk
 		if err := json.Unmarshal(value, &ch); err != nil {
-			return true, fmt.Errorf("stream chunk is not JSON: %v: %s", err, quote(value))
+			return fmt.Errorf("stream chunk is not JSON: %v: %s", err, quote(value))
 		}
 		chunks++
 		if len(ch.Error) > 0 && string(ch.Error) != "null" {
-			return true, streamError(ch.Error)
+			return streamError(ch.Error)
 		}
 		if len(ch.PromptProgress) > 0 && len(ch.Choices) == 0 && ch.Usage == nil && ch.Timings == nil {
-			return false, nil // return_progress: prefill progress, not an answer
+			return nil // return_progress: prefill progress, not an answer
 		}
 		if !started {
 			started = true
@@ -221,26 +211,19 @@ func readStreamMax(r io.Reader, limit int64, first func()) (*completion, error) 
 		acc.add(&ch)
 		if acc.count.Over() {
 			// Stop reading: the caller closes the body, which drops the connection.
-			return true, acc.count.Err(backendName, "")
+			return acc.count.Err(backendName, "")
 		}
-		return false, nil
-	}
-	for {
-		line, rerr := chat.ReadLine(br, chat.WireLimit(limit))
-		if errors.Is(rerr, chat.ErrWireTooLong) {
-			return acc.result(), chat.ReplyTooLongError(backendName, "", limit)
-		}
-		if rerr != nil && !errors.Is(rerr, io.EOF) {
-			return acc.result(), rerr
-		}
-		last := rerr != nil && !bytes.HasSuffix(line, []byte("\n"))
-		stop, err := take(bytes.TrimRight(line, "\r\n"), last)
-		if err != nil {
-			return acc.result(), err
-		}
-		if stop || rerr != nil {
-			break
-		}
+		return nil
+	})
+	var re wire.ReadError
+	switch {
+	case errors.Is(err, errDone):
+	case errors.Is(err, chat.ErrWireTooLong):
+		return acc.result(), chat.ReplyTooLongError(backendName, "", limit)
+	case errors.As(err, &re):
+		return acc.result(), re.Err
+	case err != nil:
+		return acc.result(), err
 	}
 	c := acc.result()
 	c.Done = done
@@ -257,6 +240,9 @@ func readStreamMax(r io.Reader, limit int64, first func()) (*completion, error) 
 	}
 	return c, nil
 }
+
+// errDone stops reading a stream at its `data: [DONE]`.
+var errDone = errors.New("data: [DONE]")
 
 // accumulator puts a message together from stream deltas.
 type accumulator struct {
