@@ -436,7 +436,7 @@ func (c *Client) create(ctx context.Context, req *chat.Request) (*Response, *cha
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		ae := wire.StatusError(ep, resp, errorMessage)
+		ae := wire.StatusError(ep, resp, wire.ErrorMessage)
 		res.Total = time.Since(start)
 		return nil, res, ae
 	}
@@ -596,29 +596,5 @@ func (c *Client) apiError(status int, msg string) *chat.APIError {
 	return wire.Endpoint{Backend: "anthropic", URL: c.endpoint, Key: c.key}.Error(status, msg)
 }
 
-// errorMessage returns the message of an error body {"type": "error", "error": {"type",
-// "message"}} as "type: message"; any other body quoted, cut to 500 bytes.
-func errorMessage(b []byte) string {
-	var e struct {
-		Error *apiErr `json:"error"`
-	}
-	if json.Unmarshal(b, &e) == nil && e.Error != nil && (e.Error.Type != "" || e.Error.Message != "") {
-		return e.Error.String()
-	}
-	return quote(b)
-}
-
 // quote is [wire.Quote].
 func quote(b []byte) string { return wire.Quote(b) }
-
-type apiErr struct {
-	Type    string `json:"type"`
-	Message string `json:"message"`
-}
-
-func (e *apiErr) String() string {
-	if e.Type == "" {
-		return e.Message
-	}
-	return e.Type + ": " + e.Message
-}

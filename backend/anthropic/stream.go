@@ -345,3 +345,17 @@ func (a *accumulator) response() *Response {
 	r.Message.Content = strings.Join(text, "")
 	return r
 }
+
+// apiErr is the API's error object ({"type", "message"}), in an error body or event.
+type apiErr struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+// String returns "type: message", or the message when there is no type.
+func (e *apiErr) String() string {
+	if e.Type == "" {
+		return e.Message
+	}
+	return e.Type + ": " + e.Message
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"lab/chat"
+	"lab/internal/wire"
 )
 
 // This file serves `lab proxy` (package capture): it reads requests another client sent and the
@@ -393,40 +394,13 @@ func errorText(raw json.RawMessage) string {
 	return quote(raw)
 }
 
-// errorObjectMessage returns an error object's "type: message" (or its message), or the error
-// when it is a plain string; ok is false for anything else.
-func errorObjectMessage(raw json.RawMessage) (string, bool) {
-	var e struct {
-		Message string `json:"message"`
-		Type    string `json:"type"`
-	}
-	if json.Unmarshal(raw, &e) == nil && e.Message != "" {
-		if e.Type != "" {
-			return e.Type + ": " + e.Message, true
-		}
-		return e.Message, true
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil && s != "" {
-		return s, true
-	}
-	return "", false
-}
+// errorObjectMessage is [wire.ErrorObjectMessage].
+func errorObjectMessage(raw json.RawMessage) (string, bool) { return wire.ErrorObjectMessage(raw) }
 
-// ErrorMessage returns the message of an error answer's body: its `error` object's type and
-// message ({"error": {"type", "message"}}: OpenAI, Anthropic, llama-server, vLLM) or its string
-// error ({"error": "…"}: Ollama); any other body quoted, cut to 500 bytes.
-func ErrorMessage(body []byte) string {
-	var e struct {
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(body, &e) == nil && len(e.Error) > 0 {
-		if m, ok := errorObjectMessage(e.Error); ok {
-			return m
-		}
-	}
-	return quote(body)
-}
+// ErrorMessage returns the message of an error answer's body ([wire.ErrorMessage]): its `error`
+// object's type and message ({"error": {"type", "message"}}: OpenAI, Anthropic, llama-server,
+// vLLM) or its string error ({"error": "…"}: Ollama); any other body quoted, cut to 500 bytes.
+func ErrorMessage(body []byte) string { return wire.ErrorMessage(body) }
 
 // ResponsesCapture reads one Responses API answer another client received: its stream events
 // ([ResponsesCapture.Event]) or an unstreamed response object ([ResponsesCapture.Whole]), with

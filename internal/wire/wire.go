@@ -151,6 +151,42 @@ func Post(ctx context.Context, hc *http.Client, ep Endpoint, method, url string,
 	return resp, nil
 }
 
+// ErrorMessage returns the message of an error answer's body: its `error` object's type and
+// message as "type: message" ({"error": {"type", "message"}}: OpenAI, Anthropic, vLLM) or its
+// string error ({"error": "…"}: Ollama); any other body (an object without a message, an HTML
+// page) [Quote]d.
+func ErrorMessage(body []byte) string {
+	var e struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && len(e.Error) > 0 {
+		if m, ok := ErrorObjectMessage(e.Error); ok {
+			return m
+		}
+	}
+	return Quote(body)
+}
+
+// ErrorObjectMessage returns an error object's "type: message" (or its message), or the error
+// when it is a plain string; ok is false for anything else (no message, not an object).
+func ErrorObjectMessage(raw json.RawMessage) (string, bool) {
+	var e struct {
+		Message string `json:"message"`
+		Type    string `json:"type"`
+	}
+	if json.Unmarshal(raw, &e) == nil && e.Message != "" {
+		if e.Type != "" {
+			return e.Type + ": " + e.Message, true
+		}
+		return e.Message, true
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil && s != "" {
+		return s, true
+	}
+	return "", false
+}
+
 // MaxErrorBody is the most bytes of an error answer [StatusError] reads.
 const MaxErrorBody = 1 << 20
 
