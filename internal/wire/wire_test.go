@@ -199,3 +199,18 @@ func TestReadEventsBounds(t *testing.T) {
 }
 
 var errReset = errors.New("connection reset by peer")
+
+func TestErrorMessage(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"error":{"message":"bad model","type":"invalid_request_error"}}`, "invalid_request_error: bad model"},
+		{`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, "overloaded_error: Overloaded"},
+		{`{"error":{"message":"no type"}}`, "no type"},
+		{`{"error":"model not found"}`, "model not found"},
+		{`{"error":{"code":1}}`, `"{\"error\":{\"code\":1}}"`},
+		{`<html>502</html>`, `"<html>502</html>"`},
+	} {
+		if got := ErrorMessage([]byte(tc.in)); got != tc.want {
+			t.Errorf("ErrorMessage(%s) = %s; want %s", tc.in, got, tc.want)
+		}
+	}
+}
