@@ -385,21 +385,11 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 	return res, nil
 }
 
-// liveReply returns what the model wrote in comp. With finish_reason "length" a tool call whose
-// arguments are not whole JSON is left out, with a warning on res.
+// liveReply returns what the model wrote in comp, the warnings of its assembly (a tool call
+// cut inside its arguments at max_tokens, or without a name, dropped) added to res.
 func liveReply(comp *completion, res *chat.Result) *chat.Reply {
-	r := &chat.Reply{Reasoning: comp.Reasoning, Content: comp.Content}
-	for i, tc := range comp.ToolCalls {
-		if len(bytes.TrimSpace(tc.Arguments)) == 0 {
-			tc.Arguments = json.RawMessage("{}")
-		}
-		if comp.FinishReason == "length" && !json.Valid(tc.Arguments) {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("the generation was cut at max_tokens inside tool call %d (%s): the call was dropped", i, tc.Name))
-			continue
-		}
-		r.ToolCalls = append(r.ToolCalls, tc)
-	}
-	return r
+	res.Warnings = append(res.Warnings, comp.replyWarnings...)
+	return &chat.Reply{Reasoning: comp.Reasoning, Content: comp.Content, ToolCalls: comp.ToolCalls}
 }
 
 // fill sets res's figures from a finished completion.

@@ -8,9 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sort"
-	"strings"
 
+	"lab/backend/openai"
 	"lab/chat"
 	"lab/internal/wire"
 )
@@ -40,41 +39,26 @@ type timings struct {
 	PredictedMS *float64 `json:"predicted_ms"`
 }
 
-// toolCallPart is one tool call of a message, or a fragment of one in a stream delta.
-type toolCallPart struct {
-	Index    *int   `json:"index"`
-	ID       string `json:"id"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
-// messagePart is a choice's `message` (whole answer) or `delta` (stream chunk).
-type messagePart struct {
-	Content          *string        `json:"content"`
-	ReasoningContent *string        `json:"reasoning_content"`
-	ToolCalls        []toolCallPart `json:"tool_calls"`
-}
-
-// chunk is one streamed chat.completion.chunk, or a whole chat.completion.
+// chunk is llama-server's own part of one streamed chat.completion.chunk, or of a whole
+// chat.completion: what the OpenAI decoding ([openai.ChatCapture]) does not read. The message
+// (content, reasoning_content, tool calls, finish_reason) is the OpenAI decoding's.
 type chunk struct {
-	Choices []struct {
-		Delta        *messagePart `json:"delta"`
-		Message      *messagePart `json:"message"`
-		FinishReason *string      `json:"finish_reason"`
-	} `json:"choices"`
-	Usage          *usage          `json:"usage"`
-	Timings        *timings        `json:"timings"`
-	Error          json.RawMessage `json:"error"`
-	PromptProgress json.RawMessage `json:"prompt_progress"`
+	Choices        []json.RawMessage `json:"choices"`
+	Usage          *usage            `json:"usage"`
+	Timings        *timings          `json:"timings"`
+	Error          json.RawMessage   `json:"error"`
+	PromptProgress json.RawMessage   `json:"prompt_progress"`
 }
 
 // completion is what one chat request's answer said, streamed or whole.
 type completion struct {
-	// Content, Reasoning and ToolCalls are the generated message, put together from the deltas.
+	// Content, Reasoning and ToolCalls are the generated message, put together from the deltas
+	// by the OpenAI decoding: tool calls in index order, those a cut at max_tokens left without
+	// whole arguments, or without a name, dropped (replyWarnings say so).
 	Content, Reasoning string
 	ToolCalls          []chat.ToolCall
+	// replyWarnings are the warnings of the message's assembly, for the live request's Result.
+	replyWarnings []string
 	// FinishReason is the last finish_reason given ("" when none).
 	FinishReason string
 	// Usage and Timings are the last ones the answer carried; nil when none.
@@ -152,12 +136,13 @@ func readCompletionMax(resp *http.Response, limit int64, first func()) (*complet
 		// A gateway's own JSON ({"detail": "Not Found"}), null: its figures are not the answer's.
 		return nil, chat.NotAnswerJSONError(backendName, "a chat.completion (no choices array)", quote(bytes.TrimSpace(b)))
 	}
-	acc := newAccumulator()
-	acc.count.Limit = limit
-	acc.add(&ch)
+	acc := newAccumulator(limit)
+	if err := acc.add(&ch, b); err != nil {
+		return acc.result(), err
+	}
 	c := acc.result()
-	if acc.count.Over() {
-		return c, acc.count.Err(backendName, "")
+	if err := acc.over(); err != nil {
+		return c, err
 	}
 	c.Done, c.Unstreamed = true, true
 	return c, nil
@@ -182,8 +167,7 @@ func readStreamMax(r io.Reader, limit int64, first func()) (*completion, error) 
 	if !ok {
 		br = bufio.NewReaderSize(r, 64<<10)
 	}
-	acc := newAccumulator()
-	acc.count.Limit = limit
+	acc := newAccumulator(limit)
 	started, done, chunks := false, false, 0
 	_, err := wire.ReadEvents(br, chat.WireLimit(limit), func(name string, value []byte) error {
 		if name == "error" {
@@ -208,12 +192,12 @@ func readStreamMax(r io.Reader, limit int64, first func()) (*completion, error) 
 			started = true
 			first()
 		}
-		acc.add(&ch)
-		if acc.count.Over() {
-			// Stop reading: the caller closes the body, which drops the connection.
-			return acc.count.Err(backendName, "")
+		if err := acc.add(&ch, value); err != nil {
+			return err
 		}
-		return nil
+		// Past the reply limit: stop reading; the caller closes the body, which drops the
+		// connection.
+		return acc.over()
 	})
 	var re wire.ReadError
 	switch {
@@ -244,80 +228,44 @@ func readStreamMax(r io.Reader, limit int64, first func()) (*completion, error) 
 // errDone stops reading a stream at its `data: [DONE]`.
 var errDone = errors.New("data: [DONE]")
 
-// accumulator puts a message together from stream deltas.
+// accumulator puts a message together from the chunks: the message by the OpenAI decoding
+// ([openai.ChatCapture], the reply limit counted there), llama-server's usage and timings
+// beside it.
 type accumulator struct {
-	content, reasoning bytes.Buffer
-	calls              map[int]*chat.ToolCall
-	args               map[int]*bytes.Buffer
-	// names are the calls' names as their fragments add up, set on the calls by result.
-	names map[int]*strings.Builder
-	order []int
-	// count counts the reply's bytes against the request's limit.
-	count   chat.ReplyCounter
-	finish  string
+	gen     openai.ChatCapture
 	usage   *usage
 	timings *timings
 }
 
-func newAccumulator() *accumulator {
-	return &accumulator{calls: map[int]*chat.ToolCall{}, args: map[int]*bytes.Buffer{}, names: map[int]*strings.Builder{}}
+func newAccumulator(limit int64) *accumulator {
+	a := &accumulator{}
+	a.gen.SetReplyLimit(limit)
+	return a
 }
 
-func (a *accumulator) add(ch *chunk) {
+// add takes one chunk: ch is llama-server's part of data, already decoded.
+func (a *accumulator) add(ch *chunk, data []byte) error {
 	if ch.Usage != nil {
 		a.usage = ch.Usage
 	}
 	if ch.Timings != nil {
 		a.timings = ch.Timings
 	}
-	for _, c := range ch.Choices {
-		if c.FinishReason != nil && *c.FinishReason != "" {
-			a.finish = *c.FinishReason
-		}
-		m := c.Delta
-		if m == nil {
-			m = c.Message
-		}
-		if m == nil {
-			continue
-		}
-		if m.Content != nil {
-			a.count.Add(len(*m.Content))
-			a.content.WriteString(*m.Content)
-		}
-		if m.ReasoningContent != nil {
-			a.count.Add(len(*m.ReasoningContent))
-			a.reasoning.WriteString(*m.ReasoningContent)
-		}
-		for i, tc := range m.ToolCalls {
-			idx := i
-			if tc.Index != nil {
-				idx = *tc.Index
-			}
-			call, ok := a.calls[idx]
-			if !ok {
-				call = &chat.ToolCall{}
-				a.calls[idx], a.args[idx], a.names[idx] = call, &bytes.Buffer{}, &strings.Builder{}
-				a.order = append(a.order, idx)
-			}
-			if tc.ID != "" {
-				call.ID = tc.ID
-			}
-			a.count.Add(len(tc.Function.Name) + len(tc.Function.Arguments))
-			a.names[idx].WriteString(tc.Function.Name)
-			a.args[idx].WriteString(tc.Function.Arguments)
-		}
+	_, err := a.gen.Chunk(data)
+	return err
+}
+
+// over returns the reply limit's error once the reply is past it, else nil.
+func (a *accumulator) over() error {
+	if err := a.gen.ReplyOver(backendName); err != nil {
+		return err
 	}
+	return nil
 }
 
 func (a *accumulator) result() *completion {
-	c := &completion{Content: a.content.String(), Reasoning: a.reasoning.String(), FinishReason: a.finish, Usage: a.usage, Timings: a.timings}
-	sort.Ints(a.order)
-	for _, idx := range a.order {
-		call := *a.calls[idx]
-		call.Name = a.names[idx].String()
-		call.Arguments = json.RawMessage(a.args[idx].String())
-		c.ToolCalls = append(c.ToolCalls, call)
-	}
-	return c
+	var res chat.Result
+	r := a.gen.ReplyTo(&res)
+	return &completion{Content: r.Content, Reasoning: r.Reasoning, ToolCalls: r.ToolCalls, replyWarnings: res.Warnings,
+		FinishReason: a.gen.FinishReason(), Usage: a.usage, Timings: a.timings}
 }

@@ -368,6 +368,26 @@ func (c *ChatCapture) Reply() *chat.Reply {
 	return c.gen.reply(&chat.Result{})
 }
 
+// SetReplyLimit sets the most bytes the reply may hold (text, reasoning, tool calls' names and
+// arguments; 0 is [chat.DefaultMaxReplyBytes]), for [ChatCapture.ReplyOver].
+func (c *ChatCapture) SetReplyLimit(limit int64) { c.gen.count.Limit = limit }
+
+// ReplyOver returns the reply limit's error ([chat.ReplyTooLongError], for backend) once the
+// chunks taken hold more of the reply than the limit, else nil: the caller then stops reading.
+func (c *ChatCapture) ReplyOver(backend string) *chat.APIError {
+	if c.gen.count.Over() {
+		return c.gen.count.Err(backend, "")
+	}
+	return nil
+}
+
+// FinishReason returns the last finish_reason of the first choice ("" when none came).
+func (c *ChatCapture) FinishReason() string { return c.gen.finish }
+
+// ReplyTo is [ChatCapture.Reply] with its warnings (a tool call the token limit cut inside its
+// arguments, a call with no name: both dropped) added to res.
+func (c *ChatCapture) ReplyTo(res *chat.Result) *chat.Reply { return c.gen.reply(res) }
+
 // Result returns the figures: PromptTokens, CachedTokens (source "response"),
 // CompletionTokens, Prefill (llama-server's timings.prompt_ms) and Usage with the wire field of
 // each count, with warnings for an answer without usage or a whole stream without `data:
