@@ -56,8 +56,9 @@ var (
 	// keyLike matches the shapes API keys take: OpenAI sk-… and rk-…, OpenRouter sk-or-…,
 	// Anthropic sk-ant-…, so that a server's echo of part of a key is not kept either.
 	keyLike = regexp.MustCompile(`\b(sk|rk)-[A-Za-z0-9_\-*.]{6,}`)
-	// bearer matches an Authorization header's credentials (RFC 6750 §2.1).
-	bearer = regexp.MustCompile(`(?i)\b(bearer\s+)[A-Za-z0-9._~+/=\-]{6,}`)
+	// bearer matches an Authorization header's credentials (RFC 6750 §2.1) of 16 characters or
+	// more (a word after "Bearer" in prose is not one).
+	bearer = regexp.MustCompile(`(?i)\b(bearer\s+)[A-Za-z0-9._~+/=\-]{16,}`)
 	// keyParam matches a key in a URL's query (?key=…, &api_key=…, as Gemini's API takes it)
 	// and an api-key header echoed as text (x-api-key: …, api-key: …).
 	keyParam = regexp.MustCompile(`(?i)(\b(?:x-api-key|api[_-]key)\s*[:=]\s*|[?&](?:api[_-]?)?key=)[^&\s"',;]{6,}`)

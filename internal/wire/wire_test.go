@@ -47,6 +47,7 @@ func TestRedact(t *testing.T) {
 		{"authorization header", "Authorization: Bearer abcdef.0123456789", "Authorization: Bearer [redacted]"},
 		{"api-key header", "x-api-key: zzzzzzzzzz", "x-api-key: [redacted]"},
 		{"prose kept", "missing key: messages; the key=value pairs", "missing key: messages; the key=value pairs"},
+		{"bearer prose kept", "Bearer tokens are required", "Bearer tokens are required"},
 	} {
 		if got := Redact(tc.in, key); got != tc.want {
 			t.Errorf("%s: Redact(%q) = %q; want %q", tc.name, tc.in, got, tc.want)
