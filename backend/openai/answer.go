@@ -18,7 +18,7 @@ import (
 // the first error: event's or whole's as they returned it, a [wire.ReadError] for the transport's,
 // [chat.ErrWireTooLong] for a line, an event or a JSON answer longer than e.wire
 // ([chat.WireLimit] of the request's reply limit), which is not read past it.
-func (c *Client) readAnswer(e *edit, event func(name string, data []byte) error, whole func([]byte) error) (int, error) {
+func (c *Client) readAnswer(e *exchange, event func(name string, data []byte) error, whole func([]byte) error) (int, error) {
 	if e.answer == nil {
 		return 0, errors.New("no answer body")
 	}
@@ -49,7 +49,7 @@ func (c *Client) readAnswer(e *edit, event func(name string, data []byte) error,
 // transport failure ([wire.ReadError]) with no HTTP status, as harness.Retryable expects of one; any
 // other (a chunk that is not JSON) with the answer's status. A piece of the answer too long to
 // read ([chat.ErrWireTooLong]) is the reply limit's [chat.ReplyTooLongError].
-func (c *Client) answerError(err error, e *edit) error {
+func (c *Client) answerError(err error, e *exchange) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}

@@ -271,9 +271,9 @@ type field struct {
 	value json.RawMessage
 }
 
-// edit is one request's exchange: what was sent and what came back. Each request has its own,
+// exchange is one request: what was sent and what came back. Each request has its own,
 // so concurrent requests share nothing.
-type edit struct {
+type exchange struct {
 	body       []byte // the body sent
 	status     int
 	answer     io.ReadCloser // a 2xx answer's body, for the lab to read
@@ -283,7 +283,7 @@ type edit struct {
 }
 
 // wire returns the most bytes one piece of the answer may take: [chat.WireLimit] of e.limit.
-func (e *edit) wire() int64 { return chat.WireLimit(e.limit) }
+func (e *exchange) wire() int64 { return chat.WireLimit(e.limit) }
 
 // encodeFields returns the JSON object of fields, in their order.
 func encodeFields(fields []field) []byte {
@@ -311,7 +311,7 @@ func (c *Client) endpoint() wire.Endpoint {
 // Options.Headers, and returns when the request left. A 2xx answer's body is e.answer, for the
 // caller to read and close; any other status is a *chat.APIError with the server's message
 // ([ErrorMessage]) and Retry-After, the key redacted; so is a transport failure (no status).
-func (c *Client) post(ctx context.Context, path string, e *edit, stream bool) (time.Time, error) {
+func (c *Client) post(ctx context.Context, path string, e *exchange, stream bool) (time.Time, error) {
 	h := http.Header{}
 	if c.key != "" {
 		h.Set("Authorization", "Bearer "+c.key)

@@ -95,7 +95,7 @@ func (c *Client) sendChat(ctx context.Context, req *chat.Request) (*chat.Result,
 	if err != nil {
 		return nil, err
 	}
-	e := &edit{body: encodeFields(set), limit: req.ReplyLimit()}
+	e := &exchange{body: encodeFields(set), limit: req.ReplyLimit()}
 	res := &chat.Result{Warnings: warn, Body: e.body, RequestBytes: int64(len(e.body))}
 	start, err := c.post(ctx, "/chat/completions", e, !c.opts.NoStream)
 	if err != nil {

@@ -212,7 +212,7 @@ func (c *Client) sendResponses(ctx context.Context, req *chat.Request) (*chat.Re
 	if err != nil {
 		return nil, err
 	}
-	e := &edit{body: encodeFields(set), limit: req.ReplyLimit()}
+	e := &exchange{body: encodeFields(set), limit: req.ReplyLimit()}
 	res := &chat.Result{Warnings: warn, Body: e.body, RequestBytes: int64(len(e.body))}
 	start, err := c.post(ctx, "/responses", e, true)
 	if err != nil {
