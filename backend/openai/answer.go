@@ -10,7 +10,7 @@ import (
 	"lab/internal/wire"
 )
 
-// readAnswer reads the 2xx answer to a streamed request, whose body the doer took (e.answer),
+// readAnswer reads the 2xx answer to a streamed request (its body e.answer, taken by post),
 // by its form ([chat.SniffAnswer] of its Content-Type and first bytes): a server-sent event
 // stream, each event given to event ([wire.ReadEvents]), or one JSON document (a server that does
 // not stream), read whole and given to whole. Anything else is a *chat.APIError
