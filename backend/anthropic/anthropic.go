@@ -7,16 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"lab/chat"
+	"lab/internal/wire"
 )
 
 // APIVersion is the anthropic-version header the client sends.
@@ -424,31 +422,22 @@ func (c *Client) create(ctx context.Context, req *chat.Request) (*Response, *cha
 		return nil, nil, err
 	}
 	res := &chat.Result{RequestBytes: int64(len(body)), Body: body, Warnings: warnings}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
-	if err != nil {
-		return nil, res, c.apiError(0, err.Error())
-	}
-	hreq.Header.Set("content-type", "application/json")
-	hreq.Header.Set("anthropic-version", APIVersion)
-	hreq.Header.Set("x-api-key", c.key)
+	h := http.Header{}
+	h.Set("anthropic-version", APIVersion)
+	h.Set("x-api-key", c.key)
 	if c.stream {
-		hreq.Header.Set("accept", "text/event-stream")
+		h.Set("accept", "text/event-stream")
 	}
-
+	ep := wire.Endpoint{Backend: "anthropic", URL: c.endpoint, Key: c.key}
 	start := time.Now()
-	resp, err := c.http.Do(hreq)
+	resp, err := wire.Post(ctx, c.http, ep, http.MethodPost, c.endpoint, body, h)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, res, ctx.Err()
-		}
-		return nil, res, c.apiError(0, err.Error())
+		return nil, res, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		ae := wire.StatusError(ep, resp, wire.ErrorMessage)
 		res.Total = time.Since(start)
-		ae := c.apiError(resp.StatusCode, errorMessage(b))
-		ae.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
 		return nil, res, ae
 	}
 
@@ -601,65 +590,11 @@ func (c *Client) fill(res *chat.Result, acc *accumulator) {
 	res.Usage = u
 }
 
-// apiError builds the *chat.APIError for a failure, the API key replaced by "[redacted]".
+// apiError builds the *chat.APIError for a failure, the API key (and anything shaped like
+// one) replaced by "[redacted]" ([wire.Redact]).
 func (c *Client) apiError(status int, msg string) *chat.APIError {
-	if c.key != "" {
-		msg = strings.ReplaceAll(msg, c.key, "[redacted]")
-	}
-	return &chat.APIError{Backend: "anthropic", URL: c.endpoint, StatusCode: status, Body: msg}
+	return wire.Endpoint{Backend: "anthropic", URL: c.endpoint, Key: c.key}.Error(status, msg)
 }
 
-// retryAfter reads a Retry-After header value (RFC 9110 §10.2.3), which the API sends with 429
-// and 529: delay-seconds, or an HTTP-date counted from now, at most a day. Empty, unreadable,
-// negative and past values are 0.
-func retryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		return time.Duration(min(max(n, 0), int64(24*time.Hour/time.Second))) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return min(t.Sub(now), 24*time.Hour)
-	}
-	return 0
-}
-
-// errorMessage returns the message of an error body {"type": "error", "error": {"type",
-// "message"}} as "type: message"; any other body quoted, cut to 500 bytes.
-func errorMessage(b []byte) string {
-	var e struct {
-		Error *apiErr `json:"error"`
-	}
-	if json.Unmarshal(b, &e) == nil && e.Error != nil && (e.Error.Type != "" || e.Error.Message != "") {
-		return e.Error.String()
-	}
-	return quote(b)
-}
-
-// quote returns b as a Go-quoted string cut to about 500 bytes ("…" marks a cut).
-func quote(b []byte) string {
-	const max = 500
-	if len(b) > 2*max {
-		b = b[:2*max]
-	}
-	q := strconv.Quote(string(b))
-	if len(q) <= max {
-		return q
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(q[cut]) {
-		cut--
-	}
-	return q[:cut] + "…"
-}
-
-type apiErr struct {
-	Type    string `json:"type"`
-	Message string `json:"message"`
-}
-
-func (e *apiErr) String() string {
-	if e.Type == "" {
-		return e.Message
-	}
-	return e.Type + ": " + e.Message
-}
+// quote is [wire.Quote].
+func quote(b []byte) string { return wire.Quote(b) }

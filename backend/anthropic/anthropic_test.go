@@ -479,3 +479,31 @@ func FuzzStream(f *testing.F) {
 		c.fill(&chat.Result{}, &acc)
 	})
 }
+
+// A server that echoes the key masked (its first and last characters, as OpenAI's and
+// Anthropic's 401s do) leaves no part of it in the error: the key's shape is redacted too.
+func TestMaskedKeyRedacted(t *testing.T) {
+	const key = "sk-ant-api03-0123456789abcdefXYZ"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		k := r.Header.Get("x-api-key")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key %s****%s"}}`, k[:12], k[len(k)-4:])
+	}))
+	defer srv.Close()
+	keyFile := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(Options{BaseURL: srv.URL, Model: "claude-x", KeyFile: keyFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Send(context.Background(), testRequest(), nil)
+	var ae *chat.APIError
+	if !errors.As(err, &ae) || ae.StatusCode != 401 {
+		t.Fatalf("Send error = %v; want a 401 *chat.APIError", err)
+	}
+	if strings.Contains(ae.Body, key[:12]) || !strings.Contains(ae.Body, "[redacted]") {
+		t.Errorf("APIError.Body = %q; want the masked key redacted", ae.Body)
+	}
+}

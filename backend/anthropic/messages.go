@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"lab/chat"
+	"lab/internal/wire"
 )
 
 // message is one element of a Messages API `messages` array.
@@ -189,13 +190,12 @@ func setBreakpoint(msgs []message, cc *cacheControl) bool {
 	return false
 }
 
-// marshal encodes v as JSON with HTML characters not escaped and no trailing newline.
+// marshal encodes v as JSON with HTML characters not escaped and no trailing newline
+// ([wire.Marshal]).
 func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := wire.Marshal(v)
+	if err != nil {
 		return nil, fmt.Errorf("anthropic: %w", err)
 	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	return b, nil
 }

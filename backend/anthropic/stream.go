@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"lab/chat"
+	"lab/internal/wire"
 )
 
 // event is one server-sent event of a Messages stream: its `event:` name and its `data:` JSON,
@@ -39,22 +40,17 @@ func readEvents(r io.Reader, fn func(event) error) error {
 }
 
 // readEventsMax is [readEvents] with a bound on one line, and on one event's data, of max
-// bytes: past it reading stops with [chat.ErrWireTooLong], the line not read whole.
+// bytes: past it reading stops with [chat.ErrWireTooLong], the line not read whole. The events
+// are read by the wire layer's reader ([wire.ReadEvents]); each event's data must be JSON, its
+// `type` the event's type (else its name). A transport failure is returned as it is (not as a
+// [wire.ReadError]).
 func readEventsMax(r io.Reader, max int64, fn func(event) error) error {
 	br, ok := r.(*bufio.Reader)
 	if !ok {
 		br = bufio.NewReader(r)
 	}
-	var name string
-	var data []string
-	var size int64 // the bytes of data
-	dispatch := func() error {
-		if len(data) == 0 {
-			name = ""
-			return nil
-		}
-		ev := event{name: name, data: []byte(strings.Join(data, "\n"))}
-		name, data, size = "", nil, 0
+	_, err := wire.ReadEvents(br, max, func(name string, data []byte) error {
+		ev := event{name: name, data: data}
 		var t struct {
 			Type string `json:"type"`
 		}
@@ -66,39 +62,12 @@ func readEventsMax(r io.Reader, max int64, fn func(event) error) error {
 			ev.typ = ev.name
 		}
 		return fn(ev)
+	})
+	var re wire.ReadError
+	if errors.As(err, &re) {
+		return re.Err
 	}
-	for {
-		b, err := chat.ReadLine(br, max)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return err
-		}
-		line := strings.TrimRight(string(b), "\r\n")
-		switch {
-		case line == "":
-			if derr := dispatch(); derr != nil {
-				return derr
-			}
-		case strings.HasPrefix(line, ":"):
-		default:
-			field, value, _ := strings.Cut(line, ":")
-			value = strings.TrimPrefix(value, " ")
-			switch field {
-			case "event":
-				name = value
-			case "data":
-				data = append(data, value)
-				if size += int64(len(value)) + 1; size > max {
-					return chat.ErrWireTooLong
-				}
-			}
-		}
-		if errors.Is(err, io.EOF) {
-			if len(data) > 0 && !json.Valid([]byte(strings.Join(data, "\n"))) {
-				return nil // cut inside its last event
-			}
-			return dispatch()
-		}
-	}
+	return err
 }
 
 // streamError is an `error` event in a stream: the server failed after the HTTP 200.
@@ -375,4 +344,18 @@ func (a *accumulator) response() *Response {
 	r.Message.Reasoning = strings.Join(reasoning, "\n\n")
 	r.Message.Content = strings.Join(text, "")
 	return r
+}
+
+// apiErr is the API's error object ({"type", "message"}), in an error body or event.
+type apiErr struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+// String returns "type: message", or the message when there is no type.
+func (e *apiErr) String() string {
+	if e.Type == "" {
+		return e.Message
+	}
+	return e.Type + ": " + e.Message
 }

@@ -15,7 +15,10 @@
 //     chunk's `timings` give cache_n (prompt tokens reused from the cache: Result.CachedTokens,
 //     source "response"), prompt_n (tokens prefilled), prompt_ms (Result.Prefill) and
 //     predicted_n; `usage.prompt_tokens` is the whole prompt, cached part included, and newer
-//     builds (PR #19361, Feb 2026) add `usage.prompt_tokens_details.cached_tokens`.
+//     builds (PR #19361, Feb 2026) add `usage.prompt_tokens_details.cached_tokens`. The
+//     stream is read as the OpenAI backend reads Chat Completions (the wire layer's
+//     server-sent event reader, the message joined by [openai.ChatCapture]); what is
+//     llama-server's own (timings, its error objects, prefill progress chunks) is read beside.
 //  3. Generation emulation (DESIGN.md, "Generation is emulated faithfully"): after a real
 //     generation the slot's cache holds the prompt followed by the tokens the model emitted, in
 //     the model's own output format. The client leaves the cache so by a raw POST /completion

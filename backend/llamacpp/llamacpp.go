@@ -17,6 +17,7 @@ import (
 
 	"lab/backend/openai"
 	"lab/chat"
+	"lab/internal/wire"
 )
 
 // backendName is the Backend of every *chat.APIError this package returns.
@@ -196,46 +197,31 @@ func (c *Client) ChatBody(req *chat.Request) ([]byte, error) {
 	return marshal(b)
 }
 
-// marshal encodes v as JSON without HTML escaping and without a trailing newline.
+// marshal encodes v as JSON without HTML escaping and without a trailing newline
+// ([wire.Marshal]).
 func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := wire.Marshal(v)
+	if err != nil {
 		return nil, fmt.Errorf("llamacpp: encode request: %w", err)
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return b, nil
 }
 
 // post sends body to path and returns the response, or a *chat.APIError for a transport error
-// or a status other than 200 (the body then read and closed).
+// or a status other than 200 (the body then read and closed; its message, [errorMessage], and
+// Retry-After in the error), the key redacted.
 func (c *Client) post(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	hreq, err := http.NewRequestWithContext(ctx, method, c.endpoint(path), rd)
-	if err != nil {
-		return nil, fmt.Errorf("llamacpp: %w", err)
-	}
-	if body != nil {
-		hreq.Header.Set("Content-Type", "application/json")
-	}
+	h := http.Header{}
 	if c.key != "" {
-		hreq.Header.Set("Authorization", "Bearer "+c.key)
+		h.Set("Authorization", "Bearer "+c.key)
 	}
-	resp, err := c.http.Do(hreq)
+	ep := wire.Endpoint{Backend: backendName, URL: c.endpoint(path), Key: c.key}
+	resp, err := wire.Post(ctx, c.http, ep, method, c.endpoint(path), body, h)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, &chat.APIError{Backend: backendName, URL: c.endpoint(path), Body: c.redact(err.Error())}
+		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return nil, &chat.APIError{Backend: backendName, URL: c.endpoint(path), StatusCode: resp.StatusCode, Body: c.redact(errorMessage(b)),
-			RetryAfter: openai.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())}
+		return nil, wire.StatusError(ep, resp, errorMessage)
 	}
 	return resp, nil
 }
@@ -287,22 +273,11 @@ func errorMessage(b []byte) string {
 	return quote(b)
 }
 
-// quote returns b as a quoted Go string, cut to 500 bytes.
-func quote(b []byte) string {
-	const limit = 500
-	if len(b) > limit {
-		return strconv.Quote(string(b[:limit])) + " (cut)"
-	}
-	return strconv.Quote(string(b))
-}
+// quote is [wire.Quote].
+func quote(b []byte) string { return wire.Quote(b) }
 
-// redact removes the API key from s.
-func (c *Client) redact(s string) string {
-	if c.key == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, c.key, "[redacted]")
-}
+// redact removes the API key, and anything shaped like one, from s ([wire.Redact]).
+func (c *Client) redact(s string) string { return wire.Redact(s, c.key) }
 
 // Render returns the prompt text the server builds from a chat request body with its own chat
 // template (POST /apply-template, answer {"prompt": …}), without running the model.
@@ -410,21 +385,11 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 	return res, nil
 }
 
-// liveReply returns what the model wrote in comp. With finish_reason "length" a tool call whose
-// arguments are not whole JSON is left out, with a warning on res.
+// liveReply returns what the model wrote in comp, the warnings of its assembly (a tool call
+// cut inside its arguments at max_tokens, or without a name, dropped) added to res.
 func liveReply(comp *completion, res *chat.Result) *chat.Reply {
-	r := &chat.Reply{Reasoning: comp.Reasoning, Content: comp.Content}
-	for i, tc := range comp.ToolCalls {
-		if len(bytes.TrimSpace(tc.Arguments)) == 0 {
-			tc.Arguments = json.RawMessage("{}")
-		}
-		if comp.FinishReason == "length" && !json.Valid(tc.Arguments) {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("the generation was cut at max_tokens inside tool call %d (%s): the call was dropped", i, tc.Name))
-			continue
-		}
-		r.ToolCalls = append(r.ToolCalls, tc)
-	}
-	return r
+	res.Warnings = append(res.Warnings, comp.replyWarnings...)
+	return &chat.Reply{Reasoning: comp.Reasoning, Content: comp.Content, ToolCalls: comp.ToolCalls}
 }
 
 // fill sets res's figures from a finished completion.

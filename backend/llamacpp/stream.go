@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sort"
-	"strings"
 
+	"lab/backend/openai"
 	"lab/chat"
+	"lab/internal/wire"
 )
 
 // usage is the OpenAI-style usage object llama-server sends (server_task_result_cmpl_final in
@@ -39,41 +39,26 @@ type timings struct {
 	PredictedMS *float64 `json:"predicted_ms"`
 }
 
-// toolCallPart is one tool call of a message, or a fragment of one in a stream delta.
-type toolCallPart struct {
-	Index    *int   `json:"index"`
-	ID       string `json:"id"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
-// messagePart is a choice's `message` (whole answer) or `delta` (stream chunk).
-type messagePart struct {
-	Content          *string        `json:"content"`
-	ReasoningContent *string        `json:"reasoning_content"`
-	ToolCalls        []toolCallPart `json:"tool_calls"`
-}
-
-// chunk is one streamed chat.completion.chunk, or a whole chat.completion.
+// chunk is llama-server's own part of one streamed chat.completion.chunk, or of a whole
+// chat.completion: what the OpenAI decoding ([openai.ChatCapture]) does not read. The message
+// (content, reasoning_content, tool calls, finish_reason) is the OpenAI decoding's.
 type chunk struct {
-	Choices []struct {
-		Delta        *messagePart `json:"delta"`
-		Message      *messagePart `json:"message"`
-		FinishReason *string      `json:"finish_reason"`
-	} `json:"choices"`
-	Usage          *usage          `json:"usage"`
-	Timings        *timings        `json:"timings"`
-	Error          json.RawMessage `json:"error"`
-	PromptProgress json.RawMessage `json:"prompt_progress"`
+	Choices        []json.RawMessage `json:"choices"`
+	Usage          *usage            `json:"usage"`
+	Timings        *timings          `json:"timings"`
+	Error          json.RawMessage   `json:"error"`
+	PromptProgress json.RawMessage   `json:"prompt_progress"`
 }
 
 // completion is what one chat request's answer said, streamed or whole.
 type completion struct {
-	// Content, Reasoning and ToolCalls are the generated message, put together from the deltas.
+	// Content, Reasoning and ToolCalls are the generated message, put together from the deltas
+	// by the OpenAI decoding: tool calls in index order, those a cut at max_tokens left without
+	// whole arguments, or without a name, dropped (replyWarnings say so).
 	Content, Reasoning string
 	ToolCalls          []chat.ToolCall
+	// replyWarnings are the warnings of the message's assembly, for the live request's Result.
+	replyWarnings []string
 	// FinishReason is the last finish_reason given ("" when none).
 	FinishReason string
 	// Usage and Timings are the last ones the answer carried; nil when none.
@@ -151,12 +136,13 @@ func readCompletionMax(resp *http.Response, limit int64, first func()) (*complet
 		// A gateway's own JSON ({"detail": "Not Found"}), null: its figures are not the answer's.
 		return nil, chat.NotAnswerJSONError(backendName, "a chat.completion (no choices array)", quote(bytes.TrimSpace(b)))
 	}
-	acc := newAccumulator()
-	acc.count.Limit = limit
-	acc.add(&ch)
+	acc := newAccumulator(limit)
+	if err := acc.add(&ch, b); err != nil {
+		return acc.result(), err
+	}
 	c := acc.result()
-	if acc.count.Over() {
-		return c, acc.count.Err(backendName, "")
+	if err := acc.over(); err != nil {
+		return c, err
 	}
 	c.Done, c.Unstreamed = true, true
 	return c, nil
@@ -173,74 +159,55 @@ func readStream(r io.Reader, first func()) (*completion, error) {
 	return readStreamMax(r, chat.DefaultMaxReplyBytes, first)
 }
 
-// readStreamMax is [readStream] with a reply limit of limit bytes, as [readCompletionMax].
+// readStreamMax is [readStream] with a reply limit of limit bytes, as [readCompletionMax]. The
+// events are read by the wire layer's server-sent event reader ([wire.ReadEvents]); each
+// event's data is one chunk, llama-server's older `error:` line an error event.
 func readStreamMax(r io.Reader, limit int64, first func()) (*completion, error) {
 	br, ok := r.(*bufio.Reader)
 	if !ok {
 		br = bufio.NewReaderSize(r, 64<<10)
 	}
-	acc := newAccumulator()
-	acc.count.Limit = limit
+	acc := newAccumulator(limit)
 	started, done, chunks := false, false, 0
-	// take reads one line; last says the body ended after it without a newline.
-	take := func(line []byte, last bool) (stop bool, err error) {
-		field, value, ok := bytes.Cut(line, []byte(":"))
-		if len(line) == 0 || len(field) == 0 || !ok {
-			return false, nil // blank line, `:` comment (ping) or a line with no field
-		}
-		value = bytes.TrimPrefix(value, []byte(" "))
-		switch string(field) {
-		case "error":
-			return true, streamError(value)
-		case "data":
-		default:
-			return false, nil // event:, id:, retry:
+	_, err := wire.ReadEvents(br, chat.WireLimit(limit), func(name string, value []byte) error {
+		if name == "error" {
+			return streamError(value)
 		}
 		if string(bytes.TrimSpace(value)) == "[DONE]" {
 			done = true
-			return true, nil
-		}
-		if last && !json.Valid(value) {
-			return true, nil // the body ended inside this chunk: a cut stream
+			return errDone
 		}
 		var ch chunk
 		if err := json.Unmarshal(value, &ch); err != nil {
-			return true, fmt.Errorf("stream chunk is not JSON: %v: %s", err, quote(value))
+			return fmt.Errorf("stream chunk is not JSON: %v: %s", err, quote(value))
 		}
 		chunks++
 		if len(ch.Error) > 0 && string(ch.Error) != "null" {
-			return true, streamError(ch.Error)
+			return streamError(ch.Error)
 		}
 		if len(ch.PromptProgress) > 0 && len(ch.Choices) == 0 && ch.Usage == nil && ch.Timings == nil {
-			return false, nil // return_progress: prefill progress, not an answer
+			return nil // return_progress: prefill progress, not an answer
 		}
 		if !started {
 			started = true
 			first()
 		}
-		acc.add(&ch)
-		if acc.count.Over() {
-			// Stop reading: the caller closes the body, which drops the connection.
-			return true, acc.count.Err(backendName, "")
+		if err := acc.add(&ch, value); err != nil {
+			return err
 		}
-		return false, nil
-	}
-	for {
-		line, rerr := chat.ReadLine(br, chat.WireLimit(limit))
-		if errors.Is(rerr, chat.ErrWireTooLong) {
-			return acc.result(), chat.ReplyTooLongError(backendName, "", limit)
-		}
-		if rerr != nil && !errors.Is(rerr, io.EOF) {
-			return acc.result(), rerr
-		}
-		last := rerr != nil && !bytes.HasSuffix(line, []byte("\n"))
-		stop, err := take(bytes.TrimRight(line, "\r\n"), last)
-		if err != nil {
-			return acc.result(), err
-		}
-		if stop || rerr != nil {
-			break
-		}
+		// Past the reply limit: stop reading; the caller closes the body, which drops the
+		// connection.
+		return acc.over()
+	})
+	var re wire.ReadError
+	switch {
+	case errors.Is(err, errDone):
+	case errors.Is(err, chat.ErrWireTooLong):
+		return acc.result(), chat.ReplyTooLongError(backendName, "", limit)
+	case errors.As(err, &re):
+		return acc.result(), re.Err
+	case err != nil:
+		return acc.result(), err
 	}
 	c := acc.result()
 	c.Done = done
@@ -258,80 +225,47 @@ func readStreamMax(r io.Reader, limit int64, first func()) (*completion, error) 
 	return c, nil
 }
 
-// accumulator puts a message together from stream deltas.
+// errDone stops reading a stream at its `data: [DONE]`.
+var errDone = errors.New("data: [DONE]")
+
+// accumulator puts a message together from the chunks: the message by the OpenAI decoding
+// ([openai.ChatCapture], the reply limit counted there), llama-server's usage and timings
+// beside it.
 type accumulator struct {
-	content, reasoning bytes.Buffer
-	calls              map[int]*chat.ToolCall
-	args               map[int]*bytes.Buffer
-	// names are the calls' names as their fragments add up, set on the calls by result.
-	names map[int]*strings.Builder
-	order []int
-	// count counts the reply's bytes against the request's limit.
-	count   chat.ReplyCounter
-	finish  string
+	gen     openai.ChatCapture
 	usage   *usage
 	timings *timings
 }
 
-func newAccumulator() *accumulator {
-	return &accumulator{calls: map[int]*chat.ToolCall{}, args: map[int]*bytes.Buffer{}, names: map[int]*strings.Builder{}}
+func newAccumulator(limit int64) *accumulator {
+	a := &accumulator{}
+	a.gen.SetReplyLimit(limit)
+	return a
 }
 
-func (a *accumulator) add(ch *chunk) {
+// add takes one chunk: ch is llama-server's part of data, already decoded.
+func (a *accumulator) add(ch *chunk, data []byte) error {
 	if ch.Usage != nil {
 		a.usage = ch.Usage
 	}
 	if ch.Timings != nil {
 		a.timings = ch.Timings
 	}
-	for _, c := range ch.Choices {
-		if c.FinishReason != nil && *c.FinishReason != "" {
-			a.finish = *c.FinishReason
-		}
-		m := c.Delta
-		if m == nil {
-			m = c.Message
-		}
-		if m == nil {
-			continue
-		}
-		if m.Content != nil {
-			a.count.Add(len(*m.Content))
-			a.content.WriteString(*m.Content)
-		}
-		if m.ReasoningContent != nil {
-			a.count.Add(len(*m.ReasoningContent))
-			a.reasoning.WriteString(*m.ReasoningContent)
-		}
-		for i, tc := range m.ToolCalls {
-			idx := i
-			if tc.Index != nil {
-				idx = *tc.Index
-			}
-			call, ok := a.calls[idx]
-			if !ok {
-				call = &chat.ToolCall{}
-				a.calls[idx], a.args[idx], a.names[idx] = call, &bytes.Buffer{}, &strings.Builder{}
-				a.order = append(a.order, idx)
-			}
-			if tc.ID != "" {
-				call.ID = tc.ID
-			}
-			a.count.Add(len(tc.Function.Name) + len(tc.Function.Arguments))
-			a.names[idx].WriteString(tc.Function.Name)
-			a.args[idx].WriteString(tc.Function.Arguments)
-		}
+	_, err := a.gen.Chunk(data)
+	return err
+}
+
+// over returns the reply limit's error once the reply is past it, else nil.
+func (a *accumulator) over() error {
+	if err := a.gen.ReplyOver(backendName); err != nil {
+		return err
 	}
+	return nil
 }
 
 func (a *accumulator) result() *completion {
-	c := &completion{Content: a.content.String(), Reasoning: a.reasoning.String(), FinishReason: a.finish, Usage: a.usage, Timings: a.timings}
-	sort.Ints(a.order)
-	for _, idx := range a.order {
-		call := *a.calls[idx]
-		call.Name = a.names[idx].String()
-		call.Arguments = json.RawMessage(a.args[idx].String())
-		c.ToolCalls = append(c.ToolCalls, call)
-	}
-	return c
+	var res chat.Result
+	r := a.gen.ReplyTo(&res)
+	return &completion{Content: r.Content, Reasoning: r.Reasoning, ToolCalls: r.ToolCalls, replyWarnings: res.Warnings,
+		FinishReason: a.gen.FinishReason(), Usage: a.usage, Timings: a.timings}
 }

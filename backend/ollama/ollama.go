@@ -43,6 +43,7 @@ import (
 	"github.com/ollama/ollama/api"
 
 	"lab/chat"
+	"lab/internal/wire"
 )
 
 // Client sends the harness's requests to one Ollama server and model. Not safe for concurrent
@@ -290,7 +291,7 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 	var calls []chat.ToolCall
 	var form chat.AnswerForm
 	count := chat.ReplyCounter{Limit: req.ReplyLimit()}
-	bound := &lineBound{max: min(chat.WireLimit(count.Limit), apiMaxLine)}
+	bound := &wire.LineBound{Max: min(chat.WireLimit(count.Limit), apiMaxLine)}
 	lines := 0
 	start := time.Now()
 	actx := context.WithValue(context.WithValue(ctx, answerFormKey{}, &form), lineBoundKey{}, bound)
@@ -319,11 +320,11 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 		}
 		return nil
 	})
-	if bound.over {
+	if bound.Over {
 		// The api client ends quietly at a line it cannot hold (its scanner's error is not
 		// checked), or takes the part read for an error message: the line was longer than the
 		// reply limit allows, or than the client reads.
-		if bound.max < apiMaxLine {
+		if bound.Max < apiMaxLine {
 			err = chat.ReplyTooLongError("ollama", c.base.String(), count.Limit)
 		} else {
 			err = &chat.APIError{Backend: "ollama", URL: c.base.String(), StatusCode: 200,
@@ -422,49 +423,9 @@ type answerFormKey struct{}
 // maxBufferSize in api/client.go, v0.17.4: 8 MB); a longer one ends its read quietly.
 const apiMaxLine = 8_000_000
 
-// lineBoundKey is the context key under which [Client.Send] gives [answerCheck] a *lineBound.
+// lineBoundKey is the context key under which [Client.Send] gives [answerCheck] a
+// *wire.LineBound: how long one line of the answer may be ([wire.BoundLines]).
 type lineBoundKey struct{}
-
-// lineBound is how long one line of the answer may be (max bytes, its newline included); over
-// is set when a line was longer, and the body then fails to read further.
-type lineBound struct {
-	max  int64
-	over bool
-}
-
-// boundedLines passes a body on while each of its lines is at most b.max bytes long; a longer
-// line sets b.over and fails the read ([chat.ErrWireTooLong]), so that the line is never held
-// whole.
-type boundedLines struct {
-	r   io.Reader
-	b   *lineBound
-	cur int64 // the bytes of the current line so far
-}
-
-// Read implements io.Reader.
-func (l *boundedLines) Read(p []byte) (int, error) {
-	if l.b.over {
-		return 0, chat.ErrWireTooLong
-	}
-	n, err := l.r.Read(p)
-	for rest := p[:n]; ; {
-		i := bytes.IndexByte(rest, '\n')
-		if i < 0 {
-			l.cur += int64(len(rest))
-			break
-		}
-		if l.cur+int64(i) > l.b.max {
-			l.cur += int64(i)
-			break
-		}
-		l.cur, rest = 0, rest[i+1:]
-	}
-	if l.cur > l.b.max {
-		l.b.over = true
-		return 0, chat.ErrWireTooLong
-	}
-	return n, err
-}
 
 // answerCheck is the transport of the api client's HTTP client. It passes an HTTP 200 answer on
 // only when its body is what Ollama answers, JSON or JSON lines ([chat.SniffAnswer]); anything
@@ -500,11 +461,11 @@ func (a answerCheck) RoundTrip(r *http.Request) (*http.Response, error) {
 			*p = form
 		}
 		var body io.Reader = br
-		if b, ok := r.Context().Value(lineBoundKey{}).(*lineBound); ok {
-			body = &boundedLines{r: br, b: b}
+		if b, ok := r.Context().Value(lineBoundKey{}).(*wire.LineBound); ok {
+			body = wire.BoundLines(br, b)
 		}
 		if chat.SniffAnswer(ctype, head) == chat.AnswerLines {
-			body = &cutLine{r: body} // a stream: its last line may be cut
+			body = wire.DropCutLine(body) // a stream: its last line may be cut
 		}
 		resp.Body = struct {
 			io.Reader
@@ -514,46 +475,6 @@ func (a answerCheck) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	resp.Body.Close()
 	return nil, chat.NotAnswerError("ollama", a.base, ctype, head)
-}
-
-// cutLine passes a streamed answer's JSON lines on (application/x-ndjson; one JSON document,
-// pretty-printed or not, passes unwrapped), except a last line that the body's end cut short
-// (no newline, not whole JSON) after at least one whole line: a stream cut inside a line then
-// ends, for the api client, after its last whole line, and [Client.Send] sees it cut by its
-// missing done message ([chat.CutError]) instead of taking the line's fragment as the error's
-// text. A body of one unterminated line (an unstreamed answer) passes as it is.
-type cutLine struct {
-	r     io.Reader
-	tail  []byte // the bytes after the last newline read so far
-	out   []byte // bytes ready to be read
-	lines bool   // a whole line was passed on
-	err   error  // the underlying reader's error, returned once out is drained
-}
-
-// Read implements io.Reader.
-func (c *cutLine) Read(p []byte) (int, error) {
-	for len(c.out) == 0 {
-		if c.err != nil {
-			return 0, c.err
-		}
-		buf := make([]byte, 32<<10)
-		n, err := c.r.Read(buf)
-		data := append(c.tail, buf[:n]...)
-		if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
-			c.out, c.tail, c.lines = data[:i+1], append([]byte(nil), data[i+1:]...), true
-		} else {
-			c.tail = data
-		}
-		if err != nil {
-			if t := bytes.TrimSpace(c.tail); len(t) > 0 && (!c.lines || json.Valid(t)) {
-				c.out = append(c.out, c.tail...)
-			}
-			c.tail, c.err = nil, err
-		}
-	}
-	n := copy(p, c.out)
-	c.out = c.out[n:]
-	return n, nil
 }
 
 // emulate sends the raw generate request that leaves the server's cache holding text.
@@ -724,12 +645,10 @@ func writeSpaced(b *strings.Builder, dec *json.Decoder) error {
 // (Go's json.Marshal would write \u003c; Ollama's renderer does, which is a real divergence
 // between what the model emitted and what the template renders back).
 func writeString(b *strings.Builder, v any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	out, err := wire.Marshal(v)
+	if err != nil {
 		fmt.Fprint(b, v)
 		return
 	}
-	b.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+	b.Write(out)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"lab/chat"
+	"lab/internal/wire"
 )
 
 // This file serves `lab proxy` (package capture): it reads requests another client sent and the
@@ -367,6 +368,26 @@ func (c *ChatCapture) Reply() *chat.Reply {
 	return c.gen.reply(&chat.Result{})
 }
 
+// SetReplyLimit sets the most bytes the reply may hold (text, reasoning, tool calls' names and
+// arguments; 0 is [chat.DefaultMaxReplyBytes]), for [ChatCapture.ReplyOver].
+func (c *ChatCapture) SetReplyLimit(limit int64) { c.gen.count.Limit = limit }
+
+// ReplyOver returns the reply limit's error ([chat.ReplyTooLongError], for backend) once the
+// chunks taken hold more of the reply than the limit, else nil: the caller then stops reading.
+func (c *ChatCapture) ReplyOver(backend string) *chat.APIError {
+	if c.gen.count.Over() {
+		return c.gen.count.Err(backend, "")
+	}
+	return nil
+}
+
+// FinishReason returns the last finish_reason of the first choice ("" when none came).
+func (c *ChatCapture) FinishReason() string { return c.gen.finish }
+
+// ReplyTo is [ChatCapture.Reply] with its warnings (a tool call the token limit cut inside its
+// arguments, a call with no name: both dropped) added to res.
+func (c *ChatCapture) ReplyTo(res *chat.Result) *chat.Reply { return c.gen.reply(res) }
+
 // Result returns the figures: PromptTokens, CachedTokens (source "response"),
 // CompletionTokens, Prefill (llama-server's timings.prompt_ms) and Usage with the wire field of
 // each count, with warnings for an answer without usage or a whole stream without `data:
@@ -393,40 +414,13 @@ func errorText(raw json.RawMessage) string {
 	return quote(raw)
 }
 
-// errorObjectMessage returns an error object's "type: message" (or its message), or the error
-// when it is a plain string; ok is false for anything else.
-func errorObjectMessage(raw json.RawMessage) (string, bool) {
-	var e struct {
-		Message string `json:"message"`
-		Type    string `json:"type"`
-	}
-	if json.Unmarshal(raw, &e) == nil && e.Message != "" {
-		if e.Type != "" {
-			return e.Type + ": " + e.Message, true
-		}
-		return e.Message, true
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil && s != "" {
-		return s, true
-	}
-	return "", false
-}
+// errorObjectMessage is [wire.ErrorObjectMessage].
+func errorObjectMessage(raw json.RawMessage) (string, bool) { return wire.ErrorObjectMessage(raw) }
 
-// ErrorMessage returns the message of an error answer's body: its `error` object's type and
-// message ({"error": {"type", "message"}}: OpenAI, Anthropic, llama-server, vLLM) or its string
-// error ({"error": "…"}: Ollama); any other body quoted, cut to 500 bytes.
-func ErrorMessage(body []byte) string {
-	var e struct {
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(body, &e) == nil && len(e.Error) > 0 {
-		if m, ok := errorObjectMessage(e.Error); ok {
-			return m
-		}
-	}
-	return quote(body)
-}
+// ErrorMessage returns the message of an error answer's body ([wire.ErrorMessage]): its `error`
+// object's type and message ({"error": {"type", "message"}}: OpenAI, Anthropic, llama-server,
+// vLLM) or its string error ({"error": "…"}: Ollama); any other body quoted, cut to 500 bytes.
+func ErrorMessage(body []byte) string { return wire.ErrorMessage(body) }
 
 // ResponsesCapture reads one Responses API answer another client received: its stream events
 // ([ResponsesCapture.Event]) or an unstreamed response object ([ResponsesCapture.Whole]), with

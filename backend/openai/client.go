@@ -13,16 +13,14 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
-	goopenai "github.com/sashabaranov/go-openai"
-
 	"lab/chat"
+	"lab/internal/wire"
 )
 
 // The APIs a Client can speak (Options.API).
@@ -92,7 +90,7 @@ type Client struct {
 	model   string
 	api     string
 	key     string
-	oa      *goopenai.Client
+	http    *http.Client
 	max     int
 	opts    Options
 	extra   []field
@@ -177,14 +175,10 @@ func New(opts Options) (*Client, error) {
 	for k, v := range opts.Headers {
 		c.headers[k] = v
 	}
-	hc := opts.HTTPClient
-	if hc == nil {
-		hc = &http.Client{}
+	c.http = opts.HTTPClient
+	if c.http == nil {
+		c.http = &http.Client{}
 	}
-	cfg := goopenai.DefaultConfig(c.key)
-	cfg.BaseURL = strings.TrimRight(u.String(), "/")
-	cfg.HTTPClient = &doer{next: hc, headers: c.headers}
-	c.oa = goopenai.NewClientWithConfig(cfg)
 	return c, nil
 }
 
@@ -277,171 +271,73 @@ type field struct {
 	value json.RawMessage
 }
 
-// edit is what the client's HTTPDoer does to one request, and what it saw. It travels in the
-// request's context, so concurrent requests do not share it.
-type edit struct {
-	// set are the fields written into the body: each replaces the field of the same name
-	// where go-openai wrote one, else it is appended, in order.
-	set []field
-	// tee keeps a copy of the response body (an unstreamed response, read by the lab after
-	// go-openai decoded its own typed subset).
-	tee bool
-
-	// stream marks a streamed request: the doer takes a 2xx answer's body (answer, with its
-	// Content-Type answerType) for the lab to read, and gives go-openai an empty one.
-	stream bool
-
+// exchange is one request: what was sent and what came back. Each request has its own,
+// so concurrent requests share nothing.
+type exchange struct {
 	body       []byte // the body sent
-	start      time.Time
-	response   bytes.Buffer
 	status     int
-	answer     io.ReadCloser
-	answerType string
-	// retryAfter is the answer's Retry-After header as a wait (RFC 9110 §10.2.3); 0 without one.
-	retryAfter time.Duration
-	// limit is the request's reply limit in bytes ([chat.Request.ReplyLimit]); an unstreamed
-	// body (tee) longer than its wire bound ([chat.WireLimit]) is cut there and tooLong set.
-	limit   int64
-	tooLong bool
+	answer     io.ReadCloser // a 2xx answer's body, for the lab to read
+	answerType string        // its Content-Type
+	// limit is the request's reply limit in bytes ([chat.Request.ReplyLimit]).
+	limit int64
 }
 
 // wire returns the most bytes one piece of the answer may take: [chat.WireLimit] of e.limit.
-func (e *edit) wire() int64 { return chat.WireLimit(e.limit) }
+func (e *exchange) wire() int64 { return chat.WireLimit(e.limit) }
 
-// boundedBody is an unstreamed answer's body read no further than max bytes: past them it
-// fails with [chat.ErrWireTooLong] and sets *tooLong.
-type boundedBody struct {
-	r       io.Reader
-	left    int64
-	tooLong *bool
-}
-
-// Read implements io.Reader.
-func (b *boundedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		*b.tooLong = true
-		return 0, chat.ErrWireTooLong
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.r.Read(p)
-	b.left -= int64(n)
-	return n, err
-}
-
-type editKey struct{}
-
-// doer is the go-openai ClientConfig.HTTPClient (an HTTPDoer). This is how the lab sends
-// fields go-openai does not type without forking it: go-openai builds the request (URL,
-// Authorization header, model, stream, stream_options), and doer rewrites its JSON body before
-// it leaves — the `messages` array becomes EncodeMessagesWith's exact bytes (so reasoning is in
-// the profile's field, present even when empty where DeepSeek needs it, and keys are in the
-// lab's order), and `tools`, `max_tokens`, `prompt_cache_key` and Options.Extra are set — then
-// records the bytes sent and the time, adds the profile's headers, and, for an unstreamed
-// response, tees the body so untyped usage fields (DeepSeek's prompt_cache_hit_tokens,
-// llama-server's timings) can be read. A streamed request's 2xx answer the doer takes whole
-// (edit.answer), and go-openai gets an empty body: the lab reads the answer itself
-// ([Client.readAnswer]), because go-openai's stream reader ends the same way at `data: [DONE]`
-// and at a body that broke off, and drops an application/json answer.
-type doer struct {
-	next    goopenai.HTTPDoer
-	headers map[string]string
-}
-
-// Do implements goopenai.HTTPDoer.
-func (d *doer) Do(r *http.Request) (*http.Response, error) {
-	for k, v := range d.headers {
-		r.Header.Set(k, v)
-	}
-	e, _ := r.Context().Value(editKey{}).(*edit)
-	if e == nil {
-		return d.next.Do(r)
-	}
-	if r.Body != nil {
-		b, err := io.ReadAll(r.Body)
-		r.Body.Close()
-		if err != nil {
-			return nil, fmt.Errorf("read request body: %w", err)
-		}
-		if b, err = setFields(b, e.set); err != nil {
-			return nil, err
-		}
-		e.body = b
-		r.Body = io.NopCloser(bytes.NewReader(b))
-		r.ContentLength = int64(len(b))
-		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
-	}
-	e.start = time.Now()
-	resp, err := d.next.Do(r)
-	if err != nil {
-		return nil, err
-	}
-	e.status = resp.StatusCode
-	e.retryAfter = ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-	e.answerType = resp.Header.Get("Content-Type")
-	if e.stream && resp.StatusCode/100 == 2 {
-		e.answer = resp.Body
-		resp.Body = http.NoBody
-	}
-	if e.tee {
-		resp.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.TeeReader(&boundedBody{r: resp.Body, left: e.wire() + 1, tooLong: &e.tooLong}, &e.response), resp.Body}
-	}
-	return resp, nil
-}
-
-// setFields returns the JSON object body with each of set written: in place of the field of the
-// same name, or appended, in set's order. Other fields keep their order and bytes.
-func setFields(body []byte, set []field) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil, fmt.Errorf("openai: request body is not a JSON object")
-	}
-	done := make([]bool, len(set))
+// encodeFields returns the JSON object of fields, in their order.
+func encodeFields(fields []field) []byte {
 	var out bytes.Buffer
 	out.WriteByte('{')
-	n := 0
-	put := func(k string, v []byte) {
-		if n > 0 {
+	for i, f := range fields {
+		if i > 0 {
 			out.WriteByte(',')
 		}
-		n++
-		writeString(&out, k)
+		writeString(&out, f.key)
 		out.WriteByte(':')
-		out.Write(v)
-	}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, fmt.Errorf("openai: request body: %w", err)
-		}
-		k, _ := t.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, fmt.Errorf("openai: request body field %q: %w", k, err)
-		}
-		replaced := false
-		for i, f := range set {
-			if f.key == k && !done[i] {
-				put(k, f.value)
-				done[i], replaced = true, true
-				break
-			}
-		}
-		if !replaced {
-			put(k, v)
-		}
-	}
-	for i, f := range set {
-		if !done[i] {
-			put(f.key, f.value)
-		}
+		out.Write(f.value)
 	}
 	out.WriteByte('}')
-	return out.Bytes(), nil
+	return out.Bytes()
+}
+
+// endpoint is the server's name in the errors of the wire layer, the key redacted from them.
+func (c *Client) endpoint() wire.Endpoint {
+	return wire.Endpoint{Backend: "openai", URL: c.base.String(), Key: c.key}
+}
+
+// post sends e.body to {base}{path} (stream: asking for an event stream) with the headers the
+// API takes (Authorization: Bearer with the key, when there is one) and the profile's and
+// Options.Headers, and returns when the request left. A 2xx answer's body is e.answer, for the
+// caller to read and close; any other status is a *chat.APIError with the server's message
+// ([ErrorMessage]) and Retry-After, the key redacted; so is a transport failure (no status).
+func (c *Client) post(ctx context.Context, path string, e *exchange, stream bool) (time.Time, error) {
+	h := http.Header{}
+	if c.key != "" {
+		h.Set("Authorization", "Bearer "+c.key)
+	}
+	if stream {
+		h.Set("Accept", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("Connection", "keep-alive")
+	} else {
+		h.Set("Accept", "application/json")
+	}
+	for k, v := range c.headers {
+		h.Set(k, v)
+	}
+	url := strings.TrimRight(c.base.String(), "/") + path
+	start := time.Now()
+	resp, err := wire.Post(ctx, c.http, c.endpoint(), http.MethodPost, url, e.body, h)
+	if err != nil {
+		return start, err
+	}
+	e.status, e.answerType = resp.StatusCode, resp.Header.Get("Content-Type")
+	if resp.StatusCode/100 != 2 {
+		return start, wire.StatusError(c.endpoint(), resp, ErrorMessage)
+	}
+	e.answer = resp.Body
+	return start, nil
 }
 
 // baseFields are the fields every request of c gets beside messages/input: tools, the
@@ -492,7 +388,7 @@ func (c *Client) withExtra(set []field) []field {
 	return set
 }
 
-// apiError turns a go-openai or transport error into a *chat.APIError naming the server, with
+// apiError turns an error into a *chat.APIError naming the server, with the given status and
 // the API key redacted. Context cancellation passes through.
 func (c *Client) apiError(err error, status int) error {
 	if err == nil {
@@ -501,81 +397,17 @@ func (c *Client) apiError(err error, status int) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	ae := &chat.APIError{Backend: "openai", URL: c.base.String(), StatusCode: status}
-	var oe *goopenai.APIError
-	var re *goopenai.RequestError
-	switch {
-	case errors.As(err, &oe):
-		ae.StatusCode = oe.HTTPStatusCode
-		ae.Body = oe.Message
-		if oe.Type != "" {
-			ae.Body = oe.Type + ": " + ae.Body
-		}
-	case errors.As(err, &re):
-		ae.StatusCode = re.HTTPStatusCode
-		ae.Body = quote(re.Body)
-	default:
-		ae.Body = err.Error()
-	}
-	ae.Body = c.redact(ae.Body)
-	return ae
+	return c.endpoint().Error(status, err.Error())
 }
 
-// apiErrorFrom is apiError for the failure of the request e sent, with the server's
-// Retry-After (429, 503) when it gave one.
-func (c *Client) apiErrorFrom(err error, e *edit) error {
-	err = c.apiError(err, e.status)
-	var ae *chat.APIError
-	if errors.As(err, &ae) {
-		ae.RetryAfter = e.retryAfter
-	}
-	return err
-}
+// quote is [wire.Quote].
+func quote(b []byte) string { return wire.Quote(b) }
 
-// ParseRetryAfter reads a Retry-After header value (RFC 9110 §10.2.3): delay-seconds, or an
-// HTTP-date from which the wait is counted from now, at most a day. Empty, unreadable, negative
-// and past values are 0. For [chat.APIError].RetryAfter.
-func ParseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n <= 0 {
-			return 0
-		}
-		return time.Duration(min(n, int64(24*time.Hour/time.Second))) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return min(t.Sub(now), 24*time.Hour)
-	}
-	return 0
-}
-
-// quote returns a body that is not JSON (or JSON without an error object) as a quoted string,
-// truncated to 500 bytes.
-func quote(b []byte) string {
-	const max = 500
-	if len(b) > max {
-		return fmt.Sprintf("%q… (%d bytes)", b[:max], len(b))
-	}
-	return fmt.Sprintf("%q", b)
-}
-
-// keyLike matches the shapes API keys take (OpenAI sk-…, OpenRouter sk-or-…), so that a
-// server's echo of part of a key is not kept either.
-var keyLike = regexp.MustCompile(`\b(sk|rk)-[A-Za-z0-9_\-*.]{6,}`)
-
-// redact removes the client's API key, and anything shaped like one, from s.
-func (c *Client) redact(s string) string {
-	if c.key != "" {
-		s = strings.ReplaceAll(s, c.key, "[redacted]")
-	}
-	return keyLike.ReplaceAllString(s, "[redacted]")
-}
+// redact removes the client's API key, and anything shaped like one, from s ([wire.Redact]).
+func (c *Client) redact(s string) string { return wire.Redact(s, c.key) }
 
 // usageCounts is a response's usage as the OpenAI-compatible servers write it, every field a
-// pointer so that a missing one stays unknown (go-openai's Usage turns it into 0).
+// pointer so that a missing one stays unknown.
 type usageCounts struct {
 	PromptTokens        *int64 `json:"prompt_tokens"`
 	CompletionTokens    *int64 `json:"completion_tokens"`

@@ -527,16 +527,13 @@ func TestNonce(t *testing.T) {
 	}
 }
 
-func TestSetFields(t *testing.T) {
-	got, err := setFields([]byte(`{"model":"m","messages":null,"stream":true}`),
-		[]field{{"messages", json.RawMessage(`[1]`)}, {"max_tokens", json.RawMessage(`1`)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := `{"model":"m","messages":[1],"stream":true,"max_tokens":1}`; string(got) != want {
-		t.Errorf("setFields = %s; want %s", got, want)
-	}
-	if _, err := setFields([]byte(`[1]`), nil); err == nil {
-		t.Error("setFields of an array: no error")
+// A body is its fields in order; an extra field replaces one of the same name in place, or is
+// appended.
+func TestEncodeFieldsWithExtra(t *testing.T) {
+	c := newClient(t, Options{BaseURL: "http://127.0.0.1:1/v1", Model: "m",
+		Extra: map[string]json.RawMessage{"stream": json.RawMessage(`false`), "z": json.RawMessage(`{}`)}})
+	got := encodeFields(c.withExtra([]field{{"model", json.RawMessage(`"m"`)}, {"stream", json.RawMessage(`true`)}, {"max_tokens", json.RawMessage(`1`)}}))
+	if want := `{"model":"m","stream":false,"max_tokens":1,"z":{}}`; string(got) != want {
+		t.Errorf("body = %s; want %s", got, want)
 	}
 }

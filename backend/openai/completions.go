@@ -3,15 +3,16 @@ package openai
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
-	goopenai "github.com/sashabaranov/go-openai"
-
 	"lab/chat"
+	"lab/internal/wire"
 )
 
 // chunk is one Chat Completions stream chunk, or (with Message) an unstreamed response, as the
@@ -47,7 +48,9 @@ func (d *delta) first() bool {
 		(d.Reasoning != nil && *d.Reasoning != "") || len(d.ToolCalls) > 0
 }
 
-// chatFields are the fields the client writes into a Chat Completions body.
+// chatFields are the fields of a Chat Completions body, in the order sent: model, messages,
+// stream, the base fields ([Client.baseFields]), stream_options; Options.Extra replaces a field
+// of the same name in place or is appended.
 func (c *Client) chatFields(req *chat.Request) ([]field, []string, error) {
 	o := EncodeOptions{ReasoningField: c.profile.Reasoning, ReasoningOnToolCalls: c.profile.ReasoningOnToolCalls}
 	msgs, err := EncodeMessagesWith(req.Messages, o)
@@ -60,7 +63,11 @@ func (c *Client) chatFields(req *chat.Request) ([]field, []string, error) {
 			warn = append(warn, fmt.Sprintf("profile %s takes no reasoning back: the reasoning of %d assistant message(s) was not sent", c.profile.Name, n))
 		}
 	}
-	set := []field{{"messages", msgs}}
+	model, err := wire.Marshal(c.model)
+	if err != nil {
+		return nil, nil, err
+	}
+	set := []field{{"model", model}, {"messages", msgs}, {"stream", json.RawMessage(strconv.FormatBool(!c.opts.NoStream))}}
 	rest, err := c.baseFields(req, false, c.profile.MaxTokensField, true)
 	if err != nil {
 		return nil, nil, err
@@ -82,42 +89,38 @@ func countReasoning(msgs []chat.Message) int {
 	return n
 }
 
-// sendChat sends req to {base}/chat/completions through go-openai, its body rewritten by the
-// client's doer, and reads the answer raw.
+// sendChat sends req to {base}/chat/completions and reads the answer.
 func (c *Client) sendChat(ctx context.Context, req *chat.Request) (*chat.Result, error) {
 	set, warn, err := c.chatFields(req)
 	if err != nil {
 		return nil, err
 	}
-	e := &edit{set: set, tee: c.opts.NoStream, limit: req.ReplyLimit()}
-	ctx = context.WithValue(ctx, editKey{}, e)
-	res := &chat.Result{Warnings: warn}
-	// go-openai writes model and stream; the doer writes the rest. Messages stay nil here: the
-	// doer replaces the `messages` field with the lab's encoding.
-	oreq := goopenai.ChatCompletionRequest{Model: c.model}
-	start := time.Now()
-	defer func() {
-		res.Body = e.body
-		res.RequestBytes = int64(len(e.body))
-	}()
-	if c.opts.NoStream {
-		_, err := c.oa.CreateChatCompletion(ctx, oreq)
+	e := &exchange{body: encodeFields(set), limit: req.ReplyLimit()}
+	res := &chat.Result{Warnings: warn, Body: e.body, RequestBytes: int64(len(e.body))}
+	start, err := c.post(ctx, "/chat/completions", e, !c.opts.NoStream)
+	if err != nil {
 		res.Total = time.Since(start)
-		if e.tooLong {
+		return res, err
+	}
+	defer e.answer.Close()
+	if c.opts.NoStream {
+		b, err := chat.ReadAllMax(e.answer, e.wire())
+		res.Total = time.Since(start)
+		if errors.Is(err, chat.ErrWireTooLong) {
 			return res, chat.ReplyTooLongError("openai", c.base.String(), e.limit)
 		}
-		if f := chat.SniffAnswer(e.answerType, e.response.Bytes()); e.status/100 == 2 && (f == chat.AnswerEmpty || f == chat.AnswerOther) {
-			return res, chat.NotAnswerError("openai", c.base.String(), e.answerType, e.response.Bytes())
-		}
 		if err != nil {
-			return res, c.apiErrorFrom(err, e)
+			return res, c.apiError(wire.ReadError{Err: err}, 0)
+		}
+		if f := chat.SniffAnswer(e.answerType, b); f == chat.AnswerEmpty || f == chat.AnswerOther {
+			return res, chat.NotAnswerError("openai", c.base.String(), e.answerType, b)
 		}
 		var ck chunk
-		if err := json.Unmarshal(e.response.Bytes(), &ck); err != nil {
+		if err := json.Unmarshal(b, &ck); err != nil {
 			return res, c.apiError(fmt.Errorf("decode response: %w", err), e.status)
 		}
-		if !hasArray(e.response.Bytes(), "choices") {
-			ae := notAnswer(e.response.Bytes(), "a chat.completion (no choices array)")
+		if !hasArray(b, "choices") {
+			ae := notAnswer(b, "a chat.completion (no choices array)")
 			return res, c.answerError(ae, e)
 		}
 		res.Warnings = append(res.Warnings, "unstreamed request (NoStream): time to first token unknown")
@@ -133,19 +136,6 @@ func (c *Client) sendChat(ctx context.Context, req *chat.Request) (*chat.Result,
 		return res, nil
 	}
 
-	e.stream = true
-	stream, err := c.oa.CreateChatCompletionStream(ctx, oreq)
-	if err != nil {
-		res.Total = time.Since(start)
-		return res, c.apiErrorFrom(err, e)
-	}
-	stream.Close() // an empty body: the doer took the answer's (e.answer)
-	if e.answer != nil {
-		defer e.answer.Close()
-	}
-	if !e.start.IsZero() {
-		start = e.start // when the request left, as the doer saw it
-	}
 	var (
 		cc         ChatCapture
 		firstChunk time.Duration

@@ -9,18 +9,18 @@
 //     field the server's [Profile] names (reasoning_content, reasoning, or none), present even
 //     when empty on DeepSeek's tool-call turns; or, for the Responses API, `input` items with
 //     reasoning items passed back as their encrypted_content ([ReasoningBlock]).
-//  2. Sends it through github.com/sashabaranov/go-openai (v1.43.0), which builds the HTTP
-//     request, authenticates and frames the stream. The fields go-openai does not type are
-//     added without forking it: its ClientConfig.HTTPClient is the client's own HTTPDoer,
-//     which rewrites the JSON body before it leaves (messages/input and tools replaced by the
-//     lab's bytes; max_tokens, stream_options.include_usage, prompt_cache_key, store and the
-//     caller's extra fields set), records the bytes sent, and adds the profile's headers.
+//  2. Builds the request body directly, each top-level field encoded once in a fixed order
+//     (model, messages or input, stream, tools, the generation bound, stream_options,
+//     prompt_cache_key, store and the caller's extra fields, which replace a field of the same
+//     name), and posts it through the backends' wire layer (lab/internal/wire) with the key
+//     as a bearer token and the profile's headers; the bytes sent are the Result's Body.
 //  3. Streams the answer with the smallest generation the API allows (max_tokens 1;
-//     max_output_tokens 16 for Responses) and reads every chunk raw (go-openai's RecvRaw), so
-//     the untyped fields are seen: vLLM's `reasoning`, DeepSeek's prompt_cache_hit_tokens and
-//     prompt_cache_miss_tokens, llama-server's timings. Usage arrives in the last chunk; a
-//     count the server did not send stays nil (unknown), never 0, except where the profile
-//     says a missing field means 0 (vLLM, SGLang with their cache-report flags).
+//     max_output_tokens 16 for Responses) and reads every event raw (the wire layer's
+//     server-sent event reader), so the untyped fields are seen: vLLM's `reasoning`,
+//     DeepSeek's prompt_cache_hit_tokens and prompt_cache_miss_tokens, llama-server's timings.
+//     Usage arrives in the last chunk; a count the server did not send stays nil (unknown),
+//     never 0, except where the profile says a missing field means 0 (vLLM, SGLang with their
+//     cache-report flags).
 //
 // A live request (chat.Request.Generate > 0, the live driver) is sent with the
 // generation bound Generate, the sampling temperature (Options.Temperature, default 0.7) and,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"lab/chat"
+	"lab/internal/wire"
 )
 
 // The assistant message fields reasoning text can be sent back in (EncodeOptions.ReasoningField).
@@ -171,11 +172,8 @@ func arguments(raw json.RawMessage) string {
 	return string(raw)
 }
 
-// writeString writes s as a JSON string, HTML characters not escaped (as encoding/json with
-// SetEscapeHTML(false) writes it).
+// writeString writes s as a JSON string, HTML characters not escaped ([wire.Marshal]).
 func writeString(b *bytes.Buffer, s string) {
-	enc := json.NewEncoder(b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	b.Truncate(b.Len() - 1)
+	q, _ := wire.Marshal(s) // a string always encodes
+	b.Write(q)
 }

@@ -10,9 +10,8 @@ import (
 	"strings"
 	"time"
 
-	goopenai "github.com/sashabaranov/go-openai"
-
 	"lab/chat"
+	"lab/internal/wire"
 )
 
 // Reasoning items of the Responses API in chat.Message (a proposal: chat has no field of its
@@ -176,9 +175,10 @@ func firstToken(t string) bool {
 	return false
 }
 
-// responsesFields are the fields the client writes into a Responses API body: input, tools,
-// max_output_tokens, prompt_cache_key, store false, and, when req.Think, the encrypted
-// reasoning include (non-reasoning models refuse it).
+// responsesFields are the fields of a Responses API body, in the order sent: input, model,
+// stream true, tools, max_output_tokens, prompt_cache_key, store false, and, when req.Think,
+// the encrypted reasoning include (non-reasoning models refuse it); Options.Extra replaces a
+// field of the same name in place or is appended.
 func (c *Client) responsesFields(req *chat.Request) ([]field, []string, error) {
 	input, dropped, err := EncodeInput(req.Messages)
 	if err != nil {
@@ -188,7 +188,11 @@ func (c *Client) responsesFields(req *chat.Request) ([]field, []string, error) {
 	if dropped > 0 {
 		warn = append(warn, fmt.Sprintf("Responses API: the reasoning text of %d assistant message(s) was not sent (it takes back only encrypted reasoning items)", dropped))
 	}
-	set := []field{{"input", input}}
+	model, err := wire.Marshal(c.model)
+	if err != nil {
+		return nil, nil, err
+	}
+	set := []field{{"input", input}, {"model", model}, {"stream", json.RawMessage(`true`)}}
 	rest, err := c.baseFields(req, true, "max_output_tokens", false)
 	if err != nil {
 		return nil, nil, err
@@ -208,27 +212,14 @@ func (c *Client) sendResponses(ctx context.Context, req *chat.Request) (*chat.Re
 	if err != nil {
 		return nil, err
 	}
-	e := &edit{set: set, limit: req.ReplyLimit()}
-	ctx = context.WithValue(ctx, editKey{}, e)
-	res := &chat.Result{Warnings: warn}
-	defer func() {
-		res.Body = e.body
-		res.RequestBytes = int64(len(e.body))
-	}()
-	start := time.Now()
-	e.stream = true
-	stream, err := c.oa.CreateResponseStream(ctx, goopenai.CreateResponseRequest{Model: c.model})
+	e := &exchange{body: encodeFields(set), limit: req.ReplyLimit()}
+	res := &chat.Result{Warnings: warn, Body: e.body, RequestBytes: int64(len(e.body))}
+	start, err := c.post(ctx, "/responses", e, true)
 	if err != nil {
 		res.Total = time.Since(start)
-		return res, c.apiErrorFrom(err, e)
+		return res, err
 	}
-	stream.Close() // an empty body: the doer took the answer's (e.answer)
-	if e.answer != nil {
-		defer e.answer.Close()
-	}
-	if !e.start.IsZero() {
-		start = e.start
-	}
+	defer e.answer.Close()
 	var (
 		usage *responseUsage
 		final bool

@@ -95,29 +95,6 @@ func FuzzStream(f *testing.F) {
 	})
 }
 
-// TestParseRetryAfter reads both forms of Retry-After (RFC 9110 §10.2.3).
-func TestParseRetryAfter(t *testing.T) {
-	now := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
-	for _, tc := range []struct {
-		v    string
-		want time.Duration
-	}{
-		{"", 0},
-		{"7", 7 * time.Second},
-		{" 120 ", 2 * time.Minute},
-		{"0", 0},
-		{"-3", 0},
-		{"soon", 0},
-		{"99999999999", 24 * time.Hour},
-		{"Mon, 30 Nov 2026 02:00:30 GMT", 30 * time.Second},
-		{"Mon, 30 Nov 2026 01:59:00 GMT", 0},
-	} {
-		if got := ParseRetryAfter(tc.v, now); got != tc.want {
-			t.Errorf("ParseRetryAfter(%q) = %s; want %s", tc.v, got, tc.want)
-		}
-	}
-}
-
 // A 429's Retry-After reaches the error, for the harness to wait it out.
 func TestRetryAfterInTheError(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,127 @@
+package wire
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+
+	"lab/chat"
+)
+
+// ReadLines reads a stream of JSON lines (application/x-ndjson, as Ollama streams): fn gets
+// each line that is not blank, its line end (LF or CRLF) and surrounding white space trimmed;
+// reading stops at the first error fn returns, which ReadLines returns as it is. A last line
+// the body's end cut short (no newline, not whole JSON) after at least one whole line is not
+// given to fn: the stream is then seen as cut by its missing end marker, not as a malformed
+// line; a body of one unterminated line (an unstreamed answer) is given whole. A transport
+// error is a [ReadError]; a line longer than max bytes is not read whole and stops reading
+// with [chat.ErrWireTooLong]. It returns the number of lines given to fn.
+func ReadLines(br *bufio.Reader, max int64, fn func(line []byte) error) (int, error) {
+	n, whole := 0, false
+	for {
+		line, err := chat.ReadLine(br, max)
+		if errors.Is(err, chat.ErrWireTooLong) {
+			return n, err
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return n, ReadError{err}
+		}
+		cut := err != nil && !bytes.HasSuffix(line, []byte("\n"))
+		if t := bytes.TrimSpace(line); len(t) > 0 && !(cut && whole && !json.Valid(t)) {
+			n++
+			if ferr := fn(t); ferr != nil {
+				return n, ferr
+			}
+		}
+		if err != nil {
+			return n, nil
+		}
+		whole = true
+	}
+}
+
+// LineBound is how long one line of a body read through [BoundLines] may be: Max bytes, its
+// newline included. Over is set when a line was longer.
+type LineBound struct {
+	Max  int64
+	Over bool
+}
+
+// BoundLines returns r passed on while each of its lines is at most b.Max bytes long; a longer
+// line sets b.Over and fails the read with [chat.ErrWireTooLong], so that the line is never
+// held whole. It is for a body read by another library's line reader (the Ollama api client's
+// scanner), which [ReadLines] cannot replace.
+func BoundLines(r io.Reader, b *LineBound) io.Reader { return &boundedLines{r: r, b: b} }
+
+type boundedLines struct {
+	r   io.Reader
+	b   *LineBound
+	cur int64 // the bytes of the current line so far
+}
+
+// Read implements io.Reader.
+func (l *boundedLines) Read(p []byte) (int, error) {
+	if l.b.Over {
+		return 0, chat.ErrWireTooLong
+	}
+	n, err := l.r.Read(p)
+	for rest := p[:n]; ; {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			l.cur += int64(len(rest))
+			break
+		}
+		if l.cur+int64(i) > l.b.Max {
+			l.cur += int64(i)
+			break
+		}
+		l.cur, rest = 0, rest[i+1:]
+	}
+	if l.cur > l.b.Max {
+		l.b.Over = true
+		return 0, chat.ErrWireTooLong
+	}
+	return n, err
+}
+
+// DropCutLine returns r's JSON lines passed on, except a last line that the body's end cut
+// short (no newline, not whole JSON) after at least one whole line: the same rule as
+// [ReadLines], for a body read by another library's line reader. A body of one unterminated
+// line passes as it is.
+func DropCutLine(r io.Reader) io.Reader { return &cutLine{r: r} }
+
+type cutLine struct {
+	r     io.Reader
+	tail  []byte // the bytes after the last newline read so far
+	out   []byte // bytes ready to be read
+	lines bool   // a whole line was passed on
+	err   error  // the underlying reader's error, returned once out is drained
+}
+
+// Read implements io.Reader.
+func (c *cutLine) Read(p []byte) (int, error) {
+	for len(c.out) == 0 {
+		if c.err != nil {
+			return 0, c.err
+		}
+		buf := make([]byte, 32<<10)
+		n, err := c.r.Read(buf)
+		data := append(c.tail, buf[:n]...)
+		if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
+			c.out, c.tail, c.lines = data[:i+1], append([]byte(nil), data[i+1:]...), true
+		} else {
+			c.tail = data
+		}
+		if err != nil {
+			if t := bytes.TrimSpace(c.tail); len(t) > 0 && (!c.lines || json.Valid(t)) {
+				c.out = append(c.out, c.tail...)
+			}
+			c.tail, c.err = nil, err
+		}
+	}
+	n := copy(p, c.out)
+	c.out = c.out[n:]
+	return n, nil
+}

@@ -1,0 +1,71 @@
+package wire
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"lab/chat"
+)
+
+func readLines(r io.Reader, max int64) ([]string, error) {
+	var got []string
+	_, err := ReadLines(bufio.NewReaderSize(r, 16), max, func(l []byte) error {
+		got = append(got, string(l))
+		return nil
+	})
+	return got, err
+}
+
+func TestReadLines(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		parts []string
+		want  []string
+	}{
+		{"split over reads", []string{`{"a"`, ":1}\n{\"b\"", ":2}\n"}, []string{`{"a":1}`, `{"b":2}`}},
+		{"CRLF and blank lines", []string{"{\"a\":1}\r\n\r\n{\"b\":2}\r\n"}, []string{`{"a":1}`, `{"b":2}`}},
+		{"one unterminated line", []string{`{"done":true}`}, []string{`{"done":true}`}},
+		{"whole last line without newline", []string{"{\"a\":1}\n{\"b\":2}"}, []string{`{"a":1}`, `{"b":2}`}},
+		{"cut inside the last line", []string{"{\"a\":1}\n{\"b\":"}, []string{`{"a":1}`}},
+		{"one cut line is given whole", []string{`{"b":`}, []string{`{"b":`}},
+	} {
+		got, err := readLines(&chunks{parts: tc.parts}, 1<<10)
+		if err != nil || strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("%s: %q, %v; want %q", tc.name, got, err, tc.want)
+		}
+	}
+	if _, err := readLines(&chunks{parts: []string{strings.Repeat("x", 100) + "\n"}}, 50); !errors.Is(err, chat.ErrWireTooLong) {
+		t.Errorf("long line: %v; want ErrWireTooLong", err)
+	}
+	got, err := readLines(&chunks{parts: []string{"{}\n{"}, err: errReset}, 1<<10)
+	var re ReadError
+	if !errors.As(err, &re) || len(got) != 1 {
+		t.Errorf("reset: %q, %v; want one line and a ReadError", got, err)
+	}
+}
+
+func TestBoundLinesAndDropCutLine(t *testing.T) {
+	b := &LineBound{Max: 20}
+	_, err := io.ReadAll(BoundLines(&chunks{parts: []string{"{\"a\":1}\n", strings.Repeat("y", 30) + "\n"}}, b))
+	if !errors.Is(err, chat.ErrWireTooLong) || !b.Over {
+		t.Errorf("BoundLines: %v, over %v; want ErrWireTooLong", err, b.Over)
+	}
+	b = &LineBound{Max: 20}
+	out, err := io.ReadAll(BoundLines(strings.NewReader("{\"a\":1}\n{\"b\":2}\n"), b))
+	if err != nil || b.Over || string(out) != "{\"a\":1}\n{\"b\":2}\n" {
+		t.Errorf("BoundLines within the bound: %q, %v", out, err)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"{\"a\":1}\n{\"b\":", "{\"a\":1}\n"},
+		{"{\"a\":1}\n{\"b\":2}", "{\"a\":1}\n{\"b\":2}"},
+		{"{\"b\":", "{\"b\":"},
+	} {
+		out, err := io.ReadAll(DropCutLine(&chunks{parts: []string{tc.in}}))
+		if err != nil || string(out) != tc.want {
+			t.Errorf("DropCutLine(%q) = %q, %v; want %q", tc.in, out, err, tc.want)
+		}
+	}
+}
