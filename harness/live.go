@@ -16,6 +16,8 @@ import (
 
 	"lab/chat"
 	"lab/metrics"
+	"lab/scenario"
+	"lab/tools"
 )
 
 // The drivers a session can run with ([Driver].Mode).
@@ -72,7 +74,7 @@ func (d Driver) toolLimit() time.Duration {
 	if d.ToolTimeout > 0 {
 		return d.ToolTimeout
 	}
-	return DefaultToolTimeout
+	return tools.DefaultToolTimeout
 }
 
 // Live reports whether d is the live driver.
@@ -122,7 +124,7 @@ type Scripter interface {
 // (each is a request whose last message is a user message; the last kind is marked
 // AfterCompaction, since a turn cut short by a bound never sends it). root is the sandbox's
 // project root, written where a call's arguments say {{root}}, as the scripted driver does.
-func ScriptedReplies(sc *Scenario, root string) []chat.ScriptGroup {
+func ScriptedReplies(sc *scenario.Scenario, root string) []chat.ScriptGroup {
 	quoted := []byte(strings.Trim(strconv.Quote(root), `"`))
 	var groups []chat.ScriptGroup
 	fresh, afterCompaction := true, false
@@ -137,7 +139,7 @@ func ScriptedReplies(sc *Scenario, root string) []chat.ScriptGroup {
 			a := st.Assistant
 			rep := chat.Reply{Reasoning: a.Reasoning, Content: a.Text}
 			for _, c := range a.Calls {
-				rep.ToolCalls = append(rep.ToolCalls, chat.ToolCall{Name: c.Tool, Arguments: bytes.ReplaceAll(c.Args, []byte(RootPlaceholder), quoted)})
+				rep.ToolCalls = append(rep.ToolCalls, chat.ToolCall{Name: c.Tool, Arguments: bytes.ReplaceAll(c.Args, []byte(tools.RootPlaceholder), quoted)})
 			}
 			if fresh || len(groups) == 0 {
 				groups = append(groups, chat.ScriptGroup{AfterCompaction: afterCompaction})
@@ -191,7 +193,7 @@ func (r *runner) runLive(ctx context.Context) error {
 		}
 		// The turn's scripted steps run to the next user step; between[k] holds the events after
 		// scripted step k+1, the last group those after the turn's last step.
-		between := [][]Step{nil}
+		between := [][]scenario.Step{nil}
 		j := i + 1
 		for ; j < len(steps) && steps[j].User == nil; j++ {
 			if steps[j].Assistant != nil {
@@ -210,7 +212,7 @@ func (r *runner) runLive(ctx context.Context) error {
 
 // liveTurn runs one live turn: a request, the model's calls run and their results inserted, again
 // until the model answers without calls or a bound ends the turn.
-func (r *runner) liveTurn(ctx context.Context, between [][]Step) error {
+func (r *runner) liveTurn(ctx context.Context, between [][]scenario.Step) error {
 	lv := r.live
 	turn, cancel := context.WithTimeout(ctx, lv.d.TurnTimeout)
 	defer cancel()
@@ -356,7 +358,7 @@ func CanonicalJSON(raw json.RawMessage) string {
 // session what the model wrote. ok is false when the model wrote none: the compaction failed
 // (spec 3.2.0 §7: a reply with no summary fails the compaction), the history stays as it is, and
 // a warning says so.
-func (r *runner) compactSummary(c *CompactStep) (summary string, ok bool) {
+func (r *runner) compactSummary(c *scenario.CompactStep) (summary string, ok bool) {
 	if r.live == nil {
 		return c.Summary, true
 	}

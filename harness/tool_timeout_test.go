@@ -15,6 +15,8 @@ import (
 	"lab/harness"
 	"lab/hygiene"
 	"lab/metrics"
+	"lab/scenario"
+	"lab/tools"
 )
 
 // slowDisk makes every folder and file chunk a tool reads count as one read, and the read
@@ -25,7 +27,7 @@ import (
 func slowDisk(t *testing.T, block int64, act func()) *atomic.Int64 {
 	t.Helper()
 	var n atomic.Int64
-	t.Cleanup(harness.SetReadHook(func(ctx context.Context) {
+	t.Cleanup(tools.SetReadHook(func(ctx context.Context) {
 		if n.Add(1) != block {
 			return
 		}
@@ -70,7 +72,7 @@ func TestToolCallStopsAtItsTimeLimit(t *testing.T) {
 			reads := slowDisk(t, 3, nil)
 			limit := 50 * time.Millisecond
 			got, err := ws.RunWithin(context.Background(), limit, hs, c.tool, []byte(c.args))
-			var stop *harness.StoppedError
+			var stop *tools.StoppedError
 			if !errors.As(err, &stop) || stop.Parent != nil || !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("%s = %q, %v; want a *StoppedError by its own limit", c.tool, got, err)
 			}
@@ -122,7 +124,7 @@ steps:
       text: Done.
 `
 
-func slowGrepSession(t *testing.T) *harness.Scenario {
+func slowGrepSession(t *testing.T) *scenario.Scenario {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "w.txtar"), []byte("-- a.txt --\nneedle\n-- sub/b.txt --\nneedle\n"), 0o644); err != nil {
