@@ -57,19 +57,19 @@ type Driver struct {
 	// backend that implements [Seeder].
 	Seed int64
 	// ToolTimeout bounds the wall time of each tool call with either driver (read, list, glob,
-	// grep, edit, multiedit, write, apply_patch, recall: [Workspace.RunWithin]) and of each
-	// live shell command whose scenario gives no `shell.timeout`; 0 means [DefaultToolTimeout].
+	// grep, edit, multiedit, write, apply_patch, recall: [tools.Workspace.RunWithin]) and of each
+	// live shell command whose scenario gives no `shell.timeout`; 0 means [tools.DefaultToolTimeout].
 	// A live call is bounded by the turn's TurnTimeout too. A call past it answers the model
 	// "(stopped: …)", a warning says so, and the session goes on.
 	ToolTimeout time.Duration
 	// UnsandboxedShell lets the live shell run a command where the machine refuses its sandbox
-	// ([ErrNoIsolation], [Shell].Unsandboxed): with namespaces but the whole filesystem the lab's
+	// ([tools.ErrNoIsolation], [tools.Shell].Unsandboxed): with namespaces but the whole filesystem the lab's
 	// user has, or with no namespace at all (the network too); a warning says which. false (the
 	// default) refuses every command there instead.
 	UnsandboxedShell bool
 }
 
-// toolLimit is d's tool time limit, [DefaultToolTimeout] when it gives none.
+// toolLimit is d's tool time limit, [tools.DefaultToolTimeout] when it gives none.
 func (d Driver) toolLimit() time.Duration {
 	if d.ToolTimeout > 0 {
 		return d.ToolTimeout

@@ -21,7 +21,7 @@ import (
 // kernel drops when the process ends, so a crashed run blocks nothing. When another process
 // holds it (a session of the same scenario), ClaimSandbox calls waiting once with the folder and
 // the lock file, and waits, polling, until it is free or ctx ends (then ctx's error). key is a
-// scenario name ([Scenario].Name: no '/', never starting with '.', so no lock file meets a
+// scenario's name (no '/', never starting with '.', so no lock file meets a
 // sandbox folder); any other key (empty, "..", a path) is an error ([checkSandboxKey]), as the
 // folder it would name is emptied.
 func ClaimSandbox(ctx context.Context, key string, waiting func(dir, lock string)) (dir string, release func(), err error) {
