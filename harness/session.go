@@ -130,7 +130,7 @@ func RunSession(ctx context.Context, cfg SessionConfig) error {
 	r := &runner{cfg: cfg, hs: hs, ws: ws, clock: sc.Start, contextBlock: contextBlock,
 		mode: mode, promptMode: mode, mcpResults: map[string]string{}, pending: map[string]string{}, commandRuns: map[string]int{},
 		resultOf: map[string]string{}, withdrawn: map[string]bool{}}
-	r.toolDefs = r.toolList()
+	r.tools = r.toolList()
 	r.system = r.buildSystem() // §10.1: built once, when the session starts
 	if cfg.Driver.Live() {
 		return r.runLive(ctx)
@@ -177,7 +177,7 @@ type runner struct {
 	// warnedUnsandboxed is set once a warning said the live shell runs without its sandbox.
 	warnedUnsandboxed bool
 	clock             time.Time
-	toolDefs          []chat.Tool
+	tools             []chat.Tool
 	system            string
 	// contextBlock is prompts/blocks/context.md (§9).
 	contextBlock string
@@ -295,7 +295,7 @@ func (r *runner) changed(kind, value string) {
 func (r *runner) setMode(mode string) error {
 	r.mode = mode
 	r.changed("mode", strings.TrimRight(r.modeText(mode), "\n"))
-	r.toolDefs = r.toolList()
+	r.tools = r.toolList()
 	return nil
 }
 
@@ -306,7 +306,7 @@ func (r *runner) connect(s *scenario.MCPServer) {
 		r.mcpResults[t.Name] = t.Result
 	}
 	r.mcp = append(r.mcp, s.Instructions)
-	r.toolDefs = r.toolList()
+	r.tools = r.toolList()
 	if s.Instructions != "" {
 		r.changed("mcp", s.Instructions)
 	}
@@ -430,7 +430,7 @@ func (r *runner) request() *chat.Request {
 	}
 	history = r.practiceOnResults(history)
 	msgs := append([]chat.Message{{Role: chat.RoleSystem, Content: system}}, history...)
-	return &chat.Request{Messages: msgs, Tools: r.toolDefs, Think: true, CacheBreakpoints: CacheBreakpoints(r.cfg.Arm)}
+	return &chat.Request{Messages: msgs, Tools: r.tools, Think: true, CacheBreakpoints: CacheBreakpoints(r.cfg.Arm)}
 }
 
 // practiceOnResults applies the arm's practices that rewrite earlier tool output (pruning in

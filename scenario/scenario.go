@@ -212,7 +212,8 @@ type AssistantStep struct {
 
 // Call is one scripted tool call.
 type Call struct {
-	// Tool is the tool's name: read, list, grep, edit, write, multiedit, apply_patch or recall.
+	// Tool is the tool's name: a built-in tool of [tools.Table] (read, list, glob, grep, edit,
+	// write, multiedit, apply_patch, bash, recall) or a tool of an MCP server connected before.
 	Tool string
 	// Args is the arguments as a JSON object, keys in the order the scenario wrote them.
 	Args json.RawMessage
