@@ -25,8 +25,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzCapText$$' -fuzztime $(FUZZTIME) ./hygiene
 	$(GO) test -run '^$$' -fuzz '^FuzzReadBracket$$' -fuzztime $(FUZZTIME) ./hygiene
 	$(GO) test -run '^$$' -fuzz '^FuzzPaths$$' -fuzztime $(FUZZTIME) ./hygiene
-	$(GO) test -run '^$$' -fuzz '^FuzzParsePatch$$' -fuzztime $(FUZZTIME) ./harness
-	$(GO) test -run '^$$' -fuzz '^FuzzParseScenario$$' -fuzztime $(FUZZTIME) ./harness
+	$(GO) test -run '^$$' -fuzz '^FuzzParsePatch$$' -fuzztime $(FUZZTIME) ./tools
+	$(GO) test -run '^$$' -fuzz '^FuzzParseScenario$$' -fuzztime $(FUZZTIME) ./scenario
 	$(GO) test -run '^$$' -fuzz '^FuzzStream$$' -fuzztime $(FUZZTIME) ./backend/anthropic
 	$(GO) test -run '^$$' -fuzz '^FuzzStream$$' -fuzztime $(FUZZTIME) ./backend/openai
 	$(GO) test -run '^$$' -fuzz '^FuzzReadStream$$' -fuzztime $(FUZZTIME) ./backend/llamacpp

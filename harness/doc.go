@@ -1,10 +1,10 @@
-// Package harness is the lab's agent loop: it replays a scripted [Scenario] through the
-// context-hygiene measures of an [Arm] and sends each request to a [Backend], recording one
-// metrics.Sample per request.
+// Package harness is the lab's agent loop: it replays a scripted scenario (package scenario)
+// through the context-hygiene measures of an [Arm] and sends each request to a [Backend],
+// recording one metrics.Sample per request. The tools it runs are package tools'.
 //
 // For one session ([RunSession]):
 //
-//  1. The scenario's workspace is written into a sandbox ([NewWorkspace]); the tools (read,
+//  1. The scenario's workspace is written into a sandbox (tools.NewWorkspace); the tools (read,
 //     list, grep, edit) run for real there.
 //  2. The system prompt is built once (spec 3.2.0 §10.1), with the environment lines (§11); the
 //     practice arm that puts the date in it rebuilds it for every request.

@@ -3,7 +3,6 @@ package harness_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,7 +18,9 @@ import (
 	"lab/harness"
 	"lab/hygiene"
 	"lab/metrics"
+	"lab/scenario"
 	"lab/scenarios"
+	"lab/tools"
 )
 
 // renderBackend renders with Ollama's own qwen3.5 renderer and leaves as cache text the
@@ -64,7 +65,7 @@ func (byteTokenizer) Encode(s string) ([]int32, error) {
 
 func runTiny(t *testing.T, arm harness.Arm) ([]metrics.Sample, *renderBackend) {
 	t.Helper()
-	sc, err := harness.LoadScenario("testdata/tiny.yaml")
+	sc, err := scenario.LoadScenario("testdata/tiny.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func runTiny(t *testing.T, arm harness.Arm) ([]metrics.Sample, *renderBackend) {
 }
 
 // replay runs a scenario through the harness with renderBackend and byteTokenizer.
-func replay(t *testing.T, sc *harness.Scenario, arm harness.Arm) ([]metrics.Sample, *renderBackend) {
+func replay(t *testing.T, sc *scenario.Scenario, arm harness.Arm) ([]metrics.Sample, *renderBackend) {
 	t.Helper()
 	loop, err := hygiene.ParseConfig(lab.LoopJSON)
 	if err != nil {
@@ -198,35 +199,6 @@ func TestToolResultsAreRealAndHygienic(t *testing.T) {
 	}
 }
 
-func TestScenarioErrorsNameFileAndLine(t *testing.T) {
-	for _, tc := range []struct {
-		name, yaml, want string
-	}{
-		{"unknown field", "name: x\nproject: p\nworkspace: w.txtar\nclock: \"2026-11-05T22:00:00Z\"\ncolour: red\nsteps: []\n", ":5: field colour not found"},
-		{"unknown tool", base + "  - assistant:\n      calls:\n        - shell: {cmd: ls}\n", ":9: shell: unknown tool"},
-		{"outside", base + "  - assistant:\n      calls:\n        - read: {path: ../etc/passwd}\n", ":9: read: path \"../etc/passwd\" is outside the workspace"},
-		{"backwards", base + "  - clock: \"2026-11-05T21:00:00Z\"\n  - assistant:\n      text: hi\n", ":7: clock goes backwards"},
-		{"missing arg", base + "  - assistant:\n      calls:\n        - edit: {path: a}\n", `:9: edit: missing argument "new_string", "old_string"`},
-		{"unknown step key", base + "  - asistant:\n      text: hi\n", `:7: unknown step "asistant"`},
-		{"number pattern", base + "  - assistant:\n      calls:\n        - grep: {pattern: 12}\n", ":9: grep: pattern: want a string"},
-		{"empty user", base + "  - assistant:\n      text: hi\n  - user:\n  - assistant:\n      text: x\n", ":9: user: empty message"},
-		{"second document", base + "  - assistant:\n      text: hi\n---\nname: y\n", ":9: a second YAML document"},
-		{"name with a slash", "project: p\nname: team/midnight v2\nworkspace: w.txtar\nclock: \"2026-11-05T22:00:00Z\"\nsteps:\n  - user: hi\n", `:2: name "team/midnight v2": want lower-case`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			p := filepath.Join(dir, "s.yaml")
-			os.WriteFile(p, []byte(tc.yaml), 0o644)
-			os.WriteFile(filepath.Join(dir, "w.txtar"), []byte("-- a --\nx\n"), 0o644)
-			_, err := harness.LoadScenario(p)
-			var se *harness.SyntaxError
-			if !errors.As(err, &se) || !strings.HasPrefix(err.Error(), p) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("LoadScenario = %v; want a *SyntaxError %s%s", err, p, tc.want)
-			}
-		})
-	}
-}
-
 const base = "name: x\nproject: p\nworkspace: w.txtar\nclock: \"2026-11-05T22:00:00Z\"\nsteps:\n  - user: hi\n"
 
 // Every embedded scenario loads and replays through the harness with Ollama's own renderer:
@@ -234,7 +206,7 @@ const base = "name: x\nproject: p\nworkspace: w.txtar\nclock: \"2026-11-05T22:00
 func TestEmbeddedScenariosReplay(t *testing.T) {
 	for _, name := range scenarios.Names() {
 		t.Run(name, func(t *testing.T) {
-			sc, err := harness.LoadScenarioFS(scenarios.FS, name+"/scenario.yaml", "scenarios/"+name+"/scenario.yaml")
+			sc, err := scenario.LoadScenarioFS(scenarios.FS, name+"/scenario.yaml", "scenarios/"+name+"/scenario.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -250,27 +222,13 @@ func TestEmbeddedScenariosReplay(t *testing.T) {
 				t.Errorf("%d tool calls answered an error, the scenario expects %d (expected_errors):\n%s", len(errs), sc.ExpectedErrors, strings.Join(errs, "\n"))
 			}
 			for _, a := range []string{"spec", "compaction-separate-request"} {
-				cfg := harness.RunConfig{Scenarios: []*harness.Scenario{sc}, Arms: []harness.Arm{arm(t, a)}}
+				cfg := harness.RunConfig{Scenarios: []*scenario.Scenario{sc}, Arms: []harness.Arm{arm(t, a)}}
 				if n, _ := replay(t, sc, arm(t, a)); cfg.Requests() != len(n) {
 					t.Errorf("%s: RunConfig.Requests() = %d, the session sent %d", a, cfg.Requests(), len(n))
 				}
 			}
 			t.Logf("%s: %d requests, last prompt %d bytes", name, len(samples), samples[len(samples)-1].PromptTokens)
 		})
-	}
-}
-
-func TestAliasesLoad(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "s.yaml")
-	os.WriteFile(p, []byte(base[:len(base)-len("  - user: hi\n")]+"  - user: &q Where is it?\n  - assistant:\n      calls:\n        - read: &r {path: a}\n  - assistant:\n      calls:\n        - read: *r\n  - assistant:\n      text: *q\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "w.txtar"), []byte("-- a --\nx\n"), 0o644)
-	sc, err := harness.LoadScenario(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := string(sc.Steps[2].Assistant.Calls[0].Args); got != `{"path":"a"}` || sc.Steps[3].Assistant.Text != "Where is it?" {
-		t.Fatalf("aliases: args %s, text %q", got, sc.Steps[3].Assistant.Text)
 	}
 }
 
@@ -282,7 +240,7 @@ func TestDateInThePersonsZone(t *testing.T) {
 	// 04:00Z on the 6th is 23:00 on the 5th in -05:00: still Thursday for the person.
 	os.WriteFile(p, []byte("name: z\nproject: p\nworkspace: w.txtar\nclock: \"2026-11-05T22:00:00-05:00\"\nsteps:\n  - user: a\n  - assistant:\n      text: b\n  - clock: \"2026-11-06T04:00:00Z\"\n  - user: c\n  - assistant:\n      text: d\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "w.txtar"), []byte("-- a --\nx\n"), 0o644)
-	sc, err := harness.LoadScenario(p)
+	sc, err := scenario.LoadScenario(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +253,7 @@ func TestDateInThePersonsZone(t *testing.T) {
 func TestListAndGrepEdges(t *testing.T) {
 	loop, _ := hygiene.ParseConfig(lab.LoopJSON)
 	hs, _ := hygiene.NewSession(loop, hygiene.Spec())
-	ws, err := harness.NewWorkspace([]txtar.File{{Name: "a.go", Data: []byte("x\ny\n")}, {Name: "e.txt"}}, t.TempDir(), "p")
+	ws, err := tools.NewWorkspace([]txtar.File{{Name: "a.go", Data: []byte("x\ny\n")}, {Name: "e.txt"}}, t.TempDir(), "p")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +266,7 @@ func TestListAndGrepEdges(t *testing.T) {
 }
 
 func TestCompactionAsTheNextTurn(t *testing.T) {
-	sc, err := harness.LoadScenario("testdata/compact.yaml")
+	sc, err := scenario.LoadScenario("testdata/compact.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +325,7 @@ func TestCompactionAsTheNextTurn(t *testing.T) {
 
 // Every arm replays the midnight scenario, and each ablation changes what it says it changes.
 func TestEveryArmReplaysMidnight(t *testing.T) {
-	sc, err := harness.LoadScenarioFS(scenarios.FS, "midnight/scenario.yaml", "scenarios/midnight/scenario.yaml")
+	sc, err := scenario.LoadScenarioFS(scenarios.FS, "midnight/scenario.yaml", "scenarios/midnight/scenario.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,7 +395,7 @@ func TestSymlinksResolve(t *testing.T) {
 	loop, _ := hygiene.ParseConfig(lab.LoopJSON)
 	hs, _ := hygiene.NewSession(loop, hygiene.Spec())
 	dir := t.TempDir()
-	ws, err := harness.NewWorkspace([]txtar.File{{Name: "a.txt", Data: []byte("x\ny\n")}}, dir, "p")
+	ws, err := tools.NewWorkspace([]txtar.File{{Name: "a.txt", Data: []byte("x\ny\n")}}, dir, "p")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,7 +416,7 @@ func TestSymlinksResolve(t *testing.T) {
 func TestPatchKeepsCRLF(t *testing.T) {
 	loop, _ := hygiene.ParseConfig(lab.LoopJSON)
 	hs, _ := hygiene.NewSession(loop, hygiene.Spec())
-	ws, err := harness.NewWorkspace([]txtar.File{{Name: "a.txt", Data: []byte("a\r\nb\r\nc\r\nd\r\n")}}, t.TempDir(), "p")
+	ws, err := tools.NewWorkspace([]txtar.File{{Name: "a.txt", Data: []byte("a\r\nb\r\nc\r\nd\r\n")}}, t.TempDir(), "p")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -474,7 +432,7 @@ func TestPatchKeepsCRLF(t *testing.T) {
 }
 
 func TestEventsDuringASession(t *testing.T) {
-	sc, err := harness.LoadScenario("testdata/events.yaml")
+	sc, err := scenario.LoadScenario("testdata/events.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -523,7 +481,7 @@ func TestEventsDuringASession(t *testing.T) {
 }
 
 func TestBashAndAbsolutePaths(t *testing.T) {
-	sc, err := harness.LoadScenario("testdata/bash.yaml")
+	sc, err := scenario.LoadScenario("testdata/bash.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -606,7 +564,7 @@ func splitSum(t *testing.T, s *metrics.Sample) int64 {
 // TestContextOverflowIsMarked: with a context window smaller than the session, exactly the
 // requests whose prompt or prompt and reply exceed it are marked, with the warning.
 func TestContextOverflowIsMarked(t *testing.T) {
-	sc, err := harness.LoadScenario("testdata/tiny.yaml")
+	sc, err := scenario.LoadScenario("testdata/tiny.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -680,7 +638,7 @@ type resettingBackend struct{ usageBackend }
 func (b *resettingBackend) Reset(context.Context) error { b.resets++; b.prev = ""; return nil }
 
 func TestUsagePrefixAndCacheState(t *testing.T) {
-	sc, err := harness.LoadScenario("testdata/tiny.yaml")
+	sc, err := scenario.LoadScenario("testdata/tiny.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -709,7 +667,7 @@ func TestUsagePrefixAndCacheState(t *testing.T) {
 			}
 			dir, man, err := harness.Run(context.Background(), harness.RunConfig{
 				Nonce:     nonce,
-				Scenarios: []*harness.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec")}, Repeat: 2,
+				Scenarios: []*scenario.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec")}, Repeat: 2,
 				ResultsDir: t.TempDir(), RunID: "u", Loop: loop, Backend: tc.backend, Tokenizer: byteTokenizer{},
 				Warm:  tc.warm,
 				Price: func(u *chat.Usage) (float64, bool) { return float64(*u.CacheWrite) / 100, true },
@@ -756,7 +714,7 @@ func TestUsagePrefixAndCacheState(t *testing.T) {
 // TestSandboxDoesNotDependOnTheRunID: two runs with run ids of different lengths send the same
 // bytes, although answers name the sandbox's absolute path.
 func TestSandboxDoesNotDependOnTheRunID(t *testing.T) {
-	sc, err := harness.LoadScenarioFS(scenarios.FS, "midnight/scenario.yaml", "scenarios/midnight/scenario.yaml")
+	sc, err := scenario.LoadScenarioFS(scenarios.FS, "midnight/scenario.yaml", "scenarios/midnight/scenario.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -769,7 +727,7 @@ func TestSandboxDoesNotDependOnTheRunID(t *testing.T) {
 	results := t.TempDir()
 	for _, id := range []string{"a", "a-much-longer-run-id-20261130"} {
 		_, _, err := harness.Run(context.Background(), harness.RunConfig{
-			Scenarios: []*harness.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec")}, ResultsDir: results, RunID: id,
+			Scenarios: []*scenario.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec")}, ResultsDir: results, RunID: id,
 			Loop: loop, Backend: &renderBackend{conv: conv}, Tokenizer: byteTokenizer{},
 		})
 		if err != nil {

@@ -16,6 +16,8 @@ import (
 
 	"lab/chat"
 	"lab/metrics"
+	"lab/scenario"
+	"lab/tools"
 )
 
 // The drivers a session can run with ([Driver].Mode).
@@ -55,24 +57,24 @@ type Driver struct {
 	// backend that implements [Seeder].
 	Seed int64
 	// ToolTimeout bounds the wall time of each tool call with either driver (read, list, glob,
-	// grep, edit, multiedit, write, apply_patch, recall: [Workspace.RunWithin]) and of each
-	// live shell command whose scenario gives no `shell.timeout`; 0 means [DefaultToolTimeout].
+	// grep, edit, multiedit, write, apply_patch, recall: [tools.Workspace.RunWithin]) and of each
+	// live shell command whose scenario gives no `shell.timeout`; 0 means [tools.DefaultToolTimeout].
 	// A live call is bounded by the turn's TurnTimeout too. A call past it answers the model
 	// "(stopped: …)", a warning says so, and the session goes on.
 	ToolTimeout time.Duration
 	// UnsandboxedShell lets the live shell run a command where the machine refuses its sandbox
-	// ([ErrNoIsolation], [Shell].Unsandboxed): with namespaces but the whole filesystem the lab's
+	// ([tools.ErrNoIsolation], [tools.Shell].Unsandboxed): with namespaces but the whole filesystem the lab's
 	// user has, or with no namespace at all (the network too); a warning says which. false (the
 	// default) refuses every command there instead.
 	UnsandboxedShell bool
 }
 
-// toolLimit is d's tool time limit, [DefaultToolTimeout] when it gives none.
+// toolLimit is d's tool time limit, [tools.DefaultToolTimeout] when it gives none.
 func (d Driver) toolLimit() time.Duration {
 	if d.ToolTimeout > 0 {
 		return d.ToolTimeout
 	}
-	return DefaultToolTimeout
+	return tools.DefaultToolTimeout
 }
 
 // Live reports whether d is the live driver.
@@ -122,7 +124,7 @@ type Scripter interface {
 // (each is a request whose last message is a user message; the last kind is marked
 // AfterCompaction, since a turn cut short by a bound never sends it). root is the sandbox's
 // project root, written where a call's arguments say {{root}}, as the scripted driver does.
-func ScriptedReplies(sc *Scenario, root string) []chat.ScriptGroup {
+func ScriptedReplies(sc *scenario.Scenario, root string) []chat.ScriptGroup {
 	quoted := []byte(strings.Trim(strconv.Quote(root), `"`))
 	var groups []chat.ScriptGroup
 	fresh, afterCompaction := true, false
@@ -137,7 +139,7 @@ func ScriptedReplies(sc *Scenario, root string) []chat.ScriptGroup {
 			a := st.Assistant
 			rep := chat.Reply{Reasoning: a.Reasoning, Content: a.Text}
 			for _, c := range a.Calls {
-				rep.ToolCalls = append(rep.ToolCalls, chat.ToolCall{Name: c.Tool, Arguments: bytes.ReplaceAll(c.Args, []byte(RootPlaceholder), quoted)})
+				rep.ToolCalls = append(rep.ToolCalls, chat.ToolCall{Name: c.Tool, Arguments: bytes.ReplaceAll(c.Args, []byte(tools.RootPlaceholder), quoted)})
 			}
 			if fresh || len(groups) == 0 {
 				groups = append(groups, chat.ScriptGroup{AfterCompaction: afterCompaction})
@@ -191,7 +193,7 @@ func (r *runner) runLive(ctx context.Context) error {
 		}
 		// The turn's scripted steps run to the next user step; between[k] holds the events after
 		// scripted step k+1, the last group those after the turn's last step.
-		between := [][]Step{nil}
+		between := [][]scenario.Step{nil}
 		j := i + 1
 		for ; j < len(steps) && steps[j].User == nil; j++ {
 			if steps[j].Assistant != nil {
@@ -210,7 +212,7 @@ func (r *runner) runLive(ctx context.Context) error {
 
 // liveTurn runs one live turn: a request, the model's calls run and their results inserted, again
 // until the model answers without calls or a bound ends the turn.
-func (r *runner) liveTurn(ctx context.Context, between [][]Step) error {
+func (r *runner) liveTurn(ctx context.Context, between [][]scenario.Step) error {
 	lv := r.live
 	turn, cancel := context.WithTimeout(ctx, lv.d.TurnTimeout)
 	defer cancel()
@@ -356,7 +358,7 @@ func CanonicalJSON(raw json.RawMessage) string {
 // session what the model wrote. ok is false when the model wrote none: the compaction failed
 // (spec 3.2.0 §7: a reply with no summary fails the compaction), the history stays as it is, and
 // a warning says so.
-func (r *runner) compactSummary(c *CompactStep) (summary string, ok bool) {
+func (r *runner) compactSummary(c *scenario.CompactStep) (summary string, ok bool) {
 	if r.live == nil {
 		return c.Summary, true
 	}

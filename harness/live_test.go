@@ -27,7 +27,9 @@ import (
 	"lab/harness"
 	"lab/hygiene"
 	"lab/metrics"
+	"lab/scenario"
 	"lab/scenarios"
+	"lab/tools"
 )
 
 // recorder is the sim backend with every request it was sent kept, and the scripted model's
@@ -67,7 +69,7 @@ func loop(t *testing.T) *hygiene.Config {
 }
 
 // session runs one session of sc with arm and driver d against be, in sandbox.
-func session(t *testing.T, sc *harness.Scenario, a harness.Arm, d harness.Driver, be harness.Backend, sandbox string) ([]metrics.Sample, error) {
+func session(t *testing.T, sc *scenario.Scenario, a harness.Arm, d harness.Driver, be harness.Backend, sandbox string) ([]metrics.Sample, error) {
 	t.Helper()
 	sink := &metrics.MemorySink{}
 	err := harness.RunSession(context.Background(), harness.SessionConfig{
@@ -78,9 +80,9 @@ func session(t *testing.T, sc *harness.Scenario, a harness.Arm, d harness.Driver
 	return sink.Samples(), err
 }
 
-func load(t *testing.T, path string) *harness.Scenario {
+func load(t *testing.T, path string) *scenario.Scenario {
 	t.Helper()
-	sc, err := harness.LoadScenario(path)
+	sc, err := scenario.LoadScenario(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +94,7 @@ func load(t *testing.T, path string) *harness.Scenario {
 // figures: the loop adds nothing, drops nothing and keeps every event in its place.
 func TestLiveScriptedModelSendsTheScriptedRequests(t *testing.T) {
 	type run struct {
-		sc  *harness.Scenario
+		sc  *scenario.Scenario
 		arm string
 	}
 	var runs []run
@@ -105,7 +107,7 @@ func TestLiveScriptedModelSendsTheScriptedRequests(t *testing.T) {
 		if testing.Short() && name != "midnight" && name != "long-compaction" {
 			continue
 		}
-		sc, err := harness.LoadScenarioFS(scenarios.FS, name+"/scenario.yaml", "scenarios/"+name+"/scenario.yaml")
+		sc, err := scenario.LoadScenarioFS(scenarios.FS, name+"/scenario.yaml", "scenarios/"+name+"/scenario.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -433,7 +435,7 @@ func TestLiveShellRunsForRealAndScriptedAnswersItsOutput(t *testing.T) {
 // each later turn with that turn's own first step (the group the cut turn never asked for, the
 // steps after the compaction, is skipped).
 func TestLiveTurnCutBeforeACompaction(t *testing.T) {
-	sc, err := harness.LoadScenarioFS(scenarios.FS, "long-compaction/scenario.yaml", "scenarios/long-compaction/scenario.yaml")
+	sc, err := scenario.LoadScenarioFS(scenarios.FS, "long-compaction/scenario.yaml", "scenarios/long-compaction/scenario.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -498,9 +500,9 @@ func TestLiveTurnCutBeforeACompaction(t *testing.T) {
 // the scripted model must answer the k-th step of each turn with that turn's k-th scripted step,
 // each compaction with its summary, and no compaction may fail for want of a summary.
 func TestLiveCutTurnsKeepTheirReplies(t *testing.T) {
-	var all []*harness.Scenario
+	var all []*scenario.Scenario
 	for _, name := range scenarios.Names() {
-		sc, err := harness.LoadScenarioFS(scenarios.FS, name+"/scenario.yaml", "scenarios/"+name+"/scenario.yaml")
+		sc, err := scenario.LoadScenarioFS(scenarios.FS, name+"/scenario.yaml", "scenarios/"+name+"/scenario.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -535,7 +537,7 @@ func TestLiveCutTurnsKeepTheirReplies(t *testing.T) {
 						case st.Assistant != nil:
 							rep := chat.Reply{Reasoning: st.Assistant.Reasoning, Content: st.Assistant.Text}
 							for _, c := range st.Assistant.Calls {
-								rep.ToolCalls = append(rep.ToolCalls, chat.ToolCall{Name: c.Tool, Arguments: json.RawMessage(strings.ReplaceAll(string(c.Args), harness.RootPlaceholder, root))})
+								rep.ToolCalls = append(rep.ToolCalls, chat.ToolCall{Name: c.Tool, Arguments: json.RawMessage(strings.ReplaceAll(string(c.Args), tools.RootPlaceholder, root))})
 							}
 							turns[len(turns)-1] = append(turns[len(turns)-1], rep)
 						}

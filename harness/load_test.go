@@ -14,6 +14,7 @@ import (
 	"lab/hygiene"
 	"lab/localserver"
 	"lab/metrics"
+	"lab/scenario"
 	"lab/scenarios"
 	"lab/tokenizer"
 )
@@ -44,7 +45,7 @@ func simRun(tb testing.TB, n int) harness.RunConfig {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	sc, err := harness.LoadScenarioFS(scenarios.FS, "midnight/scenario.yaml", "scenarios/midnight/scenario.yaml")
+	sc, err := scenario.LoadScenarioFS(scenarios.FS, "midnight/scenario.yaml", "scenarios/midnight/scenario.yaml")
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func simRun(tb testing.TB, n int) harness.RunConfig {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cfg := harness.RunConfig{Scenarios: []*harness.Scenario{sc}, Arms: arms, ResultsDir: tb.TempDir(), RunID: "load",
+	cfg := harness.RunConfig{Scenarios: []*scenario.Scenario{sc}, Arms: arms, ResultsDir: tb.TempDir(), RunID: "load",
 		Loop: loop, Backend: be, BackendName: "sim", Tokenizer: be.Tokenizer(), SandboxDir: tb.TempDir()}
 	per := cfg.Requests()
 	cfg.Repeat = (n + per - 1) / per

@@ -10,6 +10,7 @@ import (
 	"lab/harness"
 	"lab/hygiene"
 	"lab/metrics"
+	"lab/scenario"
 )
 
 // noCachedBackend is renderBackend behind a server that does not say how many tokens it reused
@@ -27,7 +28,7 @@ func (b *noCachedBackend) Send(ctx context.Context, req *chat.Request, reply *ch
 // Without a measured cached count the re-read is unknown, and so is its split: never the prompt
 // less the expected cached tokens (the old rows' estimate), which the lab still computes.
 func TestRereadUnknownWithoutCachedTokens(t *testing.T) {
-	sc, err := harness.LoadScenario("testdata/tiny.yaml")
+	sc, err := scenario.LoadScenario("testdata/tiny.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func (failingBackend) Send(context.Context, *chat.Request, *chat.Reply) (*chat.R
 // A failed request's row has its error and no figure: every count null, expected_unknown true
 // (equal to expected_cached_tokens being null, as on every row).
 func TestFailedRequestRowIsNull(t *testing.T) {
-	sc, err := harness.LoadScenario("testdata/tiny.yaml")
+	sc, err := scenario.LoadScenario("testdata/tiny.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"lab/chat"
-	"lab/harness"
+	"lab/scenario"
 	"lab/scenarios"
 )
 
@@ -63,7 +63,7 @@ func TestPracticeArmsSendNoDanglingStubs(t *testing.T) {
 	for _, a := range []string{"last-5-observations", "prune-old-output", "spec"} {
 		total, all, reqs := 0, 0, 0
 		for _, name := range scenarios.Names() {
-			sc, err := harness.LoadScenarioFS(scenarios.FS, name+"/scenario.yaml", "scenarios/"+name+"/scenario.yaml")
+			sc, err := scenario.LoadScenarioFS(scenarios.FS, name+"/scenario.yaml", "scenarios/"+name+"/scenario.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"lab/harness"
 	"lab/hygiene"
 	"lab/metrics"
+	"lab/scenario"
 )
 
 // The run's reply limit reaches every request the backend gets, and a reply past it (the
@@ -24,7 +25,7 @@ func TestReplyLimitReachesTheBackendAndIsNotRetried(t *testing.T) {
 		}
 		return nil
 	})
-	sc, err := harness.LoadScenario("testdata/tiny.yaml")
+	sc, err := scenario.LoadScenario("testdata/tiny.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func TestReplyLimitReachesTheBackendAndIsNotRetried(t *testing.T) {
 	}
 	sl := &sleeps{}
 	dir, _, runErr := harness.Run(context.Background(), harness.RunConfig{
-		Scenarios: []*harness.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec")}, ResultsDir: t.TempDir(), RunID: "r",
+		Scenarios: []*scenario.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec")}, ResultsDir: t.TempDir(), RunID: "r",
 		Loop: loop, Backend: be, Tokenizer: byteTokenizer{}, SandboxDir: t.TempDir(),
 		Retry: harness.RetryPolicy{Sleep: sl.sleep}, MaxReplyBytes: 1024,
 	})

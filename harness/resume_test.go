@@ -16,6 +16,7 @@ import (
 	"lab/harness"
 	"lab/hygiene"
 	"lab/metrics"
+	"lab/scenario"
 )
 
 // rowKeys lists each row as scenario/arm/repetition/request_index, sorted.
@@ -135,7 +136,7 @@ func TestInterruptAndResume(t *testing.T) {
 func TestResumeRerunsFailedSessionsAndChecksTheRun(t *testing.T) {
 	t.Parallel()
 	results := t.TempDir()
-	sc, err := harness.LoadScenario("testdata/tiny.yaml")
+	sc, err := scenario.LoadScenario("testdata/tiny.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestResumeRerunsFailedSessionsAndChecksTheRun(t *testing.T) {
 		for _, a := range arms {
 			as = append(as, arm(t, a))
 		}
-		return harness.RunConfig{Scenarios: []*harness.Scenario{sc}, Arms: as, ResultsDir: results, RunID: "r",
+		return harness.RunConfig{Scenarios: []*scenario.Scenario{sc}, Arms: as, ResultsDir: results, RunID: "r",
 			Loop: loop, Backend: be, Tokenizer: byteTokenizer{}, SandboxDir: t.TempDir(), Retry: harness.RetryPolicy{Attempts: 1}}
 	}
 	down := newFault(func(call int, _ *chat.Request) error {

@@ -18,6 +18,7 @@ import (
 	"lab/harness"
 	"lab/hygiene"
 	"lab/metrics"
+	"lab/scenario"
 )
 
 func TestRetryable(t *testing.T) {
@@ -117,7 +118,7 @@ func newFault(fail func(int, *chat.Request) error) *faultBackend {
 // runOne runs the tiny scenario once with the spec arm and the policy p through harness.Run.
 func runOne(t *testing.T, be harness.Backend, p harness.RetryPolicy, arms ...string) (string, *metrics.Manifest, []metrics.Sample, error) {
 	t.Helper()
-	sc, err := harness.LoadScenario("testdata/tiny.yaml")
+	sc, err := scenario.LoadScenario("testdata/tiny.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func runOne(t *testing.T, be harness.Backend, p harness.RetryPolicy, arms ...str
 		as = append(as, arm(t, a))
 	}
 	dir, man, runErr := harness.Run(context.Background(), harness.RunConfig{
-		Scenarios: []*harness.Scenario{sc}, Arms: as, ResultsDir: t.TempDir(), RunID: "r",
+		Scenarios: []*scenario.Scenario{sc}, Arms: as, ResultsDir: t.TempDir(), RunID: "r",
 		Loop: loop, Backend: be, Tokenizer: byteTokenizer{}, SandboxDir: t.TempDir(), Retry: p,
 	})
 	if dir == "" {

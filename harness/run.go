@@ -14,12 +14,14 @@ import (
 	"lab/chat"
 	"lab/hygiene"
 	"lab/metrics"
+	"lab/scenario"
+	"lab/tools"
 )
 
 // RunConfig is a matrix of scenarios × arms × repetitions against one backend.
 type RunConfig struct {
 	// Scenarios and Arms are the matrix, run scenario by scenario, each with every arm in order.
-	Scenarios []*Scenario
+	Scenarios []*scenario.Scenario
 	Arms      []Arm
 	// Repeat is the number of repetitions of each scenario × arm; 0 means 1.
 	Repeat int
@@ -341,10 +343,10 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 		}
 		// The sandbox's path appears in answers that name absolute paths (errors, search
 		// results): the same path for every arm of the run, from run to run, and whatever other
-		// lab processes run (claimSandbox).
+		// lab processes run (tools.ClaimSandbox).
 		sandbox, release := cfg.SandboxDir, func() {}
 		if sandbox == "" {
-			sb, rel, err := claimSandbox(ctx, scen.Name, func(sb, lock string) {
+			sb, rel, err := tools.ClaimSandbox(ctx, scen.Name, func(sb, lock string) {
 				if cfg.Warn != nil {
 					cfg.Warn(fmt.Errorf("%s/%s: waiting for the sandbox %s, which another lab process holds (lock %s)", scen.Name, arm.Name, sb, lock))
 				}

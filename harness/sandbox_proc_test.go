@@ -19,6 +19,7 @@ import (
 	"lab/chat"
 	"lab/harness"
 	"lab/hygiene"
+	"lab/scenario"
 	"lab/scenarios"
 )
 
@@ -45,14 +46,14 @@ func TestSandboxHelperProcess(t *testing.T) {
 	if name == "" {
 		t.Skip("only the helper of TestSandboxPathIgnoresOtherProcesses")
 	}
-	sc, err := harness.LoadScenarioFS(scenarios.FS, name+"/scenario.yaml", "scenarios/"+name+"/scenario.yaml")
+	sc, err := scenario.LoadScenarioFS(scenarios.FS, name+"/scenario.yaml", "scenarios/"+name+"/scenario.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	loop, _ := hygiene.ParseConfig(lab.LoopJSON)
 	conv, _ := ollama.New("http://127.0.0.1:1", "m")
 	if _, _, err := harness.Run(context.Background(), harness.RunConfig{
-		Scenarios: []*harness.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec")}, ResultsDir: t.TempDir(), RunID: "helper",
+		Scenarios: []*scenario.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec")}, ResultsDir: t.TempDir(), RunID: "helper",
 		Loop: loop, Backend: &holdBackend{renderBackend: renderBackend{conv: conv}}, Tokenizer: byteTokenizer{},
 	}); err != nil {
 		t.Fatal(err)
@@ -100,7 +101,7 @@ func startHelper(t *testing.T, name string) (io.WriteCloser, *exec.Cmd) {
 // scenario waits for the other to end instead of taking another folder.
 func TestSandboxPathIgnoresOtherProcesses(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir()) // os.TempDir: the sandboxes of this test alone
-	sc, err := harness.LoadScenarioFS(scenarios.FS, "midnight/scenario.yaml", "scenarios/midnight/scenario.yaml")
+	sc, err := scenario.LoadScenarioFS(scenarios.FS, "midnight/scenario.yaml", "scenarios/midnight/scenario.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestSandboxPathIgnoresOtherProcesses(t *testing.T) {
 	run := func(id string, sent chan<- bool) []string {
 		be := &signalBackend{renderBackend: renderBackend{conv: conv}, sent: sent}
 		if _, _, err := harness.Run(context.Background(), harness.RunConfig{
-			Scenarios: []*harness.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec")}, ResultsDir: t.TempDir(), RunID: id,
+			Scenarios: []*scenario.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec")}, ResultsDir: t.TempDir(), RunID: id,
 			Loop: loop, Backend: be, Tokenizer: byteTokenizer{},
 		}); err != nil {
 			t.Fatal(err)

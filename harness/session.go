@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +20,8 @@ import (
 	"lab/metrics"
 	"lab/prompts"
 	"lab/row"
+	"lab/scenario"
+	"lab/tools"
 )
 
 // Backend sends one request to a model server. In scripted mode it also leaves the server's KV
@@ -43,7 +46,7 @@ type Tokenizer interface {
 // SessionConfig is everything one scripted session needs.
 type SessionConfig struct {
 	// Scenario is the session to replay, Arm the measures it applies.
-	Scenario *Scenario
+	Scenario *scenario.Scenario
 	Arm      Arm
 	// Repetition (1-based) and RunID are recorded in every sample.
 	Repetition int
@@ -106,7 +109,7 @@ func RunSession(ctx context.Context, cfg SessionConfig) error {
 	if err != nil {
 		return err
 	}
-	ws, err := NewWorkspace(sc.Files, cfg.SandboxDir, sc.Project)
+	ws, err := tools.NewWorkspace(sc.Files, cfg.SandboxDir, sc.Project)
 	if err != nil {
 		return err
 	}
@@ -145,7 +148,7 @@ func RunSession(ctx context.Context, cfg SessionConfig) error {
 }
 
 // event runs one step of the scenario. The live driver runs every step but the assistant ones.
-func (r *runner) event(ctx context.Context, st Step) error {
+func (r *runner) event(ctx context.Context, st scenario.Step) error {
 	switch {
 	case st.Clock != nil:
 		r.clock = st.At
@@ -163,7 +166,7 @@ func (r *runner) event(ctx context.Context, st Step) error {
 	case st.MCP != nil:
 		r.connect(st.MCP)
 	case st.Outside != nil:
-		return r.ws.Outside(*st.Outside)
+		return r.ws.Outside(st.Outside.Path, st.Outside.Content, st.Outside.Delete)
 	}
 	return nil
 }
@@ -171,7 +174,7 @@ func (r *runner) event(ctx context.Context, st Step) error {
 type runner struct {
 	cfg SessionConfig
 	hs  *hygiene.Session
-	ws  *Workspace
+	ws  *tools.Workspace
 	// warnedUnsandboxed is set once a warning said the live shell runs without its sandbox.
 	warnedUnsandboxed bool
 	clock             time.Time
@@ -299,7 +302,7 @@ func (r *runner) setMode(mode string) error {
 
 // connect adds a late MCP server: its tools join the list (§10.4's one exception: one re-read,
 // once) and its instructions come as a note.
-func (r *runner) connect(s *MCPServer) {
+func (r *runner) connect(s *scenario.MCPServer) {
 	for _, t := range s.Tools {
 		r.mcpResults[t.Name] = t.Result
 	}
@@ -320,7 +323,7 @@ func (r *runner) bash(raw json.RawMessage) string {
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return r.hs.Result("Error: arguments: " + err.Error())
 	}
-	var entries []Command
+	var entries []scenario.Command
 	for _, c := range r.cfg.Scenario.Commands {
 		if c.Command == a.Command {
 			entries = append(entries, c)
@@ -339,21 +342,15 @@ func (r *runner) bash(raw json.RawMessage) string {
 	return r.hs.Result(out)
 }
 
-// readOnlyModes are the permission modes in which a tool that changes files may not run.
-var readOnlyModes = map[string]bool{"plan": true}
-
-// changesFiles lists the tools a read-only mode forbids.
-var changesFiles = map[string]bool{"edit": true, "write": true, "multiedit": true, "apply_patch": true}
-
 // toolList is the request's tool list: the session's fixed list (§10.4) plus the tools of MCP
 // servers that connected; with §10.4 off, without the tools the current mode forbids.
 func (r *runner) toolList() []chat.Tool {
-	var tools []chat.Tool
-	for _, t := range ToolList(r.cfg.Arm.Measures, r.cfg.Scenario.HasShell()) {
-		if !r.cfg.Arm.Measures.FixedToolList && readOnlyModes[r.mode] && changesFiles[t.Name] {
+	var list []chat.Tool
+	for _, t := range tools.ToolList(r.cfg.Arm.Measures, r.cfg.Scenario.HasShell()) {
+		if !r.cfg.Arm.Measures.FixedToolList && !tools.Allowed(r.mode, t.Name) {
 			continue
 		}
-		tools = append(tools, t)
+		list = append(list, t)
 	}
 	for _, s := range r.cfg.Scenario.Steps {
 		if s.MCP == nil {
@@ -361,11 +358,11 @@ func (r *runner) toolList() []chat.Tool {
 		}
 		for _, t := range s.MCP.Tools {
 			if _, ok := r.mcpResults[t.Name]; ok {
-				tools = append(tools, chat.Tool{Name: t.Name, Description: t.Description, Parameters: []byte(`{"type":"object","properties":{}}`)})
+				list = append(list, chat.Tool{Name: t.Name, Description: t.Description, Parameters: []byte(`{"type":"object","properties":{}}`)})
 			}
 		}
 	}
-	return tools
+	return list
 }
 
 // runTool runs one call and records the id of the result the hygiene session gave it (§1).
@@ -391,7 +388,7 @@ func (r *runner) callTool(ctx context.Context, tc chat.ToolCall) string {
 		}
 		return r.bash(tc.Arguments)
 	}
-	if readOnlyModes[r.mode] && changesFiles[tc.Name] {
+	if !tools.Allowed(r.mode, tc.Name) {
 		reason := "the permission mode is " + r.mode
 		return r.hs.Result(strings.NewReplacer("{{tool}}", tc.Name, "{{reason}}", reason).Replace(r.cfg.Loop.Unavailable))
 	}
@@ -510,14 +507,14 @@ func (r *runner) practiceRemove(history []chat.Message) []chat.Message {
 	return out
 }
 
-func (r *runner) assistant(ctx context.Context, a *AssistantStep) error {
+func (r *runner) assistant(ctx context.Context, a *scenario.AssistantStep) error {
 	r.step++
 	req := r.request()
 	msg := chat.Message{Role: chat.RoleAssistant, Reasoning: a.Reasoning, Content: a.Text}
 	for _, c := range a.Calls {
 		r.callSeq++
 		// The model wrote the absolute path: {{root}} is the sandbox's project root (§11).
-		args := bytes.ReplaceAll(c.Args, []byte(RootPlaceholder), []byte(strings.Trim(strconv.Quote(r.ws.Root), `"`)))
+		args := bytes.ReplaceAll(c.Args, []byte(tools.RootPlaceholder), []byte(strings.Trim(strconv.Quote(r.ws.Root), `"`)))
 		msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: "call_" + strconv.Itoa(r.callSeq), Name: c.Tool, Arguments: args})
 	}
 	reply := &chat.Reply{Reasoning: a.Reasoning, Content: a.Text, ToolCalls: msg.ToolCalls}
@@ -664,7 +661,7 @@ const compactionSystem = "You write summaries of coding-agent sessions, for the 
 // of the session; the history then starts afresh from the summary, followed, with §7 on, by the
 // harness's table of the files read; the dedupe table is emptied and the system prompt built
 // again (§10.1).
-func (r *runner) compact(ctx context.Context, c *CompactStep) error {
+func (r *runner) compact(ctx context.Context, c *scenario.CompactStep) error {
 	tmpl, err := prompts.Text("tasks/compact.md")
 	if err != nil {
 		return err
@@ -745,4 +742,12 @@ func CacheBreakpoints(a Arm) []string {
 		return []string{"system", "last-message"}
 	}
 	return []string{"last-message"}
+}
+
+// joinDir joins a base folder and a relative one; "" and "." mean base itself.
+func joinDir(base, rel string) string {
+	if rel == "" || rel == "." {
+		return base
+	}
+	return filepath.Join(base, rel)
 }

@@ -14,6 +14,7 @@ import (
 	"lab/harness"
 	"lab/metrics"
 	"lab/prompts"
+	"lab/scenario"
 	"lab/scenarios"
 )
 
@@ -22,7 +23,7 @@ import (
 // from the files, and changed by a change to any one part.
 func TestScenarioDigestCoversItsParts(t *testing.T) {
 	t.Parallel()
-	sc, err := harness.LoadScenarioFS(scenarios.FS, "midnight/scenario.yaml", "scenarios/midnight/scenario.yaml")
+	sc, err := scenario.LoadScenarioFS(scenarios.FS, "midnight/scenario.yaml", "scenarios/midnight/scenario.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func TestScenarioDigestCoversItsParts(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, sc.Workspace), arch, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fromPath, err := harness.LoadScenario(filepath.Join(dir, "scenario.yaml"))
+	fromPath, err := scenario.LoadScenario(filepath.Join(dir, "scenario.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestScenarioDigestCoversItsParts(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, sc.Workspace), append(arch, "-- extra.txt --\nx\n"...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	otherWS, err := harness.LoadScenario(filepath.Join(dir, "scenario.yaml"))
+	otherWS, err := scenario.LoadScenario(filepath.Join(dir, "scenario.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestScenarioDigestCoversItsParts(t *testing.T) {
 	}
 	plan := "plan"
 	otherMode := *sc
-	otherMode.Steps = append([]harness.Step{{Mode: &plan}}, sc.Steps...)
+	otherMode.Steps = append([]scenario.Step{{Mode: &plan}}, sc.Steps...)
 	if otherMode.Digest(lab.LoopJSON) == base || !strings.Contains(strings.Join(otherMode.Prompts(), " "), "modes/plan.md") {
 		t.Errorf("a scenario switching to plan mode: prompts %v, the digest did not change or lacks modes/plan.md", otherMode.Prompts())
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"lab/metrics"
+	"lab/scenario"
 )
 
 // MatrixSession is one session of a run's matrix: a scenario × arm × repetition, with its number
@@ -43,7 +44,7 @@ func (c *RunConfig) Sessions() []MatrixSession {
 
 // sessionRequests is the number of requests one session of sc sends: one per assistant step and
 // one per compaction.
-func sessionRequests(sc *Scenario) int {
+func sessionRequests(sc *scenario.Scenario) int {
 	n := 0
 	for _, st := range sc.Steps {
 		if st.Assistant != nil || st.Compact != nil {

@@ -15,13 +15,14 @@ import (
 	"lab/harness"
 	"lab/hygiene"
 	"lab/metrics"
+	"lab/scenario"
 )
 
 // tinyRunConfig is a run of the tiny scenario (7 requests a session) with 2 arms × repeat
 // repetitions (spec, date-in-system-prompt), shard s, into results with run id "r".
 func tinyRunConfig(t *testing.T, results string, repeat int, s metrics.Shard, be harness.Backend) harness.RunConfig {
 	t.Helper()
-	sc, err := harness.LoadScenario("testdata/tiny.yaml")
+	sc, err := scenario.LoadScenario("testdata/tiny.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +31,7 @@ func tinyRunConfig(t *testing.T, results string, repeat int, s metrics.Shard, be
 		t.Fatal(err)
 	}
 	return harness.RunConfig{
-		Scenarios: []*harness.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec"), arm(t, "date-in-system-prompt")}, Repeat: repeat,
+		Scenarios: []*scenario.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec"), arm(t, "date-in-system-prompt")}, Repeat: repeat,
 		ResultsDir: results, RunID: "r", Loop: loop, Backend: be, Tokenizer: byteTokenizer{}, SandboxDir: t.TempDir(), Shard: s,
 	}
 }
@@ -39,13 +40,13 @@ func tinyRunConfig(t *testing.T, results string, repeat int, s metrics.Shard, be
 // below, equal to and above the number of sessions; each shard's request count is its sessions'.
 func TestShardSessionsPartitionTheMatrix(t *testing.T) {
 	t.Parallel()
-	sc, err := harness.LoadScenario("testdata/tiny.yaml")
+	sc, err := scenario.LoadScenario("testdata/tiny.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	other := *sc
 	other.Name = "tiny-2"
-	cfg := harness.RunConfig{Scenarios: []*harness.Scenario{sc, &other}, Arms: []harness.Arm{arm(t, "spec"), arm(t, "plain"), arm(t, "no-stubs")}, Repeat: 2}
+	cfg := harness.RunConfig{Scenarios: []*scenario.Scenario{sc, &other}, Arms: []harness.Arm{arm(t, "spec"), arm(t, "plain"), arm(t, "no-stubs")}, Repeat: 2}
 	all := cfg.Sessions()
 	if len(all) != 12 || cfg.Requests() != 12*7 {
 		t.Fatalf("whole matrix: %d sessions, %d requests; want 12, 84", len(all), cfg.Requests())

@@ -94,7 +94,7 @@ type Manifest struct {
 	ModelDigest string `json:"model_digest,omitempty"`
 	// ScenarioDigests maps each scenario's name to the digest of its content,
 	// "sha256:<hex>" over the scenario file, its workspace archive, the prompts it uses and
-	// loop.json (harness.Scenario.Digest gives the canonical order). A scenario without an
+	// loop.json (scenario.Scenario.Digest gives the canonical order). A scenario without an
 	// entry (a run made before the field existed) has unknown content. A scenario named the
 	// same with another digest is another scenario: reports never pool the two.
 	ScenarioDigests map[string]string `json:"scenario_digests,omitempty"`

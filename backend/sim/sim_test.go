@@ -18,6 +18,7 @@ import (
 	"lab/harness"
 	"lab/hygiene"
 	"lab/metrics"
+	"lab/scenario"
 )
 
 // byteTokenizer makes every byte a token, so figures are byte counts of the rendered text.
@@ -159,7 +160,7 @@ func TestHarnessExpectationMatchesLlamaCpp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := harness.LoadScenario("../../harness/testdata/tiny.yaml")
+	sc, err := scenario.LoadScenario("../../harness/testdata/tiny.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

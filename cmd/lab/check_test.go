@@ -11,9 +11,9 @@ import (
 	"lab/chat"
 	"lab/check"
 	"lab/gguf"
-	"lab/harness"
 	"lab/localserver"
 	"lab/metrics"
+	"lab/tools"
 )
 
 // needSimTokenizer skips a test that runs the sim backend with -short, or when the Qwen3
@@ -207,7 +207,7 @@ func TestCheckBadInputExits2(t *testing.T) {
 func TestRunDefaults(t *testing.T) {
 	o := runDefaults(&streams{out: os.Stdout, err: os.Stderr, getenv: os.Getenv})
 	if o.NumCtx != gguf.DefaultContextLength || o.CacheModel != cachesim.ModelLlamaCpp || o.ModelName != localserver.DefaultModelName || o.Repeat != 1 || o.Model != gguf.DefaultModelOptions() ||
-		o.Live.ToolTimeout != harness.DefaultToolTimeout || o.MaxReplyBytes != chat.DefaultMaxReplyBytes || o.Reliability.RequestTimeout <= 0 {
+		o.Live.ToolTimeout != tools.DefaultToolTimeout || o.MaxReplyBytes != chat.DefaultMaxReplyBytes || o.Reliability.RequestTimeout <= 0 {
 		t.Errorf("runDefaults = %+v", o)
 	}
 }

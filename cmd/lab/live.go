@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"lab/harness"
+	"lab/tools"
 )
 
 // liveOptions are `lab run`'s flags for the driver: who decides the assistant's steps,
@@ -38,7 +39,7 @@ func addLiveFlags(c *cobra.Command, o *liveOptions) {
 	f.IntVar(&o.MaxTokens, "max-tokens", harness.DefaultMaxTokens, "with --driver live: the most tokens one request may generate, reasoning included (Ollama num_predict, llama-server and Chat Completions max_tokens or max_completion_tokens, Responses max_output_tokens, Anthropic max_tokens: above the thinking budget with --thinking enabled)")
 	f.DurationVar(&o.TurnTimeout, "turn-timeout", harness.DefaultTurnTimeout, "with --driver live: the most wall time of one turn")
 	f.Int64Var(&o.Seed, "sampling-seed", 42, "with --driver live: the sampling seed of repetition 1 (Ollama option seed, llama-server and Chat Completions seed; the Responses and Anthropic APIs take none); repetition r uses it + r − 1 (--seed is the synthetic model's weights)")
-	f.DurationVar(&o.ToolTimeout, "tool-timeout", harness.DefaultToolTimeout, "the most wall time of one tool call (read, list, glob, grep, edit, multiedit, write, apply_patch, recall; a live shell command whose scenario gives no shell timeout), within --turn-timeout; a call past it answers the model that it was stopped, a warning says so, and the run goes on")
+	f.DurationVar(&o.ToolTimeout, "tool-timeout", tools.DefaultToolTimeout, "the most wall time of one tool call (read, list, glob, grep, edit, multiedit, write, apply_patch, recall; a live shell command whose scenario gives no shell timeout), within --turn-timeout; a call past it answers the model that it was stopped, a warning says so, and the run goes on")
 	f.BoolVar(&o.UnsandboxedShell, "unsandboxed-shell", false, "with --driver live: where the machine refuses the shell's sandbox (user, mount, network and PID namespaces), run a scenario's real shell commands anyway with what it allows: a real shell that is not a sandbox, which may write anywhere your user can and, with no namespace at all, reach the network (without it such a machine runs no command)")
 	f.Float64Var(&o.Temperature, "temperature", 0.7, "with --driver live: the sampling temperature (Anthropic: 0 to 1, and not sent when a request thinks; OpenAI reasoning models take only 1)")
 }

@@ -14,6 +14,7 @@ import (
 
 	"lab/harness"
 	"lab/localserver"
+	"lab/scenario"
 )
 
 // Exit codes: 0 ok; 1 could not run; 2 bad input (flags, scenario files); 3 ran, and found an
@@ -62,7 +63,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // exitCode maps an error to the documented exit code.
 func exitCode(err error) int {
 	var ue *usageError
-	var se *harness.SyntaxError
+	var se *scenario.SyntaxError
 	var fe *failedError
 	switch {
 	case err == nil:

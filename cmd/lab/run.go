@@ -28,6 +28,7 @@ import (
 	"lab/hygiene"
 	"lab/localserver"
 	"lab/metrics"
+	"lab/scenario"
 	"lab/scenarios"
 	"lab/tokenizer"
 )
@@ -168,27 +169,27 @@ shell that is not a sandbox, which may write anywhere your user can.`,
 }
 
 // loadScenarios resolves --scenario: an embedded scenario's name, all, or a file path.
-func loadScenarios(spec string) ([]*harness.Scenario, error) {
+func loadScenarios(spec string) ([]*scenario.Scenario, error) {
 	var names []string
 	switch {
 	case spec == "all":
 		names = scenarios.Names()
 	case strings.HasSuffix(spec, ".yaml") || strings.HasSuffix(spec, ".yml") || strings.HasSuffix(spec, ".json") || strings.ContainsRune(spec, os.PathSeparator):
-		sc, err := harness.LoadScenario(spec)
+		sc, err := scenario.LoadScenario(spec)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, &usageError{err}
 		}
 		if err != nil {
 			return nil, err
 		}
-		return []*harness.Scenario{sc}, nil
+		return []*scenario.Scenario{sc}, nil
 	default:
 		names = strings.Split(spec, ",")
 	}
-	var out []*harness.Scenario
+	var out []*scenario.Scenario
 	for _, n := range names {
 		name := filepath.ToSlash(filepath.Join(n, "scenario.yaml"))
-		sc, err := harness.LoadScenarioFS(scenarios.FS, name, "scenarios/"+name)
+		sc, err := scenario.LoadScenarioFS(scenarios.FS, name, "scenarios/"+name)
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, badInput("unknown scenario %q (known: %s, all, or a path to a scenario.yaml)", n, strings.Join(scenarios.Names(), ", "))
 		}
@@ -362,7 +363,7 @@ const SettingMaxReplyBytes = "max_reply_bytes"
 
 // simRun is what runRun checked and hands to runSim.
 type simRun struct {
-	scenarios []*harness.Scenario
+	scenarios []*scenario.Scenario
 	arms      []harness.Arm
 	loop      *hygiene.Config
 	model     cachesim.Model

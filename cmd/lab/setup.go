@@ -41,7 +41,7 @@ func parseTags(values []string) (map[string]string, error) {
 }
 
 // withSetup records in cfg what a report and lab compare need to tell setups apart: loop.json's
-// bytes (each scenario's content digest, harness.Scenario.Digest), the model file's digest when
+// bytes (each scenario's content digest, scenario.Scenario.Digest), the model file's digest when
 // the lab knows the file (gguf, "" when it does not) and the tags. It returns an error naming the
 // model file when it cannot be read.
 func withSetup(cfg *harness.RunConfig, loopJSON []byte, gguf string, tags map[string]string) error {

@@ -1,8 +1,8 @@
-package harness
+package tools
 
 import "context"
 
-// SetReadHook makes f run before each folder and each file chunk a tool reads, with the tool
+// SetReadHook is for tests: it makes f run before each folder and each file chunk a tool reads, with the tool
 // call's context (a slow disk), until the returned function puts the old hook back.
 func SetReadHook(f func(ctx context.Context)) (restore func()) {
 	old := readHook

@@ -1,4 +1,4 @@
-package harness_test
+package tools_test
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package harness
+package scenario
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 // FuzzParseScenario: any input either loads or fails with a *SyntaxError naming the file; never
 // a panic.
 func FuzzParseScenario(f *testing.F) {
-	for _, p := range []string{"testdata/tiny.yaml", "../scenarios/midnight/scenario.yaml"} {
+	for _, p := range []string{"../harness/testdata/tiny.yaml", "../scenarios/midnight/scenario.yaml"} {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)
 		}

@@ -1,4 +1,4 @@
-package harness
+package scenario
 
 import (
 	"bytes"
@@ -19,11 +19,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bmatcuk/doublestar/v4"
 	"go.yaml.in/yaml/v3"
 
 	"golang.org/x/tools/txtar"
+
 	"lab/prompts"
+	"lab/tools"
 )
 
 // Scenario is a scripted agent session: a workspace, a fake clock and the steps of the
@@ -145,19 +146,14 @@ type Step struct {
 // ShellConfig is a scenario's `shell:` mapping: a real shell for the live driver.
 type ShellConfig struct {
 	// Timeout bounds the wall time of each command, in Go duration syntax ("30s"); "" means
-	// [DefaultShellTimeout]. At most [MaxShellTimeout].
+	// [tools.DefaultShellTimeout]. At most [MaxShellTimeout].
 	Timeout string `yaml:"timeout"`
 	// Limit is Timeout parsed; set by [LoadScenario].
 	Limit time.Duration `yaml:"-"`
 }
 
-// The bounds of a scenario's shell commands.
-const (
-	// DefaultShellTimeout bounds a command when the scenario's shell gives no timeout.
-	DefaultShellTimeout = 30 * time.Second
-	// MaxShellTimeout is the longest timeout a scenario may give.
-	MaxShellTimeout = 10 * time.Minute
-)
+// MaxShellTimeout is the longest timeout a scenario's shell may give its commands.
+const MaxShellTimeout = 10 * time.Minute
 
 // HasShell reports whether the session's tool list has bash: the scenario scripts commands or
 // gives a real shell.
@@ -216,7 +212,8 @@ type AssistantStep struct {
 
 // Call is one scripted tool call.
 type Call struct {
-	// Tool is the tool's name: read, list, grep, edit, write, multiedit, apply_patch or recall.
+	// Tool is the tool's name: a built-in tool of [tools.Table] (read, list, glob, grep, edit,
+	// write, multiedit, apply_patch, bash, recall) or a tool of an MCP server connected before.
 	Tool string
 	// Args is the arguments as a JSON object, keys in the order the scenario wrote them.
 	Args json.RawMessage
@@ -246,25 +243,6 @@ func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("%s: %s", e.File, e.Msg)
 }
 
-// toolArgs lists, per tool, its arguments and which are required.
-var toolArgs = map[string]map[string]bool{
-	"read":        {"path": true, "offset": false, "limit": false},
-	"list":        {"path": false},
-	"glob":        {"pattern": true, "path": false},
-	"grep":        {"pattern": true, "path": false},
-	"edit":        {"path": true, "old_string": true, "new_string": true},
-	"write":       {"path": true, "content": true},
-	"multiedit":   {"path": true, "edits": true},
-	"apply_patch": {"patch": true},
-	"recall":      {"id": true, "offset": false, "limit": false},
-	"bash":        {"command": true, "cwd": false},
-}
-
-// RootPlaceholder in a call's arguments stands for the sandbox's absolute project root, so a
-// scenario can write the absolute paths models often write (spec 3.2.0 §11: "Absolute paths are
-// still accepted").
-const RootPlaceholder = "{{root}}"
-
 // LoadScenario reads and checks a scenario file strictly: an unknown field, a step that calls an
 // unknown tool or misses an argument, a path outside the workspace, a clock going backwards or a
 // step out of order is a *SyntaxError "file:line: message". A file that cannot be read is another
@@ -278,7 +256,11 @@ func LoadScenario(path string) (*Scenario, error) {
 func LoadScenarioFS(fsys fs.FS, name, shown string) (*Scenario, error) {
 	data, err := fs.ReadFile(fsys, name)
 	if err != nil {
-		return nil, fmt.Errorf("load scenario %s: %w", shown, unwrapPathError(err))
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("load scenario %s: %w", shown, err)
 	}
 	s, err := parseScenario(shown, data)
 	if err != nil {
@@ -295,7 +277,7 @@ func LoadScenarioFS(fsys fs.FS, name, shown string) (*Scenario, error) {
 		return nil, err
 	}
 	for _, f := range s.Files {
-		if _, err := inside(f.Name); err != nil || f.Name == "." {
+		if _, err := tools.Inside(f.Name); err != nil || f.Name == "." {
 			return nil, &SyntaxError{File: shown, Msg: fmt.Sprintf("workspace %q: file %q: %v", s.Workspace, f.Name, err)}
 		}
 	}
@@ -385,14 +367,14 @@ func parseScenario(file string, data []byte) (*Scenario, error) {
 		return nil, bad(0, "clock %q: want an RFC 3339 time with a zone, such as 2026-11-05T22:05:00+01:00", s.Clock)
 	}
 	s.Start = start
-	if _, err := inside(s.StartDir); err != nil {
+	if _, err := tools.Inside(s.StartDir); err != nil {
 		return nil, bad(0, "start_dir: %v", err)
 	}
 	if len(s.Steps) == 0 {
 		return nil, bad(0, "no steps")
 	}
 	if s.Shell != nil {
-		s.Shell.Limit = DefaultShellTimeout
+		s.Shell.Limit = tools.DefaultShellTimeout
 		if s.Shell.Timeout != "" {
 			d, err := time.ParseDuration(s.Shell.Timeout)
 			if err != nil || d <= 0 || d > MaxShellTimeout {
@@ -461,7 +443,7 @@ func parseScenario(file string, data []byte) (*Scenario, error) {
 					if !slices.ContainsFunc(s.Commands, func(cm Command) bool { return cm.Command == args.Command }) {
 						return nil, bad(c.Line, "bash: no entry for %q in the scenario's commands", args.Command)
 					}
-					if _, err := inside(args.Cwd); err != nil {
+					if _, err := tools.Inside(args.Cwd); err != nil {
 						return nil, bad(c.Line, "bash: cwd: %v", err)
 					}
 				}
@@ -473,13 +455,13 @@ func parseScenario(file string, data []byte) (*Scenario, error) {
 			}
 		case st.MCP != nil:
 			for _, t := range st.MCP.Tools {
-				if _, builtin := toolArgs[t.Name]; builtin || t.Name == "" {
+				if tools.Lookup(t.Name) != nil || t.Name == "" {
 					return nil, bad(st.Line, "mcp: tool %q: empty or the name of a built-in tool", t.Name)
 				}
 				mcpTools[t.Name] = true
 			}
 		case st.Outside != nil:
-			if _, err := inside(st.Outside.Path); err != nil && strings.IndexByte(st.Outside.Path, 0) >= 0 {
+			if _, err := tools.Inside(st.Outside.Path); err != nil && strings.IndexByte(st.Outside.Path, 0) >= 0 {
 				return nil, bad(st.Line, "outside: %v", err)
 			} else if err != nil || st.Outside.Path == "" {
 				return nil, bad(st.Line, "outside: path %q: want a path inside the workspace", st.Outside.Path)
@@ -518,109 +500,62 @@ func advance(now time.Time, v string) (time.Time, error) {
 	return t, nil
 }
 
+// checkCall checks a scripted call against its tool's argument rules in [tools.Table]: a known
+// tool, no unknown argument, every required one, each of the kind the table gives (a path
+// inside the workspace, a whole number, a string), then the tool's own check.
 func checkCall(c Call) error {
-	spec, ok := toolArgs[c.Tool]
-	if !ok {
-		return fmt.Errorf("unknown tool (the tools are read, list, glob, grep, edit, write, multiedit, apply_patch, recall, bash, and the tools of MCP servers connected before the call)")
+	t := tools.Lookup(c.Tool)
+	if t == nil {
+		return fmt.Errorf("unknown tool (the tools are %s, and the tools of MCP servers connected before the call)", strings.Join(tools.Names(), ", "))
 	}
 	var args map[string]any
 	if err := json.Unmarshal(c.Args, &args); err != nil {
 		return fmt.Errorf("arguments: %v", err)
 	}
 	for name := range args {
-		if _, ok := spec[name]; !ok {
+		if !slices.ContainsFunc(t.Args, func(a tools.Arg) bool { return a.Name == name }) {
 			return fmt.Errorf("unknown argument %q", name)
 		}
 	}
 	var missing []string
-	for name, required := range spec {
-		if _, ok := args[name]; required && !ok {
-			missing = append(missing, name)
+	for _, a := range t.Args {
+		if _, ok := args[a.Name]; a.Required && !ok {
+			missing = append(missing, a.Name)
 		}
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
 		return fmt.Errorf("missing argument %s", strings.Join(quoteAll(missing), ", "))
 	}
-	if p, ok := args["path"]; ok {
-		ps, isStr := p.(string)
-		if !isStr {
-			return fmt.Errorf("path: want a string")
-		}
-		if _, err := inside(ps); err != nil {
-			return err
-		}
-	}
-	for _, n := range []string{"offset", "limit"} {
-		if v, ok := args[n]; ok {
-			if f, isNum := v.(float64); !isNum || f < 0 || f != float64(int(f)) {
-				return fmt.Errorf("%s: want a whole number ≥ 0", n)
+	// Paths first, then numbers, then strings: one call's first problem is the one named.
+	for _, kind := range []tools.ArgKind{tools.PathArg, tools.CountArg, tools.StringArg} {
+		for _, a := range t.Args {
+			v, ok := args[a.Name]
+			if !ok || a.Kind != kind {
+				continue
 			}
-		}
-	}
-	for _, n := range []string{"pattern", "old_string", "new_string", "content", "patch", "id"} {
-		if v, ok := args[n]; ok {
-			if _, isStr := v.(string); !isStr {
-				return fmt.Errorf("%s: want a string", n)
-			}
-		}
-	}
-	if p, ok := args["pattern"]; ok && c.Tool == "glob" {
-		if !doublestar.ValidatePattern(p.(string)) {
-			return fmt.Errorf("pattern: %q is not a valid glob pattern", p)
-		}
-	} else if ok {
-		if _, err := regexp.Compile(p.(string)); err != nil {
-			return fmt.Errorf("pattern: %v", err)
-		}
-	}
-	if e, ok := args["edits"]; ok {
-		if err := checkEdits(e); err != nil {
-			return err
-		}
-	}
-	if p, ok := args["patch"]; ok {
-		ops, err := ParsePatch(p.(string))
-		if err != nil {
-			return err
-		}
-		for _, op := range ops {
-			for _, ps := range []string{op.Path, op.MoveTo} {
-				if _, err := inside(ps); ps != "" && err != nil {
-					return fmt.Errorf("patch line %d: %v", op.Line, err)
+			switch kind {
+			case tools.PathArg:
+				ps, isStr := v.(string)
+				if !isStr {
+					return fmt.Errorf("%s: want a string", a.Name)
+				}
+				if _, err := tools.Inside(ps); err != nil {
+					return err
+				}
+			case tools.CountArg:
+				if f, isNum := v.(float64); !isNum || f < 0 || f != float64(int(f)) {
+					return fmt.Errorf("%s: want a whole number ≥ 0", a.Name)
+				}
+			case tools.StringArg:
+				if _, isStr := v.(string); !isStr {
+					return fmt.Errorf("%s: want a string", a.Name)
 				}
 			}
 		}
 	}
-	return nil
-}
-
-// checkEdits checks multiedit's edits: a non-empty list of {old_string, new_string} strings with
-// a non-empty old_string.
-func checkEdits(v any) error {
-	list, ok := v.([]any)
-	if !ok || len(list) == 0 {
-		return fmt.Errorf("edits: want a non-empty list of {old_string, new_string}")
-	}
-	for i, e := range list {
-		m, ok := e.(map[string]any)
-		if !ok {
-			return fmt.Errorf("edits[%d]: want {old_string, new_string}", i)
-		}
-		for k := range m {
-			if k != "old_string" && k != "new_string" {
-				return fmt.Errorf("edits[%d]: unknown argument %q", i, k)
-			}
-		}
-		for _, k := range []string{"old_string", "new_string"} {
-			s, isStr := m[k].(string)
-			if !isStr {
-				return fmt.Errorf("edits[%d].%s: want a string", i, k)
-			}
-			if k == "old_string" && s == "" {
-				return fmt.Errorf("edits[%d].old_string: empty", i)
-			}
-		}
+	if t.Check != nil {
+		return t.Check(args)
 	}
 	return nil
 }
@@ -631,33 +566,6 @@ func quoteAll(ss []string) []string {
 		out[i] = strconv.Quote(s)
 	}
 	return out
-}
-
-// inside checks that a scenario path stays inside the workspace and returns it cleaned.
-func inside(p string) (string, error) {
-	if strings.IndexByte(p, 0) >= 0 {
-		return "", fmt.Errorf("path %q holds a NUL byte, which no file name can", p)
-	}
-	if p == "" {
-		return ".", nil
-	}
-	if rest, ok := strings.CutPrefix(p, RootPlaceholder); ok {
-		if rest == "" {
-			return ".", nil
-		}
-		if !strings.HasPrefix(rest, "/") {
-			return "", fmt.Errorf("path %q: %s must be followed by / or nothing", p, RootPlaceholder)
-		}
-		return inside(strings.TrimLeft(rest, "/"))
-	}
-	if filepath.IsAbs(p) || strings.HasPrefix(p, "~") {
-		return "", fmt.Errorf("path %q is outside the workspace: scenario paths are relative to the project root", p)
-	}
-	c := filepath.Clean(p)
-	if c == ".." || strings.HasPrefix(c, "../") {
-		return "", fmt.Errorf("path %q is outside the workspace", p)
-	}
-	return c, nil
 }
 
 // UnmarshalYAML decodes a step, checking its keys strictly and keeping its line.

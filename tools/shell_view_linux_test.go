@@ -1,4 +1,4 @@
-package harness_test
+package tools_test
 
 import (
 	"context"
@@ -10,16 +10,16 @@ import (
 	"testing"
 	"time"
 
-	"lab/harness"
+	"lab/tools"
 )
 
 // viewShell makes a run's layout as `lab run` makes it, results/<run>/ beside the sandbox's
 // project and the shell's home, and the Shell of that project.
-func viewShell(t *testing.T) (sh harness.Shell, results string) {
+func viewShell(t *testing.T) (sh tools.Shell, results string) {
 	t.Helper()
 	base := t.TempDir()
 	results = filepath.Join(base, "results", "run_id=t")
-	sh = harness.Shell{Project: filepath.Join(base, "sandbox", "demo"), Home: filepath.Join(base, "sandbox", ".home"), Limit: 20 * time.Second}
+	sh = tools.Shell{Project: filepath.Join(base, "sandbox", "demo"), Home: filepath.Join(base, "sandbox", ".home"), Limit: 20 * time.Second}
 	for _, d := range []string{results, sh.Project, sh.Home} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -31,17 +31,17 @@ func viewShell(t *testing.T) (sh harness.Shell, results string) {
 	return sh, results
 }
 
-func runView(t *testing.T, sh harness.Shell, command string) harness.ShellResult {
+func runView(t *testing.T, sh tools.Shell, command string) tools.ShellResult {
 	t.Helper()
 	res, err := sh.Run(context.Background(), sh.Project, command)
-	if errors.Is(err, harness.ErrNoIsolation) {
+	if errors.Is(err, tools.ErrNoIsolation) {
 		t.Skipf("this machine refuses the shell's namespaces: %v", err)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Isolation != harness.IsolationView {
-		t.Fatalf("isolation %q, want %q", res.Isolation, harness.IsolationView)
+	if res.Isolation != tools.IsolationView {
+		t.Fatalf("isolation %q, want %q", res.Isolation, tools.IsolationView)
 	}
 	return res
 }
@@ -135,12 +135,12 @@ func TestShellUnsandboxedRunsWhereTheViewIsRefused(t *testing.T) {
 	sh, _ := viewShell(t)
 	runView(t, sh, "true") // skips where the machine refuses the namespaces
 	sh.Home = filepath.Join(sh.Home, "missing")
-	if res, err := sh.Run(context.Background(), sh.Project, "echo ran"); !errors.Is(err, harness.ErrNoIsolation) || res.Output != "" {
+	if res, err := sh.Run(context.Background(), sh.Project, "echo ran"); !errors.Is(err, tools.ErrNoIsolation) || res.Output != "" {
 		t.Errorf("Run = %+v, %v; want it refused, nothing run", res, err)
 	}
 	sh.Unsandboxed = true
 	res, err := sh.Run(context.Background(), sh.Project, "echo ran")
-	if err != nil || res.Output != "ran\n" || res.Isolation != harness.IsolationNamespaces || len(res.Refused) != 1 || !strings.Contains(res.Refused[0], sh.Home) {
+	if err != nil || res.Output != "ran\n" || res.Isolation != tools.IsolationNamespaces || len(res.Refused) != 1 || !strings.Contains(res.Refused[0], sh.Home) {
 		t.Errorf("Run = %+v, %v; want it run with namespaces only, the refusal named", res, err)
 	}
 }

@@ -1,4 +1,4 @@
-package harness
+package tools
 
 // This file is the live shell's filesystem view: a mount namespace whose root holds only the
 // project copy and the shell's HOME (read-write), the system's programs and libraries

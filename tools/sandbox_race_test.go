@@ -1,6 +1,6 @@
 //go:build unix
 
-package harness_test
+package tools_test
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package harness_test
+package scenario_test
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"lab/harness"
+	"lab/scenario"
 )
 
 // The workspace of the path checks: a.go and src/b.go (so src is a folder).
@@ -80,14 +80,14 @@ func TestScenarioPathsMustExist(t *testing.T) {
 			p := filepath.Join(dir, "s.yaml")
 			os.WriteFile(p, []byte(tc.yaml), 0o644)
 			os.WriteFile(filepath.Join(dir, "w.txtar"), []byte(pathsArchive), 0o644)
-			_, err := harness.LoadScenario(p)
+			_, err := scenario.LoadScenario(p)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("LoadScenario = %v; want it to load", err)
 				}
 				return
 			}
-			var se *harness.SyntaxError
+			var se *scenario.SyntaxError
 			if !errors.As(err, &se) || !strings.HasPrefix(err.Error(), p+":"+tc.want) {
 				t.Fatalf("LoadScenario = %v; want a *SyntaxError %s:%s", err, p, tc.want)
 			}
@@ -109,8 +109,8 @@ func TestWorkspaceArchiveNamesEachFileOnce(t *testing.T) {
 		p := filepath.Join(dir, "s.yaml")
 		os.WriteFile(p, []byte(base+"  - assistant:\n      text: hi\n"), 0o644)
 		os.WriteFile(filepath.Join(dir, "w.txtar"), []byte(tc.archive), 0o644)
-		_, err := harness.LoadScenario(p)
-		var se *harness.SyntaxError
+		_, err := scenario.LoadScenario(p)
+		var se *scenario.SyntaxError
 		if want := filepath.Join(dir, tc.want); !errors.As(err, &se) || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("archive %q: LoadScenario = %v; want %s", tc.archive, err, want)
 		}
@@ -131,8 +131,8 @@ func TestPathWithNULIsRefusedAtLoad(t *testing.T) {
 			p := filepath.Join(dir, "s.yaml")
 			os.WriteFile(p, []byte(tc.yaml), 0o644)
 			os.WriteFile(filepath.Join(dir, "w.txtar"), []byte(pathsArchive), 0o644)
-			_, err := harness.LoadScenario(p)
-			var se *harness.SyntaxError
+			_, err := scenario.LoadScenario(p)
+			var se *scenario.SyntaxError
 			if !errors.As(err, &se) || se.Line == 0 || !strings.Contains(err.Error(), "NUL byte") {
 				t.Fatalf("LoadScenario = %v; want a *SyntaxError at a line naming the NUL byte", err)
 			}

@@ -1,4 +1,4 @@
-package harness
+package tools
 
 import (
 	"context"
@@ -24,17 +24,17 @@ func TestClaimSandboxRefusesOtherKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, key := range []string{"", ".", "..", "a/../..", "/abs", ".locks"} {
-		if _, release, err := claimSandbox(context.Background(), key, nil); err == nil {
+		if _, release, err := ClaimSandbox(context.Background(), key, nil); err == nil {
 			release()
-			t.Errorf("claimSandbox(%q) = nil error; want one naming the scenario name", key)
+			t.Errorf("ClaimSandbox(%q) = nil error; want one naming the scenario name", key)
 		}
 		for _, p := range []string{other, lock} {
 			if _, err := os.Stat(p); err != nil {
-				t.Fatalf("after claimSandbox(%q), another scenario's sandbox or lock is gone: %v", key, err)
+				t.Fatalf("after ClaimSandbox(%q), another scenario's sandbox or lock is gone: %v", key, err)
 			}
 		}
 	}
-	dir, release, err := claimSandbox(context.Background(), "midnight", nil)
+	dir, release, err := ClaimSandbox(context.Background(), "midnight", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

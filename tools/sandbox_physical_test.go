@@ -1,6 +1,6 @@
 //go:build unix
 
-package harness_test
+package tools_test
 
 import (
 	"os"
@@ -11,8 +11,8 @@ import (
 	"golang.org/x/tools/txtar"
 
 	lab "lab"
-	"lab/harness"
 	"lab/hygiene"
+	"lab/tools"
 )
 
 // A relative link's ".." climbs from the folder the link really is in, as the kernel reads it,
@@ -35,7 +35,7 @@ func TestRelativeLinksClimbFromTheRealFolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws, err := harness.NewWorkspace([]txtar.File{{Name: "pkg/a.go", Data: []byte("package needle\n")}}, filepath.Join(tmp, "L"), "p")
+	ws, err := tools.NewWorkspace([]txtar.File{{Name: "pkg/a.go", Data: []byte("package needle\n")}}, filepath.Join(tmp, "L"), "p")
 	if err != nil {
 		t.Fatal(err)
 	}

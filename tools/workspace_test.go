@@ -1,4 +1,4 @@
-package harness_test
+package tools_test
 
 import (
 	"encoding/json"
@@ -10,12 +10,12 @@ import (
 	"golang.org/x/tools/txtar"
 
 	lab "lab"
-	"lab/harness"
 	"lab/hygiene"
+	"lab/tools"
 )
 
 // newWS makes a sandbox "p" with files (name, content pairs) and a session with measures m.
-func newWS(t *testing.T, m hygiene.Measures, files ...string) (*harness.Workspace, *hygiene.Session) {
+func newWS(t *testing.T, m hygiene.Measures, files ...string) (*tools.Workspace, *hygiene.Session) {
 	t.Helper()
 	loop, err := hygiene.ParseConfig(lab.LoopJSON)
 	if err != nil {
@@ -29,14 +29,14 @@ func newWS(t *testing.T, m hygiene.Measures, files ...string) (*harness.Workspac
 	for i := 0; i+1 < len(files); i += 2 {
 		tf = append(tf, txtar.File{Name: files[i], Data: []byte(files[i+1])})
 	}
-	ws, err := harness.NewWorkspace(tf, t.TempDir(), "p")
+	ws, err := tools.NewWorkspace(tf, t.TempDir(), "p")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return ws, hs
 }
 
-func fileIs(t *testing.T, ws *harness.Workspace, name, want string) {
+func fileIs(t *testing.T, ws *tools.Workspace, name, want string) {
 	t.Helper()
 	got, err := os.ReadFile(filepath.Join(ws.Root, name))
 	if err != nil {
@@ -47,7 +47,7 @@ func fileIs(t *testing.T, ws *harness.Workspace, name, want string) {
 	}
 }
 
-func noFile(t *testing.T, ws *harness.Workspace, name string) {
+func noFile(t *testing.T, ws *tools.Workspace, name string) {
 	t.Helper()
 	if _, err := os.Stat(filepath.Join(ws.Root, name)); !os.IsNotExist(err) {
 		t.Errorf("%s exists (%v), want none", name, err)
@@ -216,7 +216,7 @@ func TestListAndGrepDedupe(t *testing.T) {
 func TestToolList(t *testing.T) {
 	names := func(m hygiene.Measures, shell bool) string {
 		var out []string
-		for _, tl := range harness.ToolList(m, shell) {
+		for _, tl := range tools.ToolList(m, shell) {
 			out = append(out, tl.Name)
 		}
 		return strings.Join(out, ",")

@@ -1,6 +1,6 @@
 //go:build unix
 
-package harness
+package tools
 
 import (
 	"context"
@@ -12,19 +12,19 @@ import (
 	"time"
 )
 
-// claimSandbox returns the sandbox folder of a session of the scenario named key:
+// ClaimSandbox returns the sandbox folder of a session of the scenario named key:
 // <temp>/lab-sandbox/<key>, and a release func that empties it and lets it go. The path appears
 // in answers that name absolute paths (errors, search results: spec 3.2.0 §1, §11), so it
 // depends on nothing but the scenario's name and the machine's temporary folder: not on the run
 // id, nor on how many other lab processes run at once, so every session of a scenario sends the
 // same bytes. The folder is held by an flock(2) on <temp>/lab-sandbox/.locks/<key>, which the
 // kernel drops when the process ends, so a crashed run blocks nothing. When another process
-// holds it (a session of the same scenario), claimSandbox calls waiting once with the folder and
+// holds it (a session of the same scenario), ClaimSandbox calls waiting once with the folder and
 // the lock file, and waits, polling, until it is free or ctx ends (then ctx's error). key is a
-// scenario name ([Scenario].Name: no '/', never starting with '.', so no lock file meets a
+// scenario's name (no '/', never starting with '.', so no lock file meets a
 // sandbox folder); any other key (empty, "..", a path) is an error ([checkSandboxKey]), as the
 // folder it would name is emptied.
-func claimSandbox(ctx context.Context, key string, waiting func(dir, lock string)) (dir string, release func(), err error) {
+func ClaimSandbox(ctx context.Context, key string, waiting func(dir, lock string)) (dir string, release func(), err error) {
 	if err := checkSandboxKey(key); err != nil {
 		return "", nil, err
 	}

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package harness
+package tools
 
 import (
 	"context"
@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 )
 
-// claimSandbox returns a fresh sandbox folder under <temp>/lab-sandbox/<key>. Without flock(2)
+// ClaimSandbox returns a fresh sandbox folder under <temp>/lab-sandbox/<key>. Without flock(2)
 // the path is a random one, so answers naming absolute paths differ from run to run.
-func claimSandbox(_ context.Context, key string, _ func(dir, lock string)) (dir string, release func(), err error) {
+func ClaimSandbox(_ context.Context, key string, _ func(dir, lock string)) (dir string, release func(), err error) {
 	if err := checkSandboxKey(key); err != nil {
 		return "", nil, err
 	}

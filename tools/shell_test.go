@@ -1,4 +1,4 @@
-package harness_test
+package tools_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"lab/harness"
+	"lab/tools"
 )
 
 // TestMain lets a shell command run this test binary as a network client: with
@@ -34,10 +34,10 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func runShell(t *testing.T, dir, command string, limit time.Duration) harness.ShellResult {
+func runShell(t *testing.T, dir, command string, limit time.Duration) tools.ShellResult {
 	t.Helper()
-	res, err := harness.RunShell(context.Background(), dir, dir, command, limit)
-	if errors.Is(err, harness.ErrNoIsolation) {
+	res, err := tools.RunShell(context.Background(), dir, dir, command, limit)
+	if errors.Is(err, tools.ErrNoIsolation) {
 		t.Skipf("this machine refuses a network namespace: %v", err)
 	}
 	if err != nil {
@@ -115,10 +115,10 @@ func TestRunShellTimeLimitKillsTheGroup(t *testing.T) {
 
 func TestRunShellKeepsAtMostMaxOutput(t *testing.T) {
 	dir := t.TempDir()
-	n := harness.MaxShellOutput + 5000
+	n := tools.MaxShellOutput + 5000
 	res := runShell(t, dir, fmt.Sprintf("head -c %d /dev/zero | tr '\\0' x", n), 20*time.Second)
-	if len(res.Output) != harness.MaxShellOutput || res.Dropped != 5000 {
-		t.Errorf("kept %d bytes, dropped %d; want %d and 5000", len(res.Output), res.Dropped, harness.MaxShellOutput)
+	if len(res.Output) != tools.MaxShellOutput || res.Dropped != 5000 {
+		t.Errorf("kept %d bytes, dropped %d; want %d and 5000", len(res.Output), res.Dropped, tools.MaxShellOutput)
 	}
 	if !strings.HasSuffix(res.Text(time.Second), "\n[5000 more bytes of output not kept]") {
 		t.Errorf("Text ends %q", res.Text(time.Second)[len(res.Output)-10:])
@@ -283,11 +283,11 @@ func TestRunShellCannotReadTheLabsEnvironment(t *testing.T) {
 // before it execs /bin/sh).
 func BenchmarkRunShell(b *testing.B) {
 	dir := b.TempDir()
-	if _, err := harness.RunShell(context.Background(), dir, dir, "true", 10*time.Second); errors.Is(err, harness.ErrNoIsolation) {
+	if _, err := tools.RunShell(context.Background(), dir, dir, "true", 10*time.Second); errors.Is(err, tools.ErrNoIsolation) {
 		b.Skipf("this machine refuses the shell's namespaces: %v", err)
 	}
 	for b.Loop() {
-		if _, err := harness.RunShell(context.Background(), dir, dir, "true", 10*time.Second); err != nil {
+		if _, err := tools.RunShell(context.Background(), dir, dir, "true", 10*time.Second); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package harness
+package tools
 
 import (
 	"bytes"
@@ -21,7 +21,6 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 	"golang.org/x/tools/txtar"
 
-	"lab/chat"
 	"lab/hygiene"
 )
 
@@ -371,80 +370,6 @@ func (w *Workspace) walk(abs, name string, fn func(abs, name, rel string) error)
 	return visit(abs, name, "")
 }
 
-// readDescription describes the read tool as the session's measures make it answer (§1, §2).
-func readDescription(m hygiene.Measures) string {
-	d := "Read a file of the project. Shows up to 2000 lines from offset, each as `N: text`"
-	if m.ResultIDs {
-		d += ", under a bracket with the result's id, the path, the lines shown, the file's length and its content hash"
-	}
-	d += "."
-	if m.Stubs {
-		d += " A re-read of lines an earlier result in front of you already shows, of an unchanged file, answers with that result's id instead."
-	}
-	return d
-}
-
-// answers picks a tool description's last sentence by whether edits answer with diffs (§5).
-func answers(m hygiene.Measures, diff, plain string) string {
-	if m.Diffs {
-		return diff
-	}
-	return plain
-}
-
-// ToolList is the fixed tool list of a session (spec 3.2.0 §10.4): the same for every request.
-// read, list, glob, grep and edit come first, in that order, then write, multiedit, apply_patch,
-// bash when the scenario has a shell (shell: its scripted commands, or a real shell for the live
-// driver) and, when m.Recall is on (§4), recall. Only what is fixed for the session leaves a
-// tool out (§10.4: "what the project's configuration … switched off before the session began").
-func ToolList(m hygiene.Measures, shell bool) []chat.Tool {
-	tools := []chat.Tool{
-		{Name: "read", Description: readDescription(m),
-			Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"File path, relative to the project root"},"offset":{"type":"integer","description":"First line to show, 1-based"},"limit":{"type":"integer","description":"Number of lines to show"}},"required":["path"]}`)},
-		{Name: "list", Description: "List a directory of the project recursively, one absolute path per line; directories end with /.",
-			Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"Directory, relative to the project root; default the root"}}}`)},
-		{Name: "glob", Description: "Find the project's files whose path matches a glob pattern: * and ? within a path component, ** across folders, {a,b} and [abc]. Answers one absolute path per line, sorted.",
-			Parameters: json.RawMessage(`{"type":"object","properties":{"pattern":{"type":"string","description":"Glob pattern, such as **/*.go, relative to path"},"path":{"type":"string","description":"Directory to search, relative to the project root; default the root"}},"required":["pattern"]}`)},
-		{Name: "grep", Description: "Search the project's files for a regular expression (RE2 syntax). Answers path:line: text for each matching line.",
-			Parameters: json.RawMessage(`{"type":"object","properties":{"pattern":{"type":"string","description":"Regular expression"},"path":{"type":"string","description":"File or directory to search; default the root"}},"required":["pattern"]}`)},
-		{Name: "edit", Description: "Replace old_string, which must occur exactly once in the file, with new_string." + answers(m, " Answers with the unified diff of the change.", " Answers Edited and the path."),
-			Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"File path, relative to the project root"},"old_string":{"type":"string","description":"Exact text to replace"},"new_string":{"type":"string","description":"Replacement text"}},"required":["path","old_string","new_string"]}`)},
-		{Name: "write", Description: "Write a file whole: create it (and its folders) or replace its content." + answers(m, " A new file answers Created with its line count; an existing one answers with the unified diff of the change.", " Answers Created or Edited and the path."),
-			Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"File path, relative to the project root"},"content":{"type":"string","description":"The file's complete new content"}},"required":["path","content"]}`)},
-		{Name: "multiedit", Description: "Make several replacements in one file, in order: each old_string must occur exactly once in the file as the earlier edits left it. All or nothing: if one edit fails, the file is unchanged. Answers with the unified diff of the whole change.",
-			Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"File path, relative to the project root"},"edits":{"type":"array","minItems":1,"description":"The replacements, applied in order","items":{"type":"object","properties":{"old_string":{"type":"string","description":"Exact text to replace"},"new_string":{"type":"string","description":"Replacement text"}},"required":["old_string","new_string"]}}},"required":["path","edits"]}`)},
-		{Name: "apply_patch", Description: "Add, delete, update and move files with one patch, all or nothing. Format:\n*** Begin Patch\n*** Add File: path\n+each line of the new file\n*** Delete File: path\n*** Update File: path\n*** Move to: new/path (optional)\n@@ a line just before the change (optional)\n context line\n-removed line\n+added line\n*** End Patch\nPaths are relative to the project root. Give about three lines of context around each change. Answers with each file's change in the patch's order.",
-			Parameters: json.RawMessage(`{"type":"object","properties":{"patch":{"type":"string","description":"The whole patch, from *** Begin Patch to *** End Patch"}},"required":["patch"]}`)},
-	}
-	if shell {
-		tools = append(tools, chat.Tool{Name: "bash", Description: "Run a shell command in the project (or in cwd, relative to the project root) and answer what it prints, with its exit status when not 0.",
-			Parameters: json.RawMessage(`{"type":"object","properties":{"command":{"type":"string","description":"The command line"},"cwd":{"type":"string","description":"Directory to run in, relative to the project root; default the root"}},"required":["command"]}`)})
-	}
-	if m.Recall {
-		tools = append(tools, chat.Tool{Name: "recall", Description: "Show a stored tool result again, in full, by its id (the #… at the start of its bracket): up to 2000 lines from offset. Use it for output that was cut short, or a result from before a summary.",
-			Parameters: json.RawMessage(`{"type":"object","properties":{"id":{"type":"string","description":"The result's id, such as #0012"},"offset":{"type":"integer","description":"First line to show, 1-based"},"limit":{"type":"integer","description":"Number of lines to show"}},"required":["id"]}`)})
-	}
-	return tools
-}
-
-type callArgs struct {
-	Path      string     `json:"path"`
-	Offset    int        `json:"offset"`
-	Limit     int        `json:"limit"`
-	Pattern   string     `json:"pattern"`
-	OldString string     `json:"old_string"`
-	NewString string     `json:"new_string"`
-	Content   *string    `json:"content"`
-	Edits     []editArgs `json:"edits"`
-	Patch     string     `json:"patch"`
-	ID        string     `json:"id"`
-}
-
-type editArgs struct {
-	OldString string `json:"old_string"`
-	NewString string `json:"new_string"`
-}
-
 // Run runs one tool call for real in the sandbox and returns its result as the session inserts
 // it (ids, brackets, stubs, caps, diffs, search stubs: spec 3.2.0 §1-§6). A failing call is an
 // error answer, not a Go error: the model sees it. recall is an unknown tool when the session's
@@ -517,50 +442,6 @@ func (w *Workspace) RunWithin(ctx context.Context, limit time.Duration, s *hygie
 		return s.Result("Error: " + err.Error()), nil
 	}
 	return out, nil
-}
-
-// run runs one call: its answer, or the error the model reads as "Error: …".
-func (w *Workspace) run(s *hygiene.Session, tool string, raw json.RawMessage) (string, error) {
-	var a callArgs
-	if err := json.Unmarshal(raw, &a); err != nil {
-		return "", fmt.Errorf("arguments: %w", err)
-	}
-	if err := w.alive(); err != nil {
-		return "", err
-	}
-	var out string
-	var err error
-	switch tool {
-	case "read":
-		out, err = w.read(s, a)
-	case "list":
-		out, err = w.list(s, raw, a)
-	case "glob":
-		out, err = w.glob(s, raw, a)
-	case "grep":
-		out, err = w.grep(s, raw, a)
-	case "edit":
-		out, err = w.edit(s, a)
-	case "write":
-		out, err = w.write(s, a)
-	case "multiedit":
-		out, err = w.multiedit(s, a)
-	case "apply_patch":
-		out, err = w.applyPatch(s, a)
-	case "recall":
-		if !s.Measures().Recall {
-			err = fmt.Errorf("unknown tool %q", tool)
-			break
-		}
-		if a.ID == "" {
-			err = fmt.Errorf("recall: id is required")
-			break
-		}
-		out = s.Recall(a.ID, a.Offset, a.Limit)
-	default:
-		err = fmt.Errorf("unknown tool %q", tool)
-	}
-	return out, err
 }
 
 // MaxFileBytes bounds the files the tools read and write, in bytes (10 MiB): a read, edit or
@@ -715,7 +596,7 @@ func checkSize(abs string, n int) error {
 	return nil
 }
 
-func (w *Workspace) read(s *hygiene.Session, a callArgs) (string, error) {
+func (w *Workspace) read(s *hygiene.Session, a CallArgs) (string, error) {
 	abs, name, err := w.resolve(a.Path)
 	if err != nil {
 		return "", err
@@ -727,7 +608,7 @@ func (w *Workspace) read(s *hygiene.Session, a callArgs) (string, error) {
 	return s.Read(hygiene.ReadRequest{Path: a.Path, AbsPath: abs, Content: data, Offset: a.Offset, Limit: a.Limit}), nil
 }
 
-func (w *Workspace) list(s *hygiene.Session, raw json.RawMessage, a callArgs) (string, error) {
+func (w *Workspace) list(s *hygiene.Session, raw json.RawMessage, a CallArgs) (string, error) {
 	abs, name, err := w.resolve(a.Path)
 	if err != nil {
 		return "", err
@@ -784,7 +665,7 @@ func (w *Workspace) list(s *hygiene.Session, raw json.RawMessage, a callArgs) (s
 // are those [Workspace.walk] meets: a link to a folder inside the project is followed (its files
 // named through the link), one leading outside is not, so no name outside the project is shown;
 // named pipes, sockets and devices are left out.
-func (w *Workspace) glob(s *hygiene.Session, raw json.RawMessage, a callArgs) (string, error) {
+func (w *Workspace) glob(s *hygiene.Session, raw json.RawMessage, a CallArgs) (string, error) {
 	if a.Pattern == "" {
 		return "", fmt.Errorf("glob: pattern is required")
 	}
@@ -831,7 +712,7 @@ func (w *Workspace) glob(s *hygiene.Session, raw json.RawMessage, a callArgs) (s
 // [MaxFileBytes] not searched), and names each match by its absolute path (spec 3.2.0 §1: a
 // search's results name the absolute path). A path that is a named pipe, socket or device is an
 // error.
-func (w *Workspace) grep(s *hygiene.Session, raw json.RawMessage, a callArgs) (string, error) {
+func (w *Workspace) grep(s *hygiene.Session, raw json.RawMessage, a CallArgs) (string, error) {
 	re, err := regexp.Compile(a.Pattern)
 	if err != nil {
 		return "", fmt.Errorf("pattern: %w", err)
@@ -878,7 +759,7 @@ func (w *Workspace) grep(s *hygiene.Session, raw json.RawMessage, a callArgs) (s
 	return s.Search("grep", raw, strings.Join(out, "\n")), nil
 }
 
-func (w *Workspace) edit(s *hygiene.Session, a callArgs) (string, error) {
+func (w *Workspace) edit(s *hygiene.Session, a CallArgs) (string, error) {
 	abs, name, err := w.resolve(a.Path)
 	if err != nil {
 		return "", err
@@ -908,7 +789,7 @@ func (w *Workspace) edit(s *hygiene.Session, a callArgs) (string, error) {
 
 // write writes a file whole (spec 3.2.0 §5): a new file (its folders created) answers Created
 // with its line count; an existing file answers with the diff of its old content to the new.
-func (w *Workspace) write(s *hygiene.Session, a callArgs) (string, error) {
+func (w *Workspace) write(s *hygiene.Session, a CallArgs) (string, error) {
 	if a.Content == nil {
 		return "", fmt.Errorf("write: content is required")
 	}
@@ -961,7 +842,7 @@ func (w *Workspace) stat(name string) (fs.FileInfo, error) {
 // multiedit applies several replacements to one file in order (spec 3.2.0 §5): each old_string
 // must occur exactly once in the content as the earlier edits left it. All or nothing: the file
 // is written only when every edit applies. Answers with the diff of the whole change.
-func (w *Workspace) multiedit(s *hygiene.Session, a callArgs) (string, error) {
+func (w *Workspace) multiedit(s *hygiene.Session, a CallArgs) (string, error) {
 	abs, name, err := w.resolve(a.Path)
 	if err != nil {
 		return "", err
@@ -1008,7 +889,7 @@ type fileState struct {
 // [hygiene.Session.Patched]: one change per operation in the patch's order, each named by the
 // path as the patch gave it (a move as "old → new", with the diff of the content). Errors name
 // the absolute path.
-func (w *Workspace) applyPatch(s *hygiene.Session, a callArgs) (string, error) {
+func (w *Workspace) applyPatch(s *hygiene.Session, a CallArgs) (string, error) {
 	ops, err := ParsePatch(a.Patch)
 	if err != nil {
 		return "", fmt.Errorf("apply_patch: %w; no file was changed", err)
@@ -1172,28 +1053,40 @@ func unwrapPathError(err error) error {
 	return err
 }
 
-// joinDir joins a base folder and a relative one; "" and "." mean base itself.
-func joinDir(base, rel string) string {
-	if rel == "" || rel == "." {
-		return base
-	}
-	return filepath.Join(base, rel)
-}
-
-// Outside applies a change made outside the session: Content written to Path, or Path deleted.
-func (w *Workspace) Outside(c OutsideChange) error {
-	abs, name, err := w.resolve(c.Path)
+// Outside applies a change made outside the session (a scenario's `outside:` step): content
+// written to the file at p (a path as a tool call gives it), or, with del, that file deleted.
+// Errors name the absolute path.
+func (w *Workspace) Outside(p, content string, del bool) error {
+	abs, name, err := w.resolve(p)
 	if err != nil {
 		return fmt.Errorf("outside change: %w", err)
 	}
-	if c.Delete {
+	if del {
 		if err := w.root.Remove(name); err != nil {
 			return fmt.Errorf("outside change: %s: %w", abs, unwrapPathError(err))
 		}
 		return nil
 	}
-	if err := w.writeFile(name, []byte(c.Content)); err != nil {
+	if err := w.writeFile(name, []byte(content)); err != nil {
 		return fmt.Errorf("outside change: %s: %w", abs, unwrapPathError(err))
 	}
 	return nil
+}
+
+// Dir resolves a folder a call names (a path as a tool call gives it, "" for the project root)
+// as every tool resolves a path (spec 3.2.0 §11), and returns its absolute path; an error when it
+// is outside the project, is not there or is not a folder, naming the absolute path.
+func (w *Workspace) Dir(p string) (string, error) {
+	abs, name, err := w.resolve(p)
+	if err != nil {
+		return "", err
+	}
+	fi, err := w.stat(name)
+	if err != nil {
+		return "", fmt.Errorf("stat %s: %w", abs, unwrapPathError(err))
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", abs)
+	}
+	return abs, nil
 }

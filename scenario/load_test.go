@@ -1,0 +1,57 @@
+package scenario_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"lab/scenario"
+)
+
+// A scenario file's errors name the file and the line: "file:line: message".
+func TestScenarioErrorsNameFileAndLine(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml, want string
+	}{
+		{"unknown field", "name: x\nproject: p\nworkspace: w.txtar\nclock: \"2026-11-05T22:00:00Z\"\ncolour: red\nsteps: []\n", ":5: field colour not found"},
+		{"unknown tool", base + "  - assistant:\n      calls:\n        - shell: {cmd: ls}\n", ":9: shell: unknown tool"},
+		{"outside", base + "  - assistant:\n      calls:\n        - read: {path: ../etc/passwd}\n", ":9: read: path \"../etc/passwd\" is outside the workspace"},
+		{"backwards", base + "  - clock: \"2026-11-05T21:00:00Z\"\n  - assistant:\n      text: hi\n", ":7: clock goes backwards"},
+		{"missing arg", base + "  - assistant:\n      calls:\n        - edit: {path: a}\n", `:9: edit: missing argument "new_string", "old_string"`},
+		{"unknown step key", base + "  - asistant:\n      text: hi\n", `:7: unknown step "asistant"`},
+		{"number pattern", base + "  - assistant:\n      calls:\n        - grep: {pattern: 12}\n", ":9: grep: pattern: want a string"},
+		{"empty user", base + "  - assistant:\n      text: hi\n  - user:\n  - assistant:\n      text: x\n", ":9: user: empty message"},
+		{"second document", base + "  - assistant:\n      text: hi\n---\nname: y\n", ":9: a second YAML document"},
+		{"name with a slash", "project: p\nname: team/midnight v2\nworkspace: w.txtar\nclock: \"2026-11-05T22:00:00Z\"\nsteps:\n  - user: hi\n", `:2: name "team/midnight v2": want lower-case`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, "s.yaml")
+			os.WriteFile(p, []byte(tc.yaml), 0o644)
+			os.WriteFile(filepath.Join(dir, "w.txtar"), []byte("-- a --\nx\n"), 0o644)
+			_, err := scenario.LoadScenario(p)
+			var se *scenario.SyntaxError
+			if !errors.As(err, &se) || !strings.HasPrefix(err.Error(), p) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("LoadScenario = %v; want a *SyntaxError %s%s", err, p, tc.want)
+			}
+		})
+	}
+}
+
+const base = "name: x\nproject: p\nworkspace: w.txtar\nclock: \"2026-11-05T22:00:00Z\"\nsteps:\n  - user: hi\n"
+
+func TestAliasesLoad(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "s.yaml")
+	os.WriteFile(p, []byte(base[:len(base)-len("  - user: hi\n")]+"  - user: &q Where is it?\n  - assistant:\n      calls:\n        - read: &r {path: a}\n  - assistant:\n      calls:\n        - read: *r\n  - assistant:\n      text: *q\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "w.txtar"), []byte("-- a --\nx\n"), 0o644)
+	sc, err := scenario.LoadScenario(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(sc.Steps[2].Assistant.Calls[0].Args); got != `{"path":"a"}` || sc.Steps[3].Assistant.Text != "Where is it?" {
+		t.Fatalf("aliases: args %s, text %q", got, sc.Steps[3].Assistant.Text)
+	}
+}
