@@ -293,6 +293,9 @@ func (g *generation) add(ck *chunk) {
 			if !ok {
 				call = &chat.ToolCall{}
 				g.calls[idx], g.args[idx], g.names[idx] = call, &strings.Builder{}, &strings.Builder{}
+				if !g.count.AddPiece() {
+					return // past the limit: the rest of the chunk is not held
+				}
 			}
 			if tc.ID != "" {
 				call.ID = tc.ID
