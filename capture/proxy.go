@@ -490,6 +490,11 @@ func (ex *exchange) fail(err error) {
 	}
 }
 
+// declaredShare: [readBody] allocates a declared body whole once 1/declaredShare of it came, so
+// a declared length costs at most declaredShare times the bytes that came, and a body that
+// comes is allocated 1 + 1/declaredShare times its size.
+const declaredShare = 8
+
 // pieceCost is what keeping one piece of an answer costs besides its bytes: its slice and
 // arrival time in the list of chunks and the list's spare room, counted against
 // [Options].MaxReplyBytes so that an answer sent in tiny pieces is bounded too.
@@ -578,33 +583,64 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// readBody reads a request body of at most limit bytes. When the request declares its length
-// (length >= 0, its Content-Length) the body is read into one buffer of that size, else in
-// blocks copied once into one of the size read: a body is held once, not in the doubling
-// buffers of io.ReadAll. over is true when the body is longer than limit: body is then what was
+// readBody reads a request body of at most limit bytes. Its memory grows as its bytes arrive:
+// in blocks (64 KiB doubling to 4 MiB) copied once into one buffer of the size read, so a body
+// is held once, not in the doubling buffers of io.ReadAll. A declared length (length >= 0, its
+// Content-Length) bounds each block, and once an eighth of it has come ([declaredShare]) the
+// body's buffer is allocated whole and the rest read into it: a declared length costs no
+// memory before its bytes come (at most 8 times what came), and a body that comes costs little
+// more than its size. over is true when the body is longer than limit: body is then what was
 // read of it (nil when its declared length said so before anything was read), the rest left in
-// r. Errors: the client's read errors, a body shorter than its declared length.
+// r. Errors: the client's read errors, a body shorter than its declared length
+// (io.ErrUnexpectedEOF, or io.EOF when none of it came).
 func readBody(r io.Reader, length, limit int64) (body []byte, over bool, err error) {
 	if length > limit {
 		return nil, true, nil
 	}
-	if length >= 0 {
-		body = make([]byte, length)
-		if _, err := io.ReadFull(r, body); err != nil {
-			return nil, false, err
-		}
-		return body, false, nil
+	if length == 0 {
+		return []byte{}, false, nil
 	}
 	var blocks [][]byte
 	var total int64
 	size := 64 << 10
 	for {
-		b := make([]byte, size)
+		want := int64(size)
+		if length >= 0 {
+			if share := length / declaredShare; total > 0 && total >= share {
+				// Enough of the declared body came: its buffer, the rest read into it.
+				body = make([]byte, length)
+				off := 0
+				for _, b := range blocks {
+					off += copy(body[off:], b)
+				}
+				clear(blocks)
+				if _, err := io.ReadFull(r, body[off:]); err != nil {
+					if errors.Is(err, io.EOF) {
+						err = io.ErrUnexpectedEOF
+					}
+					return nil, false, err
+				}
+				return body, false, nil
+			} else if total > 0 {
+				want = min(want, share-total)
+			}
+			want = min(want, length-total)
+		}
+		b := make([]byte, want)
 		n, err := io.ReadFull(r, b)
 		blocks = append(blocks, b[:n])
 		total += int64(n)
 		if total > limit {
 			return slices.Concat(blocks...), true, nil
+		}
+		if length >= 0 && total == length {
+			break
+		}
+		if length >= 0 && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
+			if total == 0 {
+				return nil, false, io.EOF
+			}
+			return nil, false, io.ErrUnexpectedEOF
 		}
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			break
@@ -613,6 +649,9 @@ func readBody(r io.Reader, length, limit int64) (body []byte, over bool, err err
 			return nil, false, err
 		}
 		size = min(2*size, 4<<20)
+	}
+	if len(blocks) == 1 && len(blocks[0]) == cap(blocks[0]) {
+		return blocks[0], false, nil // one block of the body's size: no copy
 	}
 	body = slices.Concat(blocks...)
 	if total >= collectAfter {
