@@ -93,7 +93,7 @@ type Options struct {
 	// and no saved request is written for it.
 	MaxRequestBytes int64
 	// MaxReplyBytes bounds the answer the proxy keeps to parse, in bytes as the upstream sent
-	// them (a stream's framing included, and 96 bytes per piece read, [pieceCost]); 0 is
+	// them (a stream's framing included); 0 is
 	// [chat.DefaultMaxReplyBytes]. The client receives a longer answer whole all the same; its
 	// row is an error row naming the limit ([chat.ReplyTooLong]).
 	MaxReplyBytes int64
@@ -462,7 +462,7 @@ type exchange struct {
 	// it although the proxy asked for identity.
 	encoding string
 	chunks   []chunk
-	// size is what chunks cost: their bytes and pieceCost each.
+	// size is the bytes of chunks.
 	size      int
 	truncated bool
 	eof       bool
@@ -495,20 +495,27 @@ func (ex *exchange) fail(err error) {
 // comes is allocated 1 + 1/declaredShare times its size.
 const declaredShare = 8
 
-// pieceCost is what keeping one piece of an answer costs besides its bytes: its slice and
-// arrival time in the list of chunks and the list's spare room, counted against
-// [Options].MaxReplyBytes so that an answer sent in tiny pieces is bounded too.
-const pieceCost = 96
+// coalesceBytes and coalesceWindow: a piece of an answer is appended to the chunk before it
+// when that chunk holds fewer than coalesceBytes and began at most coalesceWindow before the
+// piece arrived. The bookkeeping of an answer (a slice and an arrival time per chunk) is then
+// per buffer, not per piece read, so an answer sent in tiny pieces costs about its bytes; and a
+// chunk's arrival time, which the time to first token is read from, is each of its pieces'
+// within coalesceWindow.
+const (
+	coalesceBytes  = 4 << 10
+	coalesceWindow = time.Millisecond
+)
 
-// add keeps a copy of p, a piece of the answer that arrived at at, while what is kept stays
-// within ex.maxReply (pieceCost counted per piece); past it, what fits, and truncated is set.
+// add keeps a copy of p, a piece of the answer that arrived at at, while the bytes kept stay
+// within ex.maxReply; past it, what fits, and truncated is set. Only the answer's bytes count,
+// never how the upstream split them: the same answer is kept or refused however it was read.
 func (ex *exchange) add(p []byte, at time.Time) {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	if ex.truncated {
 		return
 	}
-	if room := ex.maxReply - int64(ex.size) - pieceCost; int64(len(p)) > room {
+	if room := ex.maxReply - int64(ex.size); int64(len(p)) > room {
 		// What fits is kept (the answer's form and first content are read from it).
 		ex.truncated = true
 		p = p[:max(room, 0)]
@@ -516,7 +523,13 @@ func (ex *exchange) add(p []byte, at time.Time) {
 			return
 		}
 	}
-	ex.size += len(p) + pieceCost
+	ex.size += len(p)
+	if n := len(ex.chunks); n > 0 {
+		if last := &ex.chunks[n-1]; len(last.data) < coalesceBytes && at.Sub(last.at) <= coalesceWindow {
+			last.data = append(last.data, p...)
+			return
+		}
+	}
 	ex.chunks = append(ex.chunks, chunk{data: append([]byte(nil), p...), at: at})
 }
 
