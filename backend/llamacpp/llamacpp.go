@@ -89,7 +89,7 @@ func (c *Client) SetSeed(seed int64) { c.seed = seed }
 func New(opts Options) (*Client, error) {
 	u, err := url.Parse(strings.TrimSpace(opts.BaseURL))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("llamacpp: Options.BaseURL %q: want http://host:port", opts.BaseURL)
+		return nil, fmt.Errorf("llamacpp: Options.BaseURL %q: want http://host:port", chat.RedactedURL(opts.BaseURL))
 	}
 	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/v1")
 	u.RawQuery, u.Fragment = "", ""
@@ -118,8 +118,9 @@ func New(opts Options) (*Client, error) {
 // URL returns the server's base address.
 func (c *Client) URL() string { return c.base.String() }
 
-// endpoint returns the URL of path on the server.
-func (c *Client) endpoint(path string) string { return c.base.String() + path }
+// endpoint returns the URL of path on the server as errors name it: its password redacted
+// (url.URL.Redacted). Requests are sent to c.base.String() + path.
+func (c *Client) endpoint(path string) string { return c.base.Redacted() + path }
 
 // tool is one entry of a Chat Completions `tools` array.
 type tool struct {
@@ -214,7 +215,7 @@ func (c *Client) post(ctx context.Context, method, path string, body []byte) (*h
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	hreq, err := http.NewRequestWithContext(ctx, method, c.endpoint(path), rd)
+	hreq, err := http.NewRequestWithContext(ctx, method, c.base.String()+path, rd)
 	if err != nil {
 		return nil, fmt.Errorf("llamacpp: %w", err)
 	}

@@ -157,7 +157,7 @@ func New(opts Options) (*Client, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("openai: bad base URL %q: want http(s)://host[:port]/path", raw)
+		return nil, fmt.Errorf("openai: bad base URL %q: want http(s)://host[:port]/path", chat.RedactedURL(raw))
 	}
 	c.base = u
 	if c.key, err = readKey(opts, p); err != nil {
@@ -501,7 +501,7 @@ func (c *Client) apiError(err error, status int) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	ae := &chat.APIError{Backend: "openai", URL: c.base.String(), StatusCode: status}
+	ae := &chat.APIError{Backend: "openai", URL: c.base.Redacted(), StatusCode: status}
 	var oe *goopenai.APIError
 	var re *goopenai.RequestError
 	switch {

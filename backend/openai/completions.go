@@ -104,10 +104,10 @@ func (c *Client) sendChat(ctx context.Context, req *chat.Request) (*chat.Result,
 		_, err := c.oa.CreateChatCompletion(ctx, oreq)
 		res.Total = time.Since(start)
 		if e.tooLong {
-			return res, chat.ReplyTooLongError("openai", c.base.String(), e.limit)
+			return res, chat.ReplyTooLongError("openai", c.base.Redacted(), e.limit)
 		}
 		if f := chat.SniffAnswer(e.answerType, e.response.Bytes()); e.status/100 == 2 && (f == chat.AnswerEmpty || f == chat.AnswerOther) {
-			return res, chat.NotAnswerError("openai", c.base.String(), e.answerType, e.response.Bytes())
+			return res, chat.NotAnswerError("openai", c.base.Redacted(), e.answerType, e.response.Bytes())
 		}
 		if err != nil {
 			return res, c.apiErrorFrom(err, e)
@@ -125,7 +125,7 @@ func (c *Client) sendChat(ctx context.Context, req *chat.Request) (*chat.Result,
 		g := generation{count: chat.ReplyCounter{Limit: e.limit}}
 		g.add(&ck)
 		if g.count.Over() {
-			return res, g.count.Err("openai", c.base.String())
+			return res, g.count.Err("openai", c.base.Redacted())
 		}
 		if req.Generate > 0 {
 			res.Reply = g.reply(res)
@@ -169,7 +169,7 @@ func (c *Client) sendChat(ctx context.Context, req *chat.Request) (*chat.Result,
 		}
 		if err == nil && cc.gen.count.Over() {
 			// Stop reading: the deferred Close drops the connection.
-			return cc.gen.count.Err("openai", c.base.String())
+			return cc.gen.count.Err("openai", c.base.Redacted())
 		}
 		return err
 	}, func(body []byte) error {
@@ -177,7 +177,7 @@ func (c *Client) sendChat(ctx context.Context, req *chat.Request) (*chat.Result,
 			return err
 		}
 		if cc.gen.count.Over() {
-			return cc.gen.count.Err("openai", c.base.String())
+			return cc.gen.count.Err("openai", c.base.Redacted())
 		}
 		res.Warnings = append(res.Warnings, "the server answered the streamed request with one JSON answer, not a stream: time to first token unknown")
 		return nil

@@ -245,7 +245,7 @@ func (c *Client) sendResponses(ctx context.Context, req *chat.Request) (*chat.Re
 		out.add(ev)
 		if out.count.Over() {
 			// Stop reading: the deferred Close drops the connection.
-			return out.count.Err("openai", c.base.String())
+			return out.count.Err("openai", c.base.Redacted())
 		}
 		switch ev.Type {
 		case "error":
