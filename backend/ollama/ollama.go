@@ -308,6 +308,7 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 				return fmt.Errorf("ollama: tool call %s arguments: %w", tc.Function.Name, err)
 			}
 			count.Add(len(tc.Function.Name) + len(args))
+			count.AddPiece()
 			calls = append(calls, chat.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
 		}
 		if count.Over() {
