@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"bytes"
 	"fmt"
 	"runtime"
 	"strings"
@@ -81,19 +82,51 @@ func TestFeedAllocatesLinearly(t *testing.T) {
 }
 
 // What the proxy keeps of an answer sent in tiny pieces is bounded too: 10,000 pieces of one
-// byte are past a limit of 100,000 bytes (each piece costs its slice and time besides its byte),
-// and what is kept stays within it. Counting only the bytes kept them all, some 50 times their
-// size.
+// byte that arrive together are kept in a few buffers (coalesceBytes each), not a slice and a
+// time per piece, some 50 times their size; and they are within a limit of 100,000 bytes, which
+// counts bytes only.
 func TestAnswerInTinyPiecesIsBounded(t *testing.T) {
 	ex := &exchange{maxReply: 100000}
 	at := time.Now()
 	for range 10000 {
 		ex.add([]byte("x"), at)
 	}
-	if !ex.truncated {
-		t.Errorf("10,000 pieces of 1 byte within a limit of %d: want it past the limit", ex.maxReply)
+	if ex.truncated {
+		t.Errorf("10,000 pieces of 1 byte within a limit of %d: past the limit", ex.maxReply)
 	}
-	if got := len(ex.chunks) * (1 + pieceCost); int64(got) > ex.maxReply {
-		t.Errorf("%d pieces kept, costing %d bytes; want at most %d", len(ex.chunks), got, ex.maxReply)
+	if max := 10000/coalesceBytes + 1; len(ex.chunks) > max {
+		t.Errorf("10,000 pieces of 1 byte that arrived together kept in %d chunks; want at most %d", len(ex.chunks), max)
+	}
+	if n := len(joinChunks(ex.chunks)); n != 10000 {
+		t.Errorf("%d bytes kept; want 10000", n)
+	}
+}
+
+// Whether an answer is within the reply limit does not depend on how the upstream split its
+// writes: the same bytes in one piece or in 10-byte pieces are kept, or refused, alike; and
+// pieces further apart than coalesceWindow keep their own arrival times (the time to first
+// token is read from them).
+func TestReplyLimitIgnoresHowTheAnswerWasSplit(t *testing.T) {
+	answer := []byte(strings.Repeat("data: {\"choices\":[{\"delta\":{\"content\":\"some words \"}}]}\n\n", 20))
+	for _, limit := range []int64{int64(len(answer)) - 1, int64(len(answer)), 4096} {
+		whole := &exchange{maxReply: limit}
+		whole.add(answer, time.Now())
+		split := &exchange{maxReply: limit}
+		at := time.Now()
+		for i := 0; i < len(answer); i += 10 {
+			split.add(answer[i:min(i+10, len(answer))], at.Add(time.Duration(i)*time.Millisecond))
+		}
+		if whole.truncated != split.truncated || !bytes.Equal(joinChunks(whole.chunks), joinChunks(split.chunks)) {
+			t.Errorf("a %d-byte answer, limit %d: in one piece truncated %v (%d bytes kept), in 10-byte pieces truncated %v (%d kept); want the same", len(answer), limit, whole.truncated, len(joinChunks(whole.chunks)), split.truncated, len(joinChunks(split.chunks)))
+		}
+		if want := int64(len(answer)) > limit; whole.truncated != want {
+			t.Errorf("a %d-byte answer, limit %d: truncated %v; want %v", len(answer), limit, whole.truncated, want)
+		}
+		if want := min(int64(len(answer)), limit); int64(len(joinChunks(split.chunks))) != want {
+			t.Errorf("limit %d: %d bytes kept; want %d", limit, len(joinChunks(split.chunks)), want)
+		}
+		if !split.truncated && len(split.chunks) != (len(answer)+9)/10 {
+			t.Errorf("%d pieces 10 ms apart kept in %d chunks; want one each (their own arrival times)", (len(answer)+9)/10, len(split.chunks))
+		}
 	}
 }

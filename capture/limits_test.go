@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"lab/capture"
 	"lab/chat"
@@ -165,5 +166,112 @@ func TestProxyAnswerOverTheLimit(t *testing.T) {
 			}
 			t.Errorf("%s: rows with errors %q; want one whose error begins %q and names %q and --max-reply-bytes", tc.ctype, errs, chat.ReplyTooLong, want)
 		}
+	}
+}
+
+// The same answer, the same limit: the same row whether the upstream wrote it at once or in
+// 10-byte pieces (the limit counts the answer's bytes, not the pieces it was read in).
+func TestProxyReplyLimitIgnoresTheWritesSplit(t *testing.T) {
+	const limit = 4096
+	var stream strings.Builder
+	for range 20 {
+		stream.WriteString("data: {\"choices\":[{\"delta\":{\"content\":\"some words \"}}]}\n\n")
+	}
+	stream.WriteString("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":50,\"completion_tokens\":60}}\n\ndata: [DONE]\n\n")
+	body := stream.String() // about 1.3 KB, a third of the limit
+	errs := map[bool]string{}
+	for _, split := range []bool{false, true} {
+		up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "text/event-stream")
+			if !split {
+				io.WriteString(w, body)
+				return
+			}
+			for i := 0; i < len(body); i += 10 {
+				io.WriteString(w, body[i:min(i+10, len(body))])
+				w.(http.Flusher).Flush()
+				time.Sleep(200 * time.Microsecond)
+			}
+		}))
+		dir := filepath.Join(t.TempDir(), "run_id=cap")
+		p, err := capture.New(capture.Options{Upstream: up.URL, Dir: dir, RunID: "cap", MaxReplyBytes: limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(p)
+		resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+		srv.Close()
+		up.Close()
+		p.Close()
+		_, rows, err := metrics.ReadRun(dir)
+		if err != nil || len(rows) != 1 {
+			t.Fatalf("%d rows, %v", len(rows), err)
+		}
+		errs[split] = rows[0].Error
+	}
+	if errs[false] != errs[true] {
+		t.Errorf("a %d-byte answer with --max-reply-bytes %d: written at once, error %q; written in 10-byte pieces, error %q; want the same row", len(body), limit, errs[false], errs[true])
+	}
+}
+
+// A request body of exactly the limit is recorded, one byte more is not, with a length and
+// chunked.
+func TestProxyRequestBodyAtTheLimit(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"choices":[{"message":{"role":"assistant","content":"ok"}}],"usage":{"prompt_tokens":77,"completion_tokens":1}}`)
+	}))
+	defer up.Close()
+	mk := func(n int) []byte {
+		head, tail := `{"model":"m","messages":[{"role":"user","content":"`, `"}]}`
+		return []byte(head + strings.Repeat("x", n-len(head)-len(tail)) + tail)
+	}
+	const limit = 1024
+	dir := filepath.Join(t.TempDir(), "run_id=cap")
+	p, err := capture.New(capture.Options{Upstream: up.URL, Dir: dir, RunID: "cap", MaxRequestBytes: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	type c struct {
+		n       int
+		chunked bool
+	}
+	cases := []c{{limit, false}, {limit, true}, {limit + 1, false}, {limit + 1, true}, {1, true}}
+	for _, tc := range cases {
+		b := mk(max(tc.n, 60))
+		if tc.n == 1 {
+			b = []byte("{")
+		}
+		var rd io.Reader = bytes.NewReader(b)
+		if tc.chunked {
+			rd = io.MultiReader(rd)
+		}
+		resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", rd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	srv.Close()
+	p.Close()
+	_, rows, err := metrics.ReadRun(dir)
+	if err != nil || len(rows) != len(cases) {
+		t.Fatalf("%d rows, %v", len(rows), err)
+	}
+	for i, tc := range cases {
+		over := strings.Contains(rows[i].Error, "over the limit")
+		if over != (tc.n > limit) {
+			t.Errorf("body of %d bytes (chunked %v): row error %q", tc.n, tc.chunked, rows[i].Error)
+		}
+		t.Logf("body %d chunked %v: request_bytes %d error %q", tc.n, tc.chunked, rows[i].RequestBytes, rows[i].Error)
 	}
 }

@@ -124,3 +124,56 @@ func TestProxyReadsARequestBodyOnce(t *testing.T) {
 		t.Errorf("%d requests of %d bytes in flight: %d bytes allocated; want at most %d", reqs, len(body), alloc, limit)
 	}
 }
+
+// A request that declares a long body (Content-Length 64 MiB) and sends 9 bytes of it costs
+// the proxy memory for what came, not for what it declared: readBody allocates as the bytes
+// arrive.
+func TestDeclaredLengthIsNotAllocatedBeforeItsBytes(t *testing.T) {
+	const declared = 64 << 20
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	body, over, err := readBody(strings.NewReader(`{"model":`), declared, DefaultMaxRequestBytes)
+	runtime.ReadMemStats(&after)
+	if body != nil || over || err != io.ErrUnexpectedEOF {
+		t.Errorf("9 bytes of a declared %d: body %d bytes, over %v, err %v; want no body, io.ErrUnexpectedEOF", declared, len(body), over, err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
+		t.Errorf("9 bytes of a declared %d-byte body: %d bytes allocated; want at most 1 MiB", declared, alloc)
+	}
+}
+
+// A body read whole, with or without its declared length, in reads of any size: the body's
+// bytes, nothing more or less, and memory of little more than its size when it is long.
+func TestReadBodyWhole(t *testing.T) {
+	for _, n := range []int{0, 1, 100, 64 << 10, 64<<10 + 1, 300 << 10, 2 << 20, 5<<20 + 3} {
+		want := bytes.Repeat([]byte("0123456789abcdef"), n/16+1)[:n]
+		for _, declared := range []bool{true, false} {
+			length := int64(-1)
+			if declared {
+				length = int64(n)
+			}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			got, over, err := readBody(&smallReads{r: bytes.NewReader(want)}, length, DefaultMaxRequestBytes)
+			runtime.ReadMemStats(&after)
+			if err != nil || over || !bytes.Equal(got, want) {
+				t.Errorf("%d bytes (declared %v): %d bytes read, over %v, err %v", n, declared, len(got), over, err)
+			}
+			if alloc := after.TotalAlloc - before.TotalAlloc; declared && n >= 1<<20 && alloc > uint64(n)*5/4 {
+				t.Errorf("%d bytes declared: %d bytes allocated; want at most 1.25 times the body", n, alloc)
+			}
+			if declared && n > 0 {
+				if _, _, err := readBody(bytes.NewReader(want[:n-1]), length, DefaultMaxRequestBytes); err == nil {
+					t.Errorf("%d of %d declared bytes: no error", n-1, n)
+				}
+			}
+		}
+	}
+}
+
+// smallReads reads at most 1000 bytes a call, as a client's body arrives.
+type smallReads struct{ r io.Reader }
+
+func (s *smallReads) Read(p []byte) (int, error) { return s.r.Read(p[:min(len(p), 1000)]) }

@@ -93,7 +93,7 @@ type Options struct {
 	// and no saved request is written for it.
 	MaxRequestBytes int64
 	// MaxReplyBytes bounds the answer the proxy keeps to parse, in bytes as the upstream sent
-	// them (a stream's framing included, and 96 bytes per piece read, [pieceCost]); 0 is
+	// them (a stream's framing included); 0 is
 	// [chat.DefaultMaxReplyBytes]. The client receives a longer answer whole all the same; its
 	// row is an error row naming the limit ([chat.ReplyTooLong]).
 	MaxReplyBytes int64
@@ -462,7 +462,7 @@ type exchange struct {
 	// it although the proxy asked for identity.
 	encoding string
 	chunks   []chunk
-	// size is what chunks cost: their bytes and pieceCost each.
+	// size is the bytes of chunks.
 	size      int
 	truncated bool
 	eof       bool
@@ -490,20 +490,32 @@ func (ex *exchange) fail(err error) {
 	}
 }
 
-// pieceCost is what keeping one piece of an answer costs besides its bytes: its slice and
-// arrival time in the list of chunks and the list's spare room, counted against
-// [Options].MaxReplyBytes so that an answer sent in tiny pieces is bounded too.
-const pieceCost = 96
+// declaredShare: [readBody] allocates a declared body whole once 1/declaredShare of it came, so
+// a declared length costs at most declaredShare times the bytes that came, and a body that
+// comes is allocated 1 + 1/declaredShare times its size.
+const declaredShare = 8
 
-// add keeps a copy of p, a piece of the answer that arrived at at, while what is kept stays
-// within ex.maxReply (pieceCost counted per piece); past it, what fits, and truncated is set.
+// coalesceBytes and coalesceWindow: a piece of an answer is appended to the chunk before it
+// when that chunk holds fewer than coalesceBytes and began at most coalesceWindow before the
+// piece arrived. The bookkeeping of an answer (a slice and an arrival time per chunk) is then
+// per buffer, not per piece read, so an answer sent in tiny pieces costs about its bytes; and a
+// chunk's arrival time, which the time to first token is read from, is each of its pieces'
+// within coalesceWindow.
+const (
+	coalesceBytes  = 4 << 10
+	coalesceWindow = time.Millisecond
+)
+
+// add keeps a copy of p, a piece of the answer that arrived at at, while the bytes kept stay
+// within ex.maxReply; past it, what fits, and truncated is set. Only the answer's bytes count,
+// never how the upstream split them: the same answer is kept or refused however it was read.
 func (ex *exchange) add(p []byte, at time.Time) {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	if ex.truncated {
 		return
 	}
-	if room := ex.maxReply - int64(ex.size) - pieceCost; int64(len(p)) > room {
+	if room := ex.maxReply - int64(ex.size); int64(len(p)) > room {
 		// What fits is kept (the answer's form and first content are read from it).
 		ex.truncated = true
 		p = p[:max(room, 0)]
@@ -511,7 +523,13 @@ func (ex *exchange) add(p []byte, at time.Time) {
 			return
 		}
 	}
-	ex.size += len(p) + pieceCost
+	ex.size += len(p)
+	if n := len(ex.chunks); n > 0 {
+		if last := &ex.chunks[n-1]; len(last.data) < coalesceBytes && at.Sub(last.at) <= coalesceWindow {
+			last.data = append(last.data, p...)
+			return
+		}
+	}
 	ex.chunks = append(ex.chunks, chunk{data: append([]byte(nil), p...), at: at})
 }
 
@@ -578,33 +596,64 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// readBody reads a request body of at most limit bytes. When the request declares its length
-// (length >= 0, its Content-Length) the body is read into one buffer of that size, else in
-// blocks copied once into one of the size read: a body is held once, not in the doubling
-// buffers of io.ReadAll. over is true when the body is longer than limit: body is then what was
+// readBody reads a request body of at most limit bytes. Its memory grows as its bytes arrive:
+// in blocks (64 KiB doubling to 4 MiB) copied once into one buffer of the size read, so a body
+// is held once, not in the doubling buffers of io.ReadAll. A declared length (length >= 0, its
+// Content-Length) bounds each block, and once an eighth of it has come ([declaredShare]) the
+// body's buffer is allocated whole and the rest read into it: a declared length costs no
+// memory before its bytes come (at most 8 times what came), and a body that comes costs little
+// more than its size. over is true when the body is longer than limit: body is then what was
 // read of it (nil when its declared length said so before anything was read), the rest left in
-// r. Errors: the client's read errors, a body shorter than its declared length.
+// r. Errors: the client's read errors, a body shorter than its declared length
+// (io.ErrUnexpectedEOF, or io.EOF when none of it came).
 func readBody(r io.Reader, length, limit int64) (body []byte, over bool, err error) {
 	if length > limit {
 		return nil, true, nil
 	}
-	if length >= 0 {
-		body = make([]byte, length)
-		if _, err := io.ReadFull(r, body); err != nil {
-			return nil, false, err
-		}
-		return body, false, nil
+	if length == 0 {
+		return []byte{}, false, nil
 	}
 	var blocks [][]byte
 	var total int64
 	size := 64 << 10
 	for {
-		b := make([]byte, size)
+		want := int64(size)
+		if length >= 0 {
+			if share := length / declaredShare; total > 0 && total >= share {
+				// Enough of the declared body came: its buffer, the rest read into it.
+				body = make([]byte, length)
+				off := 0
+				for _, b := range blocks {
+					off += copy(body[off:], b)
+				}
+				clear(blocks)
+				if _, err := io.ReadFull(r, body[off:]); err != nil {
+					if errors.Is(err, io.EOF) {
+						err = io.ErrUnexpectedEOF
+					}
+					return nil, false, err
+				}
+				return body, false, nil
+			} else if total > 0 {
+				want = min(want, share-total)
+			}
+			want = min(want, length-total)
+		}
+		b := make([]byte, want)
 		n, err := io.ReadFull(r, b)
 		blocks = append(blocks, b[:n])
 		total += int64(n)
 		if total > limit {
 			return slices.Concat(blocks...), true, nil
+		}
+		if length >= 0 && total == length {
+			break
+		}
+		if length >= 0 && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
+			if total == 0 {
+				return nil, false, io.EOF
+			}
+			return nil, false, io.ErrUnexpectedEOF
 		}
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			break
@@ -613,6 +662,9 @@ func readBody(r io.Reader, length, limit int64) (body []byte, over bool, err err
 			return nil, false, err
 		}
 		size = min(2*size, 4<<20)
+	}
+	if len(blocks) == 1 && len(blocks[0]) == cap(blocks[0]) {
+		return blocks[0], false, nil // one block of the body's size: no copy
 	}
 	body = slices.Concat(blocks...)
 	if total >= collectAfter {

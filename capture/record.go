@@ -361,7 +361,7 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 // replyTooLong is the error of a row whose answer went past limit bytes ([Options].MaxReplyBytes):
 // it begins with [chat.ReplyTooLong] and names the limit and its flag.
 func replyTooLong(limit int64) string {
-	return fmt.Sprintf("%s: the answer grew past the limit of %d bytes the proxy keeps to parse (--max-reply-bytes; each piece read counts %d bytes more); the client received it whole", chat.ReplyTooLong, limit, pieceCost)
+	return fmt.Sprintf("%s: the answer grew past the limit of %d bytes the proxy keeps to parse (--max-reply-bytes); the client received it whole", chat.ReplyTooLong, limit)
 }
 
 // ollamaCompatible reports whether api is one of the foreign APIs Ollama also serves

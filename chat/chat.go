@@ -221,11 +221,13 @@ type APIError struct {
 }
 
 // Error implements error.
+// The address is named with its password redacted ([RedactedURL]).
 func (e *APIError) Error() string {
+	u := RedactedURL(e.URL)
 	if e.StatusCode == 0 {
-		return fmt.Sprintf("%s at %s: %s", e.Backend, e.URL, e.Body)
+		return fmt.Sprintf("%s at %s: %s", e.Backend, u, e.Body)
 	}
-	return fmt.Sprintf("%s at %s: HTTP %d: %s", e.Backend, e.URL, e.StatusCode, e.Body)
+	return fmt.Sprintf("%s at %s: HTTP %d: %s", e.Backend, u, e.StatusCode, e.Body)
 }
 
 // Usage is one request's token accounting normalised over the providers: every count

@@ -85,16 +85,19 @@ type ReplyCounter struct {
 	Limit int64
 	// N is the bytes counted so far.
 	N int64
+	// Pieces is the pieces of the reply counted so far ([ReplyCounter.AddPiece]).
+	Pieces int64
 }
 
 // Add counts n more bytes of the reply and reports whether the reply is still within the limit.
 func (c *ReplyCounter) Add(n int) bool {
 	c.N += int64(n)
-	return c.N <= c.limit()
+	return !c.Over()
 }
 
-// Over reports whether the bytes counted so far are past the limit.
-func (c *ReplyCounter) Over() bool { return c.N > c.limit() }
+// Over reports whether the reply counted so far is past the limit: its bytes, or [PieceCost]
+// for each of its pieces, whichever is more.
+func (c *ReplyCounter) Over() bool { return max(c.N, c.Pieces*PieceCost) > c.limit() }
 
 func (c *ReplyCounter) limit() int64 {
 	if c.Limit <= 0 {

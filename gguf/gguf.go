@@ -182,8 +182,13 @@ func ReadVocab(dir string) (*Vocab, error) {
 	if tj.Model.Type != "BPE" {
 		return nil, fmt.Errorf("read tokenizer.json: model type %q, want BPE", tj.Model.Type)
 	}
-	n := len(tj.Model.Vocab)
+	// Every id below the vocabulary's size has a token, so no id reaches the count of tokens
+	// given: one that does is refused before the vocabulary is allocated to it.
+	n, given := len(tj.Model.Vocab), len(tj.Model.Vocab)+len(tj.AddedTokens)
 	for _, t := range tj.AddedTokens {
+		if t.ID < 0 || t.ID >= given {
+			return nil, fmt.Errorf("read %s: added token %q has id %d, out of range: %d tokens are given (ids 0 to %d)", filepath.Join(dir, "tokenizer.json"), t.Content, t.ID, given, given-1)
+		}
 		n = max(n, t.ID+1)
 	}
 	v := &Vocab{Tokens: make([]string, n), Types: make([]int32, n)}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ollama/ollama/fs/ggml"
@@ -216,5 +217,26 @@ func TestWriteModelRejects(t *testing.T) {
 	}
 	if _, err := os.Stat(p); err == nil {
 		t.Error("a failed WriteModel left a file")
+	}
+}
+
+// An added token whose id is far past the tokens given is an error naming tokenizer.json and
+// the id, not a vocabulary allocated to that size (a makeslice panic, or gigabytes).
+func TestReadVocabAddedTokenIDOutOfRange(t *testing.T) {
+	for _, id := range []string{"4000000000000000", "2", "-1"} {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "tokenizer.json"), []byte(`{"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"added_tokens":[{"id":`+id+`,"content":"<x>","special":true}]}`), 0o644)
+		os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), []byte(`{}`), 0o644)
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("added token id %s: ReadVocab panicked: %v; want an error naming tokenizer.json", id, r)
+				}
+			}()
+			_, err := ReadVocab(dir)
+			if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "tokenizer.json")) || !strings.Contains(err.Error(), id) {
+				t.Errorf("added token id %s: err %v; want one naming %s and the id", id, err, filepath.Join(dir, "tokenizer.json"))
+			}
+		}()
 	}
 }

@@ -266,3 +266,40 @@ func TestReadJournalLinesThatAreNoSample(t *testing.T) {
 		}
 	}
 }
+
+// A journal line longer than metrics.MaxJournalLine (a zero-filled tail a crash left, or a
+// long line before good ones) is a bad line named path:line and skipped without being held
+// whole: the rows around it are read, and reading allocates about the bound, not the line.
+func TestJournalLineLongerThanAnyRow(t *testing.T) {
+	dir := t.TempDir()
+	abandoned(t, dir, testSamples(3))
+	jpath := filepath.Join(dir, metrics.JournalFile)
+	data, _ := os.ReadFile(jpath)
+	lines := strings.SplitAfter(string(data), "\n")
+	tail := strings.Repeat("\x00", 3*metrics.MaxJournalLine)
+	long := strings.Repeat("x", metrics.MaxJournalLine+1)
+	for _, tc := range []struct {
+		name, journal string
+		line, kept    int
+		cut           bool
+	}{
+		{"a zero-filled tail", lines[0] + lines[1] + tail, 3, 2, true},
+		{"a long line between rows", lines[0] + long + "\n" + lines[2], 2, 2, false},
+	} {
+		if err := os.WriteFile(jpath, []byte(tc.journal), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		rows, err := metrics.ReadJournal(jpath)
+		runtime.ReadMemStats(&after)
+		var je *metrics.JournalError
+		if !errors.As(err, &je) || !strings.Contains(err.Error(), fmt.Sprintf("%s:%d:", jpath, tc.line)) || len(je.Bad) != 1 || je.Bad[0].Cut != tc.cut || je.Kept != tc.kept || len(rows) != tc.kept {
+			t.Errorf("%s: %d rows, %v; want a JournalError naming %s:%d (cut %v), %d rows kept", tc.name, len(rows), err, jpath, tc.line, tc.cut, tc.kept)
+		}
+		if alloc, max := after.TotalAlloc-before.TotalAlloc, uint64(metrics.MaxJournalLine)*5/4; alloc > max {
+			t.Errorf("%s: reading a %d-byte journal allocated %d MiB; want at most %d MiB (1.25 × MaxJournalLine)", tc.name, len(tc.journal), alloc>>20, max>>20)
+		}
+	}
+}

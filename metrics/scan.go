@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
@@ -114,6 +115,41 @@ func scanParquet(path string, in interner, to rowsTo) error {
 	}
 }
 
+// MaxJournalLine is the longest journal line read as a row, in bytes: 2 × 16 MiB + 1 MiB. A row
+// holds figures, names and two texts (its error and warnings); the longest is an error quoting
+// an answer of up to the default reply limit (16 MiB, chat.DefaultMaxReplyBytes), JSON-escaped
+// at up to 2 bytes a byte, with 1 MiB for the rest. A longer line (a zero-filled tail a crash
+// left) is a [BadLine], skipped without being held.
+const MaxJournalLine = 2*16<<20 + 1<<20
+
+// readJournalLine returns the next line of r with its '\n' (err io.EOF, as bufio.Reader.ReadBytes,
+// for a last line without one), or, for a line longer than max bytes, long true and no line:
+// it is read to its end and dropped, never held whole (at most max bytes of it at a time).
+func readJournalLine(r *bufio.Reader, max int) (line []byte, long bool, err error) {
+	var parts [][]byte // the line's full buffers, copied, as ReadBytes keeps them
+	n := 0
+	for {
+		frag, err := r.ReadSlice('\n')
+		if n += len(frag); n > max && !long {
+			long = true
+			clear(parts)
+			parts = nil
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			if long {
+				return nil, true, err
+			}
+			if len(parts) == 0 {
+				return append([]byte(nil), frag...), false, err
+			}
+			return slices.Concat(append(parts, frag)...), false, err
+		}
+		if !long {
+			parts = append(parts, append([]byte(nil), frag...))
+		}
+	}
+}
+
 // scanJournal reads the journal f, at path, line by line, as [ReadJournal] does (inUse: a running
 // sink still writes it), handing each row to to. It returns a [*JournalError] naming the lines
 // that held no sample when there were any, after every other row; an error of to.add is returned
@@ -123,12 +159,17 @@ func scanJournal(f *os.File, path string, inUse bool, in interner, to rowsTo) er
 	kept := 0
 	r := bufio.NewReaderSize(f, 64<<10)
 	for n := 1; ; n++ {
-		line, err := r.ReadBytes('\n')
+		line, long, err := readJournalLine(r, MaxJournalLine)
 		if err != nil && !errors.Is(err, io.EOF) {
 			return fmt.Errorf("read samples journal %s: %w", path, err)
 		}
 		whole := err == nil
-		if len(bytes.TrimSpace(line)) > 0 {
+		if long {
+			if !whole && inUse {
+				break // the row a running sink is writing
+			}
+			bad = append(bad, BadLine{Path: path, Line: n, Cut: !whole, Err: fmt.Errorf("a line longer than %d bytes (MaxJournalLine), longer than any row: skipped unread", MaxJournalLine)})
+		} else if len(bytes.TrimSpace(line)) > 0 {
 			var s Sample
 			if derr := decodeJournalLine(line, &s); derr != nil {
 				if !whole && inUse {

@@ -170,7 +170,9 @@ const DefaultTemperature = 0.7
 // Client sends the harness's requests to the Messages API. Safe for concurrent use: it holds
 // no per-request state.
 type Client struct {
-	endpoint    string
+	endpoint string
+	// shown is endpoint as errors name it: its password redacted (url.URL.Redacted).
+	shown       string
 	model       string
 	key         string
 	breakpoints []Breakpoint
@@ -191,7 +193,7 @@ func New(opts Options) (*Client, error) {
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("anthropic: bad base URL %q: want http(s)://host[:port][/path]", base)
+		return nil, fmt.Errorf("anthropic: bad base URL %q: want http(s)://host[:port][/path]", chat.RedactedURL(base))
 	}
 	if opts.Model == "" {
 		return nil, errors.New("anthropic: no model: name one (such as claude-opus-4-5)")
@@ -240,6 +242,7 @@ func New(opts Options) (*Client, error) {
 	}
 	return &Client{
 		endpoint:    strings.TrimSuffix(u.String(), "/") + "/v1/messages",
+		shown:       strings.TrimSuffix(u.Redacted(), "/") + "/v1/messages",
 		model:       opts.Model,
 		key:         key,
 		breakpoints: bps,

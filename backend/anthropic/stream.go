@@ -180,6 +180,7 @@ func (a *accumulator) block(i int) *block {
 	if !ok {
 		b = &block{}
 		a.blocks[i] = b
+		a.count.AddPiece()
 	}
 	return b
 }
@@ -232,6 +233,11 @@ func (a *accumulator) add(ev event) error {
 		case "signature_delta":
 			b.signature.WriteString(m.Delta.Signature)
 		case "input_json_delta":
+			if !b.partial && b.Type == "tool_use" {
+				// The input comes in deltas: the start's input (the API's "input": {}
+				// placeholder) is not the call's arguments, and was counted.
+				a.count.Add(-len(b.Input))
+			}
 			b.json.WriteString(m.Delta.PartialJSON)
 			b.partial = true
 		}

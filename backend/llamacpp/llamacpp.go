@@ -90,7 +90,7 @@ func (c *Client) SetSeed(seed int64) { c.seed = seed }
 func New(opts Options) (*Client, error) {
 	u, err := url.Parse(strings.TrimSpace(opts.BaseURL))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("llamacpp: Options.BaseURL %q: want http://host:port", opts.BaseURL)
+		return nil, fmt.Errorf("llamacpp: Options.BaseURL %q: want http://host:port", chat.RedactedURL(opts.BaseURL))
 	}
 	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/v1")
 	u.RawQuery, u.Fragment = "", ""
@@ -119,8 +119,9 @@ func New(opts Options) (*Client, error) {
 // URL returns the server's base address.
 func (c *Client) URL() string { return c.base.String() }
 
-// endpoint returns the URL of path on the server.
-func (c *Client) endpoint(path string) string { return c.base.String() + path }
+// endpoint returns the URL of path on the server as errors name it: its password redacted
+// (url.URL.Redacted). Requests are sent to c.base.String() + path.
+func (c *Client) endpoint(path string) string { return c.base.Redacted() + path }
 
 // tool is one entry of a Chat Completions `tools` array.
 type tool struct {

@@ -87,3 +87,38 @@ func BenchmarkReplyBytes(b *testing.B) {
 		})
 	}
 }
+
+// A stream of tool-call fragments that each open a new call (a new index) with no name and no
+// arguments reaches the reply limit at chat.PieceCost a call: the reader stops long before the
+// answer's end instead of holding one call per fragment.
+func TestEmptyToolCallsReachTheLimit(t *testing.T) {
+	var b strings.Builder
+	for i := range 300_000 {
+		fmt.Fprintf(&b, "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":%d}]}}]}\n\n", i)
+	}
+	f := replytest.NewFlood(t, "text/event-stream", "", b.String(), 1, streamEnd)
+	var n int
+	var err error
+	alloc, peak := replytest.Measure(func() any {
+		resp := get(t, f)
+		defer resp.Body.Close()
+		var c *completion
+		c, err = readCompletionMax(resp, 1024, func() {})
+		if c != nil {
+			n = len(c.ToolCalls)
+		}
+		return c
+	})
+	written, gone := f.Wait()
+	t.Logf("answer %d bytes, written %d (gone %v); %d tool calls held; allocated %d MB, peak heap %d MB", f.Total(), written, gone, n, alloc>>20, peak>>20)
+	var ae *chat.APIError
+	if !errors.As(err, &ae) || !strings.HasPrefix(ae.Body, chat.ReplyTooLong) {
+		t.Errorf("err %v; want reply too long", err)
+	}
+	if !gone || written >= f.Total() {
+		t.Errorf("with a 1 KiB limit the reader read all %d bytes of the answer and holds %d tool calls; want it stopped", f.Total(), n)
+	}
+	if max := 1024/chat.PieceCost + 1; n > max {
+		t.Errorf("%d tool calls held; want at most %d (1 KiB at chat.PieceCost a call)", n, max)
+	}
+}

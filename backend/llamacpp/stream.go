@@ -98,8 +98,9 @@ func readCompletion(resp *http.Response, first func()) (*completion, error) {
 }
 
 // readCompletionMax is [readCompletion] with a reply limit of limit bytes (text, reasoning, tool
-// calls' names and arguments): a stream whose reply grows past it is read no further, and a
-// line or a JSON answer longer than [chat.WireLimit] of it is not read whole; both fail with
+// calls' names and arguments; each tool call at least [chat.PieceCost]): a stream whose reply
+// grows past it is read no further, and a line or a JSON answer longer than [chat.WireLimit] of
+// it is not read whole; both fail with
 // [chat.ReplyTooLongError] (URL set by the caller), the message as far as it came returned.
 func readCompletionMax(resp *http.Response, limit int64, first func()) (*completion, error) {
 	br := bufio.NewReaderSize(resp.Body, 64<<10)

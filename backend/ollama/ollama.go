@@ -105,7 +105,7 @@ func WithHTTPClient(h *http.Client) Option {
 func New(baseURL, model string, opts ...Option) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil || u.Scheme == "" || u.Host == "" {
-		return nil, fmt.Errorf("ollama: bad server address %q: want http://host:port", baseURL)
+		return nil, fmt.Errorf("ollama: bad server address %q: want http://host:port", chat.RedactedURL(baseURL))
 	}
 	c := &Client{base: u, model: model, numCtx: 32768, keepAlive: -1, seed: 42, temperature: 0.7, logWait: 3 * time.Second,
 		args: map[string]api.ToolCallFunctionArguments{}, tools: map[string]api.Tool{}}
@@ -114,7 +114,7 @@ func New(baseURL, model string, opts ...Option) (*Client, error) {
 		o(c)
 	}
 	hc := *c.http
-	hc.Transport = answerCheck{next: hc.Transport, base: u.String()}
+	hc.Transport = answerCheck{next: hc.Transport, base: u.Redacted()}
 	c.api = api.NewClient(u, &hc)
 	if c.logPath != "" {
 		// Only lines written after now belong to this client's requests.
@@ -185,13 +185,13 @@ func (c *Client) wrap(err error) error {
 	}
 	var se api.StatusError
 	if errors.As(err, &se) {
-		return &chat.APIError{Backend: "ollama", URL: c.base.String(), StatusCode: se.StatusCode, Body: se.ErrorMessage}
+		return &chat.APIError{Backend: "ollama", URL: c.base.Redacted(), StatusCode: se.StatusCode, Body: se.ErrorMessage}
 	}
 	var sep *api.StatusError
 	if errors.As(err, &sep) {
-		return &chat.APIError{Backend: "ollama", URL: c.base.String(), StatusCode: sep.StatusCode, Body: sep.ErrorMessage}
+		return &chat.APIError{Backend: "ollama", URL: c.base.Redacted(), StatusCode: sep.StatusCode, Body: sep.ErrorMessage}
 	}
-	return &chat.APIError{Backend: "ollama", URL: c.base.String(), Body: err.Error()}
+	return &chat.APIError{Backend: "ollama", URL: c.base.Redacted(), Body: err.Error()}
 }
 
 // ChatRequest converts a lab request to Ollama's /api/chat request: messages with `thinking` for
@@ -254,7 +254,7 @@ func (c *Client) Render(ctx context.Context, req *api.ChatRequest) (string, erro
 		return "", c.wrap(err)
 	}
 	if rendered == "" {
-		return "", &chat.APIError{Backend: "ollama", URL: c.base.String(), Body: "the server returned no _debug_info.rendered_template for a _debug_render_only request"}
+		return "", &chat.APIError{Backend: "ollama", URL: c.base.Redacted(), Body: "the server returned no _debug_info.rendered_template for a _debug_render_only request"}
 	}
 	return rendered, nil
 }
@@ -309,11 +309,12 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 				return fmt.Errorf("ollama: tool call %s arguments: %w", tc.Function.Name, err)
 			}
 			count.Add(len(tc.Function.Name) + len(args))
+			count.AddPiece()
 			calls = append(calls, chat.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
 		}
 		if count.Over() {
 			// Stop reading: the api client closes the body, which drops the connection.
-			return count.Err("ollama", c.base.String())
+			return count.Err("ollama", c.base.Redacted())
 		}
 		if resp.Done {
 			final = resp
@@ -325,9 +326,9 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 		// checked), or takes the part read for an error message: the line was longer than the
 		// reply limit allows, or than the client reads.
 		if bound.Max < apiMaxLine {
-			err = chat.ReplyTooLongError("ollama", c.base.String(), count.Limit)
+			err = chat.ReplyTooLongError("ollama", c.base.Redacted(), count.Limit)
 		} else {
-			err = &chat.APIError{Backend: "ollama", URL: c.base.String(), StatusCode: 200,
+			err = &chat.APIError{Backend: "ollama", URL: c.base.Redacted(), StatusCode: 200,
 				Body: fmt.Sprintf("%s: a line of the answer is longer than %d bytes, the most the Ollama api client reads", chat.ReplyTooLong, apiMaxLine)}
 		}
 	}
@@ -345,7 +346,7 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 		return res, err
 	}
 	if !final.Done {
-		return res, chat.CutError("ollama", c.base.String(), "no done message")
+		return res, chat.CutError("ollama", c.base.Redacted(), "no done message")
 	}
 	if form == chat.AnswerJSON && lines == 1 {
 		// One JSON document, not a stream: its first byte came after the whole generation.

@@ -102,3 +102,23 @@ func BenchmarkReplyBytes(b *testing.B) {
 		})
 	}
 }
+
+// Tool calls with no name and no arguments ("null", 4 bytes each) reach the reply limit at
+// chat.PieceCost a call: with a 1 MiB limit the client stops within 4,096 calls, not after the
+// 100,000 the answer holds (400 KB of bytes counted).
+func TestEmptyToolCallsReachTheLimit(t *testing.T) {
+	c, f := floodClient(t, "application/x-ndjson", "", "{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"function\":{\"name\":\"\"}}]},\"done\":false}\n", 100_000, doneLine)
+	req := &chat.Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}}, MaxReplyBytes: 1 << 20, Generate: 100}
+	res, err := c.Send(context.Background(), req, nil)
+	var ae *chat.APIError
+	if !errors.As(err, &ae) || !strings.HasPrefix(ae.Body, chat.ReplyTooLong) {
+		n := 0
+		if res != nil && res.Reply != nil {
+			n = len(res.Reply.ToolCalls)
+		}
+		t.Errorf("%d empty tool calls with a 1 MiB limit: err %.300v, %d calls in the reply; want reply too long", 100_000, err, n)
+	}
+	if written, gone := f.Wait(); !gone || written >= f.Total() {
+		t.Errorf("the server wrote %d of %d bytes (connection gone: %v); want the client to stop reading", written, f.Total(), gone)
+	}
+}

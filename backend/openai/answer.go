@@ -40,7 +40,7 @@ func (c *Client) readAnswer(e *exchange, event func(name string, data []byte) er
 		}
 		return 0, whole(b)
 	}
-	return 0, chat.NotAnswerError("openai", c.base.String(), e.answerType, head)
+	return 0, chat.NotAnswerError("openai", c.base.Redacted(), e.answerType, head)
 }
 
 // answerError turns a failure to read an answer into the error Send returns: a canceled or
@@ -54,12 +54,12 @@ func (c *Client) answerError(err error, e *exchange) error {
 		return err
 	}
 	if errors.Is(err, chat.ErrWireTooLong) {
-		return chat.ReplyTooLongError("openai", c.base.String(), e.limit)
+		return chat.ReplyTooLongError("openai", c.base.Redacted(), e.limit)
 	}
 	var ae *chat.APIError
 	if errors.As(err, &ae) {
 		cp := *ae
-		cp.URL, cp.Body = c.base.String(), c.redact(cp.Body)
+		cp.URL, cp.Body = c.base.Redacted(), c.redact(cp.Body)
 		return &cp
 	}
 	var re wire.ReadError

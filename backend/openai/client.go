@@ -155,7 +155,7 @@ func New(opts Options) (*Client, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("openai: bad base URL %q: want http(s)://host[:port]/path", raw)
+		return nil, fmt.Errorf("openai: bad base URL %q: want http(s)://host[:port]/path", chat.RedactedURL(raw))
 	}
 	c.base = u
 	if c.key, err = readKey(opts, p); err != nil {

@@ -128,7 +128,7 @@ func (c *Client) sendChat(ctx context.Context, req *chat.Request) (*chat.Result,
 		g := generation{count: chat.ReplyCounter{Limit: e.limit}}
 		g.add(&ck)
 		if g.count.Over() {
-			return res, g.count.Err("openai", c.base.String())
+			return res, g.count.Err("openai", c.base.Redacted())
 		}
 		if req.Generate > 0 {
 			res.Reply = g.reply(res)
@@ -159,7 +159,7 @@ func (c *Client) sendChat(ctx context.Context, req *chat.Request) (*chat.Result,
 		}
 		if err == nil && cc.gen.count.Over() {
 			// Stop reading: the deferred Close drops the connection.
-			return cc.gen.count.Err("openai", c.base.String())
+			return cc.gen.count.Err("openai", c.base.Redacted())
 		}
 		return err
 	}, func(body []byte) error {
@@ -167,7 +167,7 @@ func (c *Client) sendChat(ctx context.Context, req *chat.Request) (*chat.Result,
 			return err
 		}
 		if cc.gen.count.Over() {
-			return cc.gen.count.Err("openai", c.base.String())
+			return cc.gen.count.Err("openai", c.base.Redacted())
 		}
 		res.Warnings = append(res.Warnings, "the server answered the streamed request with one JSON answer, not a stream: time to first token unknown")
 		return nil
@@ -283,6 +283,9 @@ func (g *generation) add(ck *chunk) {
 			if !ok {
 				call = &chat.ToolCall{}
 				g.calls[idx], g.args[idx], g.names[idx] = call, &strings.Builder{}, &strings.Builder{}
+				if !g.count.AddPiece() {
+					return // past the limit: the rest of the chunk is not held
+				}
 			}
 			if tc.ID != "" {
 				call.ID = tc.ID

@@ -236,7 +236,7 @@ func (c *Client) sendResponses(ctx context.Context, req *chat.Request) (*chat.Re
 		out.add(ev)
 		if out.count.Over() {
 			// Stop reading: the deferred Close drops the connection.
-			return out.count.Err("openai", c.base.String())
+			return out.count.Err("openai", c.base.Redacted())
 		}
 		switch ev.Type {
 		case "error":
@@ -381,8 +381,11 @@ type output struct {
 	// set whole, appended to the item by flush: a part grows in linear time however many deltas
 	// it comes in.
 	grown map[partKey]*strings.Builder
-	// count counts the deltas' bytes against the request's reply limit.
+	// count counts the bytes the items hold (whole items as they are set, deltas as they come)
+	// and the items ([chat.PieceCost] each) against the request's reply limit; sizes holds each
+	// item's share of count.N, taken back when the item is set whole again.
 	count chat.ReplyCounter
+	sizes map[int]int64
 }
 
 // partKey names what a delta grows: output item, which list (content, summary, or args for a
@@ -404,7 +407,30 @@ func (o *output) grow(k partKey, delta string) {
 		o.grown[k] = b
 	}
 	o.count.Add(len(delta))
+	o.sizes[k.item] += int64(len(delta))
 	b.WriteString(delta)
+}
+
+// set puts it whole at output index i, counting its bytes in place of what the item at i held
+// before ([itemSize]).
+func (o *output) set(i int, it *responseItem) {
+	*o.item(i, "") = *it
+	o.count.N -= o.sizes[i]
+	o.sizes[i] = itemSize(it)
+	o.count.N += o.sizes[i]
+}
+
+// itemSize returns the bytes of the reply an item holds: its name, arguments, encrypted
+// reasoning (encrypted_content, sent back as a Thinking block) and its parts' texts.
+func itemSize(it *responseItem) int64 {
+	n := int64(len(it.Name) + len(it.Arguments) + len(it.EncryptedContent))
+	for _, p := range it.Content {
+		n += int64(len(p.Text))
+	}
+	for _, p := range it.Summary {
+		n += int64(len(p.Text))
+	}
+	return n
 }
 
 // drop forgets the deltas of output item i (set whole again), or of every item for i < 0.
@@ -435,18 +461,12 @@ func (o *output) flush() {
 	o.grown = nil
 }
 
-// size returns the bytes of the reply the items hold: texts, summaries, names and arguments.
+// size returns the bytes of the reply the items hold ([itemSize]).
 func (o *output) size() int64 {
 	o.flush()
 	var n int64
 	for _, it := range o.items {
-		n += int64(len(it.Name) + len(it.Arguments))
-		for _, p := range it.Content {
-			n += int64(len(p.Text))
-		}
-		for _, p := range it.Summary {
-			n += int64(len(p.Text))
-		}
+		n += itemSize(it)
 	}
 	return n
 }
@@ -455,12 +475,13 @@ func (o *output) size() int64 {
 // (response.output_item.added).
 func (o *output) item(i int, typ string) *responseItem {
 	if o.items == nil {
-		o.items = map[int]*responseItem{}
+		o.items, o.sizes = map[int]*responseItem{}, map[int]int64{}
 	}
 	it, ok := o.items[i]
 	if !ok {
 		it = &responseItem{Type: typ}
 		o.items[i] = it
+		o.count.AddPiece()
 	}
 	return it
 }
@@ -481,7 +502,7 @@ func (o *output) add(ev *responseEvent) {
 	case "response.output_item.added", "response.output_item.done":
 		if ev.Item != nil {
 			o.drop(ev.OutputIndex)
-			*o.item(ev.OutputIndex, "") = *ev.Item
+			o.set(ev.OutputIndex, ev.Item)
 		}
 	case "response.output_text.delta":
 		it := o.item(ev.OutputIndex, "message")
@@ -507,10 +528,11 @@ func (o *output) add(ev *responseEvent) {
 		}
 		if len(ev.Response.Output) > 0 {
 			o.drop(-1)
-			o.items = map[int]*responseItem{}
+			o.items, o.sizes = nil, nil
+			o.count.N, o.count.Pieces = 0, 0
 			for i, it := range ev.Response.Output {
 				if it != nil {
-					o.items[i] = it
+					o.set(i, it)
 				}
 			}
 		}

@@ -177,7 +177,7 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 		profile := ro.Profile
 		if profile != "ollama" && loopbackOllama(ctx, ro.BaseURL) {
 			// Ollama answers cached_tokens 0 whatever it reused: that field is never a measurement.
-			fmt.Fprintf(s.err, "lab run: %s is Ollama, whose cached_tokens is always 0: using --profile ollama (cached tokens unknown; --backend ollama reads them from its log)\n", ro.BaseURL)
+			fmt.Fprintf(s.err, "lab run: %s is Ollama, whose cached_tokens is always 0: using --profile ollama (cached tokens unknown; --backend ollama reads them from its log)\n", chat.RedactedURL(ro.BaseURL))
 			profile = "ollama"
 		}
 		if profile == "ollama" {
@@ -216,7 +216,7 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 		}
 		if loopbackOllama(ctx, ro.BaseURL) {
 			constantCached = "the server is Ollama, whose /v1/messages always answers 0 cache_read_input_tokens"
-			fmt.Fprintf(s.err, "lab run: %s is Ollama, whose cache_read_input_tokens is always 0: cached tokens unknown (--backend ollama reads them from its log)\n", ro.BaseURL)
+			fmt.Fprintf(s.err, "lab run: %s is Ollama, whose cache_read_input_tokens is always 0: cached tokens unknown (--backend ollama reads them from its log)\n", chat.RedactedURL(ro.BaseURL))
 			fmt.Fprintln(s.err, ollamaWindowNote)
 		}
 		nonce = func(session string) string { return openai.Nonce(session) + "\n" }

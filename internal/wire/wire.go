@@ -112,9 +112,10 @@ type Endpoint struct {
 	Key string
 }
 
-// Error returns a *chat.APIError of e with status and msg, msg redacted ([Redact]).
+// Error returns a *chat.APIError of e with status and msg, msg redacted ([Redact]) and the URL's
+// password too ([chat.RedactedURL]).
 func (e Endpoint) Error(status int, msg string) *chat.APIError {
-	return &chat.APIError{Backend: e.Backend, URL: e.URL, StatusCode: status, Body: Redact(msg, e.Key)}
+	return &chat.APIError{Backend: e.Backend, URL: chat.RedactedURL(e.URL), StatusCode: status, Body: Redact(msg, e.Key)}
 }
 
 // Post sends body (nil: none) to url with method and the headers given, through hc (nil:
