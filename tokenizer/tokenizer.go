@@ -236,7 +236,7 @@ func (t *Tokenizer) encodePiece(text string) ([]int32, error) {
 	if ok {
 		return ids, nil
 	}
-	ids, err := t.bpe.Encode(text, false)
+	ids, err := t.encodeChunks(text, chunkBytes)
 	if err != nil {
 		return nil, fmt.Errorf("encode text: %w", err)
 	}
@@ -252,6 +252,69 @@ func (t *Tokenizer) encodePiece(text string) ([]int32, error) {
 	t.mu.Unlock()
 	return ids, nil
 }
+
+// chunkBytes is the length of the chunks encodePiece hands Ollama's tokenizer: a longer text is
+// cut, at the first safe cut past each chunkBytes, into chunks tokenized one after another.
+// Ollama's BytePairEncoding.Encode holds a text's every pre-tokenizer split at once (the text
+// as runes, 4 bytes a byte, each split as a string, and the regular expression's matches), over
+// 10 bytes live per byte of text; a chunk bounds that to about a megabyte whatever the text's
+// length. The ids are the same (see safeCut).
+const chunkBytes = 64 << 10
+
+// encodeChunks tokenizes text, which holds no special token, with Ollama's tokenizer in chunks
+// of at least size bytes cut where safeCut allows; a text with no safe cut past size is
+// tokenized whole. The ids are exactly those of one call on the whole text.
+func (t *Tokenizer) encodeChunks(text string, size int) ([]int32, error) {
+	if len(text) <= size {
+		return t.bpe.Encode(text, false)
+	}
+	var ids []int32
+	for len(text) > 0 {
+		end := len(text)
+		if len(text) > size {
+			if e := safeCut(text, size); e > 0 {
+				end = e
+			}
+		}
+		got, err := t.bpe.Encode(text[:end], false)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, got...)
+		text = text[end:]
+	}
+	return ids, nil
+}
+
+// safeCut returns the first byte offset e >= from (and > 0) at which the qwen3 pre-tokenizer
+// (qwen3Pretokenizer) splits text anyway, and splits text[:e] and text[e:] taken apart exactly
+// as it splits text, so that tokenizing the two apart gives the ids of text (byte-pair merges
+// never cross a split); -1 when there is none. Two kinds of place qualify, both in ASCII so that
+// every regular-expression class sees them alike:
+//
+//   - after a line feed followed by a printable non-space character (0x21–0x7E): no alternative
+//     of the pattern matches a line feed followed by anything but white space (a letter run and
+//     a punctuation run exclude it; `[\r\n]*` and the white-space alternatives stop at the
+//     non-space), and the white space ending in that line feed is matched by `\s*[\r\n]+`, which
+//     comes before the only lookahead, `\s+(?!\S)`, and reads nothing past the line feed's
+//     successor, where the two texts differ;
+//   - at a space between two ASCII letters ("fox| jumps"): the letter run or contraction before
+//     it ends there, no white-space match reaches it, and the next split starts at the space.
+//
+// The pattern has no lookbehind, so the splits of text[e:] do not depend on what came before.
+func safeCut(text string, from int) int {
+	for e := max(from, 1); e < len(text); e++ {
+		switch c := text[e]; {
+		case text[e-1] == '\n' && c >= 0x21 && c <= 0x7e:
+			return e
+		case c == ' ' && e+1 < len(text) && asciiLetter(text[e-1]) && asciiLetter(text[e+1]):
+			return e
+		}
+	}
+	return -1
+}
+
+func asciiLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
 // encodeWhole tokenizes text in one call of Ollama's tokenizer, as the runner does, without the
 // memo (for tests).
