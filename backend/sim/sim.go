@@ -39,12 +39,14 @@ package sim
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/ollama/ollama/api"
 
@@ -117,7 +119,7 @@ type Backend struct {
 	tools     []chat.Tool
 	toolsJSON json.RawMessage
 	// messageJSON caches the JSON of the previous request's messages, by messageKey.
-	messageJSON map[string][]byte
+	messageJSON map[[sha256.Size]byte][]byte
 }
 
 // encode returns the /api/chat body of creq, built from req, reusing the tool list's JSON when
@@ -135,11 +137,10 @@ func (b *Backend) encode(req *chat.Request, creq *api.ChatRequest) ([]byte, erro
 	}
 	// The messages: each one's JSON is reused from the previous request when the message is the
 	// same (a session resends its history), keyed by what the chat message holds.
-	var msgs []byte
-	if len(req.Messages) == len(creq.Messages) && len(creq.Messages) > 0 {
-		next := make(map[string][]byte, len(req.Messages))
-		var arr bytes.Buffer
-		arr.WriteByte('[')
+	var msgs [][]byte
+	each := len(req.Messages) == len(creq.Messages) && len(creq.Messages) > 0
+	if each {
+		next := make(map[[sha256.Size]byte][]byte, len(req.Messages))
 		for i, m := range req.Messages {
 			k := messageKey(&m)
 			j, ok := b.messageJSON[k]
@@ -150,19 +151,15 @@ func (b *Backend) encode(req *chat.Request, creq *api.ChatRequest) ([]byte, erro
 				}
 			}
 			next[k] = j
-			if i > 0 {
-				arr.WriteByte(',')
-			}
-			arr.Write(j)
+			msgs = append(msgs, j)
 		}
-		arr.WriteByte(']')
 		b.messageJSON = next
-		msgs = arr.Bytes()
 	} else {
-		var err error
-		if msgs, err = json.Marshal(creq.Messages); err != nil {
+		j, err := json.Marshal(creq.Messages)
+		if err != nil {
 			return nil, err
 		}
+		msgs = [][]byte{j}
 	}
 	// The rest of the request, then the messages and the tool list spliced in as they are
 	// (a json.RawMessage field would be validated and copied again on every request).
@@ -180,10 +177,27 @@ func (b *Backend) encode(req *chat.Request, creq *api.ChatRequest) ([]byte, erro
 	if k < 0 || o < k {
 		return nil, errors.New("sim: encode request: unexpected field layout")
 	}
-	body := make([]byte, 0, len(head)+len(msgs)+len(b.toolsJSON)+16)
+	// The body is built once at its final size: the messages' JSON is copied into it, never
+	// into an array of its own first (a message may hold a tool argument of megabytes).
+	size := len(head) + len(b.toolsJSON) + 32
+	for _, j := range msgs {
+		size += len(j) + 1
+	}
+	body := make([]byte, 0, size)
 	body = append(body, head[:k]...)
 	body = append(body, `"messages":`...)
-	body = append(body, msgs...)
+	if !each {
+		body = append(body, msgs[0]...) // the whole array (or null), marshalled at once
+	} else {
+		body = append(body, '[')
+		for i, j := range msgs {
+			if i > 0 {
+				body = append(body, ',')
+			}
+			body = append(body, j...)
+		}
+		body = append(body, ']')
+	}
 	body = append(body, head[k+len(null):o]...)
 	if len(req.Tools) > 0 {
 		body = append(body, `,"tools":`...)
@@ -192,16 +206,31 @@ func (b *Backend) encode(req *chat.Request, creq *api.ChatRequest) ([]byte, erro
 	return append(body, head[o:]...), nil
 }
 
-// messageKey is a key that differs for any two chat messages that encode differently.
-func messageKey(m *chat.Message) string {
-	var k strings.Builder
+// messageKey is a key that differs for any two chat messages that encode differently: the
+// SHA-256 of the fields the JSON is built from, each preceded by its length. A digest, not the
+// fields themselves, so that a message holding a tool argument of megabytes is not copied into
+// its key.
+func messageKey(m *chat.Message) [sha256.Size]byte {
+	h := sha256.New()
+	field := func(f []byte) {
+		var n [8]byte
+		binary.LittleEndian.PutUint64(n[:], uint64(len(f)))
+		h.Write(n[:])
+		h.Write(f)
+	}
+	// The hash only reads the bytes of a string, so they are handed to it without a copy.
+	str := func(f string) { field(unsafe.Slice(unsafe.StringData(f), len(f))) }
 	for _, f := range []string{string(m.Role), m.Content, m.Reasoning, m.ToolCallID, m.ToolName} {
-		fmt.Fprintf(&k, "%d:%s", len(f), f)
+		str(f)
 	}
 	for _, tc := range m.ToolCalls {
-		fmt.Fprintf(&k, "%d:%s%d:%s%d:%s", len(tc.ID), tc.ID, len(tc.Name), tc.Name, len(tc.Arguments), tc.Arguments)
+		str(tc.ID)
+		str(tc.Name)
+		field(tc.Arguments)
 	}
-	return k.String()
+	var k [sha256.Size]byte
+	h.Sum(k[:0])
+	return k
 }
 
 // SetScript gives the scripted model its replies for the session that follows, in groups: a
