@@ -218,3 +218,37 @@ func BenchmarkEncodeLongText(b *testing.B) {
 	b.ReportMetric(float64(top-min(top, before.HeapInuse))/(1<<20), "heap-MiB")
 	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N)/float64(len(text)), "B/text-byte")
 }
+
+// TestEncodeHoldsLongTextOnce: the ids of a text that is one piece between special tokens are
+// held once, by the memo, not copied for the caller too (bytes the heap holds with the
+// tokenizer and the result alive, after a collection).
+func TestEncodeHoldsLongTextOnce(t *testing.T) {
+	ggufPath := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := gguf.WriteModel(ggufPath, tinytokenizer.Write(t, true), gguf.ModelOptions{HiddenSize: 4, Layers: 1, FeedForward: 4, Heads: 1, KVHeads: 1, HeadDim: 4}); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := Load(ggufPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Repeat("ab hi\n", 200_000)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	ids := mustEncode(t, tk, text)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	if want := 4 * 200_000; len(ids) != want { // ab, Ġ, hi, Ċ
+		t.Fatalf("%d ids; want %d", len(ids), want)
+	}
+	if limit := int64(4 * len(ids) * 3 / 2); held > limit {
+		t.Errorf("%d bytes held for %d ids (%.1f copies of 4 bytes an id); want at most %d (one copy)", held, len(ids), float64(held)/float64(4*len(ids)), limit)
+	}
+	runtime.KeepAlive(tk)
+	// A caller's append does not write into the memo's ids.
+	_ = append(ids, 99)
+	if again := mustEncode(t, tk, text); len(again) != len(ids) || cap(again) != len(again) {
+		t.Errorf("again: %d ids, capacity %d; want %d", len(again), cap(again), len(ids))
+	}
+}

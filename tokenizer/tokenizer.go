@@ -8,6 +8,7 @@ package tokenizer
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -204,14 +205,22 @@ func (t *Tokenizer) splitInOrder(text string) []piece {
 }
 
 // Encode returns the token ids of text as the server's tokenizer produces them for a prompt:
-// special tokens written in the text (such as <|im_start|>) become their ids. The result is the
-// caller's to keep.
+// special tokens written in the text (such as <|im_start|>) become their ids. The result may be
+// shared with the memo (a text that is one piece between special tokens): callers must not
+// change it.
 func (t *Tokenizer) Encode(text string) ([]int32, error) {
+	ps := t.split(text)
+	if len(ps) == 1 && ps[0].id < 0 && !t.addBOS && !t.addEOS {
+		// One piece: its memoised ids as they are, not a copy (a tool argument of megabytes is
+		// millions of tokens), their capacity clipped so that an append cannot write into them.
+		ids, err := t.encodePiece(ps[0].text)
+		return slices.Clip(ids), err
+	}
 	var ids []int32
 	if t.addBOS {
 		ids = append(ids, t.bos)
 	}
-	for _, p := range t.split(text) {
+	for _, p := range ps {
 		if p.id >= 0 {
 			ids = append(ids, p.id)
 			continue
