@@ -44,6 +44,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"time"
 	"unsafe"
@@ -305,7 +307,7 @@ func New(o Options) (*Backend, error) {
 // tokenized are not tokenized again. The ids it returns are shared; callers must not change them.
 func (b *Backend) Tokenizer() Tokenizer { return b.tok }
 
-// recent remembers the ids of the last recentSize texts encoded.
+// recent remembers the ids of the last recentSize texts encoded, of at most recentMaxBytes each.
 type recent struct {
 	tok   Tokenizer
 	texts [recentSize]string
@@ -314,6 +316,12 @@ type recent struct {
 }
 
 const recentSize = 4
+
+// recentMaxBytes is the longest text recent remembers. A longer one (a turn holding a tool
+// argument of megabytes) is tokenized again when asked again: its ids, millions of them, would
+// otherwise be held here for the next requests besides the tokenizer's own memo, which keeps
+// that second tokenization a copy.
+const recentMaxBytes = 1 << 20
 
 func (r *recent) Encode(text string) ([]int32, error) {
 	for i, t := range r.texts {
@@ -327,6 +335,9 @@ func (r *recent) Encode(text string) ([]int32, error) {
 	}
 	if ids == nil {
 		ids = []int32{}
+	}
+	if len(text) > recentMaxBytes {
+		return ids, nil
 	}
 	r.texts[r.next], r.ids[r.next] = text, ids
 	r.next = (r.next + 1) % recentSize
@@ -350,6 +361,10 @@ func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	huge := textBytes(req)+chat.ReplySize(reply) > hugeBytes
+	if huge {
+		defer tighten()()
+	}
 	creq, err := b.conv.ChatRequest(req)
 	if err != nil {
 		return nil, err
@@ -359,6 +374,9 @@ func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply
 		return nil, fmt.Errorf("sim: encode request: %w", err)
 	}
 	res := &chat.Result{RequestBytes: int64(len(body)), Body: body}
+	if huge {
+		collect()
+	}
 	if req.Generate > 0 {
 		// The scripted model's reply is held to the request's limit as a server's is, before
 		// anything renders or tokenizes it.
@@ -369,12 +387,19 @@ func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply
 			return res, chat.ReplyTooLongError("sim", "in process", limit)
 		}
 		res.Reply = reply
+		if !huge && textBytes(req)+chat.ReplySize(reply) > hugeBytes {
+			huge = true
+			defer tighten()()
+		}
 	}
 	r, err := b.chatPrompt(creq)
 	if err != nil {
 		return res, fmt.Errorf("sim: render: %w", err)
 	}
 	rendered, prompt := r.text, r.tokens
+	if huge {
+		collect()
+	}
 	res.Rendered = rendered
 	// The runner's input: the prompt truncated to the window.
 	input := b.window.Truncate(prompt)
@@ -404,6 +429,9 @@ func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply
 		n := cachesim.CommonPrefix(prompt, full)
 		held, generated = full[:n], full[n:]
 	}
+	if huge {
+		collect()
+	}
 	// The slot after a text that reaches the window: truncated, then shifted.
 	heldNow, generatedNow, _ := b.window.Hold(held, generated)
 	b.model.Store(heldNow, generatedNow)
@@ -416,6 +444,56 @@ func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply
 	}
 	res.TTFT, res.Total = res.Prefill, res.Prefill
 	return res, nil
+}
+
+// hugeBytes is the size of a request's texts and reply, in bytes, past which Send keeps the heap
+// close to what it holds (see tighten).
+const hugeBytes = 4 << 20
+
+// hugeGCPercent is the garbage collector's GOGC while Send handles a huge request.
+const hugeGCPercent = 10
+
+// textBytes returns the bytes of req's message texts and tool-call arguments.
+func textBytes(req *chat.Request) int64 {
+	var n int64
+	for _, m := range req.Messages {
+		n += int64(len(m.Content) + len(m.Reasoning))
+		for _, tc := range m.ToolCalls {
+			n += int64(len(tc.Arguments))
+		}
+	}
+	return n
+}
+
+// tighten lowers the garbage collector's target for a huge request (GOGC to hugeGCPercent, when
+// it is higher and the collector is on) and returns the function that collects and restores it.
+//
+// Garbage dominates such a request: tokenizing a text of megabytes with Ollama's tokenizer
+// allocates about a hundred bytes per byte and frees them at once, and encoding and rendering it
+// (encoding/json's nested marshalling of a tool call's arguments, the renderer's) leave several
+// transient copies of it; with the default GOGC of 100 the heap grows to twice what was live
+// at the last cycle, which ran in the middle of such a step, before collecting: an 11 MiB tool
+// argument took 580 MiB. The lower target costs collector time only while a huge request is
+// handled.
+func tighten() func() {
+	old := debug.SetGCPercent(hugeGCPercent)
+	if old < 0 || old <= hugeGCPercent {
+		debug.SetGCPercent(old)
+		return func() {}
+	}
+	return func() {
+		collect()
+		debug.SetGCPercent(old)
+	}
+}
+
+// collect runs a garbage collection between the steps of a huge request, so that the next step
+// starts from what is really held, not from a cycle that ran in the middle of the last one. A
+// second cycle empties sync.Pool's victim cache, where encoding/json keeps the encoder buffers
+// of the arguments' nested marshalling, each as long as the argument.
+func collect() {
+	runtime.GC()
+	runtime.GC()
 }
 
 // lookupAnthropic looks the rendered prompt up in the anthropic model at the request's
