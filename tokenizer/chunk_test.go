@@ -252,3 +252,40 @@ func TestEncodeHoldsLongTextOnce(t *testing.T) {
 		t.Errorf("again: %d ids, capacity %d; want %d", len(again), cap(again), len(ids))
 	}
 }
+
+// TestMemoForgetsHugeText: of two long texts tokenized one after the other, the tokenizer holds
+// the ids of the last one only (bytes the heap holds with the tokenizer and both texts alive and
+// the results dropped, after a collection), and still gives the same ids for either.
+func TestMemoForgetsHugeText(t *testing.T) {
+	ggufPath := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := gguf.WriteModel(ggufPath, tinytokenizer.Write(t, true), gguf.ModelOptions{HiddenSize: 4, Layers: 1, FeedForward: 4, Heads: 1, KVHeads: 1, HeadDim: 4}); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := Load(ggufPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := strings.Repeat("ab hi\n", 180_000) // 1.08 MB, past hugePiece
+	b := strings.Repeat("hi ab\n", 180_000)
+	wantA, wantB := slices.Clone(mustEncode(t, tk, a)), slices.Clone(mustEncode(t, tk, b))
+	tk.hugeText, tk.hugeIDs = "", nil // as new: nothing remembered
+	tk.mu.Lock()
+	clear(tk.memo)
+	tk.mu.Unlock()
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for _, s := range []string{a, b} {
+		mustEncode(t, tk, s)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	if one := int64(4 * len(wantB)); held > one*3/2 {
+		t.Errorf("%d bytes held after two long texts of %d ids each; want at most %d (the last one's ids)", held, len(wantB), one*3/2)
+	}
+	runtime.KeepAlive(tk)
+	if !slices.Equal(mustEncode(t, tk, a), wantA) || !slices.Equal(mustEncode(t, tk, b), wantB) || !slices.Equal(mustEncode(t, tk, b), wantB) {
+		t.Error("the ids of a long text differ on a second encoding")
+	}
+}

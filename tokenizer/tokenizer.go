@@ -45,6 +45,9 @@ type Tokenizer struct {
 	mu        sync.Mutex
 	memo      map[string][]int32
 	memoBytes int
+	// hugeText and hugeIDs are the last text longer than hugePiece tokenized, and its ids.
+	hugeText string
+	hugeIDs  []int32
 }
 
 // Load reads the tokenizer of the qwen3 GGUF file at ggufPath (from [gguf.WriteModel] or any
@@ -237,10 +240,19 @@ func (t *Tokenizer) Encode(text string) ([]int32, error) {
 	return ids, nil
 }
 
-// encodePiece tokenizes text that holds no special token, once per distinct text.
+// encodePiece tokenizes text that holds no special token, once per distinct text. A text longer
+// than hugePiece is remembered in a slot of its own that holds only the last such text.
 func (t *Tokenizer) encodePiece(text string) ([]int32, error) {
+	huge := len(text) > hugePiece
 	t.mu.Lock()
 	ids, ok := t.memo[text]
+	if huge {
+		ids, ok = t.hugeIDs, t.hugeIDs != nil && t.hugeText == text
+		if !ok {
+			// Forgotten before the new one is tokenized, so the two are never held at once.
+			t.hugeText, t.hugeIDs = "", nil
+		}
+	}
 	t.mu.Unlock()
 	if ok {
 		return ids, nil
@@ -250,17 +262,28 @@ func (t *Tokenizer) encodePiece(text string) ([]int32, error) {
 		return nil, fmt.Errorf("encode text: %w", err)
 	}
 	t.mu.Lock()
-	if t.memoBytes+len(text) > memoLimit {
+	switch {
+	case huge:
+		t.hugeText, t.hugeIDs = text, ids
+	case t.memoBytes+len(text) > memoLimit:
 		clear(t.memo)
 		t.memoBytes = 0
-	}
-	if _, ok := t.memo[text]; !ok {
-		t.memo[text] = ids
-		t.memoBytes += len(text)
+		fallthrough
+	default:
+		if _, ok := t.memo[text]; !ok {
+			t.memo[text] = ids
+			t.memoBytes += len(text)
+		}
 	}
 	t.mu.Unlock()
 	return ids, nil
 }
+
+// hugePiece is the length in bytes past which a text between special tokens is remembered only
+// until the next such text: a turn holding a tool argument of megabytes is asked for a few times
+// in a row (the sim's prompt, the harness's attribution of it), and its ids, millions of them,
+// and the prompt its text is part of would otherwise stay in the memo for many requests after.
+const hugePiece = 1 << 20
 
 // chunkBytes is the length of the chunks encodePiece hands Ollama's tokenizer: a longer text is
 // cut, at the first safe cut past each chunkBytes, into chunks tokenized one after another.
