@@ -206,6 +206,7 @@ func BenchmarkEncodeLongText(b *testing.B) {
 		tk.mu.Lock()
 		clear(tk.memo)
 		tk.memoBytes = 0
+		tk.hugeText, tk.hugeIDs = "", nil
 		tk.mu.Unlock()
 		if _, err := tk.Encode(text); err != nil {
 			b.Fatal(err)
