@@ -1,6 +1,7 @@
 package cachesim
 
 import (
+	"slices"
 	"sort"
 	"strings"
 )
@@ -47,7 +48,8 @@ type Incremental struct {
 }
 
 // Encode returns the tokens of text, reusing the previous text's tokens up to the last turn
-// marker the two texts share.
+// marker the two texts share. The result is shared with the Incremental (it is never changed,
+// and a later call builds a new slice): callers must not change it.
 func (in *Incremental) Encode(text string) ([]int32, error) {
 	ids, _, err := in.EncodeTurns(text)
 	return ids, err
@@ -61,7 +63,7 @@ type TurnMark struct {
 
 // EncodeTurns is Encode that also returns where each turn marker of text starts, in order. The
 // token index of a marker is exact: the tokens before a special token do not depend on the text
-// after it.
+// after it. The tokens are shared as Encode's are.
 func (in *Incremental) EncodeTurns(text string) ([]int32, []TurnMark, error) {
 	common := CommonPrefixBytes(text, in.last)
 	// The last marker that starts at or before the common prefix's end and lies wholly in it.
@@ -99,5 +101,7 @@ func (in *Incremental) EncodeTurns(text string) ([]int32, []TurnMark, error) {
 	for i := range marks {
 		turns[i] = TurnMark{Byte: marks[i], Token: at[i]}
 	}
-	return append([]int32(nil), ids...), turns, nil
+	// Shared, not copied: a prompt of millions of tokens is held once. Its capacity is clipped so
+	// that a caller's append cannot write into a later call's tokens.
+	return slices.Clip(ids), turns, nil
 }

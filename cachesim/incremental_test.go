@@ -1,7 +1,9 @@
 package cachesim
 
 import (
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -75,5 +77,37 @@ func TestIncrementalCostsTheAppendedPart(t *testing.T) {
 	inc.Encode(text + "<|im_start|>assistant\nreply<|im_end|>\n")
 	if got := tok.bytes - before; got > 200 {
 		t.Fatalf("tokenized %d bytes for a %d-byte session plus a 40-byte step; want about the step", got, len(text))
+	}
+}
+
+// TestIncrementalHoldsLongPromptOnce: the tokens an Incremental returns are the ones it keeps
+// for the next text, not a copy, so a prompt of a million tokens costs its 4 MB once (bytes the
+// heap holds with both the Incremental and the result alive, after a collection).
+func TestIncrementalHoldsLongPromptOnce(t *testing.T) {
+	const n = 1 << 20
+	text := turnMarker + strings.Repeat("w ", n)
+	in := &Incremental{Tok: &wordTokenizer{}}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	ids, err := in.Encode(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	if len(ids) != n+1 {
+		t.Fatalf("%d tokens; want %d", len(ids), n+1)
+	}
+	if limit := int64(4 * n * 3 / 2); held > limit {
+		t.Errorf("%d bytes held for %d tokens (%.1f copies of 4 bytes a token); want at most %d (one copy)", held, len(ids), float64(held)/float64(4*len(ids)), limit)
+	}
+	runtime.KeepAlive(in)
+	// A caller's append does not write into the Incremental's tokens.
+	_ = append(ids, 7)
+	again, err := in.Encode(text + turnMarker + "x")
+	if err != nil || len(again) != n+3 || again[n+1] != -1 {
+		t.Fatalf("the next text: %d tokens (err %v)", len(again), err)
 	}
 }

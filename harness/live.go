@@ -8,6 +8,7 @@ package harness
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -324,11 +325,16 @@ func (r *runner) annotate(s *metrics.Sample, req *chat.Request, reply *chat.Repl
 // with the same arguments as canonical JSON), and records them.
 func (r *runner) repeated(calls []chat.ToolCall) bool {
 	if r.seenCalls == nil {
-		r.seenCalls = map[string]bool{}
+		r.seenCalls = map[[sha256.Size]byte]bool{}
 	}
 	rep := false
 	for _, tc := range calls {
-		key := tc.Name + "\x00" + CanonicalJSON(tc.Arguments)
+		// A digest of the call, not its text: a call's arguments may be megabytes.
+		h := sha256.New()
+		h.Write([]byte(tc.Name + "\x00"))
+		h.Write([]byte(CanonicalJSON(tc.Arguments)))
+		var key [sha256.Size]byte
+		h.Sum(key[:0])
 		if r.seenCalls[key] {
 			rep = true
 		}

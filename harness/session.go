@@ -3,6 +3,7 @@ package harness
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -220,9 +221,9 @@ type runner struct {
 
 	// live is the live driver's state; nil in a scripted session.
 	live *liveState
-	// seenCalls holds every tool call of the session so far (tool and canonical arguments), for
-	// the repeated_call column.
-	seenCalls map[string]bool
+	// seenCalls holds every tool call of the session so far (the SHA-256 of its tool and canonical
+	// arguments), for the repeated_call column.
+	seenCalls map[[sha256.Size]byte]bool
 }
 
 // date is the person's date in the clock's zone (§10.3: "the date is the person's own").
@@ -514,7 +515,10 @@ func (r *runner) assistant(ctx context.Context, a *scenario.AssistantStep) error
 	for _, c := range a.Calls {
 		r.callSeq++
 		// The model wrote the absolute path: {{root}} is the sandbox's project root (§11).
-		args := bytes.ReplaceAll(c.Args, []byte(tools.RootPlaceholder), []byte(strings.Trim(strconv.Quote(r.ws.Root), `"`)))
+		args := c.Args // not copied unless it names the workspace root: it may be megabytes
+		if bytes.Contains(args, []byte(tools.RootPlaceholder)) {
+			args = bytes.ReplaceAll(args, []byte(tools.RootPlaceholder), []byte(strings.Trim(strconv.Quote(r.ws.Root), `"`)))
+		}
 		msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: "call_" + strconv.Itoa(r.callSeq), Name: c.Tool, Arguments: args})
 	}
 	reply := &chat.Reply{Reasoning: a.Reasoning, Content: a.Text, ToolCalls: msg.ToolCalls}

@@ -8,6 +8,7 @@ package tokenizer
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -44,6 +45,9 @@ type Tokenizer struct {
 	mu        sync.Mutex
 	memo      map[string][]int32
 	memoBytes int
+	// hugeText and hugeIDs are the last text longer than hugePiece tokenized, and its ids.
+	hugeText string
+	hugeIDs  []int32
 }
 
 // Load reads the tokenizer of the qwen3 GGUF file at ggufPath (from [gguf.WriteModel] or any
@@ -204,14 +208,22 @@ func (t *Tokenizer) splitInOrder(text string) []piece {
 }
 
 // Encode returns the token ids of text as the server's tokenizer produces them for a prompt:
-// special tokens written in the text (such as <|im_start|>) become their ids. The result is the
-// caller's to keep.
+// special tokens written in the text (such as <|im_start|>) become their ids. The result may be
+// shared with the memo (a text that is one piece between special tokens): callers must not
+// change it.
 func (t *Tokenizer) Encode(text string) ([]int32, error) {
+	ps := t.split(text)
+	if len(ps) == 1 && ps[0].id < 0 && !t.addBOS && !t.addEOS {
+		// One piece: its memoised ids as they are, not a copy (a tool argument of megabytes is
+		// millions of tokens), their capacity clipped so that an append cannot write into them.
+		ids, err := t.encodePiece(ps[0].text)
+		return slices.Clip(ids), err
+	}
 	var ids []int32
 	if t.addBOS {
 		ids = append(ids, t.bos)
 	}
-	for _, p := range t.split(text) {
+	for _, p := range ps {
 		if p.id >= 0 {
 			ids = append(ids, p.id)
 			continue
@@ -228,30 +240,113 @@ func (t *Tokenizer) Encode(text string) ([]int32, error) {
 	return ids, nil
 }
 
-// encodePiece tokenizes text that holds no special token, once per distinct text.
+// encodePiece tokenizes text that holds no special token, once per distinct text. A text longer
+// than hugePiece is remembered in a slot of its own that holds only the last such text.
 func (t *Tokenizer) encodePiece(text string) ([]int32, error) {
+	huge := len(text) > hugePiece
 	t.mu.Lock()
 	ids, ok := t.memo[text]
+	if huge {
+		ids, ok = t.hugeIDs, t.hugeIDs != nil && t.hugeText == text
+		if !ok {
+			// Forgotten before the new one is tokenized, so the two are never held at once.
+			t.hugeText, t.hugeIDs = "", nil
+		}
+	}
 	t.mu.Unlock()
 	if ok {
 		return ids, nil
 	}
-	ids, err := t.bpe.Encode(text, false)
+	ids, err := t.encodeChunks(text, chunkBytes)
 	if err != nil {
 		return nil, fmt.Errorf("encode text: %w", err)
 	}
 	t.mu.Lock()
-	if t.memoBytes+len(text) > memoLimit {
+	switch {
+	case huge:
+		t.hugeText, t.hugeIDs = text, ids
+	case t.memoBytes+len(text) > memoLimit:
 		clear(t.memo)
 		t.memoBytes = 0
-	}
-	if _, ok := t.memo[text]; !ok {
-		t.memo[text] = ids
-		t.memoBytes += len(text)
+		fallthrough
+	default:
+		if _, ok := t.memo[text]; !ok {
+			t.memo[text] = ids
+			t.memoBytes += len(text)
+		}
 	}
 	t.mu.Unlock()
 	return ids, nil
 }
+
+// hugePiece is the length in bytes past which a text between special tokens is remembered only
+// until the next such text: a turn holding a tool argument of megabytes is asked for a few times
+// in a row (the sim's prompt, the harness's attribution of it), and its ids, millions of them,
+// and the prompt its text is part of would otherwise stay in the memo for many requests after.
+const hugePiece = 1 << 20
+
+// chunkBytes is the length of the chunks encodePiece hands Ollama's tokenizer: a longer text is
+// cut, at the first safe cut past each chunkBytes, into chunks tokenized one after another.
+// Ollama's BytePairEncoding.Encode holds a text's every pre-tokenizer split at once (the text
+// as runes, 4 bytes a byte, each split as a string, and the regular expression's matches), over
+// 10 bytes live per byte of text; a chunk bounds that to about a megabyte whatever the text's
+// length. The ids are the same (see safeCut).
+const chunkBytes = 64 << 10
+
+// encodeChunks tokenizes text, which holds no special token, with Ollama's tokenizer in chunks
+// of at least size bytes cut where safeCut allows; a text with no safe cut past size is
+// tokenized whole. The ids are exactly those of one call on the whole text.
+func (t *Tokenizer) encodeChunks(text string, size int) ([]int32, error) {
+	if len(text) <= size {
+		return t.bpe.Encode(text, false)
+	}
+	var ids []int32
+	for len(text) > 0 {
+		end := len(text)
+		if len(text) > size {
+			if e := safeCut(text, size); e > 0 {
+				end = e
+			}
+		}
+		got, err := t.bpe.Encode(text[:end], false)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, got...)
+		text = text[end:]
+	}
+	return ids, nil
+}
+
+// safeCut returns the first byte offset e >= from (and > 0) at which the qwen3 pre-tokenizer
+// (qwen3Pretokenizer) splits text anyway, and splits text[:e] and text[e:] taken apart exactly
+// as it splits text, so that tokenizing the two apart gives the ids of text (byte-pair merges
+// never cross a split); -1 when there is none. Two kinds of place qualify, both in ASCII so that
+// every regular-expression class sees them alike:
+//
+//   - after a line feed followed by a printable non-space character (0x21–0x7E): no alternative
+//     of the pattern matches a line feed followed by anything but white space (a letter run and
+//     a punctuation run exclude it; `[\r\n]*` and the white-space alternatives stop at the
+//     non-space), and the white space ending in that line feed is matched by `\s*[\r\n]+`, which
+//     comes before the only lookahead, `\s+(?!\S)`, and reads nothing past the line feed's
+//     successor, where the two texts differ;
+//   - at a space between two ASCII letters ("fox| jumps"): the letter run or contraction before
+//     it ends there, no white-space match reaches it, and the next split starts at the space.
+//
+// The pattern has no lookbehind, so the splits of text[e:] do not depend on what came before.
+func safeCut(text string, from int) int {
+	for e := max(from, 1); e < len(text); e++ {
+		switch c := text[e]; {
+		case text[e-1] == '\n' && c >= 0x21 && c <= 0x7e:
+			return e
+		case c == ' ' && e+1 < len(text) && asciiLetter(text[e-1]) && asciiLetter(text[e+1]):
+			return e
+		}
+	}
+	return -1
+}
+
+func asciiLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
 // encodeWhole tokenizes text in one call of Ollama's tokenizer, as the runner does, without the
 // memo (for tests).

@@ -31,6 +31,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,8 +67,9 @@ type Client struct {
 	logWait time.Duration
 
 	// args and tools memoise the decoding of tool-call arguments and tool parameters: a session
-	// resends the same ones on every request. The decoded values are only read afterwards.
-	args  map[string]api.ToolCallFunctionArguments
+	// resends the same ones on every request. The decoded values are only read afterwards. args
+	// is keyed by the SHA-256 of the arguments' JSON, which may be megabytes.
+	args  map[[sha256.Size]byte]api.ToolCallFunctionArguments
 	tools map[string]api.Tool
 }
 
@@ -108,7 +110,7 @@ func New(baseURL, model string, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("ollama: bad server address %q: want http://host:port", chat.RedactedURL(baseURL))
 	}
 	c := &Client{base: u, model: model, numCtx: 32768, keepAlive: -1, seed: 42, temperature: 0.7, logWait: 3 * time.Second,
-		args: map[string]api.ToolCallFunctionArguments{}, tools: map[string]api.Tool{}}
+		args: map[[sha256.Size]byte]api.ToolCallFunctionArguments{}, tools: map[string]api.Tool{}}
 	c.http = &http.Client{}
 	for _, o := range opts {
 		o(c)
@@ -208,13 +210,14 @@ func (c *Client) ChatRequest(req *chat.Request) (*api.ChatRequest, error) {
 	for _, m := range req.Messages {
 		am := api.Message{Role: string(m.Role), Content: m.Content, Thinking: m.Reasoning, ToolName: m.ToolName, ToolCallID: m.ToolCallID}
 		for i, tc := range m.ToolCalls {
-			args, ok := c.args[string(tc.Arguments)]
+			key := sha256.Sum256(tc.Arguments)
+			args, ok := c.args[key]
 			if !ok {
 				args = api.NewToolCallFunctionArguments()
 				if err := json.Unmarshal(tc.Arguments, &args); err != nil {
 					return nil, fmt.Errorf("ollama: tool call %s arguments: %w", tc.Name, err)
 				}
-				c.args[string(tc.Arguments)] = args
+				c.args[key] = args
 			}
 			am.ToolCalls = append(am.ToolCalls, api.ToolCall{ID: tc.ID, Function: api.ToolCallFunction{Index: i, Name: tc.Name, Arguments: args}})
 		}

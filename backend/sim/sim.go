@@ -39,12 +39,16 @@ package sim
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
+	"runtime/debug"
 	"slices"
-	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/ollama/ollama/api"
 
@@ -117,7 +121,7 @@ type Backend struct {
 	tools     []chat.Tool
 	toolsJSON json.RawMessage
 	// messageJSON caches the JSON of the previous request's messages, by messageKey.
-	messageJSON map[string][]byte
+	messageJSON map[[sha256.Size]byte][]byte
 }
 
 // encode returns the /api/chat body of creq, built from req, reusing the tool list's JSON when
@@ -135,11 +139,10 @@ func (b *Backend) encode(req *chat.Request, creq *api.ChatRequest) ([]byte, erro
 	}
 	// The messages: each one's JSON is reused from the previous request when the message is the
 	// same (a session resends its history), keyed by what the chat message holds.
-	var msgs []byte
-	if len(req.Messages) == len(creq.Messages) && len(creq.Messages) > 0 {
-		next := make(map[string][]byte, len(req.Messages))
-		var arr bytes.Buffer
-		arr.WriteByte('[')
+	var msgs [][]byte
+	each := len(req.Messages) == len(creq.Messages) && len(creq.Messages) > 0
+	if each {
+		next := make(map[[sha256.Size]byte][]byte, len(req.Messages))
 		for i, m := range req.Messages {
 			k := messageKey(&m)
 			j, ok := b.messageJSON[k]
@@ -150,19 +153,15 @@ func (b *Backend) encode(req *chat.Request, creq *api.ChatRequest) ([]byte, erro
 				}
 			}
 			next[k] = j
-			if i > 0 {
-				arr.WriteByte(',')
-			}
-			arr.Write(j)
+			msgs = append(msgs, j)
 		}
-		arr.WriteByte(']')
 		b.messageJSON = next
-		msgs = arr.Bytes()
 	} else {
-		var err error
-		if msgs, err = json.Marshal(creq.Messages); err != nil {
+		j, err := json.Marshal(creq.Messages)
+		if err != nil {
 			return nil, err
 		}
+		msgs = [][]byte{j}
 	}
 	// The rest of the request, then the messages and the tool list spliced in as they are
 	// (a json.RawMessage field would be validated and copied again on every request).
@@ -180,10 +179,27 @@ func (b *Backend) encode(req *chat.Request, creq *api.ChatRequest) ([]byte, erro
 	if k < 0 || o < k {
 		return nil, errors.New("sim: encode request: unexpected field layout")
 	}
-	body := make([]byte, 0, len(head)+len(msgs)+len(b.toolsJSON)+16)
+	// The body is built once at its final size: the messages' JSON is copied into it, never
+	// into an array of its own first (a message may hold a tool argument of megabytes).
+	size := len(head) + len(b.toolsJSON) + 32
+	for _, j := range msgs {
+		size += len(j) + 1
+	}
+	body := make([]byte, 0, size)
 	body = append(body, head[:k]...)
 	body = append(body, `"messages":`...)
-	body = append(body, msgs...)
+	if !each {
+		body = append(body, msgs[0]...) // the whole array (or null), marshalled at once
+	} else {
+		body = append(body, '[')
+		for i, j := range msgs {
+			if i > 0 {
+				body = append(body, ',')
+			}
+			body = append(body, j...)
+		}
+		body = append(body, ']')
+	}
 	body = append(body, head[k+len(null):o]...)
 	if len(req.Tools) > 0 {
 		body = append(body, `,"tools":`...)
@@ -192,16 +208,31 @@ func (b *Backend) encode(req *chat.Request, creq *api.ChatRequest) ([]byte, erro
 	return append(body, head[o:]...), nil
 }
 
-// messageKey is a key that differs for any two chat messages that encode differently.
-func messageKey(m *chat.Message) string {
-	var k strings.Builder
+// messageKey is a key that differs for any two chat messages that encode differently: the
+// SHA-256 of the fields the JSON is built from, each preceded by its length. A digest, not the
+// fields themselves, so that a message holding a tool argument of megabytes is not copied into
+// its key.
+func messageKey(m *chat.Message) [sha256.Size]byte {
+	h := sha256.New()
+	field := func(f []byte) {
+		var n [8]byte
+		binary.LittleEndian.PutUint64(n[:], uint64(len(f)))
+		h.Write(n[:])
+		h.Write(f)
+	}
+	// The hash only reads the bytes of a string, so they are handed to it without a copy.
+	str := func(f string) { field(unsafe.Slice(unsafe.StringData(f), len(f))) }
 	for _, f := range []string{string(m.Role), m.Content, m.Reasoning, m.ToolCallID, m.ToolName} {
-		fmt.Fprintf(&k, "%d:%s", len(f), f)
+		str(f)
 	}
 	for _, tc := range m.ToolCalls {
-		fmt.Fprintf(&k, "%d:%s%d:%s%d:%s", len(tc.ID), tc.ID, len(tc.Name), tc.Name, len(tc.Arguments), tc.Arguments)
+		str(tc.ID)
+		str(tc.Name)
+		field(tc.Arguments)
 	}
-	return k.String()
+	var k [sha256.Size]byte
+	h.Sum(k[:0])
+	return k
 }
 
 // SetScript gives the scripted model its replies for the session that follows, in groups: a
@@ -276,7 +307,7 @@ func New(o Options) (*Backend, error) {
 // tokenized are not tokenized again. The ids it returns are shared; callers must not change them.
 func (b *Backend) Tokenizer() Tokenizer { return b.tok }
 
-// recent remembers the ids of the last recentSize texts encoded.
+// recent remembers the ids of the last recentSize texts encoded, of at most recentMaxBytes each.
 type recent struct {
 	tok   Tokenizer
 	texts [recentSize]string
@@ -285,6 +316,12 @@ type recent struct {
 }
 
 const recentSize = 4
+
+// recentMaxBytes is the longest text recent remembers. A longer one (a turn holding a tool
+// argument of megabytes) is tokenized again when asked again: its ids, millions of them, would
+// otherwise be held here for the next requests besides the tokenizer's own memo, which keeps
+// that second tokenization a copy.
+const recentMaxBytes = 1 << 20
 
 func (r *recent) Encode(text string) ([]int32, error) {
 	for i, t := range r.texts {
@@ -298,6 +335,9 @@ func (r *recent) Encode(text string) ([]int32, error) {
 	}
 	if ids == nil {
 		ids = []int32{}
+	}
+	if len(text) > recentMaxBytes {
+		return ids, nil
 	}
 	r.texts[r.next], r.ids[r.next] = text, ids
 	r.next = (r.next + 1) % recentSize
@@ -321,6 +361,10 @@ func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	huge := textBytes(req)+chat.ReplySize(reply) > hugeBytes
+	if huge {
+		defer tighten()()
+	}
 	creq, err := b.conv.ChatRequest(req)
 	if err != nil {
 		return nil, err
@@ -330,6 +374,9 @@ func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply
 		return nil, fmt.Errorf("sim: encode request: %w", err)
 	}
 	res := &chat.Result{RequestBytes: int64(len(body)), Body: body}
+	if huge {
+		collect()
+	}
 	if req.Generate > 0 {
 		// The scripted model's reply is held to the request's limit as a server's is, before
 		// anything renders or tokenizes it.
@@ -340,12 +387,19 @@ func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply
 			return res, chat.ReplyTooLongError("sim", "in process", limit)
 		}
 		res.Reply = reply
+		if !huge && textBytes(req)+chat.ReplySize(reply) > hugeBytes {
+			huge = true
+			defer tighten()()
+		}
 	}
 	r, err := b.chatPrompt(creq)
 	if err != nil {
 		return res, fmt.Errorf("sim: render: %w", err)
 	}
 	rendered, prompt := r.text, r.tokens
+	if huge {
+		collect()
+	}
 	res.Rendered = rendered
 	// The runner's input: the prompt truncated to the window.
 	input := b.window.Truncate(prompt)
@@ -375,6 +429,9 @@ func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply
 		n := cachesim.CommonPrefix(prompt, full)
 		held, generated = full[:n], full[n:]
 	}
+	if huge {
+		collect()
+	}
 	// The slot after a text that reaches the window: truncated, then shifted.
 	heldNow, generatedNow, _ := b.window.Hold(held, generated)
 	b.model.Store(heldNow, generatedNow)
@@ -387,6 +444,56 @@ func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply
 	}
 	res.TTFT, res.Total = res.Prefill, res.Prefill
 	return res, nil
+}
+
+// hugeBytes is the size of a request's texts and reply, in bytes, past which Send keeps the heap
+// close to what it holds (see tighten).
+const hugeBytes = 4 << 20
+
+// hugeGCPercent is the garbage collector's GOGC while Send handles a huge request.
+const hugeGCPercent = 10
+
+// textBytes returns the bytes of req's message texts and tool-call arguments.
+func textBytes(req *chat.Request) int64 {
+	var n int64
+	for _, m := range req.Messages {
+		n += int64(len(m.Content) + len(m.Reasoning))
+		for _, tc := range m.ToolCalls {
+			n += int64(len(tc.Arguments))
+		}
+	}
+	return n
+}
+
+// tighten lowers the garbage collector's target for a huge request (GOGC to hugeGCPercent, when
+// it is higher and the collector is on) and returns the function that collects and restores it.
+//
+// Garbage dominates such a request: tokenizing a text of megabytes with Ollama's tokenizer
+// allocates about a hundred bytes per byte and frees them at once, and encoding and rendering it
+// (encoding/json's nested marshalling of a tool call's arguments, the renderer's) leave several
+// transient copies of it; with the default GOGC of 100 the heap grows to twice what was live
+// at the last cycle, which ran in the middle of such a step, before collecting: an 11 MiB tool
+// argument took 580 MiB. The lower target costs collector time only while a huge request is
+// handled.
+func tighten() func() {
+	old := debug.SetGCPercent(hugeGCPercent)
+	if old < 0 || old <= hugeGCPercent {
+		debug.SetGCPercent(old)
+		return func() {}
+	}
+	return func() {
+		collect()
+		debug.SetGCPercent(old)
+	}
+}
+
+// collect runs a garbage collection between the steps of a huge request, so that the next step
+// starts from what is really held, not from a cycle that ran in the middle of the last one. A
+// second cycle empties sync.Pool's victim cache, where encoding/json keeps the encoder buffers
+// of the arguments' nested marshalling, each as long as the argument.
+func collect() {
+	runtime.GC()
+	runtime.GC()
 }
 
 // lookupAnthropic looks the rendered prompt up in the anthropic model at the request's

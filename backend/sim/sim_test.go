@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -229,4 +231,55 @@ func TestBodyIsTheOllamaRequest(t *testing.T) {
 			t.Errorf("request %d: body %s\nwant %s (%d bytes, got %d)", i, res.Body, want, len(want), res.RequestBytes)
 		}
 	}
+}
+
+// BenchmarkSendHugeToolArgument sends the requests of a turn whose tool call carries an 8 MiB
+// argument (the call, then the request after its result) and reports the bytes allocated per
+// byte of the argument (the request body, its rendering and its tokens each cost a few bytes a
+// byte; a copy more of the argument shows as about one B/arg-byte more) and the peak heap in use
+// (heap-MiB, sampled every millisecond: what was live and the garbage not yet collected).
+func BenchmarkSendHugeToolArgument(b *testing.B) {
+	arg, _ := json.Marshal(map[string]string{"path": "data.txt", "content": strings.Repeat("line: the quick brown fox jumps over the lazy dog\n", 8<<20/50)})
+	call := chat.Message{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "call_1", Name: "write", Arguments: arg}}}
+	msgs := []chat.Message{{Role: chat.RoleSystem, Content: "s"}, {Role: chat.RoleUser, Content: "Write the data file."}}
+	reqs := []*chat.Request{
+		{Messages: msgs},
+		{Messages: append(slices.Clone(msgs), call, chat.Message{Role: chat.RoleTool, Content: "wrote data.txt", ToolCallID: "call_1", ToolName: "write"})},
+	}
+	s := newSimTB(b)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	stop, peak := make(chan struct{}), make(chan uint64)
+	go func() {
+		var m runtime.MemStats
+		var top uint64
+		for {
+			select {
+			case <-stop:
+				peak <- top
+				return
+			case <-time.After(time.Millisecond):
+				runtime.ReadMemStats(&m)
+				top = max(top, m.HeapInuse)
+			}
+		}
+	}()
+	for b.Loop() {
+		s.Reset(context.Background())
+		for i, req := range reqs {
+			reply := &chat.Reply{Content: "Done."}
+			if i == 0 {
+				reply = &chat.Reply{ToolCalls: call.ToolCalls}
+			}
+			if _, err := s.Send(context.Background(), req, reply); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	close(stop)
+	top := <-peak
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N)/float64(len(arg)), "B/arg-byte")
+	b.ReportMetric(float64(top-min(top, before.HeapInuse))/(1<<20), "heap-MiB")
 }
