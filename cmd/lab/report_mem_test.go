@@ -198,3 +198,28 @@ func TestRowsByScenario(t *testing.T) {
 		}
 	}
 }
+
+// What lab report holds per row once a run is read: the live heap after loadRuns of a synthetic
+// run, per row. A []metrics.Sample costs about 650 bytes a row (a Sample, its nullable figures'
+// heap objects, its warnings); the compact rows hold at most 300.
+func TestLoadRunsHoldsCompactRows(t *testing.T) {
+	const n = 20_000
+	run := writeSyntheticRun(t, t.TempDir(), n)
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	_, rows, lost, err := loadRuns([]string{run}, io.Discard)
+	if err != nil || lost != nil {
+		t.Fatal(err, lost)
+	}
+	perRow := (float64(heap()) - float64(before)) / n
+	runtime.KeepAlive(rows)
+	t.Logf("loadRuns holds %.0f B per row", perRow)
+	if perRow > 300 {
+		t.Errorf("loadRuns holds %.0f B per row; want at most 300", perRow)
+	}
+}
