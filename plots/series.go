@@ -219,7 +219,7 @@ func armLayer(arm string, i int, pts []point) (layer []plot.Plotter, band bool, 
 			return nil, false, nil, fmt.Errorf("plot arm %q: %w", arm, err)
 		}
 		sc.GlyphStyle = glyph
-		layer = append(layer, sc)
+		layer = append(layer, extremeScatter{sc})
 	}
 	return layer, band, lines, nil
 }
@@ -288,3 +288,44 @@ func grey(l float64) color.NRGBA { return lighter(color.NRGBA{A: 0xFF}, 1-l) }
 
 // keyLine is a legend thumbnail of a line style.
 func keyLine(sty draw.LineStyle) *plotter.Line { return &plotter.Line{LineStyle: sty} }
+
+// extremeScatter is a scatter whose glyph boxes are only those that can set the plot's padding:
+// the glyphs farthest left, right, down and up within the axes. Every glyph of one scatter has
+// the same size, so the plot pads exactly as for a box per point (gonum's padX and padY take the
+// outermost box with its normalised position in [0, 1]) without a box per point on every draw.
+type extremeScatter struct{ *plotter.Scatter }
+
+// GlyphBoxes implements plot.GlyphBoxer.
+func (s extremeScatter) GlyphBoxes(p *plot.Plot) []plot.GlyphBox {
+	r := s.GlyphStyle.Radius
+	var lo, hi [2]float64 // the least and greatest normalised x and y in [0, 1]
+	var found [2][2]bool
+	for _, xy := range s.XYs {
+		for a, v := range [2]float64{p.X.Norm(xy.X), p.Y.Norm(xy.Y)} {
+			if v >= 0 && (!found[a][0] || v < lo[a]) {
+				lo[a], found[a][0] = v, true
+			}
+			if v <= 1 && (!found[a][1] || v > hi[a]) {
+				hi[a], found[a][1] = v, true
+			}
+		}
+	}
+	var out []plot.GlyphBox
+	box := vg.Rectangle{Min: vg.Point{X: -r, Y: -r}, Max: vg.Point{X: r, Y: r}}
+	// The other coordinate of an extreme box is never read by the padding; 0.5 keeps it inside.
+	for a := range 2 {
+		for e, v := range [2]float64{lo[a], hi[a]} {
+			if !found[a][e] {
+				continue
+			}
+			b := plot.GlyphBox{X: 0.5, Y: 0.5, Rectangle: box}
+			if a == 0 {
+				b.X = v
+			} else {
+				b.Y = v
+			}
+			out = append(out, b)
+		}
+	}
+	return out
+}
