@@ -290,22 +290,31 @@ func grey(l float64) color.NRGBA { return lighter(color.NRGBA{A: 0xFF}, 1-l) }
 func keyLine(sty draw.LineStyle) *plotter.Line { return &plotter.Line{LineStyle: sty} }
 
 // extremeScatter is a scatter whose glyph boxes are only those that can set the plot's padding:
-// the glyphs farthest left, right, down and up within the axes. Every glyph of one scatter has
-// the same size, so the plot pads exactly as for a box per point (gonum's padX and padY take the
-// outermost box with its normalised position in [0, 1]) without a box per point on every draw.
+// the glyphs farthest left, right, down and up among those inside the axes. Every glyph of one
+// scatter has the same size, so the plot pads exactly as for a box per point (gonum keeps the
+// boxes whose normalised position is in [0, 1] on both axes and pads for the outermost) without
+// a box per point on every draw.
 type extremeScatter struct{ *plotter.Scatter }
 
 // GlyphBoxes implements plot.GlyphBoxer.
 func (s extremeScatter) GlyphBoxes(p *plot.Plot) []plot.GlyphBox {
 	r := s.GlyphStyle.Radius
-	var lo, hi [2]float64 // the least and greatest normalised x and y in [0, 1]
+	if r <= 0 {
+		return nil // an empty box pads nothing
+	}
+	var lo, hi [2]float64 // the least and greatest normalised x and y of the glyphs inside the axes
 	var found [2][2]bool
 	for _, xy := range s.XYs {
-		for a, v := range [2]float64{p.X.Norm(xy.X), p.Y.Norm(xy.Y)} {
-			if v >= 0 && (!found[a][0] || v < lo[a]) {
+		// The plot leaves out a box outside the axes on either coordinate.
+		nx, ny := p.X.Norm(xy.X), p.Y.Norm(xy.Y)
+		if !(nx >= 0 && nx <= 1 && ny >= 0 && ny <= 1) {
+			continue
+		}
+		for a, v := range [2]float64{nx, ny} {
+			if !found[a][0] || v < lo[a] {
 				lo[a], found[a][0] = v, true
 			}
-			if v <= 1 && (!found[a][1] || v > hi[a]) {
+			if !found[a][1] || v > hi[a] {
 				hi[a], found[a][1] = v, true
 			}
 		}
