@@ -7,7 +7,8 @@ import (
 
 // Rows is a compact, append-only table of samples for readers that aggregate many rows (lab
 // report, lab compare): per row it holds only the columns a report's tables and charts read, in
-// about a third of a [Sample]'s memory and without a heap object per nullable figure.
+// 144 bytes (a [Sample] with its nullable figures takes about 650) and without a heap object
+// per nullable figure.
 //
 // Held per row: the labels shared by the rows of one session (run id, scenario, arm, backend,
 // model, server version, kind, driver: one pointer to an interned set), the repetition, request
@@ -32,6 +33,14 @@ type rowTables struct {
 	labels map[rowLabels]*rowLabels
 	strs   []string
 	ids    map[string]uint32
+	// wide holds the figures of the rows with a token count beyond int32 (compactRow.wide).
+	wide []wideRow
+}
+
+// wideRow is the figures of a row with a token count that does not fit in an int32, in full.
+type wideRow struct {
+	prompt int64
+	vals   [nValues]int64
 }
 
 // rowLabels are the string columns shared by the rows of one session.
@@ -49,7 +58,7 @@ const (
 	nCompletion = 12
 	nGenerated  = 13
 	nLoad       = 14
-	nValues     = 15 // the count of int64 figures; the cost is bit nValues
+	nValues     = 15 // the count of nullable int64 figures; the cost is bit nValues
 )
 
 // The flags of a compact row.
@@ -59,17 +68,25 @@ const (
 	fExpectedUnknown
 )
 
+// compactRow is one row of a [Rows]: 144 bytes. Token counts are int32 (a prompt of more than
+// 2³¹ − 1 tokens is no real request); a row with one beyond that range keeps them all in
+// rowTables.wide instead, so that no figure is ever cut. Times and the cost stay 64-bit.
 type compactRow struct {
 	lab                  *rowLabels
 	started              int64 // Unix nanoseconds; 0 for the zero time
-	prompt, prefill      int64
-	vals                 [nValues]int64
+	prefill, load        int64
 	cost                 float64
+	vals                 [nValues]int32 // the token figures (not the load time, bit nLoad), when wide is 0
+	prompt               int32          // when wide is 0
 	rep, req, turn, step int32
 	seg, src, end, err   uint32 // ids in rowTables.strs; 0 is ""
+	wide                 uint32 // 1 + the index of the row's figures in rowTables.wide; 0 when they fit here
 	known                uint16
 	flags                uint8
 }
+
+// fits32 reports whether v is an int32.
+func fits32(v int64) bool { return v == int64(int32(v)) }
 
 // RowsOf returns the samples as a [Rows].
 func RowsOf(samples []Sample) *Rows {
@@ -135,18 +152,32 @@ func (r *Rows) Append(s *Sample) {
 	c := compactRow{
 		lab: t.label(rowLabels{RunID: s.RunID, Scenario: s.Scenario, Arm: s.Arm, Backend: s.Backend, Model: s.Model,
 			ServerVersion: s.ServerVersion, Kind: s.Kind, Driver: s.Driver}),
-		prompt: s.PromptTokens, prefill: s.PrefillNs,
-		rep: s.Repetition, req: s.RequestIndex, turn: s.Turn, step: s.Step,
+		prefill: s.PrefillNs,
+		rep:     s.Repetition, req: s.RequestIndex, turn: s.Turn, step: s.Step,
 		seg: t.id(s.DivergenceSegment), src: t.id(s.CachedSource), end: t.id(s.EndReason), err: t.id(s.Error),
 	}
 	if !s.StartedAt.IsZero() {
 		c.started = s.StartedAt.UnixNano()
 	}
+	var full wideRow
+	wide := !fits32(s.PromptTokens)
+	full.prompt, c.prompt = s.PromptTokens, int32(s.PromptTokens)
 	for i, p := range s.nullables() {
-		if p != nil {
-			c.vals[i] = *p
-			c.known |= 1 << i
+		switch {
+		case p == nil:
+			continue
+		case i == nLoad:
+			c.load = *p
+		default:
+			full.vals[i], c.vals[i] = *p, int32(*p)
+			wide = wide || !fits32(*p)
 		}
+		c.known |= 1 << i
+	}
+	if wide {
+		t.wide = append(t.wide, full)
+		c.wide = uint32(len(t.wide))
+		c.vals, c.prompt = [nValues]int32{}, 0
 	}
 	if s.CostUSD != nil {
 		c.cost = *s.CostUSD
@@ -186,13 +217,20 @@ type SampleBuf struct {
 func (r *Rows) Load(i int, b *SampleBuf) *Sample {
 	c := &r.rows[i]
 	strs := r.tab.strs
-	b.vals = c.vals
+	if c.wide != 0 {
+		b.vals = r.tab.wide[c.wide-1].vals
+	} else {
+		for k, v := range c.vals {
+			b.vals[k] = int64(v)
+		}
+	}
+	b.vals[nLoad] = c.load
 	b.cost = c.cost
 	s := &b.s
 	*s = Sample{RunID: c.lab.RunID, Scenario: c.lab.Scenario, Arm: c.lab.Arm, Backend: c.lab.Backend, Model: c.lab.Model,
 		ServerVersion: c.lab.ServerVersion, Kind: c.lab.Kind, Driver: c.lab.Driver,
 		Repetition: c.rep, RequestIndex: c.req, Turn: c.turn, Step: c.step,
-		PromptTokens: c.prompt, PrefillNs: c.prefill,
+		PromptTokens: r.PromptTokens(i), PrefillNs: c.prefill,
 		DivergenceSegment: strs[c.seg], CachedSource: strs[c.src], EndReason: strs[c.end], Error: strs[c.err],
 		ContextOverflow: c.flags&fOverflow != 0, RepeatedCall: c.flags&fRepeated != 0, ExpectedUnknown: c.flags&fExpectedUnknown != 0,
 	}
@@ -257,14 +295,20 @@ func (r *Rows) Samples() []Sample {
 	return out
 }
 
-// RunID, Scenario, Arm, Repetition and RequestIndex return those columns of row i without
-// reading the row back.
-func (r *Rows) RunID(i int) string            { return r.rows[i].lab.RunID }
-func (r *Rows) Scenario(i int) string         { return r.rows[i].lab.Scenario }
-func (r *Rows) Arm(i int) string              { return r.rows[i].lab.Arm }
-func (r *Rows) Repetition(i int) int32        { return r.rows[i].rep }
-func (r *Rows) RequestIndex(i int) int32      { return r.rows[i].req }
-func (r *Rows) PromptTokens(i int) int64      { return r.rows[i].prompt }
+// RunID, Scenario, Arm, Repetition, RequestIndex, PromptTokens and StartedAtUnixNano (0 for the
+// zero time) return those columns of row i without reading the row back. They panic when i is
+// out of range.
+func (r *Rows) RunID(i int) string       { return r.rows[i].lab.RunID }
+func (r *Rows) Scenario(i int) string    { return r.rows[i].lab.Scenario }
+func (r *Rows) Arm(i int) string         { return r.rows[i].lab.Arm }
+func (r *Rows) Repetition(i int) int32   { return r.rows[i].rep }
+func (r *Rows) RequestIndex(i int) int32 { return r.rows[i].req }
+func (r *Rows) PromptTokens(i int) int64 {
+	if c := &r.rows[i]; c.wide != 0 {
+		return r.tab.wide[c.wide-1].prompt
+	}
+	return int64(r.rows[i].prompt)
+}
 func (r *Rows) StartedAtUnixNano(i int) int64 { return r.rows[i].started }
 
 // SetScenario renames the scenario of row i (the labels of other rows are not changed).
