@@ -15,6 +15,7 @@ import (
 	"unicode"
 
 	"golang.org/x/sync/errgroup"
+	"gonum.org/v1/plot"
 
 	"lab/harness"
 	"lab/metrics"
@@ -207,7 +208,11 @@ func renderFigures(out, prefix, setup string, scenarios []string, rows *metrics.
 	errs := make([]error, len(jobs))
 	for i, j := range jobs {
 		g.Go(func() error {
-			p, err := j.chart.Rows(j.scenario, j.rows)
+			build := j.chart.Rows
+			if build == nil { // a chart that builds from samples only
+				build = func(sc string, rows *metrics.Rows) (*plot.Plot, error) { return j.chart.Build(sc, rows.Samples()) }
+			}
+			p, err := build(j.scenario, j.rows)
 			if errors.Is(err, plots.ErrNoSamples) {
 				j.skip = true
 				return nil
