@@ -571,41 +571,79 @@ func ReadRun(dir string) (*Manifest, []Sample, error) {
 // read once; [Manifest].RowsRead names the journals rows were read from. Errors are ReadRun's,
 // with dst as far as it was filled.
 func AppendRun(dst []Sample, dir string) (*Manifest, []Sample, error) {
+	m, err := appendRun(dir, rowSink{
+		n:   func() int { return len(dst) },
+		to:  func() rowsTo { return collect(&dst) },
+		cut: func(n int) { clear(dst[n:]); dst = dst[:n] },
+	})
+	return m, dst, err
+}
+
+// AppendRunRows reads the run folder dir as [AppendRun] does and appends its rows to dst, holding
+// only the columns a [Rows] holds: each row is converted as it is read, from the reused batch
+// buffer of the Parquet reader, so that no [Sample] per row is kept. Errors are AppendRun's, with
+// dst as far as it was filled.
+func AppendRunRows(dst *Rows, dir string) (*Manifest, error) {
+	return appendRun(dir, rowSink{
+		n: dst.Len,
+		to: func() rowsTo {
+			start := dst.Len()
+			return rowsTo{
+				add:   func(s *Sample) error { dst.Append(s); return nil },
+				grow:  func(n int64) { dst.Grow(int(min(n, 1<<32))) },
+				reset: func() { dst.Truncate(start) },
+			}
+		},
+		cut: dst.Truncate,
+	})
+}
+
+// rowSink is where appendRun puts the rows it reads: n says how many it holds, to returns the
+// rowsTo of one file, cut drops every row from the n-th on.
+type rowSink struct {
+	n   func() int
+	to  func() rowsTo
+	cut func(n int)
+}
+
+// appendRun is [AppendRun] into sink.
+func appendRun(dir string, sink rowSink) (*Manifest, error) {
 	in := interner{}
 	l, err := DetectLayout(dir)
 	if err != nil {
-		return nil, dst, fmt.Errorf("read run %s: %w", dir, err)
+		return nil, fmt.Errorf("read run %s: %w", dir, err)
 	}
 	if l != LayoutParts {
 		m, err := ReadManifest(filepath.Join(dir, ManifestFile))
 		if err != nil {
-			return nil, dst, fmt.Errorf("read run %s: %w", dir, err)
+			return nil, fmt.Errorf("read run %s: %w", dir, err)
 		}
-		start := len(dst)
+		start := sink.n()
 		path := filepath.Join(dir, SamplesFile)
-		recovered, err := scanSamples(path, in, collect(&dst))
+		recovered, err := scanSamples(path, in, sink.to())
 		var je *JournalError
 		if err != nil && !errors.As(err, &je) {
-			return m, dst[:start], fmt.Errorf("read run %s: %w", dir, err)
+			sink.cut(start)
+			return m, fmt.Errorf("read run %s: %w", dir, err)
 		}
-		n := len(dst) - start
+		n := sink.n() - start
 		m.RowsRead = &RowsRead{Rows: n}
 		m.RowsRead.count(n, recovered, JournalPath(path), je)
 		if je != nil {
-			return m, dst, fmt.Errorf("read run %s: %w", dir, je)
+			return m, fmt.Errorf("read run %s: %w", dir, je)
 		}
-		return m, dst, nil
+		return m, nil
 	}
 	parts, err := ReadParts(dir)
 	if err != nil {
-		return nil, dst, fmt.Errorf("read run %s: %w", dir, err)
+		return nil, fmt.Errorf("read run %s: %w", dir, err)
 	}
 	var lost []*JournalError
 	read := &RowsRead{}
 	total := 0
 	for _, p := range parts {
-		start := len(dst)
-		to := collect(&dst)
+		start := sink.n()
+		to := sink.to()
 		var fill *sessionsFromRows
 		if p.Manifest.SessionsFromRows && len(p.Manifest.Sessions) == 0 {
 			fill = newSessionsFromRows()
@@ -624,9 +662,10 @@ func AppendRun(dst []Sample, dir string) (*Manifest, []Sample, error) {
 			// Neither part file nor journal: the part wrote no row.
 			continue
 		case err != nil:
-			return MergeParts(parts), dst[:start], fmt.Errorf("read run %s: shard %s: %w", dir, p.Shard, err)
+			sink.cut(start)
+			return MergeParts(parts), fmt.Errorf("read run %s: shard %s: %w", dir, p.Shard, err)
 		}
-		n := len(dst) - start
+		n := sink.n() - start
 		if fill != nil {
 			fill.fill(p.Manifest, n)
 		}
@@ -637,9 +676,9 @@ func AppendRun(dst []Sample, dir string) (*Manifest, []Sample, error) {
 	read.Rows = total
 	m.RowsRead = read
 	if je := joinJournalErrors(lost); je != nil {
-		return m, dst, fmt.Errorf("read run %s: %w", dir, je)
+		return m, fmt.Errorf("read run %s: %w", dir, je)
 	}
-	return m, dst, nil
+	return m, nil
 }
 
 // RowsRead says where the rows [ReadRun] returned came from, so that a reader does not take the

@@ -50,7 +50,12 @@ const MaxDivergenceLabels = 12
 // that know the value and a light band shows their minimum to maximum. It returns
 // [ErrNoSamples] when no sample of the scenario has prompt tokens.
 func CachedShare(scenario string, samples []metrics.Sample) (*plot.Plot, error) {
-	seqs := sequences(scenario, samples)
+	return CachedShareRows(scenario, metrics.RowsOf(samples))
+}
+
+// CachedShareRows is [CachedShare] of the rows of a [metrics.Rows].
+func CachedShareRows(scenario string, rows *metrics.Rows) (*plot.Plot, error) {
+	seqs := sequences(scenario, rows)
 	if len(seqs) == 0 {
 		return nil, fmt.Errorf("plot cached share of scenario %q: %w", scenario, ErrNoSamples)
 	}
@@ -116,20 +121,21 @@ func CachedShare(scenario string, samples []metrics.Sample) (*plot.Plot, error) 
 
 // divergences finds the divergence points of every arm (see [DivergenceMinLost]) and groups
 // them into labels.
-func divergences(seqs map[repKey][]*metrics.Sample, arms []string, measured, expected series) *divergenceMarks {
+func divergences(seqs map[repKey]reqs, arms []string, measured, expected series) *divergenceMarks {
 	type acc struct {
 		lost     stat
 		segments map[string]int
 	}
 	byArm := map[string]map[int32]*acc{}
 	for k, seq := range seqs {
-		for i := 1; i < len(seq); i++ {
-			s := seq[i]
+		var b metrics.SampleBuf
+		for i := 1; i < seq.len(); i++ {
+			s := seq.at(i, &b)
 			e, ok := metrics.Int64(s.ExpectedCachedTokens)
 			if !ok {
 				continue // no divergence was computed
 			}
-			lost := max(0, float64(seq[i-1].PromptTokens-e)) / float64(s.PromptTokens)
+			lost := max(0, float64(seq.rows.PromptTokens(seq.idx[i-1])-e)) / float64(s.PromptTokens)
 			m := byArm[k.arm]
 			if m == nil {
 				m = map[int32]*acc{}

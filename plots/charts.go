@@ -15,6 +15,9 @@ type Chart struct {
 	// are ignored). It returns an error wrapping [ErrNoSamples] when the scenario has nothing
 	// to draw in this chart, which a caller may skip.
 	Build func(scenario string, samples []metrics.Sample) (*plot.Plot, error)
+	// Rows is Build from the rows of a [metrics.Rows] (what lab report holds), with the same
+	// result and errors.
+	Rows func(scenario string, rows *metrics.Rows) (*plot.Plot, error)
 }
 
 // ScenarioCharts returns the standard charts of one scenario, in the order a report shows them:
@@ -22,8 +25,8 @@ type Chart struct {
 // ([PrefillTime]). The slice is new on every call; the caller may modify it.
 func ScenarioCharts() []Chart {
 	return []Chart{
-		{Name: "cached-share", Build: CachedShare},
-		{Name: "cumulative-reread", Build: CumulativeReread},
-		{Name: "prefill", Build: PrefillTime},
+		{Name: "cached-share", Build: CachedShare, Rows: CachedShareRows},
+		{Name: "cumulative-reread", Build: CumulativeReread, Rows: CumulativeRereadRows},
+		{Name: "prefill", Build: PrefillTime, Rows: PrefillTimeRows},
 	}
 }

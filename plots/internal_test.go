@@ -41,7 +41,7 @@ func TestLabelLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seqs := sequences("s", samples)
+	seqs := sequences("s", metrics.RowsOf(samples))
 	measured := collect(seqs, perSample(func(s *metrics.Sample) (float64, bool) {
 		return 100 * float64(*s.CachedTokens) / float64(s.PromptTokens), true
 	}))
@@ -89,7 +89,7 @@ func TestUnknownCachedLeftOut(t *testing.T) {
 		}
 		samples = append(samples, s)
 	}
-	seqs := sequences("s", samples)
+	seqs := sequences("s", metrics.RowsOf(samples))
 	measured := collect(seqs, perSample(func(s *metrics.Sample) (float64, bool) {
 		if s.CachedTokens == nil {
 			return 0, false

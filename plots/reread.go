@@ -23,15 +23,21 @@ import (
 // unknown) on, the arm's line stops, rather than count that request as 0. It returns
 // [ErrNoSamples] when no sample of the scenario has prompt tokens.
 func CumulativeReread(scenario string, samples []metrics.Sample) (*plot.Plot, error) {
-	seqs := sequences(scenario, samples)
+	return CumulativeRereadRows(scenario, metrics.RowsOf(samples))
+}
+
+// CumulativeRereadRows is [CumulativeReread] of the rows of a [metrics.Rows].
+func CumulativeRereadRows(scenario string, rows *metrics.Rows) (*plot.Plot, error) {
+	seqs := sequences(scenario, rows)
 	if len(seqs) == 0 {
 		return nil, fmt.Errorf("plot cumulative re-read tokens of scenario %q: %w", scenario, ErrNoSamples)
 	}
-	s := collect(seqs, func(seq []*metrics.Sample) ([]float64, []bool) {
-		vals, ok := make([]float64, len(seq)), make([]bool, len(seq))
+	s := collect(seqs, func(seq reqs) ([]float64, []bool) {
+		vals, ok := make([]float64, seq.len()), make([]bool, seq.len())
 		total, known := 0.0, true
-		for i, smp := range seq {
-			v, k := metrics.Int64(smp.RereadTokens)
+		var b metrics.SampleBuf
+		for i := range seq.len() {
+			v, k := metrics.Int64(seq.at(i, &b).RereadTokens)
 			known = known && k
 			total += float64(v)
 			vals[i], ok[i] = total, known
@@ -60,7 +66,12 @@ func CumulativeReread(scenario string, samples []metrics.Sample) (*plot.Plot, er
 // leaves a gap, as do requests with no prompt tokens; samples of other scenarios are left out.
 // It returns [ErrNoSamples] when no sample of the scenario has a prefill time.
 func PrefillTime(scenario string, samples []metrics.Sample) (*plot.Plot, error) {
-	seqs := sequences(scenario, samples)
+	return PrefillTimeRows(scenario, metrics.RowsOf(samples))
+}
+
+// PrefillTimeRows is [PrefillTime] of the rows of a [metrics.Rows].
+func PrefillTimeRows(scenario string, rows *metrics.Rows) (*plot.Plot, error) {
+	seqs := sequences(scenario, rows)
 	s := collect(seqs, perSample(func(s *metrics.Sample) (float64, bool) {
 		return float64(s.PrefillNs) / 1e9, s.PrefillNs > 0
 	}))

@@ -54,7 +54,7 @@ func (s series) arms() []string {
 
 // withArms adds an empty series for every arm of seqs that s lacks, so that an arm keeps its
 // colour, shape and legend entry in every chart of a scenario even where it has no value.
-func (s series) withArms(seqs map[repKey][]*metrics.Sample) series {
+func (s series) withArms(seqs map[repKey]reqs) series {
 	for k := range seqs {
 		if _, ok := s[k.arm]; !ok {
 			s[k.arm] = nil
@@ -72,31 +72,47 @@ type repKey struct {
 // sequences returns, per arm and repetition, the samples of scenario with prompt tokens, in
 // request order. Samples of other scenarios and requests that failed before the server counted
 // their prompt (PromptTokens ≤ 0) are left out.
-func sequences(scenario string, samples []metrics.Sample) map[repKey][]*metrics.Sample {
-	out := map[repKey][]*metrics.Sample{}
-	for i := range samples {
-		s := &samples[i]
-		if s.Scenario != scenario || s.PromptTokens <= 0 {
+func sequences(scenario string, rows *metrics.Rows) map[repKey]reqs {
+	out := map[repKey]reqs{}
+	for i := range rows.Len() {
+		if rows.Scenario(i) != scenario || rows.PromptTokens(i) <= 0 {
 			continue
 		}
-		k := repKey{s.Arm, s.Repetition}
-		out[k] = append(out[k], s)
+		k := repKey{rows.Arm(i), rows.Repetition(i)}
+		q := out[k]
+		q.rows, q.idx = rows, append(q.idx, i)
+		out[k] = q
 	}
-	for _, seq := range out {
-		slices.SortStableFunc(seq, func(a, b *metrics.Sample) int { return cmp.Compare(a.RequestIndex, b.RequestIndex) })
+	for _, q := range out {
+		slices.SortStableFunc(q.idx, func(a, b int) int { return cmp.Compare(rows.RequestIndex(a), rows.RequestIndex(b)) })
 	}
 	return out
 }
+
+// reqs is one sequence of requests: rows of a [metrics.Rows] by index, in request order. The
+// rows stay in their table; a chart reads one back at a time.
+type reqs struct {
+	rows *metrics.Rows
+	idx  []int
+}
+
+func (q reqs) len() int { return len(q.idx) }
+
+// at reads the j-th request back into b ([metrics.Rows.Load]).
+func (q reqs) at(j int, b *metrics.SampleBuf) *metrics.Sample { return q.rows.Load(q.idx[j], b) }
+
+// req is the request index of the j-th request.
+func (q reqs) req(j int) int32 { return q.rows.RequestIndex(q.idx[j]) }
 
 // collect aggregates, per arm and request index, the values value returns for each sequence of
 // seqs. value is called once per sequence with its samples in request order and returns one
 // value per sample, ok false where the value is unknown; unknown values are left out of the
 // mean, and a request no repetition knows is left out of the series.
-func collect(seqs map[repKey][]*metrics.Sample, value func(seq []*metrics.Sample) (vals []float64, ok []bool)) series {
+func collect(seqs map[repKey]reqs, value func(seq reqs) (vals []float64, ok []bool)) series {
 	acc := map[string]map[int32]*stat{}
 	for k, seq := range seqs {
 		vals, ok := value(seq)
-		for i, s := range seq {
+		for i := range seq.len() {
 			if !ok[i] {
 				continue
 			}
@@ -105,10 +121,11 @@ func collect(seqs map[repKey][]*metrics.Sample, value func(seq []*metrics.Sample
 				byIdx = map[int32]*stat{}
 				acc[k.arm] = byIdx
 			}
-			st := byIdx[s.RequestIndex]
+			x := seq.req(i)
+			st := byIdx[x]
 			if st == nil {
 				st = &stat{}
-				byIdx[s.RequestIndex] = st
+				byIdx[x] = st
 			}
 			st.add(vals[i])
 		}
@@ -126,11 +143,12 @@ func collect(seqs map[repKey][]*metrics.Sample, value func(seq []*metrics.Sample
 }
 
 // perSample returns a value function for [collect] that takes each sample alone.
-func perSample(f func(*metrics.Sample) (float64, bool)) func([]*metrics.Sample) ([]float64, []bool) {
-	return func(seq []*metrics.Sample) ([]float64, []bool) {
-		vals, ok := make([]float64, len(seq)), make([]bool, len(seq))
-		for i, s := range seq {
-			vals[i], ok[i] = f(s)
+func perSample(f func(*metrics.Sample) (float64, bool)) func(reqs) ([]float64, []bool) {
+	return func(seq reqs) ([]float64, []bool) {
+		vals, ok := make([]float64, seq.len()), make([]bool, seq.len())
+		var b metrics.SampleBuf
+		for i := range seq.len() {
+			vals[i], ok[i] = f(seq.at(i, &b))
 		}
 		return vals, ok
 	}
@@ -201,7 +219,7 @@ func armLayer(arm string, i int, pts []point) (layer []plot.Plotter, band bool, 
 			return nil, false, nil, fmt.Errorf("plot arm %q: %w", arm, err)
 		}
 		sc.GlyphStyle = glyph
-		layer = append(layer, sc)
+		layer = append(layer, extremeScatter{sc})
 	}
 	return layer, band, lines, nil
 }
@@ -270,3 +288,53 @@ func grey(l float64) color.NRGBA { return lighter(color.NRGBA{A: 0xFF}, 1-l) }
 
 // keyLine is a legend thumbnail of a line style.
 func keyLine(sty draw.LineStyle) *plotter.Line { return &plotter.Line{LineStyle: sty} }
+
+// extremeScatter is a scatter whose glyph boxes are only those that can set the plot's padding:
+// the glyphs farthest left, right, down and up among those inside the axes. Every glyph of one
+// scatter has the same size, so the plot pads exactly as for a box per point (gonum keeps the
+// boxes whose normalised position is in [0, 1] on both axes and pads for the outermost) without
+// a box per point on every draw.
+type extremeScatter struct{ *plotter.Scatter }
+
+// GlyphBoxes implements plot.GlyphBoxer.
+func (s extremeScatter) GlyphBoxes(p *plot.Plot) []plot.GlyphBox {
+	r := s.GlyphStyle.Radius
+	if r <= 0 {
+		return nil // an empty box pads nothing
+	}
+	var lo, hi [2]float64 // the least and greatest normalised x and y of the glyphs inside the axes
+	var found [2][2]bool
+	for _, xy := range s.XYs {
+		// The plot leaves out a box outside the axes on either coordinate.
+		nx, ny := p.X.Norm(xy.X), p.Y.Norm(xy.Y)
+		if !(nx >= 0 && nx <= 1 && ny >= 0 && ny <= 1) {
+			continue
+		}
+		for a, v := range [2]float64{nx, ny} {
+			if !found[a][0] || v < lo[a] {
+				lo[a], found[a][0] = v, true
+			}
+			if !found[a][1] || v > hi[a] {
+				hi[a], found[a][1] = v, true
+			}
+		}
+	}
+	var out []plot.GlyphBox
+	box := vg.Rectangle{Min: vg.Point{X: -r, Y: -r}, Max: vg.Point{X: r, Y: r}}
+	// The other coordinate of an extreme box is never read by the padding; 0.5 keeps it inside.
+	for a := range 2 {
+		for e, v := range [2]float64{lo[a], hi[a]} {
+			if !found[a][e] {
+				continue
+			}
+			b := plot.GlyphBox{X: 0.5, Y: 0.5, Rectangle: box}
+			if a == 0 {
+				b.X = v
+			} else {
+				b.Y = v
+			}
+			out = append(out, b)
+		}
+	}
+	return out
+}

@@ -202,17 +202,16 @@ type Analysis struct {
 
 // Analyze computes the analysis of samples (of one run or of several merged: repetitions of
 // different runs are kept apart by run id). It returns an empty Analysis for no samples.
-func Analyze(samples []metrics.Sample) *Analysis { return analyze(samples, nil) }
+func Analyze(samples []metrics.Sample) *Analysis { return analyze(metrics.RowsOf(samples), nil) }
 
 // analyze is [Analyze] with the runs' manifests (nil or partial: the judgements that need one,
 // the chat template and the sim's prefill model, then say unknown).
-func analyze(samples []metrics.Sample, runs []*metrics.Manifest) *Analysis {
-	a := &Analysis{Live: LiveTable(samples)}
-	tables := Summarize(samples)
+func analyze(rows *metrics.Rows, runs []*metrics.Manifest) *Analysis {
+	a := &Analysis{Live: liveTable(rows)}
+	tables := summarize(rows)
 	type key struct{ scenario, arm string }
 	reps := map[key]map[metrics.RepKey]*RepTotals{}
-	for i := range samples {
-		s := &samples[i]
+	for _, s := range rows.All() {
 		k := key{s.Scenario, s.Arm}
 		m := reps[k]
 		if m == nil {
@@ -280,7 +279,7 @@ func analyze(samples []metrics.Sample, runs []*metrics.Manifest) *Analysis {
 		}
 		a.Scenarios = append(a.Scenarios, sc)
 	}
-	a.Claims = claims(samples, a, runs)
+	a.Claims = claims(rows, a, runs)
 	return a
 }
 

@@ -88,11 +88,11 @@ type Cliff struct {
 	PrefillSeconds metrics.Estimate `json:"prefill_seconds"`
 }
 
-func claims(samples []metrics.Sample, a *Analysis, runs []*metrics.Manifest) Claims {
+func claims(rows *metrics.Rows, a *Analysis, runs []*metrics.Manifest) Claims {
 	return Claims{
-		Prefill:   prefillChecks(samples, runs),
-		Cliff:     cliffClaim(samples),
-		Reasoning: reasoningClaims(samples, a.Live, runs),
+		Prefill:   prefillChecks(rows, runs),
+		Cliff:     cliffClaim(rows),
+		Reasoning: reasoningClaims(rows, a.Live, runs),
 	}
 }
 
@@ -127,9 +127,11 @@ func pointAt(s *metrics.Sample, from, to float64) *cliffPoint {
 
 // largestDrop returns the largest drop of the share in ss (sorted by request), nil when it
 // never dropped, and how many requests have a known share.
-func largestDrop(ss []*metrics.Sample) (best *cliffPoint, known int) {
+func largestDrop(rows *metrics.Rows, ss []int) (best *cliffPoint, known int) {
 	prev := -1.0
-	for _, s := range ss {
+	var b metrics.SampleBuf
+	for _, i := range ss {
+		s := rows.Load(i, &b)
 		share, ok := shareOf(s)
 		if !ok {
 			continue
@@ -145,9 +147,11 @@ func largestDrop(ss []*metrics.Sample) (best *cliffPoint, known int) {
 
 // changeAt returns the change of the share at request req of ss (sorted by request) from the
 // previous request with a known share; nil when either is unknown.
-func changeAt(ss []*metrics.Sample, req int32) *cliffPoint {
+func changeAt(rows *metrics.Rows, ss []int, req int32) *cliffPoint {
 	prev := -1.0
-	for _, s := range ss {
+	var b metrics.SampleBuf
+	for _, i := range ss {
+		s := rows.Load(i, &b)
 		if s.RequestIndex > req {
 			break
 		}
@@ -165,22 +169,21 @@ func changeAt(ss []*metrics.Sample, req int32) *cliffPoint {
 	return nil
 }
 
-func cliffClaim(samples []metrics.Sample) *CliffClaim {
+func cliffClaim(rows *metrics.Rows) *CliffClaim {
 	type key struct {
 		arm string
 		rep metrics.RepKey
 	}
-	byRep := map[key][]*metrics.Sample{}
-	for i := range samples {
-		s := &samples[i]
-		if s.Scenario != CliffScenario {
+	byRep := map[key][]int{} // row indices, sorted by request
+	for i := range rows.Len() {
+		if rows.Scenario(i) != CliffScenario {
 			continue
 		}
-		k := key{s.Arm, metrics.RepKey{RunID: s.RunID, Repetition: s.Repetition}}
-		byRep[k] = append(byRep[k], s)
+		k := key{rows.Arm(i), metrics.RepKey{RunID: rows.RunID(i), Repetition: rows.Repetition(i)}}
+		byRep[k] = append(byRep[k], i)
 	}
 	for _, ss := range byRep {
-		slices.SortStableFunc(ss, func(a, b *metrics.Sample) int { return int(a.RequestIndex) - int(b.RequestIndex) })
+		slices.SortStableFunc(ss, func(a, b int) int { return int(rows.RequestIndex(a)) - int(rows.RequestIndex(b)) })
 	}
 	// The date arm's cliff, per repetition, and the most frequent one.
 	dateAt := map[metrics.RepKey]int32{}
@@ -189,7 +192,7 @@ func cliffClaim(samples []metrics.Sample) *CliffClaim {
 		if k.arm != CliffArm {
 			continue
 		}
-		if best, _ := largestDrop(ss); best != nil {
+		if best, _ := largestDrop(rows, ss); best != nil {
 			dateAt[k.rep] = best.request
 			count[best.request]++
 		}
@@ -209,9 +212,9 @@ func cliffClaim(samples []metrics.Sample) *CliffClaim {
 			if !ok {
 				req = mode
 			}
-			pt = changeAt(ss, req)
+			pt = changeAt(rows, ss, req)
 		} else {
-			pt, known = largestDrop(ss)
+			pt, known = largestDrop(rows, ss)
 		}
 		switch {
 		case pt != nil:

@@ -44,7 +44,10 @@ const liveReasoningGenerated = "reasoning generated"
 // "live"; other samples are left out), arms in display order (spec first). A repetition is a
 // run id and repetition number, so repetitions of several runs stay apart. Empty when no sample
 // is live.
-func LiveTable(samples []metrics.Sample) []LiveRow {
+func LiveTable(samples []metrics.Sample) []LiveRow { return liveTable(metrics.RowsOf(samples)) }
+
+// liveTable is [LiveTable] of the rows of tab.
+func liveTable(tab *metrics.Rows) []LiveRow {
 	type key struct{ scenario, arm string }
 	type rep struct {
 		reasoning, repeated, reread float64
@@ -55,7 +58,7 @@ func LiveTable(samples []metrics.Sample) []LiveRow {
 	unknowns := map[key]*unknown{}
 	reps := map[key]map[metrics.RepKey]*rep{}
 	ends := map[key]map[string]int{}
-	for _, s := range samples {
+	for _, s := range tab.All() {
 		if s.Driver != metrics.DriverLive {
 			continue
 		}
@@ -79,7 +82,7 @@ func LiveTable(samples []metrics.Sample) []LiveRow {
 		} else {
 			u.reasoning++
 		}
-		if v, ok := rereadOf(&s); ok {
+		if v, ok := rereadOf(s); ok {
 			r.reread += float64(v)
 		} else {
 			u.reread++

@@ -58,13 +58,12 @@ type ArmPrefill struct {
 // prefillChecks checks every run of samples, sorted by run id. runs gives the manifests (may be
 // nil, or lack a run): a run is a sim run when its manifest's backend, or else its rows'
 // backend, is "sim".
-func prefillChecks(samples []metrics.Sample, runs []*metrics.Manifest) []PrefillCheck {
+func prefillChecks(rows *metrics.Rows, runs []*metrics.Manifest) []PrefillCheck {
 	type key struct{ run, arm string }
 	sums := map[key]*ArmPrefill{}
 	sim := map[string]bool{}
 	var ids []string
-	for i := range samples {
-		s := &samples[i]
+	for _, s := range rows.All() {
 		p, okP := prefillOf(s)
 		r, okR := rereadOf(s)
 		if !okP || !okR {

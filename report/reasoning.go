@@ -179,7 +179,7 @@ func driverOf(s *metrics.Sample) string {
 	return s.Driver
 }
 
-func reasoningClaims(samples []metrics.Sample, live []LiveRow, runs []*metrics.Manifest) []ReasoningClaim {
+func reasoningClaims(rows *metrics.Rows, live []LiveRow, runs []*metrics.Manifest) []ReasoningClaim {
 	type group struct{ scenario, driver string }
 	type arm struct {
 		// per repetition: the whole session and the two parts
@@ -200,8 +200,7 @@ func reasoningClaims(samples []metrics.Sample, live []LiveRow, runs []*metrics.M
 		t Template
 	}
 	facts := map[runModel]runFacts{}
-	for i := range samples {
-		s := &samples[i]
+	for _, s := range rows.All() {
 		if s.Arm != metrics.SpecArm && s.Arm != ReasoningNeverArm {
 			continue
 		}

@@ -96,6 +96,34 @@ func keyOf(s *metrics.Sample) sessionKey {
 // Every statistic of the package's callers (report, compare, lab check --run) is computed over
 // complete only.
 func Sessions(runs []*metrics.Manifest, samples []metrics.Sample) (complete []metrics.Sample, left []LeftOut) {
+	left, out := leftOut(runs, metrics.RowsOf(samples))
+	if len(left) == 0 {
+		return samples, nil
+	}
+	complete = make([]metrics.Sample, 0, len(samples))
+	for i := range samples {
+		if !out[keyOf(&samples[i])] {
+			complete = append(complete, samples[i])
+		}
+	}
+	return complete, left
+}
+
+// sessionsOfRows is [Sessions] of rows: the rows of complete sessions (rows itself when none is
+// left out) and the sessions left out.
+func sessionsOfRows(runs []*metrics.Manifest, rows *metrics.Rows) (complete *metrics.Rows, left []LeftOut) {
+	left, out := leftOut(runs, rows)
+	if len(left) == 0 {
+		return rows, nil
+	}
+	return rows.Select(func(i int) bool {
+		return !out[sessionKey{rows.RunID(i), rows.Scenario(i), rows.Arm(i), rows.Repetition(i)}]
+	}), left
+}
+
+// leftOut returns the sessions of rows that [Sessions] leaves out, sorted as it returns them,
+// and their keys.
+func leftOut(runs []*metrics.Manifest, rows *metrics.Rows) (left []LeftOut, out map[sessionKey]bool) {
 	interrupted := map[string]bool{}
 	records := map[sessionKey]*metrics.SessionRecord{}
 	recorded := map[string]bool{} // run ids whose manifest has records
@@ -113,14 +141,16 @@ func Sessions(runs []*metrics.Manifest, samples []metrics.Sample) (complete []me
 		}
 	}
 	type info struct {
-		rows   int
-		failed *metrics.Sample
+		rows int
+		// failed says a request failed; failedAt and failedErr are the first one's index and error.
+		failed    bool
+		failedAt  int32
+		failedErr string
 	}
 	by := map[sessionKey]*info{}
 	last := map[string]sessionKey{} // run id → its last session
 	lastAt := map[string]int{}      // run id → index of the run's latest sample
-	for i := range samples {
-		s := &samples[i]
+	for i, s := range rows.All() {
 		k := keyOf(s)
 		in := by[k]
 		if in == nil {
@@ -128,10 +158,10 @@ func Sessions(runs []*metrics.Manifest, samples []metrics.Sample) (complete []me
 			by[k] = in
 		}
 		in.rows++
-		if s.Failed() && (in.failed == nil || s.RequestIndex < in.failed.RequestIndex) {
-			in.failed = s
+		if s.Failed() && (!in.failed || s.RequestIndex < in.failedAt) {
+			in.failed, in.failedAt, in.failedErr = true, s.RequestIndex, s.Error
 		}
-		if j, ok := lastAt[s.RunID]; !ok || !s.StartedAt.Before(samples[j].StartedAt) {
+		if j, ok := lastAt[s.RunID]; !ok || rows.StartedAtUnixNano(i) >= rows.StartedAtUnixNano(j) {
 			lastAt[s.RunID], last[s.RunID] = i, k
 		}
 	}
@@ -152,9 +182,9 @@ func Sessions(runs []*metrics.Manifest, samples []metrics.Sample) (complete []me
 				left = append(left, LeftOut{RunID: k.run, Scenario: k.scenario, Arm: k.arm, Repetition: k.rep, Requests: in.rows,
 					Reason: LeftRowsLost, Recorded: rec.Requests})
 			case rec.Complete:
-			case in.failed != nil:
+			case in.failed:
 				left = append(left, LeftOut{RunID: k.run, Scenario: k.scenario, Arm: k.arm, Repetition: k.rep, Requests: in.rows,
-					Reason: LeftFailed, Request: in.failed.RequestIndex, Error: in.failed.Error})
+					Reason: LeftFailed, Request: in.failedAt, Error: in.failedErr})
 			default:
 				left = append(left, LeftOut{RunID: k.run, Scenario: k.scenario, Arm: k.arm, Repetition: k.rep, Requests: in.rows,
 					Reason: LeftFailed, Request: -1, Error: rec.Error})
@@ -162,31 +192,25 @@ func Sessions(runs []*metrics.Manifest, samples []metrics.Sample) (complete []me
 			continue
 		}
 		switch {
-		case in.failed != nil:
+		case in.failed:
 			left = append(left, LeftOut{RunID: k.run, Scenario: k.scenario, Arm: k.arm, Repetition: k.rep, Requests: in.rows,
-				Reason: LeftFailed, Request: in.failed.RequestIndex, Error: in.failed.Error})
+				Reason: LeftFailed, Request: in.failedAt, Error: in.failedErr})
 		case cut[k]:
 			left = append(left, LeftOut{RunID: k.run, Scenario: k.scenario, Arm: k.arm, Repetition: k.rep, Requests: in.rows,
 				Reason: LeftInterrupted})
 		}
 	}
 	if len(left) == 0 {
-		return samples, nil
+		return nil, nil
 	}
 	slices.SortFunc(left, func(a, b LeftOut) int {
 		return cmp.Or(cmp.Compare(a.RunID, b.RunID), cmp.Compare(a.Scenario, b.Scenario), cmp.Compare(a.Arm, b.Arm), cmp.Compare(a.Repetition, b.Repetition))
 	})
-	out := make(map[sessionKey]bool, len(left))
+	out = make(map[sessionKey]bool, len(left))
 	for _, l := range left {
 		out[sessionKey{l.RunID, l.Scenario, l.Arm, l.Repetition}] = true
 	}
-	complete = make([]metrics.Sample, 0, len(samples))
-	for i := range samples {
-		if !out[keyOf(&samples[i])] {
-			complete = append(complete, samples[i])
-		}
-	}
-	return complete, left
+	return left, out
 }
 
 // AnalyzeRuns is [Analyze] over the complete sessions of runs' samples ([Sessions]), with the
@@ -207,7 +231,7 @@ func AnalyzeRunsWithRows(runs []*metrics.Manifest, samples []metrics.Sample) (a 
 	groups := GroupSetups(runs, samples)
 	one := func(runs []*metrics.Manifest, samples []metrics.Sample) (*Analysis, []metrics.Sample) {
 		c, left := Sessions(runs, samples)
-		a := analyze(c, runs)
+		a := analyze(metrics.RowsOf(c), runs)
 		a.LeftOut = left
 		return a, c
 	}
@@ -220,6 +244,41 @@ func AnalyzeRunsWithRows(runs []*metrics.Manifest, samples []metrics.Sample) (a 
 		a, c := one(groups[i].Runs, groups[i].Samples)
 		// A copy of the setup's description: a pointer into groups would keep every group's
 		// samples alive as long as the analysis.
+		info := groups[i].Info
+		a.Setup = &info
+		subs = append(subs, a)
+		label := info.Label
+		if len(groups) == 1 {
+			label = ""
+		}
+		labels, complete = append(labels, label), append(complete, c)
+	}
+	if len(subs) == 1 {
+		return subs[0], labels, complete
+	}
+	return &Analysis{Setups: subs}, labels, complete
+}
+
+// AnalyzeRunRows is [AnalyzeRunsWithRows] of a [metrics.Rows] (what lab report reads a run into):
+// the analysis, the label of each setup ("" for runs of one setup or none) and the rows of each
+// setup's complete sessions, scenarios renamed as AnalyzeRuns renames them, for its charts. Where
+// no session is left out and no scenario renamed, the one setup's rows are rows itself, shared;
+// otherwise each setup's rows are a compact copy.
+func AnalyzeRunRows(runs []*metrics.Manifest, rows *metrics.Rows) (a *Analysis, labels []string, complete []*metrics.Rows) {
+	groups := groupSetupRows(runs, rows)
+	one := func(runs []*metrics.Manifest, rows *metrics.Rows) (*Analysis, *metrics.Rows) {
+		c, left := sessionsOfRows(runs, rows)
+		a := analyze(c, runs)
+		a.LeftOut = left
+		return a, c
+	}
+	if len(groups) == 0 {
+		a, c := one(runs, rows)
+		return a, []string{""}, []*metrics.Rows{c}
+	}
+	var subs []*Analysis
+	for i := range groups {
+		a, c := one(groups[i].Runs, groups[i].rows)
 		info := groups[i].Info
 		a.Setup = &info
 		subs = append(subs, a)

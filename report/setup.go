@@ -45,7 +45,70 @@ type SetupGroup struct {
 // there is only one, else into a group of their own whose setup is unknown. It returns nil when
 // there are no runs.
 func GroupSetups(runs []*metrics.Manifest, samples []metrics.Sample) []SetupGroup {
-	var groups []SetupGroup
+	groups, of := setupsOf(runs, len(samples), func(i int) string { return samples[i].RunID })
+	if len(groups) == 0 {
+		return nil
+	}
+	if len(groups) == 1 {
+		// Every sample goes with the one setup: the group shares the caller's slice (read
+		// only; splitContents copies it before renaming a scenario).
+		groups[0].Samples, groups[0].shared = samples, true
+	} else {
+		for i := range samples {
+			g := &groups[of(i)]
+			g.Samples = append(g.Samples, samples[i])
+		}
+	}
+	for i := range groups {
+		g := &groups[i]
+		splitContents(g, len(g.Samples), func(i int) (string, string) { return g.Samples[i].RunID, g.Samples[i].Scenario },
+			func() {
+				if g.shared {
+					g.Samples, g.shared = slices.Clone(g.Samples), false
+				}
+			},
+			func(i int, name string) { g.Samples[i].Scenario = name })
+	}
+	return groups
+}
+
+// rowGroup is a [SetupGroup] whose rows are a [metrics.Rows].
+type rowGroup struct {
+	SetupGroup
+	rows *metrics.Rows
+}
+
+// groupSetupRows is [GroupSetups] of rows: one setup's group shares rows itself unless a scenario
+// is renamed.
+func groupSetupRows(runs []*metrics.Manifest, rows *metrics.Rows) []rowGroup {
+	setups, of := setupsOf(runs, rows.Len(), rows.RunID)
+	groups := make([]rowGroup, len(setups))
+	for gi := range groups {
+		groups[gi].SetupGroup = setups[gi]
+		if len(setups) == 1 {
+			groups[gi].rows, groups[gi].shared = rows, true
+		} else {
+			groups[gi].rows = rows.Select(func(i int) bool { return of(i) == gi })
+		}
+	}
+	for i := range groups {
+		g := &groups[i]
+		splitContents(&g.SetupGroup, g.rows.Len(), func(i int) (string, string) { return g.rows.RunID(i), g.rows.Scenario(i) },
+			func() {
+				if g.shared {
+					g.rows, g.shared = g.rows.Select(func(int) bool { return true }), false
+				}
+			},
+			func(i int, name string) { g.rows.SetScenario(i, name) })
+	}
+	return groups
+}
+
+// setupsOf returns the setup groups of runs (without their rows), in the order of each setup's
+// first run, and the group of each of n rows, whose run id runID gives: rows of a run id without
+// a manifest go with the first setup when there is only one, else into a group of their own whose
+// setup is unknown, after the others. It returns no group when there are no runs.
+func setupsOf(runs []*metrics.Manifest, n int, runID func(i int) string) (groups []SetupGroup, of func(i int) int) {
 	byKey := map[string]int{}
 	ofRun := map[string]int{}
 	for _, m := range runs {
@@ -65,37 +128,24 @@ func GroupSetups(runs []*metrics.Manifest, samples []metrics.Sample) []SetupGrou
 		g.Info.Runs = append(g.Info.Runs, m.RunID)
 		ofRun[m.RunID] = i
 	}
-	if len(groups) == 0 {
-		return nil
-	}
-	if len(groups) == 1 {
-		// Every sample goes with the one setup: the group shares the caller's slice (read
-		// only; splitContents copies it before renaming a scenario).
-		groups[0].Samples, groups[0].shared = samples, true
-		splitContents(&groups[0])
-		return groups
+	if len(groups) <= 1 {
+		return groups, func(int) int { return 0 }
 	}
 	orphan := -1
-	for i := range samples {
-		gi, ok := ofRun[samples[i].RunID]
-		if !ok {
-			if len(groups) == 1 {
-				gi = 0
-			} else {
-				if orphan < 0 {
-					orphan = len(groups)
-					groups = append(groups, SetupGroup{Info: SetupInfo{Label: setupLabel(orphan),
-						Unknown: []string{"the setup (samples of run ids without a manifest)"}}})
-				}
-				gi = orphan
-			}
+	for i := range n {
+		if _, ok := ofRun[runID(i)]; !ok {
+			orphan = len(groups)
+			groups = append(groups, SetupGroup{Info: SetupInfo{Label: setupLabel(orphan),
+				Unknown: []string{"the setup (samples of run ids without a manifest)"}}})
+			break
 		}
-		groups[gi].Samples = append(groups[gi].Samples, samples[i])
 	}
-	for i := range groups {
-		splitContents(&groups[i])
+	return groups, func(i int) int {
+		if gi, ok := ofRun[runID(i)]; ok {
+			return gi
+		}
+		return orphan
 	}
-	return groups
 }
 
 // setupLabel returns "A" for 0, "B" for 1, …, "Z", then "AA", "AB", ….
@@ -107,9 +157,11 @@ func setupLabel(i int) string {
 	return s
 }
 
-// splitContents renames the samples of a scenario with more than one content in g (see
-// [SetupGroup].Samples) and records in g.Info.Unknown what its runs did not record.
-func splitContents(g *SetupGroup) {
+// splitContents renames the rows of a scenario with more than one content in g (see
+// [SetupGroup].Samples) and records in g.Info.Unknown what its runs did not record. The group has
+// n rows; at gives a row's run id and scenario, own is called once before the first rename
+// (the group's rows may be the caller's) and rename renames row i.
+func splitContents(g *SetupGroup, n int, at func(i int) (run, scenario string), own func(), rename func(i int, name string)) {
 	digest := map[string]map[string]string{} // run id → scenario → digest
 	for _, m := range g.Runs {
 		digest[m.RunID] = m.ScenarioDigests
@@ -124,24 +176,23 @@ func splitContents(g *SetupGroup) {
 		g.Info.Unknown = append([]string{"model file digest"}, g.Info.Unknown...)
 	}
 	contents := map[string][]string{} // scenario → its distinct digests
-	for i := range g.Samples {
-		s := &g.Samples[i]
-		d := digest[s.RunID][s.Scenario]
-		if !slices.Contains(contents[s.Scenario], d) {
-			contents[s.Scenario] = append(contents[s.Scenario], d)
+	for i := range n {
+		run, sc := at(i)
+		d := digest[run][sc]
+		if !slices.Contains(contents[sc], d) {
+			contents[sc] = append(contents[sc], d)
 		}
 	}
 	renames := false
 	for _, ds := range contents {
 		renames = renames || len(ds) > 1
 	}
-	if renames && g.shared {
-		g.Samples, g.shared = slices.Clone(g.Samples), false
-	}
-	for i := range g.Samples {
-		s := &g.Samples[i]
-		if len(contents[s.Scenario]) > 1 {
-			s.Scenario = ContentName(s.Scenario, digest[s.RunID][s.Scenario])
+	if renames {
+		own()
+		for i := range n {
+			if run, sc := at(i); len(contents[sc]) > 1 {
+				rename(i, ContentName(sc, digest[run][sc]))
+			}
 		}
 	}
 	// The runs' session records name the scenarios as the samples now do, so that [Sessions]

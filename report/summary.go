@@ -95,7 +95,10 @@ func (r *ArmRow) PrefillSeconds() float64 { return float64(r.PrefillNs) / 1e9 }
 // Summarize adds samples up into one table per scenario, scenarios sorted by name, arms in the
 // order of [metrics.SortArms]. Several repetitions of a scenario×arm are summed into one row. It
 // returns nil for no samples.
-func Summarize(samples []metrics.Sample) []ScenarioTable {
+func Summarize(samples []metrics.Sample) []ScenarioTable { return summarize(metrics.RowsOf(samples)) }
+
+// summarize is [Summarize] of rows.
+func summarize(rows *metrics.Rows) []ScenarioTable {
 	type key struct{ scenario, arm string }
 	type acc struct {
 		row                                      ArmRow
@@ -109,8 +112,7 @@ func Summarize(samples []metrics.Sample) []ScenarioTable {
 		rep                int32
 	}
 	overflowed := map[session]bool{} // the session's previous request overflowed
-	for i := range samples {
-		s := &samples[i]
+	for _, s := range rows.All() {
 		sess := session{s.RunID, s.Scenario, s.Arm, s.Repetition}
 		after := overflowed[sess]
 		overflowed[sess] = s.ContextOverflow

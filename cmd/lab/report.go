@@ -88,18 +88,20 @@ func expandRuns(args []string, warn io.Writer) ([]string, error) {
 	return dirs, nil
 }
 
-// loadRuns reads the runs in dirs and merges their samples. A run whose samples cannot be read
+// loadRuns reads the runs in dirs and merges their samples into one compact table (metrics.Rows:
+// the columns a report reads, converted as each row group is read). A run whose samples cannot be read
 // is bad input naming its folder. A run a kill left without its part files is read from its
 // journals, with a warning on warn pointing at lab repair; journal lines that hold no sample are
 // named on warn, every other row is kept, and lost is then a [lostRowsError] (exit 1) that the
 // caller returns once it has reported what was kept.
-func loadRuns(dirs []string, warn io.Writer) (mans []*metrics.Manifest, all []metrics.Sample, lost, err error) {
+func loadRuns(dirs []string, warn io.Writer) (mans []*metrics.Manifest, all *metrics.Rows, lost, err error) {
+	all = &metrics.Rows{}
 	ids := map[string]string{}
 	lostLines, kept := 0, 0
 	var lostDirs []string
 	for _, d := range dirs {
-		start := len(all)
-		m, more, err := metrics.AppendRun(all, d)
+		start := all.Len()
+		m, err := metrics.AppendRunRows(all, d)
 		var je *metrics.JournalError
 		switch {
 		case errors.As(err, &je):
@@ -110,7 +112,6 @@ func loadRuns(dirs []string, warn io.Writer) (mans []*metrics.Manifest, all []me
 		case err != nil:
 			return nil, nil, nil, badInput("%v", err)
 		}
-		all = more
 		for _, j := range m.RowsRead.Journals {
 			if metrics.JournalInUse(j) {
 				fmt.Fprintf(warn, "lab: warning: %s: a lab process is still writing this part; its rows so far are read from this journal\n", j)
@@ -120,13 +121,13 @@ func loadRuns(dirs []string, warn io.Writer) (mans []*metrics.Manifest, all []me
 		}
 		// Repetitions of different runs are kept apart by run id: two folders with one id
 		// would merge their repetitions.
-		for i := start; i < len(all); i++ {
-			if other, ok := ids[all[i].RunID]; ok && other != d {
-				return nil, nil, nil, badInput("%s and %s hold samples of the same run id %q", other, d, all[i].RunID)
+		for i := start; i < all.Len(); i++ {
+			if other, ok := ids[all.RunID(i)]; ok && other != d {
+				return nil, nil, nil, badInput("%s and %s hold samples of the same run id %q", other, d, all.RunID(i))
 			}
 		}
-		for i := start; i < len(all); i++ {
-			ids[all[i].RunID] = d
+		for i := start; i < all.Len(); i++ {
+			ids[all.RunID(i)] = d
 		}
 		mans = append(mans, m)
 	}
@@ -195,7 +196,8 @@ report then exits 1. report never writes the data files.`,
 			}
 			if write != nil {
 				// Charts are files: the formats on stdout carry none (html links none either).
-				if err := write(s.out, &report.Report{Runs: mans, Analysis: report.AnalyzeRuns(mans, samples)}); err != nil {
+				an, _, _ := report.AnalyzeRunRows(mans, samples)
+				if err := write(s.out, &report.Report{Runs: mans, Analysis: an}); err != nil {
 					return err
 				}
 				return lost
@@ -302,12 +304,12 @@ lab report), 0 otherwise.`,
 				if lost != nil {
 					lostErr = lost
 				}
-				an[i] = report.AnalyzeRuns(mans, samples)
+				an[i], _, _ = report.AnalyzeRunRows(mans, samples)
 				for _, l := range an[i].LeftOut {
 					fmt.Fprintf(s.err, "lab: %s: left out %s\n", dirs[0], l.String())
 				}
-				runs[i], counts[i] = mans[0], len(samples)
-				newRun, newSamples = mans[0], len(samples)
+				runs[i], counts[i] = mans[0], samples.Len()
+				newRun, newSamples = mans[0], samples.Len()
 			}
 			// A run without samples compares no figure: its own verdict below says more than
 			// a setup it may not even have recorded.

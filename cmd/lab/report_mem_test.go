@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -175,21 +176,51 @@ func BenchmarkReportMemory(b *testing.B) {
 	}
 }
 
-// The charts of a scenario whose rows lie together draw from the rows themselves, not a copy;
-// a scenario whose rows are spread among another's gets its own, in the rows' order.
-func TestSamplesByScenarioSharesContiguousRows(t *testing.T) {
-	rows := []labmetrics.Sample{
+// The charts of each scenario draw its rows, in the rows' order, whether they lie together or
+// are spread among another scenario's.
+func TestRowsByScenario(t *testing.T) {
+	rows := labmetrics.RowsOf([]labmetrics.Sample{
 		{Scenario: "a", RequestIndex: 0}, {Scenario: "a", RequestIndex: 1},
 		{Scenario: "b", RequestIndex: 0}, {Scenario: "c", RequestIndex: 0}, {Scenario: "b", RequestIndex: 1},
+	})
+	by := rowsByScenario(rows)
+	for sc, want := range map[string][]int32{"a": {0, 1}, "b": {0, 1}, "c": {0}} {
+		r := by[sc]
+		var got []int32
+		for i := range r.Len() {
+			if r.Scenario(i) != sc {
+				t.Errorf("scenario %s: row %d is of scenario %s", sc, i, r.Scenario(i))
+			}
+			got = append(got, r.RequestIndex(i))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("scenario %s: requests %v; want %v", sc, got, want)
+		}
 	}
-	by := samplesByScenario(rows)
-	if a := by["a"]; len(a) != 2 || &a[0] != &rows[0] || cap(a) != 2 {
-		t.Errorf("scenario a: %d rows; want rows 0 and 1 themselves, shared, with no room to append over b", len(a))
+}
+
+// What lab report holds per row once a run is read: the live heap after loadRuns of a synthetic
+// run, per row. A []metrics.Sample costs about 650 bytes a row (a Sample, its nullable figures'
+// heap objects, its warnings); the compact rows hold at most 200.
+func TestLoadRunsHoldsCompactRows(t *testing.T) {
+	const n = 20_000
+	run := writeSyntheticRun(t, t.TempDir(), n)
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC() // and what sync.Pools kept through the first
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
 	}
-	if c := by["c"]; len(c) != 1 || &c[0] != &rows[3] {
-		t.Errorf("scenario c: %d rows; want row 3 itself", len(c))
+	before := heap()
+	_, rows, lost, err := loadRuns([]string{run}, io.Discard)
+	if err != nil || lost != nil {
+		t.Fatal(err, lost)
 	}
-	if b := by["b"]; len(b) != 2 || &b[0] == &rows[2] || b[0].RequestIndex != 0 || b[1].RequestIndex != 1 {
-		t.Errorf("scenario b: %+v; want a copy of rows 2 and 4, in order", b)
+	perRow := (float64(heap()) - float64(before)) / n
+	runtime.KeepAlive(rows)
+	t.Logf("loadRuns holds %.0f B per row", perRow)
+	if perRow > 200 {
+		t.Errorf("loadRuns holds %.0f B per row; want at most 200", perRow)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"unicode"
 
 	"golang.org/x/sync/errgroup"
+	"gonum.org/v1/plot"
 
 	"lab/harness"
 	"lab/metrics"
@@ -34,12 +35,13 @@ const (
 // run's closing message): its data files (every part's samples, manifest and requests, or the old
 // layout's), then the report's.
 func writeReport(dir string) (files []string, err error) {
-	man, samples, err := metrics.ReadRun(dir)
+	var rows metrics.Rows
+	man, err := metrics.AppendRunRows(&rows, dir)
 	if err != nil {
 		return nil, err
 	}
 	files = runDataFiles(dir)
-	written, err := writeReportFiles(dir, []*metrics.Manifest{man}, samples)
+	written, err := writeReportFiles(dir, []*metrics.Manifest{man}, &rows)
 	return append(files, written...), err
 }
 
@@ -95,8 +97,8 @@ func checkShard(o *runOptions) (metrics.Shard, error) {
 // Sessions that did not complete (report.Sessions) are left out of the analysis and the charts.
 // Runs of several setups (report.GroupSetups) get the charts of each setup, named
 // plots/setup-<label>-<chart>: a chart never draws two setups as one.
-func writeReportFiles(out string, runs []*metrics.Manifest, samples []metrics.Sample) (files []string, err error) {
-	an, labels, completes := report.AnalyzeRunsWithRows(runs, samples)
+func writeReportFiles(out string, runs []*metrics.Manifest, rows *metrics.Rows) (files []string, err error) {
+	an, labels, completes := report.AnalyzeRunRows(runs, rows)
 	var figs []report.Figure
 	for i, g := range an.Groups() {
 		prefix := ""
@@ -148,11 +150,11 @@ func scenarioOrder(runs []*metrics.Manifest, an *report.Analysis) []string {
 //
 // prefix starts every chart's file name and setup is the figures' report.Figure.Setup (both ""
 // for runs of one setup).
-func renderFigures(out, prefix, setup string, scenarios []string, samples []metrics.Sample, an *report.Analysis) (figs []report.Figure, files []string, err error) {
+func renderFigures(out, prefix, setup string, scenarios []string, rows *metrics.Rows, an *report.Analysis) (figs []report.Figure, files []string, err error) {
 	if err := os.MkdirAll(filepath.Join(out, plotsDir), 0o755); err != nil {
 		return nil, nil, err
 	}
-	byScenario := samplesByScenario(samples)
+	byScenario := rowsByScenario(rows)
 	// save writes one chart (its title and a function rendering it as a format) in every
 	// format and records it as a figure.
 	used := map[string]bool{}
@@ -186,19 +188,19 @@ func renderFigures(out, prefix, setup string, scenarios []string, samples []metr
 	type job struct {
 		scenario, name, title string
 		chart                 plots.Chart
-		samples               []metrics.Sample
+		rows                  *metrics.Rows
 		skip                  bool // nothing to draw (plots.ErrNoSamples)
 		out                   map[string][]byte
 	}
 	var jobs []*job
 	for _, sc := range scenarios {
 		ss := byScenario[sc]
-		if len(ss) == 0 {
+		if ss.Len() == 0 {
 			continue
 		}
 		// The standard per-scenario charts; new ones added to plots.ScenarioCharts appear here.
 		for _, c := range plots.ScenarioCharts() {
-			jobs = append(jobs, &job{scenario: sc, name: sc + "-" + c.Name, chart: c, samples: ss, out: map[string][]byte{}})
+			jobs = append(jobs, &job{scenario: sc, name: sc + "-" + c.Name, chart: c, rows: ss, out: map[string][]byte{}})
 		}
 	}
 	var g errgroup.Group
@@ -206,7 +208,11 @@ func renderFigures(out, prefix, setup string, scenarios []string, samples []metr
 	errs := make([]error, len(jobs))
 	for i, j := range jobs {
 		g.Go(func() error {
-			p, err := j.chart.Build(j.scenario, j.samples)
+			build := j.chart.Rows
+			if build == nil { // a chart that builds from samples only
+				build = func(sc string, rows *metrics.Rows) (*plot.Plot, error) { return j.chart.Build(sc, rows.Samples()) }
+			}
+			p, err := build(j.scenario, j.rows)
 			if errors.Is(err, plots.ErrNoSamples) {
 				j.skip = true
 				return nil
@@ -344,15 +350,15 @@ func writeFile(path string, write func(*os.File) error) (err error) {
 	return nil
 }
 
-// samplesByScenario returns the samples of each scenario, in the order of samples. Where a
-// scenario's samples lie next to each other (a run measures one scenario after the other) they
-// are a part of samples itself, shared, not copied; only a scenario whose samples are spread
-// among others' gets a copy.
-func samplesByScenario(samples []metrics.Sample) map[string][]metrics.Sample {
+// rowsByScenario returns the rows of each scenario, in the order of rows. Where a scenario's rows
+// lie next to each other (a run measures one scenario after the other) they are a part of rows
+// itself, shared, not copied; only a scenario whose rows are spread among others' gets a
+// compact copy.
+func rowsByScenario(rows *metrics.Rows) map[string]*metrics.Rows {
 	type span struct{ from, to, n int }
 	spans := map[string]*span{}
-	for i := range samples {
-		sc := samples[i].Scenario
+	for i := range rows.Len() {
+		sc := rows.Scenario(i)
 		sp := spans[sc]
 		if sp == nil {
 			sp = &span{from: i}
@@ -360,19 +366,13 @@ func samplesByScenario(samples []metrics.Sample) map[string][]metrics.Sample {
 		}
 		sp.to, sp.n = i+1, sp.n+1
 	}
-	out := make(map[string][]metrics.Sample, len(spans))
+	out := make(map[string]*metrics.Rows, len(spans))
 	for sc, sp := range spans {
 		if sp.to-sp.from == sp.n {
-			out[sc] = samples[sp.from:sp.to:sp.to]
+			out[sc] = rows.Slice(sp.from, sp.to)
 			continue
 		}
-		own := make([]metrics.Sample, 0, sp.n)
-		for i := sp.from; i < sp.to; i++ {
-			if samples[i].Scenario == sc {
-				own = append(own, samples[i])
-			}
-		}
-		out[sc] = own
+		out[sc] = rows.Slice(sp.from, sp.to).Select(func(i int) bool { return rows.Scenario(sp.from+i) == sc })
 	}
 	return out
 }
