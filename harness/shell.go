@@ -124,7 +124,7 @@ func RunShell(ctx context.Context, dir, home, command string, limit time.Duratio
 //   - a mount namespace whose root holds only the project copy and HOME, read-write at their
 //     own paths, /usr, /bin, /sbin, /lib* and /etc of the host read-only, a private /tmp (an
 //     in-memory filesystem of at most [ShellTmpBytes], emptied after each command), a /dev of
-//     null, zero, full, random, urandom and tty, and a /proc of its own PID namespace: nothing
+//     null, zero, full, random and urandom (no terminal), and a /proc of its own PID namespace: nothing
 //     else of the host (not the run's results folder, not the lab's folder or its temporary
 //     folder, no other process) can be read or written, and the command, left with no
 //     capability, cannot undo the view;

@@ -16,11 +16,12 @@ import (
 //     that left the process group (setsid) or ignore signals (nohup) included, so nothing a
 //     command starts outlives it (pid_namespaces(7)). Pdeathsig kills it should the lab die.
 //
-// and a process group of its own.
+// and a session of its own (setsid(2); it leads its process group too): the lab's controlling
+// terminal is not the command's, which cannot type into it (TIOCSTI) nor read it.
 func isolation() (*syscall.SysProcAttr, error) {
 	uid, gid := os.Geteuid(), os.Getegid()
 	return &syscall.SysProcAttr{
-		Setpgid:                    true,
+		Setsid:                     true,
 		Cloneflags:                 syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET | syscall.CLONE_NEWPID,
 		UidMappings:                []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
 		GidMappings:                []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
@@ -38,8 +39,8 @@ func killGroup(p *os.Process) error {
 	return syscall.Kill(-p.Pid, syscall.SIGKILL)
 }
 
-// plainAttr is a command's with no namespace (only with [Shell].Unsandboxed): a process group
-// of its own, killed whole at the time limit.
+// plainAttr is a command's with no namespace (only with [Shell].Unsandboxed): a session (and
+// process group) of its own, without the lab's terminal, killed whole at the time limit.
 func plainAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 }

@@ -88,7 +88,8 @@ func shellInit(arg string) error {
 var viewSystemDirs = []string{"/usr", "/bin", "/sbin", "/etc"}
 
 // viewDevices are the devices the view's /dev holds (those the host has), bound from the host's.
-var viewDevices = []string{"null", "zero", "full", "random", "urandom", "tty"}
+// No tty: the command has no terminal (it runs in a session of its own).
+var viewDevices = []string{"null", "zero", "full", "random", "urandom"}
 
 // buildView mounts the view on sp.Root and makes it the root (pivot_root(2)), the old root
 // detached: nothing else of the host is reachable. Every mount is private to the namespace
@@ -188,7 +189,7 @@ func buildView(sp viewSpec) error {
 }
 
 // viewDev mounts the view's /dev at dev: a small tmpfs holding the host's null, zero, full,
-// random, urandom and tty (each bound from the host's node: a user namespace may not make
+// random and urandom (each bound from the host's node: a user namespace may not make
 // devices), the links fd, stdin, stdout and stderr to /proc/self/fd, then made read-only.
 func viewDev(dev string) error {
 	if err := os.Mkdir(dev, 0o755); err != nil {

@@ -171,3 +171,17 @@ func TestShellUnsandboxedRunsWhereTheViewIsRefused(t *testing.T) {
 		t.Errorf("Run = %+v, %v; want it run with namespaces only, the refusal named", res, err)
 	}
 }
+
+// The shell has no terminal: it runs in a session of its own, so the lab's controlling terminal
+// is not its own, and the view holds no /dev/tty, so it cannot type into the user's terminal
+// (TIOCSTI) or read from it.
+func TestShellHasNoTerminal(t *testing.T) {
+	sh, _ := viewShell(t)
+	res := runView(t, sh, `ls /dev; echo "session $(cut -d' ' -f6 /proc/$$/stat) of $$"; (exec 3<>/dev/tty) 2>/dev/null && echo "opened /dev/tty"`)
+	if strings.Contains(res.Output, "tty") {
+		t.Errorf("the view's command has a terminal:\n%s", res.Output)
+	}
+	if !strings.Contains(res.Output, "session 1 of 1\n") {
+		t.Errorf("the view's command is not the leader of a session of its own (the session of the lab's is 0 in its PID namespace):\n%s", res.Output)
+	}
+}
