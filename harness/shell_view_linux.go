@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -64,7 +65,8 @@ func init() {
 	os.Exit(125)
 }
 
-// shellInit builds the view, drops every capability and execs the shell; it returns only with
+// shellInit builds the view, drops every capability, closes every descriptor but stdin, stdout
+// and stderr, and execs the shell; it returns only with
 // what went wrong.
 func shellInit(arg string) error {
 	var sp viewSpec
@@ -77,6 +79,21 @@ func shellInit(arg string) error {
 	}
 	if err := dropCapabilities(); err != nil {
 		return fmt.Errorf("drop capabilities: %w", err)
+	}
+	// Every descriptor from 3 up is closed on the exec (the report pipe among them), those the
+	// lab inherited without close-on-exec (a redirection, a jobserver's, a supervisor's) too:
+	// one of a host folder would reach outside the view through /proc/self/fd.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		// Before close_range(2) (Linux 5.11): each one /proc/self/fd lists.
+		fds, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			return fmt.Errorf("close the inherited descriptors: %w", err)
+		}
+		for _, e := range fds {
+			if fd, err := strconv.Atoi(e.Name()); err == nil && fd >= 3 {
+				syscall.CloseOnExec(fd)
+			}
+		}
 	}
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, shellInitEnv+"=") })
 	err := syscall.Exec(shellPath, []string{shellPath, "-c", sp.Command}, env)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -183,5 +184,25 @@ func TestShellHasNoTerminal(t *testing.T) {
 	}
 	if !strings.Contains(res.Output, "session 1 of 1\n") {
 		t.Errorf("the view's command is not the leader of a session of its own (the session of the lab's is 0 in its PID namespace):\n%s", res.Output)
+	}
+}
+
+// A command inherits no file descriptor beyond stdin, stdout and stderr: one the lab was given
+// open without close-on-exec (a shell redirection, make's jobserver, a supervisor's), here the
+// results folder, would reach the host outside the view through /proc/self/fd.
+func TestShellInheritsNoFileDescriptor(t *testing.T) {
+	sh, results := viewShell(t)
+	fd, err := syscall.Open(results, syscall.O_RDONLY|syscall.O_DIRECTORY, 0) // no O_CLOEXEC
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	res := runView(t, sh, fmt.Sprintf("ls /proc/self/fd/; (echo leaked > /proc/self/fd/%d/escaped) 2>/dev/null && echo wrote", fd))
+	if b, err := os.ReadFile(filepath.Join(results, "escaped")); err == nil {
+		t.Errorf("the command wrote %q into the results folder through the inherited fd %d", strings.TrimSpace(string(b)), fd)
+	}
+	// ls's own descriptors: 0, 1, 2 and the folder it reads (3).
+	if got := strings.Fields(res.Output); !slices.Equal(got, []string{"0", "1", "2", "3"}) {
+		t.Errorf("the command's open descriptors: %q; want 0 1 2 (and ls's 3)", res.Output)
 	}
 }
