@@ -14,7 +14,10 @@ import (
 //   - a PID namespace (CLONE_NEWPID), whose first process is /bin/sh: when it ends, by itself or
 //     killed at the time limit, the kernel kills every process left in the namespace, those
 //     that left the process group (setsid) or ignore signals (nohup) included, so nothing a
-//     command starts outlives it (pid_namespaces(7)). Pdeathsig kills it should the lab die.
+//     command starts outlives it (pid_namespaces(7)). Pdeathsig kills it should the lab die;
+//   - IPC, UTS and cgroup namespaces (CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWCGROUP): no System V
+//     shared memory, semaphore or message queue nor POSIX message queue of the host, its own
+//     hostname, and its own cgroup as the root of the cgroup tree it sees;
 //
 // and a session of its own (setsid(2); it leads its process group too): the lab's controlling
 // terminal is not the command's, which cannot type into it (TIOCSTI) nor read it.
@@ -22,7 +25,7 @@ func isolation() (*syscall.SysProcAttr, error) {
 	uid, gid := os.Geteuid(), os.Getegid()
 	return &syscall.SysProcAttr{
 		Setsid:                     true,
-		Cloneflags:                 syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET | syscall.CLONE_NEWPID,
+		Cloneflags:                 syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP,
 		UidMappings:                []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
 		GidMappings:                []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
 		GidMappingsEnableSetgroups: false,

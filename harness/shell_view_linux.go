@@ -65,7 +65,7 @@ func init() {
 	os.Exit(125)
 }
 
-// shellInit builds the view, drops every capability, closes every descriptor but stdin, stdout
+// shellInit builds the view, joins a session keyring of its own, drops every capability, closes every descriptor but stdin, stdout
 // and stderr, and execs the shell; it returns only with
 // what went wrong.
 func shellInit(arg string) error {
@@ -79,6 +79,12 @@ func shellInit(arg string) error {
 	}
 	if err := dropCapabilities(); err != nil {
 		return fmt.Errorf("drop capabilities: %w", err)
+	}
+	// A new anonymous session keyring (keyctl(2) KEYCTL_JOIN_SESSION_KEYRING with no name): the
+	// lab's session keyring, and the keys it holds, stay the lab's. A kernel without keys has
+	// none to leak.
+	if _, _, e := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); e != 0 && e != unix.ENOSYS {
+		return fmt.Errorf("new session keyring: %w", e)
 	}
 	// Every descriptor from 3 up is closed on the exec (the report pipe among them), those the
 	// lab inherited without close-on-exec (a redirection, a jobserver's, a supervisor's) too:

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -204,5 +205,67 @@ func TestShellInheritsNoFileDescriptor(t *testing.T) {
 	// ls's own descriptors: 0, 1, 2 and the folder it reads (3).
 	if got := strings.Fields(res.Output); !slices.Equal(got, []string{"0", "1", "2", "3"}) {
 		t.Errorf("the command's open descriptors: %q; want 0 1 2 (and ls's 3)", res.Output)
+	}
+}
+
+// The command has IPC, UTS and cgroup namespaces of its own, besides user, mount, network and PID.
+func TestShellHasNamespacesOfItsOwn(t *testing.T) {
+	sh, _ := viewShell(t)
+	names := []string{"ipc", "uts", "cgroup", "net", "pid", "mnt", "user"}
+	res := runView(t, sh, `for n in `+strings.Join(names, " ")+`; do echo "$n $(readlink /proc/self/ns/$n)"; done`)
+	lines := strings.Split(strings.TrimSpace(res.Output), "\n")
+	if len(lines) != len(names) {
+		t.Fatalf("output %q; want a line for each of %v", res.Output, names)
+	}
+	for _, line := range lines {
+		f := strings.Fields(line)
+		host, err := os.Readlink("/proc/self/ns/" + f[0])
+		if err != nil {
+			t.Skip(err)
+		}
+		if len(f) != 2 || host == f[1] {
+			t.Errorf("the view's command shares the host's %s namespace (%s): %q", f[0], host, line)
+		}
+	}
+}
+
+// The command cannot read the host's System V shared memory (its IPC namespace is its own).
+func TestShellCannotReadTheHostsSharedMemory(t *testing.T) {
+	id, err := unix.SysvShmGet(0x1ab5eed, 4096, unix.IPC_CREAT|0o600)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer unix.SysvShmCtl(id, unix.IPC_RMID, nil)
+	b, err := unix.SysvShmAttach(id, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.SysvShmDetach(b)
+	copy(b, "host-secret-in-shm")
+	sh, _ := viewShell(t)
+	res := runView(t, sh, fmt.Sprintf(`perl -e 'my $v; shmread(%d, $v, 0, 18) or die "shmread: $!\n"; print "$v\n"'`, id))
+	if strings.Contains(res.Output, "host-secret-in-shm") {
+		t.Errorf("the view's command read the host's shared memory segment %d: %q", id, strings.TrimSpace(res.Output))
+	}
+}
+
+// The command cannot read the lab's session keyring (a user namespace does not give a process a
+// keyring of its own): a key the lab's session holds (a Kerberos or AFS token, a credential a tool
+// stashed there) stays the lab's.
+func TestShellCannotReadTheLabsKeyring(t *testing.T) {
+	runtime.LockOSThread() // the keyring is the thread's, and the command is forked from it
+	defer runtime.UnlockOSThread()
+	if _, err := unix.KeyctlJoinSessionKeyring("lab-shell-test"); err != nil {
+		t.Skip(err)
+	}
+	id, err := unix.AddKey("user", "lab-shell-test-token", []byte("host-secret-in-keyring"), unix.KEY_SPEC_SESSION_KEYRING)
+	if err != nil {
+		t.Skip(err)
+	}
+	sh, _ := viewShell(t)
+	// keyctl(KEYCTL_READ = 11, id, buffer, length)
+	res := runView(t, sh, fmt.Sprintf(`perl -e 'my $b = "\0" x 64; my $n = syscall(%d, 11, %d, $b, 64); die "keyctl read: $!\n" if $n < 0; print substr($b, 0, $n), "\n"'`, unix.SYS_KEYCTL, id))
+	if strings.Contains(res.Output, "host-secret-in-keyring") {
+		t.Errorf("the view's command read key %d of the lab's session keyring: %q", id, strings.TrimSpace(res.Output))
 	}
 }
