@@ -2,7 +2,8 @@ package harness
 
 // This file is the live shell's filesystem view: a mount namespace whose root holds only the
 // project copy and the shell's HOME (read-write), the system's programs and libraries
-// (read-only), a private /tmp, a minimal /dev and a /proc of the command's own PID namespace.
+// (read-only), a private /tmp, a minimal /dev and a /proc of the command's own PID namespace
+// (its processes, no kernel setting).
 // Go has no hook between fork and exec, so the lab starts its own executable (/proc/self/exe,
 // the test binary in tests) as a tiny init: the init() below recognises it, builds the view
 // inside the new namespaces, drops every capability and execs /bin/sh, which is then the PID
@@ -157,7 +158,7 @@ func buildView(sp viewSpec) error {
 	if err := os.Mkdir(proc, 0o555); err != nil {
 		return err
 	}
-	if err := unix.Mount("proc", proc, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+	if err := viewProc(proc); err != nil {
 		return fmt.Errorf("mount /proc of the PID namespace: %w", err)
 	}
 	tmp := filepath.Join(nr, "tmp")
@@ -209,6 +210,36 @@ func buildView(sp viewSpec) error {
 		return err
 	}
 	return unix.Chdir(sp.Dir)
+}
+
+// viewProcHidden are the kernel's settings in a full /proc, made read-only in the view where the
+// kernel cannot mount a /proc of processes only: sysctls (whose files check their owner, not a
+// capability: a root lab's command could write them), the SysRq trigger, interrupt routing, the
+// bus and filesystem settings.
+var viewProcHidden = []string{"sys", "sysrq-trigger", "irq", "bus", "fs"}
+
+// viewProc mounts the view's /proc at proc, of the command's PID namespace: with subset=pid
+// (Linux 5.8) it holds only the processes' folders (and self, thread-self), no kernel setting;
+// else a full /proc with each of [viewProcHidden] bound read-only over itself.
+func viewProc(proc string) error {
+	const flags = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
+	err := unix.Mount("proc", proc, "proc", flags, "subset=pid")
+	if err == nil || !errors.Is(err, unix.EINVAL) {
+		return err
+	}
+	if err := unix.Mount("proc", proc, "proc", flags, ""); err != nil {
+		return err
+	}
+	for _, n := range viewProcHidden {
+		p := filepath.Join(proc, n)
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		if err := bindReadOnly(p, p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // viewDev mounts the view's /dev at dev: a small tmpfs holding the host's null, zero, full,

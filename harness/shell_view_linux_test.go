@@ -269,3 +269,15 @@ func TestShellCannotReadTheLabsKeyring(t *testing.T) {
 		t.Errorf("the view's command read key %d of the lab's session keyring: %q", id, strings.TrimSpace(res.Output))
 	}
 }
+
+// The command writes no kernel setting of the host, whoever runs the lab (root included): the
+// view's /proc has no /proc/sys and no /proc/sysrq-trigger to open, or has them read-only, and the
+// hostname is its own UTS namespace's. Nothing is written: each file is opened for appending and
+// closed.
+func TestShellWritesNoKernelSetting(t *testing.T) {
+	sh, _ := viewShell(t)
+	res := runView(t, sh, `for f in /proc/sys/kernel/core_pattern /proc/sys/kernel/hostname /proc/sys/vm/drop_caches /proc/sysrq-trigger /proc/sys/kernel/modprobe /proc/irq/default_smp_affinity; do if (exec 3>>"$f") 2>/dev/null; then echo "open for writing: $f"; fi; done; hostname lab-shell-test 2>/dev/null && echo "set the hostname"`)
+	if res.Output != "" {
+		t.Errorf("the view's command may write kernel settings:\n%s", res.Output)
+	}
+}
