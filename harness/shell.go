@@ -132,7 +132,9 @@ func RunShell(ctx context.Context, dir, home, command string, limit time.Duratio
 //   - a network namespace holding only a loopback interface that is down (no address, not even
 //     the machine's loopback, can be reached);
 //   - a user namespace of its own, so that even a lab running as root gives the command no
-//     power over the machine's namespaces;
+//     power over the machine's namespaces; a root lab's command runs as the host's nobody
+//     (65534), to whom the project and HOME are given (the lab, root, still reads and writes
+//     them), not as the host's root;
 //   - a PID namespace of its own, killed whole when /bin/sh ends or the limit (or ctx) runs out:
 //     nothing the command starts, in the background or in a session of its own, outlives it;
 //   - IPC, UTS and cgroup namespaces of its own, and a session keyring of its own: no shared

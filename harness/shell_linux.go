@@ -7,7 +7,8 @@ import (
 
 // isolation runs a command in namespaces of its own:
 //   - a user namespace (CLONE_NEWUSER), mapping the lab's user and group to themselves, so files
-//     the command writes belong to the lab's user as before, and so that a lab running as root
+//     the command writes belong to the lab's user as before (the view maps a root lab's command
+//     to an unprivileged host user instead: see viewCommand), and so that a lab running as root
 //     gives the command no capability over the machine's namespaces (without it, root's command
 //     could setns back into the lab's network namespace: nsenter --net=/proc/PID/ns/net);
 //   - a network namespace (CLONE_NEWNET): only a loopback interface, down;

@@ -50,9 +50,17 @@ const (
 // viewSpec is what the init needs to build the view and start the command: Root is an empty
 // folder of the host the view's root is mounted on; Project and Home are bound read-write at
 // their own paths; Dir is where the command starts (in Project or Home).
+// Unprivileged (a lab running as root) has the init become the namespace's root, the host's
+// [viewHostID], before the exec.
 type viewSpec struct {
 	Root, Project, Home, Dir, Command string
+	Unprivileged                      bool
 }
+
+// viewHostID is the host uid and gid a root lab's command runs as: 65534, the overflow uid and
+// gid of Linux (nobody, nogroup), which owns nothing of the host's. A lab run by another user
+// runs the command as that user.
+const viewHostID = 65534
 
 func init() {
 	if len(os.Args) != 2 || os.Args[0] != shellInitArg0 || os.Getenv(shellInitEnv) != "1" {
@@ -77,6 +85,23 @@ func shellInit(arg string) error {
 	syscall.CloseOnExec(shellInitReport)
 	if err := buildView(sp); err != nil {
 		return fmt.Errorf("filesystem view: %w", err)
+	}
+	if sp.Unprivileged {
+		// From the namespace's viewHostID (the host's root: what the view's mounts needed) to its root,
+		// the host's viewHostID, with no supplementary group (root's would stay). The parent-death
+		// signal, which a change of user clears, is set again.
+		if err := syscall.Setgroups([]int{}); err != nil {
+			return fmt.Errorf("setgroups: %w", err)
+		}
+		if err := syscall.Setresgid(0, 0, 0); err != nil {
+			return fmt.Errorf("setresgid: %w", err)
+		}
+		if err := syscall.Setresuid(0, 0, 0); err != nil {
+			return fmt.Errorf("setresuid: %w", err)
+		}
+		if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0); err != nil {
+			return fmt.Errorf("parent-death signal: %w", err)
+		}
 	}
 	if err := dropCapabilities(); err != nil {
 		return fmt.Errorf("drop capabilities: %w", err)
@@ -332,21 +357,44 @@ func dropCapabilities() error {
 }
 
 // viewCommand returns the command that runs command in dir in the view of sh (see
-// [Shell.Run]): the lab's own executable started as the init, in new user, mount, network and
-// PID namespaces, with the pipe the init reports on (read it once the command ended; close it)
-// and done, which removes the host folder the view's root was mounted on.
+// [Shell.Run]): the lab's own executable started as the init, in new user, mount, network, PID,
+// IPC, UTS and cgroup namespaces (for a root lab, the command then runs as the host's
+// [viewHostID], which the project and HOME are given to), with the pipe the init reports on
+// (read it once the command ended; close it) and done, which removes the host folder the view's
+// root was mounted on.
 func viewCommand(ctx context.Context, sh Shell, dir, command string) (cmd *exec.Cmd, report *os.File, done func(), err error) {
 	root, err := os.MkdirTemp("", "lab-shell-root-")
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	done = func() { os.Remove(root) }
-	spec, err := json.Marshal(viewSpec{Root: root, Project: sh.Project, Home: sh.Home, Dir: dir, Command: command})
+	attr, err := isolation()
 	if err != nil {
 		done()
 		return nil, nil, nil, err
 	}
-	attr, err := isolation()
+	// The init keeps, across its exec, only the capabilities it needs to build the view (and,
+	// for a root lab, to become the namespace's root); it drops them before the shell's exec.
+	attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
+	root0 := os.Geteuid() == 0
+	if root0 {
+		// A root lab's command is not the host's root: the namespace's root is the host's
+		// viewHostID, and the host's root is the namespace's viewHostID (its files show as
+		// nobody's, as unmapped ones would), the init's user until it execs the shell. The
+		// project and HOME become viewHostID's, so that the command may change the lab's files
+		// there; the lab, root, reads and writes them still.
+		for _, d := range []string{sh.Project, sh.Home} {
+			if err := chownTree(d, viewHostID); err != nil {
+				done()
+				return nil, nil, nil, err
+			}
+		}
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: viewHostID, Size: 1}, {ContainerID: viewHostID, HostID: 0, Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: viewHostID, Size: 1}, {ContainerID: viewHostID, HostID: os.Getegid(), Size: 1}}
+		attr.GidMappingsEnableSetgroups = true // for the init to drop root's groups
+		attr.AmbientCaps = append(attr.AmbientCaps, unix.CAP_SETUID, unix.CAP_SETGID)
+	}
+	spec, err := json.Marshal(viewSpec{Root: root, Project: sh.Project, Home: sh.Home, Dir: dir, Command: command, Unprivileged: root0})
 	if err != nil {
 		done()
 		return nil, nil, nil, err
@@ -357,16 +405,31 @@ func viewCommand(ctx context.Context, sh Shell, dir, command string) (cmd *exec.
 		return nil, nil, nil, err
 	}
 	attr.Cloneflags |= syscall.CLONE_NEWNS
-	if os.Geteuid() != 0 {
-		// Under another user than root the init keeps, across its exec, only the capabilities it
-		// needs to build the view (root in its user namespace has them all); it drops them before
-		// the shell's exec.
-		attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
-	}
 	cmd = exec.CommandContext(ctx, "/proc/self/exe", string(spec))
 	cmd.Args[0] = shellInitArg0
 	cmd.Env = append(ShellEnv(sh.Home), shellInitEnv+"=1")
 	cmd.ExtraFiles = []*os.File{w}
 	cmd.SysProcAttr = attr
 	return cmd, r, done, nil
+}
+
+// chownTree gives dir and everything in it (symbolic links themselves, not their targets) to the
+// host uid and gid id, leaving what is id's already.
+func chownTree(dir string, id int) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == id && int(st.Gid) == id {
+			return nil
+		}
+		if err := os.Lchown(p, id, id); err != nil {
+			return fmt.Errorf("give the shell %s: %w", p, err)
+		}
+		return nil
+	})
 }

@@ -281,3 +281,31 @@ func TestShellWritesNoKernelSetting(t *testing.T) {
 		t.Errorf("the view's command may write kernel settings:\n%s", res.Output)
 	}
 }
+
+// A lab running as root runs the command as an unprivileged host user: what it writes in the
+// project belongs to that user, not to root, and the lab still reads it; the command may change
+// the lab's own files in the project and at home.
+func TestShellOfARootLabIsNoHostRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only a lab running as root maps the command to another user")
+	}
+	sh, _ := viewShell(t)
+	if err := os.WriteFile(filepath.Join(sh.Home, ".profile"), []byte("# lab\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runView(t, sh, `id -u; echo more >> main.go && echo more >> ~/.profile && mkdir -p sub && echo made > sub/made.txt && echo ok`)
+	if !strings.HasSuffix(res.Output, "ok\n") {
+		t.Fatalf("the command could not change the project:\n%s", res.Output)
+	}
+	made := filepath.Join(sh.Project, "sub", "made.txt")
+	fi, err := os.Stat(made)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid := fi.Sys().(*syscall.Stat_t).Uid; uid == 0 {
+		t.Errorf("%s belongs to host uid %d: the command ran as the host's root", made, uid)
+	}
+	if b, err := os.ReadFile(made); err != nil || string(b) != "made\n" {
+		t.Errorf("the lab reads %s = %q, %v; want %q", made, b, err, "made\n")
+	}
+}
