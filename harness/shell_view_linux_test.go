@@ -309,3 +309,30 @@ func TestShellOfARootLabIsNoHostRoot(t *testing.T) {
 		t.Errorf("the lab reads %s = %q, %v; want %q", made, b, err, "made\n")
 	}
 }
+
+// The command cannot type into the lab's terminal (TIOCSTI, which Linux still allows where
+// dev.tty.legacy_tiocsti is 1): the test reruns itself under script(1), which gives it a
+// terminal, and the command tries to type into /dev/tty and into its stdin, stdout and stderr.
+func TestShellCannotTypeIntoTheLabsTerminal(t *testing.T) {
+	const mark = "LAB_SHELL_TTY_TEST"
+	if os.Getenv(mark) == "" {
+		script, err := exec.LookPath("script")
+		if err != nil {
+			t.Skip("no script(1) to give the test a terminal")
+		}
+		out, err := exec.Command(script, "-qec", fmt.Sprintf("%s=1 %q -test.run '^%s$' -test.v", mark, os.Args[0], t.Name()), "/dev/null").CombinedOutput()
+		if strings.Contains(string(out), "typed into") || !strings.Contains(string(out), "--- PASS") {
+			t.Errorf("under a terminal: %v\n%s", err, out)
+		}
+		return
+	}
+	if _, err := os.Stat("/dev/tty"); err != nil {
+		t.Skipf("no terminal: %v", err)
+	}
+	sh, _ := viewShell(t)
+	// TIOCSTI is 0x5412; nothing is typed but a comment, and no newline.
+	res := runView(t, sh, `for f in /dev/tty /dev/stdin /dev/stdout /dev/stderr; do perl -e 'open(T, "+<", $ARGV[0]) or exit; for (split //, "#lab-shell-typed") { ioctl(T, 0x5412, $_) or exit } print "typed into $ARGV[0]\n"' "$f"; done`)
+	if strings.Contains(res.Output, "typed into") {
+		t.Errorf("the view's command typed into the lab's terminal: %s", res.Output)
+	}
+}
