@@ -56,13 +56,13 @@ func runView(t *testing.T, sh harness.Shell, command string) harness.ShellResult
 }
 
 // namespacesRefused starts /bin/true in the namespaces the view is built in (user, mount,
-// network, PID, IPC, UTS), without the view: the error is the machine's refusal of them, nil
+// network, PID, IPC, UTS, cgroup), without the view: the error is the machine's refusal of them, nil
 // where it allows them (a view that fails there is the lab's fault, not the machine's).
 func namespacesRefused() error {
 	cmd := exec.Command("/bin/true")
 	uid, gid := os.Geteuid(), os.Getegid()
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWNET | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS,
+		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWNET | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP,
 		UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
 		GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
 	}
