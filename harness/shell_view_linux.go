@@ -74,8 +74,9 @@ func init() {
 	os.Exit(125)
 }
 
-// shellInit builds the view, joins a session keyring of its own, drops every capability, closes every descriptor but stdin, stdout
-// and stderr, and execs the shell; it returns only with
+// shellInit builds the view, for a root lab becomes the namespace's root (the host's
+// [viewHostID]), drops every capability, joins a session keyring of its own, closes every
+// descriptor but stdin, stdout and stderr on the exec, and execs the shell; it returns only with
 // what went wrong.
 func shellInit(arg string) error {
 	var sp viewSpec
@@ -87,9 +88,9 @@ func shellInit(arg string) error {
 		return fmt.Errorf("filesystem view: %w", err)
 	}
 	if sp.Unprivileged {
-		// From the namespace's viewHostID (the host's root: what the view's mounts needed) to its root,
-		// the host's viewHostID, with no supplementary group (root's would stay). The parent-death
-		// signal, which a change of user clears, is set again.
+		// From the namespace's viewHostID (the host's root: what the view's mounts needed) to
+		// its root, the host's viewHostID, with no supplementary group (root's would stay). The
+		// parent-death signal, which a change of user clears, is set again.
 		if err := syscall.Setgroups([]int{}); err != nil {
 			return fmt.Errorf("setgroups: %w", err)
 		}
