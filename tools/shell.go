@@ -122,20 +122,25 @@ func RunShell(ctx context.Context, dir, home, command string, limit time.Duratio
 }
 
 // Run runs command with /bin/sh -c in dir (in sh.Project or sh.Home), with [ShellEnv](sh.Home),
-// stdin empty, in namespaces of its own:
+// stdin empty, no terminal (a session of its own) and no descriptor but stdin, stdout and
+// stderr, in namespaces of its own:
 //   - a mount namespace whose root holds only the project copy and HOME, read-write at their
 //     own paths, /usr, /bin, /sbin, /lib* and /etc of the host read-only, a private /tmp (an
 //     in-memory filesystem of at most [ShellTmpBytes], emptied after each command), a /dev of
-//     null, zero, full, random, urandom and tty, and a /proc of its own PID namespace: nothing
-//     else of the host (not the run's results folder, not the lab's folder or its temporary
-//     folder, no other process) can be read or written, and the command, left with no
-//     capability, cannot undo the view;
+//     null, zero, full, random and urandom, and a /proc of its own PID namespace (its processes,
+//     no /proc/sys or other kernel setting): nothing else of the host (not the run's results
+//     folder, not the lab's folder or its temporary folder, no other process) can be read or
+//     written, and the command, left with no capability, cannot undo the view;
 //   - a network namespace holding only a loopback interface that is down (no address, not even
 //     the machine's loopback, can be reached);
 //   - a user namespace of its own, so that even a lab running as root gives the command no
-//     power over the machine's namespaces;
+//     power over the machine's namespaces; a root lab's command runs as the host's nobody
+//     (65534), to whom the project and HOME are given (the lab, root, still reads and writes
+//     them), not as the host's root;
 //   - a PID namespace of its own, killed whole when /bin/sh ends or the limit (or ctx) runs out:
-//     nothing the command starts, in the background or in a session of its own, outlives it.
+//     nothing the command starts, in the background or in a session of its own, outlives it;
+//   - IPC, UTS and cgroup namespaces of its own, and a session keyring of its own: no shared
+//     memory or message queue of the host, no key of the lab's session.
 //
 // Output past [MaxShellOutput] is counted, not kept. It does not bound the processes or memory
 // a command uses within its time limit (other than /tmp's size). The error is non-nil only when

@@ -2,7 +2,8 @@ package tools
 
 // This file is the live shell's filesystem view: a mount namespace whose root holds only the
 // project copy and the shell's HOME (read-write), the system's programs and libraries
-// (read-only), a private /tmp, a minimal /dev and a /proc of the command's own PID namespace.
+// (read-only), a private /tmp, a minimal /dev and a /proc of the command's own PID namespace
+// (its processes, no kernel setting).
 // Go has no hook between fork and exec, so the lab starts its own executable (/proc/self/exe,
 // the test binary in tests) as a tiny init: the init() below recognises it, builds the view
 // inside the new namespaces, drops every capability and execs /bin/sh, which is then the PID
@@ -19,6 +20,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -48,9 +50,17 @@ const (
 // viewSpec is what the init needs to build the view and start the command: Root is an empty
 // folder of the host the view's root is mounted on; Project and Home are bound read-write at
 // their own paths; Dir is where the command starts (in Project or Home).
+// Unprivileged (a lab running as root) has the init become the namespace's root, the host's
+// [viewHostID], before the exec.
 type viewSpec struct {
 	Root, Project, Home, Dir, Command string
+	Unprivileged                      bool
 }
+
+// viewHostID is the host uid and gid a root lab's command runs as: 65534, the overflow uid and
+// gid of Linux (nobody, nogroup), which owns nothing of the host's. A lab run by another user
+// runs the command as that user.
+const viewHostID = 65534
 
 func init() {
 	if len(os.Args) != 2 || os.Args[0] != shellInitArg0 || os.Getenv(shellInitEnv) != "1" {
@@ -64,7 +74,9 @@ func init() {
 	os.Exit(125)
 }
 
-// shellInit builds the view, drops every capability and execs the shell; it returns only with
+// shellInit builds the view, for a root lab becomes the namespace's root (the host's
+// [viewHostID]), drops every capability, joins a session keyring of its own, closes every
+// descriptor but stdin, stdout and stderr on the exec, and execs the shell; it returns only with
 // what went wrong.
 func shellInit(arg string) error {
 	var sp viewSpec
@@ -75,8 +87,46 @@ func shellInit(arg string) error {
 	if err := buildView(sp); err != nil {
 		return fmt.Errorf("filesystem view: %w", err)
 	}
+	if sp.Unprivileged {
+		// From the namespace's viewHostID (the host's root: what the view's mounts needed) to
+		// its root, the host's viewHostID, with no supplementary group (root's would stay). The
+		// parent-death signal, which a change of user clears, is set again.
+		if err := syscall.Setgroups([]int{}); err != nil {
+			return fmt.Errorf("setgroups: %w", err)
+		}
+		if err := syscall.Setresgid(0, 0, 0); err != nil {
+			return fmt.Errorf("setresgid: %w", err)
+		}
+		if err := syscall.Setresuid(0, 0, 0); err != nil {
+			return fmt.Errorf("setresuid: %w", err)
+		}
+		if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0); err != nil {
+			return fmt.Errorf("parent-death signal: %w", err)
+		}
+	}
 	if err := dropCapabilities(); err != nil {
 		return fmt.Errorf("drop capabilities: %w", err)
+	}
+	// A new anonymous session keyring (keyctl(2) KEYCTL_JOIN_SESSION_KEYRING with no name): the
+	// lab's session keyring, and the keys it holds, stay the lab's. A kernel without keys has
+	// none to leak.
+	if _, _, e := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); e != 0 && e != unix.ENOSYS {
+		return fmt.Errorf("new session keyring: %w", e)
+	}
+	// Every descriptor from 3 up is closed on the exec (the report pipe among them), those the
+	// lab inherited without close-on-exec (a redirection, a jobserver's, a supervisor's) too:
+	// one of a host folder would reach outside the view through /proc/self/fd.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		// Before close_range(2) (Linux 5.11): each one /proc/self/fd lists.
+		fds, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			return fmt.Errorf("close the inherited descriptors: %w", err)
+		}
+		for _, e := range fds {
+			if fd, err := strconv.Atoi(e.Name()); err == nil && fd >= 3 {
+				syscall.CloseOnExec(fd)
+			}
+		}
 	}
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, shellInitEnv+"=") })
 	err := syscall.Exec(shellPath, []string{shellPath, "-c", sp.Command}, env)
@@ -88,7 +138,8 @@ func shellInit(arg string) error {
 var viewSystemDirs = []string{"/usr", "/bin", "/sbin", "/etc"}
 
 // viewDevices are the devices the view's /dev holds (those the host has), bound from the host's.
-var viewDevices = []string{"null", "zero", "full", "random", "urandom", "tty"}
+// No tty: the command has no terminal (it runs in a session of its own).
+var viewDevices = []string{"null", "zero", "full", "random", "urandom"}
 
 // buildView mounts the view on sp.Root and makes it the root (pivot_root(2)), the old root
 // detached: nothing else of the host is reachable. Every mount is private to the namespace
@@ -133,7 +184,7 @@ func buildView(sp viewSpec) error {
 	if err := os.Mkdir(proc, 0o555); err != nil {
 		return err
 	}
-	if err := unix.Mount("proc", proc, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+	if err := viewProc(proc); err != nil {
 		return fmt.Errorf("mount /proc of the PID namespace: %w", err)
 	}
 	tmp := filepath.Join(nr, "tmp")
@@ -187,8 +238,38 @@ func buildView(sp viewSpec) error {
 	return unix.Chdir(sp.Dir)
 }
 
+// viewProcHidden are the kernel's settings in a full /proc, made read-only in the view where the
+// kernel cannot mount a /proc of processes only: sysctls (whose files check their owner, not a
+// capability: a root lab's command could write them), the SysRq trigger, interrupt routing, the
+// bus and filesystem settings.
+var viewProcHidden = []string{"sys", "sysrq-trigger", "irq", "bus", "fs"}
+
+// viewProc mounts the view's /proc at proc, of the command's PID namespace: with subset=pid
+// (Linux 5.8) it holds only the processes' folders (and self, thread-self), no kernel setting;
+// else a full /proc with each of [viewProcHidden] bound read-only over itself.
+func viewProc(proc string) error {
+	const flags = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
+	err := unix.Mount("proc", proc, "proc", flags, "subset=pid")
+	if err == nil || !errors.Is(err, unix.EINVAL) {
+		return err
+	}
+	if err := unix.Mount("proc", proc, "proc", flags, ""); err != nil {
+		return err
+	}
+	for _, n := range viewProcHidden {
+		p := filepath.Join(proc, n)
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		if err := bindReadOnly(p, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // viewDev mounts the view's /dev at dev: a small tmpfs holding the host's null, zero, full,
-// random, urandom and tty (each bound from the host's node: a user namespace may not make
+// random and urandom (each bound from the host's node: a user namespace may not make
 // devices), the links fd, stdin, stdout and stderr to /proc/self/fd, then made read-only.
 func viewDev(dev string) error {
 	if err := os.Mkdir(dev, 0o755); err != nil {
@@ -277,21 +358,44 @@ func dropCapabilities() error {
 }
 
 // viewCommand returns the command that runs command in dir in the view of sh (see
-// [Shell.Run]): the lab's own executable started as the init, in new user, mount, network and
-// PID namespaces, with the pipe the init reports on (read it once the command ended; close it)
-// and done, which removes the host folder the view's root was mounted on.
+// [Shell.Run]): the lab's own executable started as the init, in new user, mount, network, PID,
+// IPC, UTS and cgroup namespaces (for a root lab, the command then runs as the host's
+// [viewHostID], which the project and HOME are given to), with the pipe the init reports on
+// (read it once the command ended; close it) and done, which removes the host folder the view's
+// root was mounted on.
 func viewCommand(ctx context.Context, sh Shell, dir, command string) (cmd *exec.Cmd, report *os.File, done func(), err error) {
 	root, err := os.MkdirTemp("", "lab-shell-root-")
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	done = func() { os.Remove(root) }
-	spec, err := json.Marshal(viewSpec{Root: root, Project: sh.Project, Home: sh.Home, Dir: dir, Command: command})
+	attr, err := isolation()
 	if err != nil {
 		done()
 		return nil, nil, nil, err
 	}
-	attr, err := isolation()
+	// The init keeps, across its exec, only the capabilities it needs to build the view (and,
+	// for a root lab, to become the namespace's root); it drops them before the shell's exec.
+	attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
+	root0 := os.Geteuid() == 0
+	if root0 {
+		// A root lab's command is not the host's root: the namespace's root is the host's
+		// viewHostID, and the host's root is the namespace's viewHostID (its files show as
+		// nobody's, as unmapped ones would), the init's user until it execs the shell. The
+		// project and HOME become viewHostID's, so that the command may change the lab's files
+		// there; the lab, root, reads and writes them still.
+		for _, d := range []string{sh.Project, sh.Home} {
+			if err := chownTree(d, viewHostID); err != nil {
+				done()
+				return nil, nil, nil, err
+			}
+		}
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: viewHostID, Size: 1}, {ContainerID: viewHostID, HostID: 0, Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: viewHostID, Size: 1}, {ContainerID: viewHostID, HostID: os.Getegid(), Size: 1}}
+		attr.GidMappingsEnableSetgroups = true // for the init to drop root's groups
+		attr.AmbientCaps = append(attr.AmbientCaps, unix.CAP_SETUID, unix.CAP_SETGID)
+	}
+	spec, err := json.Marshal(viewSpec{Root: root, Project: sh.Project, Home: sh.Home, Dir: dir, Command: command, Unprivileged: root0})
 	if err != nil {
 		done()
 		return nil, nil, nil, err
@@ -302,16 +406,31 @@ func viewCommand(ctx context.Context, sh Shell, dir, command string) (cmd *exec.
 		return nil, nil, nil, err
 	}
 	attr.Cloneflags |= syscall.CLONE_NEWNS
-	if os.Geteuid() != 0 {
-		// Under another user than root the init keeps, across its exec, only the capabilities it
-		// needs to build the view (root in its user namespace has them all); it drops them before
-		// the shell's exec.
-		attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
-	}
 	cmd = exec.CommandContext(ctx, "/proc/self/exe", string(spec))
 	cmd.Args[0] = shellInitArg0
 	cmd.Env = append(ShellEnv(sh.Home), shellInitEnv+"=1")
 	cmd.ExtraFiles = []*os.File{w}
 	cmd.SysProcAttr = attr
 	return cmd, r, done, nil
+}
+
+// chownTree gives dir and everything in it (symbolic links themselves, not their targets) to the
+// host uid and gid id, leaving what is id's already.
+func chownTree(dir string, id int) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == id && int(st.Gid) == id {
+			return nil
+		}
+		if err := os.Lchown(p, id, id); err != nil {
+			return fmt.Errorf("give the shell %s: %w", p, err)
+		}
+		return nil
+	})
 }

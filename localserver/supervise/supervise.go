@@ -27,6 +27,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Sentinel errors of a server's life cycle; the errors of [Start] and [Attach] wrap them.
@@ -320,10 +322,11 @@ func (p *Process) Host() string {
 // Stop ends the server: SIGTERM to the server, then after the grace ([Spec].StopGrace) SIGKILL to
 // its whole process group (the server and any child it started, such as Ollama's model runners).
 // It removes the state file if that still records this server. Stopping a server that has
-// already exited is not an error; one still running 5 s after SIGKILL is.
+// already exited is not an error, and signals nothing: its pid may be another program's by now
+// (see [Process.signal]). One still running 5 s after SIGKILL is an error.
 func (p *Process) Stop() error {
 	defer p.removeState()
-	if err := syscall.Kill(p.PID, syscall.SIGTERM); err != nil {
+	if err := p.signal(syscall.SIGTERM, false); err != nil {
 		if errors.Is(err, syscall.ESRCH) {
 			return nil
 		}
@@ -336,7 +339,7 @@ func (p *Process) Stop() error {
 	if p.waitExit(grace) {
 		return nil
 	}
-	if err := syscall.Kill(-p.PID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+	if err := p.signal(syscall.SIGKILL, true); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("kill %s pid %d: %w", p.Name, p.PID, err)
 	}
 	if !p.waitExit(killWait) {
@@ -346,10 +349,45 @@ func (p *Process) Stop() error {
 }
 
 // Kill ends the server's whole process group at once (SIGKILL) and waits up to 5 s for it; it
-// leaves the state file alone.
+// leaves the state file alone. A server that has already exited is left alone, its group too.
 func (p *Process) Kill() {
-	syscall.Kill(-p.PID, syscall.SIGKILL)
-	p.waitExit(killWait)
+	if p.signal(syscall.SIGKILL, true) == nil {
+		p.waitExit(killWait)
+	}
+}
+
+// signal sends sig to the server, or to its whole process group when group is set, only while
+// its pid is still the server's: not reaped, for a process this value started; for one found by
+// Attach, still running the recorded binary. The pid is held through a pidfd (pidfd_open(2),
+// Linux 5.3) opened before that check, so the server is signalled, not a program that got its pid
+// since (pidfd_send_signal(2)); the group is signalled (kill(2) of -pid) while the pidfd shows the
+// server alive, so the group is still the one it leads. An ended server gives ESRCH.
+func (p *Process) signal(sig syscall.Signal, group bool) error {
+	if p.Exited() {
+		return syscall.ESRCH
+	}
+	fd, err := unix.PidfdOpen(p.PID, 0)
+	if errors.Is(err, unix.ENOSYS) {
+		// A kernel without pidfds: the check above is all there is.
+		if group {
+			return syscall.Kill(-p.PID, sig)
+		}
+		return syscall.Kill(p.PID, sig)
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if p.Exited() { // the pid went to another program before the pidfd was opened
+		return syscall.ESRCH
+	}
+	if !group {
+		return unix.PidfdSendSignal(fd, sig, nil, 0)
+	}
+	if err := unix.PidfdSendSignal(fd, 0, nil, 0); err != nil {
+		return err
+	}
+	return syscall.Kill(-p.PID, sig)
 }
 
 // Exited reports whether the server has ended: for a process this value started, whether it has
