@@ -181,7 +181,7 @@ func SetAttribution(s *metrics.Sample, a cachesim.Attribution) []string {
 	}
 	s.ExpectedUnknown = false
 	s.ExpectedCachedTokens = new(a.ExpectedCachedTokens)
-	s.DivergenceToken, s.DivergenceSegment = a.DivergenceToken, a.DivergenceSegment
+	s.DivergenceToken, s.DivergenceSegment = a.DivergenceToken, a.DivergenceSegment.String()
 	s.ReasoningTokensSent = new(a.ReasoningTokensSent)
 	s.ContextOverflow = a.ContextOverflow
 	if s.RereadTokens == nil || *s.RereadTokens < 0 {
@@ -208,10 +208,10 @@ func SetServerLogCached(s *metrics.Sample, used int64) {
 
 // SetPartsDivergence records where a request first differed from its conversation's previous
 // request when no rendering of the prompt is known (a cloud API): the segment named by comparing
-// the two requests part by part ([cachesim.FirstDifference]; "" when none differed). The
-// divergence token stays null, as do the expected cached tokens.
-func SetPartsDivergence(s *metrics.Sample, segment string) {
-	s.DivergenceSegment = segment
+// the two requests part by part ([cachesim.FirstDifference]; no segment, written "", when none
+// differed). The divergence token stays null, as do the expected cached tokens.
+func SetPartsDivergence(s *metrics.Sample, segment cachesim.Segment) {
+	s.DivergenceSegment = segment.String()
 }
 
 // DropOllamaEstimate removes from the result of Ollama's /v1/messages a prompt count that

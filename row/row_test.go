@@ -147,16 +147,16 @@ func must(b []byte, err error) []byte {
 
 // spans is a rendered prompt of 52 tokens by the tokenizer: a segment of each kind.
 var spans = []cachesim.TokenSpan{
-	{Name: "system", Start: 0, End: 10}, {Name: "tools", Start: 10, End: 20}, {Name: "message 0", Start: 20, End: 30},
-	{Name: "tool result 1", Start: 30, End: 40}, {Name: "reasoning 2", Start: 40, End: 45}, {Name: "note", Start: 45, End: 50},
-	{Name: "generation prompt", Start: 50, End: 52},
+	{Name: seg("system"), Start: 0, End: 10}, {Name: seg("tools"), Start: 10, End: 20}, {Name: seg("message 0"), Start: 20, End: 30},
+	{Name: seg("tool result 1"), Start: 30, End: 40}, {Name: seg("reasoning 2"), Start: 40, End: 45}, {Name: seg("note"), Start: 45, End: 50},
+	{Name: seg("generation prompt"), Start: 50, End: 52},
 }
 
 // SetAttribution pins the attribution's columns and the split of the measured re-read by token
 // position, which adds up to reread_tokens exactly (the server counting 3 tokens more than the
 // tokenizer: unattributed).
 func TestSetAttribution(t *testing.T) {
-	at := cachesim.Attribution{PromptTokens: 52, ExpectedCachedTokens: 30, DivergenceToken: n(30), DivergenceSegment: "tool result 1",
+	at := cachesim.Attribution{PromptTokens: 52, ExpectedCachedTokens: 30, DivergenceToken: n(30), DivergenceSegment: seg("tool result 1"),
 		ReasoningTokensSent: 5, Spans: spans, ContextOverflow: true, Warnings: []string{"w1", cachesim.WarningContextOverflow + ": w2"}}
 	measured := func(prompt int64, cached *int64) *metrics.Sample {
 		s := base()
@@ -216,7 +216,7 @@ func TestSetAttribution(t *testing.T) {
 // A row without a rendering gets the segment by comparing parts, and no token.
 func TestSetPartsDivergence(t *testing.T) {
 	s := base()
-	row.SetPartsDivergence(s, "message 3")
+	row.SetPartsDivergence(s, cachesim.Segment{Kind: cachesim.Message, Index: 3})
 	want := base()
 	want.DivergenceSegment = "message 3"
 	same(t, "parts divergence", s, want)
@@ -334,4 +334,13 @@ func TestRequestLine(t *testing.T) {
 			t.Errorf("%+v:\n got %q, %v\nwant %q", tc.line, got, err, tc.want)
 		}
 	}
+}
+
+// seg is the cachesim.Segment a divergence_segment name stands for.
+func seg(name string) cachesim.Segment {
+	s, err := cachesim.ParseSegment(name)
+	if err != nil {
+		panic(err)
+	}
+	return s
 }
