@@ -2,7 +2,6 @@ package cachesim
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"lab/chat"
@@ -75,10 +74,11 @@ type Attribution struct {
 	DivergenceToken *int64
 	// DivergenceSegment names the part of the prompt where the first differing byte lies: a
 	// [Part] name from [Parts] ("system", "tools", "message N", "reasoning N", "tool result N",
-	// "note"; N a 0-based message index) or "generation prompt"; "" when DivergenceToken is nil.
+	// "note"; N a 0-based message index) or "generation prompt"; no segment (the zero Segment,
+	// "") when DivergenceToken is nil.
 	// A message that carried reasoning in the previous request and carries none now diverges at
 	// "reasoning N": the template dropped its reasoning there.
-	DivergenceSegment string
+	DivergenceSegment Segment
 	// ReasoningTokensSent is the number of prompt tokens that are reasoning sent back: the sum of
 	// the tokenized Reasoning of every message of the request.
 	ReasoningTokensSent int64
@@ -100,7 +100,7 @@ type Attribution struct {
 
 // TokenSpan is a named segment of a rendered prompt as the token range [Start, End).
 type TokenSpan struct {
-	Name       string
+	Name       Segment
 	Start, End int64
 }
 
@@ -154,21 +154,20 @@ func (r Reread) Total() int64 {
 	return r.System + r.Tools + r.Message + r.ToolResult + r.Reasoning + r.Note + r.Other + r.Unattributed
 }
 
-// add counts n tokens in the segment called name.
-func (r *Reread) add(name string, n int64) {
-	kind, _, _ := strings.Cut(name, " ")
-	switch kind {
-	case "system", "developer":
+// add counts n tokens in the segment seg.
+func (r *Reread) add(seg Segment, n int64) {
+	switch seg.Kind {
+	case SystemPrompt, SystemMessage, DeveloperMessage:
 		r.System += n
-	case "tools":
+	case ToolList:
 		r.Tools += n
-	case "message":
+	case Message:
 		r.Message += n
-	case "tool":
+	case ToolResult:
 		r.ToolResult += n
-	case "reasoning":
+	case Reasoning:
 		r.Reasoning += n
-	case "note":
+	case Note:
 		r.Note += n
 	default:
 		r.Other += n
@@ -258,10 +257,8 @@ func (a *Attributor) Observe(req *chat.Request, rendered, cacheText string, prom
 		}
 		// A message that carried reasoning last time and carries none now (a new turn: spec
 		// 3.2.0 §8, and the template drops it) diverges where its reasoning was.
-		if s, ok := strings.CutPrefix(at.DivergenceSegment, "message "); ok {
-			if n, err := strconv.Atoi(s); err == nil && a.reasoning[n] && !reasoning[n] {
-				at.DivergenceSegment = "reasoning " + s
-			}
+		if d := at.DivergenceSegment; d.Kind == Message && a.reasoning[d.Index] && !reasoning[d.Index] {
+			at.DivergenceSegment.Kind = Reasoning
 		}
 	}
 	held, heldTokens := rendered, prompt
@@ -309,36 +306,35 @@ func (a *Attributor) Observe(req *chat.Request, rendered, cacheText string, prom
 func Parts(req *chat.Request, noteOpen string) []Part {
 	var parts []Part
 	for i, m := range req.Messages {
-		n := strconv.Itoa(i)
 		switch {
 		case m.Role == chat.RoleSystem && i == 0:
-			parts = append(parts, Part{Name: "system", Text: m.Content})
+			parts = append(parts, Part{Name: Segment{Kind: SystemPrompt}, Text: m.Content})
 			if len(req.Tools) > 0 {
-				parts = append(parts, Part{Name: "tools", Text: req.Tools[len(req.Tools)-1].Description})
+				parts = append(parts, Part{Name: Segment{Kind: ToolList}, Text: req.Tools[len(req.Tools)-1].Description})
 			}
 		case m.Role == chat.RoleSystem:
-			parts = append(parts, Part{Name: "system " + n, Text: m.Content})
+			parts = append(parts, Part{Name: Segment{Kind: SystemMessage, Index: i}, Text: m.Content})
 		case m.Role == "developer":
-			parts = append(parts, Part{Name: "developer " + n, Text: m.Content})
+			parts = append(parts, Part{Name: Segment{Kind: DeveloperMessage, Index: i}, Text: m.Content})
 		case m.Role == chat.RoleUser:
 			text, note := SplitNote(m.Content, noteOpen)
-			parts = append(parts, Part{Name: "message " + n, Text: text})
+			parts = append(parts, Part{Name: Segment{Kind: Message, Index: i}, Text: text})
 			if note != "" {
-				parts = append(parts, Part{Name: "note", Text: note})
+				parts = append(parts, Part{Name: Segment{Kind: Note}, Text: note})
 			}
 		case m.Role == chat.RoleAssistant:
 			if m.Reasoning != "" {
-				parts = append(parts, Part{Name: "reasoning " + n, Text: m.Reasoning})
+				parts = append(parts, Part{Name: Segment{Kind: Reasoning, Index: i}, Text: m.Reasoning})
 			}
 			text := m.Content
 			if text == "" && len(m.ToolCalls) > 0 {
 				text = `"` + m.ToolCalls[0].Name + `"`
 			}
-			parts = append(parts, Part{Name: "message " + n, Text: text})
+			parts = append(parts, Part{Name: Segment{Kind: Message, Index: i}, Text: text})
 		case m.Role == chat.RoleTool:
-			parts = append(parts, Part{Name: "tool result " + n, Text: m.Content})
+			parts = append(parts, Part{Name: Segment{Kind: ToolResult, Index: i}, Text: m.Content})
 		default:
-			parts = append(parts, Part{Name: "message " + n, Text: m.Content})
+			parts = append(parts, Part{Name: Segment{Kind: Message, Index: i}, Text: m.Content})
 		}
 	}
 	return parts

@@ -106,7 +106,7 @@ func TestAttributorFirstRequestRereadsEverything(t *testing.T) {
 	req := conversation("You are a coding agent.")
 	got := observe(t, a, req, "")
 	n := int64(len(render(req)))
-	if got.PromptTokens != n || got.ExpectedCachedTokens != 0 || got.DivergenceToken != nil || got.DivergenceSegment != "" {
+	if got.PromptTokens != n || got.ExpectedCachedTokens != 0 || got.DivergenceToken != nil || got.DivergenceSegment != (cachesim.Segment{}) {
 		t.Errorf("first request: prompt %d, expected %d, divergence %v %q; want %d, 0, nil, \"\"",
 			got.PromptTokens, got.ExpectedCachedTokens, got.DivergenceToken, got.DivergenceSegment, n)
 	}
@@ -141,7 +141,7 @@ func TestAttributorAppendOnlyStep(t *testing.T) {
 	if got.ExpectedCachedTokens != int64(len(held)) {
 		t.Errorf("ExpectedCachedTokens = %d; want the previous prompt and reply, %d", got.ExpectedCachedTokens, len(held))
 	}
-	if got.DivergenceToken != nil || got.DivergenceSegment != "" {
+	if got.DivergenceToken != nil || got.DivergenceSegment != (cachesim.Segment{}) {
 		t.Errorf("divergence = %v %q; want none (the prompt extends the cache)", got.DivergenceToken, got.DivergenceSegment)
 	}
 	if got.Split(got.ExpectedCachedTokens, got.PromptTokens).Total() != prompt-got.ExpectedCachedTokens {
@@ -229,7 +229,7 @@ func TestAttributorDivergence(t *testing.T) {
 			observe(t, a, tc.first, cacheText(tc.first, answer))
 			got := observe(t, a, tc.second, "")
 			at := int64(len(tc.wantAt))
-			if got.DivergenceToken == nil || *got.DivergenceToken != at || got.DivergenceSegment != tc.wantSegment {
+			if got.DivergenceToken == nil || *got.DivergenceToken != at || got.DivergenceSegment.String() != tc.wantSegment {
 				d := "nil"
 				if got.DivergenceToken != nil {
 					d = fmt.Sprint(*got.DivergenceToken)
@@ -383,22 +383,22 @@ func TestParts(t *testing.T) {
 		Tools: tools,
 	}
 	want := []cachesim.Part{
-		{Name: "system", Text: "sys"},
-		{Name: "tools", Text: "Search files for a pattern."},
-		{Name: "message 1", Text: "do it\n\n<n>first</n> and more"},
-		{Name: "note", Text: "\n\n<n>date</n>"},
-		{Name: "reasoning 2", Text: "think"},
-		{Name: "message 2", Text: `"read"`},
-		{Name: "tool result 3", Text: "out"},
-		{Name: "message 4", Text: "done"},
-		{Name: "system 5", Text: "late system"},
+		{Name: seg("system"), Text: "sys"},
+		{Name: seg("tools"), Text: "Search files for a pattern."},
+		{Name: seg("message 1"), Text: "do it\n\n<n>first</n> and more"},
+		{Name: seg("note"), Text: "\n\n<n>date</n>"},
+		{Name: seg("reasoning 2"), Text: "think"},
+		{Name: seg("message 2"), Text: `"read"`},
+		{Name: seg("tool result 3"), Text: "out"},
+		{Name: seg("message 4"), Text: "done"},
+		{Name: seg("system 5"), Text: "late system"},
 	}
 	if diff := cmp.Diff(want, cachesim.Parts(req, "<n>")); diff != "" {
 		t.Errorf("Parts (-want +got):\n%s", diff)
 	}
 	// Without a note opener the user message stays whole.
 	got := cachesim.Parts(req, "")
-	if got[2].Text != req.Messages[1].Content || got[3].Name != "reasoning 2" {
+	if got[2].Text != req.Messages[1].Content || got[3].Name != seg("reasoning 2") {
 		t.Errorf(`Parts(req, "")[2:4] = %+v; want message 1 whole, then reasoning 2`, got[2:4])
 	}
 	// No tools, no "tools" part.
@@ -471,7 +471,7 @@ func TestAttributorWindowAfterAnOverflow(t *testing.T) {
 				t.Errorf("expected cached tokens %d; want %d", got.ExpectedCachedTokens, tc.expected)
 			}
 			if tc.segment != "" {
-				if got.DivergenceToken == nil || *got.DivergenceToken != tc.expected || got.DivergenceSegment != tc.segment {
+				if got.DivergenceToken == nil || *got.DivergenceToken != tc.expected || got.DivergenceSegment.String() != tc.segment {
 					t.Errorf("divergence at %v in %q; want token %d in %q", got.DivergenceToken, got.DivergenceSegment, tc.expected, tc.segment)
 				}
 			}

@@ -4,7 +4,8 @@
 // A server reuses what it read for the previous request only as far as the new request matches
 // from the first token (spec 3.2.0 §10). [CommonPrefix] is that ideal longest-common-prefix
 // cache; [Segments] and [SegmentAt] name the part of a rendered prompt (system prompt, tool list,
-// message N, reasoning N, note) where two prompts first differ.
+// message N, reasoning N, note) where two prompts first differ, as a [Segment]: a kind and a
+// message index, whose String is the results' divergence_segment text.
 //
 // [Attributor] puts these together for one conversation, request after request: given each
 // request, the prompt as the server rendered it and the served model's [Tokenizer], it returns
@@ -38,19 +39,20 @@ func CommonPrefixBytes(a, b string) int {
 	return n
 }
 
-// Part is one piece of a request in the order a chat template renders it, named as the results
-// schema names divergence segments: "system", "tools", "message N", "reasoning N", "note".
+// Part is one piece of a request in the order a chat template renders it, named by its
+// [Segment] ("system", "tools", "message N", "reasoning N", "note" as the results schema writes
+// divergence segments).
 type Part struct {
-	Name string
+	Name Segment
 	// Text is the piece as the request carries it; Segments looks for its start in the rendered
 	// prompt.
 	Text string
 }
 
-// Segment is the byte span [Start, End) of a rendered prompt that belongs to a named part,
+// ByteSpan is the byte span [Start, End) of a rendered prompt that belongs to a named part,
 // including the template's framing before the part's own text.
-type Segment struct {
-	Name       string
+type ByteSpan struct {
+	Name       Segment
 	Start, End int
 }
 
@@ -61,9 +63,9 @@ const anchorLen = 48
 // of the previous part's text to the end of its own, so the framing a template writes before a
 // message (such as "<|im_start|>assistant\n") belongs to that message. A part whose text cannot be
 // found (a template that rewrites it) is skipped and its bytes fall to the next part found. The
-// bytes after the last part (the generation prompt) form a segment named "generation prompt".
-func Segments(rendered string, parts []Part) []Segment {
-	var out []Segment
+// bytes after the last part (the generation prompt) form a segment of kind [GenerationPrompt].
+func Segments(rendered string, parts []Part) []ByteSpan {
+	var out []ByteSpan
 	cursor := 0
 	for _, p := range parts {
 		text := strings.TrimSpace(p.Text)
@@ -84,21 +86,22 @@ func Segments(rendered string, parts []Part) []Segment {
 		if strings.HasPrefix(rendered[start:], text) {
 			end = start + len(text)
 		}
-		out = append(out, Segment{Name: p.Name, Start: cursor, End: end})
+		out = append(out, ByteSpan{Name: p.Name, Start: cursor, End: end})
 		cursor = end
 	}
 	if cursor < len(rendered) {
-		out = append(out, Segment{Name: "generation prompt", Start: cursor, End: len(rendered)})
+		out = append(out, ByteSpan{Name: Segment{Kind: GenerationPrompt}, Start: cursor, End: len(rendered)})
 	}
 	return out
 }
 
-// SegmentAt returns the name of the segment holding byte offset off, or "" when no segment does.
-func SegmentAt(segs []Segment, off int) string {
+// SegmentAt returns the segment holding byte offset off, or no segment (the zero Segment) when
+// none does.
+func SegmentAt(segs []ByteSpan, off int) Segment {
 	for _, s := range segs {
 		if off >= s.Start && off < s.End {
 			return s.Name
 		}
 	}
-	return ""
+	return Segment{}
 }

@@ -23,17 +23,17 @@ func TestSegmentsAttributeFramingToTheMessage(t *testing.T) {
 	rendered := "<|im_start|>system\nYou are X.\n# Tools\n{\"name\": \"read\"}<|im_end|>\n" +
 		"<|im_start|>user\nHello there<|im_end|>\n<|im_start|>assistant\n<think>\nhmm\n</think>\n\nHi<|im_end|>\n<|im_start|>assistant\n"
 	segs := Segments(rendered, []Part{
-		{Name: "system", Text: "You are X."},
-		{Name: "tools", Text: `"name": "read"`},
-		{Name: "message 1", Text: "Hello there"},
-		{Name: "reasoning 2", Text: "hmm"},
-		{Name: "message 2", Text: "Hi"},
-		{Name: "missing", Text: "not rendered"},
+		{Name: seg("system"), Text: "You are X."},
+		{Name: seg("tools"), Text: `"name": "read"`},
+		{Name: seg("message 1"), Text: "Hello there"},
+		{Name: seg("reasoning 2"), Text: "hmm"},
+		{Name: seg("message 2"), Text: "Hi"},
+		{Name: seg("message 9"), Text: "not rendered"},
 	})
 	at := func(s string) string {
 		for i := 0; i+len(s) <= len(rendered); i++ {
 			if rendered[i:i+len(s)] == s {
-				return SegmentAt(segs, i)
+				return SegmentAt(segs, i).String()
 			}
 		}
 		t.Fatalf("%q not in rendered", s)
@@ -51,7 +51,7 @@ func TestSegmentsAttributeFramingToTheMessage(t *testing.T) {
 			t.Errorf("segment at %q = %q; want %q", tc.at, got, tc.want)
 		}
 	}
-	if got := SegmentAt(segs, len(rendered)-1); got != "generation prompt" {
-		t.Errorf("segment at the end = %q; want generation prompt", got)
+	if got := SegmentAt(segs, len(rendered)-1); got != (Segment{Kind: GenerationPrompt}) {
+		t.Errorf("segment at the end = %q; want generation prompt", got.String())
 	}
 }

@@ -3,7 +3,6 @@ package cachesim
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 	"strings"
 
 	"lab/chat"
@@ -19,19 +18,19 @@ import (
 // before and carries none now: a harness or API that drops reasoning at a new turn), the
 // difference is "reasoning N", as [Attributor] names it. It returns "" when one list is a prefix
 // of the other: cur repeats prev and may append to it (nothing prev held differs), or cur is
-// the shorter.
-func FirstDifference(prev, cur []Part) string {
+// the shorter (no segment, the zero Segment).
+func FirstDifference(prev, cur []Part) Segment {
 	for i := 0; i < len(prev) && i < len(cur); i++ {
 		p, c := prev[i], cur[i]
 		if p.Name == c.Name && p.Text == c.Text {
 			continue
 		}
-		if n, ok := strings.CutPrefix(p.Name, "reasoning "); ok && c.Name == "message "+n {
+		if p.Name.Kind == Reasoning && c.Name == (Segment{Kind: Message, Index: p.Name.Index}) {
 			return p.Name
 		}
 		return c.Name
 	}
-	return ""
+	return Segment{}
 }
 
 // DifferenceParts lists a request's parts as [Parts] names them, each with the whole text a
@@ -46,32 +45,31 @@ func DifferenceParts(req *chat.Request, noteOpen string) []Part {
 	for i := range parts {
 		p := &parts[i]
 		switch {
-		case p.Name == "tools":
+		case p.Name.Kind == ToolList:
 			hasTools = true
 			p.Text = toolsText(req.Tools)
-		case strings.HasPrefix(p.Name, "message "):
-			if m, ok := messageAt(req, p.Name, "message "); ok && m.Role == chat.RoleAssistant {
+		case p.Name.Kind == Message:
+			if m, ok := messageAt(req, p.Name); ok && m.Role == chat.RoleAssistant {
 				p.Text = assistantText(m)
 			}
-		case strings.HasPrefix(p.Name, "tool result "):
-			if m, ok := messageAt(req, p.Name, "tool result "); ok {
+		case p.Name.Kind == ToolResult:
+			if m, ok := messageAt(req, p.Name); ok {
 				p.Text = m.ToolCallID + "\x00" + m.ToolName + "\x00" + m.Content
 			}
 		}
 	}
 	if !hasTools && len(req.Tools) > 0 {
-		parts = append([]Part{{Name: "tools", Text: toolsText(req.Tools)}}, parts...)
+		parts = append([]Part{{Name: Segment{Kind: ToolList}, Text: toolsText(req.Tools)}}, parts...)
 	}
 	return parts
 }
 
-// messageAt returns the message a part name (prefix followed by its index) refers to.
-func messageAt(req *chat.Request, name, prefix string) (chat.Message, bool) {
-	n, err := strconv.Atoi(strings.TrimPrefix(name, prefix))
-	if err != nil || n < 0 || n >= len(req.Messages) {
+// messageAt returns the message an indexed segment refers to.
+func messageAt(req *chat.Request, seg Segment) (chat.Message, bool) {
+	if !seg.Kind.Indexed() || seg.Index < 0 || seg.Index >= len(req.Messages) {
 		return chat.Message{}, false
 	}
-	return req.Messages[n], true
+	return req.Messages[seg.Index], true
 }
 
 func toolsText(tools []chat.Tool) string {

@@ -57,7 +57,7 @@ func TestFirstDifference(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := FirstDifference(DifferenceParts(prev, "<session-note>"), DifferenceParts(tc.cur, "<session-note>"))
-			if got != tc.want {
+			if got.String() != tc.want {
 				t.Fatalf("FirstDifference = %q; want %q", got, tc.want)
 			}
 		})
@@ -69,18 +69,18 @@ func TestFirstDifference(t *testing.T) {
 func TestFirstDifferenceNoSystem(t *testing.T) {
 	prev := &chat.Request{Tools: []chat.Tool{{Name: "a"}}, Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}, {Role: chat.RoleAssistant, Content: "yes"}}}
 	parts := DifferenceParts(prev, "")
-	if len(parts) != 3 || parts[0].Name != "tools" || parts[1].Name != "message 0" || parts[2].Name != "message 1" {
+	if len(parts) != 3 || parts[0].Name != seg("tools") || parts[1].Name != seg("message 0") || parts[2].Name != seg("message 1") {
 		t.Fatalf("DifferenceParts = %+v; want tools, message 0, message 1", parts)
 	}
 	cur := &chat.Request{Tools: []chat.Tool{{Name: "b"}}, Messages: prev.Messages}
-	if got := FirstDifference(parts, DifferenceParts(cur, "")); got != "tools" {
+	if got := FirstDifference(parts, DifferenceParts(cur, "")); got != seg("tools") {
 		t.Fatalf("tool renamed: %q; want tools", got)
 	}
 	cur = &chat.Request{Tools: prev.Tools, Messages: []chat.Message{prev.Messages[0], {Role: chat.RoleAssistant, Reasoning: "hm", Content: "yes"}}}
-	if got := FirstDifference(parts, DifferenceParts(cur, "")); got != "reasoning 1" {
+	if got := FirstDifference(parts, DifferenceParts(cur, "")); got != seg("reasoning 1") {
 		t.Fatalf("reasoning added: %q; want reasoning 1", got)
 	}
-	if got := FirstDifference(nil, parts); got != "" {
+	if got := FirstDifference(nil, parts); got != (Segment{}) {
 		t.Fatalf("no previous request: %q; want \"\"", got)
 	}
 }

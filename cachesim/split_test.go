@@ -92,12 +92,12 @@ func TestPartsByKind(t *testing.T) {
 		{Role: chat.RoleUser, Content: "Go on.\n\n<session-note>\nIt is Tuesday.\n</session-note>\n"},
 	}}
 	want := []cachesim.Part{
-		{Name: "system", Text: "You write summaries."},
-		{Name: "system 1", Text: "A second system prompt."},
-		{Name: "developer 2", Text: "Developer instructions."},
-		{Name: "message 3", Text: transcript},
-		{Name: "message 4", Text: "Go on."},
-		{Name: "note", Text: "\n\n<session-note>\nIt is Tuesday.\n</session-note>\n"},
+		{Name: seg("system"), Text: "You write summaries."},
+		{Name: seg("system 1"), Text: "A second system prompt."},
+		{Name: seg("developer 2"), Text: "Developer instructions."},
+		{Name: seg("message 3"), Text: transcript},
+		{Name: seg("message 4"), Text: "Go on."},
+		{Name: seg("note"), Text: "\n\n<session-note>\nIt is Tuesday.\n</session-note>\n"},
 	}
 	if diff := cmp.Diff(want, cachesim.Parts(req, "<session-note>")); diff != "" {
 		t.Errorf("Parts (-want +got):\n%s", diff)
@@ -117,4 +117,13 @@ func TestPartsByKind(t *testing.T) {
 	if r.Note != wantNote || r.ToolResult != 0 || r.System != wantSys || r.Total() != at.PromptTokens {
 		t.Errorf("Split = %+v; want note %d (the last message's own note only), no tool result, system %d, total %d", r, wantNote, wantSys, at.PromptTokens)
 	}
+}
+
+// seg is the Segment a name written in the results' divergence_segment column stands for.
+func seg(name string) cachesim.Segment {
+	s, err := cachesim.ParseSegment(name)
+	if err != nil {
+		panic(err)
+	}
+	return s
 }

@@ -6,6 +6,8 @@ package chat
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"strconv"
 	"time"
 )
 
@@ -232,8 +234,8 @@ func (e *APIError) Error() string {
 
 // Usage is one request's token accounting normalised over the providers: every count
 // is in tokens of the served model, nil when the server did not say (unknown is never 0), and
-// Fields names the wire field each count came from, keyed by the Usage field's name (for example
-// Fields["CachedRead"] = "usage.prompt_tokens_details.cached_tokens").
+// Fields names the wire field each count came from, keyed by the figure's [UsageField] (for
+// example Fields[UsageCachedRead] = "usage.prompt_tokens_details.cached_tokens").
 //
 // The providers split the prompt differently: OpenAI's prompt_tokens includes cached tokens,
 // Anthropic's input_tokens excludes both cache reads and cache writes, DeepSeek reports
@@ -263,9 +265,10 @@ type Usage struct {
 	// ReasoningGenerated is the part of Generated that is reasoning (OpenAI
 	// completion_tokens_details.reasoning_tokens).
 	ReasoningGenerated *int64
-	// Fields maps a field name of Usage ("Prompt", "CachedRead", ...) to the wire field its count
-	// came from. Counts that are nil have no entry.
-	Fields map[string]string
+	// Fields maps a figure ([UsagePrompt], [UsageCachedRead], ...) to the wire field its count
+	// came from. Counts that are nil have no entry. As JSON it is an object keyed by the
+	// figures' names ([UsageField.MarshalText]), sorted.
+	Fields map[UsageField]string
 }
 
 // CacheFillError is a failure after a request was measured: the step that leaves the server's
@@ -282,40 +285,149 @@ func (e *CacheFillError) Error() string {
 // Unwrap returns the cause.
 func (e *CacheFillError) Unwrap() error { return e.Err }
 
-// Set records v as the figure named field (the Usage field's name: "Prompt", "CachedRead",
-// "CacheWrite", "CacheWrite5m", "CacheWrite1h", "Uncached", "Generated", "ReasoningGenerated")
-// and wire as the wire field it came from in Fields. A nil v, or a figure already set, is left
-// as it is: the first source given wins, so a backend lists a figure's sources by preference.
-// An unknown field name is a programming error and panics.
-func (u *Usage) Set(field, wire string, v *int64) {
-	var dst **int64
-	switch field {
-	case "Prompt":
-		dst = &u.Prompt
-	case "CachedRead":
-		dst = &u.CachedRead
-	case "CacheWrite":
-		dst = &u.CacheWrite
-	case "CacheWrite5m":
-		dst = &u.CacheWrite5m
-	case "CacheWrite1h":
-		dst = &u.CacheWrite1h
-	case "Uncached":
-		dst = &u.Uncached
-	case "Generated":
-		dst = &u.Generated
-	case "ReasoningGenerated":
-		dst = &u.ReasoningGenerated
-	default:
-		panic("chat.Usage.Set: unknown field " + field)
+// UsageField names one figure of [Usage]. Its String is the Usage field's Go name ("Prompt",
+// "CachedRead", ...), the key of the figure's wire field in the results' usage_fields column
+// (metrics.Sample.UsageFields, JSON keyed by these names). A value outside the constants below
+// (only a conversion can make one) names no figure: [UsageField.Valid] is false, [Usage.Set]
+// records nothing for it and [UsageField.MarshalText] refuses it.
+type UsageField uint8
+
+// The figures of [Usage], in the order of its fields.
+const (
+	UsagePrompt UsageField = iota
+	UsageCachedRead
+	UsageCacheWrite
+	UsageCacheWrite5m
+	UsageCacheWrite1h
+	UsageUncached
+	UsageGenerated
+	UsageReasoningGenerated
+	numUsageFields
+)
+
+var usageFieldNames = [numUsageFields]string{
+	UsagePrompt:             "Prompt",
+	UsageCachedRead:         "CachedRead",
+	UsageCacheWrite:         "CacheWrite",
+	UsageCacheWrite5m:       "CacheWrite5m",
+	UsageCacheWrite1h:       "CacheWrite1h",
+	UsageUncached:           "Uncached",
+	UsageGenerated:          "Generated",
+	UsageReasoningGenerated: "ReasoningGenerated",
+}
+
+// UsageFields returns every [UsageField], in the order of [Usage]'s fields.
+func UsageFields() []UsageField {
+	out := make([]UsageField, numUsageFields)
+	for i := range out {
+		out[i] = UsageField(i)
 	}
-	if v == nil || *dst != nil {
+	return out
+}
+
+// Valid reports whether f is one of the UsageField constants.
+func (f UsageField) Valid() bool { return f < numUsageFields }
+
+// String returns the Usage field's name ("CachedRead"), or "UsageField(N)" for a value that
+// is not [UsageField.Valid].
+func (f UsageField) String() string {
+	if !f.Valid() {
+		return "UsageField(" + strconv.Itoa(int(f)) + ")"
+	}
+	return usageFieldNames[f]
+}
+
+// MarshalText implements encoding.TextMarshaler with [UsageField.String], so [Usage].Fields
+// encodes as a JSON object keyed by the field names; an invalid value is an error.
+func (f UsageField) MarshalText() ([]byte, error) {
+	if !f.Valid() {
+		return nil, fmt.Errorf("chat: %s is not a usage field", f)
+	}
+	return []byte(usageFieldNames[f]), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler with [ParseUsageField].
+func (f *UsageField) UnmarshalText(b []byte) error {
+	v, err := ParseUsageField(string(b))
+	if err != nil {
+		return err
+	}
+	*f = v
+	return nil
+}
+
+// ParseUsageField returns the UsageField whose String is name (the Usage field's name, case
+// sensitive); an unknown name is an error quoting it.
+func ParseUsageField(name string) (UsageField, error) {
+	for f, n := range usageFieldNames {
+		if n == name {
+			return UsageField(f), nil
+		}
+	}
+	return 0, fmt.Errorf("chat: unknown usage field %q", name)
+}
+
+// figure returns the address of the Usage field f names, nil when f is not valid.
+func (u *Usage) figure(f UsageField) **int64 {
+	switch f {
+	case UsagePrompt:
+		return &u.Prompt
+	case UsageCachedRead:
+		return &u.CachedRead
+	case UsageCacheWrite:
+		return &u.CacheWrite
+	case UsageCacheWrite5m:
+		return &u.CacheWrite5m
+	case UsageCacheWrite1h:
+		return &u.CacheWrite1h
+	case UsageUncached:
+		return &u.Uncached
+	case UsageGenerated:
+		return &u.Generated
+	case UsageReasoningGenerated:
+		return &u.ReasoningGenerated
+	}
+	return nil
+}
+
+// Get returns the figure f names (nil when unknown or when f is not valid).
+func (u *Usage) Get(f UsageField) *int64 {
+	if p := u.figure(f); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Set records v as the figure f names and wire as the wire field it came from in Fields. A nil
+// v, or a figure already set, is left as it is: the first source given wins, so a backend lists
+// a figure's sources by preference. An f that is not valid names no figure: nothing is recorded
+// (the figure stays unknown).
+func (u *Usage) Set(f UsageField, wire string, v *int64) {
+	dst := u.figure(f)
+	if dst == nil || v == nil || *dst != nil {
 		return
 	}
 	x := *v
 	*dst = &x
 	if u.Fields == nil {
-		u.Fields = map[string]string{}
+		u.Fields = map[UsageField]string{}
 	}
-	u.Fields[field] = wire
+	u.Fields[f] = wire
+}
+
+// Without returns a copy of u in which the figures fs name are unknown (nil, and gone from
+// Fields); u itself is unchanged (the copy has its own Fields map). A nil u gives nil.
+func (u *Usage) Without(fs ...UsageField) *Usage {
+	if u == nil {
+		return nil
+	}
+	cp := *u
+	cp.Fields = maps.Clone(u.Fields)
+	for _, f := range fs {
+		if p := cp.figure(f); p != nil {
+			*p = nil
+			delete(cp.Fields, f)
+		}
+	}
+	return &cp
 }

@@ -629,7 +629,7 @@ func (b *usageBackend) Send(ctx context.Context, req *chat.Request, reply *chat.
 	w5, w1, r := int64(7), int64(3), int64(11)
 	w := w5 + w1
 	res.Usage = &chat.Usage{CacheWrite: &w, CacheWrite5m: &w5, CacheWrite1h: &w1, ReasoningGenerated: &r,
-		Fields: map[string]string{"CacheWrite": "usage.cache_creation_input_tokens", "ReasoningGenerated": "x.reasoning"}}
+		Fields: map[chat.UsageField]string{chat.UsageCacheWrite: "usage.cache_creation_input_tokens", chat.UsageReasoningGenerated: "x.reasoning"}}
 	return res, nil
 }
 

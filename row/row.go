@@ -19,7 +19,6 @@ package row
 
 import (
 	"encoding/json"
-	"maps"
 	"strings"
 	"time"
 
@@ -134,16 +133,11 @@ func DropConstantCached(res *chat.Result, why string) (warning string, ok bool) 
 	}
 	res.CachedTokens, res.CachedSource = nil, ""
 	if u := res.Usage; u != nil && u.CachedRead != nil {
-		cp := *u
-		cp.Fields = maps.Clone(u.Fields)
-		wire := cp.Fields["CachedRead"]
-		cp.CachedRead = nil
-		delete(cp.Fields, "CachedRead")
-		if cp.Uncached != nil && wire != "" && strings.Contains(cp.Fields["Uncached"], wire) {
-			cp.Uncached = nil
-			delete(cp.Fields, "Uncached")
+		drop := []chat.UsageField{chat.UsageCachedRead}
+		if wire := u.Fields[chat.UsageCachedRead]; u.Uncached != nil && wire != "" && strings.Contains(u.Fields[chat.UsageUncached], wire) {
+			drop = append(drop, chat.UsageUncached)
 		}
-		res.Usage = &cp
+		res.Usage = u.Without(drop...)
 	}
 	return why + ": that figure is not used (cached tokens come from the server log, else are unknown)", true
 }
@@ -187,7 +181,7 @@ func SetAttribution(s *metrics.Sample, a cachesim.Attribution) []string {
 	}
 	s.ExpectedUnknown = false
 	s.ExpectedCachedTokens = new(a.ExpectedCachedTokens)
-	s.DivergenceToken, s.DivergenceSegment = a.DivergenceToken, a.DivergenceSegment
+	s.DivergenceToken, s.DivergenceSegment = a.DivergenceToken, a.DivergenceSegment.String()
 	s.ReasoningTokensSent = new(a.ReasoningTokensSent)
 	s.ContextOverflow = a.ContextOverflow
 	if s.RereadTokens == nil || *s.RereadTokens < 0 {
@@ -214,10 +208,10 @@ func SetServerLogCached(s *metrics.Sample, used int64) {
 
 // SetPartsDivergence records where a request first differed from its conversation's previous
 // request when no rendering of the prompt is known (a cloud API): the segment named by comparing
-// the two requests part by part ([cachesim.FirstDifference]; "" when none differed). The
-// divergence token stays null, as do the expected cached tokens.
-func SetPartsDivergence(s *metrics.Sample, segment string) {
-	s.DivergenceSegment = segment
+// the two requests part by part ([cachesim.FirstDifference]; no segment, written "", when none
+// differed). The divergence token stays null, as do the expected cached tokens.
+func SetPartsDivergence(s *metrics.Sample, segment cachesim.Segment) {
+	s.DivergenceSegment = segment.String()
 }
 
 // DropOllamaEstimate removes from the result of Ollama's /v1/messages a prompt count that
@@ -228,15 +222,10 @@ func SetPartsDivergence(s *metrics.Sample, segment string) {
 // when the prompt count came from elsewhere (the usage's Uncached field is not message_start's).
 func DropOllamaEstimate(res *chat.Result) (warning string, ok bool) {
 	u := res.Usage
-	if u == nil || !strings.HasPrefix(u.Fields["Uncached"], "message_start.") {
+	if u == nil || !strings.HasPrefix(u.Fields[chat.UsageUncached], "message_start.") {
 		return "", false
 	}
-	cp := *u
-	cp.Fields = maps.Clone(u.Fields)
-	cp.Uncached, cp.Prompt = nil, nil
-	delete(cp.Fields, "Uncached")
-	delete(cp.Fields, "Prompt")
-	res.Usage, res.PromptTokens = &cp, 0
+	res.Usage, res.PromptTokens = u.Without(chat.UsageUncached, chat.UsagePrompt), 0
 	return "the upstream is Ollama, whose message_start input_tokens is an estimate from the request's length, and no message_delta gave the count: prompt tokens unknown", true
 }
 

@@ -77,7 +77,7 @@ func TestSetResult(t *testing.T) {
 			}},
 		{"usage with every figure, priced", chat.Result{PromptTokens: 100, CachedTokens: n(80), CachedSource: chat.SourceResponse, CompletionTokens: 9,
 			Usage: &chat.Usage{Prompt: n(100), CachedRead: n(80), CacheWrite: n(10), CacheWrite5m: n(6), CacheWrite1h: n(4), Generated: n(9),
-				ReasoningGenerated: n(3), Fields: map[string]string{"Prompt": "usage.prompt_tokens", "CachedRead": "usage.prompt_tokens_details.cached_tokens"}}},
+				ReasoningGenerated: n(3), Fields: map[chat.UsageField]string{chat.UsagePrompt: "usage.prompt_tokens", chat.UsageCachedRead: "usage.prompt_tokens_details.cached_tokens"}}},
 			price, func(s *metrics.Sample) {
 				s.PromptTokens, s.CachedTokens, s.CachedSource, s.CompletionTokens, s.RereadTokens = 100, n(80), "response", n(9), n(20)
 				s.CacheWriteTokens, s.CacheWrite5mTokens, s.CacheWrite1hTokens, s.ReasoningTokensGenerated = n(10), n(6), n(4), n(3)
@@ -147,16 +147,16 @@ func must(b []byte, err error) []byte {
 
 // spans is a rendered prompt of 52 tokens by the tokenizer: a segment of each kind.
 var spans = []cachesim.TokenSpan{
-	{Name: "system", Start: 0, End: 10}, {Name: "tools", Start: 10, End: 20}, {Name: "message 0", Start: 20, End: 30},
-	{Name: "tool result 1", Start: 30, End: 40}, {Name: "reasoning 2", Start: 40, End: 45}, {Name: "note", Start: 45, End: 50},
-	{Name: "generation prompt", Start: 50, End: 52},
+	{Name: seg("system"), Start: 0, End: 10}, {Name: seg("tools"), Start: 10, End: 20}, {Name: seg("message 0"), Start: 20, End: 30},
+	{Name: seg("tool result 1"), Start: 30, End: 40}, {Name: seg("reasoning 2"), Start: 40, End: 45}, {Name: seg("note"), Start: 45, End: 50},
+	{Name: seg("generation prompt"), Start: 50, End: 52},
 }
 
 // SetAttribution pins the attribution's columns and the split of the measured re-read by token
 // position, which adds up to reread_tokens exactly (the server counting 3 tokens more than the
 // tokenizer: unattributed).
 func TestSetAttribution(t *testing.T) {
-	at := cachesim.Attribution{PromptTokens: 52, ExpectedCachedTokens: 30, DivergenceToken: n(30), DivergenceSegment: "tool result 1",
+	at := cachesim.Attribution{PromptTokens: 52, ExpectedCachedTokens: 30, DivergenceToken: n(30), DivergenceSegment: seg("tool result 1"),
 		ReasoningTokensSent: 5, Spans: spans, ContextOverflow: true, Warnings: []string{"w1", cachesim.WarningContextOverflow + ": w2"}}
 	measured := func(prompt int64, cached *int64) *metrics.Sample {
 		s := base()
@@ -216,7 +216,7 @@ func TestSetAttribution(t *testing.T) {
 // A row without a rendering gets the segment by comparing parts, and no token.
 func TestSetPartsDivergence(t *testing.T) {
 	s := base()
-	row.SetPartsDivergence(s, "message 3")
+	row.SetPartsDivergence(s, cachesim.Segment{Kind: cachesim.Message, Index: 3})
 	want := base()
 	want.DivergenceSegment = "message 3"
 	same(t, "parts divergence", s, want)
@@ -242,9 +242,9 @@ func TestSetServerLogCached(t *testing.T) {
 // A constant cached count is dropped from the result, with the uncached count derived from it,
 // without touching the usage the backend returned (a copy is changed).
 func TestDropConstantCached(t *testing.T) {
-	u := &chat.Usage{Prompt: n(100), CachedRead: n(0), Uncached: n(100), Generated: n(3), Fields: map[string]string{
-		"Prompt": "usage.prompt_tokens", "CachedRead": "usage.prompt_tokens_details.cached_tokens",
-		"Uncached": "usage.prompt_tokens - usage.prompt_tokens_details.cached_tokens", "Generated": "usage.completion_tokens"}}
+	u := &chat.Usage{Prompt: n(100), CachedRead: n(0), Uncached: n(100), Generated: n(3), Fields: map[chat.UsageField]string{
+		chat.UsagePrompt: "usage.prompt_tokens", chat.UsageCachedRead: "usage.prompt_tokens_details.cached_tokens",
+		chat.UsageUncached: "usage.prompt_tokens - usage.prompt_tokens_details.cached_tokens", chat.UsageGenerated: "usage.completion_tokens"}}
 	res := &chat.Result{PromptTokens: 100, CachedTokens: n(0), CachedSource: chat.SourceResponse, Usage: u}
 	w, ok := row.DropConstantCached(res, "the server is Ollama")
 	if !ok || !strings.HasPrefix(w, "the server is Ollama: that figure is not used") {
@@ -267,8 +267,8 @@ func TestDropConstantCached(t *testing.T) {
 
 	// An uncached count that does not come from the dropped field stays.
 	res = &chat.Result{PromptTokens: 100, Usage: &chat.Usage{CachedRead: n(0), Uncached: n(100),
-		Fields: map[string]string{"CachedRead": "usage.input_tokens_details.cached_tokens", "Uncached": "usage.prompt_cache_miss_tokens"}}}
-	if _, ok := row.DropConstantCached(res, "x"); !ok || show(res.Usage.Uncached) != "100" || res.Usage.Fields["Uncached"] == "" {
+		Fields: map[chat.UsageField]string{chat.UsageCachedRead: "usage.input_tokens_details.cached_tokens", chat.UsageUncached: "usage.prompt_cache_miss_tokens"}}}
+	if _, ok := row.DropConstantCached(res, "x"); !ok || show(res.Usage.Uncached) != "100" || res.Usage.Fields[chat.UsageUncached] == "" {
 		t.Errorf("an independent uncached count: %s, %v; want it kept", show(res.Usage.Uncached), ok)
 	}
 	if _, ok := row.DropConstantCached(&chat.Result{PromptTokens: 1}, "x"); ok {
@@ -281,8 +281,8 @@ func TestDropConstantCached(t *testing.T) {
 
 // Ollama's message_start estimate of the prompt is not a count: dropped, the prompt unknown.
 func TestDropOllamaEstimate(t *testing.T) {
-	res := &chat.Result{PromptTokens: 40, Usage: &chat.Usage{Prompt: n(40), Uncached: n(40), Generated: n(2), Fields: map[string]string{
-		"Prompt": "message_start.message.usage.input_tokens", "Uncached": "message_start.message.usage.input_tokens", "Generated": "message_delta.usage.output_tokens"}}}
+	res := &chat.Result{PromptTokens: 40, Usage: &chat.Usage{Prompt: n(40), Uncached: n(40), Generated: n(2), Fields: map[chat.UsageField]string{
+		chat.UsagePrompt: "message_start.message.usage.input_tokens", chat.UsageUncached: "message_start.message.usage.input_tokens", chat.UsageGenerated: "message_delta.usage.output_tokens"}}}
 	w, ok := row.DropOllamaEstimate(res)
 	if !ok || !strings.Contains(w, "prompt tokens unknown") {
 		t.Errorf("warning %q, %v", w, ok)
@@ -295,7 +295,7 @@ func TestDropOllamaEstimate(t *testing.T) {
 	if s.PromptTokens != 0 || show(s.CompletionTokens) != "2" {
 		t.Errorf("row: prompt %d, completion %s; want null, 2", s.PromptTokens, show(s.CompletionTokens))
 	}
-	res = &chat.Result{PromptTokens: 40, Usage: &chat.Usage{Uncached: n(40), Fields: map[string]string{"Uncached": "message_delta.usage.input_tokens"}}}
+	res = &chat.Result{PromptTokens: 40, Usage: &chat.Usage{Uncached: n(40), Fields: map[chat.UsageField]string{chat.UsageUncached: "message_delta.usage.input_tokens"}}}
 	if _, ok := row.DropOllamaEstimate(res); ok || res.PromptTokens != 40 {
 		t.Errorf("a count from message_delta: dropped (%v), prompt %d; want kept", ok, res.PromptTokens)
 	}
@@ -334,4 +334,13 @@ func TestRequestLine(t *testing.T) {
 			t.Errorf("%+v:\n got %q, %v\nwant %q", tc.line, got, err, tc.want)
 		}
 	}
+}
+
+// seg is the cachesim.Segment a divergence_segment name stands for.
+func seg(name string) cachesim.Segment {
+	s, err := cachesim.ParseSegment(name)
+	if err != nil {
+		panic(err)
+	}
+	return s
 }

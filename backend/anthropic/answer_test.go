@@ -175,8 +175,8 @@ func TestPromptOfAUsageWithoutCacheFields(t *testing.T) {
 			if res.Usage.Prompt != nil {
 				prompt = *res.Usage.Prompt
 			}
-			if res.PromptTokens != tc.prompt || res.Usage.Fields["Prompt"] != tc.field || (tc.field != "" && prompt != tc.prompt) || (tc.field == "" && res.Usage.Prompt != nil) {
-				t.Errorf("PromptTokens %d, Usage.Prompt %d from %q; want %d from %q", res.PromptTokens, prompt, res.Usage.Fields["Prompt"], tc.prompt, tc.field)
+			if res.PromptTokens != tc.prompt || res.Usage.Fields[chat.UsagePrompt] != tc.field || (tc.field != "" && prompt != tc.prompt) || (tc.field == "" && res.Usage.Prompt != nil) {
+				t.Errorf("PromptTokens %d, Usage.Prompt %d from %q; want %d from %q", res.PromptTokens, prompt, res.Usage.Fields[chat.UsagePrompt], tc.prompt, tc.field)
 			}
 			w := strings.Join(res.Warnings, "; ")
 			if tc.warn != "" && !strings.Contains(w, tc.warn) || tc.warn == "" && strings.Contains(w, "prompt") {

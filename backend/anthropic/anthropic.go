@@ -542,14 +542,14 @@ func LiveReply(r *Response, res *chat.Result) *chat.Reply {
 
 // fill sets the result's token figures from the accumulated usage.
 func (c *Client) fill(res *chat.Result, acc *accumulator) {
-	u := &chat.Usage{Fields: map[string]string{}}
-	set := func(name string, f usageField) { u.Set(name, f.src, f.v) }
-	set("Uncached", acc.input)
-	set("CachedRead", acc.cacheRead)
-	set("CacheWrite", acc.cacheWrite)
-	set("CacheWrite5m", acc.write5m)
-	set("CacheWrite1h", acc.write1h)
-	set("Generated", acc.output)
+	u := &chat.Usage{Fields: map[chat.UsageField]string{}}
+	set := func(name chat.UsageField, f usageField) { u.Set(name, f.src, f.v) }
+	set(chat.UsageUncached, acc.input)
+	set(chat.UsageCachedRead, acc.cacheRead)
+	set(chat.UsageCacheWrite, acc.cacheWrite)
+	set(chat.UsageCacheWrite5m, acc.write5m)
+	set(chat.UsageCacheWrite1h, acc.write1h)
+	set(chat.UsageGenerated, acc.output)
 
 	if !acc.started && c.stream {
 		res.Warnings = append(res.Warnings, "the stream had no message_start event: prompt counts unknown")
@@ -571,7 +571,7 @@ func (c *Client) fill(res *chat.Result, acc *accumulator) {
 			p += *u.CacheWrite
 			wire += " + usage.cache_creation_input_tokens"
 		}
-		u.Set("Prompt", wire, &p)
+		u.Set(chat.UsagePrompt, wire, &p)
 		res.PromptTokens = p
 	case u.Uncached != nil:
 		res.Warnings = append(res.Warnings, "the usage has cache_creation_input_tokens but no cache_read_input_tokens: the prompt's cached part is unknown, so prompt_tokens unknown")

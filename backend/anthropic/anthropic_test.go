@@ -109,14 +109,14 @@ func TestSendStreamedText(t *testing.T) {
 	want := &chat.Usage{
 		Prompt: i64(101250), CachedRead: i64(100000), CacheWrite: i64(1200), CacheWrite5m: i64(200),
 		CacheWrite1h: i64(1000), Uncached: i64(50), Generated: i64(1),
-		Fields: map[string]string{
-			"Prompt":       "usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens",
-			"Uncached":     "message_start.message.usage.input_tokens",
-			"CachedRead":   "message_start.message.usage.cache_read_input_tokens",
-			"CacheWrite":   "message_start.message.usage.cache_creation_input_tokens",
-			"CacheWrite5m": "message_start.message.usage.cache_creation.ephemeral_5m_input_tokens",
-			"CacheWrite1h": "message_start.message.usage.cache_creation.ephemeral_1h_input_tokens",
-			"Generated":    "message_delta.usage.output_tokens",
+		Fields: map[chat.UsageField]string{
+			chat.UsagePrompt:       "usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens",
+			chat.UsageUncached:     "message_start.message.usage.input_tokens",
+			chat.UsageCachedRead:   "message_start.message.usage.cache_read_input_tokens",
+			chat.UsageCacheWrite:   "message_start.message.usage.cache_creation_input_tokens",
+			chat.UsageCacheWrite5m: "message_start.message.usage.cache_creation.ephemeral_5m_input_tokens",
+			chat.UsageCacheWrite1h: "message_start.message.usage.cache_creation.ephemeral_1h_input_tokens",
+			chat.UsageGenerated:    "message_delta.usage.output_tokens",
 		},
 	}
 	if diff := cmp.Diff(want, res.Usage); diff != "" {
@@ -275,7 +275,7 @@ func TestSendNotStreamed(t *testing.T) {
 		len(resp.Message.Thinking) != 1 || resp.Message.Thinking[0].Signature != "WaUjzkypQ2mUEVM36O2TxuC06KN8xyfbJwyem2dw3URve" {
 		t.Errorf("Response = %+v", resp)
 	}
-	if res.PromptTokens != 2054 || *res.CachedTokens != 0 || res.CompletionTokens != 40 || *res.Usage.CacheWrite5m != 2051 || res.Usage.Fields["CacheWrite"] != "usage.cache_creation_input_tokens" {
+	if res.PromptTokens != 2054 || *res.CachedTokens != 0 || res.CompletionTokens != 40 || *res.Usage.CacheWrite5m != 2051 || res.Usage.Fields[chat.UsageCacheWrite] != "usage.cache_creation_input_tokens" {
 		t.Errorf("Result = %+v, Usage = %+v", res, res.Usage)
 	}
 	if strings.Contains(s.headers.Get("Accept"), "event-stream") {
@@ -293,7 +293,7 @@ func TestSendUsageInLastEventOnly(t *testing.T) {
 	if res.PromptTokens != 2355 || res.CachedTokens == nil || *res.CachedTokens != 2048 || res.CompletionTokens != 1 {
 		t.Errorf("prompt %d cached %v completion %d; want 2355 2048 1", res.PromptTokens, res.CachedTokens, res.CompletionTokens)
 	}
-	if got := res.Usage.Fields["CachedRead"]; got != "message_delta.usage.cache_read_input_tokens" {
+	if got := res.Usage.Fields[chat.UsageCachedRead]; got != "message_delta.usage.cache_read_input_tokens" {
 		t.Errorf("Fields[CachedRead] = %q", got)
 	}
 	if res.Usage.CacheWrite5m != nil || res.Usage.CacheWrite1h != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"lab/chat"
@@ -24,8 +25,8 @@ import (
 //     string, or text blocks joined), and its text blocks one user message, in block order;
 //   - image and document blocks are dropped.
 //
-// The `cache_control` markers are listed in CacheBreakpoints as "tools", "system" and
-// "message N" (N the index in the decoded Messages). Think is set when `thinking.type` is
+// The `cache_control` markers are listed in CacheBreakpoints as [AtTools], [AtSystem] and
+// [AtMessage] of the marked message's index in the decoded Messages ("message N"). Think is set when `thinking.type` is
 // "enabled" or "adaptive". A body that is not a Messages request is an error naming the field.
 func DecodeRequest(body []byte) (*chat.Request, error) {
 	var b struct {
@@ -126,7 +127,7 @@ func DecodeRequest(body []byte) (*chat.Request, error) {
 			return nil, fmt.Errorf("anthropic: messages[%d]: unknown role %q", i, m.Role)
 		}
 		if marked {
-			req.CacheBreakpoints = append(req.CacheBreakpoints, fmt.Sprintf("message %d", len(req.Messages)-1))
+			req.CacheBreakpoints = append(req.CacheBreakpoints, AtMessage(len(req.Messages)-1))
 		}
 	}
 	return req, nil
@@ -139,6 +140,30 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// atMessage is the word before the index in [AtMessage]'s places.
+const atMessage = "message "
+
+// AtMessage is the breakpoint place on message i, its 0-based index in chat.Request.Messages:
+// "message N" (the text the results' divergence_segment column gives the same message), as
+// [DecodeRequest] lists a captured request's markers in CacheBreakpoints. It is not a place
+// [ParseBreakpoints] accepts: the client places its markers by [AtTools], [AtSystem] and
+// [AtLastMessage].
+func AtMessage(i int) string { return atMessage + strconv.Itoa(i) }
+
+// MessageAt returns the message index an [AtMessage] place names; ok is false for any other
+// place (a place of another kind, a negative or non-canonical index such as "message 01").
+func MessageAt(place string) (i int, ok bool) {
+	n, found := strings.CutPrefix(place, atMessage)
+	if !found {
+		return 0, false
+	}
+	i, err := strconv.Atoi(n)
+	if err != nil || i < 0 || strconv.Itoa(i) != n {
+		return 0, false
+	}
+	return i, true
 }
 
 // captureBlock is a content block of a request as the decoder reads it.

@@ -81,11 +81,11 @@ func (c *CompletionCapture) Result() *chat.Result {
 	if a.Timings != nil {
 		t = *a.Timings
 	}
-	u := &chat.Usage{Fields: map[string]string{}}
-	u.Set("Prompt", "tokens_evaluated", a.TokensEvaluated)
+	u := &chat.Usage{Fields: map[chat.UsageField]string{}}
+	u.Set(chat.UsagePrompt, "tokens_evaluated", a.TokensEvaluated)
 	t.setPrompt(u)
-	u.Set("Generated", "timings.predicted_n", t.PredictedN)
-	u.Set("Generated", "tokens_predicted", a.TokensPredicted)
+	u.Set(chat.UsageGenerated, "timings.predicted_n", t.PredictedN)
+	u.Set(chat.UsageGenerated, "tokens_predicted", a.TokensPredicted)
 	apply(res, u, t, "the answer has no timings.cache_n: cached tokens unknown")
 	return res
 }

@@ -395,7 +395,7 @@ func liveReply(comp *completion, res *chat.Result) *chat.Reply {
 
 // fill sets res's figures from a finished completion.
 func fill(res *chat.Result, comp *completion) {
-	u := &chat.Usage{Fields: map[string]string{}}
+	u := &chat.Usage{Fields: map[chat.UsageField]string{}}
 	var t timings
 	if comp.Timings != nil {
 		t = *comp.Timings
@@ -404,15 +404,15 @@ func fill(res *chat.Result, comp *completion) {
 	if comp.Usage != nil {
 		pu = *comp.Usage
 	}
-	u.Set("Prompt", "usage.prompt_tokens", pu.PromptTokens)
+	u.Set(chat.UsagePrompt, "usage.prompt_tokens", pu.PromptTokens)
 	t.setPrompt(u)
 	if pu.PromptTokensDetails != nil {
-		u.Set("CachedRead", "usage.prompt_tokens_details.cached_tokens", pu.PromptTokensDetails.CachedTokens)
+		u.Set(chat.UsageCachedRead, "usage.prompt_tokens_details.cached_tokens", pu.PromptTokensDetails.CachedTokens)
 	}
-	u.Set("Generated", "usage.completion_tokens", pu.CompletionTokens)
-	u.Set("Generated", "timings.predicted_n", t.PredictedN)
+	u.Set(chat.UsageGenerated, "usage.completion_tokens", pu.CompletionTokens)
+	u.Set(chat.UsageGenerated, "timings.predicted_n", t.PredictedN)
 	if pu.CompletionTokensDetails != nil {
-		u.Set("ReasoningGenerated", "usage.completion_tokens_details.reasoning_tokens", pu.CompletionTokensDetails.ReasoningTokens)
+		u.Set(chat.UsageReasoningGenerated, "usage.completion_tokens_details.reasoning_tokens", pu.CompletionTokensDetails.ReasoningTokens)
 	}
 
 	if !comp.Done {
@@ -435,10 +435,10 @@ func fill(res *chat.Result, comp *completion) {
 func (t timings) setPrompt(u *chat.Usage) {
 	if t.CacheN != nil && t.PromptN != nil {
 		sum := *t.CacheN + *t.PromptN
-		u.Set("Prompt", "timings.cache_n+timings.prompt_n", &sum)
+		u.Set(chat.UsagePrompt, "timings.cache_n+timings.prompt_n", &sum)
 	}
-	u.Set("CachedRead", "timings.cache_n", t.CacheN)
-	u.Set("Uncached", "timings.prompt_n", t.PromptN)
+	u.Set(chat.UsageCachedRead, "timings.cache_n", t.CacheN)
+	u.Set(chat.UsageUncached, "timings.prompt_n", t.PromptN)
 }
 
 // apply copies u's counts and the timings' prefill time into res: PromptTokens, CachedTokens

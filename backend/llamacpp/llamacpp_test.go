@@ -257,19 +257,19 @@ func TestSend(t *testing.T) {
 	}{
 		{
 			name: "streamed text", chat: "stream_text.sse", prompt: 237, cached: ptr(200), compl: 1, prefill: 412500 * time.Microsecond,
-			usage: &chat.Usage{Prompt: ptr(237), CachedRead: ptr(200), Uncached: ptr(37), Generated: ptr(1), Fields: map[string]string{
-				"Prompt": "usage.prompt_tokens", "CachedRead": "timings.cache_n", "Uncached": "timings.prompt_n", "Generated": "usage.completion_tokens"}},
+			usage: &chat.Usage{Prompt: ptr(237), CachedRead: ptr(200), Uncached: ptr(37), Generated: ptr(1), Fields: map[chat.UsageField]string{
+				chat.UsagePrompt: "usage.prompt_tokens", chat.UsageCachedRead: "timings.cache_n", chat.UsageUncached: "timings.prompt_n", chat.UsageGenerated: "usage.completion_tokens"}},
 		},
 		{
 			name: "reasoning and tool calls, cached_tokens in usage", chat: "stream_reasoning_tools.sse", prompt: 4120, cached: ptr(4096), compl: 35, prefill: 30958 * time.Microsecond,
-			usage: &chat.Usage{Prompt: ptr(4120), CachedRead: ptr(4096), Uncached: ptr(24), Generated: ptr(35), ReasoningGenerated: ptr(6), Fields: map[string]string{
-				"Prompt": "usage.prompt_tokens", "CachedRead": "timings.cache_n", "Uncached": "timings.prompt_n", "Generated": "usage.completion_tokens",
-				"ReasoningGenerated": "usage.completion_tokens_details.reasoning_tokens"}},
+			usage: &chat.Usage{Prompt: ptr(4120), CachedRead: ptr(4096), Uncached: ptr(24), Generated: ptr(35), ReasoningGenerated: ptr(6), Fields: map[chat.UsageField]string{
+				chat.UsagePrompt: "usage.prompt_tokens", chat.UsageCachedRead: "timings.cache_n", chat.UsageUncached: "timings.prompt_n", chat.UsageGenerated: "usage.completion_tokens",
+				chat.UsageReasoningGenerated: "usage.completion_tokens_details.reasoning_tokens"}},
 		},
 		{
 			name: "no usage chunk: figures from timings", chat: "stream_no_usage.sse", prompt: 512, cached: ptr(0), compl: 1, prefill: 2048 * time.Millisecond,
-			usage: &chat.Usage{Prompt: ptr(512), CachedRead: ptr(0), Uncached: ptr(512), Generated: ptr(1), Fields: map[string]string{
-				"Prompt": "timings.cache_n+timings.prompt_n", "CachedRead": "timings.cache_n", "Uncached": "timings.prompt_n", "Generated": "timings.predicted_n"}},
+			usage: &chat.Usage{Prompt: ptr(512), CachedRead: ptr(0), Uncached: ptr(512), Generated: ptr(1), Fields: map[chat.UsageField]string{
+				chat.UsagePrompt: "timings.cache_n+timings.prompt_n", chat.UsageCachedRead: "timings.cache_n", chat.UsageUncached: "timings.prompt_n", chat.UsageGenerated: "timings.predicted_n"}},
 			warnings: []string{"no usage chunk"},
 		},
 		{
@@ -278,8 +278,8 @@ func TestSend(t *testing.T) {
 		},
 		{
 			name: "whole answer", chat: "whole.json", prompt: 237, cached: ptr(236), compl: 35, prefill: 30958 * time.Microsecond,
-			usage: &chat.Usage{Prompt: ptr(237), CachedRead: ptr(236), Uncached: ptr(1), Generated: ptr(35), Fields: map[string]string{
-				"Prompt": "usage.prompt_tokens", "CachedRead": "timings.cache_n", "Uncached": "timings.prompt_n", "Generated": "usage.completion_tokens"}},
+			usage: &chat.Usage{Prompt: ptr(237), CachedRead: ptr(236), Uncached: ptr(1), Generated: ptr(35), Fields: map[chat.UsageField]string{
+				chat.UsagePrompt: "usage.prompt_tokens", chat.UsageCachedRead: "timings.cache_n", chat.UsageUncached: "timings.prompt_n", chat.UsageGenerated: "usage.completion_tokens"}},
 			warnings: []string{"time to first token unknown"},
 		},
 	} {

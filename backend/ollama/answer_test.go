@@ -191,7 +191,7 @@ func TestNoPromptEvalCountIsUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := cp.Result()
-	if r.PromptTokens != 0 || r.Usage == nil || r.Usage.Prompt != nil || r.Usage.Fields["Prompt"] != "" || !slices.Contains(r.Warnings, noPromptCount) {
+	if r.PromptTokens != 0 || r.Usage == nil || r.Usage.Prompt != nil || r.Usage.Fields[chat.UsagePrompt] != "" || !slices.Contains(r.Warnings, noPromptCount) {
 		t.Errorf("Capture: prompt %d, usage %+v, warnings %q; want 0, no Usage.Prompt, the warning", r.PromptTokens, r.Usage, r.Warnings)
 	}
 	if r.Usage != nil && (r.Usage.Generated == nil || *r.Usage.Generated != 3) {

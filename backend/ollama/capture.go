@@ -160,16 +160,16 @@ func (c *Capture) Result() *chat.Result {
 		res.Warnings = append(res.Warnings, "the answer stream ended before its done message: token counts unknown")
 		return res
 	}
-	u := &chat.Usage{Fields: map[string]string{}}
+	u := &chat.Usage{Fields: map[chat.UsageField]string{}}
 	prompt, gen := int64(l.PromptEvalCount), int64(l.EvalCount)
 	if prompt > 0 {
-		u.Set("Prompt", "prompt_eval_count", &prompt)
+		u.Set(chat.UsagePrompt, "prompt_eval_count", &prompt)
 	} else {
 		prompt = 0
 		res.Warnings = append(res.Warnings, noPromptCount)
 	}
-	u.Set("Generated", "eval_count", &gen)
-	u.Set("CachedRead", "prompt_eval_cached_count", l.PromptEvalCachedCount)
+	u.Set(chat.UsageGenerated, "eval_count", &gen)
+	u.Set(chat.UsageCachedRead, "prompt_eval_cached_count", l.PromptEvalCachedCount)
 	res.Usage = u
 	res.PromptTokens, res.CompletionTokens = prompt, gen
 	res.Prefill, res.Load, res.LoadReported = l.PromptEvalDuration, l.LoadDuration, true

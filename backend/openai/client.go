@@ -440,33 +440,33 @@ func (c *Client) fillUsage(res *chat.Result, u *usageCounts, t *timings) {
 		res.Warnings = append(res.Warnings, "the response carried no usage: token counts unknown (does the server honour stream_options.include_usage?)")
 		return
 	}
-	us := &chat.Usage{Fields: map[string]string{}}
-	us.Set("Prompt", "usage.prompt_tokens", u.PromptTokens)
-	us.Set("Generated", "usage.completion_tokens", u.CompletionTokens)
+	us := &chat.Usage{Fields: map[chat.UsageField]string{}}
+	us.Set(chat.UsagePrompt, "usage.prompt_tokens", u.PromptTokens)
+	us.Set(chat.UsageGenerated, "usage.completion_tokens", u.CompletionTokens)
 	if d := u.CompletionTokensDetails; d != nil {
-		us.Set("ReasoningGenerated", "usage.completion_tokens_details.reasoning_tokens", d.ReasoningTokens)
+		us.Set(chat.UsageReasoningGenerated, "usage.completion_tokens_details.reasoning_tokens", d.ReasoningTokens)
 	}
 	var cached *int64
 	if d := u.PromptTokensDetails; d != nil {
 		cached = d.CachedTokens
-		us.Set("CacheWrite", "usage.prompt_tokens_details.cache_write_tokens", d.CacheWriteTokens)
+		us.Set(chat.UsageCacheWrite, "usage.prompt_tokens_details.cache_write_tokens", d.CacheWriteTokens)
 	}
 	switch c.profile.Cached {
 	case CachedConstant:
 		res.Warnings = append(res.Warnings, fmt.Sprintf("profile %s: the server's cached_tokens is a constant, not a measurement: cached tokens unknown", c.profile.Name))
 	case CachedHitMiss:
-		us.Set("CachedRead", "usage.prompt_cache_hit_tokens", u.PromptCacheHitTokens)
-		us.Set("Uncached", "usage.prompt_cache_miss_tokens", u.PromptCacheMissTokens)
-		us.Set("CachedRead", "usage.prompt_tokens_details.cached_tokens", cached)
+		us.Set(chat.UsageCachedRead, "usage.prompt_cache_hit_tokens", u.PromptCacheHitTokens)
+		us.Set(chat.UsageUncached, "usage.prompt_cache_miss_tokens", u.PromptCacheMissTokens)
+		us.Set(chat.UsageCachedRead, "usage.prompt_tokens_details.cached_tokens", cached)
 	case CachedDetailsOrZero:
 		if u.PromptTokensDetails != nil {
 			c.seenDetails.Store(true)
 		}
 		if cached != nil {
-			us.Set("CachedRead", "usage.prompt_tokens_details.cached_tokens", cached)
+			us.Set(chat.UsageCachedRead, "usage.prompt_tokens_details.cached_tokens", cached)
 		} else if us.Prompt != nil {
 			if c.seenDetails.Load() {
-				us.Set("CachedRead", "usage.prompt_tokens_details.cached_tokens (absent: 0)", new(int64))
+				us.Set(chat.UsageCachedRead, "usage.prompt_tokens_details.cached_tokens (absent: 0)", new(int64))
 			} else {
 				// Absent means 0 only if the server reports the field at all: not known yet.
 				res.Warnings = append(res.Warnings, fmt.Sprintf("profile %s: no prompt_tokens_details in the usage: cached tokens unknown "+
@@ -475,9 +475,9 @@ func (c *Client) fillUsage(res *chat.Result, u *usageCounts, t *timings) {
 			}
 		}
 	default:
-		us.Set("CachedRead", "usage.prompt_tokens_details.cached_tokens", cached)
+		us.Set(chat.UsageCachedRead, "usage.prompt_tokens_details.cached_tokens", cached)
 		if t != nil {
-			us.Set("CachedRead", "timings.cache_n", t.CacheN)
+			us.Set(chat.UsageCachedRead, "timings.cache_n", t.CacheN)
 		}
 	}
 	deriveUncached(us)
@@ -491,12 +491,12 @@ func deriveUncached(us *chat.Usage) {
 		return
 	}
 	un := *us.Prompt - *us.CachedRead
-	wire := us.Fields["Prompt"] + " - " + us.Fields["CachedRead"]
+	wire := us.Fields[chat.UsagePrompt] + " - " + us.Fields[chat.UsageCachedRead]
 	if us.CacheWrite != nil {
 		un -= *us.CacheWrite
-		wire += " - " + us.Fields["CacheWrite"]
+		wire += " - " + us.Fields[chat.UsageCacheWrite]
 	}
-	us.Set("Uncached", wire, &un)
+	us.Set(chat.UsageUncached, wire, &un)
 }
 
 // result copies the normalised usage's counts into the Result's own figures.

@@ -165,10 +165,10 @@ func checkUsage(t *testing.T, u *chat.Usage, prompt, cached, uncached, generated
 		t.Fatal("Usage = nil")
 	}
 	for _, c := range []struct {
-		name      string
+		name      chat.UsageField
 		got, want *int64
-	}{{"Prompt", u.Prompt, prompt}, {"CachedRead", u.CachedRead, cached}, {"Uncached", u.Uncached, uncached},
-		{"Generated", u.Generated, generated}, {"ReasoningGenerated", u.ReasoningGenerated, reasoning}} {
+	}{{chat.UsagePrompt, u.Prompt, prompt}, {chat.UsageCachedRead, u.CachedRead, cached}, {chat.UsageUncached, u.Uncached, uncached},
+		{chat.UsageGenerated, u.Generated, generated}, {chat.UsageReasoningGenerated, u.ReasoningGenerated, reasoning}} {
 		if !eqPtr(c.got, c.want) {
 			t.Errorf("Usage.%s = %s; want %s", c.name, show(c.got), show(c.want))
 		}
@@ -218,7 +218,7 @@ func TestSendChatStreamOpenAI(t *testing.T) {
 		t.Errorf("Result = prompt %d, completion %d, cached %s (%q); want 2006, 1, 1920 (response)", res.PromptTokens, res.CompletionTokens, show(res.CachedTokens), res.CachedSource)
 	}
 	checkUsage(t, res.Usage, ptr(2006), ptr(1920), ptr(86), ptr(1), ptr(0))
-	if f := res.Usage.Fields["CachedRead"]; f != "usage.prompt_tokens_details.cached_tokens" {
+	if f := res.Usage.Fields[chat.UsageCachedRead]; f != "usage.prompt_tokens_details.cached_tokens" {
 		t.Errorf("Fields[CachedRead] = %q", f)
 	}
 	if res.TTFT <= 0 || res.TTFT > res.Total {
@@ -313,7 +313,7 @@ func TestSendChatDeepSeek(t *testing.T) {
 		t.Errorf("thinking = %s", f["thinking"])
 	}
 	checkUsage(t, res.Usage, ptr(3000), ptr(2944), ptr(56), ptr(1), ptr(1))
-	if res.Usage.Fields["CachedRead"] != "usage.prompt_cache_hit_tokens" || res.Usage.Fields["Uncached"] != "usage.prompt_cache_miss_tokens" {
+	if res.Usage.Fields[chat.UsageCachedRead] != "usage.prompt_cache_hit_tokens" || res.Usage.Fields[chat.UsageUncached] != "usage.prompt_cache_miss_tokens" {
 		t.Errorf("Fields = %v", res.Usage.Fields)
 	}
 }
@@ -326,8 +326,8 @@ func TestSendChatLlamaServerTimings(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkUsage(t, res.Usage, ptr(237), ptr(236), ptr(1), ptr(1), nil)
-	if res.Usage.Fields["CachedRead"] != "timings.cache_n" {
-		t.Errorf("Fields[CachedRead] = %q; want timings.cache_n", res.Usage.Fields["CachedRead"])
+	if res.Usage.Fields[chat.UsageCachedRead] != "timings.cache_n" {
+		t.Errorf("Fields[CachedRead] = %q; want timings.cache_n", res.Usage.Fields[chat.UsageCachedRead])
 	}
 	if res.Prefill.Microseconds() != 30958 {
 		t.Errorf("Prefill = %v; want 30.958ms (timings.prompt_ms)", res.Prefill)
@@ -446,7 +446,7 @@ func TestSendResponses(t *testing.T) {
 		}
 	}
 	checkUsage(t, res.Usage, ptr(5000), ptr(4864), ptr(136), ptr(16), ptr(16))
-	if res.Usage.Fields["CachedRead"] != "response.usage.input_tokens_details.cached_tokens" {
+	if res.Usage.Fields[chat.UsageCachedRead] != "response.usage.input_tokens_details.cached_tokens" {
 		t.Errorf("Fields = %v", res.Usage.Fields)
 	}
 	if res.PromptTokens != 5000 || !eqPtr(res.CachedTokens, ptr(4864)) || res.TTFT <= 0 {

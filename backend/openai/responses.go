@@ -323,15 +323,15 @@ func (c *Client) sendResponses(ctx context.Context, req *chat.Request) (*chat.Re
 // normalise returns the Responses API's usage as the lab's record, each count with its wire
 // field (input_tokens, output_tokens and their details), the uncached part derived.
 func (u *responseUsage) normalise() *chat.Usage {
-	us := &chat.Usage{Fields: map[string]string{}}
-	us.Set("Prompt", "response.usage.input_tokens", u.InputTokens)
-	us.Set("Generated", "response.usage.output_tokens", u.OutputTokens)
+	us := &chat.Usage{Fields: map[chat.UsageField]string{}}
+	us.Set(chat.UsagePrompt, "response.usage.input_tokens", u.InputTokens)
+	us.Set(chat.UsageGenerated, "response.usage.output_tokens", u.OutputTokens)
 	if d := u.InputTokensDetails; d != nil {
-		us.Set("CachedRead", "response.usage.input_tokens_details.cached_tokens", d.CachedTokens)
-		us.Set("CacheWrite", "response.usage.input_tokens_details.cache_write_tokens", d.CacheWriteTokens)
+		us.Set(chat.UsageCachedRead, "response.usage.input_tokens_details.cached_tokens", d.CachedTokens)
+		us.Set(chat.UsageCacheWrite, "response.usage.input_tokens_details.cache_write_tokens", d.CacheWriteTokens)
 	}
 	if d := u.OutputTokensDetails; d != nil {
-		us.Set("ReasoningGenerated", "response.usage.output_tokens_details.reasoning_tokens", d.ReasoningTokens)
+		us.Set(chat.UsageReasoningGenerated, "response.usage.output_tokens_details.reasoning_tokens", d.ReasoningTokens)
 	}
 	deriveUncached(us)
 	return us

@@ -3,8 +3,6 @@ package sim
 import (
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/ollama/ollama/api"
 
@@ -13,12 +11,12 @@ import (
 )
 
 // The places a request's prompt-cache breakpoints name (chat.Request.CacheBreakpoints, the
-// anthropic backend's Breakpoint.At; "message N" as lab proxy reads a captured request).
+// anthropic backend's Breakpoint.At; anthropic.AtMessage's "message N" as lab proxy reads a
+// captured request).
 const (
 	atTools       = anthropic.AtTools
 	atSystem      = anthropic.AtSystem
 	atLastMessage = anthropic.AtLastMessage
-	atMessage     = "message "
 )
 
 // DefaultBreakpoints is where the anthropic backend puts `cache_control` markers in a request
@@ -117,9 +115,9 @@ func placeBreakpoints(places []string, ts []turn, r *rendering, tools []api.Tool
 			at = ts[0].end
 		case p == atLastMessage && len(messages) > 0:
 			at = messages[len(messages)-1].end
-		case strings.HasPrefix(p, atMessage):
-			n, err := strconv.Atoi(strings.TrimPrefix(p, atMessage))
-			if err != nil {
+		default:
+			n, ok := anthropic.MessageAt(p)
+			if !ok {
 				break
 			}
 			for _, t := range ts {

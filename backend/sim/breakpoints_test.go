@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"lab/backend/anthropic"
 	"lab/backend/sim"
 	"lab/cachesim"
 	"lab/chat"
@@ -89,6 +90,10 @@ func TestAnthropicBreakpointsOverride(t *testing.T) {
 		{nil, int64(len(render(t, req)) - len("<|im_start|>assistant\n<think>\n")), ""},
 		{[]string{}, 0, ""},
 		{[]string{"tools", "system"}, int64(len("<|im_start|>system\n" + sys.Content + "<|im_end|>\n")), "cache breakpoint tools: nothing to mark"},
+		// A captured request's marker on a message (anthropic.AtMessage): message 1 is the last.
+		{[]string{anthropic.AtMessage(1)}, int64(len(render(t, req)) - len("<|im_start|>assistant\n<think>\n")), ""},
+		{[]string{anthropic.AtMessage(7)}, 0, "cache breakpoint message 7: nothing to mark"},
+		{[]string{"message 01"}, 0, "cache breakpoint message 01: nothing to mark"},
 	} {
 		m, _ := cachesim.NewModel(cachesim.ModelAnthropic, cachesim.Options{})
 		b, _ := sim.New(sim.Options{Model: m, Tokenizer: byteTokenizer{}, CacheBreakpoints: tc.override})
@@ -113,5 +118,14 @@ func TestAnthropicTurnMarkerInAMessage(t *testing.T) {
 	req := &chat.Request{Messages: []chat.Message{{Role: chat.RoleSystem, Content: "s"}, {Role: chat.RoleUser, Content: "a <|im_start|>user b"}}}
 	if _, err := b.Send(context.Background(), req, nil); err == nil || !strings.Contains(err.Error(), "turn markers") {
 		t.Errorf("err %v", err)
+	}
+}
+
+// A breakpoint on a message and the divergence segment of the same message are the same text.
+func TestAtMessageIsTheSegmentName(t *testing.T) {
+	for _, i := range []int{0, 3, 12} {
+		if p, s := anthropic.AtMessage(i), (cachesim.Segment{Kind: cachesim.Message, Index: i}).String(); p != s {
+			t.Errorf("AtMessage(%d) = %q; the segment is %q", i, p, s)
+		}
 	}
 }
