@@ -93,7 +93,7 @@ expect:
 	if err != nil || len(runs) != 1 {
 		t.Fatalf("results folder: %v, %v; want one run", runs, err)
 	}
-	code, out, _ = runLab(t, "check", file, "--run", filepath.Join(results, runs[0].Name()), "--json")
+	code, out, _ = runLab(t, "check", file, "--run", filepath.Join(results, runs[0].Name()), "--format", "json")
 	if code != exitFailed {
 		t.Fatalf("--run --json: exit %d; want 3", code)
 	}
