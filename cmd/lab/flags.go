@@ -5,6 +5,7 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
@@ -63,4 +64,53 @@ func checkFormat(format string) error {
 		return badInput("--format %q: want text or json", format)
 	}
 	return nil
+}
+
+// flagGroup is one section of a command's flags in its help: a title and the flags' names in
+// the order shown.
+type flagGroup struct {
+	title string
+	flags []string
+}
+
+// helpWidth is the column the help's flag descriptions wrap at.
+const helpWidth = 100
+
+// groupedUsage is a usage function (cobra.Command.SetUsageFunc) that prints the command's flags
+// in groups, each a section of its own wrapped at helpWidth columns; a flag in no group
+// (--help, say) is under "Other flags".
+func groupedUsage(groups []flagGroup) func(*cobra.Command) error {
+	return func(c *cobra.Command) error {
+		w := c.OutOrStderr()
+		fmt.Fprintf(w, "Usage:\n  %s\n", c.UseLine())
+		if c.HasExample() {
+			fmt.Fprintf(w, "\nExamples:\n%s\n", c.Example)
+		}
+		flags := c.LocalFlags()
+		seen := map[string]bool{}
+		section := func(title string, fs *pflag.FlagSet) {
+			if fs.HasAvailableFlags() {
+				fmt.Fprintf(w, "\n%s:\n%s", title, fs.FlagUsagesWrapped(helpWidth))
+			}
+		}
+		for _, g := range groups {
+			fs := pflag.NewFlagSet(g.title, pflag.ContinueOnError)
+			fs.SortFlags = false
+			for _, name := range g.flags {
+				if fl := flags.Lookup(name); fl != nil {
+					fs.AddFlag(fl)
+					seen[name] = true
+				}
+			}
+			section(g.title, fs)
+		}
+		rest := pflag.NewFlagSet("other", pflag.ContinueOnError)
+		flags.VisitAll(func(fl *pflag.Flag) {
+			if !seen[fl.Name] {
+				rest.AddFlag(fl)
+			}
+		})
+		section("Other flags", rest)
+		return nil
+	}
 }

@@ -169,7 +169,21 @@ shell that is not a sandbox, which may write anywhere your user can.`,
 	addModelFlags(c, &o.Model)
 	addReliabilityFlags(c, &o.Reliability)
 	addLiveFlags(c, &o.Live)
+	c.SetUsageFunc(groupedUsage(runFlagGroups))
 	return c, o
+}
+
+// runFlagGroups are `lab run --help`'s sections: every flag of lab run is in one
+// (TestRunHelpGroupsEveryFlag).
+var runFlagGroups = []flagGroup{
+	{"What to run", []string{"scenario", "arm", "repeat", "shard"}},
+	{"Server and backend", []string{"backend", "server", "server-log", "base-url", "profile", "api", "key-file",
+		"llamacpp", "cache-breakpoints", "thinking", "pricing", "cache-model", "calibration", "warm", "cache", "generic-build"}},
+	{"The model", []string{"model", "gguf", "num-ctx", "hidden", "layers", "ffn", "seed", "f16"}},
+	{"The driver and its bounds", []string{"driver", "max-steps", "max-tokens", "turn-timeout", "sampling-seed", "temperature",
+		"tool-timeout", "unsandboxed-shell", "max-reply-bytes"}},
+	{"Reliability", []string{"retries", "request-timeout", "resume"}},
+	{"Output", []string{"results", "run-id", "save-requests", "tag", "quiet"}},
 }
 
 // loadScenarios resolves --scenario: an embedded scenario's name, all, or a file path.
