@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	lab "lab"
 	"lab/backend/anthropic"
 	"lab/backend/llamacpp"
 	"lab/backend/ollama"
@@ -43,7 +42,7 @@ type remoteOptions struct {
 	Thinking string
 }
 
-// remoteBackends are the --backend values runRemote serves.
+// remoteBackends are the --backend values openRemote serves.
 var remoteBackends = []string{"llamacpp", "openai", "anthropic"}
 
 // checkRemote validates the remote backends' flags before anything starts.
@@ -55,7 +54,7 @@ func checkRemote(o *runOptions) error {
 	}
 	if !isRemote {
 		if r.Breakpoints != "" && o.Backend == "sim" {
-			// The sim's anthropic cache model honours them (runSim).
+			// The sim's anthropic cache model honours them (openSim).
 			if o.CacheModel != cachesim.ModelAnthropic {
 				return badInput("--cache-breakpoints is for --backend anthropic, or --backend sim with --cache-model anthropic")
 			}
@@ -120,21 +119,55 @@ func simOK(o *runOptions, v string) string {
 	return v
 }
 
-// runRemote runs the matrix against llama-server, an OpenAI-compatible API or the Anthropic
-// Messages API. Each session starts cold: llama-server's slots are erased (its Reset); a cloud
-// API, whose cache cannot be emptied, gets a nonce unique to the session first in the system
-// prompt. Cloud requests are priced from the pricing table.
-func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
+// runBackend is what a backend's factory hands [runConfig], the one builder of a run's
+// configuration: the client, what the manifest records about the server, and what to release
+// when the run ends.
+type runBackend struct {
+	client         harness.Backend
+	tok            harness.Tokenizer
+	model          string
+	url            string
+	serverVersion  string
+	numCtx         int
+	window         cachesim.Window
+	nonce          func(string) string
+	price          func(*chat.Usage) (float64, bool)
+	constantCached string
+	settings       map[string]string
+	// gguf is the model file the lab knows ("" when it does not): its digest is recorded.
+	gguf string
+	// stops release what the factory started (a server, a folder), last first.
+	stops []func()
+}
+
+// close runs b's stops, last first.
+func (b *runBackend) close() {
+	for i := len(b.stops) - 1; i >= 0; i-- {
+		b.stops[i]()
+	}
+}
+
+// backendFactory fills b for the checked options o: it starts or reaches the server and makes
+// the client. What it started is in b.stops also when it returns an error.
+type backendFactory func(ctx context.Context, s *streams, o *runOptions, r checkedRun, b *runBackend) error
+
+// backendFactories are the --backend values and their factories: adding a backend is its
+// package and one entry here.
+var backendFactories = map[string]backendFactory{
+	"ollama":    openOllama,
+	"sim":       openSim,
+	"llamacpp":  openRemote,
+	"openai":    openRemote,
+	"anthropic": openRemote,
+}
+
+// openRemote opens llama-server, an OpenAI-compatible API or the Anthropic Messages API. Each
+// session starts cold: llama-server's slots are erased (its Reset); a cloud API, whose cache
+// cannot be emptied, gets a nonce unique to the session first in the system prompt. Cloud
+// requests are priced from the pricing table.
+func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b *runBackend) error {
 	ro := &o.Remote
-	var (
-		backend                   harness.Backend
-		tok                       harness.Tokenizer
-		url, serverVersion, model = ro.BaseURL, "", o.ModelName
-		nonce                     func(string) string
-		price                     func(*chat.Usage) (float64, bool)
-		settings                  = map[string]string{}
-		constantCached            string
-	)
+	b.url, b.model, b.settings = ro.BaseURL, o.ModelName, map[string]string{}
 	switch o.Backend {
 	case "llamacpp":
 		if ro.LlamaServer != "" {
@@ -146,33 +179,37 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 			if err != nil {
 				return fmt.Errorf("create the llama-server's folder: %w", err)
 			}
-			defer os.RemoveAll(dir)
+			b.stops = append(b.stops, func() { os.RemoveAll(dir) })
 			srv, err := localserver.StartLlamaServer(ctx, localserver.LlamaStartOptions{
 				Binary: ro.LlamaServer, Model: o.GGUF, Dir: dir, CtxSize: o.NumCtx, Log: r.progress,
 			})
 			if err != nil {
 				return err
 			}
-			defer func() {
+			b.stops = append(b.stops, func() {
 				if err := srv.Stop(); err != nil {
 					fmt.Fprintln(s.err, "lab: stop llama-server:", err)
 				}
-			}()
-			url = srv.URL
-			settings["llama_server"] = ro.LlamaServer
+			})
+			b.url = srv.URL
+			b.settings["llama_server"] = ro.LlamaServer
+			// The model file is known when the lab starts llama-server on --gguf.
+			b.gguf = o.GGUF
 		}
-		c, err := llamacpp.New(llamacpp.Options{BaseURL: url, Output: ollama.Qwen3Output,
+		c, err := llamacpp.New(llamacpp.Options{BaseURL: b.url, Output: ollama.Qwen3Output,
 			APIKey: s.getenv("LLAMA_API_KEY"), KeyFile: ro.KeyFile, Temperature: &o.Live.Temperature})
 		if err != nil {
 			return &usageError{err}
 		}
-		if serverVersion, err = c.Version(ctx); err != nil {
+		if b.serverVersion, err = c.Version(ctx); err != nil {
 			return fmt.Errorf("reach llama-server: %w", err)
 		}
 		if p, err := c.Props(ctx); err == nil && p.ModelPath != "" {
-			model = filepath.Base(p.ModelPath)
+			b.model = filepath.Base(p.ModelPath)
 		}
-		backend, tok = c, c.Tokenizer()
+		b.client, b.tok = c, c.Tokenizer()
+		b.numCtx = o.NumCtx
+		return nil
 	case "openai":
 		profile := ro.Profile
 		if profile != "ollama" && loopbackOllama(ctx, ro.BaseURL) {
@@ -188,12 +225,12 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 		if err != nil {
 			return &usageError{err}
 		}
-		backend, url = c, c.URL()
-		settings["profile"] = c.Profile().Name
+		b.client, b.url = c, c.URL()
+		b.settings["profile"] = c.Profile().Name
 		if ro.API != "" {
-			settings["api"] = ro.API // chat or responses: another wire API, another setup
+			b.settings["api"] = ro.API // chat or responses: another wire API, another setup
 		}
-		nonce = func(session string) string { return openai.Nonce(session) + "\n" }
+		b.nonce = func(session string) string { return openai.Nonce(session) + "\n" }
 	case "anthropic":
 		var bps []anthropic.Breakpoint
 		if ro.Breakpoints != "" {
@@ -207,60 +244,34 @@ func runRemote(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 		if err != nil {
 			return &usageError{err}
 		}
-		backend, url = c, c.URL()
+		b.client, b.url = c, c.URL()
 		if ro.Breakpoints != "" {
-			settings["cache_breakpoints"] = ro.Breakpoints
+			b.settings["cache_breakpoints"] = ro.Breakpoints
 		}
 		if ro.Thinking != "" {
-			settings["thinking"] = ro.Thinking
+			b.settings["thinking"] = ro.Thinking
 		}
 		if loopbackOllama(ctx, ro.BaseURL) {
-			constantCached = "the server is Ollama, whose /v1/messages always answers 0 cache_read_input_tokens"
+			b.constantCached = "the server is Ollama, whose /v1/messages always answers 0 cache_read_input_tokens"
 			fmt.Fprintf(s.err, "lab run: %s is Ollama, whose cache_read_input_tokens is always 0: cached tokens unknown (--backend ollama reads them from its log)\n", chat.RedactedURL(ro.BaseURL))
 			fmt.Fprintln(s.err, ollamaWindowNote)
 		}
-		nonce = func(session string) string { return openai.Nonce(session) + "\n" }
+		b.nonce = func(session string) string { return openai.Nonce(session) + "\n" }
 	}
-	if o.Backend != "llamacpp" {
-		table, err := pricingTable(ro.Pricing)
-		if err != nil {
-			return err
-		}
-		price = func(u *chat.Usage) (float64, bool) { return table.Cost(model, u) }
-		if ro.Pricing != "" {
-			settings["pricing"] = ro.Pricing
-		}
-		if tok == nil {
-			fmt.Fprintf(s.err, "lab: note: %s does not render or tokenize prompts for the lab: expected cached tokens, the divergence and the re-read split are null (unknown)\n", o.Backend)
-		}
-	}
-	cfg := harness.RunConfig{
-		Scenarios: r.scenarios, Arms: r.arms, Repeat: o.Repeat, ResultsDir: o.ResultsDir, RunID: o.RunID,
-		LabVersion: version(), Loop: r.loop, Backend: backend, BackendName: o.Backend, Model: model,
-		ServerVersion: serverVersion, ServerURL: url, NumCtx: o.NumCtx, Tokenizer: tok,
-		SaveRequests: o.SaveRequests, Settings: settings, Nonce: nonce, Warm: o.Warm, Price: price,
-		Driver: o.Live.driver(), ConstantCached: constantCached,
-		Warn: func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
-	}
-	o.Live.record(cfg.Settings)
-	o.replyLimit(&cfg)
-	if o.Warm {
-		cfg.Nonce = nil
-	}
-	if o.Backend != "llamacpp" {
-		cfg.NumCtx = 0 // a cloud API's window is the model's, not the lab's to pin
-	}
-	// The model file is known when the lab starts llama-server on --gguf.
-	gguf := ""
-	if o.Backend == "llamacpp" && ro.LlamaServer != "" {
-		gguf = o.GGUF
-	}
-	if err := withSetup(&cfg, lab.LoopJSON, gguf, o.tags); err != nil {
+	// A cloud API: its window is the model's, not the lab's to pin (b.numCtx stays 0).
+	table, err := pricingTable(ro.Pricing)
+	if err != nil {
 		return err
 	}
-	cfg.Shard = o.shard
-	cfg.Progress = newProgress(r.progress, cfg.Requests())
-	return runAndReport(ctx, s, cfg)
+	model := b.model
+	b.price = func(u *chat.Usage) (float64, bool) { return table.Cost(model, u) }
+	if ro.Pricing != "" {
+		b.settings["pricing"] = ro.Pricing
+	}
+	if b.tok == nil {
+		fmt.Fprintf(s.err, "lab: note: %s does not render or tokenize prompts for the lab: expected cached tokens, the divergence and the re-read split are null (unknown)\n", o.Backend)
+	}
+	return nil
 }
 
 // ollamaWindowNote is what lab run says before it measures Ollama through its OpenAI- or

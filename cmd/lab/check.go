@@ -29,8 +29,9 @@ type checkOptions struct {
 	Results string
 	// CacheDir is the cache folder (tokenizer, server build); "" for the default.
 	CacheDir string
-	JSON     bool
-	Quiet    bool
+	// Format is text (one line per failure and a summary) or json (one document).
+	Format string
+	Quiet  bool
 }
 
 // checkFailedError is a check that ran and found expectations that failed: exit code 3 (it
@@ -54,11 +55,11 @@ on, no divergence before a given segment, a most re-read tokens per scenario × 
 evaluates an existing run folder instead and runs nothing.
 
 It prints one line per failure (scenario, arm, repetition, request, first divergent segment,
-and the expectation's file:line) and a summary "N expectations, N held, N failed"; --json prints
-one JSON document instead. Exit codes: 0 every expectation held, 3 one failed, 2 bad input (a
+and the expectation's file:line) and a summary "N expectations, N held, N failed"; --format json
+prints one JSON document instead. Exit codes: 0 every expectation held, 3 one failed, 2 bad input (a
 flag, a check file error "file:line: message"), 1 could not run.`,
 		Example: `  lab check checks/ci.yaml
-  lab check checks/ci.yaml --json | jq '.expectations[] | select(.status == "failed")'
+  lab check checks/ci.yaml --format json | jq '.expectations[] | select(.status == "failed")'
   lab check checks/ci.yaml --run results/run_id=20261129-231502
   lab check checks/ci.yaml --backend ollama --results results`,
 		Args: cobra.ExactArgs(1),
@@ -72,12 +73,15 @@ flag, a check file error "file:line: message"), 1 could not run.`,
 	f.StringVar(&o.Run, "run", "", "evaluate this run folder (results/run_id=<run-id>, every shard of it) instead of running")
 	f.StringVar(&o.Results, "results", "", "keep the run in this folder's run_id=<run-id>/ (default: a temporary folder, removed afterwards)")
 	f.StringVar(&o.CacheDir, "cache", "", "cache folder for the tokenizer and the built server (default $LAB_CACHE or ~/.cache/lab)")
-	f.BoolVar(&o.JSON, "json", false, "print one JSON document instead of lines")
+	formatFlag(f, &o.Format, "a line per failure and a summary")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress output")
 	return c
 }
 
 func runCheck(ctx context.Context, s *streams, o *checkOptions) error {
+	if err := checkFormat(o.Format); err != nil {
+		return err
+	}
 	if o.Run != "" && (o.Results != "" || o.Backend != "sim") {
 		return badInput("--run evaluates a run folder and runs nothing: drop --backend and --results")
 	}
@@ -122,7 +126,7 @@ func runCheck(ctx context.Context, s *streams, o *checkOptions) error {
 	}
 
 	res := check.EvaluateRuns(file, runs, samples)
-	if o.JSON {
+	if o.Format == "json" {
 		err = check.WriteJSON(s.out, res)
 	} else {
 		err = check.WriteText(s.out, res)
@@ -159,7 +163,7 @@ func runCheckMatrix(ctx context.Context, s *streams, o *checkOptions, file *chec
 	// The run's own "results: ..." lines go to stdout only when its folder is kept and stdout
 	// is not carrying JSON.
 	s2 := *s
-	if o.JSON || o.Results == "" {
+	if o.Format == "json" || o.Results == "" {
 		s2.out = io.Discard
 	}
 	if o.Results == "" {

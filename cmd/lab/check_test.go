@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,7 +94,7 @@ expect:
 	if err != nil || len(runs) != 1 {
 		t.Fatalf("results folder: %v, %v; want one run", runs, err)
 	}
-	code, out, _ = runLab(t, "check", file, "--run", filepath.Join(results, runs[0].Name()), "--json")
+	code, out, _ = runLab(t, "check", file, "--run", filepath.Join(results, runs[0].Name()), "--format", "json")
 	if code != exitFailed {
 		t.Fatalf("--run --json: exit %d; want 3", code)
 	}
@@ -230,5 +231,41 @@ func TestCheckRunUnreadable(t *testing.T) {
 	}
 	if code, _, errOut := runLab(t, "report", run); code != exitBadInput {
 		t.Errorf("report of the same folder: exit %d, stderr %q; want 2", code, errOut)
+	}
+}
+
+// lab check runs its matrix with the run configuration lab run builds for the same matrix and
+// no other flag: the two manifests record the same setup (the backend, model, server, context
+// length and every setting but the flags lab run was given) and the same number of rows.
+func TestCheckRunsLabRunsConfiguration(t *testing.T) {
+	needTokenizer(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "c.yaml")
+	os.WriteFile(file, []byte("scenarios: [midnight]\narms: [spec]\nexpect:\n  - scenario: midnight\n    arm: spec\n    max_reread_tokens: 1000000000\n"), 0o644)
+	checked := filepath.Join(dir, "check")
+	if code, out, errOut := runLab(t, "check", file, "--results", checked, "--quiet"); code != exitOK {
+		t.Fatalf("lab check: exit %d\n%s%s", code, out, errOut)
+	}
+	ran := filepath.Join(dir, "run")
+	if code, out, errOut := runLab(t, "run", "--backend", "sim", "--scenario", "midnight", "--arm", "spec", "--results", ran, "--run-id", "r", "--quiet"); code != exitOK {
+		t.Fatalf("lab run: exit %d\n%s%s", code, out, errOut)
+	}
+	runs, err := os.ReadDir(checked)
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("lab check --results kept %v (%v); want one run folder", runs, err)
+	}
+	a, as, err := metrics.ReadRun(filepath.Join(checked, runs[0].Name()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, bs, err := metrics.ReadRun(metrics.RunDir(ran, "r"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(b.Settings, settingRunFlags) // lab check's run has no lab run command line to record
+	if a.Backend != b.Backend || a.Model != b.Model || a.ServerVersion != b.ServerVersion || a.NumCtx != b.NumCtx ||
+		!maps.Equal(a.Settings, b.Settings) || len(as) != len(bs) {
+		t.Errorf("lab check's run: backend %q, model %q, server %q, num_ctx %d, %d rows, settings %v\nlab run's: backend %q, model %q, server %q, num_ctx %d, %d rows, settings %v",
+			a.Backend, a.Model, a.ServerVersion, a.NumCtx, len(as), a.Settings, b.Backend, b.Model, b.ServerVersion, b.NumCtx, len(bs), b.Settings)
 	}
 }

@@ -20,20 +20,23 @@ func (e *failedError) Error() string {
 
 func newConformanceCmd(s *streams) *cobra.Command {
 	var area string
-	var asJSON bool
+	var format string
 	cmd := &cobra.Command{
 		Use:   "conformance",
 		Short: "Run the spec 3.2.0 conformance cases against the lab's implementation",
 		Long: `conformance runs the cases of conformance/<area>.json (embedded in the binary) against the
 lab's implementation of the context-hygiene spec: context (§1-§7 and §10's note), reasoning (§8),
 paths (§11). It prints one line per failing case (id, section, first differing line) and a
-closing "N passed, N failed"; --json prints a JSON report instead. Exit code 3 when any case
+closing "N passed, N failed"; --format json prints a JSON report instead. Exit code 3 when any case
 fails, 2 for an unknown area.`,
 		Example: `  lab conformance
   lab conformance --area context
-  lab conformance --json | jq '.cases[] | select(.passed | not)'`,
+  lab conformance --format json | jq '.cases[] | select(.passed | not)'`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
 			var areas []string
 			if area != "" {
 				areas = []string{area}
@@ -45,7 +48,7 @@ fails, 2 for an unknown area.`,
 			if err != nil {
 				return err
 			}
-			if asJSON {
+			if format == "json" {
 				enc := json.NewEncoder(s.out)
 				enc.SetIndent("", "  ")
 				if err := enc.Encode(rep); err != nil {
@@ -66,6 +69,6 @@ fails, 2 for an unknown area.`,
 		},
 	}
 	cmd.Flags().StringVar(&area, "area", "", "run one area only: context, reasoning or paths (default: every area)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON report instead of lines")
+	formatFlag(cmd.Flags(), &format, "a line per failing case and a summary")
 	return cmd
 }

@@ -30,7 +30,7 @@ func TestConformanceCommand(t *testing.T) {
 }
 
 func TestConformanceJSON(t *testing.T) {
-	code, out, _ := runLab(t, "conformance", "--area", "context", "--json")
+	code, out, _ := runLab(t, "conformance", "--area", "context", "--format", "json")
 	if code != exitOK {
 		t.Fatalf("exit %d", code)
 	}

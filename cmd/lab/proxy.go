@@ -30,9 +30,10 @@ import (
 
 // proxyOptions are `lab proxy`'s flags.
 type proxyOptions struct {
-	Listen       string
-	Upstream     string
-	Out          string
+	Listen   string
+	Upstream string
+	// RunDir is the capture's run folder (--run); "" for <results>/run_id=<run-id>.
+	RunDir       string
 	ResultsDir   string
 	RunID        string
 	Label        string
@@ -72,7 +73,7 @@ the columns lab run writes: prompt, cached, cache-write, completion and reasonin
 first token, total time. Requests are grouped into conversations (the longest shared message
 prefix, among the requests of the same session header or prompt_cache_key), each a scenario of
 the capture; the
-arm is --label. Rows are written as each answer ends into --out (default
+arm is --label. Rows are written as each answer ends into --run (default
 results/run_id=<run-id>/); Ctrl-C stops the proxy and closes the capture, which lab report and
 lab check --run read as a run. API keys are forwarded, never written.
 
@@ -98,7 +99,7 @@ for it, as it waits for another run).`,
 	f := c.Flags()
 	f.StringVar(&o.Listen, "listen", "", "the loopback address to listen on, such as 127.0.0.1:8081 (required)")
 	f.StringVar(&o.Upstream, "upstream", "", "the server or API to forward to, such as http://127.0.0.1:11434 or https://api.anthropic.com (required)")
-	f.StringVar(&o.Out, "out", "", "the capture's folder (default: <results>/run_id=<run-id>)")
+	f.StringVar(&o.RunDir, "run", "", "the capture's run folder (default: <results>/run_id=<run-id>)")
 	f.StringVar(&o.ResultsDir, "results", "results", "folder that receives run_id=<run-id>/")
 	f.StringVar(&o.RunID, "run-id", "", "the capture's run id (default: the start time, YYYYMMDD-HHMMSS)")
 	f.StringVar(&o.Label, "label", capture.DefaultLabel, "the rows' arm: a name for the harness or setting measured")
@@ -112,6 +113,7 @@ for it, as it waits for another run).`,
 	f.Int64Var(&o.MaxReplyBytes, "max-reply-bytes", chat.DefaultMaxReplyBytes, "the longest answer the proxy keeps to parse, in bytes as sent (a stream's framing included); the client gets a longer one whole, its row is an error row naming the limit")
 	f.StringArrayVar(&o.Tags, "tag", nil, "a label of the capture, key=value (repeatable), recorded in the manifest and shown in the report")
 	f.StringVar(&o.CacheDir, "cache", "", "the lab's cache folder, where lab server start keeps its server (default $LAB_CACHE or ~/.cache/lab)")
+	aliasFlag(f, "out", "run")
 	return c
 }
 
@@ -202,13 +204,13 @@ func runProxy(ctx context.Context, s *streams, o *proxyOptions) (err error) {
 	if err := harness.CheckRunID(runID); err != nil {
 		return badInput("--run-id: %v", err)
 	}
-	dir := o.Out
+	dir := o.RunDir
 	if dir == "" {
 		dir = metrics.RunDir(o.ResultsDir, runID)
 	}
 	if _, err := os.Stat(dir); err == nil {
 		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
-			return badInput("--out %s: the folder exists and is not empty", dir)
+			return badInput("--run %s: the folder exists and is not empty", dir)
 		}
 	}
 	var progress io.Writer = s.err

@@ -43,7 +43,7 @@ func TestProxyStoppedWhileTheUpstreamStallsRecordsEveryRequest(t *testing.T) {
 	defer up.Close()
 	defer close(release)
 	dir := t.TempDir() + "/run_id=cap"
-	addr, stop := startProxyCmd(t, &proxyOptions{Listen: "127.0.0.1:0", Upstream: up.URL, Out: dir, RunID: "cap",
+	addr, stop := startProxyCmd(t, &proxyOptions{Listen: "127.0.0.1:0", Upstream: up.URL, RunDir: dir, RunID: "cap",
 		Label: "capture", Quiet: true, shutdownWait: 200 * time.Millisecond})
 	var clients sync.WaitGroup
 	for i := range n {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,12 +62,10 @@ type runCall struct {
 	flags  map[string]string
 }
 
-type runCallKey struct{}
-
 // prepareRun validates the reliability flags and, with --resume, sets every other flag as the
 // run was started with (its manifest's lab_run_flags) and the results folder and run id to the
-// run's. It returns ctx carrying what runAndReport applies to the run's configuration.
-func prepareRun(cmd *cobra.Command, o *runOptions) (context.Context, error) {
+// run's. It returns what runConfig applies to the run's configuration.
+func prepareRun(cmd *cobra.Command, o *runOptions) (*runCall, error) {
 	r := &o.Reliability
 	if r.Retries < 0 {
 		return nil, badInput("--retries %d: want 0 or more", r.Retries)
@@ -139,7 +136,7 @@ func prepareRun(cmd *cobra.Command, o *runOptions) (context.Context, error) {
 		maps.Copy(flags, moved)
 		o.ResultsDir, o.RunID = filepath.Dir(filepath.Clean(r.Resume)), filepath.Base(filepath.Clean(r.Resume))
 		call.resume, call.flags = true, flags
-		return context.WithValue(cmd.Context(), runCallKey{}, call), nil
+		return call, nil
 	}
 	call.flags = map[string]string{}
 	f.Visit(func(fl *pflag.Flag) {
@@ -154,7 +151,7 @@ func prepareRun(cmd *cobra.Command, o *runOptions) (context.Context, error) {
 		}
 		call.flags[fl.Name] = v
 	})
-	return context.WithValue(cmd.Context(), runCallKey{}, call), nil
+	return call, nil
 }
 
 // isScenarioPath reports a --scenario value that is a file, as loadScenarios tells them apart.
@@ -184,11 +181,11 @@ func setFlag(fl *pflag.Flag, v string) error {
 	return fl.Value.Set(v)
 }
 
-// withRunCall applies the command line's retry policy, resume and recorded flags to cfg.
-func withRunCall(ctx context.Context, cfg harness.RunConfig) harness.RunConfig {
-	call, _ := ctx.Value(runCallKey{}).(*runCall)
+// apply gives cfg the command line's retry policy, resume and recorded flags; a nil call (lab
+// check's run, which has no command line of lab run) leaves cfg as it is.
+func (call *runCall) apply(cfg *harness.RunConfig) {
 	if call == nil {
-		return cfg
+		return
 	}
 	cfg.Retry, cfg.Resume = call.retry, call.resume
 	if b, err := json.Marshal(call.flags); err == nil {
@@ -198,7 +195,6 @@ func withRunCall(ctx context.Context, cfg harness.RunConfig) harness.RunConfig {
 		}
 		cfg.Settings = settings
 	}
-	return cfg
 }
 
 // resumeHint is the line that tells how to carry on an incomplete run.

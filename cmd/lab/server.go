@@ -66,7 +66,8 @@ func newServerCmd(s *streams) *cobra.Command {
 	start.Flags().BoolVar(&generic, "generic-build", false, "build Ollama without -march=native")
 	start.Flags().StringVar(&llamaBin, "llamacpp", "", "start your own llama-server binary instead of Ollama, serving --gguf (use it with lab run --backend llamacpp --base-url URL)")
 	start.Flags().StringVar(&llamaModel, "gguf", "", "with --llamacpp: the GGUF model file to serve")
-	start.Flags().IntVar(&llamaCtx, "ctx-size", gguf.DefaultContextLength, "with --llamacpp: the context size in tokens (-c)")
+	start.Flags().IntVar(&llamaCtx, "num-ctx", gguf.DefaultContextLength, "with --llamacpp: the context length in tokens (llama-server -c)")
+	aliasFlag(start.Flags(), "ctx-size", "num-ctx")
 	addModelFlags(start, &m)
 	// attached runs f on the server `lab server start` left running, or says it is not running.
 	attached := func(f func(*localserver.Server) error) func(*cobra.Command, []string) error {
