@@ -153,7 +153,7 @@ func ScriptedReplies(sc *scenario.Scenario, root string) []chat.ScriptGroup {
 	return groups
 }
 
-// liveState is the live driver's state in a session.
+// liveState is the live driver ([sessionDriver]) and its state in a session.
 type liveState struct {
 	d Driver
 	// parent is the session's context, turn the current turn's (with its time limit).
@@ -166,14 +166,14 @@ type liveState struct {
 	last *chat.Result
 }
 
-// runLive runs the session with the live driver: user turns and events in the scenario's order;
+// run runs the session with the live driver: user turns and events in the scenario's order;
 // each turn runs from where the scenario's first assistant step of the turn is, and the events
 // the scenario places between a turn's assistant steps keep their place by step count (an event
 // after scripted step k comes before live step k+1, or at the turn's end when the model took
 // fewer steps).
-func (r *runner) runLive(ctx context.Context) error {
-	d := r.cfg.Driver.withDefaults()
-	r.live = &liveState{d: d, parent: ctx}
+func (lv *liveState) run(ctx context.Context, r *runner) error {
+	d := lv.d
+	lv.parent = ctx
 	if s, ok := r.cfg.Backend.(Seeder); ok {
 		s.SetSeed(d.Seed + int64(max(r.cfg.Repetition, 1)) - 1)
 	}
@@ -203,7 +203,7 @@ func (r *runner) runLive(ctx context.Context) error {
 			}
 			between[len(between)-1] = append(between[len(between)-1], steps[j])
 		}
-		if err := r.liveTurn(ctx, between); err != nil {
+		if err := lv.liveTurn(ctx, r, between); err != nil {
 			return err
 		}
 		i = j
@@ -213,8 +213,7 @@ func (r *runner) runLive(ctx context.Context) error {
 
 // liveTurn runs one live turn: a request, the model's calls run and their results inserted, again
 // until the model answers without calls or a bound ends the turn.
-func (r *runner) liveTurn(ctx context.Context, between [][]scenario.Step) error {
-	lv := r.live
+func (lv *liveState) liveTurn(ctx context.Context, r *runner, between [][]scenario.Step) error {
 	turn, cancel := context.WithTimeout(ctx, lv.d.TurnTimeout)
 	defer cancel()
 	lv.turn, lv.steps, lv.calls, lv.end = turn, 0, 0, ""
@@ -268,19 +267,11 @@ func (r *runner) liveTurn(ctx context.Context, between [][]scenario.Step) error 
 	return apply(len(between))
 }
 
-// annotate fills a sample's driver columns before it is written: the driver, whether the reply
-// repeated a call of the session, and, for a live step, the reasoning tokens generated (counted
-// with the session's tokenizer when the server did not say) and why the turn ended when it did.
-// reply is the scripted reply; a live request's is the result's.
-func (r *runner) annotate(s *metrics.Sample, req *chat.Request, reply *chat.Reply, res *chat.Result, sendErr error) {
-	s.Driver = DriverScripted
-	lv := r.live
-	if lv == nil {
-		if reply != nil {
-			s.RepeatedCall = r.repeated(reply.ToolCalls)
-		}
-		return
-	}
+// annotate fills a live sample's driver columns before it is written: the driver, whether the
+// reply repeated a call of the session, the reasoning tokens generated (counted with the
+// session's tokenizer when the server did not say) and, for a step, why the turn ended when it
+// did (the turn's bounds: steps, tokens, time). The reply is the result's.
+func (lv *liveState) annotate(r *runner, s *metrics.Sample, req *chat.Request, reply *chat.Reply, res *chat.Result, sendErr error) {
 	s.Driver = DriverLive
 	lv.last = res
 	reply = nil
@@ -360,15 +351,20 @@ func CanonicalJSON(raw json.RawMessage) string {
 	return string(out)
 }
 
-// compactSummary returns the summary a compaction goes on with: the scenario's, or in a live
-// session what the model wrote. ok is false when the model wrote none: the compaction failed
-// (spec 3.2.0 §7: a reply with no summary fails the compaction), the history stays as it is, and
-// a warning says so.
-func (r *runner) compactSummary(c *scenario.CompactStep) (summary string, ok bool) {
-	if r.live == nil {
-		return c.Summary, true
-	}
-	if lv := r.live; lv.last != nil && lv.last.Reply != nil && strings.TrimSpace(lv.last.Reply.Content) != "" {
+// compactionReply bounds the compaction request's generation: the model writes the summary.
+func (lv *liveState) compactionReply(req *chat.Request, c *scenario.CompactStep) *chat.Reply {
+	req.Generate = lv.d.MaxTokens
+	return nil
+}
+
+// liveShell implements sessionDriver: the model's bash calls run in the scenario's shell.
+func (lv *liveState) liveShell() bool { return true }
+
+// summary returns what the model wrote as the compaction's summary. ok is false when it wrote
+// none: the compaction failed (spec 3.2.0 §7: a reply with no summary fails the compaction), the
+// history stays as it is, and a warning says so.
+func (lv *liveState) summary(r *runner, c *scenario.CompactStep) (summary string, ok bool) {
+	if lv.last != nil && lv.last.Reply != nil && strings.TrimSpace(lv.last.Reply.Content) != "" {
 		return lv.last.Reply.Content, true
 	}
 	if r.cfg.Warn != nil {

@@ -1,15 +1,14 @@
 package harness
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"lab/cachesim"
-	"os"
-	"path/filepath"
+	"io"
 	"strings"
 	"time"
+
+	"lab/cachesim"
 
 	"lab/chat"
 	"lab/hygiene"
@@ -118,12 +117,14 @@ func (c *RunConfig) Requests() int {
 	return n
 }
 
-// CheckRunID reports a run id that cannot name a folder inside the results folder.
-func CheckRunID(id string) error {
-	if id == "" || id == "." || id == ".." || strings.ContainsAny(id, `/\`) {
-		return fmt.Errorf("run id %q: want a single folder name", id)
-	}
-	return nil
+// CheckRunID reports a run id that cannot name a folder inside the results folder
+// ([metrics.CheckRunID]).
+func CheckRunID(id string) error { return metrics.CheckRunID(id) }
+
+// CheckNewRun reports why shard s of the run id cannot be written into resultsDir
+// ([metrics.CheckNewRun]).
+func CheckNewRun(resultsDir, runID string, s metrics.Shard) error {
+	return metrics.CheckNewRun(resultsDir, runID, s)
 }
 
 // Run runs the matrix, or its shard's sessions, and writes them as one part of the run folder
@@ -137,22 +138,21 @@ func CheckRunID(id string) error {
 // run's folder and the part's manifest; on an error both are still returned when the folder was
 // made, and what was measured is kept and readable.
 //
-// A request that fails with a retryable error is sent again as cfg.Retry says; its row records
-// the retries. A session that cannot go on (a request that still failed, with the error in its
-// row) ends there and the run goes on with the next session; at the end Run returns a
-// *[SessionsError] counting the sessions that failed. An interrupt (ctx canceled) or a samples
-// file that cannot be written stops the run at once. On every path the Parquet file is closed
-// (its footer written, every row kept) and the manifest says complete false with the error.
+// The folder is opened (created, or reopened for a resume) by [metrics.OpenRun] and the matrix
+// run into it by [RunMatrix]. A request that fails with a retryable error is sent again as
+// cfg.Retry says; its row records the retries. A session that cannot go on (a request that
+// still failed, with the error in its row) ends there and the run goes on with the next
+// session; at the end Run returns a *[SessionsError] counting the sessions that failed. An
+// interrupt (ctx canceled) or a samples file that cannot be written stops the run at once. On
+// every path the Parquet file is closed (its footer written, every row kept) and the manifest
+// says complete false with the error.
 //
 // With cfg.Resume, Run carries on the run's part (the shard cfg.Shard names) in its folder:
-// cfg must describe the same matrix, shard, backend and model as the part's manifest. A run of
-// the old layout (results/<id>/manifest.json, samples.parquet) is resumed in place in that
-// layout. The rows of the sessions that completed are kept;
-// the rows of a session that was cut or failed are dropped and the session is run again whole
-// (a scripted session's cache state depends on every request before); samples.parquet is
-// rewritten with the kept rows followed by the new ones ([metrics.ReplaceParquet]: an
-// interrupted or killed resume loses nothing either), and so is requests.jsonl (the lines of
-// the kept sessions, then the new ones).
+// cfg must describe the same matrix, shard, backend and model as the part's manifest. The rows
+// of the sessions that completed are kept; the rows of a session that was cut or failed are
+// dropped and the session is run again whole (see [metrics.OpenRun]). A run of the old layout
+// (results/<id>/manifest.json, samples.parquet) is read only: resuming it is an error
+// ([metrics.ErrOldLayout]).
 func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest, err error) {
 	now := cfg.Now
 	if now == nil {
@@ -161,185 +161,114 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 	if len(cfg.Scenarios) == 0 || len(cfg.Arms) == 0 {
 		return "", nil, errors.New("run: no scenario or no arm")
 	}
-	host, load := cfg.Host, cfg.Load
+	host := cfg.Host
 	if host == nil {
 		host = metrics.CurrentHost
 	}
-	if load == nil {
-		load = metrics.CurrentLoad
-	}
 	start := now()
-	runID := cfg.RunID
-	if err := cfg.Shard.Check(); err != nil {
-		return "", nil, fmt.Errorf("run: %w", err)
-	}
-	layout := metrics.LayoutParts
-	var old *prior
+	f, err := metrics.OpenRun(cfg.folder(start, host(), now))
 	switch {
-	case cfg.Resume:
-		if runID == "" {
-			return "", nil, errors.New("run: resume needs the run id")
-		}
-		if dir, runID, layout, err = resumeDir(&cfg); err != nil {
-			return "", nil, err
-		}
-		if old, err = loadPrior(dir, filesOf(dir, layout, cfg.Shard), &cfg); err != nil {
-			return "", nil, err
-		}
-	default:
-		if err := CheckNewRun(cfg.ResultsDir, runID, cfg.Shard); err != nil {
-			return "", nil, fmt.Errorf("run: %w", err)
-		}
-		if runID == "" {
-			runID = start.Format("20060102-150405")
-			if err := CheckNewRun(cfg.ResultsDir, runID, cfg.Shard); err != nil {
-				return "", nil, fmt.Errorf("run: %w", err)
-			}
-		}
-		dir = metrics.RunDir(cfg.ResultsDir, runID)
+	case f == nil:
+		return "", nil, err
+	case err != nil:
+		return f.Dir, f.Manifest, err
 	}
-	files := filesOf(dir, layout, cfg.Shard)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", nil, fmt.Errorf("run: %w", err)
-	}
-	if old != nil {
-		man = old.man
-		man.EndedAt, man.Complete, man.Error, man.Samples = time.Time{}, false, "", len(old.kept)
-		man.Sessions = old.records
-		if man.Settings == nil {
-			man.Settings = map[string]string{}
-		}
-		resumed := start.UTC().Format(time.RFC3339)
-		if prev := man.Settings[SettingResumedAt]; prev != "" {
-			resumed = prev + ", " + resumed
-		}
-		man.Settings[SettingResumedAt] = resumed
-		// A resume may point the run at a new server address (lab run --resume --server or
-		// --base-url): the manifest names the one in use, and lists every address the run
-		// measured, in order, so the earlier one is kept.
-		if cfg.ServerURL != "" && cfg.ServerURL != man.ServerURL {
-			urls := man.Settings[SettingServerURLs]
-			if urls == "" {
-				urls = cmp.Or(man.ServerURL, "unknown")
-			}
-			man.Settings[SettingServerURLs] = urls + ", " + cfg.ServerURL
-			man.ServerURL = cfg.ServerURL
-		}
-		if v, ok := cfg.Settings[SettingRunFlags]; ok {
-			man.Settings[SettingRunFlags] = v
-		}
-		// A run resumed on another kind of machine ran on both: its host says so, with the
-		// cores and loads unknown. A run that recorded no host stays unknown.
-		if h := host(); man.Host != nil && !metrics.SameMachine(man.Host, h) {
-			man.Host = metrics.MixedHost(man.Host, h)
-		}
-	} else {
-		man = &metrics.Manifest{
-			LabVersion: cfg.LabVersion, RunID: runID, Repetitions: max(cfg.Repeat, 1),
-			Backend: cfg.BackendName, Model: cfg.Model, ServerVersion: cfg.ServerVersion, ServerURL: cfg.ServerURL,
-			NumCtx: cfg.NumCtx, StartedAt: start.UTC(), Settings: cfg.Settings,
-			ModelDigest: cfg.ModelDigest, Tags: cfg.Tags, Host: host(),
-		}
-		if cfg.Warm {
-			// Known from the start: a run killed before its end is still a warm one.
-			man.CacheState = metrics.CacheWarm
-		}
-		if cfg.LoopJSON != nil {
-			man.ScenarioDigests = map[string]string{}
-			for _, sc := range cfg.Scenarios {
-				man.ScenarioDigests[sc.Name] = sc.Digest(cfg.LoopJSON)
-			}
-		}
-		if layout == metrics.LayoutParts {
-			man.Shard = &files.shard
-		}
-		for _, sc := range cfg.Scenarios {
-			man.Scenarios = append(man.Scenarios, sc.Name)
-		}
-		for _, a := range cfg.Arms {
-			man.Arms = append(man.Arms, a.Name)
-		}
-	}
-	manPath := files.manifest
-	if err := metrics.WriteManifest(manPath, man); err != nil {
-		return dir, man, err
-	}
-	reqPath := files.requests
-	var psink *metrics.ParquetSink
-	if old != nil {
-		// The requests of the sessions that run again go, as their rows do.
-		if err := keepRequests(reqPath, old.done); err != nil {
-			return dir, man, err
-		}
-		psink, err = files.replace(dir, old.kept, man)
-	} else {
-		psink, err = files.create(dir, man)
-	}
-	if err != nil {
-		return dir, man, err
-	}
-	sink := &trackSink{Sink: psink}
-	var reqFile *os.File
-	if cfg.SaveRequests {
-		flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
-		if old != nil {
-			flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
-		}
-		if reqFile, err = os.OpenFile(reqPath, flags, 0o644); err != nil {
-			return dir, man, errors.Join(err, psink.Close())
-		}
-	}
-	// Whatever happens, close the Parquet file (its footer makes it readable) and record in the
-	// manifest how far the run got.
-	defer func() {
-		if cerr := psink.Close(); cerr != nil {
-			err = errors.Join(err, fmt.Errorf("close %s: %w", filepath.Base(files.samples), cerr))
-		}
-		if reqFile != nil {
-			if cerr := reqFile.Close(); cerr != nil {
-				err = errors.Join(err, fmt.Errorf("close %s: %w", filepath.Base(reqPath), cerr))
-			}
-		}
-		man.EndedAt = now().UTC()
-		if man.Host != nil && man.Host.LoadStart != nil {
-			man.Host.LoadEnd = load()
-		}
-		man.Complete = err == nil
-		if err != nil {
-			man.Error = err.Error()
-		}
-		if werr := metrics.WriteManifest(manPath, man); werr != nil {
-			err = errors.Join(err, werr)
-		}
-	}()
+	state, err := RunMatrix(ctx, cfg, f.RunID, f.Kept, f)
+	return f.Dir, f.Manifest, f.Finish(err, state)
+}
 
+// folder is what [metrics.OpenRun] needs of the run: where, which part, the manifest a new run
+// starts with (read on the host h at start), and how a session of the matrix is judged
+// complete on a resume.
+func (c *RunConfig) folder(start time.Time, h *metrics.Host, now func() time.Time) metrics.RunSpec {
+	man := &metrics.Manifest{
+		LabVersion: c.LabVersion, RunID: c.RunID, Repetitions: max(c.Repeat, 1),
+		Backend: c.BackendName, Model: c.Model, ServerVersion: c.ServerVersion, ServerURL: c.ServerURL,
+		NumCtx: c.NumCtx, StartedAt: start.UTC(), Settings: c.Settings,
+		ModelDigest: c.ModelDigest, Tags: c.Tags, Host: h,
+	}
+	if c.Warm {
+		// Known from the start: a run killed before its end is still a warm one.
+		man.CacheState = metrics.CacheWarm
+	}
+	if c.LoopJSON != nil {
+		man.ScenarioDigests = map[string]string{}
+		for _, sc := range c.Scenarios {
+			man.ScenarioDigests[sc.Name] = sc.Digest(c.LoopJSON)
+		}
+	}
+	for _, sc := range c.Scenarios {
+		man.Scenarios = append(man.Scenarios, sc.Name)
+	}
+	for _, a := range c.Arms {
+		man.Arms = append(man.Arms, a.Name)
+	}
+	// planned is, per scenario, the requests a scripted session sends, or the turns a live one
+	// takes (each ends with a row that says why: its end_reason).
+	planned := map[string]int{}
+	live := c.Driver.Live()
+	for _, sc := range c.Scenarios {
+		turnOpen := false
+		for _, st := range sc.Steps {
+			switch {
+			case live && st.User != nil:
+				turnOpen = false
+			case live && st.Assistant != nil && !turnOpen:
+				turnOpen = true
+				planned[sc.Name]++
+			case !live && (st.Assistant != nil || st.Compact != nil):
+				planned[sc.Name]++
+			}
+		}
+	}
+	return metrics.RunSpec{
+		ResultsDir: c.ResultsDir, RunID: c.RunID, Shard: c.Shard, Resume: c.Resume, Start: start,
+		Manifest: man, Planned: planned, Live: live, SaveRequests: c.SaveRequests, Warn: c.Warn,
+		Now: now, Load: c.Load,
+	}
+}
+
+// Output is where [RunMatrix] writes a run: the rows, the request bodies, each session's end.
+// [metrics.RunFolder] is the run folder's.
+type Output interface {
+	// Write stores one row (see [metrics.Sink]).
+	Write(*metrics.Sample) error
+	// Requests receives every request body (nil: none are kept).
+	Requests() io.Writer
+	// Done reports whether the session scenario × arm × repetition (1-based) is already
+	// complete (a resume): it is not run again.
+	Done(scenario, arm string, repetition int) bool
+	// EndSession records a session's outcome; an error stops the run.
+	EndSession(metrics.SessionRecord) error
+}
+
+// RunMatrix runs the sessions of cfg's matrix (of its shard) that out has not done, in order,
+// writing to out: a loop over the matrix. runID names the sessions ("<run-id>/<scenario>/<arm>/
+// <repetition>", for cfg.Nonce); kept are the rows out already holds (a resume's), counted in
+// the progress and the cold-start check. It returns the run's cache state for the manifest
+// ([metrics.CacheColdVerified] and the others) and the error as [Run] describes it.
+func RunMatrix(ctx context.Context, cfg RunConfig, runID string, kept []metrics.Sample, out Output) (cacheState string, err error) {
 	_, resets := cfg.Backend.(Resetter)
 	cold := &coldCheck{controlled: resets || cfg.Nonce != nil, warm: cfg.Warm}
-	defer func() { man.CacheState = cold.state() }()
+	defer func() { cacheState = cold.state() }()
+	sink := &trackSink{out: out}
 	total, done := cfg.Requests(), 0
-	if old != nil {
-		// ReplaceParquet wrote the kept rows.
-		for i := range old.kept {
-			if s := &old.kept[i]; s.RequestIndex == 0 {
-				cold.first(s)
-			}
-			done++
+	for i := range kept {
+		if s := &kept[i]; s.RequestIndex == 0 {
+			cold.first(s)
 		}
-		if old.dropped > 0 && cfg.Warn != nil {
-			cfg.Warn(fmt.Errorf("resume %s: kept %d rows of %d completed sessions; dropped %d rows of sessions that did not complete, which run again whole",
-				dir, len(old.kept), len(old.done), old.dropped))
-		}
+		done++
 	}
 	var failed []error
 	matrix := cfg.Sessions()
 	sessions := len(matrix)
 	for _, ms := range matrix {
 		scen, arm, rep := cfg.Scenarios[ms.Scenario], cfg.Arms[ms.Arm], ms.Repetition
-		if old != nil && old.done[sessionKey{scen.Name, arm.Name, int32(rep)}] {
+		if out.Done(scen.Name, arm.Name, rep) {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
-			return dir, man, fmt.Errorf("interrupted before %s/%s repetition %d: %w", scen.Name, arm.Name, rep, err)
+			return "", fmt.Errorf("interrupted before %s/%s repetition %d: %w", scen.Name, arm.Name, rep, err)
 		}
 		// The sandbox's path appears in answers that name absolute paths (errors, search
 		// results): the same path for every arm of the run, from run to run, and whatever other
@@ -352,7 +281,7 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 				}
 			})
 			if err != nil {
-				return dir, man, fmt.Errorf("%s/%s repetition %d: %w", scen.Name, arm.Name, rep, err)
+				return "", fmt.Errorf("%s/%s repetition %d: %w", scen.Name, arm.Name, rep, err)
 			}
 			sandbox, release = sb, rel
 		}
@@ -362,12 +291,11 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 			BackendName: cfg.BackendName, Model: cfg.Model, ServerVersion: cfg.ServerVersion,
 			Tokenizer: cfg.Tokenizer, Sink: sink, SandboxDir: sandbox, Warn: cfg.Warn, NumCtx: cfg.NumCtx, Window: cfg.Window,
 			Warm: cfg.Warm, Price: cfg.Price, Retry: cfg.Retry, Driver: cfg.Driver, ConstantCached: cfg.ConstantCached,
-			MaxReplyBytes: cfg.MaxReplyBytes,
+			MaxReplyBytes: cfg.MaxReplyBytes, Requests: out.Requests(),
 			OnSample: func(s *metrics.Sample) {
 				if s.RequestIndex == 0 {
 					cold.first(s)
 				}
-				man.Samples++
 				rows++
 				done++
 				if cfg.Progress != nil {
@@ -378,9 +306,6 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 		if cfg.Nonce != nil {
 			sc.PromptPrefix = cfg.Nonce(fmt.Sprintf("%s/%s/%s/%d", runID, sc.Scenario.Name, arm.Name, rep))
 		}
-		if reqFile != nil {
-			sc.Requests = reqFile
-		}
 		serr := RunSession(ctx, sc)
 		release()
 		// The session's outcome goes to the manifest at once: a run killed later still
@@ -389,9 +314,8 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 		if serr != nil {
 			rec.Error = serr.Error()
 		}
-		man.Sessions = append(man.Sessions, rec)
-		if werr := metrics.WriteManifest(manPath, man); werr != nil {
-			return dir, man, errors.Join(serr, werr)
+		if werr := out.EndSession(rec); werr != nil {
+			return "", errors.Join(serr, werr)
 		}
 		if serr == nil {
 			continue
@@ -399,9 +323,9 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 		serr = fmt.Errorf("%s/%s repetition %d: %w", sc.Scenario.Name, arm.Name, rep, serr)
 		switch {
 		case ctx.Err() != nil:
-			return dir, man, fmt.Errorf("interrupted: %w", serr)
+			return "", fmt.Errorf("interrupted: %w", serr)
 		case sink.err != nil:
-			return dir, man, serr
+			return "", serr
 		}
 		// The session cannot go on; the next one starts cold and can.
 		failed = append(failed, serr)
@@ -410,32 +334,26 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 		}
 	}
 	if len(failed) > 0 {
-		return dir, man, &SessionsError{Failed: len(failed), Total: sessions, Errs: failed}
+		return "", &SessionsError{Failed: len(failed), Total: sessions, Errs: failed}
 	}
-	return dir, man, nil
+	return "", nil
 }
 
-// RequestsFile is the name of the file, beside the samples, that receives every request body
-// with RunConfig.SaveRequests in a run of the old layout: one JSON object a line with scenario,
-// arm, repetition, request_index and body. A part's is [metrics.PartRequestsFile]
-// (requests-0001-of-0001.jsonl).
-const RequestsFile = "requests.jsonl"
+// SettingResumedAt is the manifest setting that lists when the run was resumed
+// ([metrics.SettingResumedAt]).
+const SettingResumedAt = metrics.SettingResumedAt
 
-// SettingResumedAt is the manifest setting that lists, comma-separated, when the run was resumed
-// (RFC 3339, UTC).
-const SettingResumedAt = "resumed_at"
+// SettingServerURLs is the manifest setting that lists the model server addresses a run
+// measured against when a resume changed it ([metrics.SettingServerURLs]).
+const SettingServerURLs = metrics.SettingServerURLs
 
-// SettingServerURLs is the manifest setting that lists, comma-separated in the order used, the
-// model server addresses a run measured against when a resume changed it (the first run's
-// address, "unknown" when it recorded none, then each new one); absent while the run kept one
-// address. [metrics.Manifest].ServerURL is the last.
-const SettingServerURLs = "server_urls"
+// SettingRunFlags is the manifest setting that records the flags of lab run as a JSON object,
+// for lab run --resume ([metrics.SettingRunFlags]).
+const SettingRunFlags = metrics.SettingRunFlags
 
-// SettingRunFlags is the manifest setting that records the flags of lab run as a JSON object
-// (flag name → value), for lab run --resume. On a resume, RunConfig.Settings' value replaces
-// the manifest's: a resume may change the server's address, and the next resume uses the new
-// one. Every other setting keeps its first value.
-const SettingRunFlags = "lab_run_flags"
+// ErrNothingToResume is returned by [Run] with Resume for a run whose manifest says it
+// completed ([metrics.ErrNothingToResume]).
+var ErrNothingToResume = metrics.ErrNothingToResume
 
 // SessionsError is [Run]'s error when sessions failed and the run went on without them.
 type SessionsError struct {
@@ -466,17 +384,20 @@ func (e *SessionsError) Unwrap() []error { return e.Errs }
 // trackSink remembers the first error writing to its sink: a run whose samples cannot be
 // written stops.
 type trackSink struct {
-	metrics.Sink
+	out Output
 	err error
 }
 
 func (t *trackSink) Write(s *metrics.Sample) error {
-	err := t.Sink.Write(s)
+	err := t.out.Write(s)
 	if err != nil && t.err == nil {
 		t.err = err
 	}
 	return err
 }
+
+// Close implements [metrics.Sink]: the run's output is closed by its owner, not by a session.
+func (t *trackSink) Close() error { return nil }
 
 // coldCheck follows, session by session, whether each started with an empty prompt cache, for
 // the manifest's cache_state.

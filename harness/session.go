@@ -134,18 +134,8 @@ func RunSession(ctx context.Context, cfg SessionConfig) error {
 		resultOf: map[string]string{}, withdrawn: map[string]bool{}}
 	r.tools = r.toolList()
 	r.system = r.buildSystem() // §10.1: built once, when the session starts
-	if cfg.Driver.Live() {
-		return r.runLive(ctx)
-	}
-	for _, st := range sc.Steps {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := r.event(ctx, st); err != nil {
-			return err
-		}
-	}
-	return nil
+	r.drv = newSessionDriver(cfg.Driver)
+	return r.drv.run(ctx, r)
 }
 
 // event runs one step of the scenario. The live driver runs every step but the assistant ones.
@@ -219,8 +209,8 @@ type runner struct {
 	// tokens and the re-read attribution; made by the first expect.
 	attrib *cachesim.Attributor
 
-	// live is the live driver's state; nil in a scripted session.
-	live *liveState
+	// drv is the session's driver: what differs between scripted and live.
+	drv sessionDriver
 	// seenCalls holds every tool call of the session so far (the SHA-256 of its tool and canonical
 	// arguments), for the repeated_call column.
 	seenCalls map[[sha256.Size]byte]bool
@@ -384,7 +374,7 @@ func (r *runner) callTool(ctx context.Context, tc chat.ToolCall) string {
 		return r.hs.Result(res)
 	}
 	if tc.Name == "bash" && r.cfg.Scenario.HasShell() {
-		if r.live != nil && r.cfg.Scenario.Shell != nil {
+		if r.drv.liveShell() && r.cfg.Scenario.Shell != nil {
 			return r.shell(ctx, tc.Arguments)
 		}
 		return r.bash(tc.Arguments)
@@ -568,7 +558,7 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 	}
 	if sendErr != nil {
 		s.Error = sendErr.Error()
-		r.annotate(s, req, reply, res, sendErr)
+		r.drv.annotate(r, s, req, reply, res, sendErr)
 		row.SetWarnings(s, tries.notes)
 		if err := cfg.Sink.Write(s); err != nil {
 			return errors.Join(sendErr, err)
@@ -585,7 +575,7 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 	}
 	row.SetResult(s, res, cfg.Price)
 	row.SetTimes(s, res.TTFT, res.Total, res.RequestBytes)
-	r.annotate(s, req, reply, res, nil)
+	r.drv.annotate(r, s, req, reply, res, nil)
 	warnings := append(tries.notes, res.Warnings...)
 	// Where the lab renders the prompt itself it knows the window and marks overflows
 	// (ContextOverflow); elsewhere a shrinking prompt is the only sign of a cut.
@@ -690,14 +680,11 @@ func (r *runner) compact(ctx context.Context, c *scenario.CompactStep) error {
 		}, Think: true}
 	}
 	r.step++
-	reply := &chat.Reply{Reasoning: c.Reasoning, Content: c.Summary}
-	if r.live != nil {
-		req.Generate, reply = r.live.d.MaxTokens, nil // the model writes the summary
-	}
+	reply := r.drv.compactionReply(req, c)
 	if err := r.measure(ctx, req, reply, metrics.KindCompaction); err != nil {
 		return err
 	}
-	summary, ok := r.compactSummary(c)
+	summary, ok := r.drv.summary(r, c)
 	if !ok {
 		return nil
 	}

@@ -51,7 +51,8 @@
 //
 // The old layout, results/<run-id>/ with manifest.json, samples.parquet (and its journal
 // samples.journal.jsonl) and requests.jsonl, as runs made before parts existed left it, is read
-// by the same [ReadRun] ([LayoutSingle]). Old folders have no key=value in their path: a
+// by the same [ReadRun] ([LayoutSingle]), for reports and comparisons only: it is never written
+// or resumed in place ([ErrOldLayout]). Old folders have no key=value in their path: a
 // results/*/*.parquet glob with hive_partitioning over both layouts fails in DuckDB ("Hive
 // partition mismatch"), which is why the glob above names run_id=*.
 //

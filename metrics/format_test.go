@@ -65,7 +65,7 @@ func checkMeta(t *testing.T, name string, pf *parquet.File, want map[string]stri
 	}
 }
 
-// Every samples file the sink writes, part or old layout, new or resumed, is zstd-compressed in
+// Every samples file the sink writes, a part new or resumed, or a single file, is zstd-compressed in
 // every column chunk and says in its key/value metadata which run, lab version, schema version
 // and part it holds; an unknown lab version is left out, not written empty.
 func TestSamplesFileFormat(t *testing.T) {
@@ -116,10 +116,4 @@ func TestSamplesFileFormat(t *testing.T) {
 	pf = openParquet(t, old)
 	checkZstd(t, "old layout", pf, 1)
 	checkMeta(t, "old layout", pf, map[string]string{metrics.MetaRunID: "old-run", metrics.MetaSchemaVersion: schema, metrics.MetaPart: "1/1"})
-	sink, err = metrics.ReplaceParquet(old, rows[:1], metrics.FileMeta{RunID: "old-run", LabVersion: "v2"})
-	write(sink, err, nil)
-	pf = openParquet(t, old)
-	checkZstd(t, "resumed old layout", pf, 1)
-	checkMeta(t, "resumed old layout", pf, map[string]string{metrics.MetaRunID: "old-run", metrics.MetaLabVersion: "v2",
-		metrics.MetaSchemaVersion: schema, metrics.MetaPart: "1/1"})
 }

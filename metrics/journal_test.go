@@ -160,22 +160,32 @@ func TestReadJournalLines(t *testing.T) {
 	}
 }
 
-// ReplaceParquet (a resume) keeps the given rows first; killed before Close, the run reads back
-// the kept rows and the new ones; closed, the Parquet file holds them and the journal is gone.
-func TestReplaceParquet(t *testing.T) {
+// ReplacePart (a resume) keeps the given rows first; killed before Close, the part reads back
+// the kept rows and the new ones; closed, the part file holds them and the journal is gone.
+func TestReplacePart(t *testing.T) {
 	t.Parallel()
 	all := testSamples(10)
+	s := metrics.Shard{Index: 1, Count: 1}
 	for _, old := range []string{"closed", "killed"} {
 		t.Run(old, func(t *testing.T) {
 			dir := t.TempDir()
-			path := filepath.Join(dir, metrics.SamplesFile)
+			path := filepath.Join(dir, metrics.PartFile(s))
+			first, err := metrics.CreatePart(dir, s, metrics.FileMeta{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 6 {
+				if err := first.Write(&all[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if old == "closed" {
-				writeParquet(t, path, all[:6])
-			} else {
-				abandoned(t, dir, all[:6])
+				if err := first.Close(); err != nil {
+					t.Fatal(err)
+				}
 			}
 			kept := all[:4]
-			sink, err := metrics.ReplaceParquet(path, kept, metrics.FileMeta{})
+			sink, err := metrics.ReplacePart(dir, s, kept, metrics.FileMeta{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -207,7 +217,7 @@ func TestReplaceParquet(t *testing.T) {
 			}
 			entries, _ := os.ReadDir(dir)
 			if len(entries) != 1 {
-				t.Errorf("files left: %d; want only %s", len(entries), metrics.SamplesFile)
+				t.Errorf("files left: %d; want only %s", len(entries), metrics.PartFile(s))
 			}
 		})
 	}

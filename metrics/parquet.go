@@ -161,26 +161,6 @@ func createParquet(path, jpath string, opts []parquet.WriterOption) (*ParquetSin
 	return &ParquetSink{path: path, jpath: j.Name(), f: f, j: j, w: parquet.NewGenericWriter[Sample](f, opts...)}, nil
 }
 
-// ReplaceParquet replaces the samples file at path (and its journal) with a new one whose first
-// rows are rows, and returns a sink that writes the next rows after them: a resumed run keeps the
-// rows of its completed sessions and measures the others again. It never leaves a moment where
-// neither the old rows nor the kept ones can be read: it first writes the kept rows to a new
-// journal (a temporary file, synced, renamed over the old journal), then removes the old Parquet
-// file and creates the new one with rows in it (meta in its metadata, as [CreateParquet]). Killed
-// at any point, [ReadSamples] returns either the old file's rows or the kept rows followed by
-// those measured since. Len counts rows.
-func ReplaceParquet(path string, rows []Sample, meta FileMeta) (*ParquetSink, error) {
-	jpath := JournalPath(path)
-	if err := writeJournal(jpath, rows); err != nil {
-		return nil, err
-	}
-	// From here the journal holds the kept rows: the old Parquet file may go.
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("replace samples file: %w", err)
-	}
-	return reopenParquet(path, jpath, rows, writerOptions(meta, Shard{}))
-}
-
 // writeJournal replaces the journal at jpath with one holding rows, atomically: a temporary file,
 // synced, renamed over it, and the directory synced.
 func writeJournal(jpath string, rows []Sample) error {

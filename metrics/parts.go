@@ -131,10 +131,12 @@ func CreatePart(dir string, s Shard, meta FileMeta) (*ParquetSink, error) {
 	return p, nil
 }
 
-// ReplacePart replaces shard s's samples in dir with a new part whose first rows are rows, as
-// [ReplaceParquet] does for a samples file: for a resumed shard (meta as [CreatePart]). The kept rows go to the journal
-// first (atomically), then the old part file (final or partial) is removed and a new partial
-// file is written; Close renames it to [PartFile].
+// ReplacePart replaces shard s's samples in dir with a new part whose first rows are rows, for a
+// resumed shard (meta as [CreatePart]). The kept rows go to the journal first (atomically), then
+// the old part file (final or partial) is removed and a new partial file is written with rows
+// in it; Close renames it to [PartFile]. Killed at any point, the part's rows read back
+// ([ReadSamples]): the old file's until the journal is replaced, the kept rows and every new
+// one after.
 func ReplacePart(dir string, s Shard, rows []Sample, meta FileMeta) (*ParquetSink, error) {
 	if err := s.Check(); err != nil {
 		return nil, err
@@ -498,10 +500,10 @@ func ReadRunManifest(dir string) (*Manifest, error) {
 }
 
 // ReadResumeManifest returns the manifest of the part of the run folder dir that lab run
-// --resume carries on: for the old layout, manifest.json (s must be zero or 1/1); for the part
-// layout, shard s's manifest, or with a zero s the run's only part manifest (a run split into
-// several shards needs s: the error names the incomplete ones). It returns an error wrapping
-// fs.ErrNotExist when dir holds no run or not that shard.
+// --resume carries on: shard s's manifest, or with a zero s the run's only part manifest (a run
+// split into several shards needs s: the error names the incomplete ones). A run of the old
+// layout is not resumed: its error wraps [ErrOldLayout], naming the folder and what to do. It
+// returns an error wrapping fs.ErrNotExist when dir holds no run or not that shard.
 func ReadResumeManifest(dir string, s Shard) (*Manifest, error) {
 	l, err := DetectLayout(dir)
 	if err != nil {
@@ -509,10 +511,7 @@ func ReadResumeManifest(dir string, s Shard) (*Manifest, error) {
 	}
 	switch l {
 	case LayoutSingle:
-		if s.Norm() != (Shard{1, 1}) {
-			return nil, fmt.Errorf("%s is a run of the old layout (%s), not split into shards: resume it without a shard", dir, ManifestFile)
-		}
-		return ReadManifest(filepath.Join(dir, ManifestFile))
+		return nil, oldLayoutError(dir)
 	case LayoutNone:
 		return nil, fmt.Errorf("read run %s: no %s and no part manifest: %w", dir, ManifestFile, fs.ErrNotExist)
 	}

@@ -281,7 +281,11 @@ func TestReliabilityBadFlags(t *testing.T) {
 	dir := t.TempDir()
 	done := filepath.Join(dir, "done")
 	os.MkdirAll(done, 0o755)
-	metrics.WriteManifest(filepath.Join(done, metrics.ManifestFile), &metrics.Manifest{RunID: "done", Complete: true})
+	metrics.WriteManifest(filepath.Join(done, metrics.PartManifestFile(metrics.Shard{})), &metrics.Manifest{RunID: "done", Complete: true})
+	// A run of the old layout is read only: never resumed in place.
+	old := filepath.Join(dir, "old")
+	os.MkdirAll(old, 0o755)
+	metrics.WriteManifest(filepath.Join(old, metrics.ManifestFile), &metrics.Manifest{RunID: "old"})
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -290,6 +294,7 @@ func TestReliabilityBadFlags(t *testing.T) {
 		{[]string{"run", "--request-timeout", "0s"}, "--request-timeout 0s"},
 		{[]string{"run", "--resume", filepath.Join(dir, "none")}, "not a run folder"},
 		{[]string{"run", "--resume", done}, "nothing to resume"},
+		{[]string{"run", "--resume", old}, old + ": a run of the old layout (manifest.json, samples.parquet) is read only"},
 		{[]string{"run", "--resume", done, "--arm", "spec", "--repeat", "2"}, "drop --arm, --repeat"},
 	} {
 		code, _, errOut := runLab(t, tc.args...)
