@@ -10,6 +10,7 @@ run: setup build
 	./$(BIN) run
 
 test: setup server
+	$(GO) mod tidy -diff || { echo "go mod tidy: go.mod or go.sum is not tidy (run go mod tidy)"; exit 1; }
 	$(GO) vet ./...
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: the files above are not formatted"; exit 1; }
 	$(GO) test -timeout 60m ./...
