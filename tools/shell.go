@@ -90,8 +90,8 @@ var ErrNoIsolation = errors.New("the shell needs namespaces of its own (user, mo
 
 // The isolations a command ran with ([ShellResult].Isolation), from the strictest.
 const (
-	// IsolationView is the sandbox: user, mount, network and PID namespaces, and the
-	// filesystem view in them.
+	// IsolationView is the sandbox: user, mount, network, PID, IPC, UTS and cgroup namespaces,
+	// and the filesystem view in them.
 	IsolationView = "namespaces and filesystem view"
 	// IsolationNamespaces is user, network and PID namespaces with the host's whole filesystem
 	// (the machine refused the view; only with [Shell].Unsandboxed).

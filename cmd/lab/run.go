@@ -111,11 +111,13 @@ within --tool-timeout (default 30s) and, with --driver live, the turn's --turn-t
 past it answers the model that it was stopped, a warning says so, and the run goes on.
 
 With --driver live a scenario with shell: gives the model a real shell. Each command runs in a
-sandbox of its own (user, mount, network and PID namespaces): it sees the project copy and its
+sandbox of its own (user, mount, network, PID, IPC, UTS and cgroup namespaces, a session and
+keyring of its own, no inherited descriptor, no capability): it sees the project copy and its
 HOME (read-write), the host's /usr, /bin, /sbin, /lib* and /etc (read-only), a private /tmp, a
-minimal /dev and a /proc of its own processes, and nothing else: not the results folder, not
-the lab's folders, not another process; no network, none of the lab's environment, nothing left
-running after it, within the scenario's shell timeout (else --tool-timeout). A machine that
+minimal /dev (no terminal) and a /proc of its own processes, and nothing else: not the results
+folder, not the lab's folders, not another process, no kernel setting; no network, none of the
+lab's environment, nothing left running after it, within the scenario's shell timeout (else
+--tool-timeout). A root lab's command runs as the host's nobody. A machine that
 refuses those namespaces runs no command, unless --unsandboxed-shell: the shell is then a real
 shell that is not a sandbox, which may write anywhere your user can.`,
 		Example: `  lab run
