@@ -225,7 +225,7 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 		if err != nil {
 			return &usageError{err}
 		}
-		b.client, b.url = c, c.URL()
+		b.client, b.url = c, chat.RedactedURL(c.URL())
 		b.settings["profile"] = c.Profile().Name
 		if ro.API != "" {
 			b.settings["api"] = ro.API // chat or responses: another wire API, another setup
@@ -244,7 +244,7 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 		if err != nil {
 			return &usageError{err}
 		}
-		b.client, b.url = c, c.URL()
+		b.client, b.url = c, chat.RedactedURL(c.URL())
 		if ro.Breakpoints != "" {
 			b.settings["cache_breakpoints"] = ro.Breakpoints
 		}

@@ -256,3 +256,39 @@ func TestRunAnthropicBackendAgainstOllama(t *testing.T) {
 		}
 	}
 }
+
+// A base URL's password (http://user:secret@host) is written nowhere: not in the manifest's
+// server_url, the report, the rows, stdout or stderr.
+func TestBaseURLPasswordIsNeverWritten(t *testing.T) {
+	const secret = "pa55w0rd-SECRET"
+	f := &fakeOpenAI{}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	base := strings.Replace(srv.URL, "http://", "http://user:"+secret+"@", 1) + "/v1"
+	results := t.TempDir()
+	code, stdout, stderr := runLab(t, "run", "--backend", "openai", "--base-url", base, "--model", "m",
+		"--scenario", "midnight", "--arm", "spec", "--results", results, "--run-id", "pw", "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	for name, text := range map[string]string{"stdout": stdout, "stderr": stderr} {
+		if strings.Contains(text, secret) {
+			t.Errorf("%s holds the password: %s", name, text)
+		}
+	}
+	found := 0
+	filepath.WalkDir(results, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, _ := os.ReadFile(path)
+		if strings.Contains(string(b), secret) {
+			t.Errorf("%s holds the password: %s", path, b[max(0, strings.Index(string(b), secret)-120):strings.Index(string(b), secret)])
+		}
+		found++
+		return nil
+	})
+	if found == 0 {
+		t.Fatal("the run wrote no file")
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"lab/chat"
 	"lab/harness"
 	"lab/metrics"
 )
@@ -188,7 +189,15 @@ func (call *runCall) apply(cfg *harness.RunConfig) {
 		return
 	}
 	cfg.Retry, cfg.Resume = call.retry, call.resume
-	if b, err := json.Marshal(call.flags); err == nil {
+	// An address is recorded with its password redacted: a resume of a server behind one gives
+	// --base-url (or --server) again.
+	recorded := maps.Clone(call.flags)
+	for _, name := range resumeAddresses {
+		if v, ok := recorded[name]; ok && name != "server-log" {
+			recorded[name] = chat.RedactedURL(v)
+		}
+	}
+	if b, err := json.Marshal(recorded); err == nil {
 		settings := map[string]string{settingRunFlags: string(b)}
 		for k, v := range cfg.Settings {
 			settings[k] = v
