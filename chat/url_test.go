@@ -24,3 +24,19 @@ func TestRedactedURLHidesThePassword(t *testing.T) {
 		t.Errorf("RedactedURL of a URL without user info = %q; want it unchanged", got)
 	}
 }
+
+// A credential in a base URL's query (?key=, as Gemini's API takes its key; api_key, token) is
+// hidden too, every other parameter kept as it was.
+func TestRedactedURLHidesQueryCredentials(t *testing.T) {
+	for raw, want := range map[string]string{
+		"http://127.0.0.1:9/v1?key=s3cretpw":                 "http://127.0.0.1:9/v1?key=xxxxx",
+		"https://h/v1?alt=sse&API_KEY=s3cretpw&x=1#frag":     "https://h/v1?alt=sse&API_KEY=xxxxx&x=1#frag",
+		"http://u:s3cretpw@h/v1?token=s3cretpw&keys=visible": "http://u:xxxxx@h/v1?token=xxxxx&keys=visible",
+		"h:80/v1?access%5Ftoken=s3cretpw":                    "h:80/v1?access%5Ftoken=xxxxx",
+		"http://h/v1?monkey=banana":                          "http://h/v1?monkey=banana",
+	} {
+		if got := RedactedURL(raw); got != want {
+			t.Errorf("RedactedURL(%q) = %q; want %q", raw, got, want)
+		}
+	}
+}

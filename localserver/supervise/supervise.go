@@ -328,6 +328,7 @@ func (p *Process) Stop() error {
 	defer p.removeState()
 	if err := p.signal(syscall.SIGTERM, false); err != nil {
 		if errors.Is(err, syscall.ESRCH) {
+			p.killOrphans()
 			return nil
 		}
 		return fmt.Errorf("stop %s pid %d: %w", p.Name, p.PID, err)
@@ -349,11 +350,31 @@ func (p *Process) Stop() error {
 }
 
 // Kill ends the server's whole process group at once (SIGKILL) and waits up to 5 s for it; it
-// leaves the state file alone. A server that has already exited is left alone, its group too.
+// leaves the state file alone. A server found by Attach that has already exited is left alone,
+// its group too. For a server this value started and has reaped (one that died during Start),
+// the group is still killed ([Process.killOrphans]): its children may outlive it.
 func (p *Process) Kill() {
 	if p.signal(syscall.SIGKILL, true) == nil {
 		p.waitExit(killWait)
+		return
 	}
+	p.killOrphans()
+}
+
+// killOrphans kills what is left of the process group of a server this value started and has
+// reaped (Ollama's model runners, say). The group's id is the dead server's pid, which the kernel
+// gives to no new process while a member of the group remains. So while no process has that pid,
+// kill(2) of -pid reaches only those members (or nothing, ESRCH, once none is left); once a
+// process has it again, the old group is empty and the pid another program's, and nothing is
+// sent. A server found by Attach is not this process's child and is left alone.
+func (p *Process) killOrphans() {
+	if p.exited == nil || !p.Exited() {
+		return
+	}
+	if err := syscall.Kill(p.PID, 0); !errors.Is(err, syscall.ESRCH) {
+		return // the pid is another program's: the old group is empty
+	}
+	_ = syscall.Kill(-p.PID, syscall.SIGKILL)
 }
 
 // signal sends sig to the server, or to its whole process group when group is set, only while

@@ -56,6 +56,10 @@ func fakeServe() {
 			os.Exit(4)
 		}
 		os.WriteFile(f, []byte(strconv.Itoa(c.Process.Pid)), 0o644)
+		if os.Getenv("FAKE_EXIT_AFTER_CHILD") != "" {
+			fmt.Fprintln(os.Stderr, "fake server started a child, then failed")
+			os.Exit(3)
+		}
 	}
 	var addr string
 	for i, a := range os.Args {
