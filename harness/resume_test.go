@@ -107,7 +107,7 @@ func TestInterruptAndResume(t *testing.T) {
 			if !slices.Equal(rowKeys(got), rowKeys(want)) {
 				t.Errorf("resumed rows\n%v\nwant\n%v", rowKeys(got), rowKeys(want))
 			}
-			if !m3.Complete || m3.Samples != 28 || m3.StartedAt != man.StartedAt || !strings.Contains(m3.Settings[harness.SettingResumedAt], ", ") {
+			if !m3.Complete || m3.Samples != 28 || m3.StartedAt != man.StartedAt || !strings.Contains(m3.Settings[metrics.SettingResumedAt], ", ") {
 				t.Errorf("manifest: complete %v, samples %d, settings %v", m3.Complete, m3.Samples, m3.Settings)
 			}
 			// Only whole sessions were sent again: the rows of completed sessions were kept.
@@ -186,7 +186,7 @@ func TestResumeRerunsFailedSessionsAndChecksTheRun(t *testing.T) {
 			t.Errorf("%s/%d kept its error row: %s", s.Arm, s.RequestIndex, s.Error)
 		}
 	}
-	if _, _, err := harness.Run(context.Background(), c); !errors.Is(err, harness.ErrNothingToResume) {
+	if _, _, err := harness.Run(context.Background(), c); !errors.Is(err, metrics.ErrNothingToResume) {
 		t.Errorf("resume of a complete run: %v", err)
 	}
 }

@@ -117,16 +117,6 @@ func (c *RunConfig) Requests() int {
 	return n
 }
 
-// CheckRunID reports a run id that cannot name a folder inside the results folder
-// ([metrics.CheckRunID]).
-func CheckRunID(id string) error { return metrics.CheckRunID(id) }
-
-// CheckNewRun reports why shard s of the run id cannot be written into resultsDir
-// ([metrics.CheckNewRun]).
-func CheckNewRun(resultsDir, runID string, s metrics.Shard) error {
-	return metrics.CheckNewRun(resultsDir, runID, s)
-}
-
 // Run runs the matrix, or its shard's sessions, and writes them as one part of the run folder
 // results/run_id=<run-id>/ (see metrics' package doc): part-i-of-n.parquet (one row per request,
 // written as measured, named part-i-of-n.parquet.partial until it is closed, with its journal
@@ -338,22 +328,6 @@ func RunMatrix(ctx context.Context, cfg RunConfig, runID string, kept []metrics.
 	}
 	return "", nil
 }
-
-// SettingResumedAt is the manifest setting that lists when the run was resumed
-// ([metrics.SettingResumedAt]).
-const SettingResumedAt = metrics.SettingResumedAt
-
-// SettingServerURLs is the manifest setting that lists the model server addresses a run
-// measured against when a resume changed it ([metrics.SettingServerURLs]).
-const SettingServerURLs = metrics.SettingServerURLs
-
-// SettingRunFlags is the manifest setting that records the flags of lab run as a JSON object,
-// for lab run --resume ([metrics.SettingRunFlags]).
-const SettingRunFlags = metrics.SettingRunFlags
-
-// ErrNothingToResume is returned by [Run] with Resume for a run whose manifest says it
-// completed ([metrics.ErrNothingToResume]).
-var ErrNothingToResume = metrics.ErrNothingToResume
 
 // SessionsError is [Run]'s error when sessions failed and the run went on without them.
 type SessionsError struct {

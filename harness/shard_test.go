@@ -176,7 +176,7 @@ func TestShardChecksAndResume(t *testing.T) {
 		{metrics.Shard{Index: 1, Count: 3}, "shards of 2 parts"},
 		{metrics.Shard{}, "shards of 2 parts"},
 	} {
-		err := harness.CheckNewRun(results, "r", tc.shard)
+		err := metrics.CheckNewRun(results, "r", tc.shard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("CheckNewRun(%v) = %v; want %q", tc.shard, err, tc.want)
 		}
@@ -184,7 +184,7 @@ func TestShardChecksAndResume(t *testing.T) {
 			t.Errorf("Run(%v) = %v; want %q", tc.shard, err, tc.want)
 		}
 	}
-	if err := harness.CheckNewRun(results, "r", metrics.Shard{Index: 1, Count: 2}); err != nil {
+	if err := metrics.CheckNewRun(results, "r", metrics.Shard{Index: 1, Count: 2}); err != nil {
 		t.Errorf("CheckNewRun(1/2) beside 2/2 = %v", err)
 	}
 	if _, man, err := harness.Run(context.Background(), tinyRunConfig(t, results, 2, metrics.Shard{Index: 1, Count: 2}, newFault(nil))); err != nil || !man.Complete {
@@ -225,7 +225,7 @@ func TestShardChecksAndResume(t *testing.T) {
 	// Resuming the other shard, complete, or a shard of another split, is refused.
 	rc = tinyRunConfig(t, results, 2, metrics.Shard{Index: 1, Count: 2}, newFault(nil))
 	rc.Resume = true
-	if _, _, err := harness.Run(context.Background(), rc); !errors.Is(err, harness.ErrNothingToResume) {
+	if _, _, err := harness.Run(context.Background(), rc); !errors.Is(err, metrics.ErrNothingToResume) {
 		t.Errorf("resume of the complete shard 1/2: %v", err)
 	}
 	rc.Shard = metrics.Shard{Index: 1, Count: 3}

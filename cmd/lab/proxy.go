@@ -21,7 +21,6 @@ import (
 	"lab/backend/llamacpp"
 	"lab/capture"
 	"lab/chat"
-	"lab/harness"
 	"lab/hygiene"
 	"lab/localserver"
 	"lab/metrics"
@@ -201,7 +200,7 @@ func runProxy(ctx context.Context, s *streams, o *proxyOptions) (err error) {
 	if runID == "" {
 		runID = time.Now().Format("20060102-150405")
 	}
-	if err := harness.CheckRunID(runID); err != nil {
+	if err := metrics.CheckRunID(runID); err != nil {
 		return badInput("--run-id: %v", err)
 	}
 	dir := o.RunDir

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"lab/harness"
 	"lab/metrics"
 )
 
@@ -380,7 +379,7 @@ func TestInterruptThenResume(t *testing.T) {
 	if !slices.Equal(key(got), key(want)) {
 		t.Errorf("resumed rows differ from the uninterrupted run's: %d vs %d", len(got), len(want))
 	}
-	if !man.Complete || man.Error != "" || man.Samples != len(want) || man.Settings[harness.SettingResumedAt] == "" {
+	if !man.Complete || man.Error != "" || man.Samples != len(want) || man.Settings[metrics.SettingResumedAt] == "" {
 		t.Errorf("manifest after resume: complete %v, error %q, samples %d, settings %v", man.Complete, man.Error, man.Samples, man.Settings)
 	}
 	for _, s := range got {

@@ -17,7 +17,6 @@ import (
 	"golang.org/x/sync/errgroup"
 	"gonum.org/v1/plot"
 
-	"lab/harness"
 	"lab/metrics"
 	"lab/plots"
 	"lab/report"
@@ -66,7 +65,7 @@ func runDataFiles(dir string) []string {
 // checkShard validates --shard and --run-id together before anything runs, and returns the
 // shard (zero without --shard): a shard needs --run-id, since every shard, on whatever machine,
 // must name the same run and the default run id (the start time) differs between machines; and
-// a new run's folder must not already hold its part ([harness.CheckNewRun]). With --resume the
+// a new run's folder must not already hold its part ([metrics.CheckNewRun]). With --resume the
 // run's own folder is carried on and only the shard's form is checked.
 func checkShard(o *runOptions) (metrics.Shard, error) {
 	var shard metrics.Shard
@@ -83,10 +82,10 @@ func checkShard(o *runOptions) (metrics.Shard, error) {
 	if o.Reliability.Resume != "" || o.RunID == "" {
 		return shard, nil
 	}
-	if err := harness.CheckRunID(o.RunID); err != nil {
+	if err := metrics.CheckRunID(o.RunID); err != nil {
 		return shard, badInput("--run-id: %v", err)
 	}
-	if err := harness.CheckNewRun(o.ResultsDir, o.RunID, shard); err != nil {
+	if err := metrics.CheckNewRun(o.ResultsDir, o.RunID, shard); err != nil {
 		return shard, badInput("--run-id %s: %v", o.RunID, err)
 	}
 	return shard, nil

@@ -33,7 +33,7 @@ type reliabilityOptions struct {
 // settingRunFlags is the manifest setting that records the flags a run was started with, as a
 // JSON object (flag name → value), for `lab run --resume`; a resume that gives a new server
 // address records it there.
-const settingRunFlags = harness.SettingRunFlags
+const settingRunFlags = metrics.SettingRunFlags
 
 // notRecorded are the flags that do not describe what a run measures: not recorded in the
 // manifest, and the only ones (with resumeAllows) that --resume takes.
@@ -45,7 +45,7 @@ var resumeAllows = []string{"quiet", "retries", "request-timeout", "cache", "key
 
 // resumeAddresses are the recorded flags --resume may change: where the model server is now
 // (a server that moved, or came back on another port). The new value replaces the run's in
-// its recorded flags; the manifest keeps every address ([harness.SettingServerURLs]).
+// its recorded flags; the manifest keeps every address ([metrics.SettingServerURLs]).
 var resumeAddresses = []string{"server", "base-url", "server-log"}
 
 func addReliabilityFlags(c *cobra.Command, o *reliabilityOptions) {

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"lab/harness"
 	"lab/metrics"
 )
 
@@ -49,8 +48,8 @@ func TestResumeAtANewAddress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := first.URL + "/v1, " + second.URL + "/v1"; !man.Complete || man.ServerURL != second.URL+"/v1" || man.Settings[harness.SettingServerURLs] != want {
-		t.Errorf("manifest: complete %v, server_url %q, %s %q; want complete, %q, %q", man.Complete, man.ServerURL, harness.SettingServerURLs, man.Settings[harness.SettingServerURLs], second.URL+"/v1", want)
+	if want := first.URL + "/v1, " + second.URL + "/v1"; !man.Complete || man.ServerURL != second.URL+"/v1" || man.Settings[metrics.SettingServerURLs] != want {
+		t.Errorf("manifest: complete %v, server_url %q, %s %q; want complete, %q, %q", man.Complete, man.ServerURL, metrics.SettingServerURLs, man.Settings[metrics.SettingServerURLs], second.URL+"/v1", want)
 	}
 	var flags map[string]string
 	if err := json.Unmarshal([]byte(man.Settings[settingRunFlags]), &flags); err != nil || flags["base-url"] != second.URL+"/v1" || flags["model"] != "m" {
