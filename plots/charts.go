@@ -8,8 +8,8 @@ import (
 
 // Chart is one standard per-scenario chart: its name and its builder.
 type Chart struct {
-	// Name is the chart's part of a file name, for example "cached-share": a caller writes
-	// results/run_id=<run-id>/plots/<scenario>-<Name>.<format>.
+	// Name is the chart's part of a file name, for example "cached-share": [Names.Base] makes
+	// it results/run_id=<run-id>/plots/<scenario>-<Name>.<format> ([File]).
 	Name string
 	// Build builds the chart of one scenario from a run's samples (samples of other scenarios
 	// are ignored). It returns an error wrapping [ErrNoSamples] when the scenario has nothing

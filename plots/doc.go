@@ -10,8 +10,11 @@
 //  2. [RelativeBars] draws figures relative to spec across scenarios, one [Bar] per arm with
 //     its confidence interval, computed by the caller; [RelativeBarsHeight] sizes it.
 //  3. [Write] renders a plot as PNG or SVG of a given size to an io.Writer, the legend in a
-//     column right of the data (shrunk to fit with 30 arms); the caller chooses the path
-//     (results/run_id=<run-id>/plots/<scenario>-<chart>.svg, say) and closes the file.
+//     column right of the data (shrunk to fit with 30 arms); the caller opens and closes the file.
+//  4. The charts' files are named here: [Names] gives each chart of a report its base name
+//     (<scenario>-<chart>, "setup-<label>-" first for one setup of several, safe as a file
+//     name, each once) and [File] its path in [Dir] for each of [FileFormats]
+//     (results/run_id=<run-id>/plots/midnight-cached-share.svg, say).
 //
 // Arms are ordered as metrics.SortArms orders them (spec first, drawn on top) and keep the same
 // colour and point shape in every chart of a scenario. Builders are deterministic: the same

@@ -7,12 +7,10 @@ import (
 	"io"
 	"math"
 	"os"
-	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
-	"unicode"
 
 	"golang.org/x/sync/errgroup"
 	"gonum.org/v1/plot"
@@ -22,11 +20,10 @@ import (
 	"lab/report"
 )
 
-// The files a report writes into its folder, beside plots/.
+// The files a report writes into its folder, beside its charts' folder (plots.Dir).
 const (
 	reportMarkdown = "report.md"
 	reportHTML     = "report.html"
-	plotsDir       = "plots"
 )
 
 // writeReport reads a run's results and writes its charts under plots/, report.md and
@@ -94,17 +91,13 @@ func checkShard(o *runOptions) (metrics.Shard, error) {
 // writeReportFiles analyses samples, renders the charts into out/plots/ and writes report.md
 // and report.html into out; it returns the files written, relative to out.
 // Sessions that did not complete (report.Sessions) are left out of the analysis and the charts.
-// Runs of several setups (report.GroupSetups) get the charts of each setup, named
-// plots/setup-<label>-<chart>: a chart never draws two setups as one.
+// Runs of several setups (report.GroupSetups) get the charts of each setup, named by
+// plots.Names with the setup's label: a chart never draws two setups as one.
 func writeReportFiles(out string, runs []*metrics.Manifest, rows *metrics.Rows) (files []string, err error) {
 	an, labels, completes := report.AnalyzeRunRows(runs, rows)
 	var figs []report.Figure
 	for i, g := range an.Groups() {
-		prefix := ""
-		if labels[i] != "" {
-			prefix = "setup-" + labels[i] + "-"
-		}
-		f, fl, err := renderFigures(out, prefix, labels[i], scenarioOrder(runs, g), completes[i], g)
+		f, fl, err := renderFigures(out, labels[i], scenarioOrder(runs, g), completes[i], g)
 		figs, files = append(figs, f...), append(files, fl...)
 		if err != nil {
 			return files, err
@@ -143,28 +136,27 @@ func scenarioOrder(runs []*metrics.Manifest, an *report.Analysis) []string {
 }
 
 // renderFigures draws the standard charts of each scenario (plots.ScenarioCharts) and the
-// cross-scenario chart of re-read tokens relative to spec into out/plots/<name>.{svg,png}, and
-// returns them as report figures with their SVG bytes, and the files written relative to out.
-// A chart with nothing to draw (plots.ErrNoSamples) is skipped.
+// cross-scenario chart of re-read tokens relative to spec into out, in every plots.FileFormats
+// at the paths plots.File gives the names of plots.Names, and returns them as report figures
+// with their SVG bytes, and the files written relative to out. A chart with nothing to draw
+// (plots.ErrNoSamples) is skipped.
 //
-// prefix starts every chart's file name and setup is the figures' report.Figure.Setup (both ""
-// for runs of one setup).
-func renderFigures(out, prefix, setup string, scenarios []string, rows *metrics.Rows, an *report.Analysis) (figs []report.Figure, files []string, err error) {
-	if err := os.MkdirAll(filepath.Join(out, plotsDir), 0o755); err != nil {
+// setup is the figures' report.Figure.Setup and starts every chart's file name ("" for runs of
+// one setup).
+func renderFigures(out, setup string, scenarios []string, rows *metrics.Rows, an *report.Analysis) (figs []report.Figure, files []string, err error) {
+	if err := os.MkdirAll(filepath.Join(out, plots.Dir), 0o755); err != nil {
 		return nil, nil, err
 	}
 	byScenario := rowsByScenario(rows)
-	// save writes one chart (its title and a function rendering it as a format) in every
-	// format and records it as a figure.
-	used := map[string]bool{}
+	// save writes one chart (its file base name, title and a function rendering it as a
+	// format) in every format and records it as a figure.
 	save := func(scenario, name, title string, render func(w io.Writer, format string) error) error {
-		name = uniqueName(fileName(prefix+name), used)
 		if setup != "" {
 			title = "setup " + setup + ": " + title
 		}
 		fig := report.Figure{Scenario: scenario, Setup: setup, Title: title, Files: map[string]string{}}
-		for _, format := range []string{"svg", "png"} {
-			rel := path.Join(plotsDir, name+"."+format)
+		for _, format := range plots.FileFormats() {
+			rel := plots.File(name, format)
 			var buf bytes.Buffer
 			if err := render(&buf, format); err != nil {
 				return fmt.Errorf("plot %s: %w", name, err)
@@ -221,7 +213,7 @@ func renderFigures(out, prefix, setup string, scenarios []string, rows *metrics.
 				return errs[i]
 			}
 			j.title = p.Title.Text
-			for _, format := range []string{"svg", "png"} {
+			for _, format := range plots.FileFormats() {
 				var buf bytes.Buffer
 				if err := plots.Write(&buf, p, format, plots.DefaultWidth, plots.DefaultHeight); err != nil {
 					errs[i] = fmt.Errorf("plot %s: %w", j.name, err)
@@ -241,11 +233,12 @@ func renderFigures(out, prefix, setup string, scenarios []string, rows *metrics.
 		}
 		return figs, files, err
 	}
+	var names plots.Names // the charts' file names, in the order they are saved
 	for _, j := range jobs {
 		if j.skip {
 			continue
 		}
-		if err := save(j.scenario, j.name, j.title, func(w io.Writer, format string) error {
+		if err := save(j.scenario, names.Base(setup, j.scenario, j.chart.Name), j.title, func(w io.Writer, format string) error {
 			_, err := w.Write(j.out[format])
 			return err
 		}); err != nil {
@@ -261,7 +254,7 @@ func renderFigures(out, prefix, setup string, scenarios []string, rows *metrics.
 	case err != nil:
 		return figs, files, fmt.Errorf("plot re-read relative to spec: %w", err)
 	default:
-		if err := save("", "reread-vs-spec", p.Title.Text, func(w io.Writer, format string) error {
+		if err := save("", names.Across(setup, "reread-vs-spec"), p.Title.Text, func(w io.Writer, format string) error {
 			return plots.Write(w, p, format, plots.DefaultWidth, plots.RelativeBarsHeight(bars))
 		}); err != nil {
 			return figs, files, err
@@ -294,42 +287,6 @@ func relativeBars(an *report.Analysis) []plots.Bar {
 		}
 	}
 	return bars
-}
-
-// fileName makes a chart's name safe as one file name on every system: each run of characters
-// other than ASCII letters, digits, "-", "_" and "." becomes one "_" ("team/a b" →
-// "team_a_b"), and a name that would be empty or hidden gets a leading "_".
-func fileName(name string) string {
-	var b strings.Builder
-	under := false
-	for _, r := range name {
-		ok := r < 0x80 && (r == '-' || r == '_' || r == '.' || unicode.IsLetter(r) || unicode.IsDigit(r))
-		if !ok {
-			if !under {
-				b.WriteByte('_')
-			}
-			under = true
-			continue
-		}
-		b.WriteRune(r)
-		under = false
-	}
-	s := b.String()
-	if s == "" || strings.HasPrefix(s, ".") {
-		s = "_" + s
-	}
-	return s
-}
-
-// uniqueName returns name, or name with "-2", "-3", … appended when used has it (two scenarios
-// whose names differ only in replaced characters), and records it in used.
-func uniqueName(name string, used map[string]bool) string {
-	n := name
-	for i := 2; used[n]; i++ {
-		n = fmt.Sprintf("%s-%d", name, i)
-	}
-	used[n] = true
-	return n
 }
 
 // writeFile creates path, lets write fill it and closes it, keeping the close error.
