@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"lab/metrics"
+	"lab/stats"
 )
 
 // Segments splits re-read tokens by the kind of prompt segment they lie in, after the
@@ -47,7 +48,7 @@ func (s *Segments) add(x *metrics.Sample) bool {
 // RepTotals adds up the requests of one repetition of one scenario×arm. Token counts are in
 // tokens of the served model's tokenizer.
 type RepTotals struct {
-	metrics.RepKey
+	stats.RepKey
 	// Requests is the number of requests, failed ones included; Failed those with an error.
 	Requests int `json:"requests"`
 	Failed   int `json:"failed"`
@@ -115,10 +116,10 @@ func (r *RepTotals) PrefillSeconds() (float64, bool) {
 }
 
 // ArmStats is one scenario×arm over its repetitions: the totals of each repetition and their
-// means with 95 % confidence intervals ([metrics.Estimate]; no interval with one repetition).
+// means with 95 % confidence intervals ([stats.Estimate]; no interval with one repetition).
 type ArmStats struct {
 	Arm string `json:"arm"`
-	// Reps holds each repetition's totals, in [metrics.RepKey] order.
+	// Reps holds each repetition's totals, in [stats.RepKey] order.
 	Reps []RepTotals `json:"reps"`
 	// Pooled sums every repetition into one row, as [Summarize] does.
 	Pooled ArmRow `json:"pooled"`
@@ -126,36 +127,36 @@ type ArmStats struct {
 	// Means over repetitions of the per-repetition totals (tokens; PrefillSeconds in seconds).
 	// ExpectedCachedTokens and Reread are over the repetitions with a known expected count,
 	// PrefillSeconds over those with a known prefill time (N = 0 when none: unknown).
-	Requests             metrics.Estimate   `json:"requests"`
-	PromptTokens         metrics.Estimate   `json:"prompt_tokens"`
-	CachedTokens         metrics.Estimate   `json:"cached_tokens"`
-	ExpectedCachedTokens metrics.Estimate   `json:"expected_cached_tokens"`
-	RereadTokens         metrics.Estimate   `json:"reread_tokens"`
-	Reread               []metrics.Estimate `json:"reread_by_segment"` // in the order of SegmentNames
-	PrefillSeconds       metrics.Estimate   `json:"prefill_seconds"`
+	Requests             stats.Estimate   `json:"requests"`
+	PromptTokens         stats.Estimate   `json:"prompt_tokens"`
+	CachedTokens         stats.Estimate   `json:"cached_tokens"`
+	ExpectedCachedTokens stats.Estimate   `json:"expected_cached_tokens"`
+	RereadTokens         stats.Estimate   `json:"reread_tokens"`
+	Reread               []stats.Estimate `json:"reread_by_segment"` // in the order of SegmentNames
+	PrefillSeconds       stats.Estimate   `json:"prefill_seconds"`
 	// CachedShare and Efficiency are means over the repetitions where they are defined (N
 	// says how many); ratios in [0, 1] (efficiency may exceed 1).
-	CachedShare metrics.Estimate `json:"cached_share"`
-	Efficiency  metrics.Estimate `json:"efficiency"`
+	CachedShare stats.Estimate `json:"cached_share"`
+	Efficiency  stats.Estimate `json:"efficiency"`
 	// CostUSD is the mean cost per repetition in US dollars; nil when no request has a cost.
-	CostUSD *metrics.Estimate `json:"cost_usd,omitempty"`
+	CostUSD *stats.Estimate `json:"cost_usd,omitempty"`
 	// VsSpec compares the arm with the spec arm of the same scenario, repetition by repetition;
 	// nil for the spec arm itself and when the scenario has no spec arm.
 	VsSpec *VsSpec `json:"vs_spec,omitempty"`
 }
 
 // VsSpec compares an arm with [metrics.SpecArm] over the repetitions both ran (paired by
-// [metrics.RepKey]).
+// [stats.RepKey]).
 type VsSpec struct {
 	// Pairs is the number of repetitions both arms ran.
 	Pairs int `json:"pairs"`
 	// RereadRatio is mean(arm's re-read tokens) / mean(spec's), with Fieller's interval.
-	RereadRatio metrics.Ratio `json:"reread_ratio"`
+	RereadRatio stats.Ratio `json:"reread_ratio"`
 	// RereadDiff is the mean paired difference arm − spec of re-read tokens, with its t interval.
-	RereadDiff metrics.Estimate `json:"reread_diff"`
+	RereadDiff stats.Estimate `json:"reread_diff"`
 	// PrefillRatio and PrefillDiff do the same for prefill seconds.
-	PrefillRatio metrics.Ratio    `json:"prefill_ratio"`
-	PrefillDiff  metrics.Estimate `json:"prefill_diff"`
+	PrefillRatio stats.Ratio    `json:"prefill_ratio"`
+	PrefillDiff  stats.Estimate `json:"prefill_diff"`
 }
 
 // ScenarioStats is one scenario of an [Analysis].
@@ -210,15 +211,15 @@ func analyze(rows *metrics.Rows, runs []*metrics.Manifest) *Analysis {
 	a := &Analysis{Live: liveTable(rows)}
 	tables := summarize(rows)
 	type key struct{ scenario, arm string }
-	reps := map[key]map[metrics.RepKey]*RepTotals{}
+	reps := map[key]map[stats.RepKey]*RepTotals{}
 	for _, s := range rows.All() {
 		k := key{s.Scenario, s.Arm}
 		m := reps[k]
 		if m == nil {
-			m = map[metrics.RepKey]*RepTotals{}
+			m = map[stats.RepKey]*RepTotals{}
 			reps[k] = m
 		}
-		rk := metrics.RepKey{RunID: s.RunID, Repetition: s.Repetition}
+		rk := stats.RepKey{RunID: s.RunID, Repetition: s.Repetition}
 		t := m[rk]
 		if t == nil {
 			t = &RepTotals{RepKey: rk}
@@ -290,20 +291,20 @@ func deref(p *float64) float64 {
 	return *p
 }
 
-func armStats(row ArmRow, reps map[metrics.RepKey]*RepTotals) ArmStats {
+func armStats(row ArmRow, reps map[stats.RepKey]*RepTotals) ArmStats {
 	st := ArmStats{Arm: row.Arm, Pooled: row}
 	for _, t := range reps {
 		st.Reps = append(st.Reps, *t)
 	}
 	slices.SortFunc(st.Reps, func(a, b RepTotals) int { return a.RepKey.Compare(b.RepKey) })
-	col := func(f func(*RepTotals) (float64, bool)) metrics.Estimate {
+	col := func(f func(*RepTotals) (float64, bool)) stats.Estimate {
 		var xs []float64
 		for i := range st.Reps {
 			if v, ok := f(&st.Reps[i]); ok {
 				xs = append(xs, v)
 			}
 		}
-		return metrics.MeanCI(xs)
+		return stats.MeanCI(xs)
 	}
 	st.Requests = col(func(t *RepTotals) (float64, bool) { return float64(t.Requests), true })
 	st.PromptTokens = col(func(t *RepTotals) (float64, bool) {
@@ -331,8 +332,8 @@ func armStats(row ArmRow, reps map[metrics.RepKey]*RepTotals) ArmStats {
 }
 
 // perRep returns f of each repetition where it is known.
-func perRep(st *ArmStats, f func(*RepTotals) (float64, bool)) map[metrics.RepKey]float64 {
-	m := make(map[metrics.RepKey]float64, len(st.Reps))
+func perRep(st *ArmStats, f func(*RepTotals) (float64, bool)) map[stats.RepKey]float64 {
+	m := make(map[stats.RepKey]float64, len(st.Reps))
 	for i := range st.Reps {
 		if v, ok := f(&st.Reps[i]); ok {
 			m[st.Reps[i].RepKey] = v
@@ -348,14 +349,14 @@ func reread(t *RepTotals) (float64, bool) {
 
 func vsSpec(spec, arm *ArmStats) *VsSpec {
 	v := &VsSpec{}
-	b, n, keys := metrics.Pair(perRep(spec, reread), perRep(arm, reread))
+	b, n, keys := stats.Pair(perRep(spec, reread), perRep(arm, reread))
 	v.Pairs = len(keys)
 	// Pair returns slices of equal length: the errors cannot happen.
-	v.RereadRatio, _ = metrics.RatioOfMeans(b, n)
-	v.RereadDiff, _ = metrics.PairedDiff(b, n)
-	b, n, _ = metrics.Pair(perRep(spec, (*RepTotals).PrefillSeconds), perRep(arm, (*RepTotals).PrefillSeconds))
-	v.PrefillRatio, _ = metrics.RatioOfMeans(b, n)
-	v.PrefillDiff, _ = metrics.PairedDiff(b, n)
+	v.RereadRatio, _ = stats.RatioOfMeans(b, n)
+	v.RereadDiff, _ = stats.PairedDiff(b, n)
+	b, n, _ = stats.Pair(perRep(spec, (*RepTotals).PrefillSeconds), perRep(arm, (*RepTotals).PrefillSeconds))
+	v.PrefillRatio, _ = stats.RatioOfMeans(b, n)
+	v.PrefillDiff, _ = stats.PairedDiff(b, n)
 	return v
 }
 

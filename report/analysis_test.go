@@ -12,6 +12,7 @@ import (
 	"lab/internal/golden"
 	"lab/metrics"
 	"lab/report"
+	"lab/stats"
 )
 
 // repsFixture is scenario midnight with arms spec, date-in-system-prompt and reasoning-never,
@@ -22,9 +23,9 @@ import (
 //	date:   prompts 1000, 1100, 1200; cached 0, 990, 10j      → re-read 2310−10j (cliff at 2)
 //	never:  prompts 1000, 1100, 1300; cached 0, 990, 1090     → re-read 1320
 func repsFixture() []metrics.Sample {
-	reps := []metrics.RepKey{{RunID: "r1", Repetition: 1}, {RunID: "r1", Repetition: 2}, {RunID: "r2", Repetition: 1}}
+	reps := []stats.RepKey{{RunID: "r1", Repetition: 1}, {RunID: "r1", Repetition: 2}, {RunID: "r2", Repetition: 1}}
 	var out []metrics.Sample
-	add := func(arm string, rk metrics.RepKey, prompts, cached []int64) {
+	add := func(arm string, rk stats.RepKey, prompts, cached []int64) {
 		for i := range prompts {
 			s := metrics.Sample{
 				RunID: rk.RunID, Repetition: rk.Repetition, Scenario: "midnight", Arm: arm, RequestIndex: int32(i),
@@ -62,7 +63,7 @@ func TestAnalyze(t *testing.T) {
 		t.Errorf("arm order = %v", got)
 	}
 	spec, date := sc.Arm(metrics.SpecArm), sc.Arm(report.CliffArm)
-	if len(spec.Reps) != 3 || spec.Reps[2].RepKey != (metrics.RepKey{RunID: "r2", Repetition: 1}) {
+	if len(spec.Reps) != 3 || spec.Reps[2].RepKey != (stats.RepKey{RunID: "r2", Repetition: 1}) {
 		t.Fatalf("spec reps = %+v; want 3, r2/1 last", spec.Reps)
 	}
 	// Re-read 1220, 1225, 1230: mean 1225, sd 5, half width t(0.975, 2)·5/√3 = 12.420689.

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"lab/metrics"
+	"lab/stats"
 )
 
 // The spec's measured claims (context-hygiene spec 3.2.0, §10 and §8, quoted in DESIGN.md) that
@@ -76,16 +77,16 @@ type Cliff struct {
 	// Requests are the 0-based request indices where the drops happened, distinct, sorted.
 	Requests []int32 `json:"requests"`
 	// PromptTokens is the prompt size of the request at the drop, in tokens.
-	PromptTokens metrics.Estimate `json:"prompt_tokens"`
+	PromptTokens stats.Estimate `json:"prompt_tokens"`
 	// From and To are the cached shares (0–1) before and at the drop.
-	From metrics.Estimate `json:"from"`
-	To   metrics.Estimate `json:"to"`
+	From stats.Estimate `json:"from"`
+	To   stats.Estimate `json:"to"`
 	// RereadTokens and PrefillSeconds are what the request at the drop re-read and how long
 	// its prefill took, in seconds, over the repetitions where each is known (N = 0: unknown).
 	// Read PrefillSeconds with [Claims].Prefill: a run whose prefill times are not comparable
 	// between arms gives no conclusion in seconds.
-	RereadTokens   metrics.Estimate `json:"reread_tokens"`
-	PrefillSeconds metrics.Estimate `json:"prefill_seconds"`
+	RereadTokens   stats.Estimate `json:"reread_tokens"`
+	PrefillSeconds stats.Estimate `json:"prefill_seconds"`
 }
 
 func claims(rows *metrics.Rows, a *Analysis, runs []*metrics.Manifest) Claims {
@@ -172,21 +173,21 @@ func changeAt(rows *metrics.Rows, ss []int, req int32) *cliffPoint {
 func cliffClaim(rows *metrics.Rows) *CliffClaim {
 	type key struct {
 		arm string
-		rep metrics.RepKey
+		rep stats.RepKey
 	}
 	byRep := map[key][]int{} // row indices, sorted by request
 	for i := range rows.Len() {
 		if rows.Scenario(i) != CliffScenario {
 			continue
 		}
-		k := key{rows.Arm(i), metrics.RepKey{RunID: rows.RunID(i), Repetition: rows.Repetition(i)}}
+		k := key{rows.Arm(i), stats.RepKey{RunID: rows.RunID(i), Repetition: rows.Repetition(i)}}
 		byRep[k] = append(byRep[k], i)
 	}
 	for _, ss := range byRep {
 		slices.SortStableFunc(ss, func(a, b int) int { return int(rows.RequestIndex(a)) - int(rows.RequestIndex(b)) })
 	}
 	// The date arm's cliff, per repetition, and the most frequent one.
-	dateAt := map[metrics.RepKey]int32{}
+	dateAt := map[stats.RepKey]int32{}
 	count := map[int32]int{}
 	for k, ss := range byRep {
 		if k.arm != CliffArm {
@@ -247,14 +248,14 @@ func cliffClaim(rows *metrics.Rows) *CliffClaim {
 			}
 			return 0
 		})
-		col := func(f func(cliffPoint) (float64, bool)) metrics.Estimate {
+		col := func(f func(cliffPoint) (float64, bool)) stats.Estimate {
 			var xs []float64
 			for _, p := range ps {
 				if v, ok := f(p); ok {
 					xs = append(xs, v)
 				}
 			}
-			return metrics.MeanCI(xs)
+			return stats.MeanCI(xs)
 		}
 		cl := Cliff{
 			Arm:            arm,

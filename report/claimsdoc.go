@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"lab/metrics"
+	"lab/stats"
 )
 
 // notComparable is what a cell of prefill seconds reads when its run's prefill times are not
@@ -15,7 +16,7 @@ const notComparable = "not comparable"
 
 // prefillCell formats prefill seconds computed from reps: "not comparable" when one of their
 // runs failed the prefill check, so that no conclusion is drawn from them.
-func prefillCell(a *Analysis, e metrics.Estimate, reps []RepTotals) string {
+func prefillCell(a *Analysis, e stats.Estimate, reps []RepTotals) string {
 	if e.N == 0 {
 		return "—"
 	}
@@ -250,7 +251,7 @@ func reasoningSection(d *document, claims []ReasoningClaim) {
 }
 
 // liveEst formats a paired difference with its interval; "—" without values.
-func liveEst(e metrics.Estimate) string {
+func liveEst(e stats.Estimate) string {
 	if e.N == 0 {
 		return "—"
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"lab/metrics"
+	"lab/stats"
 )
 
 // CompareMetric is one figure [Compare] sets side by side, per repetition.
@@ -42,11 +42,11 @@ type Change struct {
 	Arm      string `json:"arm"`
 	Metric   string `json:"metric"`
 	// Old and New are the means over each run's repetitions with their intervals.
-	Old metrics.Estimate `json:"old"`
-	New metrics.Estimate `json:"new"`
+	Old stats.Estimate `json:"old"`
+	New stats.Estimate `json:"new"`
 	// Delta is mean(new) − mean(old) with Welch's 95 % interval (the runs' repetitions are
 	// independent, not paired); no interval unless both have 2 repetitions or more.
-	Delta metrics.Estimate `json:"delta"`
+	Delta stats.Estimate `json:"delta"`
 	// Relative is Delta.Mean / |mean(old)|; nil when the old mean is 0 (then any worsening
 	// counts as beyond the threshold).
 	Relative *float64 `json:"relative"`
@@ -181,7 +181,7 @@ func compareArm(m CompareMetric, old, next *ArmStats, threshold float64) (Change
 	if len(o) == 0 || len(n) == 0 {
 		return Change{}, false
 	}
-	ch := Change{Metric: m.Name, Old: metrics.MeanCI(o), New: metrics.MeanCI(n), Delta: metrics.WelchDiff(o, n), format: m.format}
+	ch := Change{Metric: m.Name, Old: stats.MeanCI(o), New: stats.MeanCI(n), Delta: stats.WelchDiff(o, n), format: m.format}
 	worse := ch.Delta.Mean // > 0 is worse
 	if m.HigherIsBetter {
 		worse = -worse

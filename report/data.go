@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"lab/metrics"
+	"lab/stats"
 )
 
 // CSV writes one row per scenario×arm after a header row: the means over repetitions with the
@@ -97,28 +98,28 @@ func num(v *float64) string {
 	return strconv.FormatFloat(*v, 'f', -1, 64)
 }
 
-func mean(e metrics.Estimate) string {
+func mean(e stats.Estimate) string {
 	if e.N == 0 {
 		return ""
 	}
 	return num(&e.Mean)
 }
 
-func lo(ci *metrics.Interval) string {
+func lo(ci *stats.Interval) string {
 	if ci == nil {
 		return ""
 	}
 	return num(&ci.Lo)
 }
 
-func hi(ci *metrics.Interval) string {
+func hi(ci *stats.Interval) string {
 	if ci == nil {
 		return ""
 	}
 	return num(&ci.Hi)
 }
 
-func withEnds(e metrics.Estimate) []string { return []string{mean(e), lo(e.CI), hi(e.CI)} }
+func withEnds(e stats.Estimate) []string { return []string{mean(e), lo(e.CI), hi(e.CI)} }
 
 // JSON writes the report as one indented JSON object: "runs" (the manifests, as in a run's
 // manifest files; a run split into shards as its parts' manifests merged, metrics.MergeParts),

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"lab/metrics"
+	"lab/stats"
 )
 
 // A document is the content the text, Markdown and HTML writers share: headings, paragraphs,
@@ -462,7 +463,7 @@ func signedTok(v float64) string {
 	return s
 }
 
-func estimate(e metrics.Estimate, f func(float64) string) string {
+func estimate(e stats.Estimate, f func(float64) string) string {
 	if e.N == 0 {
 		return "—"
 	}
@@ -473,13 +474,13 @@ func estimate(e metrics.Estimate, f func(float64) string) string {
 	return s
 }
 
-func tokEst(e metrics.Estimate) string       { return estimate(e, tok) }
-func signedTokEst(e metrics.Estimate) string { return estimate(e, signedTok) }
-func secEst(e metrics.Estimate) string       { return estimate(e, seconds) }
-func pctEst(e metrics.Estimate) string       { return estimate(e, pct) }
+func tokEst(e stats.Estimate) string       { return estimate(e, tok) }
+func signedTokEst(e stats.Estimate) string { return estimate(e, signedTok) }
+func secEst(e stats.Estimate) string       { return estimate(e, seconds) }
+func pctEst(e stats.Estimate) string       { return estimate(e, pct) }
 
 // withCI formats a value with its interval in brackets: "1.22× [1.10×, 1.35×]"; "—" for nil.
-func withCI(v *float64, ci *metrics.Interval, f func(float64) string) string {
+func withCI(v *float64, ci *stats.Interval, f func(float64) string) string {
 	if v == nil {
 		return "—"
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"lab/metrics"
+	"lab/stats"
 )
 
 // LiveMetric is one figure the live table compares arms on, summed or averaged per repetition.
@@ -14,10 +15,10 @@ type LiveMetric struct {
 	// Name is the figure's column name, Unit its unit.
 	Name, Unit string
 	// Estimate is the mean over repetitions with its 95 % confidence interval.
-	Estimate metrics.Estimate
+	Estimate stats.Estimate
 	// VsSpec is the paired difference arm − spec over the repetitions both ran, with its t
 	// interval; nil for the spec arm, or when the spec arm was not run.
-	VsSpec *metrics.Estimate
+	VsSpec *stats.Estimate
 	// Unknown is the number of requests whose figure is unknown (null: the server did not count
 	// the reasoning, the cached tokens are unknown), left out of the sums, not counted as 0.
 	Unknown int
@@ -56,7 +57,7 @@ func liveTable(tab *metrics.Rows) []LiveRow {
 	}
 	type unknown struct{ reasoning, reread int }
 	unknowns := map[key]*unknown{}
-	reps := map[key]map[metrics.RepKey]*rep{}
+	reps := map[key]map[stats.RepKey]*rep{}
 	ends := map[key]map[string]int{}
 	for _, s := range tab.All() {
 		if s.Driver != metrics.DriverLive {
@@ -64,9 +65,9 @@ func liveTable(tab *metrics.Rows) []LiveRow {
 		}
 		k := key{s.Scenario, s.Arm}
 		if reps[k] == nil {
-			reps[k], ends[k] = map[metrics.RepKey]*rep{}, map[string]int{}
+			reps[k], ends[k] = map[stats.RepKey]*rep{}, map[string]int{}
 		}
-		rk := metrics.RepKey{RunID: s.RunID, Repetition: s.Repetition}
+		rk := stats.RepKey{RunID: s.RunID, Repetition: s.Repetition}
 		r := reps[k][rk]
 		if r == nil {
 			r = &rep{turns: map[int32]bool{}}
@@ -127,8 +128,8 @@ func liveTable(tab *metrics.Rows) []LiveRow {
 		}
 		return strings.Compare(a.arm, b.arm)
 	})
-	perRep := func(k key, f func(*rep) float64) map[metrics.RepKey]float64 {
-		out := map[metrics.RepKey]float64{}
+	perRep := func(k key, f func(*rep) float64) map[stats.RepKey]float64 {
+		out := map[stats.RepKey]float64{}
 		for rk, r := range reps[k] {
 			out[rk] = f(r)
 		}
@@ -141,22 +142,22 @@ func liveTable(tab *metrics.Rows) []LiveRow {
 		for _, fig := range figures {
 			vals := perRep(k, fig.f)
 			var xs []float64
-			var rks []metrics.RepKey
+			var rks []stats.RepKey
 			for rk := range vals {
 				rks = append(rks, rk)
 			}
-			slices.SortFunc(rks, metrics.RepKey.Compare)
+			slices.SortFunc(rks, stats.RepKey.Compare)
 			for _, rk := range rks {
 				xs = append(xs, vals[rk])
 			}
-			m := LiveMetric{Name: fig.name, Unit: fig.unit, Estimate: metrics.MeanCI(xs)}
+			m := LiveMetric{Name: fig.name, Unit: fig.unit, Estimate: stats.MeanCI(xs)}
 			if fig.unknown != nil {
 				m.Unknown = fig.unknown(unknowns[k])
 			}
 			if hasSpec && k.arm != metrics.SpecArm {
-				b, n, _ := metrics.Pair(perRep(key{k.scenario, metrics.SpecArm}, fig.f), vals)
+				b, n, _ := stats.Pair(perRep(key{k.scenario, metrics.SpecArm}, fig.f), vals)
 				if len(b) > 0 {
-					if d, err := metrics.PairedDiff(b, n); err == nil {
+					if d, err := stats.PairedDiff(b, n); err == nil {
 						m.VsSpec = &d
 					}
 				}
@@ -207,7 +208,7 @@ func WriteLiveMarkdown(w io.Writer, rows []LiveRow) error {
 
 // liveEstimate writes a mean with its interval: "12.5 [10.1, 14.9]", or the mean alone when
 // there is no interval (one repetition).
-func liveEstimate(e metrics.Estimate) string {
+func liveEstimate(e stats.Estimate) string {
 	if e.CI == nil {
 		return fmt.Sprintf("%.4g", e.Mean)
 	}

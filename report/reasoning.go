@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"lab/metrics"
+	"lab/stats"
 )
 
 // ReasoningClaim is the spec's reasoning claim (§8: "sent its calls without [its reasoning], it
@@ -40,10 +41,10 @@ type ReasoningClaim struct {
 	// minus the ends of Fieller's interval of the ratio (nil with fewer than 2 pairs or an
 	// unbounded interval). The whole session mixes the two parts above, whose causes differ:
 	// the report shows the parts.
-	Spec    metrics.Estimate  `json:"spec_reread_tokens"`
-	Never   metrics.Estimate  `json:"never_reread_tokens"`
-	Saved   *float64          `json:"saved"`
-	SavedCI *metrics.Interval `json:"saved_ci,omitempty"`
+	Spec    stats.Estimate  `json:"spec_reread_tokens"`
+	Never   stats.Estimate  `json:"never_reread_tokens"`
+	Saved   *float64        `json:"saved"`
+	SavedCI *stats.Interval `json:"saved_ci,omitempty"`
 	// Behaviour is the verdict on the behaviour claim, from live sessions of a model; nil for
 	// scripted sessions and for the sim's live driver, whose scripted model decides nothing.
 	Behaviour *ReasoningBehaviour `json:"behaviour,omitempty"`
@@ -60,16 +61,16 @@ type ReasoningPart struct {
 	SpecRequests  int `json:"spec_requests"`
 	NeverRequests int `json:"never_requests"`
 	// Spec and Never are the means over the paired repetitions of the part's re-read tokens.
-	Spec  metrics.Estimate `json:"spec_reread_tokens"`
-	Never metrics.Estimate `json:"never_reread_tokens"`
+	Spec  stats.Estimate `json:"spec_reread_tokens"`
+	Never stats.Estimate `json:"never_reread_tokens"`
 	// Diff is the mean paired difference reasoning-never − spec per repetition, in tokens, with
 	// its t interval: positive when sending reasoning back saved re-reading.
-	Diff metrics.Estimate `json:"never_minus_spec"`
+	Diff stats.Estimate `json:"never_minus_spec"`
 	// Saved is 1 − mean(spec) / mean(never); nil when never re-read nothing here. SavedCI is 1
 	// minus the ends of Fieller's interval of the ratio; nil with fewer than 2 pairs or an
 	// unbounded interval.
-	Saved   *float64          `json:"saved"`
-	SavedCI *metrics.Interval `json:"saved_ci,omitempty"`
+	Saved   *float64        `json:"saved"`
+	SavedCI *stats.Interval `json:"saved_ci,omitempty"`
 	// Rule is the chat template's rule that causes what this part shows ([Template]); "" when
 	// the template, or this rule of it, is unknown.
 	Rule string `json:"rule,omitempty"`
@@ -142,7 +143,7 @@ func templateOf(m *metrics.Manifest, model string) Template {
 type ReasoningBehaviour struct {
 	// ReasoningGenerated is the mean paired difference reasoning-never − spec of the reasoning
 	// tokens generated per session, with its t interval.
-	ReasoningGenerated metrics.Estimate `json:"reasoning_generated_diff"`
+	ReasoningGenerated stats.Estimate `json:"reasoning_generated_diff"`
 	// Verdict is [VerdictHolds] when reasoning-never generated more reasoning than spec and
 	// re-read more inside its turns ([ReasoningPart].Diff), both intervals above 0;
 	// [VerdictDoesNotHold] when either interval lies below 0; [VerdictUndecided] when an
@@ -183,11 +184,11 @@ func reasoningClaims(rows *metrics.Rows, live []LiveRow, runs []*metrics.Manifes
 	type group struct{ scenario, driver string }
 	type arm struct {
 		// per repetition: the whole session and the two parts
-		part     [3]map[metrics.RepKey]float64
+		part     [3]map[stats.RepKey]float64
 		requests [3]int
 		// unknown holds, per part, the repetitions with a request there whose re-read tokens
 		// are unknown: their figure for the part is unknown, not the sum of the others.
-		unknown [3]map[metrics.RepKey]bool
+		unknown [3]map[stats.RepKey]bool
 	}
 	arms := map[group]map[string]*arm{}
 	templates := map[group][]Template{}
@@ -212,11 +213,11 @@ func reasoningClaims(rows *metrics.Rows, live []LiveRow, runs []*metrics.Manifes
 		if a == nil {
 			a = &arm{}
 			for j := range a.part {
-				a.part[j], a.unknown[j] = map[metrics.RepKey]float64{}, map[metrics.RepKey]bool{}
+				a.part[j], a.unknown[j] = map[stats.RepKey]float64{}, map[stats.RepKey]bool{}
 			}
 			arms[g][s.Arm] = a
 		}
-		rk := metrics.RepKey{RunID: s.RunID, Repetition: s.Repetition}
+		rk := stats.RepKey{RunID: s.RunID, Repetition: s.Repetition}
 		// Every repetition has each part, 0 when it has no request there.
 		for j := range a.part {
 			a.part[j][rk] += 0
@@ -275,9 +276,9 @@ func reasoningClaims(rows *metrics.Rows, live []LiveRow, runs []*metrics.Manifes
 		default:
 			rc.Template = Template{Name: "several"}
 		}
-		b, n, keys := metrics.Pair(never.part[0], spec.part[0])
+		b, n, keys := stats.Pair(never.part[0], spec.part[0])
 		rc.Pairs = len(keys)
-		rc.Never, rc.Spec = metrics.MeanCI(b), metrics.MeanCI(n)
+		rc.Never, rc.Spec = stats.MeanCI(b), stats.MeanCI(n)
 		rc.Saved, rc.SavedCI = saved(b, n)
 		for p, dst := range []*ReasoningPart{1: &rc.WithinTurn, 2: &rc.NewUserMessage} {
 			if dst == nil {
@@ -287,9 +288,9 @@ func reasoningClaims(rows *metrics.Rows, live []LiveRow, runs []*metrics.Manifes
 			if dst.SpecRequests+dst.NeverRequests == 0 {
 				continue
 			}
-			b, n, _ := metrics.Pair(never.part[p], spec.part[p])
-			dst.Never, dst.Spec = metrics.MeanCI(b), metrics.MeanCI(n)
-			dst.Diff, _ = metrics.PairedDiff(n, b) // never − spec; Pair's slices have one length
+			b, n, _ := stats.Pair(never.part[p], spec.part[p])
+			dst.Never, dst.Spec = stats.MeanCI(b), stats.MeanCI(n)
+			dst.Diff, _ = stats.PairedDiff(n, b) // never − spec; Pair's slices have one length
 			dst.Saved, dst.SavedCI = saved(b, n)
 		}
 		rc.WithinTurn.Rule, rc.NewUserMessage.Rule = rc.Template.WithinTurn, rc.Template.NewUserMessage
@@ -306,8 +307,8 @@ func reasoningClaims(rows *metrics.Rows, live []LiveRow, runs []*metrics.Manifes
 
 // saved returns 1 − mean(spec) / mean(never) over paired repetitions, and 1 minus the ends of
 // Fieller's interval of the ratio; nil when never's mean is 0, or the interval unbounded.
-func saved(never, spec []float64) (*float64, *metrics.Interval) {
-	r, err := metrics.RatioOfMeans(never, spec)
+func saved(never, spec []float64) (*float64, *stats.Interval) {
+	r, err := stats.RatioOfMeans(never, spec)
 	if err != nil {
 		return nil, nil
 	}
@@ -315,9 +316,9 @@ func saved(never, spec []float64) (*float64, *metrics.Interval) {
 	if f := finite(r.Value); f != nil {
 		v = new(1 - *f)
 	}
-	var ci *metrics.Interval
+	var ci *stats.Interval
 	if r.CI != nil {
-		ci = &metrics.Interval{Lo: 1 - r.CI.Hi, Hi: 1 - r.CI.Lo}
+		ci = &stats.Interval{Lo: 1 - r.CI.Hi, Hi: 1 - r.CI.Lo}
 	}
 	return v, ci
 }
@@ -325,7 +326,7 @@ func saved(never, spec []float64) (*float64, *metrics.Interval) {
 // behaviour judges the behaviour claim on one scenario's live sessions: the reasoning-never
 // row's paired difference to spec in reasoning generated ([LiveTable]), and reread, the paired
 // difference reasoning-never − spec of the re-read tokens inside a turn.
-func behaviour(scenario string, live []LiveRow, reread metrics.Estimate) *ReasoningBehaviour {
+func behaviour(scenario string, live []LiveRow, reread stats.Estimate) *ReasoningBehaviour {
 	b := &ReasoningBehaviour{Verdict: VerdictNoInterval}
 	for _, r := range live {
 		if r.Scenario != scenario || r.Arm != ReasoningNeverArm {

@@ -1,9 +1,16 @@
-package metrics
-
-// This file is the statistics over repetitions. It imports gonum.org/v1/gonum/stat/distuv for
-// Student's t quantile: an exception to the rule that metrics imports only the standard library
-// and Parquet, accepted because the quantile of the t distribution (an inverse regularized
-// incomplete beta function) is easy to get subtly wrong and gonum's is well tested.
+// Package stats is the statistics over repetitions: pure numbers, in the unit of the values
+// given, importing no lab package (the report pairs its rows' figures and calls it).
+//
+// Every interval is at [ConfidenceLevel] (95 %): the mean of one sample with Student's t
+// interval ([MeanCI]), the paired difference with the paired t interval ([PairedDiff]), the
+// difference of two independent samples with Welch's t interval and Welch–Satterthwaite
+// degrees of freedom ([WelchDiff]), and the ratio of two paired means with Fieller's interval
+// ([RatioOfMeans]). Repetitions are matched by [RepKey] ([Pair]).
+//
+// It imports gonum.org/v1/gonum/stat/distuv for Student's t quantile, because the quantile of
+// the t distribution (an inverse regularized incomplete beta function) is easy to get subtly
+// wrong and gonum's is well tested.
+package stats
 
 import (
 	"cmp"
@@ -58,7 +65,8 @@ func (e Estimate) MarshalJSON() ([]byte, error) {
 }
 
 // RepKey identifies one repetition of a scenario×arm: repetitions of several runs merged into
-// one analysis are kept apart by run id.
+// one analysis are kept apart by run id. RunID is a row's run id and Repetition its repetition
+// number (1-based), the pair a caller copies from its rows; stats knows nothing else of a row.
 type RepKey struct {
 	RunID      string `json:"run_id"`
 	Repetition int32  `json:"repetition"`
@@ -126,8 +134,9 @@ func MeanCI(xs []float64) Estimate {
 	return e
 }
 
-// ErrUnpaired is returned by [PairedDiff] and [RatioOfMeans] for slices of different lengths.
-var ErrUnpaired = errors.New("metrics: paired values of different lengths")
+// ErrUnpaired is returned (wrapped, with both lengths) by [PairedDiff] and [RatioOfMeans] for
+// slices of different lengths; test for it with errors.Is.
+var ErrUnpaired = errors.New("stats: paired values of different lengths")
 
 // Pair matches two sets of per-repetition values by repetition key and returns the values of
 // the keys both have, in key order ([RepKey.Compare]), with those keys. A repetition only one

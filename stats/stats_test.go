@@ -1,4 +1,4 @@
-package metrics_test
+package stats_test
 
 import (
 	"encoding/json"
@@ -6,7 +6,7 @@ import (
 	"math"
 	"testing"
 
-	"lab/metrics"
+	"lab/stats"
 )
 
 // Student's sleep data (Cushny & Peebles 1905, R's datasets::sleep): extra hours of sleep of
@@ -30,12 +30,12 @@ func TestTQuantile(t *testing.T) {
 		{0.5, 5, 0},
 		{0.025, 2, -4.302652729749464},
 	} {
-		if got := metrics.TQuantile(tc.p, tc.df); !near(got, tc.want, 1e-9) {
+		if got := stats.TQuantile(tc.p, tc.df); !near(got, tc.want, 1e-9) {
 			t.Errorf("TQuantile(%v, %v) = %.15g; want %.15g", tc.p, tc.df, got, tc.want)
 		}
 	}
 	for _, tc := range []struct{ p, df float64 }{{0.975, 0}, {0.975, -1}, {0, 2}, {1, 2}, {math.NaN(), 2}} {
-		if got := metrics.TQuantile(tc.p, tc.df); !math.IsNaN(got) {
+		if got := stats.TQuantile(tc.p, tc.df); !math.IsNaN(got) {
 			t.Errorf("TQuantile(%v, %v) = %v; want NaN", tc.p, tc.df, got)
 		}
 	}
@@ -44,26 +44,26 @@ func TestTQuantile(t *testing.T) {
 func TestMeanCI(t *testing.T) {
 	t.Parallel()
 	// {1, 2, 3}: mean 2, sd 1, half width t(0.975, 2)/√3 = 2.484138…
-	e := metrics.MeanCI([]float64{1, 2, 3})
+	e := stats.MeanCI([]float64{1, 2, 3})
 	if e.N != 3 || e.Mean != 2 || !near(e.SD, 1, 1e-15) || e.CI == nil ||
 		!near(e.CI.Lo, 2-2.4841377118, 1e-9) || !near(e.CI.Hi, 2+2.4841377118, 1e-9) {
 		t.Errorf("MeanCI({1,2,3}) = %+v %+v; want mean 2, sd 1, CI [-0.484138, 4.484138]", e, e.CI)
 	}
 	// One value: a mean, no interval (not ±0).
-	if e := metrics.MeanCI([]float64{7}); e.N != 1 || e.Mean != 7 || e.SD != 0 || e.CI != nil {
+	if e := stats.MeanCI([]float64{7}); e.N != 1 || e.Mean != 7 || e.SD != 0 || e.CI != nil {
 		t.Errorf("MeanCI({7}) = %+v; want mean 7 and no interval", e)
 	}
-	if e := metrics.MeanCI(nil); e.N != 0 || e.Mean != 0 || e.CI != nil {
+	if e := stats.MeanCI(nil); e.N != 0 || e.Mean != 0 || e.CI != nil {
 		t.Errorf("MeanCI(nil) = %+v; want the zero Estimate", e)
 	}
 	// Identical repetitions: a real interval of width 0.
-	if e := metrics.MeanCI([]float64{5, 5, 5}); e.CI == nil || e.CI.Lo != 5 || e.CI.Hi != 5 {
+	if e := stats.MeanCI([]float64{5, 5, 5}); e.CI == nil || e.CI.Lo != 5 || e.CI.Hi != 5 {
 		t.Errorf("MeanCI({5,5,5}) = %+v; want CI [5, 5]", e)
 	}
-	if got := metrics.StdDev([]float64{2, 4, 4, 4, 5, 5, 7, 9}); !near(got, 2.138089935299395, 1e-12) {
+	if got := stats.StdDev([]float64{2, 4, 4, 4, 5, 5, 7, 9}); !near(got, 2.138089935299395, 1e-12) {
 		t.Errorf("StdDev = %v; want 2.138089935299395", got)
 	}
-	if got := metrics.StdDev([]float64{1}); !math.IsNaN(got) {
+	if got := stats.StdDev([]float64{1}); !math.IsNaN(got) {
 		t.Errorf("StdDev({1}) = %v; want NaN", got)
 	}
 }
@@ -71,7 +71,7 @@ func TestMeanCI(t *testing.T) {
 // R: t.test(sleep2, sleep1, paired = TRUE): mean difference 1.58, 95 % CI 0.7001142 2.4598858.
 func TestPairedDiff(t *testing.T) {
 	t.Parallel()
-	e, err := metrics.PairedDiff(sleep1, sleep2)
+	e, err := stats.PairedDiff(sleep1, sleep2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestPairedDiff(t *testing.T) {
 		!near(e.CI.Lo, 0.7001142, 1e-7) || !near(e.CI.Hi, 2.4598858, 1e-7) {
 		t.Errorf("PairedDiff(sleep) = %+v %+v; want 1.58 [0.7001142, 2.4598858]", e, e.CI)
 	}
-	if _, err := metrics.PairedDiff([]float64{1}, []float64{1, 2}); !errors.Is(err, metrics.ErrUnpaired) {
+	if _, err := stats.PairedDiff([]float64{1}, []float64{1, 2}); !errors.Is(err, stats.ErrUnpaired) {
 		t.Errorf("PairedDiff(1 and 2 values) error = %v; want ErrUnpaired", err)
 	}
 }
@@ -87,14 +87,14 @@ func TestPairedDiff(t *testing.T) {
 // R: t.test(sleep1, sleep2) (Welch): 95 % CI -3.3654832 0.2054832 for mean(sleep1) − mean(sleep2).
 func TestWelchDiff(t *testing.T) {
 	t.Parallel()
-	e := metrics.WelchDiff(sleep2, sleep1)
+	e := stats.WelchDiff(sleep2, sleep1)
 	if !near(e.Mean, -1.58, 1e-12) || e.CI == nil || !near(e.CI.Lo, -3.3654832, 1e-7) || !near(e.CI.Hi, 0.2054832, 1e-7) {
 		t.Errorf("WelchDiff(sleep) = %+v %+v; want -1.58 [-3.3654832, 0.2054832]", e, e.CI)
 	}
-	if e := metrics.WelchDiff([]float64{1}, []float64{2, 3}); e.Mean != 1.5 || e.CI != nil {
+	if e := stats.WelchDiff([]float64{1}, []float64{2, 3}); e.Mean != 1.5 || e.CI != nil {
 		t.Errorf("WelchDiff(1 value, 2 values) = %+v; want mean 1.5, no interval", e)
 	}
-	if e := metrics.WelchDiff([]float64{1, 1}, []float64{3, 3}); e.CI == nil || e.CI.Lo != 2 || e.CI.Hi != 2 {
+	if e := stats.WelchDiff([]float64{1, 1}, []float64{3, 3}); e.CI == nil || e.CI.Lo != 2 || e.CI.Hi != 2 {
 		t.Errorf("WelchDiff(constant) = %+v; want CI [2, 2]", e)
 	}
 }
@@ -102,7 +102,7 @@ func TestWelchDiff(t *testing.T) {
 func TestRatioOfMeans(t *testing.T) {
 	t.Parallel()
 	// Exactly proportional pairs: the interval is the point.
-	r, err := metrics.RatioOfMeans([]float64{10, 11, 12}, []float64{20, 22, 24})
+	r, err := stats.RatioOfMeans([]float64{10, 11, 12}, []float64{20, 22, 24})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestRatioOfMeans(t *testing.T) {
 	// At each end of Fieller's interval the t statistic of ȳ − ρx̄ is exactly t(0.975, n−1).
 	base := []float64{1000, 1100, 950, 1020}
 	next := []float64{800, 910, 700, 820}
-	r, err = metrics.RatioOfMeans(base, next)
+	r, err = stats.RatioOfMeans(base, next)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,13 +123,13 @@ func TestRatioOfMeans(t *testing.T) {
 	if r.CI == nil || !(r.CI.Lo < r.Value && r.Value < r.CI.Hi) {
 		t.Fatalf("RatioOfMeans CI = %+v; want an interval around %v", r.CI, r.Value)
 	}
-	tc := metrics.TQuantile(0.975, 3)
+	tc := stats.TQuantile(0.975, 3)
 	for _, rho := range []float64{r.CI.Lo, r.CI.Hi} {
 		d := make([]float64, len(base))
 		for i := range base {
 			d[i] = next[i] - rho*base[i]
 		}
-		e := metrics.MeanCI(d)
+		e := stats.MeanCI(d)
 		tstat := math.Abs(e.Mean) / (e.SD / 2) // √n = 2
 		if !near(tstat, tc, 1e-6) {
 			t.Errorf("t statistic at ρ = %v is %v; want %v", rho, tstat, tc)
@@ -150,7 +150,7 @@ func TestRatioOfMeans(t *testing.T) {
 		{"none", nil, nil, math.NaN()},
 		{"base not away from 0", []float64{-10, 12}, []float64{5, 6}, 5.5},
 	} {
-		r, err := metrics.RatioOfMeans(tc.base, tc.next)
+		r, err := stats.RatioOfMeans(tc.base, tc.next)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,17 +158,17 @@ func TestRatioOfMeans(t *testing.T) {
 			t.Errorf("%s: RatioOfMeans = %v %+v; want %v and no interval", tc.name, r.Value, r.CI, tc.value)
 		}
 	}
-	if _, err := metrics.RatioOfMeans([]float64{1}, nil); !errors.Is(err, metrics.ErrUnpaired) {
+	if _, err := stats.RatioOfMeans([]float64{1}, nil); !errors.Is(err, stats.ErrUnpaired) {
 		t.Errorf("RatioOfMeans(unpaired) error = %v; want ErrUnpaired", err)
 	}
 }
 
 func TestPair(t *testing.T) {
 	t.Parallel()
-	base := map[metrics.RepKey]float64{{"b", 1}: 10, {"a", 2}: 20, {"a", 1}: 30, {"c", 1}: 99}
-	next := map[metrics.RepKey]float64{{"a", 1}: 3, {"b", 1}: 1, {"a", 2}: 2, {"d", 1}: 77}
-	b, n, keys := metrics.Pair(base, next)
-	wantKeys := []metrics.RepKey{{"a", 1}, {"a", 2}, {"b", 1}}
+	base := map[stats.RepKey]float64{{"b", 1}: 10, {"a", 2}: 20, {"a", 1}: 30, {"c", 1}: 99}
+	next := map[stats.RepKey]float64{{"a", 1}: 3, {"b", 1}: 1, {"a", 2}: 2, {"d", 1}: 77}
+	b, n, keys := stats.Pair(base, next)
+	wantKeys := []stats.RepKey{{"a", 1}, {"a", 2}, {"b", 1}}
 	if len(keys) != 3 || keys[0] != wantKeys[0] || keys[1] != wantKeys[1] || keys[2] != wantKeys[2] {
 		t.Fatalf("Pair keys = %v; want %v", keys, wantKeys)
 	}
@@ -180,18 +180,18 @@ func TestPair(t *testing.T) {
 // An Estimate of no values writes its mean and standard deviation as JSON null, not 0: a reader
 // of lab report --format json must not take "nothing was measured" for a measured 0.
 func TestEstimateOfNothingIsNullInJSON(t *testing.T) {
-	b, err := json.Marshal(metrics.MeanCI(nil))
+	b, err := json.Marshal(stats.MeanCI(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if string(b) != `{"n":0,"mean":null,"sd":null}` {
 		t.Errorf("MeanCI(nil) as JSON = %s; want n 0 and null mean and sd", b)
 	}
-	b, _ = json.Marshal(metrics.MeanCI([]float64{0}))
+	b, _ = json.Marshal(stats.MeanCI([]float64{0}))
 	if string(b) != `{"n":1,"mean":0,"sd":0}` {
 		t.Errorf("MeanCI([0]) as JSON = %s; want a measured 0", b)
 	}
-	var e metrics.Estimate
+	var e stats.Estimate
 	if err := json.Unmarshal([]byte(`{"n":0,"mean":null,"sd":null}`), &e); err != nil || e.N != 0 {
 		t.Errorf("read back: %+v, %v", e, err)
 	}
