@@ -43,11 +43,20 @@ func repairAndCount(t *testing.T, dir string) (rows int, repairCode, reportCode 
 	return len(samples), repairCode, reportCode
 }
 
+// upstreamAnswerTime is how long the load scenario's upstream takes to answer: 100 ms, faster
+// than any model server answers even a one-token reply, so that 50 clients make up to 500
+// answers a second. The proxy records answers one at a time, in the order they end; against an
+// upstream that answers at once (over a thousand answers a second on 2 shared cores) the
+// recording falls behind and rows wait their turn (the README says so), which is a burst no
+// model server makes.
+const upstreamAnswerTime = 100 * time.Millisecond
+
 // lab proxy under load (2,000 requests from 50 clients, each a conversation of its own, half
-// streamed) killed with SIGKILL at a random moment: every answer a client saw end more than the
-// durability bound before the kill has its row after lab repair. The most time a row waited for
-// the journal is shown, not asserted: one stall of a busy machine would fail it, while a lost
-// row means a row waited past the bound and past the kill.
+// streamed, from an upstream that answers each in upstreamAnswerTime) killed with SIGKILL at a
+// random moment: every answer a client saw end more than the durability bound before the kill
+// has its row after lab repair. The most time a row waited for the journal is shown, not
+// asserted: one stall of a busy machine would fail it, while a lost row means a row waited past
+// the bound and past the kill.
 func TestProxyKilledUnderLoad(t *testing.T) {
 	const requests, clients = 2000, 50
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -55,6 +64,7 @@ func TestProxyKilledUnderLoad(t *testing.T) {
 			return
 		}
 		io.Copy(io.Discard, r.Body)
+		time.Sleep(upstreamAnswerTime)
 		chatAnswer(w, strings.Contains(r.URL.RawQuery, "stream"), "ok", 0, 0)
 	}))
 	defer up.Close()
