@@ -134,25 +134,41 @@ type Process struct {
 }
 
 // loopbackAddr returns 127.0.0.1:<port> for a server named name to listen on: port, or a free
-// one when port is 0, with the port. It fails when the port is taken: another server there would
-// answer in place of the one started.
+// one when port is 0, with the port. It fails when the port given is taken: another server there
+// would answer in place of the one started. A free port it picked that another process takes
+// before it is checked (other programs pick free ports too) is given up for another, up to
+// freePortTries times.
 func loopbackAddr(name string, port int) (addr string, portUsed int, err error) {
-	if port == 0 {
+	if port != 0 {
+		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return "", 0, fmt.Errorf("start %s: port %d: %w", name, port, err)
+		}
+		l.Close()
+		return addr, port, nil
+	}
+	for try := 1; ; try++ {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return "", 0, fmt.Errorf("find free port: %w", err)
 		}
 		port = l.Addr().(*net.TCPAddr).Port
 		l.Close()
+		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		l, err = net.Listen("tcp", addr)
+		if err == nil {
+			l.Close()
+			return addr, port, nil
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || try == freePortTries {
+			return "", 0, fmt.Errorf("start %s: port %d: %w", name, port, err)
+		}
 	}
-	addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", 0, fmt.Errorf("start %s: port %d: %w", name, port, err)
-	}
-	l.Close()
-	return addr, port, nil
 }
+
+// freePortTries is how many free ports loopbackAddr picks before it gives up.
+const freePortTries = 10
 
 // Start starts s.Binary on a loopback port (s.Port, or a free one), with the arguments and
 // environment s.Command gives for it, in its own process group, working in s.Dir, its output
