@@ -48,6 +48,10 @@ var resumeAllows = []string{"quiet", "retries", "request-timeout", "cache", "key
 // its recorded flags; the manifest keeps every address ([metrics.SettingServerURLs]).
 var resumeAddresses = []string{"server", "base-url", "server-log"}
 
+// urlFlags are the recorded flags whose value is a server's URL, recorded with its credentials
+// redacted ([chat.RedactedURL]).
+var urlFlags = []string{"server", "base-url"}
+
 func addReliabilityFlags(c *cobra.Command, o *reliabilityOptions) {
 	f := c.Flags()
 	f.IntVar(&o.Retries, "retries", harness.DefaultAttempts-1, "times a request is sent again after a connection refused or reset, a timeout, HTTP 408, 429 or 5xx, or a stream cut short (waits 1s, 2s, 4s…, or the server's Retry-After, up to 1m)")
@@ -192,8 +196,8 @@ func (call *runCall) apply(cfg *harness.RunConfig) {
 	// An address is recorded with its password redacted: a resume of a server behind one gives
 	// --base-url (or --server) again.
 	recorded := maps.Clone(call.flags)
-	for _, name := range resumeAddresses {
-		if v, ok := recorded[name]; ok && name != "server-log" {
+	for _, name := range urlFlags {
+		if v, ok := recorded[name]; ok {
 			recorded[name] = chat.RedactedURL(v)
 		}
 	}
