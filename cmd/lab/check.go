@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -140,8 +142,9 @@ func runCheck(ctx context.Context, s *streams, o *checkOptions) error {
 	return nil
 }
 
-// runCheckMatrix runs the file's scenarios × arms with runRun, as `lab run` would with its
-// default flags, and reads the manifest and samples back.
+// runCheckMatrix runs the file's scenarios × arms as `lab run` runs them ([runMatrix], with
+// [checkRunOptions]) and reads the manifest and samples back. With --results the run's folder is
+// kept and reported as lab run reports it; else it is a temporary folder, removed afterwards.
 func runCheckMatrix(ctx context.Context, s *streams, o *checkOptions, file *check.File) ([]*metrics.Manifest, []metrics.Sample, error) {
 	if len(file.Scenarios) == 0 {
 		return nil, nil, badInput("%s: nothing to run: list the scenarios under scenarios:, or name one in an expectation", file.Path)
@@ -149,23 +152,7 @@ func runCheckMatrix(ctx context.Context, s *streams, o *checkOptions, file *chec
 	if len(file.Arms) == 0 {
 		return nil, nil, badInput("%s: nothing to run: list the arms under arms:, or name one in an expectation", file.Path)
 	}
-	ro := runDefaults(s)
-	ro.Backend = o.Backend
-	ro.Scenario = strings.Join(file.Scenarios, ",")
-	ro.Arm = strings.Join(file.Arms, ",")
-	ro.Repeat = file.Repeat
-	ro.CacheDir = o.CacheDir
-	ro.Quiet = o.Quiet
-	// The run id names only the results folder (the sandbox path does not depend on it): the
-	// nanoseconds keep two checks started in the same second apart.
-	ro.RunID = fmt.Sprintf("check-%09d", time.Now().UnixNano()%1e9)
-	ro.ResultsDir = o.Results
-	// The run's own "results: ..." lines go to stdout only when its folder is kept and stdout
-	// is not carrying JSON.
-	s2 := *s
-	if o.Format == "json" || o.Results == "" {
-		s2.out = io.Discard
-	}
+	ro := checkRunOptions(s, o, file)
 	if o.Results == "" {
 		dir, err := os.MkdirTemp("", "lab-check-")
 		if err != nil {
@@ -174,14 +161,51 @@ func runCheckMatrix(ctx context.Context, s *streams, o *checkOptions, file *chec
 		defer os.RemoveAll(dir)
 		ro.ResultsDir = dir
 	}
-	if err := runRun(ctx, &s2, ro); err != nil {
+	dir, man, err := runMatrix(ctx, s, ro)
+	if dir != "" && o.Results != "" {
+		// The kept folder is reported as lab run reports it; its "results: ..." lines go to
+		// stdout unless stdout carries JSON.
+		s2 := *s
+		if o.Format == "json" {
+			s2.out = io.Discard
+		}
+		err = errors.Join(err, reportRun(&s2, dir, man, ro.shard))
+	}
+	if err != nil {
 		return nil, nil, err
 	}
-	man, samples, err := metrics.ReadRun(metrics.RunDir(ro.ResultsDir, ro.RunID))
+	man, samples, err := metrics.ReadRun(dir)
 	if err != nil {
 		return nil, nil, err
 	}
 	return []*metrics.Manifest{man}, samples, nil
+}
+
+// checkRunFlags are the flags of `lab run` that a check's run sets from its check file and
+// --backend, recorded in the manifest as lab run records its flags ([metrics.SettingRunFlags]):
+// lab check and `lab run --backend B --scenario S --arm A --repeat N` record the same run.
+var checkRunFlags = []string{"backend", "scenario", "arm", "repeat"}
+
+// checkRunOptions returns the options of the run lab check makes of file: those of `lab run`
+// with no flags ([runDefaults]) but the file's scenarios, arms and repetitions, o's backend,
+// cache folder and quiet, in a new run folder of o.Results named check-<nanoseconds> (the run id
+// names only the results folder; the sandbox path does not depend on it). The flags set
+// ([checkRunFlags]) are recorded as given, with lab run's default retry policy.
+func checkRunOptions(s *streams, o *checkOptions, file *check.File) *runOptions {
+	ro := runDefaults(s)
+	ro.Backend = o.Backend
+	ro.Scenario = strings.Join(file.Scenarios, ",")
+	ro.Arm = strings.Join(file.Arms, ",")
+	ro.Repeat = file.Repeat
+	ro.CacheDir = o.CacheDir
+	ro.Quiet = o.Quiet
+	// The nanoseconds keep two checks started in the same second apart.
+	ro.RunID = fmt.Sprintf("check-%09d", time.Now().UnixNano()%1e9)
+	ro.ResultsDir = o.Results
+	flags := map[string]string{"backend": ro.Backend, "scenario": ro.Scenario, "arm": ro.Arm, "repeat": strconv.Itoa(ro.Repeat)}
+	ro.call = &runCall{retry: ro.Reliability.policy(), flags: flags}
+	ro.changed = func(name string) bool { _, ok := flags[name]; return ok }
+	return ro
 }
 
 // runDefaults returns the options `lab run` has with no flags: those its flags hold before a

@@ -236,18 +236,19 @@ func TestCheckRunUnreadable(t *testing.T) {
 
 // lab check runs its matrix with the run configuration lab run builds for the same matrix and
 // no other flag: the two manifests record the same setup (the backend, model, server, context
-// length and every setting but the flags lab run was given) and the same number of rows.
+// length and every setting, the flags recorded for a resume included) and the same number of
+// rows.
 func TestCheckRunsLabRunsConfiguration(t *testing.T) {
 	needTokenizer(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "c.yaml")
-	os.WriteFile(file, []byte("scenarios: [midnight]\narms: [spec]\nexpect:\n  - scenario: midnight\n    arm: spec\n    max_reread_tokens: 1000000000\n"), 0o644)
+	os.WriteFile(file, []byte("scenarios: [midnight]\narms: [spec]\nrepeat: 1\nexpect:\n  - scenario: midnight\n    arm: spec\n    max_reread_tokens: 1000000000\n"), 0o644)
 	checked := filepath.Join(dir, "check")
 	if code, out, errOut := runLab(t, "check", file, "--results", checked, "--quiet"); code != exitOK {
 		t.Fatalf("lab check: exit %d\n%s%s", code, out, errOut)
 	}
 	ran := filepath.Join(dir, "run")
-	if code, out, errOut := runLab(t, "run", "--backend", "sim", "--scenario", "midnight", "--arm", "spec", "--results", ran, "--run-id", "r", "--quiet"); code != exitOK {
+	if code, out, errOut := runLab(t, "run", "--backend", "sim", "--scenario", "midnight", "--arm", "spec", "--repeat", "1", "--results", ran, "--run-id", "r", "--quiet"); code != exitOK {
 		t.Fatalf("lab run: exit %d\n%s%s", code, out, errOut)
 	}
 	runs, err := os.ReadDir(checked)
@@ -262,7 +263,6 @@ func TestCheckRunsLabRunsConfiguration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	delete(b.Settings, settingRunFlags) // lab check's run has no lab run command line to record
 	if a.Backend != b.Backend || a.Model != b.Model || a.ServerVersion != b.ServerVersion || a.NumCtx != b.NumCtx ||
 		!maps.Equal(a.Settings, b.Settings) || len(as) != len(bs) {
 		t.Errorf("lab check's run: backend %q, model %q, server %q, num_ctx %d, %d rows, settings %v\nlab run's: backend %q, model %q, server %q, num_ctx %d, %d rows, settings %v",

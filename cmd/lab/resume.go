@@ -59,7 +59,12 @@ func addReliabilityFlags(c *cobra.Command, o *reliabilityOptions) {
 	f.StringVar(&o.Resume, "resume", "", "carry on the run in this folder (results/run_id=<run-id>) that stopped early: keeps its completed sessions, runs the others, with the run's own settings; a run split into shards is resumed one shard at a time, named with --shard i/n; --server, --server-log or --base-url point it at a server that moved (the manifest keeps every address)")
 }
 
-// runCall is what runAndReport needs from the command line beyond the harness.RunConfig each
+// policy is the retry policy the options give: Retries+1 attempts, each within RequestTimeout.
+func (r *reliabilityOptions) policy() harness.RetryPolicy {
+	return harness.RetryPolicy{Attempts: r.Retries + 1, RequestTimeout: r.RequestTimeout}
+}
+
+// runCall is what runConfig needs from the command line beyond the harness.RunConfig each
 // backend builds: the retry policy, the resume, and the flags to record.
 type runCall struct {
 	retry  harness.RetryPolicy
@@ -78,7 +83,7 @@ func prepareRun(cmd *cobra.Command, o *runOptions) (*runCall, error) {
 	if r.RequestTimeout <= 0 {
 		return nil, badInput("--request-timeout %s: want a positive duration, such as 5m", r.RequestTimeout)
 	}
-	call := &runCall{retry: harness.RetryPolicy{Attempts: r.Retries + 1, RequestTimeout: r.RequestTimeout}}
+	call := &runCall{retry: r.policy()}
 	f := cmd.Flags()
 	if r.Resume != "" {
 		var given []string
@@ -186,8 +191,8 @@ func setFlag(fl *pflag.Flag, v string) error {
 	return fl.Value.Set(v)
 }
 
-// apply gives cfg the command line's retry policy, resume and recorded flags; a nil call (lab
-// check's run, which has no command line of lab run) leaves cfg as it is.
+// apply gives cfg the command line's retry policy, resume and recorded flags (lab check's run
+// has its own: [checkRunOptions]); a nil call leaves cfg as it is.
 func (call *runCall) apply(cfg *harness.RunConfig) {
 	if call == nil {
 		return

@@ -76,8 +76,8 @@ type runOptions struct {
 	tags map[string]string
 	// changed reports whether a flag was given on the command line.
 	changed func(name string) bool
-	// call is the command line's retry policy, resume and flags to record (prepareRun); nil
-	// for lab check's run.
+	// call is the retry policy, resume and flags to record: the command line's (prepareRun), or
+	// those lab check sets (checkRunOptions).
 	call *runCall
 }
 
@@ -221,73 +221,108 @@ func loadScenarios(spec string) ([]*scenario.Scenario, error) {
 	return out, nil
 }
 
+// runRun is `lab run`: the matrix o describes, run by [runMatrix], then its report written and
+// its folder named on stdout, also after a failure.
 func runRun(ctx context.Context, s *streams, o *runOptions) error {
+	dir, man, err := runMatrix(ctx, s, o)
+	if dir == "" {
+		return err
+	}
+	return errors.Join(err, reportRun(s, dir, man, o.shard))
+}
+
+// runMatrix is the one way the lab runs a matrix from explicit options, used by `lab run` and
+// `lab check` alike: it checks o, opens the backend its factory names ([backendFactories]),
+// builds the run configuration ([runConfig]: the manifest recorded the same way for both) and
+// runs it with [harness.Run], releasing the backend at the end. It returns the run's folder and
+// its part's manifest (both also on an error once the folder was made: what was measured is
+// kept), or "" when nothing was written.
+func runMatrix(ctx context.Context, s *streams, o *runOptions) (dir string, man *metrics.Manifest, err error) {
+	cfg, release, err := openRun(ctx, s, o)
+	defer release()
+	if err != nil {
+		return "", nil, err
+	}
+	return harness.Run(ctx, cfg)
+}
+
+// openRun checks o and opens its backend: the run configuration, and release, which stops what
+// the backend's factory started (to call on every path, errors included).
+func openRun(ctx context.Context, s *streams, o *runOptions) (harness.RunConfig, func(), error) {
+	b := &runBackend{}
+	cfg, err := openRunBackend(ctx, s, o, b)
+	return cfg, b.close, err
+}
+
+// openRunBackend is [openRun] with the backend b to fill.
+func openRunBackend(ctx context.Context, s *streams, o *runOptions, b *runBackend) (harness.RunConfig, error) {
+	none := harness.RunConfig{}
 	// Everything the user gave is checked before anything is started or written.
 	if o.Repeat < 1 {
-		return badInput("--repeat %d: want at least 1", o.Repeat)
+		return none, badInput("--repeat %d: want at least 1", o.Repeat)
 	}
 	if o.NumCtx < 1024 {
-		return badInput("--num-ctx %d: want at least 1024", o.NumCtx)
+		return none, badInput("--num-ctx %d: want at least 1024", o.NumCtx)
 	}
 	scs, err := loadScenarios(o.Scenario)
 	if err != nil {
-		return err
+		return none, err
 	}
 	arms, err := harness.SelectArms(o.Arm)
 	if err != nil {
-		return &usageError{err}
+		return none, &usageError{err}
 	}
 	loop, err := hygiene.ParseConfig(lab.LoopJSON)
 	if err != nil {
-		return err
+		return none, err
 	}
 	if o.shard, err = checkShard(o); err != nil {
-		return err
+		return none, err
 	}
 	if o.tags, err = parseTags(o.Tags); err != nil {
-		return err
+		return none, err
 	}
 	if o.MaxReplyBytes < 1 {
-		return badInput("--max-reply-bytes %d: want at least 1", o.MaxReplyBytes)
+		return none, badInput("--max-reply-bytes %d: want at least 1", o.MaxReplyBytes)
 	}
 	switch o.Backend {
 	case "ollama", "llamacpp", "openai", "anthropic":
 	case "sim":
 		if o.ServerURL != "" || o.ServerLog != "" {
-			return badInput("--backend sim uses no server: drop --server and --server-log")
+			return none, badInput("--backend sim uses no server: drop --server and --server-log")
 		}
 	default:
-		return badInput("--backend %q: want ollama, sim, %s", o.Backend, strings.Join(remoteBackends, ", "))
+		return none, badInput("--backend %q: want ollama, sim, %s", o.Backend, strings.Join(remoteBackends, ", "))
 	}
 	if err := checkRemote(o); err != nil {
-		return err
+		return none, err
 	}
 	changed := o.changed
 	if changed == nil {
 		changed = func(string) bool { return false }
 	}
 	if err := o.Live.check(o.Backend, changed); err != nil {
-		return err
+		return none, err
 	}
 	if o.Backend != "sim" && (o.CacheModelSet || o.Calibration != "") {
-		return badInput("--cache-model and --calibration are for --backend sim: the %s backend measures a real cache", o.Backend)
+		return none, badInput("--cache-model and --calibration are for --backend sim: the %s backend measures a real cache", o.Backend)
 	}
 	cacheModel, err := cachesim.NewModel(o.CacheModel, cachesim.Options{})
 	if err != nil {
-		return badInput("--cache-model: %v", err)
+		return none, badInput("--cache-model: %v", err)
 	}
 	if n := cacheModel.Name(); o.Backend == "sim" && changed("num-ctx") && cloudCacheModel(n) {
-		return badInput("--num-ctx is Ollama's context window: the %s cache model stands for a cloud API, whose window is the model's", n)
+		return none, badInput("--num-ctx is Ollama's context window: the %s cache model stands for a cloud API, whose window is the model's", n)
 	}
 	if o.Backend == "ollama" && o.ServerURL == "" && (o.ServerLog != "" || o.GGUF != "") {
-		return badInput("--server-log and --gguf describe a server given with --server; the local server needs neither")
+		return none, badInput("--server-log and --gguf describe a server given with --server; the local server needs neither")
 	}
 	for _, f := range []struct{ flag, path string }{{"--server-log", o.ServerLog}, {"--gguf", o.GGUF}} {
 		if f.path == "" {
 			continue
 		}
 		if _, err := os.Stat(f.path); err != nil {
-			return badInput("%s: %v", f.flag, err)
+			return none, badInput("%s: %v", f.flag, err)
 		}
 	}
 	progress := io.Writer(s.err)
@@ -295,16 +330,10 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 		progress = io.Discard
 	}
 	r := checkedRun{scenarios: scs, arms: arms, loop: loop, model: cacheModel, progress: progress}
-	b := &runBackend{}
-	defer b.close()
 	if err := backendFactories[o.Backend](ctx, s, o, r, b); err != nil {
-		return err
+		return none, err
 	}
-	cfg, err := runConfig(s, o, r, b)
-	if err != nil {
-		return err
-	}
-	return runAndReport(ctx, s, cfg)
+	return runConfig(s, o, r, b)
 }
 
 // runConfig is the one run configuration of `lab run`, `lab check` and `lab run --resume`: the
@@ -473,14 +502,11 @@ func openSim(ctx context.Context, s *streams, o *runOptions, r checkedRun, b *ru
 	return nil
 }
 
-// runAndReport runs the matrix and writes the report, also after a failure.
-func runAndReport(ctx context.Context, s *streams, cfg harness.RunConfig) error {
-	dir, man, runErr := harness.Run(ctx, cfg)
-	if dir == "" {
-		return runErr
-	}
+// reportRun writes the report of the run folder dir (man is the part's manifest) and names its
+// files on stdout; for an incomplete part it says how to carry it on (shard is the part).
+func reportRun(s *streams, dir string, man *metrics.Manifest, shard metrics.Shard) error {
 	// Report what was measured, also after a failure: nothing measured is lost.
-	files, repErr := writeReport(dir)
+	files, err := writeReport(dir)
 	fmt.Fprintf(s.out, "results: %s\n", dir)
 	for _, f := range files {
 		fmt.Fprintf(s.out, "  %s\n", f)
@@ -488,12 +514,12 @@ func runAndReport(ctx context.Context, s *streams, cfg harness.RunConfig) error 
 	if man != nil && !man.Complete {
 		fmt.Fprintf(s.out, "  (incomplete: %d requests measured before the error)\n", man.Samples)
 		hint := resumeHint(dir)
-		if cfg.Shard.Count > 1 {
-			hint += " --shard " + cfg.Shard.String()
+		if shard.Count > 1 {
+			hint += " --shard " + shard.String()
 		}
 		fmt.Fprintln(s.out, hint)
 	}
-	return errors.Join(runErr, repErr)
+	return err
 }
 
 // localServer attaches to the server `lab server start` left running, or prepares and starts a
