@@ -8,18 +8,19 @@ import (
 	"lab/metrics"
 )
 
-// Write samples to samples.parquet as they are measured, close the sink on every path, and read
-// them back.
-func ExampleCreateParquet() {
+// Write samples to a run folder's part as they are measured, close the sink on every path, and
+// read them back.
+func ExampleCreatePart() {
 	dir, err := os.MkdirTemp("", "run")
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, metrics.SamplesFile)
+	part := metrics.Shard{Index: 1, Count: 1}
+	path := filepath.Join(dir, metrics.PartFile(part))
 
-	sink, err := metrics.CreateParquet(path, metrics.FileMeta{RunID: "run-1", LabVersion: "v1.0.0"})
+	sink, err := metrics.CreatePart(dir, part, metrics.FileMeta{RunID: "run-1", LabVersion: "v1.0.0"})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -97,7 +97,7 @@ func writerOptions(meta FileMeta, s Shard, extra ...string) []parquet.WriterOpti
 const RowGroupRows = 512
 
 // ParquetSink is a [Sink] that writes samples to a Parquet file (a run's part,
-// part-0001-of-0001.parquet, made by [CreatePart]; samples.parquet in the old layout), one row per
+// part-0001-of-0001.parquet, made by [CreatePart]), one row per
 // sample, with the columns of [Sample]'s parquet tags, and keeps a journal of the same rows beside
 // it ([JournalPath]). It is safe for concurrent use.
 //
@@ -134,17 +134,10 @@ func JournalPath(path string) string {
 	return strings.TrimSuffix(path, ".parquet") + ".journal.jsonl"
 }
 
-// CreateParquet creates the file at path and its journal ([JournalPath]) and returns a sink
-// writing samples to both, the file zstd-compressed with meta in its key/value metadata (part
-// "1/1": the old layout's samples.parquet, or a file outside a run folder). It fails if either
-// file already exists (errors.Is(err, fs.ErrExist)), so that no earlier measurement is
-// overwritten; the directory must exist.
-func CreateParquet(path string, meta FileMeta) (*ParquetSink, error) {
-	return createParquet(path, JournalPath(path), writerOptions(meta, Shard{}))
-}
-
 // createParquet creates the samples file at path, written with opts, and the journal at jpath,
-// both new.
+// both new: it fails if either file already exists (errors.Is(err, fs.ErrExist)), so that no
+// earlier measurement is overwritten. Its one production caller is [CreatePart]: nothing writes
+// a samples file of the old layout.
 func createParquet(path, jpath string, opts []parquet.WriterOption) (*ParquetSink, error) {
 	j, err := os.OpenFile(jpath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {

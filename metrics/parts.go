@@ -109,8 +109,8 @@ const PartialSuffix = ".partial"
 var partManifestRE = regexp.MustCompile(`^manifest-(\d+)-of-(\d+)\.json$`)
 
 // CreatePart creates shard s's samples file in dir (a run folder of the part layout: [PartFile]
-// with [PartialSuffix] until Close, and its journal) and returns a sink writing to both, as
-// [CreateParquet] does, with meta and the part s in its key/value metadata. Close writes the
+// with [PartialSuffix] until Close, and its journal) and returns a sink writing to both, the
+// file zstd-compressed with meta and the part s in its key/value metadata. Close writes the
 // footer and renames the file to [PartFile]. It fails if
 // the part's samples file, its partial file or its journal already exists (errors.Is(err,
 // fs.ErrExist)); dir must exist. Shards of one run written on different machines have distinct

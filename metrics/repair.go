@@ -32,9 +32,9 @@ const (
 
 // PartRepair is what [RepairRun] found and did for one part of a run.
 type PartRepair struct {
-	// Shard is the part; 1/1 in the old layout.
+	// Shard is the part.
 	Shard Shard
-	// File is the path of the part's samples file ([PartFile]; samples.parquet in the old layout).
+	// File is the path of the part's samples file ([PartFile]).
 	File string
 	// Journal is the path of its journal ([JournalPath]).
 	Journal string
@@ -63,7 +63,7 @@ func (p *PartRepair) LostRows() bool {
 	return p.Action == RepairFailed || len(p.Lost) > 0 || (p.Action == RepairWritten && p.Rows < p.Counted)
 }
 
-// RepairRun makes every part of the run folder dir (either layout) whose samples file is
+// RepairRun makes every part of the run folder dir (of the part layout) whose samples file is
 // missing or unreadable, a run killed before it closed the part, a whole samples file again,
 // from the rows of the part's journal, without measuring anything again. For each such part, in
 // shard order:
@@ -82,7 +82,9 @@ func (p *PartRepair) LostRows() bool {
 // A part whose samples file reads is left alone ([RepairWhole]); one whose journal another
 // process holds locked (a run still writing it) is not touched ([RepairFailed]). now gives the
 // time of the repair. The error is for a folder that holds no run or whose manifests cannot be
-// read; a part that cannot be repaired is reported in its [PartRepair].
+// read, or a run of the old layout (manifest.json, samples.parquet), which is read only: its
+// error wraps [ErrOldLayout] and nothing in the folder is written (its readers take a killed
+// run's rows from its journal); a part that cannot be repaired is reported in its [PartRepair].
 func RepairRun(dir, labVersion string, now time.Time) ([]PartRepair, error) {
 	l, err := DetectLayout(dir)
 	if err != nil {
@@ -92,8 +94,8 @@ func RepairRun(dir, labVersion string, now time.Time) ([]PartRepair, error) {
 	case LayoutNone:
 		return nil, fmt.Errorf("repair %s: not a run folder (no %s, no %s): %w", dir, PartManifestFile(Shard{1, 1}), ManifestFile, fs.ErrNotExist)
 	case LayoutSingle:
-		p := repairPart(filepath.Join(dir, SamplesFile), "", filepath.Join(dir, ManifestFile), Shard{}, labVersion, now)
-		return []PartRepair{p}, nil
+		// The old layout is read only: nothing is written into it.
+		return nil, oldLayoutRepairError(dir)
 	}
 	parts, err := ReadParts(dir)
 	if err != nil {
@@ -107,8 +109,14 @@ func RepairRun(dir, labVersion string, now time.Time) ([]PartRepair, error) {
 	return out, nil
 }
 
+// oldLayoutRepairError is [ErrOldLayout] for a repair of the old-layout folder dir, with what
+// to do instead: nothing, to read it.
+func oldLayoutRepairError(dir string) error {
+	return fmt.Errorf("repair %s: %w: lab repair writes nothing into it; lab report, lab compare and lab check --run read its rows as they are, from %s's journal (%s) when %s has no footer, so it needs no repair to be read", dir, ErrOldLayout, SamplesFile, JournalFile, SamplesFile)
+}
+
 // repairPart repairs one part: its samples file at path (final name), the partial file a part
-// is written to first ("" in the old layout), its manifest at manPath.
+// is written to first, its manifest at manPath.
 func repairPart(path, partial, manPath string, s Shard, labVersion string, now time.Time) PartRepair {
 	jpath := JournalPath(path)
 	r := PartRepair{Shard: s.Norm(), File: path, Journal: jpath}
@@ -182,9 +190,6 @@ func repairPart(path, partial, manPath string, s Shard, labVersion string, now t
 		return fail(fmt.Errorf("repair %s: %s is written, its manifest is not: %w", path, filepath.Base(path), err))
 	}
 	for _, f := range []string{jpath, partial} {
-		if f == "" {
-			continue
-		}
 		err := os.Remove(f)
 		switch {
 		case err == nil:

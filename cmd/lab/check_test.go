@@ -14,6 +14,7 @@ import (
 	"lab/gguf"
 	"lab/localserver"
 	"lab/metrics"
+	"lab/metrics/metricstest"
 	"lab/tools"
 )
 
@@ -110,22 +111,13 @@ expect:
 	}
 }
 
-// writeCheckRun writes a run folder with the given samples, as lab run would.
+// writeCheckRun writes a run folder of the old layout with the given samples.
 func writeCheckRun(t *testing.T, dir string, samples []metrics.Sample) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sink, err := metrics.CreateParquet(filepath.Join(dir, metrics.SamplesFile), metrics.FileMeta{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range samples {
-		if err := sink.Write(&samples[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := sink.Close(); err != nil {
+	if err := metricstest.WriteOldSamples(dir, metrics.FileMeta{}, samples); err != nil {
 		t.Fatal(err)
 	}
 	man := &metrics.Manifest{RunID: filepath.Base(dir), Scenarios: []string{"my-scenario"}, Arms: []string{"spec"}, Repetitions: 1, Backend: "sim", Complete: true, Samples: len(samples)}

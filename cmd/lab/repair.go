@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -37,11 +38,14 @@ the run's metadata; its manifest records the repair (when, by which lab, how man
 stays false for a run that did not complete); then the journal and the unfinished file go.
 
 A journal line that holds no sample (the last one cut short by the kill, or a corrupt one) is
-named (file:line) and skipped; every other row is kept. repair exits 1 when a row was lost or a
-part could not be repaired, 2 for a folder that holds no run or whose manifest does not read
-(naming its file and line), and 0 otherwise, a run with nothing to repair included. A part that
-a lab process is still writing is left alone. RUN is a run folder or a quoted glob, as for lab
-report; folders of the old layout (samples.parquet) are repaired too.`,
+named (file:line) and skipped; every other row is kept. A part that a lab process is still
+writing is left alone. A folder of the old layout (manifest.json, samples.parquet) is read only:
+repair names it and writes nothing into it (lab report reads a killed old run's rows from its
+journal as they are). RUN is a run folder or a quoted glob, as for lab report.
+
+repair exits 1 when a row was lost or a part could not be repaired, 2 for a folder that holds no
+run, whose manifest does not read (naming its file and line) or of the old layout, and 0
+otherwise, a run with nothing to repair included.`,
 		Example: `  lab repair results/run_id=20261129-231502
   lab repair 'results/run_id=*'`,
 		Args: cobra.MinimumNArgs(1),
@@ -51,8 +55,15 @@ report; folders of the old layout (samples.parquet) are repaired too.`,
 				return err
 			}
 			var lost, failed, kept int
+			var old []string
 			for _, d := range dirs {
 				parts, err := metrics.RepairRun(d, version(), time.Now())
+				if errors.Is(err, metrics.ErrOldLayout) {
+					// Read only: named, left as it is, and the other folders repaired.
+					fmt.Fprintf(s.err, "lab: %v\n", err)
+					old = append(old, d)
+					continue
+				}
 				if err != nil {
 					// A folder that holds no run, or whose manifest does not read: bad input,
 					// as for lab report.
@@ -62,6 +73,9 @@ report; folders of the old layout (samples.parquet) are repaired too.`,
 				lost, failed, kept = lost+l, failed+f, kept+k
 			}
 			if lost == 0 && failed == 0 {
+				if len(old) > 0 {
+					return badInput("%s of the old layout, read only: not repaired (see above)", strings.Join(old, ", "))
+				}
 				return nil
 			}
 			var why []string

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"lab/metrics"
+	"lab/metrics/metricstest"
 )
 
 // copyRun copies the files of the run folder dir into to/<base of dir>, and returns it.
@@ -291,5 +292,78 @@ func TestRepairBadManifest(t *testing.T) {
 		if code != exitBadInput || !strings.Contains(errOut, man+":2:") {
 			t.Errorf("%s: exit %d, stderr %q; want 2 naming %s:2", cmd, code, errOut, man)
 		}
+	}
+}
+
+// The old layout is read only: lab repair names a killed run of it (manifest.json, a
+// samples.parquet without footer and its journal), writes nothing into it and exits 2, and still
+// repairs a killed run of the part layout given with it; the old run's rows stay readable from
+// its journal.
+func TestRepairRefusesTheOldLayout(t *testing.T) {
+	t.Parallel()
+	results := t.TempDir()
+	var rows []metrics.Sample
+	for i := range int32(5) {
+		rows = append(rows, metrics.Sample{RunID: "old", Scenario: "midnight", Arm: metrics.SpecArm, Repetition: 1, RequestIndex: i, PromptTokens: 1000 + int64(i)})
+	}
+	old := filepath.Join(results, "20250309-235900")
+	if err := os.MkdirAll(old, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	man := &metrics.Manifest{RunID: "old", Scenarios: []string{"midnight"}, Arms: []string{metrics.SpecArm}, Repetitions: 1, Backend: "sim", Samples: len(rows)}
+	if err := metrics.WriteManifest(filepath.Join(old, metrics.ManifestFile), man); err != nil {
+		t.Fatal(err)
+	}
+	if err := metricstest.WriteKilledOldSamples(old, rows); err != nil {
+		t.Fatal(err)
+	}
+	snapshot := func(dir string) map[string]string {
+		out := map[string]string{}
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			b, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+			out[e.Name()] = string(b)
+		}
+		return out
+	}
+	before := snapshot(old)
+
+	// A killed run of the part layout: its part left open, copied as the kill left it.
+	one := metrics.Shard{Index: 1, Count: 1}
+	live := metrics.RunDir(t.TempDir(), "new")
+	if err := os.MkdirAll(live, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pm := *man
+	pm.RunID, pm.Shard = "new", &one
+	if err := metrics.WriteManifest(filepath.Join(live, metrics.PartManifestFile(one)), &pm); err != nil {
+		t.Fatal(err)
+	}
+	sink, err := metrics.CreatePart(live, one, metrics.FileMeta{RunID: "new"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range rows {
+		r := rows[i]
+		r.RunID = "new"
+		if err := sink.Write(&r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	killed := copyRun(t, live, results)
+	sink.Close()
+
+	code, out, errOut := runLab(t, "repair", old, killed)
+	if code != exitBadInput || !strings.Contains(errOut, old+": "+metrics.ErrOldLayout.Error()) || !strings.Contains(errOut, "writes nothing into it") {
+		t.Errorf("lab repair of an old-layout run: exit %d, stderr %q; want 2 naming %s as read only", code, errOut, old)
+	}
+	if diff := cmp.Diff(before, snapshot(old)); diff != "" {
+		t.Errorf("lab repair wrote into the old-layout folder (-before +after):\n%s", diff)
+	}
+	if got, err := metrics.ReadParquet(filepath.Join(killed, metrics.PartFile(one))); err != nil || len(got) != len(rows) || !strings.Contains(out, "wrote "+metrics.PartFile(one)) {
+		t.Errorf("the part-layout run beside it: %d rows in its part file (%v), stdout %q; want %d, repaired", len(got), err, out, len(rows))
+	}
+	if _, got, err := metrics.ReadRun(old); err != nil || len(got) != len(rows) {
+		t.Errorf("ReadRun of the old-layout run: %d rows, %v; want %d from its journal", len(got), err, len(rows))
 	}
 }

@@ -117,7 +117,11 @@ func loadRuns(dirs []string, warn io.Writer) (mans []*metrics.Manifest, all *met
 				fmt.Fprintf(warn, "lab: warning: %s: a lab process is still writing this part; its rows so far are read from this journal\n", j)
 				continue
 			}
-			fmt.Fprintf(warn, "lab: warning: %s: the run was stopped before it closed this part; its rows are read from this journal (lab repair %s writes the part file)\n", j, d)
+			hint := "lab repair " + d + " writes the part file"
+			if l, _ := metrics.DetectLayout(d); l == metrics.LayoutSingle {
+				hint = "the folder is of the old layout, read only: lab repair leaves it as it is"
+			}
+			fmt.Fprintf(warn, "lab: warning: %s: the run was stopped before it closed this part; its rows are read from this journal (%s)\n", j, hint)
 		}
 		// Repetitions of different runs are kept apart by run id: two folders with one id
 		// would merge their repetitions.

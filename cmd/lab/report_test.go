@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"lab/metrics"
+	"lab/metrics/metricstest"
 )
 
 // writeRun writes a small run folder: scenario midnight, arms spec and date-in-system-prompt,
@@ -19,11 +20,7 @@ func writeRun(t *testing.T, dir, id string, extra int64) string {
 	if err := os.MkdirAll(run, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sink, err := metrics.CreateParquet(filepath.Join(run, metrics.SamplesFile), metrics.FileMeta{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
+	var rows []metrics.Sample
 	for rep := int32(1); rep <= 2; rep++ {
 		for _, arm := range []string{metrics.SpecArm, "date-in-system-prompt"} {
 			for i := int32(0); i < 4; i++ {
@@ -42,14 +39,12 @@ func writeRun(t *testing.T, dir, id string, extra int64) string {
 					PromptTokens: prompt, CachedTokens: new(cached), ExpectedCachedTokens: new(int64(cached)), RereadTokens: new(int64(reread)),
 					DivergenceSegment: seg, PrefillNs: reread * 1e6,
 				}
-				if err := sink.Write(s); err != nil {
-					t.Fatal(err)
-				}
-				n++
+				rows = append(rows, *s)
 			}
 		}
 	}
-	if err := sink.Close(); err != nil {
+	n := len(rows)
+	if err := metricstest.WriteOldSamples(run, metrics.FileMeta{}, rows); err != nil {
 		t.Fatal(err)
 	}
 	m := &metrics.Manifest{RunID: id, Scenarios: []string{"midnight"}, Arms: []string{"spec", "date-in-system-prompt"},
@@ -221,11 +216,7 @@ func TestCompareIncompleteNewRun(t *testing.T) {
 	if err := os.MkdirAll(empty, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sink, err := metrics.CreateParquet(filepath.Join(empty, metrics.SamplesFile), metrics.FileMeta{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sink.Close(); err != nil {
+	if err := metricstest.WriteOldSamples(empty, metrics.FileMeta{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := metrics.WriteManifest(filepath.Join(empty, metrics.ManifestFile), &metrics.Manifest{RunID: "empty", Complete: true}); err != nil {
@@ -285,17 +276,10 @@ func TestReportOddScenarioNames(t *testing.T) {
 	if err := os.Remove(filepath.Join(run, metrics.SamplesFile)); err != nil {
 		t.Fatal(err)
 	}
-	sink, err := metrics.CreateParquet(filepath.Join(run, metrics.SamplesFile), metrics.FileMeta{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for i := range samples {
 		samples[i].Scenario = "team/<b>mid night</b>"
-		if err := sink.Write(&samples[i]); err != nil {
-			t.Fatal(err)
-		}
 	}
-	if err := sink.Close(); err != nil {
+	if err := metricstest.WriteOldSamples(run, metrics.FileMeta{}, samples); err != nil {
 		t.Fatal(err)
 	}
 	editManifest(t, run, func(m *metrics.Manifest) { m.Scenarios = []string{"team/<b>mid night</b>"} })
