@@ -1,8 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -58,5 +63,40 @@ func TestFailedExits3(t *testing.T) {
 	}
 	if err.Error() != "wrapped: 2 of 9 conformance cases failed" {
 		t.Errorf("message %q", err.Error())
+	}
+}
+
+// lab conformance is its options and one call: runConformance with explicit options (no command
+// line) runs the one area named and writes its report in the format named.
+func TestRunConformanceOptions(t *testing.T) {
+	var out bytes.Buffer
+	s := &streams{out: &out, err: io.Discard, getenv: func(string) string { return "" }}
+	if err := runConformance(s, &conformanceOptions{Area: "paths", Format: "json"}); err != nil {
+		t.Fatal(err)
+	}
+	var rep conformance.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Areas) != 1 || rep.Areas[0] != "paths" || rep.Passed == 0 || rep.Passed != len(rep.Cases) {
+		t.Errorf("report: areas %v, %d passed of %d cases", rep.Areas, rep.Passed, len(rep.Cases))
+	}
+	if err := runConformance(s, &conformanceOptions{Format: "yaml"}); exitCode(err) != exitBadInput {
+		t.Errorf("format yaml: %v (exit %d); want bad input", err, exitCode(err))
+	}
+}
+
+// lab calibrate is its options and one call: runCalibrate checks them before any server is
+// reached or file written.
+func TestRunCalibrateChecksOptionsFirst(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "cal.json")
+	s := &streams{out: io.Discard, err: io.Discard, getenv: func(string) string { return "" }}
+	for _, o := range []*calibrateOptions{{Sizes: []int{1000, 2000}}, {Sizes: []int{1000}, Out: out}} {
+		if err := runCalibrate(context.Background(), s, o); exitCode(err) != exitBadInput {
+			t.Errorf("runCalibrate(%+v) = %v; want bad input", o, err)
+		}
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("%s written: %v", out, err)
 	}
 }

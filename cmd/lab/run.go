@@ -374,7 +374,7 @@ func openOllama(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 		if err != nil {
 			return err
 		}
-		srv, prep, stop, err := localServer(ctx, cache, o, r.progress)
+		srv, prep, stop, err := localServer(ctx, cache, o.GenericBuild, o.Model, o.ModelName, r.progress)
 		if err != nil {
 			return err
 		}
@@ -523,10 +523,11 @@ func reportRun(s *streams, dir string, man *metrics.Manifest, shard metrics.Shar
 }
 
 // localServer attaches to the server `lab server start` left running, or prepares and starts a
-// private one. stop releases the shared server (its use lock, held from here so that two lab
+// private one, serving the synthetic model m as name (built without -march=native when
+// generic). stop releases the shared server (its use lock, held from here so that two lab
 // processes take turns) or stops the private one.
-func localServer(ctx context.Context, cache string, o *runOptions, log io.Writer) (*localserver.Server, *localserver.Prepared, func(), error) {
-	prep, err := localserver.Prepare(ctx, setup(cache, o.GenericBuild, o.Model, o.ModelName, log))
+func localServer(ctx context.Context, cache string, generic bool, m gguf.ModelOptions, name string, log io.Writer) (*localserver.Server, *localserver.Prepared, func(), error) {
+	prep, err := localserver.Prepare(ctx, setup(cache, generic, m, name, log))
 	if err != nil {
 		return nil, nil, nil, err
 	}
