@@ -28,8 +28,9 @@ type RunConfig struct {
 	ResultsDir string
 	// RunID names the run and its folder, run_id=<run-id> ([metrics.RunDir]); "" makes one from
 	// the start time, such as 20261129-224501 (not with a Shard: every shard must name the same
-	// run). With Resume, a RunID of "run_id=<id>" names the folder itself, and a RunID whose
-	// folder ResultsDir/<id> holds a run of the old layout resumes that one in place.
+	// run). With Resume, a RunID of "run_id=<id>" names the folder itself; a RunID whose folder
+	// ResultsDir/<id> holds a run of the old layout is refused ([metrics.ErrOldLayout]: that
+	// layout is read only).
 	RunID string
 	// Shard is the part of the matrix this Run runs (lab run --shard i/n): the sessions
 	// [RunConfig.Sessions] lists, written as the run folder's part i of n
