@@ -19,7 +19,6 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/ollama/ollama/api"
 
-	lab "lab"
 	"lab/backend/ollama"
 	"lab/backend/sim"
 	"lab/cachesim"
@@ -61,10 +60,7 @@ func newRecorder(t *testing.T) *recorder {
 
 func loop(t *testing.T) *hygiene.Config {
 	t.Helper()
-	l, err := hygiene.ParseConfig(lab.LoopJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := loopConfig(t)
 	return l
 }
 
@@ -78,15 +74,6 @@ func session(t *testing.T, sc *scenario.Scenario, a harness.Arm, d harness.Drive
 		Retry: harness.RetryPolicy{Attempts: 1},
 	})
 	return sink.Samples(), err
-}
-
-func load(t *testing.T, path string) *scenario.Scenario {
-	t.Helper()
-	sc, err := scenario.LoadScenario(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sc
 }
 
 // The live loop driven by the scripted model (the sim answering each request with the

@@ -11,10 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	lab "lab"
 	"lab/chat"
 	"lab/harness"
-	"lab/hygiene"
 	"lab/metrics"
 	"lab/scenario"
 )
@@ -136,14 +134,8 @@ func TestInterruptAndResume(t *testing.T) {
 func TestResumeRerunsFailedSessionsAndChecksTheRun(t *testing.T) {
 	t.Parallel()
 	results := t.TempDir()
-	sc, err := scenario.LoadScenario("testdata/tiny.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	loop, err := hygiene.ParseConfig(lab.LoopJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := load(t, "testdata/tiny.yaml")
+	loop := loopConfig(t)
 	cfg := func(be harness.Backend, arms ...string) harness.RunConfig {
 		var as []harness.Arm
 		for _, a := range arms {

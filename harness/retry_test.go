@@ -12,11 +12,9 @@ import (
 	"testing"
 	"time"
 
-	lab "lab"
 	"lab/backend/ollama"
 	"lab/chat"
 	"lab/harness"
-	"lab/hygiene"
 	"lab/metrics"
 	"lab/scenario"
 )
@@ -118,14 +116,8 @@ func newFault(fail func(int, *chat.Request) error) *faultBackend {
 // runOne runs the tiny scenario once with the spec arm and the policy p through harness.Run.
 func runOne(t *testing.T, be harness.Backend, p harness.RetryPolicy, arms ...string) (string, *metrics.Manifest, []metrics.Sample, error) {
 	t.Helper()
-	sc, err := scenario.LoadScenario("testdata/tiny.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	loop, err := hygiene.ParseConfig(lab.LoopJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := load(t, "testdata/tiny.yaml")
+	loop := loopConfig(t)
 	if len(arms) == 0 {
 		arms = []string{"spec"}
 	}
