@@ -17,6 +17,7 @@ import (
 	"lab/chat"
 	"lab/harness"
 	"lab/hygiene"
+	"lab/internal/tinytokenizer"
 	"lab/metrics"
 	"lab/scenario"
 	"lab/scenarios"
@@ -25,7 +26,7 @@ import (
 
 // renderBackend renders with Ollama's own qwen3.5 renderer and leaves as cache text the
 // rendered prompt plus the reply as Qwen3 writes it: the real server's behaviour, without the
-// server. Every byte is a token (byteTokenizer), and the cached figure is what an ideal cache
+// server. Every byte is a token (tinytokenizer.Bytes), and the cached figure is what an ideal cache
 // would reuse, so the harness's arithmetic is checked exactly.
 type renderBackend struct {
 	conv     *ollama.Client
@@ -53,23 +54,13 @@ func (b *renderBackend) Send(_ context.Context, req *chat.Request, reply *chat.R
 	return &chat.Result{PromptTokens: int64(len(rendered)), CachedTokens: &cached, CachedSource: chat.SourceSimulation, Rendered: rendered, CacheText: cache}, nil
 }
 
-type byteTokenizer struct{}
-
-func (byteTokenizer) Encode(s string) ([]int32, error) {
-	out := make([]int32, len(s))
-	for i := range len(s) {
-		out[i] = int32(s[i])
-	}
-	return out, nil
-}
-
 func runTiny(t *testing.T, arm harness.Arm) ([]metrics.Sample, *renderBackend) {
 	t.Helper()
 	sc := load(t, "testdata/tiny.yaml")
 	return replay(t, sc, arm)
 }
 
-// replay runs a scenario through the harness with renderBackend and byteTokenizer.
+// replay runs a scenario through the harness with renderBackend and tinytokenizer.Bytes.
 func replay(t *testing.T, sc *scenario.Scenario, arm harness.Arm) ([]metrics.Sample, *renderBackend) {
 	t.Helper()
 	loop := loopConfig(t)
@@ -78,7 +69,7 @@ func replay(t *testing.T, sc *scenario.Scenario, arm harness.Arm) ([]metrics.Sam
 	sink := &metrics.MemorySink{}
 	err := harness.RunSession(context.Background(), harness.SessionConfig{
 		Scenario: sc, Arm: arm, Repetition: 1, RunID: "t", Loop: loop, Backend: be,
-		Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(),
+		Tokenizer: tinytokenizer.Bytes{}, Sink: sink, SandboxDir: t.TempDir(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -557,7 +548,7 @@ func TestContextOverflowIsMarked(t *testing.T) {
 	var warned []string
 	err := harness.RunSession(context.Background(), harness.SessionConfig{
 		Scenario: sc, Arm: arm(t, "spec"), Repetition: 1, RunID: "t", Loop: loop, Backend: &renderBackend{conv: conv},
-		Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(), NumCtx: numCtx,
+		Tokenizer: tinytokenizer.Bytes{}, Sink: sink, SandboxDir: t.TempDir(), NumCtx: numCtx,
 		Warn: func(err error) { warned = append(warned, err.Error()) },
 	})
 	if err != nil {
@@ -638,7 +629,7 @@ func TestUsagePrefixAndCacheState(t *testing.T) {
 			dir, man, err := harness.Run(context.Background(), harness.RunConfig{
 				Nonce:     nonce,
 				Scenarios: []*scenario.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec")}, Repeat: 2,
-				ResultsDir: t.TempDir(), RunID: "u", Loop: loop, Backend: tc.backend, Tokenizer: byteTokenizer{},
+				ResultsDir: t.TempDir(), RunID: "u", Loop: loop, Backend: tc.backend, Tokenizer: tinytokenizer.Bytes{},
 				Warm:  tc.warm,
 				Price: func(u *chat.Usage) (float64, bool) { return float64(*u.CacheWrite) / 100, true },
 			})
@@ -695,7 +686,7 @@ func TestSandboxDoesNotDependOnTheRunID(t *testing.T) {
 	for _, id := range []string{"a", "a-much-longer-run-id-20261130"} {
 		_, _, err := harness.Run(context.Background(), harness.RunConfig{
 			Scenarios: []*scenario.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec")}, ResultsDir: results, RunID: id,
-			Loop: loop, Backend: &renderBackend{conv: conv}, Tokenizer: byteTokenizer{},
+			Loop: loop, Backend: &renderBackend{conv: conv}, Tokenizer: tinytokenizer.Bytes{},
 		})
 		if err != nil {
 			t.Fatal(err)

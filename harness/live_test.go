@@ -25,6 +25,7 @@ import (
 	"lab/chat"
 	"lab/harness"
 	"lab/hygiene"
+	"lab/internal/tinytokenizer"
 	"lab/metrics"
 	"lab/scenario"
 	"lab/scenarios"
@@ -51,7 +52,7 @@ func (r *recorder) Send(ctx context.Context, req *chat.Request, reply *chat.Repl
 
 func newRecorder(t *testing.T) *recorder {
 	t.Helper()
-	b, err := sim.New(sim.Options{Model: &cachesim.Ideal{}, Tokenizer: byteTokenizer{}})
+	b, err := sim.New(sim.Options{Model: &cachesim.Ideal{}, Tokenizer: tinytokenizer.Bytes{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func session(t *testing.T, sc *scenario.Scenario, a harness.Arm, d harness.Drive
 	sink := &metrics.MemorySink{}
 	err := harness.RunSession(context.Background(), harness.SessionConfig{
 		Scenario: sc, Arm: a, Repetition: 1, RunID: "t", Loop: loop(t), Backend: be,
-		Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: sandbox, Driver: d,
+		Tokenizer: tinytokenizer.Bytes{}, Sink: sink, SandboxDir: sandbox, Driver: d,
 		Retry: harness.RetryPolicy{Attempts: 1},
 	})
 	return sink.Samples(), err
@@ -241,7 +242,7 @@ func TestLiveTokenLimitTimeoutAndSeed(t *testing.T) {
 	var warnings []string
 	err := harness.RunSession(context.Background(), harness.SessionConfig{
 		Scenario: sc, Arm: arm(t, "spec"), Repetition: 3, RunID: "t", Loop: loop(t), Backend: m,
-		Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(),
+		Tokenizer: tinytokenizer.Bytes{}, Sink: sink, SandboxDir: t.TempDir(),
 		Driver: harness.Driver{Mode: harness.DriverLive, MaxTokens: 64, TurnTimeout: 50 * time.Millisecond, Seed: 40},
 		Retry:  harness.RetryPolicy{Attempts: 1},
 		Warn:   func(err error) { warnings = append(warnings, err.Error()) },
@@ -348,7 +349,7 @@ func TestLiveAgainstAFakeOllama(t *testing.T) {
 	sink := &metrics.MemorySink{}
 	err = harness.RunSession(context.Background(), harness.SessionConfig{
 		Scenario: sc, Arm: arm(t, "spec"), Repetition: 2, RunID: "t", Loop: loop(t), Backend: client,
-		BackendName: "ollama", Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(),
+		BackendName: "ollama", Tokenizer: tinytokenizer.Bytes{}, Sink: sink, SandboxDir: t.TempDir(),
 		Driver: harness.Driver{Mode: harness.DriverLive, MaxTokens: 16, Seed: 7},
 		Retry:  harness.RetryPolicy{Attempts: 1},
 	})
@@ -431,7 +432,7 @@ func TestLiveTurnCutBeforeACompaction(t *testing.T) {
 	sink := &metrics.MemorySink{}
 	err = harness.RunSession(context.Background(), harness.SessionConfig{
 		Scenario: sc, Arm: arm(t, "spec"), Repetition: 1, RunID: "t", Loop: loop(t), Backend: be,
-		Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(),
+		Tokenizer: tinytokenizer.Bytes{}, Sink: sink, SandboxDir: t.TempDir(),
 		Driver: harness.Driver{Mode: harness.DriverLive, MaxSteps: 2, MaxTokens: 1 << 30},
 		Retry:  harness.RetryPolicy{Attempts: 1},
 		Warn:   func(err error) { warnings = append(warnings, err.Error()) },
@@ -534,7 +535,7 @@ func TestLiveCutTurnsKeepTheirReplies(t *testing.T) {
 					sink := &metrics.MemorySink{}
 					err := harness.RunSession(context.Background(), harness.SessionConfig{
 						Scenario: sc, Arm: arm(t, an), Repetition: 1, RunID: "t", Loop: loop(t), Backend: be,
-						Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: sandbox,
+						Tokenizer: tinytokenizer.Bytes{}, Sink: sink, SandboxDir: sandbox,
 						Driver: harness.Driver{Mode: harness.DriverLive, MaxSteps: n, MaxTokens: 1 << 30},
 						Retry:  harness.RetryPolicy{Attempts: 1},
 						Warn:   func(err error) { warnings = append(warnings, err.Error()) },

@@ -7,6 +7,7 @@ import (
 	"lab/backend/ollama"
 	"lab/chat"
 	"lab/harness"
+	"lab/internal/tinytokenizer"
 	"lab/metrics"
 )
 
@@ -31,7 +32,7 @@ func TestRereadUnknownWithoutCachedTokens(t *testing.T) {
 	sink := &metrics.MemorySink{}
 	err := harness.RunSession(context.Background(), harness.SessionConfig{
 		Scenario: sc, Arm: arm(t, "spec"), Repetition: 1, RunID: "t", Loop: loop, Backend: &noCachedBackend{renderBackend{conv: conv}},
-		Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(),
+		Tokenizer: tinytokenizer.Bytes{}, Sink: sink, SandboxDir: t.TempDir(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +70,7 @@ func TestFailedRequestRowIsNull(t *testing.T) {
 	sink := &metrics.MemorySink{}
 	err := harness.RunSession(context.Background(), harness.SessionConfig{
 		Scenario: sc, Arm: arm(t, "spec"), Repetition: 1, RunID: "t", Loop: loop, Backend: failingBackend{},
-		Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(),
+		Tokenizer: tinytokenizer.Bytes{}, Sink: sink, SandboxDir: t.TempDir(),
 	})
 	rows := sink.Samples()
 	if err == nil || len(rows) != 1 {

@@ -7,6 +7,7 @@ import (
 
 	"lab/chat"
 	"lab/harness"
+	"lab/internal/tinytokenizer"
 	"lab/metrics"
 	"lab/scenario"
 )
@@ -28,7 +29,7 @@ func TestReplyLimitReachesTheBackendAndIsNotRetried(t *testing.T) {
 	sl := &sleeps{}
 	dir, _, runErr := harness.Run(context.Background(), harness.RunConfig{
 		Scenarios: []*scenario.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec")}, ResultsDir: t.TempDir(), RunID: "r",
-		Loop: loop, Backend: be, Tokenizer: byteTokenizer{}, SandboxDir: t.TempDir(),
+		Loop: loop, Backend: be, Tokenizer: tinytokenizer.Bytes{}, SandboxDir: t.TempDir(),
 		Retry: harness.RetryPolicy{Sleep: sl.sleep}, MaxReplyBytes: 1024,
 	})
 	if runErr == nil {

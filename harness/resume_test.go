@@ -13,6 +13,7 @@ import (
 
 	"lab/chat"
 	"lab/harness"
+	"lab/internal/tinytokenizer"
 	"lab/metrics"
 	"lab/scenario"
 )
@@ -142,7 +143,7 @@ func TestResumeRerunsFailedSessionsAndChecksTheRun(t *testing.T) {
 			as = append(as, arm(t, a))
 		}
 		return harness.RunConfig{Scenarios: []*scenario.Scenario{sc}, Arms: as, ResultsDir: results, RunID: "r",
-			Loop: loop, Backend: be, Tokenizer: byteTokenizer{}, SandboxDir: t.TempDir(), Retry: harness.RetryPolicy{Attempts: 1}}
+			Loop: loop, Backend: be, Tokenizer: tinytokenizer.Bytes{}, SandboxDir: t.TempDir(), Retry: harness.RetryPolicy{Attempts: 1}}
 	}
 	down := newFault(func(call int, _ *chat.Request) error {
 		// The first session's last request fails (all its rows are there, the last with the

@@ -15,6 +15,7 @@ import (
 	"lab/backend/ollama"
 	"lab/chat"
 	"lab/harness"
+	"lab/internal/tinytokenizer"
 	"lab/metrics"
 	"lab/scenario"
 )
@@ -127,7 +128,7 @@ func runOne(t *testing.T, be harness.Backend, p harness.RetryPolicy, arms ...str
 	}
 	dir, man, runErr := harness.Run(context.Background(), harness.RunConfig{
 		Scenarios: []*scenario.Scenario{sc}, Arms: as, ResultsDir: t.TempDir(), RunID: "r",
-		Loop: loop, Backend: be, Tokenizer: byteTokenizer{}, SandboxDir: t.TempDir(), Retry: p,
+		Loop: loop, Backend: be, Tokenizer: tinytokenizer.Bytes{}, SandboxDir: t.TempDir(), Retry: p,
 	})
 	if dir == "" {
 		t.Fatalf("no run folder: %v", runErr)

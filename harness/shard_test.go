@@ -12,6 +12,7 @@ import (
 
 	"lab/chat"
 	"lab/harness"
+	"lab/internal/tinytokenizer"
 	"lab/metrics"
 	"lab/scenario"
 )
@@ -24,7 +25,7 @@ func tinyRunConfig(t *testing.T, results string, repeat int, s metrics.Shard, be
 	loop := loopConfig(t)
 	return harness.RunConfig{
 		Scenarios: []*scenario.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec"), arm(t, "date-in-system-prompt")}, Repeat: repeat,
-		ResultsDir: results, RunID: "r", Loop: loop, Backend: be, Tokenizer: byteTokenizer{}, SandboxDir: t.TempDir(), Shard: s,
+		ResultsDir: results, RunID: "r", Loop: loop, Backend: be, Tokenizer: tinytokenizer.Bytes{}, SandboxDir: t.TempDir(), Shard: s,
 	}
 }
 

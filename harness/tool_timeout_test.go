@@ -11,6 +11,7 @@ import (
 
 	"lab/chat"
 	"lab/harness"
+	"lab/internal/tinytokenizer"
 	"lab/metrics"
 	"lab/scenario"
 	"lab/tools/toolstest"
@@ -55,7 +56,7 @@ func TestSessionToolCallPastItsLimitGoesOn(t *testing.T) {
 	var warnings []string
 	err := harness.RunSession(context.Background(), harness.SessionConfig{
 		Scenario: sc, Arm: arm(t, "spec"), Repetition: 1, RunID: "t", Loop: loop(t), Backend: be,
-		Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(), Retry: harness.RetryPolicy{Attempts: 1},
+		Tokenizer: tinytokenizer.Bytes{}, Sink: sink, SandboxDir: t.TempDir(), Retry: harness.RetryPolicy{Attempts: 1},
 		Driver: harness.Driver{ToolTimeout: 40 * time.Millisecond},
 		Warn:   func(err error) { warnings = append(warnings, err.Error()) },
 	})
@@ -89,7 +90,7 @@ func TestSessionStoppedDuringAToolCall(t *testing.T) {
 	sink := &metrics.MemorySink{}
 	err := harness.RunSession(ctx, harness.SessionConfig{
 		Scenario: sc, Arm: arm(t, "spec"), Repetition: 1, RunID: "t", Loop: loop(t), Backend: newRecorder(t),
-		Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(), Retry: harness.RetryPolicy{Attempts: 1},
+		Tokenizer: tinytokenizer.Bytes{}, Sink: sink, SandboxDir: t.TempDir(), Retry: harness.RetryPolicy{Attempts: 1},
 		Driver: harness.Driver{ToolTimeout: time.Hour},
 	})
 	if !errors.Is(err, context.Canceled) {
@@ -140,7 +141,7 @@ steps:
 		sink := &metrics.MemorySink{}
 		err := harness.RunSession(context.Background(), harness.SessionConfig{
 			Scenario: sc, Arm: arm(t, "spec"), Repetition: 1, RunID: "t", Loop: loop(t), Backend: be,
-			Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(), Retry: harness.RetryPolicy{Attempts: 1},
+			Tokenizer: tinytokenizer.Bytes{}, Sink: sink, SandboxDir: t.TempDir(), Retry: harness.RetryPolicy{Attempts: 1},
 			Driver: c.d, Warn: func(err error) { warnings = append(warnings, err.Error()) },
 		})
 		if err != nil {

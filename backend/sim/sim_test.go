@@ -19,20 +19,10 @@ import (
 	"lab/chat"
 	"lab/harness"
 	"lab/hygiene"
+	"lab/internal/tinytokenizer"
 	"lab/metrics"
 	"lab/scenario"
 )
-
-// byteTokenizer makes every byte a token, so figures are byte counts of the rendered text.
-type byteTokenizer struct{}
-
-func (byteTokenizer) Encode(s string) ([]int32, error) {
-	out := make([]int32, len(s))
-	for i := range len(s) {
-		out[i] = int32(s[i])
-	}
-	return out, nil
-}
 
 func newSimTB(t testing.TB) *sim.Backend { return newSim(t, "llamacpp", 0) }
 
@@ -42,7 +32,7 @@ func newSim(t testing.TB, model string, perToken time.Duration) *sim.Backend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := sim.New(sim.Options{Model: m, Tokenizer: byteTokenizer{}, PrefillPerToken: perToken})
+	b, err := sim.New(sim.Options{Model: m, Tokenizer: tinytokenizer.Bytes{}, PrefillPerToken: perToken})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,14 +119,14 @@ func TestSendTwoRequests(t *testing.T) {
 }
 
 func TestDefaultsAndErrors(t *testing.T) {
-	if _, err := sim.New(sim.Options{Tokenizer: byteTokenizer{}}); err == nil {
+	if _, err := sim.New(sim.Options{Tokenizer: tinytokenizer.Bytes{}}); err == nil {
 		t.Error("no model: no error")
 	}
 	m, _ := cachesim.NewModel("ideal", cachesim.Options{})
 	if _, err := sim.New(sim.Options{Model: m}); err == nil {
 		t.Error("no tokenizer: no error")
 	}
-	if _, err := sim.New(sim.Options{Model: m, Tokenizer: byteTokenizer{}, PrefillPerToken: -1}); err == nil {
+	if _, err := sim.New(sim.Options{Model: m, Tokenizer: tinytokenizer.Bytes{}, PrefillPerToken: -1}); err == nil {
 		t.Error("negative cost: no error")
 	}
 	b := newSim(t, "ideal", 0)
@@ -174,7 +164,7 @@ func TestHarnessExpectationMatchesLlamaCpp(t *testing.T) {
 		sink := &metrics.MemorySink{}
 		err = harness.RunSession(context.Background(), harness.SessionConfig{
 			Scenario: sc, Arm: arms[0], Repetition: 1, RunID: "t", Loop: loop, Backend: newSim(t, "llamacpp", 0),
-			Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(),
+			Tokenizer: tinytokenizer.Bytes{}, Sink: sink, SandboxDir: t.TempDir(),
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -44,3 +44,17 @@ func Write(t testing.TB, pairs bool) string {
 	}
 	return dir
 }
+
+// Bytes is a tokenizer of one token per byte (the byte's value), so token counts and offsets
+// are byte counts of the text: the stand-in for the served model's tokenizer where a test needs
+// exact figures, not Qwen3's.
+type Bytes struct{}
+
+// Encode returns one token per byte of s; it never fails.
+func (Bytes) Encode(s string) ([]int32, error) {
+	out := make([]int32, len(s))
+	for i := range len(s) {
+		out[i] = int32(s[i])
+	}
+	return out, nil
+}
