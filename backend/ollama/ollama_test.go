@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"github.com/ollama/ollama/model/renderers"
 
 	"lab/chat"
+	"lab/internal/replytest"
 )
 
 func TestParseCacheLine(t *testing.T) {
@@ -252,30 +252,7 @@ func TestCutStreamAndCacheFill(t *testing.T) {
 // A base URL's password (http://user:secret@host) is in no error text: an HTTP error, an
 // answer that is not the API's, a reply past the limit, a bad address.
 func TestBaseURLPasswordNotInErrors(t *testing.T) {
-	const secret = "pa55w0rd-secret"
-	answers := map[string]func(w http.ResponseWriter){
-		"HTTP 500": func(w http.ResponseWriter) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(500)
-			io.WriteString(w, `{"error":{"message":"boom","type":"server_error"}}`)
-		},
-		"not the API": func(w http.ResponseWriter) {
-			w.Header().Set("Content-Type", "text/html")
-			io.WriteString(w, "<html>hello</html>")
-		},
-		"reply too long": func(w http.ResponseWriter) {
-			w.Header().Set("Content-Type", "application/x-ndjson")
-			io.WriteString(w, line(2000))
-		},
-	}
-	for name, answer := range answers {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if renderOnly(w, r) {
-				return
-			}
-			answer(w)
-		}))
-		u := strings.Replace(srv.URL, "http://", "http://user:"+secret+"@", 1)
+	replytest.PasswordNotInErrors(t, "application/x-ndjson", line(2000), renderOnly, func(u string) error {
 		c, err := New(u, "m")
 		if err != nil {
 			t.Fatal(err)
@@ -283,12 +260,9 @@ func TestBaseURLPasswordNotInErrors(t *testing.T) {
 		req := &chat.Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}}}
 		req.MaxReplyBytes, req.Generate = 1000, 100
 		_, err = c.Send(context.Background(), req, nil)
-		srv.Close()
-		if err == nil || strings.Contains(err.Error(), secret) {
-			t.Errorf("%s: error %v; want one without the base URL's password", name, err)
-		}
-	}
-	if _, err := New("user:"+secret+"@host:8080", "m"); err == nil || strings.Contains(err.Error(), secret) {
+		return err
+	})
+	if _, err := New("user:"+replytest.Secret+"@host:8080", "m"); err == nil || strings.Contains(err.Error(), replytest.Secret) {
 		t.Errorf("a bad base URL: error %v; want one without its password", err)
 	}
 }
