@@ -28,6 +28,23 @@ func rowKeys(samples []metrics.Sample) []string {
 	return out
 }
 
+// sameRows fails t unless the resumed run folder dir holds the rows (scenario, arm, repetition,
+// request) of the uninterrupted run folder whole.
+func sameRows(t *testing.T, dir, whole string) {
+	t.Helper()
+	_, want, err := metrics.ReadRun(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, got, err := metrics.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rowKeys(got), rowKeys(want)) {
+		t.Errorf("resumed rows\n%v\nwant\n%v", rowKeys(got), rowKeys(want))
+	}
+}
+
 // An interrupted run keeps every row in a readable file and says it is incomplete; resumed, it
 // keeps the completed sessions, runs the cut one again whole and ends with the same rows as a run
 // that was never interrupted.
@@ -282,17 +299,7 @@ func TestKilledRunRecoversAndResumes(t *testing.T) {
 	if be.calls != 21 {
 		t.Errorf("resume sent %d requests; want the 21 of the three sessions that did not end", be.calls)
 	}
-	_, whole, err := metrics.ReadRun(metrics.RunDir(results, "r"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, got, err := metrics.ReadRun(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(rowKeys(got), rowKeys(whole)) {
-		t.Errorf("resumed rows\n%v\nwant\n%v", rowKeys(got), rowKeys(whole))
-	}
+	sameRows(t, dir, metrics.RunDir(results, "r"))
 	if got, want := requestLines(t, filepath.Join(dir, metrics.PartRequestsFile(metrics.Shard{}))), requestLines(t, filepath.Join(metrics.RunDir(results, "r"), metrics.PartRequestsFile(metrics.Shard{}))); !slices.Equal(got, want) {
 		t.Errorf("requests.jsonl after the resume:\n%v\nwant one line per request of the uninterrupted run:\n%v", got, want)
 	}

@@ -164,14 +164,7 @@ func BenchmarkEncodeMemo(b *testing.B) {
 
 func TestTokenizerConcurrent(t *testing.T) {
 	t.Parallel()
-	ggufPath := filepath.Join(t.TempDir(), "tiny.gguf")
-	if err := gguf.WriteModel(ggufPath, tinytokenizer.Write(t, true), gguf.ModelOptions{HiddenSize: 4, Layers: 1, FeedForward: 4, Heads: 1, KVHeads: 1, HeadDim: 4}); err != nil {
-		t.Fatal(err)
-	}
-	tk, err := Load(ggufPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tk := tinyTokenizer(t)
 	if got, want := mustEncode(t, tk, "<|im_start|>ab hi\n<think><|im_end|>"), []int32{9, 2, 3, 7, 4, 11, 10}; !slices.Equal(got, want) {
 		t.Errorf("Encode = %v; want %v", got, want)
 	}
@@ -227,4 +220,19 @@ func TestLoadRejects(t *testing.T) {
 	if _, err := Load(p); err == nil {
 		t.Error("Load(garbage) = nil error")
 	}
+}
+
+// tinyTokenizer is the tokenizer of a GGUF file written with tinytokenizer's vocabulary (merges
+// as pairs) and the smallest model shape, failing t when either step fails.
+func tinyTokenizer(t *testing.T) *Tokenizer {
+	t.Helper()
+	ggufPath := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := gguf.WriteModel(ggufPath, tinytokenizer.Write(t, true), gguf.ModelOptions{HiddenSize: 4, Layers: 1, FeedForward: 4, Heads: 1, KVHeads: 1, HeadDim: 4}); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := Load(ggufPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
 }
