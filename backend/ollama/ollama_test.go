@@ -98,12 +98,11 @@ func fakeServer(t *testing.T, logPath string) *httptest.Server {
 		}
 		switch r.URL.Path {
 		case "/api/chat":
-			var req api.ChatRequest
-			json.NewDecoder(r.Body).Decode(&req)
-			if req.DebugRenderOnly {
-				json.NewEncoder(w).Encode(map[string]any{"model": req.Model, "done": true, "_debug_info": map[string]any{"rendered_template": "RENDERED"}})
+			if renderOnly(w, r) {
 				return
 			}
+			var req api.ChatRequest
+			json.NewDecoder(r.Body).Decode(&req)
 			if req.Options["num_ctx"] != float64(8192) {
 				http.Error(w, `{"error":"num_ctx not pinned"}`, http.StatusBadRequest)
 				return
@@ -132,10 +131,7 @@ func TestSendMeasuresAndEmulates(t *testing.T) {
 	os.WriteFile(logPath, []byte("old line msg=\"loading cache slot\" id=0 cache=0 prompt=5 used=4 remaining=1\n"), 0o644)
 	srv := fakeServer(t, logPath)
 	defer srv.Close()
-	c, err := New(srv.URL, "m", WithNumCtx(8192), WithServerLog(logPath))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newClient(t, srv.URL, WithNumCtx(8192), WithServerLog(logPath))
 	req := &chat.Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}}, Think: true}
 	reply := &chat.Reply{Reasoning: "r", Content: "ok"}
 	res, err := c.Send(context.Background(), req, reply)
@@ -196,10 +192,7 @@ func TestCutStreamAndCacheFill(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/api/chat":
-			var req api.ChatRequest
-			json.NewDecoder(r.Body).Decode(&req)
-			if req.DebugRenderOnly {
-				json.NewEncoder(w).Encode(map[string]any{"model": req.Model, "done": true, "_debug_info": map[string]any{"rendered_template": "RENDERED"}})
+			if renderOnly(w, r) {
 				return
 			}
 			chats++
@@ -218,15 +211,12 @@ func TestCutStreamAndCacheFill(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c, err := New(srv.URL, "m")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newClient(t, srv.URL)
 	req := &chat.Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}}}
 	reply := &chat.Reply{Content: "ok"}
 
 	cut = true
-	_, err = c.Send(context.Background(), req, reply)
+	_, err := c.Send(context.Background(), req, reply)
 	var ae *chat.APIError
 	if !errors.As(err, &ae) || ae.StatusCode != 200 || ae.Body != "stream cut: no done message" {
 		t.Fatalf("a cut stream: %v; want an APIError with status 200 and stream cut: no done message", err)

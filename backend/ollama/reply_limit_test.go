@@ -37,14 +37,20 @@ func renderOnly(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-func floodClient(t testing.TB, ctype, head, chunk string, count int, tail string) (*Client, *replytest.Flood) {
-	f := replytest.NewFlood(t, ctype, head, chunk, count, tail)
-	f.Route = renderOnly
-	c, err := New(f.Srv.URL, "m")
+// newClient is a Client of the server at baseURL for model "m", failing t when New fails.
+func newClient(t testing.TB, baseURL string, opts ...Option) *Client {
+	t.Helper()
+	c, err := New(baseURL, "m", opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c, f
+	return c
+}
+
+func floodClient(t testing.TB, ctype, head, chunk string, count int, tail string) (*Client, *replytest.Flood) {
+	f := replytest.NewFlood(t, ctype, head, chunk, count, tail)
+	f.Route = renderOnly
+	return newClient(t, f.Srv.URL), f
 }
 
 // A reply past the request's limit fails with chat.ReplyTooLongError naming the limit, and the
