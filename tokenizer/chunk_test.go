@@ -11,7 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
+
+	"lab/internal/heaptest"
 )
 
 var (
@@ -176,22 +177,7 @@ func BenchmarkEncodeLongText(b *testing.B) {
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
-	stop := make(chan struct{})
-	peak := make(chan uint64)
-	go func() {
-		var m runtime.MemStats
-		var top uint64
-		for {
-			select {
-			case <-stop:
-				peak <- top
-				return
-			case <-time.After(time.Millisecond):
-				runtime.ReadMemStats(&m)
-				top = max(top, m.HeapInuse)
-			}
-		}
-	}()
+	stop := heaptest.SamplePeak()
 	for b.Loop() {
 		tk.mu.Lock()
 		clear(tk.memo)
@@ -202,8 +188,7 @@ func BenchmarkEncodeLongText(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	close(stop)
-	top := <-peak
+	top := stop()
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
 	b.ReportMetric(float64(top-min(top, before.HeapInuse))/(1<<20), "heap-MiB")

@@ -19,6 +19,7 @@ import (
 	"lab/chat"
 	"lab/harness"
 	"lab/hygiene"
+	"lab/internal/heaptest"
 	"lab/internal/tinytokenizer"
 	"lab/metrics"
 	"lab/scenario"
@@ -240,21 +241,7 @@ func BenchmarkSendHugeToolArgument(b *testing.B) {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	stop, peak := make(chan struct{}), make(chan uint64)
-	go func() {
-		var m runtime.MemStats
-		var top uint64
-		for {
-			select {
-			case <-stop:
-				peak <- top
-				return
-			case <-time.After(time.Millisecond):
-				runtime.ReadMemStats(&m)
-				top = max(top, m.HeapInuse)
-			}
-		}
-	}()
+	stop := heaptest.SamplePeak()
 	for b.Loop() {
 		s.Reset(context.Background())
 		for i, req := range reqs {
@@ -267,8 +254,7 @@ func BenchmarkSendHugeToolArgument(b *testing.B) {
 			}
 		}
 	}
-	close(stop)
-	top := <-peak
+	top := stop()
 	runtime.ReadMemStats(&after)
 	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N)/float64(len(arg)), "B/arg-byte")
 	b.ReportMetric(float64(top-min(top, before.HeapInuse))/(1<<20), "heap-MiB")

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/ollama/ollama/fs/ggml"
 )
 
 // Write writes the two files to a new temporary folder of t and returns it. The vocabulary is
@@ -57,4 +59,21 @@ func (Bytes) Encode(s string) ([]int32, error) {
 		out[i] = int32(s[i])
 	}
 	return out, nil
+}
+
+// DecodeGGUF decodes the GGUF file at path with Ollama's reader (ggml.Decode, every array
+// read whole), failing t when it cannot be opened or decoded: how a test checks a file the lab
+// wrote as the server will read it.
+func DecodeGGUF(t testing.TB, path string) *ggml.GGML {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	g, err := ggml.Decode(f, -1)
+	if err != nil {
+		t.Fatalf("ggml.Decode(%s): %v", path, err)
+	}
+	return g
 }
