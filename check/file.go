@@ -7,12 +7,13 @@ import (
 	"io"
 	"math"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"lab/internal/fileerr"
 )
 
 // Any in an expectation's scenario or arm matches every scenario (or arm) of the samples.
@@ -152,23 +153,10 @@ var (
 )
 
 // SyntaxError is a problem in a check file: it prints as "file:line: message" (or "file:
-// message" when the problem has no single line).
-type SyntaxError struct {
-	// File is the check file as the user named it.
-	File string
-	// Line is 1-based; 0 when the problem has no single line.
-	Line int
-	// Msg says what is wrong.
-	Msg string
-}
-
-// Error implements error.
-func (e *SyntaxError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
-	}
-	return fmt.Sprintf("%s: %s", e.File, e.Msg)
-}
+// message" when the problem has no single line; File the check file as the user named it). It
+// is [fileerr.SyntaxError], the one type of a wrong file the user wrote: scenario.SyntaxError is
+// the same type, so errors.As with either matches both.
+type SyntaxError = fileerr.SyntaxError
 
 // Load reads and decodes the check file at path with [Parse]. A file that cannot be read is an
 // error wrapping the fs error (errors.Is(err, fs.ErrNotExist) for a missing file); a file that
@@ -218,16 +206,10 @@ func (p *parser) errorf(line int, format string, args ...any) *SyntaxError {
 	return &SyntaxError{File: p.file, Line: line, Msg: fmt.Sprintf(format, args...)}
 }
 
-var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
-
 // yamlError turns a YAML syntax error into a *SyntaxError with its line.
 func (p *parser) yamlError(err error) error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		return p.errorf(n, "%s", m[2])
-	}
-	return p.errorf(0, "%s", msg)
+	line, msg := fileerr.SplitYAMLLine(strings.TrimPrefix(err.Error(), "yaml: "))
+	return p.errorf(line, "%s", msg)
 }
 
 // fields checks that n is a mapping with only the allowed keys, each once, and returns the

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"lab/scenario"
 )
 
 var testKnown = Known{
@@ -142,6 +144,19 @@ func TestParseErrors(t *testing.T) {
 				t.Errorf("Parse(%q) = %q; want it to start with %q", tc.in, err, tc.want)
 			}
 		})
+	}
+}
+
+// A check file's mistake and a scenario file's are one error type: whoever tells a wrong file the
+// user wrote from another failure (lab's exit code 2) matches both with one errors.As.
+func TestSyntaxErrorIsTheScenarioOne(t *testing.T) {
+	_, err := Parse("c.yaml", []byte("expect: 3\n"), testKnown)
+	var se *scenario.SyntaxError
+	if !errors.As(err, &se) {
+		t.Fatalf("Parse = %v (%T); want an error errors.As matches with *scenario.SyntaxError", err, err)
+	}
+	if se.File != "c.yaml" || se.Line != 1 {
+		t.Errorf("SyntaxError = %+v; want File c.yaml, Line 1", *se)
 	}
 }
 

@@ -72,12 +72,9 @@ func tokens(raw json.RawMessage, prev []int32, next *int32) ([]int32, error) {
 // and compares the cached tokens of every request with want.cached, naming the first difference.
 func checkCachesim(c Case) error {
 	var in cachesimInput
-	if err := decodeStrict(c.Input, &in); err != nil {
-		return fmt.Errorf("input: %w", err)
-	}
 	var want cachesimWant
-	if err := decodeStrict(c.Want, &want); err != nil {
-		return fmt.Errorf("want: %w", err)
+	if err := decodeCase(c, &in, &want); err != nil {
+		return err
 	}
 	if len(want.Cached) != len(in.Requests) {
 		return fmt.Errorf("want: %d cached figures for %d requests", len(want.Cached), len(in.Requests))

@@ -126,6 +126,18 @@ func decodeStrict(data []byte, v any) error {
 	return nil
 }
 
+// decodeCase decodes a case's input and want strictly ([decodeStrict]) into in and want; the
+// error says which of the two is wrong ("input: …", "want: …").
+func decodeCase(c Case, in, want any) error {
+	if err := decodeStrict(c.Input, in); err != nil {
+		return fmt.Errorf("input: %w", err)
+	}
+	if err := decodeStrict(c.Want, want); err != nil {
+		return fmt.Errorf("want: %w", err)
+	}
+	return nil
+}
+
 // Result is one case's outcome.
 type Result struct {
 	// Case is the case that was run.

@@ -253,12 +253,9 @@ var errBadCase = errors.New("bad case")
 // nil when every output is as wanted, else the first difference.
 func checkContext(c Case) error {
 	var in ctxInput
-	if err := decodeStrict(c.Input, &in); err != nil {
-		return fmt.Errorf("%w: input: %v", errBadCase, err)
-	}
 	var want ctxWant
-	if err := decodeStrict(c.Want, &want); err != nil {
-		return fmt.Errorf("%w: want: %v", errBadCase, err)
+	if err := decodeCase(c, &in, &want); err != nil {
+		return fmt.Errorf("%w: %v", errBadCase, err)
 	}
 	cfg, err := hygiene.ParseConfig(lab.LoopJSON)
 	if err != nil {

@@ -74,7 +74,7 @@ func checkPaths(c Case) error {
 	case "env":
 		var in pathsEnvInput
 		var want pathsEnvWant
-		if err := decodePathsCase(c, &in, &want); err != nil {
+		if err := decodeCase(c, &in, &want); err != nil {
 			return err
 		}
 		if in.Root == "" || in.Start == "" || want.Text == nil {
@@ -92,7 +92,7 @@ func checkPaths(c Case) error {
 	case "resolve":
 		var in pathsResolveInput
 		var want pathsResolveWant
-		if err := decodePathsCase(c, &in, &want); err != nil {
+		if err := decodeCase(c, &in, &want); err != nil {
 			return err
 		}
 		if in.Root == "" || in.Home == "" || want.Abs == nil || want.InProject == nil {
@@ -112,7 +112,7 @@ func checkPaths(c Case) error {
 	case "display":
 		var in pathsDisplayInput
 		var want pathsDisplayWant
-		if err := decodePathsCase(c, &in, &want); err != nil {
+		if err := decodeCase(c, &in, &want); err != nil {
 			return err
 		}
 		if in.Abs == "" || in.Root == "" || in.Home == "" || want.Path == nil {
@@ -121,15 +121,4 @@ func checkPaths(c Case) error {
 		return diffText("path", *want.Path, hygiene.DisplayPath(in.Abs, in.Root, in.Home))
 	}
 	return fmt.Errorf("input: op %q, want env, resolve or display", op.Op)
-}
-
-// decodePathsCase decodes a case's input and want strictly into in and want.
-func decodePathsCase(c Case, in, want any) error {
-	if err := decodeStrict(c.Input, in); err != nil {
-		return fmt.Errorf("input: %w", err)
-	}
-	if err := decodeStrict(c.Want, want); err != nil {
-		return fmt.Errorf("want: %w", err)
-	}
-	return nil
 }

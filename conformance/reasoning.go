@@ -76,12 +76,9 @@ type reasonWant struct {
 // of the two pretty-printed (sorted-key) JSON texts.
 func checkReasoning(c Case) error {
 	var in reasonInput
-	if err := decodeStrict(c.Input, &in); err != nil {
-		return fmt.Errorf("input: %w", err)
-	}
 	var want reasonWant
-	if err := decodeStrict(c.Want, &want); err != nil {
-		return fmt.Errorf("want: %w", err)
+	if err := decodeCase(c, &in, &want); err != nil {
+		return err
 	}
 	if want.Messages == nil {
 		return fmt.Errorf("want: no messages")

@@ -45,20 +45,6 @@ func TestFloat16Bits(t *testing.T) {
 	}
 }
 
-func decodeGGUF(t *testing.T, path string) *ggml.GGML {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	g, err := ggml.Decode(f, -1)
-	if err != nil {
-		t.Fatalf("ggml.Decode(%s): %v", path, err)
-	}
-	return g
-}
-
 func TestWriteModelTiny(t *testing.T) {
 	t.Parallel()
 	tok := tinytokenizer.Write(t, true)
@@ -94,7 +80,7 @@ func TestWriteModelTiny(t *testing.T) {
 		t.Error(`merges as "a b" strings give another file than merges as pairs`)
 	}
 
-	g := decodeGGUF(t, a)
+	g := tinytokenizer.DecodeGGUF(t, a)
 	kv := g.KV()
 	for key, want := range map[string]any{
 		"general.architecture":                   "qwen3",
@@ -190,7 +176,7 @@ func TestWriteModelTiny(t *testing.T) {
 	if err := WriteModel(h, tok, o); err != nil {
 		t.Fatal(err)
 	}
-	gh := decodeGGUF(t, h)
+	gh := tinytokenizer.DecodeGGUF(t, h)
 	if ft := gh.KV()["general.file_type"]; ft != uint32(1) {
 		t.Errorf("f16 file_type = %v; want 1", ft)
 	}

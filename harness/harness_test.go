@@ -17,6 +17,7 @@ import (
 	"lab/chat"
 	"lab/harness"
 	"lab/hygiene"
+	"lab/internal/tinytokenizer"
 	"lab/metrics"
 	"lab/scenario"
 	"lab/scenarios"
@@ -25,7 +26,7 @@ import (
 
 // renderBackend renders with Ollama's own qwen3.5 renderer and leaves as cache text the
 // rendered prompt plus the reply as Qwen3 writes it: the real server's behaviour, without the
-// server. Every byte is a token (byteTokenizer), and the cached figure is what an ideal cache
+// server. Every byte is a token (tinytokenizer.Bytes), and the cached figure is what an ideal cache
 // would reuse, so the harness's arithmetic is checked exactly.
 type renderBackend struct {
 	conv     *ollama.Client
@@ -53,38 +54,22 @@ func (b *renderBackend) Send(_ context.Context, req *chat.Request, reply *chat.R
 	return &chat.Result{PromptTokens: int64(len(rendered)), CachedTokens: &cached, CachedSource: chat.SourceSimulation, Rendered: rendered, CacheText: cache}, nil
 }
 
-type byteTokenizer struct{}
-
-func (byteTokenizer) Encode(s string) ([]int32, error) {
-	out := make([]int32, len(s))
-	for i := range len(s) {
-		out[i] = int32(s[i])
-	}
-	return out, nil
-}
-
 func runTiny(t *testing.T, arm harness.Arm) ([]metrics.Sample, *renderBackend) {
 	t.Helper()
-	sc, err := scenario.LoadScenario("testdata/tiny.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := load(t, "testdata/tiny.yaml")
 	return replay(t, sc, arm)
 }
 
-// replay runs a scenario through the harness with renderBackend and byteTokenizer.
+// replay runs a scenario through the harness with renderBackend and tinytokenizer.Bytes.
 func replay(t *testing.T, sc *scenario.Scenario, arm harness.Arm) ([]metrics.Sample, *renderBackend) {
 	t.Helper()
-	loop, err := hygiene.ParseConfig(lab.LoopJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
+	loop := loopConfig(t)
 	conv, _ := ollama.New("http://127.0.0.1:1", "m")
 	be := &renderBackend{conv: conv}
 	sink := &metrics.MemorySink{}
-	err = harness.RunSession(context.Background(), harness.SessionConfig{
+	err := harness.RunSession(context.Background(), harness.SessionConfig{
 		Scenario: sc, Arm: arm, Repetition: 1, RunID: "t", Loop: loop, Backend: be,
-		Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(),
+		Tokenizer: tinytokenizer.Bytes{}, Sink: sink, SandboxDir: t.TempDir(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -240,10 +225,7 @@ func TestDateInThePersonsZone(t *testing.T) {
 	// 04:00Z on the 6th is 23:00 on the 5th in -05:00: still Thursday for the person.
 	os.WriteFile(p, []byte("name: z\nproject: p\nworkspace: w.txtar\nclock: \"2026-11-05T22:00:00-05:00\"\nsteps:\n  - user: a\n  - assistant:\n      text: b\n  - clock: \"2026-11-06T04:00:00Z\"\n  - user: c\n  - assistant:\n      text: d\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "w.txtar"), []byte("-- a --\nx\n"), 0o644)
-	sc, err := scenario.LoadScenario(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := load(t, p)
 	_, be := replay(t, sc, arm(t, "spec"))
 	if got := be.requests[1].Messages[3].Content; got != "c" {
 		t.Fatalf("second user message = %q; want no new date note (still Thursday for the person)", got)
@@ -266,10 +248,7 @@ func TestListAndGrepEdges(t *testing.T) {
 }
 
 func TestCompactionAsTheNextTurn(t *testing.T) {
-	sc, err := scenario.LoadScenario("testdata/compact.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := load(t, "testdata/compact.yaml")
 	samples, be := replay(t, sc, arm(t, "spec"))
 	if len(samples) != 5 || samples[2].Kind != metrics.KindCompaction {
 		t.Fatalf("%d samples, sample 2 kind %q; want 5 with the compaction third", len(samples), samples[2].Kind)
@@ -432,10 +411,7 @@ func TestPatchKeepsCRLF(t *testing.T) {
 }
 
 func TestEventsDuringASession(t *testing.T) {
-	sc, err := scenario.LoadScenario("testdata/events.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := load(t, "testdata/events.yaml")
 	_, be := replay(t, sc, arm(t, "spec"))
 	first, second := be.requests[0], be.requests[2]
 	if len(first.Tools) != 9 || len(second.Tools) != 10 || second.Tools[9].Name != "db_query" {
@@ -481,10 +457,7 @@ func TestEventsDuringASession(t *testing.T) {
 }
 
 func TestBashAndAbsolutePaths(t *testing.T) {
-	sc, err := scenario.LoadScenario("testdata/bash.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := load(t, "testdata/bash.yaml")
 	_, be := replay(t, sc, arm(t, "spec"))
 	var results []string
 	var args []string
@@ -564,24 +537,18 @@ func splitSum(t *testing.T, s *metrics.Sample) int64 {
 // TestContextOverflowIsMarked: with a context window smaller than the session, exactly the
 // requests whose prompt or prompt and reply exceed it are marked, with the warning.
 func TestContextOverflowIsMarked(t *testing.T) {
-	sc, err := scenario.LoadScenario("testdata/tiny.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := load(t, "testdata/tiny.yaml")
 	all, _ := replay(t, sc, arm(t, "spec"))
 	// The window: one byte-token more than the third request's prompt, so its reply (the cache
 	// text is longer than the prompt) overflows, and every later, longer request too.
 	numCtx := int(all[2].PromptTokens) + 1
-	loop, err := hygiene.ParseConfig(lab.LoopJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
+	loop := loopConfig(t)
 	conv, _ := ollama.New("http://127.0.0.1:1", "m")
 	sink := &metrics.MemorySink{}
 	var warned []string
-	err = harness.RunSession(context.Background(), harness.SessionConfig{
+	err := harness.RunSession(context.Background(), harness.SessionConfig{
 		Scenario: sc, Arm: arm(t, "spec"), Repetition: 1, RunID: "t", Loop: loop, Backend: &renderBackend{conv: conv},
-		Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(), NumCtx: numCtx,
+		Tokenizer: tinytokenizer.Bytes{}, Sink: sink, SandboxDir: t.TempDir(), NumCtx: numCtx,
 		Warn: func(err error) { warned = append(warned, err.Error()) },
 	})
 	if err != nil {
@@ -638,14 +605,8 @@ type resettingBackend struct{ usageBackend }
 func (b *resettingBackend) Reset(context.Context) error { b.resets++; b.prev = ""; return nil }
 
 func TestUsagePrefixAndCacheState(t *testing.T) {
-	sc, err := scenario.LoadScenario("testdata/tiny.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	loop, err := hygiene.ParseConfig(lab.LoopJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := load(t, "testdata/tiny.yaml")
+	loop := loopConfig(t)
 	conv, _ := ollama.New("http://127.0.0.1:1", "m")
 	for _, tc := range []struct {
 		name    string
@@ -668,7 +629,7 @@ func TestUsagePrefixAndCacheState(t *testing.T) {
 			dir, man, err := harness.Run(context.Background(), harness.RunConfig{
 				Nonce:     nonce,
 				Scenarios: []*scenario.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec")}, Repeat: 2,
-				ResultsDir: t.TempDir(), RunID: "u", Loop: loop, Backend: tc.backend, Tokenizer: byteTokenizer{},
+				ResultsDir: t.TempDir(), RunID: "u", Loop: loop, Backend: tc.backend, Tokenizer: tinytokenizer.Bytes{},
 				Warm:  tc.warm,
 				Price: func(u *chat.Usage) (float64, bool) { return float64(*u.CacheWrite) / 100, true },
 			})
@@ -718,17 +679,14 @@ func TestSandboxDoesNotDependOnTheRunID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loop, err := hygiene.ParseConfig(lab.LoopJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
+	loop := loopConfig(t)
 	conv, _ := ollama.New("http://127.0.0.1:1", "m")
 	var prompts [][]int64
 	results := t.TempDir()
 	for _, id := range []string{"a", "a-much-longer-run-id-20261130"} {
 		_, _, err := harness.Run(context.Background(), harness.RunConfig{
 			Scenarios: []*scenario.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec")}, ResultsDir: results, RunID: id,
-			Loop: loop, Backend: &renderBackend{conv: conv}, Tokenizer: byteTokenizer{},
+			Loop: loop, Backend: &renderBackend{conv: conv}, Tokenizer: tinytokenizer.Bytes{},
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -19,13 +19,13 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/ollama/ollama/api"
 
-	lab "lab"
 	"lab/backend/ollama"
 	"lab/backend/sim"
 	"lab/cachesim"
 	"lab/chat"
 	"lab/harness"
 	"lab/hygiene"
+	"lab/internal/tinytokenizer"
 	"lab/metrics"
 	"lab/scenario"
 	"lab/scenarios"
@@ -52,7 +52,7 @@ func (r *recorder) Send(ctx context.Context, req *chat.Request, reply *chat.Repl
 
 func newRecorder(t *testing.T) *recorder {
 	t.Helper()
-	b, err := sim.New(sim.Options{Model: &cachesim.Ideal{}, Tokenizer: byteTokenizer{}})
+	b, err := sim.New(sim.Options{Model: &cachesim.Ideal{}, Tokenizer: tinytokenizer.Bytes{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,10 +61,7 @@ func newRecorder(t *testing.T) *recorder {
 
 func loop(t *testing.T) *hygiene.Config {
 	t.Helper()
-	l, err := hygiene.ParseConfig(lab.LoopJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := loopConfig(t)
 	return l
 }
 
@@ -74,19 +71,10 @@ func session(t *testing.T, sc *scenario.Scenario, a harness.Arm, d harness.Drive
 	sink := &metrics.MemorySink{}
 	err := harness.RunSession(context.Background(), harness.SessionConfig{
 		Scenario: sc, Arm: a, Repetition: 1, RunID: "t", Loop: loop(t), Backend: be,
-		Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: sandbox, Driver: d,
+		Tokenizer: tinytokenizer.Bytes{}, Sink: sink, SandboxDir: sandbox, Driver: d,
 		Retry: harness.RetryPolicy{Attempts: 1},
 	})
 	return sink.Samples(), err
-}
-
-func load(t *testing.T, path string) *scenario.Scenario {
-	t.Helper()
-	sc, err := scenario.LoadScenario(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sc
 }
 
 // The live loop driven by the scripted model (the sim answering each request with the
@@ -254,7 +242,7 @@ func TestLiveTokenLimitTimeoutAndSeed(t *testing.T) {
 	var warnings []string
 	err := harness.RunSession(context.Background(), harness.SessionConfig{
 		Scenario: sc, Arm: arm(t, "spec"), Repetition: 3, RunID: "t", Loop: loop(t), Backend: m,
-		Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(),
+		Tokenizer: tinytokenizer.Bytes{}, Sink: sink, SandboxDir: t.TempDir(),
 		Driver: harness.Driver{Mode: harness.DriverLive, MaxTokens: 64, TurnTimeout: 50 * time.Millisecond, Seed: 40},
 		Retry:  harness.RetryPolicy{Attempts: 1},
 		Warn:   func(err error) { warnings = append(warnings, err.Error()) },
@@ -361,7 +349,7 @@ func TestLiveAgainstAFakeOllama(t *testing.T) {
 	sink := &metrics.MemorySink{}
 	err = harness.RunSession(context.Background(), harness.SessionConfig{
 		Scenario: sc, Arm: arm(t, "spec"), Repetition: 2, RunID: "t", Loop: loop(t), Backend: client,
-		BackendName: "ollama", Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(),
+		BackendName: "ollama", Tokenizer: tinytokenizer.Bytes{}, Sink: sink, SandboxDir: t.TempDir(),
 		Driver: harness.Driver{Mode: harness.DriverLive, MaxTokens: 16, Seed: 7},
 		Retry:  harness.RetryPolicy{Attempts: 1},
 	})
@@ -444,7 +432,7 @@ func TestLiveTurnCutBeforeACompaction(t *testing.T) {
 	sink := &metrics.MemorySink{}
 	err = harness.RunSession(context.Background(), harness.SessionConfig{
 		Scenario: sc, Arm: arm(t, "spec"), Repetition: 1, RunID: "t", Loop: loop(t), Backend: be,
-		Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(),
+		Tokenizer: tinytokenizer.Bytes{}, Sink: sink, SandboxDir: t.TempDir(),
 		Driver: harness.Driver{Mode: harness.DriverLive, MaxSteps: 2, MaxTokens: 1 << 30},
 		Retry:  harness.RetryPolicy{Attempts: 1},
 		Warn:   func(err error) { warnings = append(warnings, err.Error()) },
@@ -547,7 +535,7 @@ func TestLiveCutTurnsKeepTheirReplies(t *testing.T) {
 					sink := &metrics.MemorySink{}
 					err := harness.RunSession(context.Background(), harness.SessionConfig{
 						Scenario: sc, Arm: arm(t, an), Repetition: 1, RunID: "t", Loop: loop(t), Backend: be,
-						Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: sandbox,
+						Tokenizer: tinytokenizer.Bytes{}, Sink: sink, SandboxDir: sandbox,
 						Driver: harness.Driver{Mode: harness.DriverLive, MaxSteps: n, MaxTokens: 1 << 30},
 						Retry:  harness.RetryPolicy{Attempts: 1},
 						Warn:   func(err error) { warnings = append(warnings, err.Error()) },

@@ -4,13 +4,11 @@ import (
 	"context"
 	"testing"
 
-	"lab"
 	"lab/backend/ollama"
 	"lab/chat"
 	"lab/harness"
-	"lab/hygiene"
+	"lab/internal/tinytokenizer"
 	"lab/metrics"
-	"lab/scenario"
 )
 
 // noCachedBackend is renderBackend behind a server that does not say how many tokens it reused
@@ -28,19 +26,13 @@ func (b *noCachedBackend) Send(ctx context.Context, req *chat.Request, reply *ch
 // Without a measured cached count the re-read is unknown, and so is its split: never the prompt
 // less the expected cached tokens (the old rows' estimate), which the lab still computes.
 func TestRereadUnknownWithoutCachedTokens(t *testing.T) {
-	sc, err := scenario.LoadScenario("testdata/tiny.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	loop, err := hygiene.ParseConfig(lab.LoopJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := load(t, "testdata/tiny.yaml")
+	loop := loopConfig(t)
 	conv, _ := ollama.New("http://127.0.0.1:1", "m")
 	sink := &metrics.MemorySink{}
-	err = harness.RunSession(context.Background(), harness.SessionConfig{
+	err := harness.RunSession(context.Background(), harness.SessionConfig{
 		Scenario: sc, Arm: arm(t, "spec"), Repetition: 1, RunID: "t", Loop: loop, Backend: &noCachedBackend{renderBackend{conv: conv}},
-		Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(),
+		Tokenizer: tinytokenizer.Bytes{}, Sink: sink, SandboxDir: t.TempDir(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -73,18 +65,12 @@ func (failingBackend) Send(context.Context, *chat.Request, *chat.Reply) (*chat.R
 // A failed request's row has its error and no figure: every count null, expected_unknown true
 // (equal to expected_cached_tokens being null, as on every row).
 func TestFailedRequestRowIsNull(t *testing.T) {
-	sc, err := scenario.LoadScenario("testdata/tiny.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	loop, err := hygiene.ParseConfig(lab.LoopJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := load(t, "testdata/tiny.yaml")
+	loop := loopConfig(t)
 	sink := &metrics.MemorySink{}
-	err = harness.RunSession(context.Background(), harness.SessionConfig{
+	err := harness.RunSession(context.Background(), harness.SessionConfig{
 		Scenario: sc, Arm: arm(t, "spec"), Repetition: 1, RunID: "t", Loop: loop, Backend: failingBackend{},
-		Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(),
+		Tokenizer: tinytokenizer.Bytes{}, Sink: sink, SandboxDir: t.TempDir(),
 	})
 	rows := sink.Samples()
 	if err == nil || len(rows) != 1 {

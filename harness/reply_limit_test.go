@@ -5,10 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	lab "lab"
 	"lab/chat"
 	"lab/harness"
-	"lab/hygiene"
+	"lab/internal/tinytokenizer"
 	"lab/metrics"
 	"lab/scenario"
 )
@@ -25,18 +24,12 @@ func TestReplyLimitReachesTheBackendAndIsNotRetried(t *testing.T) {
 		}
 		return nil
 	})
-	sc, err := scenario.LoadScenario("testdata/tiny.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	loop, err := hygiene.ParseConfig(lab.LoopJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := load(t, "testdata/tiny.yaml")
+	loop := loopConfig(t)
 	sl := &sleeps{}
 	dir, _, runErr := harness.Run(context.Background(), harness.RunConfig{
 		Scenarios: []*scenario.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec")}, ResultsDir: t.TempDir(), RunID: "r",
-		Loop: loop, Backend: be, Tokenizer: byteTokenizer{}, SandboxDir: t.TempDir(),
+		Loop: loop, Backend: be, Tokenizer: tinytokenizer.Bytes{}, SandboxDir: t.TempDir(),
 		Retry: harness.RetryPolicy{Sleep: sl.sleep}, MaxReplyBytes: 1024,
 	})
 	if runErr == nil {

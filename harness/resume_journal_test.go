@@ -54,15 +54,5 @@ func TestResumeOverACorruptJournalLine(t *testing.T) {
 	if !slices.ContainsFunc(warnings, func(w string) bool { return strings.Contains(w, jpath+":2:") }) {
 		t.Errorf("warnings %q; want one naming %s:2", warnings, jpath)
 	}
-	_, whole, err := metrics.ReadRun(metrics.RunDir(results, "r"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, got, err := metrics.ReadRun(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(rowKeys(got), rowKeys(whole)) {
-		t.Errorf("resumed rows\n%v\nwant\n%v", rowKeys(got), rowKeys(whole))
-	}
+	sameRows(t, dir, metrics.RunDir(results, "r"))
 }

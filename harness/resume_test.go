@@ -11,10 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	lab "lab"
 	"lab/chat"
 	"lab/harness"
-	"lab/hygiene"
+	"lab/internal/tinytokenizer"
 	"lab/metrics"
 	"lab/scenario"
 )
@@ -27,6 +26,23 @@ func rowKeys(samples []metrics.Sample) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// sameRows fails t unless the resumed run folder dir holds the rows (scenario, arm, repetition,
+// request) of the uninterrupted run folder whole.
+func sameRows(t *testing.T, dir, whole string) {
+	t.Helper()
+	_, want, err := metrics.ReadRun(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, got, err := metrics.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rowKeys(got), rowKeys(want)) {
+		t.Errorf("resumed rows\n%v\nwant\n%v", rowKeys(got), rowKeys(want))
+	}
 }
 
 // An interrupted run keeps every row in a readable file and says it is incomplete; resumed, it
@@ -136,21 +152,15 @@ func TestInterruptAndResume(t *testing.T) {
 func TestResumeRerunsFailedSessionsAndChecksTheRun(t *testing.T) {
 	t.Parallel()
 	results := t.TempDir()
-	sc, err := scenario.LoadScenario("testdata/tiny.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	loop, err := hygiene.ParseConfig(lab.LoopJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := load(t, "testdata/tiny.yaml")
+	loop := loopConfig(t)
 	cfg := func(be harness.Backend, arms ...string) harness.RunConfig {
 		var as []harness.Arm
 		for _, a := range arms {
 			as = append(as, arm(t, a))
 		}
 		return harness.RunConfig{Scenarios: []*scenario.Scenario{sc}, Arms: as, ResultsDir: results, RunID: "r",
-			Loop: loop, Backend: be, Tokenizer: byteTokenizer{}, SandboxDir: t.TempDir(), Retry: harness.RetryPolicy{Attempts: 1}}
+			Loop: loop, Backend: be, Tokenizer: tinytokenizer.Bytes{}, SandboxDir: t.TempDir(), Retry: harness.RetryPolicy{Attempts: 1}}
 	}
 	down := newFault(func(call int, _ *chat.Request) error {
 		// The first session's last request fails (all its rows are there, the last with the
@@ -289,17 +299,7 @@ func TestKilledRunRecoversAndResumes(t *testing.T) {
 	if be.calls != 21 {
 		t.Errorf("resume sent %d requests; want the 21 of the three sessions that did not end", be.calls)
 	}
-	_, whole, err := metrics.ReadRun(metrics.RunDir(results, "r"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, got, err := metrics.ReadRun(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(rowKeys(got), rowKeys(whole)) {
-		t.Errorf("resumed rows\n%v\nwant\n%v", rowKeys(got), rowKeys(whole))
-	}
+	sameRows(t, dir, metrics.RunDir(results, "r"))
 	if got, want := requestLines(t, filepath.Join(dir, metrics.PartRequestsFile(metrics.Shard{}))), requestLines(t, filepath.Join(metrics.RunDir(results, "r"), metrics.PartRequestsFile(metrics.Shard{}))); !slices.Equal(got, want) {
 		t.Errorf("requests.jsonl after the resume:\n%v\nwant one line per request of the uninterrupted run:\n%v", got, want)
 	}

@@ -12,11 +12,10 @@ import (
 	"testing"
 	"time"
 
-	lab "lab"
 	"lab/backend/ollama"
 	"lab/chat"
 	"lab/harness"
-	"lab/hygiene"
+	"lab/internal/tinytokenizer"
 	"lab/metrics"
 	"lab/scenario"
 )
@@ -118,14 +117,8 @@ func newFault(fail func(int, *chat.Request) error) *faultBackend {
 // runOne runs the tiny scenario once with the spec arm and the policy p through harness.Run.
 func runOne(t *testing.T, be harness.Backend, p harness.RetryPolicy, arms ...string) (string, *metrics.Manifest, []metrics.Sample, error) {
 	t.Helper()
-	sc, err := scenario.LoadScenario("testdata/tiny.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	loop, err := hygiene.ParseConfig(lab.LoopJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := load(t, "testdata/tiny.yaml")
+	loop := loopConfig(t)
 	if len(arms) == 0 {
 		arms = []string{"spec"}
 	}
@@ -135,7 +128,7 @@ func runOne(t *testing.T, be harness.Backend, p harness.RetryPolicy, arms ...str
 	}
 	dir, man, runErr := harness.Run(context.Background(), harness.RunConfig{
 		Scenarios: []*scenario.Scenario{sc}, Arms: as, ResultsDir: t.TempDir(), RunID: "r",
-		Loop: loop, Backend: be, Tokenizer: byteTokenizer{}, SandboxDir: t.TempDir(), Retry: p,
+		Loop: loop, Backend: be, Tokenizer: tinytokenizer.Bytes{}, SandboxDir: t.TempDir(), Retry: p,
 	})
 	if dir == "" {
 		t.Fatalf("no run folder: %v", runErr)

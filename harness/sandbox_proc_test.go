@@ -19,6 +19,7 @@ import (
 	"lab/chat"
 	"lab/harness"
 	"lab/hygiene"
+	"lab/internal/tinytokenizer"
 	"lab/scenario"
 	"lab/scenarios"
 )
@@ -54,7 +55,7 @@ func TestSandboxHelperProcess(t *testing.T) {
 	conv, _ := ollama.New("http://127.0.0.1:1", "m")
 	if _, _, err := harness.Run(context.Background(), harness.RunConfig{
 		Scenarios: []*scenario.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec")}, ResultsDir: t.TempDir(), RunID: "helper",
-		Loop: loop, Backend: &holdBackend{renderBackend: renderBackend{conv: conv}}, Tokenizer: byteTokenizer{},
+		Loop: loop, Backend: &holdBackend{renderBackend: renderBackend{conv: conv}}, Tokenizer: tinytokenizer.Bytes{},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestSandboxPathIgnoresOtherProcesses(t *testing.T) {
 		be := &signalBackend{renderBackend: renderBackend{conv: conv}, sent: sent}
 		if _, _, err := harness.Run(context.Background(), harness.RunConfig{
 			Scenarios: []*scenario.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec")}, ResultsDir: t.TempDir(), RunID: id,
-			Loop: loop, Backend: be, Tokenizer: byteTokenizer{},
+			Loop: loop, Backend: be, Tokenizer: tinytokenizer.Bytes{},
 		}); err != nil {
 			t.Fatal(err)
 		}

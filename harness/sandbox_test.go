@@ -26,10 +26,7 @@ func TestBashRunsNoShell(t *testing.T) {
 		t.Errorf("a scenario calling an unscripted command: %v; want refused at file:line", err)
 	}
 	os.WriteFile(path, []byte(head+"commands:\n  - command: touch "+marker+"\n    output: scripted\n"+steps), 0o644)
-	s, err := scenario.LoadScenario(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := load(t, path)
 	_, be := replay(t, s, arm(t, "spec"))
 	var results []string
 	for _, m := range be.requests[1].Messages {

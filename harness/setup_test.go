@@ -64,20 +64,14 @@ func TestScenarioDigestCoversItsParts(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, sc.Workspace), arch, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fromPath, err := scenario.LoadScenario(filepath.Join(dir, "scenario.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	fromPath := load(t, filepath.Join(dir, "scenario.yaml"))
 	if d := fromPath.Digest(lab.LoopJSON); d != base {
 		t.Errorf("the same scenario from a path: digest %s; embedded %s", d, base)
 	}
 	if err := os.WriteFile(filepath.Join(dir, sc.Workspace), append(arch, "-- extra.txt --\nx\n"...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	otherWS, err := scenario.LoadScenario(filepath.Join(dir, "scenario.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	otherWS := load(t, filepath.Join(dir, "scenario.yaml"))
 	if otherWS.Digest(lab.LoopJSON) == base {
 		t.Error("another workspace archive: the digest did not change")
 	}

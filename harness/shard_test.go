@@ -10,10 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	lab "lab"
 	"lab/chat"
 	"lab/harness"
-	"lab/hygiene"
+	"lab/internal/tinytokenizer"
 	"lab/metrics"
 	"lab/scenario"
 )
@@ -22,17 +21,11 @@ import (
 // repetitions (spec, date-in-system-prompt), shard s, into results with run id "r".
 func tinyRunConfig(t *testing.T, results string, repeat int, s metrics.Shard, be harness.Backend) harness.RunConfig {
 	t.Helper()
-	sc, err := scenario.LoadScenario("testdata/tiny.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	loop, err := hygiene.ParseConfig(lab.LoopJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := load(t, "testdata/tiny.yaml")
+	loop := loopConfig(t)
 	return harness.RunConfig{
 		Scenarios: []*scenario.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec"), arm(t, "date-in-system-prompt")}, Repeat: repeat,
-		ResultsDir: results, RunID: "r", Loop: loop, Backend: be, Tokenizer: byteTokenizer{}, SandboxDir: t.TempDir(), Shard: s,
+		ResultsDir: results, RunID: "r", Loop: loop, Backend: be, Tokenizer: tinytokenizer.Bytes{}, SandboxDir: t.TempDir(), Shard: s,
 	}
 }
 
@@ -40,10 +33,7 @@ func tinyRunConfig(t *testing.T, results string, repeat int, s metrics.Shard, be
 // below, equal to and above the number of sessions; each shard's request count is its sessions'.
 func TestShardSessionsPartitionTheMatrix(t *testing.T) {
 	t.Parallel()
-	sc, err := scenario.LoadScenario("testdata/tiny.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := load(t, "testdata/tiny.yaml")
 	other := *sc
 	other.Name = "tiny-2"
 	cfg := harness.RunConfig{Scenarios: []*scenario.Scenario{sc, &other}, Arms: []harness.Arm{arm(t, "spec"), arm(t, "plain"), arm(t, "no-stubs")}, Repeat: 2}

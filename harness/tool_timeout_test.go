@@ -3,54 +3,19 @@ package harness_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"lab/chat"
 	"lab/harness"
+	"lab/internal/tinytokenizer"
 	"lab/metrics"
 	"lab/scenario"
-	"lab/tools"
+	"lab/tools/toolstest"
 )
-
-// slowDisk makes every folder and file chunk a tool reads count as one read, and the read
-// numbered block wait for the tool call's context to end (its deadline, or the run's stop), as
-// a disk too slow for the call's limit would; act, when set, runs then (a stop of the run). It
-// waits at most 10 s: a call that does not check its deadline then reads on, and the count
-// shows it. It returns the count.
-func slowDisk(t *testing.T, block int64, act func()) *atomic.Int64 {
-	t.Helper()
-	var n atomic.Int64
-	t.Cleanup(tools.SetReadHook(func(ctx context.Context) {
-		if n.Add(1) != block {
-			return
-		}
-		if act != nil {
-			act()
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(10 * time.Second):
-		}
-	}))
-	return &n
-}
-
-// tree is a workspace of folders × files name/content pairs, each file holding "needle".
-func tree(folders, files int) []string {
-	var out []string
-	for d := range folders {
-		for f := range files {
-			out = append(out, fmt.Sprintf("d%03d/f%03d.txt", d, f), "needle\n")
-		}
-	}
-	return out
-}
 
 const slowGrepScenario = `name: slow-grep
 description: A search past its time limit.
@@ -85,13 +50,13 @@ func slowGrepSession(t *testing.T) *scenario.Scenario {
 // it was stopped, a warning names it, and the session goes on with its next steps.
 func TestSessionToolCallPastItsLimitGoesOn(t *testing.T) {
 	sc := slowGrepSession(t)
-	slowDisk(t, 1, nil)
+	toolstest.SlowDisk(t, 1, nil)
 	be := newRecorder(t)
 	sink := &metrics.MemorySink{}
 	var warnings []string
 	err := harness.RunSession(context.Background(), harness.SessionConfig{
 		Scenario: sc, Arm: arm(t, "spec"), Repetition: 1, RunID: "t", Loop: loop(t), Backend: be,
-		Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(), Retry: harness.RetryPolicy{Attempts: 1},
+		Tokenizer: tinytokenizer.Bytes{}, Sink: sink, SandboxDir: t.TempDir(), Retry: harness.RetryPolicy{Attempts: 1},
 		Driver: harness.Driver{ToolTimeout: 40 * time.Millisecond},
 		Warn:   func(err error) { warnings = append(warnings, err.Error()) },
 	})
@@ -121,11 +86,11 @@ func TestSessionStoppedDuringAToolCall(t *testing.T) {
 	sc := slowGrepSession(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	reads := slowDisk(t, 1, cancel)
+	reads := toolstest.SlowDisk(t, 1, cancel)
 	sink := &metrics.MemorySink{}
 	err := harness.RunSession(ctx, harness.SessionConfig{
 		Scenario: sc, Arm: arm(t, "spec"), Repetition: 1, RunID: "t", Loop: loop(t), Backend: newRecorder(t),
-		Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(), Retry: harness.RetryPolicy{Attempts: 1},
+		Tokenizer: tinytokenizer.Bytes{}, Sink: sink, SandboxDir: t.TempDir(), Retry: harness.RetryPolicy{Attempts: 1},
 		Driver: harness.Driver{ToolTimeout: time.Hour},
 	})
 	if !errors.Is(err, context.Canceled) {
@@ -176,7 +141,7 @@ steps:
 		sink := &metrics.MemorySink{}
 		err := harness.RunSession(context.Background(), harness.SessionConfig{
 			Scenario: sc, Arm: arm(t, "spec"), Repetition: 1, RunID: "t", Loop: loop(t), Backend: be,
-			Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(), Retry: harness.RetryPolicy{Attempts: 1},
+			Tokenizer: tinytokenizer.Bytes{}, Sink: sink, SandboxDir: t.TempDir(), Retry: harness.RetryPolicy{Attempts: 1},
 			Driver: c.d, Warn: func(err error) { warnings = append(warnings, err.Error()) },
 		})
 		if err != nil {

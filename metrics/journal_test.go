@@ -45,6 +45,20 @@ func abandoned(t *testing.T, dir string, samples []metrics.Sample) *metrics.Parq
 	return sink
 }
 
+// abandonedJournal leaves the journal of n test samples in a new temporary folder dir, as
+// [abandoned] does, and returns dir, the journal's path and its lines (each ending in "\n").
+func abandonedJournal(t *testing.T, n int) (dir, jpath string, lines []string) {
+	t.Helper()
+	dir = t.TempDir()
+	abandoned(t, dir, testSamples(n))
+	jpath = filepath.Join(dir, metrics.JournalFile)
+	data, err := os.ReadFile(jpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, jpath, strings.SplitAfter(string(data), "\n")
+}
+
 // A run killed before it closed its sink: samples.parquet has no footer, but ReadRun returns
 // every row written, from the journal; a last line the kill cut short is named and skipped,
 // every other row kept.
@@ -134,11 +148,7 @@ func TestJournalRemovedOnClose(t *testing.T) {
 // between the row and its newline).
 func TestReadJournalLines(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	abandoned(t, dir, testSamples(3))
-	jpath := filepath.Join(dir, metrics.JournalFile)
-	data, _ := os.ReadFile(jpath)
-	lines := strings.SplitAfter(string(data), "\n")
+	dir, jpath, lines := abandonedJournal(t, 3)
 	os.WriteFile(jpath, []byte(lines[0]+lines[1]+strings.TrimSuffix(lines[2], "\n")), 0o644)
 	if rows, err := metrics.ReadJournal(jpath); err != nil || len(rows) != 3 || rows[2].RequestIndex != 1 {
 		t.Errorf("last line without newline: %d rows, %v; want 3", len(rows), err)
@@ -259,11 +269,7 @@ func TestReadJournalOfARunningSink(t *testing.T) {
 // zeros that a report would count as a request.
 func TestReadJournalLinesThatAreNoSample(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	abandoned(t, dir, testSamples(2))
-	jpath := filepath.Join(dir, metrics.JournalFile)
-	data, _ := os.ReadFile(jpath)
-	lines := strings.SplitAfter(string(data), "\n")
+	_, jpath, lines := abandonedJournal(t, 2)
 	for _, odd := range []string{"null", "{}", " { } ", `{"prompt_tokens": 5}`, `{"run_id":"r"}`, "[]", `"row"`, "0", "true"} {
 		os.WriteFile(jpath, []byte(lines[0]+odd+"\n"+lines[1]), 0o644)
 		rows, err := metrics.ReadJournal(jpath)
@@ -281,11 +287,7 @@ func TestReadJournalLinesThatAreNoSample(t *testing.T) {
 // long line before good ones) is a bad line named path:line and skipped without being held
 // whole: the rows around it are read, and reading allocates about the bound, not the line.
 func TestJournalLineLongerThanAnyRow(t *testing.T) {
-	dir := t.TempDir()
-	abandoned(t, dir, testSamples(3))
-	jpath := filepath.Join(dir, metrics.JournalFile)
-	data, _ := os.ReadFile(jpath)
-	lines := strings.SplitAfter(string(data), "\n")
+	_, jpath, lines := abandonedJournal(t, 3)
 	tail := strings.Repeat("\x00", 3*metrics.MaxJournalLine)
 	long := strings.Repeat("x", metrics.MaxJournalLine+1)
 	for _, tc := range []struct {

@@ -76,11 +76,7 @@ func TestScenarioPathsMustExist(t *testing.T) {
 		{"folder emptied outside", base + "  - assistant:\n      text: ok\n  - outside: {path: src/b.go, delete: true}\n  - user: again\n  - assistant:\n      calls:\n        - list: {path: src}\n  - assistant:\n      text: done\n", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			p := filepath.Join(dir, "s.yaml")
-			os.WriteFile(p, []byte(tc.yaml), 0o644)
-			os.WriteFile(filepath.Join(dir, "w.txtar"), []byte(pathsArchive), 0o644)
-			_, err := scenario.LoadScenario(p)
+			p, err := loadWithPathsArchive(t, tc.yaml)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("LoadScenario = %v; want it to load", err)
@@ -127,15 +123,27 @@ func TestPathWithNULIsRefusedAtLoad(t *testing.T) {
 		{"project", strings.Replace(base, "project: p", `project: "p\0"`, 1) + "  - assistant:\n      text: done\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			p := filepath.Join(dir, "s.yaml")
-			os.WriteFile(p, []byte(tc.yaml), 0o644)
-			os.WriteFile(filepath.Join(dir, "w.txtar"), []byte(pathsArchive), 0o644)
-			_, err := scenario.LoadScenario(p)
+			_, err := loadWithPathsArchive(t, tc.yaml)
 			var se *scenario.SyntaxError
 			if !errors.As(err, &se) || se.Line == 0 || !strings.Contains(err.Error(), "NUL byte") {
 				t.Fatalf("LoadScenario = %v; want a *SyntaxError at a line naming the NUL byte", err)
 			}
 		})
 	}
+}
+
+// loadWithPathsArchive writes the scenario yaml to a file s.yaml beside w.txtar, which holds
+// pathsArchive, and returns the file's path and scenario.LoadScenario's error.
+func loadWithPathsArchive(t *testing.T, yaml string) (path string, err error) {
+	t.Helper()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "w.txtar"), []byte(pathsArchive), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = scenario.LoadScenario(p)
+	return p, err
 }

@@ -23,6 +23,7 @@ import (
 
 	"golang.org/x/tools/txtar"
 
+	"lab/internal/fileerr"
 	"lab/prompts"
 	"lab/tools"
 )
@@ -225,23 +226,11 @@ type Call struct {
 	ExpectError bool
 }
 
-// SyntaxError is a problem in a scenario file, at a line: it prints as "file:line: message".
-type SyntaxError struct {
-	// File is the scenario file as the user named it.
-	File string
-	// Line is 1-based; 0 when the problem has no single line (a missing field).
-	Line int
-	// Msg says what is wrong.
-	Msg string
-}
-
-// Error implements error.
-func (e *SyntaxError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
-	}
-	return fmt.Sprintf("%s: %s", e.File, e.Msg)
-}
+// SyntaxError is a problem in a scenario file, at a line: it prints as "file:line: message"
+// (File the scenario file as the user named it). It is [fileerr.SyntaxError], the one type of
+// a wrong file the user wrote: check.SyntaxError is the same type, so errors.As with either
+// matches both.
+type SyntaxError = fileerr.SyntaxError
 
 // LoadScenario reads and checks a scenario file strictly: an unknown field, a step that calls an
 // unknown tool or misses an argument, a path outside the workspace, a clock going backwards or a
@@ -298,10 +287,10 @@ func asSyntax(file string, err error) error {
 	}
 	var te *yaml.TypeError
 	if errors.As(err, &te) && len(te.Errors) > 0 {
-		line, msg := splitYAMLLine(te.Errors[0])
+		line, msg := fileerr.SplitYAMLLine(te.Errors[0])
 		return &SyntaxError{File: file, Line: line, Msg: msg}
 	}
-	line, msg := splitYAMLLine(strings.TrimPrefix(err.Error(), "yaml: "))
+	line, msg := fileerr.SplitYAMLLine(strings.TrimPrefix(err.Error(), "yaml: "))
 	return &SyntaxError{File: file, Line: line, Msg: msg}
 }
 
@@ -317,16 +306,6 @@ func topKeyLine(data []byte, key string) int {
 		}
 	}
 	return 0
-}
-
-var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
-
-func splitYAMLLine(s string) (int, string) {
-	if m := yamlLine.FindStringSubmatch(s); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		return n, m[2]
-	}
-	return 0, s
 }
 
 func parseScenario(file string, data []byte) (*Scenario, error) {
@@ -715,7 +694,7 @@ func decodeStrict(n *yaml.Node, v any, allowed ...string) error {
 	dec := yaml.NewDecoder(&buf)
 	dec.KnownFields(true)
 	if err := dec.Decode(v); err != nil {
-		_, msg := splitYAMLLine(strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n  "))
+		_, msg := fileerr.SplitYAMLLine(strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n  "))
 		return &SyntaxError{Line: n.Line, Msg: msg}
 	}
 	return nil

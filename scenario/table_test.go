@@ -2,13 +2,10 @@ package scenario_test
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"lab/scenario"
 	"lab/tools"
 )
 
@@ -51,11 +48,7 @@ func TestATableEntryChecksScriptedCalls(t *testing.T) {
 		{"not an MCP name", base + "  - mcp: {server: s, tools: [{name: touch_file}]}\n  - assistant:\n      text: done\n", `:7: mcp: tool "touch_file": empty or the name of a built-in tool`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			p := filepath.Join(dir, "s.yaml")
-			os.WriteFile(p, []byte(tc.yaml), 0o644)
-			os.WriteFile(filepath.Join(dir, "w.txtar"), []byte(pathsArchive), 0o644)
-			_, err := scenario.LoadScenario(p)
+			p, err := loadWithPathsArchive(t, tc.yaml)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("LoadScenario = %v; want it to load", err)

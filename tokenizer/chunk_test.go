@@ -11,10 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"lab/gguf"
-	"lab/internal/tinytokenizer"
+	"lab/internal/heaptest"
 )
 
 var (
@@ -114,14 +112,7 @@ func TestSafeCut(t *testing.T) {
 // the whole text, with the twelve-token tokenizer (no download needed).
 func TestChunksEqualWholeTiny(t *testing.T) {
 	t.Parallel()
-	ggufPath := filepath.Join(t.TempDir(), "tiny.gguf")
-	if err := gguf.WriteModel(ggufPath, tinytokenizer.Write(t, true), gguf.ModelOptions{HiddenSize: 4, Layers: 1, FeedForward: 4, Heads: 1, KVHeads: 1, HeadDim: 4}); err != nil {
-		t.Fatal(err)
-	}
-	tk, err := Load(ggufPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tk := tinyTokenizer(t)
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range 300 {
 		sameChunked(t, tk, fmt.Sprintf("random text %d", i), randomText(r, 1+r.IntN(60)), 1, 2, 5, 17)
@@ -186,22 +177,7 @@ func BenchmarkEncodeLongText(b *testing.B) {
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
-	stop := make(chan struct{})
-	peak := make(chan uint64)
-	go func() {
-		var m runtime.MemStats
-		var top uint64
-		for {
-			select {
-			case <-stop:
-				peak <- top
-				return
-			case <-time.After(time.Millisecond):
-				runtime.ReadMemStats(&m)
-				top = max(top, m.HeapInuse)
-			}
-		}
-	}()
+	stop := heaptest.SamplePeak()
 	for b.Loop() {
 		tk.mu.Lock()
 		clear(tk.memo)
@@ -212,8 +188,7 @@ func BenchmarkEncodeLongText(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	close(stop)
-	top := <-peak
+	top := stop()
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
 	b.ReportMetric(float64(top-min(top, before.HeapInuse))/(1<<20), "heap-MiB")
@@ -224,14 +199,7 @@ func BenchmarkEncodeLongText(b *testing.B) {
 // held once, by the memo, not copied for the caller too (bytes the heap holds with the
 // tokenizer and the result alive, after a collection).
 func TestEncodeHoldsLongTextOnce(t *testing.T) {
-	ggufPath := filepath.Join(t.TempDir(), "tiny.gguf")
-	if err := gguf.WriteModel(ggufPath, tinytokenizer.Write(t, true), gguf.ModelOptions{HiddenSize: 4, Layers: 1, FeedForward: 4, Heads: 1, KVHeads: 1, HeadDim: 4}); err != nil {
-		t.Fatal(err)
-	}
-	tk, err := Load(ggufPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tk := tinyTokenizer(t)
 	text := strings.Repeat("ab hi\n", 200_000)
 	runtime.GC()
 	var before, after runtime.MemStats
@@ -258,14 +226,7 @@ func TestEncodeHoldsLongTextOnce(t *testing.T) {
 // the ids of the last one only (bytes the heap holds with the tokenizer and both texts alive and
 // the results dropped, after a collection), and still gives the same ids for either.
 func TestMemoForgetsHugeText(t *testing.T) {
-	ggufPath := filepath.Join(t.TempDir(), "tiny.gguf")
-	if err := gguf.WriteModel(ggufPath, tinytokenizer.Write(t, true), gguf.ModelOptions{HiddenSize: 4, Layers: 1, FeedForward: 4, Heads: 1, KVHeads: 1, HeadDim: 4}); err != nil {
-		t.Fatal(err)
-	}
-	tk, err := Load(ggufPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tk := tinyTokenizer(t)
 	a := strings.Repeat("ab hi\n", 180_000) // 1.08 MB, past hugePiece
 	b := strings.Repeat("hi ab\n", 180_000)
 	wantA, wantB := slices.Clone(mustEncode(t, tk, a)), slices.Clone(mustEncode(t, tk, b))

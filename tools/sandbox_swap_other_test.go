@@ -2,21 +2,7 @@
 
 package tools_test
 
-import "os"
-
 // swapFolder returns a func that swaps the folder d for a link to where link leads, and back,
-// with plain renames: the folder put aside, the link put in its place, then the folder back
-// (errors ignored, as the tools change the same names meanwhile).
-func swapFolder(d, link string) func() {
-	saved := d + ".saved"
-	target, _ := os.Readlink(link)
-	return func() {
-		if err := os.Rename(d, saved); err != nil {
-			os.RemoveAll(d)
-		}
-		os.Symlink(target, d)
-		os.Remove(d)
-		os.RemoveAll(d)
-		os.Rename(saved, d)
-	}
-}
+// with plain renames ([renameSwap]): where there is no renameat2(2), the folder is missing for a
+// moment at each swap.
+func swapFolder(d, link string) func() { return renameSwap(d, link) }

@@ -5,47 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"lab/hygiene"
 	"lab/tools"
+	"lab/tools/toolstest"
 )
-
-// slowDisk makes every folder and file chunk a tool reads count as one read, and the read
-// numbered block wait for the tool call's context to end (its deadline, or the run's stop), as
-// a disk too slow for the call's limit would; act, when set, runs then (a stop of the run). It
-// waits at most 10 s: a call that does not check its deadline then reads on, and the count
-// shows it. It returns the count.
-func slowDisk(t *testing.T, block int64, act func()) *atomic.Int64 {
-	t.Helper()
-	var n atomic.Int64
-	t.Cleanup(tools.SetReadHook(func(ctx context.Context) {
-		if n.Add(1) != block {
-			return
-		}
-		if act != nil {
-			act()
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(10 * time.Second):
-		}
-	}))
-	return &n
-}
-
-// tree is a workspace of folders × files name/content pairs, each file holding "needle".
-func tree(folders, files int) []string {
-	var out []string
-	for d := range folders {
-		for f := range files {
-			out = append(out, fmt.Sprintf("d%03d/f%03d.txt", d, f), "needle\n")
-		}
-	}
-	return out
-}
 
 // Every tool that walks or reads stops at its time limit: the read under way when the limit
 // passes is the last one (the walk checks the deadline at each folder, file and chunk), and the
@@ -62,8 +28,8 @@ func TestToolCallStopsAtItsTimeLimit(t *testing.T) {
 		{"apply_patch", `{"patch":"*** Begin Patch\n*** Update File: big.txt\n@@\n-a line\n+b line\n*** End Patch"}`},
 	} {
 		t.Run(c.tool, func(t *testing.T) {
-			ws, hs := newWS(t, hygiene.Spec(), append(tree(40, 5), "big.txt", big)...)
-			reads := slowDisk(t, 3, nil)
+			ws, hs := newWS(t, hygiene.Spec(), append(toolstest.Tree(40, 5), "big.txt", big)...)
+			reads := toolstest.SlowDisk(t, 3, nil)
 			limit := 50 * time.Millisecond
 			got, err := ws.RunWithin(context.Background(), limit, hs, c.tool, []byte(c.args))
 			var stop *tools.StoppedError
@@ -88,10 +54,10 @@ func TestToolCallStopsAtItsTimeLimit(t *testing.T) {
 // A stop of the run (Ctrl-C, SIGTERM: the run's context cancelled) during a tool call ends the
 // call at once, whatever its own limit.
 func TestToolCallEndsWhenTheRunIsStopped(t *testing.T) {
-	ws, hs := newWS(t, hygiene.Spec(), tree(40, 5)...)
+	ws, hs := newWS(t, hygiene.Spec(), toolstest.Tree(40, 5)...)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	reads := slowDisk(t, 3, cancel)
+	reads := toolstest.SlowDisk(t, 3, cancel)
 	got, err := ws.RunWithin(ctx, time.Hour, hs, "grep", []byte(`{"pattern":"needle"}`))
 	if !errors.Is(err, context.Canceled) || !strings.HasSuffix(got, "(stopped: the grep call was stopped with the run)") {
 		t.Errorf("grep = %q, %v; want it stopped with the run", got, err)

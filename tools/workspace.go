@@ -596,14 +596,24 @@ func checkSize(abs string, n int) error {
 	return nil
 }
 
+// resolveAndRead resolves path ([Workspace.resolve]) and reads the file it names
+// ([Workspace.readFile]); a file that cannot be read is an error "op <abs>: why".
+func (w *Workspace) resolveAndRead(op, path string) (abs, name string, data []byte, err error) {
+	abs, name, err = w.resolve(path)
+	if err != nil {
+		return "", "", nil, err
+	}
+	data, err = w.readFile(name)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("%s %s: %w", op, abs, unwrapPathError(err))
+	}
+	return abs, name, data, nil
+}
+
 func (w *Workspace) read(s *hygiene.Session, a CallArgs) (string, error) {
-	abs, name, err := w.resolve(a.Path)
+	abs, _, data, err := w.resolveAndRead("read", a.Path)
 	if err != nil {
 		return "", err
-	}
-	data, err := w.readFile(name)
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", abs, unwrapPathError(err))
 	}
 	return s.Read(hygiene.ReadRequest{Path: a.Path, AbsPath: abs, Content: data, Offset: a.Offset, Limit: a.Limit}), nil
 }
@@ -760,13 +770,9 @@ func (w *Workspace) grep(s *hygiene.Session, raw json.RawMessage, a CallArgs) (s
 }
 
 func (w *Workspace) edit(s *hygiene.Session, a CallArgs) (string, error) {
-	abs, name, err := w.resolve(a.Path)
+	abs, name, data, err := w.resolveAndRead("edit", a.Path)
 	if err != nil {
 		return "", err
-	}
-	data, err := w.readFile(name)
-	if err != nil {
-		return "", fmt.Errorf("edit %s: %w", abs, unwrapPathError(err))
 	}
 	old := string(data)
 	switch n := strings.Count(old, a.OldString); {

@@ -48,14 +48,7 @@ func TestReplyPastTheLimit(t *testing.T) {
 			req := testRequest()
 			req.MaxReplyBytes, req.Generate = 1024, 100
 			_, err := c.Send(context.Background(), req, nil)
-			var ae *chat.APIError
-			if !errors.As(err, &ae) || !strings.HasPrefix(ae.Body, chat.ReplyTooLong) || !strings.Contains(ae.Body, "1024 bytes") {
-				t.Fatalf("Send of a %d-byte answer with a 1 KiB limit: %v; want the reply-too-long error naming 1024 bytes", f.Total(), err)
-			}
-			written, gone := f.Wait()
-			if !gone || written >= f.Total() {
-				t.Errorf("the server wrote %d of %d bytes (connection gone: %v); want the client to close the body early", written, f.Total(), gone)
-			}
+			f.CheckCutShort(t, err, 1024)
 		})
 	}
 }
@@ -69,20 +62,7 @@ func BenchmarkReplyBytes(b *testing.B) {
 			c := newClient(b, f.Srv.URL, Options{})
 			req := testRequest()
 			req.MaxReplyBytes, req.Generate = 2*int64(size), 100
-			for b.Loop() {
-				var res *chat.Result
-				alloc, peak := replytest.Measure(func() any {
-					var err error
-					if res, err = c.Send(context.Background(), req, nil); err != nil {
-						b.Fatal(err)
-					}
-					return res
-				})
-				if got := len(res.Reply.Content); got != size {
-					b.Fatalf("reply of %d bytes; want %d", got, size)
-				}
-				replytest.Report(b, int64(size), alloc, peak)
-			}
+			replytest.BenchSend(b, int64(size), func() (*chat.Result, error) { return c.Send(context.Background(), req, nil) })
 		})
 	}
 }

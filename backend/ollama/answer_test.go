@@ -2,7 +2,6 @@ package ollama
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,8 +12,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/ollama/ollama/api"
 
 	"lab/chat"
 )
@@ -36,21 +33,15 @@ func TestNotTheAPIsAnswer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				var req api.ChatRequest
-				json.NewDecoder(r.Body).Decode(&req)
-				if req.DebugRenderOnly && !tc.render {
-					json.NewEncoder(w).Encode(map[string]any{"model": req.Model, "done": true, "_debug_info": map[string]any{"rendered_template": "RENDERED"}})
+				if !tc.render && renderOnly(w, r) {
 					return
 				}
 				w.Header().Set("Content-Type", tc.ctype)
 				io.WriteString(w, tc.body)
 			}))
 			defer srv.Close()
-			c, err := New(srv.URL, "m")
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = c.Send(context.Background(), &chat.Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}}}, &chat.Reply{Content: "ok"})
+			c := newClient(t, srv.URL)
+			_, err := c.Send(context.Background(), &chat.Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}}}, &chat.Reply{Content: "ok"})
 			var ae *chat.APIError
 			if !errors.As(err, &ae) || ae.StatusCode != 200 || !strings.HasPrefix(ae.Body, tc.want) || ae.URL != srv.URL {
 				t.Fatalf("error %v; want an APIError with HTTP 200 and a body starting %q", err, tc.want)
@@ -70,21 +61,15 @@ func TestStreamCutInsideALine(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				var req api.ChatRequest
-				json.NewDecoder(r.Body).Decode(&req)
-				if req.DebugRenderOnly {
-					json.NewEncoder(w).Encode(map[string]any{"model": req.Model, "done": true, "_debug_info": map[string]any{"rendered_template": "RENDERED"}})
+				if renderOnly(w, r) {
 					return
 				}
 				w.Header().Set("Content-Type", "application/x-ndjson")
 				io.WriteString(w, body)
 			}))
 			defer srv.Close()
-			c, err := New(srv.URL, "m")
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = c.Send(context.Background(), &chat.Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}}}, &chat.Reply{Content: "ok"})
+			c := newClient(t, srv.URL)
+			_, err := c.Send(context.Background(), &chat.Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}}}, &chat.Reply{Content: "ok"})
 			var ae *chat.APIError
 			if !errors.As(err, &ae) || ae.StatusCode != 200 || ae.Body != "stream cut: no done message" {
 				t.Fatalf("error %v; want stream cut: no done message", err)
@@ -126,19 +111,13 @@ func TestUnstreamedAnswerHasNoTTFT(t *testing.T) {
 		{"application/x-ndjson", `{"model":"m","message":{"role":"assistant","content":"ok"},"done":false}` + "\n" + done + "\n", true},
 	} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			var req api.ChatRequest
-			json.NewDecoder(r.Body).Decode(&req)
-			if req.DebugRenderOnly {
-				json.NewEncoder(w).Encode(map[string]any{"model": req.Model, "done": true, "_debug_info": map[string]any{"rendered_template": "RENDERED"}})
+			if renderOnly(w, r) {
 				return
 			}
 			w.Header().Set("Content-Type", tc.ctype)
 			io.WriteString(w, tc.body)
 		}))
-		c, err := New(srv.URL, "m")
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := newClient(t, srv.URL)
 		res, err := c.Send(context.Background(), &chat.Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}}}, nil)
 		srv.Close()
 		if err != nil {
@@ -160,10 +139,7 @@ func TestNoPromptEvalCountIsUnknown(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "server.log")
 	os.WriteFile(logPath, nil, 0o644)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req api.ChatRequest
-		json.NewDecoder(r.Body).Decode(&req)
-		if req.DebugRenderOnly {
-			json.NewEncoder(w).Encode(map[string]any{"model": req.Model, "done": true, "_debug_info": map[string]any{"rendered_template": "RENDERED"}})
+		if renderOnly(w, r) {
 			return
 		}
 		f, _ := os.OpenFile(logPath, os.O_APPEND|os.O_WRONLY, 0o644)
@@ -174,10 +150,7 @@ func TestNoPromptEvalCountIsUnknown(t *testing.T) {
 			`{"model":"m","message":{"role":"assistant","content":""},"done":true,"eval_count":1}`+"\n")
 	}))
 	defer srv.Close()
-	c, err := New(srv.URL, "m", WithServerLog(logPath))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newClient(t, srv.URL, WithServerLog(logPath))
 	res, err := c.Send(context.Background(), &chat.Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}}}, nil)
 	if err != nil {
 		t.Fatal(err)

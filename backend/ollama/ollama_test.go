@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"github.com/ollama/ollama/model/renderers"
 
 	"lab/chat"
+	"lab/internal/replytest"
 )
 
 func TestParseCacheLine(t *testing.T) {
@@ -98,12 +98,11 @@ func fakeServer(t *testing.T, logPath string) *httptest.Server {
 		}
 		switch r.URL.Path {
 		case "/api/chat":
-			var req api.ChatRequest
-			json.NewDecoder(r.Body).Decode(&req)
-			if req.DebugRenderOnly {
-				json.NewEncoder(w).Encode(map[string]any{"model": req.Model, "done": true, "_debug_info": map[string]any{"rendered_template": "RENDERED"}})
+			if renderOnly(w, r) {
 				return
 			}
+			var req api.ChatRequest
+			json.NewDecoder(r.Body).Decode(&req)
 			if req.Options["num_ctx"] != float64(8192) {
 				http.Error(w, `{"error":"num_ctx not pinned"}`, http.StatusBadRequest)
 				return
@@ -132,10 +131,7 @@ func TestSendMeasuresAndEmulates(t *testing.T) {
 	os.WriteFile(logPath, []byte("old line msg=\"loading cache slot\" id=0 cache=0 prompt=5 used=4 remaining=1\n"), 0o644)
 	srv := fakeServer(t, logPath)
 	defer srv.Close()
-	c, err := New(srv.URL, "m", WithNumCtx(8192), WithServerLog(logPath))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newClient(t, srv.URL, WithNumCtx(8192), WithServerLog(logPath))
 	req := &chat.Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}}, Think: true}
 	reply := &chat.Reply{Reasoning: "r", Content: "ok"}
 	res, err := c.Send(context.Background(), req, reply)
@@ -196,10 +192,7 @@ func TestCutStreamAndCacheFill(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/api/chat":
-			var req api.ChatRequest
-			json.NewDecoder(r.Body).Decode(&req)
-			if req.DebugRenderOnly {
-				json.NewEncoder(w).Encode(map[string]any{"model": req.Model, "done": true, "_debug_info": map[string]any{"rendered_template": "RENDERED"}})
+			if renderOnly(w, r) {
 				return
 			}
 			chats++
@@ -218,15 +211,12 @@ func TestCutStreamAndCacheFill(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c, err := New(srv.URL, "m")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newClient(t, srv.URL)
 	req := &chat.Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}}}
 	reply := &chat.Reply{Content: "ok"}
 
 	cut = true
-	_, err = c.Send(context.Background(), req, reply)
+	_, err := c.Send(context.Background(), req, reply)
 	var ae *chat.APIError
 	if !errors.As(err, &ae) || ae.StatusCode != 200 || ae.Body != "stream cut: no done message" {
 		t.Fatalf("a cut stream: %v; want an APIError with status 200 and stream cut: no done message", err)
@@ -252,30 +242,7 @@ func TestCutStreamAndCacheFill(t *testing.T) {
 // A base URL's password (http://user:secret@host) is in no error text: an HTTP error, an
 // answer that is not the API's, a reply past the limit, a bad address.
 func TestBaseURLPasswordNotInErrors(t *testing.T) {
-	const secret = "pa55w0rd-secret"
-	answers := map[string]func(w http.ResponseWriter){
-		"HTTP 500": func(w http.ResponseWriter) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(500)
-			io.WriteString(w, `{"error":{"message":"boom","type":"server_error"}}`)
-		},
-		"not the API": func(w http.ResponseWriter) {
-			w.Header().Set("Content-Type", "text/html")
-			io.WriteString(w, "<html>hello</html>")
-		},
-		"reply too long": func(w http.ResponseWriter) {
-			w.Header().Set("Content-Type", "application/x-ndjson")
-			io.WriteString(w, line(2000))
-		},
-	}
-	for name, answer := range answers {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if renderOnly(w, r) {
-				return
-			}
-			answer(w)
-		}))
-		u := strings.Replace(srv.URL, "http://", "http://user:"+secret+"@", 1)
+	replytest.PasswordNotInErrors(t, "application/x-ndjson", line(2000), renderOnly, func(u string) error {
 		c, err := New(u, "m")
 		if err != nil {
 			t.Fatal(err)
@@ -283,12 +250,9 @@ func TestBaseURLPasswordNotInErrors(t *testing.T) {
 		req := &chat.Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}}}
 		req.MaxReplyBytes, req.Generate = 1000, 100
 		_, err = c.Send(context.Background(), req, nil)
-		srv.Close()
-		if err == nil || strings.Contains(err.Error(), secret) {
-			t.Errorf("%s: error %v; want one without the base URL's password", name, err)
-		}
-	}
-	if _, err := New("user:"+secret+"@host:8080", "m"); err == nil || strings.Contains(err.Error(), secret) {
+		return err
+	})
+	if _, err := New("user:"+replytest.Secret+"@host:8080", "m"); err == nil || strings.Contains(err.Error(), replytest.Secret) {
 		t.Errorf("a bad base URL: error %v; want one without its password", err)
 	}
 }

@@ -37,14 +37,20 @@ func renderOnly(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-func floodClient(t testing.TB, ctype, head, chunk string, count int, tail string) (*Client, *replytest.Flood) {
-	f := replytest.NewFlood(t, ctype, head, chunk, count, tail)
-	f.Route = renderOnly
-	c, err := New(f.Srv.URL, "m")
+// newClient is a Client of the server at baseURL for model "m", failing t when New fails.
+func newClient(t testing.TB, baseURL string, opts ...Option) *Client {
+	t.Helper()
+	c, err := New(baseURL, "m", opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c, f
+	return c
+}
+
+func floodClient(t testing.TB, ctype, head, chunk string, count int, tail string) (*Client, *replytest.Flood) {
+	f := replytest.NewFlood(t, ctype, head, chunk, count, tail)
+	f.Route = renderOnly
+	return newClient(t, f.Srv.URL), f
 }
 
 // A reply past the request's limit fails with chat.ReplyTooLongError naming the limit, and the
@@ -66,14 +72,7 @@ func TestReplyPastTheLimit(t *testing.T) {
 			c, f := floodClient(t, tc.ctype, tc.head, tc.chunk, tc.count, tc.tail)
 			req := &chat.Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}}, MaxReplyBytes: 1024, Generate: 100}
 			_, err := c.Send(context.Background(), req, nil)
-			var ae *chat.APIError
-			if !errors.As(err, &ae) || !strings.HasPrefix(ae.Body, chat.ReplyTooLong) || !strings.Contains(ae.Body, "1024 bytes") {
-				t.Fatalf("Send of a %d-byte answer with a 1 KiB limit: %.300v; want the reply-too-long error naming 1024 bytes", f.Total(), err)
-			}
-			written, gone := f.Wait()
-			if !gone || written >= f.Total() {
-				t.Errorf("the server wrote %d of %d bytes (connection gone: %v); want the client to close the body early", written, f.Total(), gone)
-			}
+			f.CheckCutShort(t, err, 1024)
 		})
 	}
 }
@@ -85,20 +84,7 @@ func BenchmarkReplyBytes(b *testing.B) {
 		b.Run(fmt.Sprintf("%dMB", size/1_000_000), func(b *testing.B) {
 			c, _ := floodClient(b, "application/x-ndjson", "", line(100), size/100, doneLine)
 			req := &chat.Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}}, MaxReplyBytes: 2 * int64(size), Generate: 100}
-			for b.Loop() {
-				var res *chat.Result
-				alloc, peak := replytest.Measure(func() any {
-					var err error
-					if res, err = c.Send(context.Background(), req, nil); err != nil {
-						b.Fatal(err)
-					}
-					return res
-				})
-				if got := len(res.Reply.Content); got != size {
-					b.Fatalf("reply of %d bytes; want %d", got, size)
-				}
-				replytest.Report(b, int64(size), alloc, peak)
-			}
+			replytest.BenchSend(b, int64(size), func() (*chat.Result, error) { return c.Send(context.Background(), req, nil) })
 		})
 	}
 }

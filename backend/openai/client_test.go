@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"lab/chat"
+	"lab/internal/replytest"
 )
 
 // recorded is one request the test server received.
@@ -541,35 +542,14 @@ func TestEncodeFieldsWithExtra(t *testing.T) {
 // A base URL's password (http://user:secret@host) is in no error text: an HTTP error, an
 // answer that is not the API's, a reply past the limit, a bad address.
 func TestBaseURLPasswordNotInErrors(t *testing.T) {
-	const secret = "pa55w0rd-secret"
-	answers := map[string]func(w http.ResponseWriter){
-		"HTTP 500": func(w http.ResponseWriter) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(500)
-			io.WriteString(w, `{"error":{"message":"boom","type":"server_error"}}`)
-		},
-		"not the API": func(w http.ResponseWriter) {
-			w.Header().Set("Content-Type", "text/html")
-			io.WriteString(w, "<html>hello</html>")
-		},
-		"reply too long": func(w http.ResponseWriter) {
-			w.Header().Set("Content-Type", "text/event-stream")
-			io.WriteString(w, sseChunk(2000)+chatEnd)
-		},
-	}
-	for name, answer := range answers {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { answer(w) }))
-		u := strings.Replace(srv.URL, "http://", "http://user:"+secret+"@", 1)
+	replytest.PasswordNotInErrors(t, "text/event-stream", sseChunk(2000)+chatEnd, nil, func(u string) error {
 		c := newClient(t, Options{Profile: "generic", BaseURL: u, Model: "m"})
 		req := session()
 		req.MaxReplyBytes, req.Generate = 1000, 100
 		_, err := c.Send(context.Background(), req, nil)
-		srv.Close()
-		if err == nil || strings.Contains(err.Error(), secret) {
-			t.Errorf("%s: error %v; want one without the base URL's password", name, err)
-		}
-	}
-	if _, err := New(Options{Profile: "generic", BaseURL: "ftp://user:" + secret + "@host/v1", Model: "m"}); err == nil || strings.Contains(err.Error(), secret) {
+		return err
+	})
+	if _, err := New(Options{Profile: "generic", BaseURL: "ftp://user:" + replytest.Secret + "@host/v1", Model: "m"}); err == nil || strings.Contains(err.Error(), replytest.Secret) {
 		t.Errorf("a bad base URL: error %v; want one without its password", err)
 	}
 }

@@ -51,14 +51,7 @@ func TestReplyPastTheLimit(t *testing.T) {
 			req := session()
 			req.MaxReplyBytes, req.Generate = 1024, 100
 			_, err := c.Send(context.Background(), req, nil)
-			var ae *chat.APIError
-			if !errors.As(err, &ae) || !strings.HasPrefix(ae.Body, chat.ReplyTooLong) || !strings.Contains(ae.Body, "1024 bytes") {
-				t.Fatalf("Send of a %d-byte answer with a 1 KiB limit: %v; want the reply-too-long error naming 1024 bytes", f.Total(), err)
-			}
-			written, gone := f.Wait()
-			if !gone || written >= f.Total() {
-				t.Errorf("the server wrote %d of %d bytes (connection gone: %v); want the client to close the body early", written, f.Total(), gone)
-			}
+			f.CheckCutShort(t, err, 1024)
 		})
 	}
 }
@@ -95,20 +88,7 @@ func BenchmarkResponsesReplyBytes(b *testing.B) {
 func benchSend(b *testing.B, c *Client, size int64) {
 	req := session()
 	req.MaxReplyBytes, req.Generate = 2*size, 100
-	for b.Loop() {
-		var res *chat.Result
-		alloc, peak := replytest.Measure(func() any {
-			var err error
-			if res, err = c.Send(context.Background(), req, nil); err != nil {
-				b.Fatal(err)
-			}
-			return res
-		})
-		if got := int64(len(res.Reply.Content)); got != size {
-			b.Fatalf("reply of %d bytes; want %d", got, size)
-		}
-		replytest.Report(b, size, alloc, peak)
-	}
+	replytest.BenchSend(b, size, func() (*chat.Result, error) { return c.Send(context.Background(), req, nil) })
 }
 
 // A Responses answer of many small deltas is put together in memory linear in its size: 1 MB

@@ -13,6 +13,7 @@ import (
 	"lab/chat"
 	"lab/harness"
 	"lab/hygiene"
+	"lab/internal/tinytokenizer"
 )
 
 // The anthropic cache model reuses only what the request's breakpoints wrote: two arms that
@@ -56,7 +57,7 @@ func TestAnthropicHonoursTheArmsBreakpoints(t *testing.T) {
 	want := map[string][]int64{"spec": {0, int64(sysEnd), int64(end2)}, "date-in-system-prompt": {0, 0, int64(end2)}}
 	for arm, places := range map[string][]string{"spec": spec, "date-in-system-prompt": last} {
 		m, _ := cachesim.NewModel(cachesim.ModelAnthropic, cachesim.Options{})
-		b, err := sim.New(sim.Options{Model: m, Tokenizer: byteTokenizer{}})
+		b, err := sim.New(sim.Options{Model: m, Tokenizer: tinytokenizer.Bytes{}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +97,7 @@ func TestAnthropicBreakpointsOverride(t *testing.T) {
 		{[]string{"message 01"}, 0, "cache breakpoint message 01: nothing to mark"},
 	} {
 		m, _ := cachesim.NewModel(cachesim.ModelAnthropic, cachesim.Options{})
-		b, _ := sim.New(sim.Options{Model: m, Tokenizer: byteTokenizer{}, CacheBreakpoints: tc.override})
+		b, _ := sim.New(sim.Options{Model: m, Tokenizer: tinytokenizer.Bytes{}, CacheBreakpoints: tc.override})
 		var r *chat.Result
 		for range 2 {
 			var err error
@@ -114,7 +115,7 @@ func TestAnthropicBreakpointsOverride(t *testing.T) {
 // figure.
 func TestAnthropicTurnMarkerInAMessage(t *testing.T) {
 	m, _ := cachesim.NewModel(cachesim.ModelAnthropic, cachesim.Options{})
-	b, _ := sim.New(sim.Options{Model: m, Tokenizer: byteTokenizer{}})
+	b, _ := sim.New(sim.Options{Model: m, Tokenizer: tinytokenizer.Bytes{}})
 	req := &chat.Request{Messages: []chat.Message{{Role: chat.RoleSystem, Content: "s"}, {Role: chat.RoleUser, Content: "a <|im_start|>user b"}}}
 	if _, err := b.Send(context.Background(), req, nil); err == nil || !strings.Contains(err.Error(), "turn markers") {
 		t.Errorf("err %v", err)

@@ -19,20 +19,11 @@ import (
 	"lab/chat"
 	"lab/harness"
 	"lab/hygiene"
+	"lab/internal/heaptest"
+	"lab/internal/tinytokenizer"
 	"lab/metrics"
 	"lab/scenario"
 )
-
-// byteTokenizer makes every byte a token, so figures are byte counts of the rendered text.
-type byteTokenizer struct{}
-
-func (byteTokenizer) Encode(s string) ([]int32, error) {
-	out := make([]int32, len(s))
-	for i := range len(s) {
-		out[i] = int32(s[i])
-	}
-	return out, nil
-}
 
 func newSimTB(t testing.TB) *sim.Backend { return newSim(t, "llamacpp", 0) }
 
@@ -42,7 +33,7 @@ func newSim(t testing.TB, model string, perToken time.Duration) *sim.Backend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := sim.New(sim.Options{Model: m, Tokenizer: byteTokenizer{}, PrefillPerToken: perToken})
+	b, err := sim.New(sim.Options{Model: m, Tokenizer: tinytokenizer.Bytes{}, PrefillPerToken: perToken})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,14 +120,14 @@ func TestSendTwoRequests(t *testing.T) {
 }
 
 func TestDefaultsAndErrors(t *testing.T) {
-	if _, err := sim.New(sim.Options{Tokenizer: byteTokenizer{}}); err == nil {
+	if _, err := sim.New(sim.Options{Tokenizer: tinytokenizer.Bytes{}}); err == nil {
 		t.Error("no model: no error")
 	}
 	m, _ := cachesim.NewModel("ideal", cachesim.Options{})
 	if _, err := sim.New(sim.Options{Model: m}); err == nil {
 		t.Error("no tokenizer: no error")
 	}
-	if _, err := sim.New(sim.Options{Model: m, Tokenizer: byteTokenizer{}, PrefillPerToken: -1}); err == nil {
+	if _, err := sim.New(sim.Options{Model: m, Tokenizer: tinytokenizer.Bytes{}, PrefillPerToken: -1}); err == nil {
 		t.Error("negative cost: no error")
 	}
 	b := newSim(t, "ideal", 0)
@@ -174,7 +165,7 @@ func TestHarnessExpectationMatchesLlamaCpp(t *testing.T) {
 		sink := &metrics.MemorySink{}
 		err = harness.RunSession(context.Background(), harness.SessionConfig{
 			Scenario: sc, Arm: arms[0], Repetition: 1, RunID: "t", Loop: loop, Backend: newSim(t, "llamacpp", 0),
-			Tokenizer: byteTokenizer{}, Sink: sink, SandboxDir: t.TempDir(),
+			Tokenizer: tinytokenizer.Bytes{}, Sink: sink, SandboxDir: t.TempDir(),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -250,21 +241,7 @@ func BenchmarkSendHugeToolArgument(b *testing.B) {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	stop, peak := make(chan struct{}), make(chan uint64)
-	go func() {
-		var m runtime.MemStats
-		var top uint64
-		for {
-			select {
-			case <-stop:
-				peak <- top
-				return
-			case <-time.After(time.Millisecond):
-				runtime.ReadMemStats(&m)
-				top = max(top, m.HeapInuse)
-			}
-		}
-	}()
+	stop := heaptest.SamplePeak()
 	for b.Loop() {
 		s.Reset(context.Background())
 		for i, req := range reqs {
@@ -277,8 +254,7 @@ func BenchmarkSendHugeToolArgument(b *testing.B) {
 			}
 		}
 	}
-	close(stop)
-	top := <-peak
+	top := stop()
 	runtime.ReadMemStats(&after)
 	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N)/float64(len(arg)), "B/arg-byte")
 	b.ReportMetric(float64(top-min(top, before.HeapInuse))/(1<<20), "heap-MiB")

@@ -9,15 +9,16 @@ import (
 	"lab/backend/sim"
 	"lab/cachesim"
 	"lab/chat"
+	"lab/internal/tinytokenizer"
 )
 
 // newWindowSim is a sim with the llama.cpp slot model (one slot, as Ollama's runner with
-// OLLAMA_NUM_PARALLEL=1) and a context window of numCtx tokens; byteTokenizer makes every byte a
-// token, so the figures below are byte counts of the rendered texts.
+// OLLAMA_NUM_PARALLEL=1) and a context window of numCtx tokens; tinytokenizer.Bytes makes every
+// byte a token, so the figures below are byte counts of the rendered texts.
 func newWindowSim(t *testing.T, numCtx int) *sim.Backend {
 	t.Helper()
 	m, _ := cachesim.NewModel(cachesim.ModelLlamaCpp, cachesim.Options{})
-	b, err := sim.New(sim.Options{Model: m, Tokenizer: byteTokenizer{}, NumCtx: numCtx})
+	b, err := sim.New(sim.Options{Model: m, Tokenizer: tinytokenizer.Bytes{}, NumCtx: numCtx})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestWindowTruncatesALongPrompt(t *testing.T) {
 func TestWindowRefusedForCloudModels(t *testing.T) {
 	for _, name := range []string{cachesim.ModelOpenAI, cachesim.ModelAnthropic} {
 		m, _ := cachesim.NewModel(name, cachesim.Options{})
-		if _, err := sim.New(sim.Options{Model: m, Tokenizer: byteTokenizer{}, NumCtx: 8192}); err == nil || !strings.Contains(err.Error(), "num_ctx") {
+		if _, err := sim.New(sim.Options{Model: m, Tokenizer: tinytokenizer.Bytes{}, NumCtx: 8192}); err == nil || !strings.Contains(err.Error(), "num_ctx") {
 			t.Errorf("%s with num_ctx: err %v", name, err)
 		}
 	}

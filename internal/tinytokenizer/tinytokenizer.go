@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/ollama/ollama/fs/ggml"
 )
 
 // Write writes the two files to a new temporary folder of t and returns it. The vocabulary is
@@ -43,4 +45,35 @@ func Write(t testing.TB, pairs bool) string {
 		}
 	}
 	return dir
+}
+
+// Bytes is a tokenizer of one token per byte (the byte's value), so token counts and offsets
+// are byte counts of the text: the stand-in for the served model's tokenizer where a test needs
+// exact figures, not Qwen3's.
+type Bytes struct{}
+
+// Encode returns one token per byte of s; it never fails.
+func (Bytes) Encode(s string) ([]int32, error) {
+	out := make([]int32, len(s))
+	for i := range len(s) {
+		out[i] = int32(s[i])
+	}
+	return out, nil
+}
+
+// DecodeGGUF decodes the GGUF file at path with Ollama's reader (ggml.Decode, every array
+// read whole), failing t when it cannot be opened or decoded: how a test checks a file the lab
+// wrote as the server will read it.
+func DecodeGGUF(t testing.TB, path string) *ggml.GGML {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	g, err := ggml.Decode(f, -1)
+	if err != nil {
+		t.Fatalf("ggml.Decode(%s): %v", path, err)
+	}
+	return g
 }
