@@ -218,8 +218,29 @@ func compareServers(base, other serverSide) ServerComparison {
 	}
 	only(c.Base, base.an, other.an)
 	only(c.Other, other.an, base.an)
+	// A scenario of one name is one scenario only with one content: inside a setup, contents
+	// that differ are already scenarios of their own ([ContentName]); across the two, check.
+	sameContent := map[string]bool{}
 	for _, sc := range base.an.Scenarios {
-		if osc := other.an.scenario(sc.Scenario); osc != nil {
+		if other.an.scenario(sc.Scenario) == nil {
+			continue
+		}
+		bd, od := contentsOf(base.runs, sc.Scenario), contentsOf(other.runs, sc.Scenario)
+		switch {
+		case strings.Contains(sc.Scenario, " [content "):
+			sameContent[sc.Scenario] = true // its name gives its content
+		case bd != od:
+			c.Notes = append(c.Notes, fmt.Sprintf("scenario %s has another content in %s (%s) than in %s (%s): left out",
+				sc.Scenario, c.Base, orUnknownDigest(bd), c.Other, orUnknownDigest(od)))
+		case bd == "":
+			c.Notes = append(c.Notes, fmt.Sprintf("scenario %s: neither setup recorded its content, so it is not checked to be the same", sc.Scenario))
+			sameContent[sc.Scenario] = true
+		default:
+			sameContent[sc.Scenario] = true
+		}
+	}
+	for _, sc := range base.an.Scenarios {
+		if osc := other.an.scenario(sc.Scenario); osc != nil && sameContent[sc.Scenario] {
 			for _, st := range sc.Arms {
 				if osc.Arm(st.Arm) != nil {
 					common = append(common, pair{sc.Scenario, st.Arm})
@@ -268,6 +289,31 @@ func compareServers(base, other serverSide) ServerComparison {
 		return strings.Compare(x.Cause, y.Cause)
 	})
 	return c
+}
+
+// contentsOf returns the contents (digests) runs recorded for scenario, distinct, in order,
+// joined by ", "; "" when none recorded it. A scenario a run did not run adds nothing.
+func contentsOf(runs []*metrics.Manifest, scenario string) string {
+	var ds []string
+	for _, m := range runs {
+		if !slices.Contains(m.Scenarios, scenario) && m.ScenarioDigests[scenario] == "" {
+			continue
+		}
+		if d := m.ScenarioDigests[scenario]; !slices.Contains(ds, d) {
+			ds = append(ds, d)
+		}
+	}
+	if len(ds) == 1 && ds[0] == "" {
+		return ""
+	}
+	return strings.Join(ds, ", ")
+}
+
+func orUnknownDigest(d string) string {
+	if d == "" {
+		return "content unknown"
+	}
+	return d
 }
 
 // measuredSettings are the [metrics.SetupSettings] that say what is measured rather than with
