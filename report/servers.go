@@ -134,7 +134,8 @@ type DiffCause struct {
 // renderingNotRecorded is [ServerComparison].Rendering: the rows hold no rendering.
 const renderingNotRecorded = "The rows record, per request, where each server's cache diverged (token position and prompt segment) " +
 	"and what the lab expected of it, but no rendering of the prompt (neither the rendered text nor the request sent): " +
-	"this report cannot show each server's rendering of the history at the divergence, only where it was."
+	"this report cannot show each server's rendering of the history at the divergence, only where it was " +
+	"(lab run --save-requests keeps the request bodies sent: the chat messages, before the server renders them)."
 
 // serverSide is one setup as [compareServers] reads it.
 type serverSide struct {
