@@ -93,9 +93,14 @@ type RequestSide struct {
 	ExpectedCachedTokens *int64 `json:"expected_cached_tokens"`
 	RereadTokens         *int64 `json:"reread_tokens"`
 	// DivergenceToken and DivergenceSegment are where the prompt first differed from what the
-	// server's cache held ([metrics.Sample]): a token position and a segment ("reasoning 19").
+	// server's cache held after the previous request, as the lab computes it from that server's
+	// rendering ([metrics.Sample]): a token position and a segment ("reasoning 19").
 	DivergenceToken   *int64 `json:"divergence_token"`
 	DivergenceSegment string `json:"divergence_segment"`
+	// AtPreviousPrompt is true when the divergence lies at the end of the session's previous
+	// prompt (DivergenceToken equals its prompt tokens): the previous reply, as this prompt
+	// renders it, differs from its first token from the reply the cache holds after that prompt.
+	AtPreviousPrompt bool `json:"at_previous_prompt,omitempty"`
 	// Verdict compares cached with expected cached tokens (the lab's model of this server's
 	// rendering and cache): "as expected" (within [MismatchTolerance]), "more than expected",
 	// "more than expected: the whole prompt was cached" (cached ≥ prompt − 1: a server re-reads
@@ -109,10 +114,14 @@ type RequestDiff struct {
 	Arm      string `json:"arm"`
 	// Repetition is the repetition's place among its setup's repetitions of the scenario×arm
 	// (1-based; runs by id, then repetition): the two setups' repetitions are paired in order.
-	Repetition   int         `json:"repetition"`
-	RequestIndex int32       `json:"request_index"`
-	Base         RequestSide `json:"base"`
-	Other        RequestSide `json:"other"`
+	Repetition   int   `json:"repetition"`
+	RequestIndex int32 `json:"request_index"`
+	// Turn and Step are the base row's ([metrics.Sample]): step 1 of a turn after the first is
+	// a new user message, a later step a request inside a turn.
+	Turn  int32       `json:"turn"`
+	Step  int32       `json:"step"`
+	Base  RequestSide `json:"base"`
+	Other RequestSide `json:"other"`
 	// RereadDiff is the other server's re-read tokens minus the base's.
 	RereadDiff int64 `json:"reread_diff"`
 	// Cause names where each server's cache diverged and whether that is what the lab expected
@@ -464,10 +473,17 @@ func requestDiffs(c *ServerComparison, base, other *metrics.Rows, keep func(sc, 
 		if float64(abs64(or-br)) <= MismatchTolerance*float64(max(bs.PromptTokens, os.PromptTokens)) {
 			continue
 		}
-		d := RequestDiff{Scenario: k.scenario, Arm: k.arm, Repetition: k.rep, RequestIndex: k.req,
+		d := RequestDiff{Scenario: k.scenario, Arm: k.arm, Repetition: k.rep, RequestIndex: k.req, Turn: bs.Turn, Step: bs.Step,
 			Base: side(bs), Other: side(os), RereadDiff: or - br}
-		d.Cause = fmt.Sprintf("%s: %s, %s; %s: %s, %s", c.Base, divergedIn(d.Base.DivergenceSegment), d.Base.Verdict,
-			c.Other, divergedIn(d.Other.DivergenceSegment), d.Other.Verdict)
+		prev := k
+		prev.req--
+		if pi, ok := bi[prev]; ok {
+			d.Base.AtPreviousPrompt = atPrompt(d.Base.DivergenceToken, base.PromptTokens(pi))
+		}
+		if pj, ok := oi[prev]; ok {
+			d.Other.AtPreviousPrompt = atPrompt(d.Other.DivergenceToken, other.PromptTokens(pj))
+		}
+		d.Cause = fmt.Sprintf("%s: %s: %s; %s: %s", turnPlace(d.Turn, d.Step), c.Base, sideCause(d.Base), c.Other, sideCause(d.Other))
 		out = append(out, d)
 	}
 	slices.SortFunc(out, func(x, y RequestDiff) int {
@@ -502,6 +518,31 @@ func side(s *metrics.Sample) RequestSide {
 		r.Verdict = "less than expected"
 	}
 	return r
+}
+
+// atPrompt says whether a divergence at token div lies at the end of a prompt of n tokens.
+func atPrompt(div *int64, n int64) bool { return div != nil && n > 0 && *div == n }
+
+// turnPlace says where a request lies in its session: "first request", "new user message"
+// (step 1 of a later turn), "inside a turn".
+func turnPlace(turn, step int32) string {
+	switch {
+	case step <= 1 && turn <= 1:
+		return "first request"
+	case step <= 1:
+		return "new user message"
+	}
+	return "inside a turn"
+}
+
+// sideCause is one server's part of a [RequestDiff].Cause: "diverged in reasoning at the end
+// of the previous prompt, as expected".
+func sideCause(s RequestSide) string {
+	at := ""
+	if s.AtPreviousPrompt {
+		at = " at the end of the previous prompt (the previous reply, as this prompt renders it, differs from its first token from the reply the cache holds)"
+	}
+	return divergedIn(s.DivergenceSegment) + at + ", " + s.Verdict
 }
 
 // divergedIn names the kind of segment a divergence lies in: "diverged in reasoning" for

@@ -32,7 +32,7 @@ func serverRun(id, backend, version, model, digest string, settings map[string]s
 	var out []metrics.Sample
 	for _, arm := range []string{metrics.SpecArm, report.CliffArm} {
 		for i, q := range reqs {
-			out = append(out, metrics.Sample{RunID: id, Scenario: "midnight", Arm: arm, Repetition: 1, RequestIndex: int32(i),
+			out = append(out, metrics.Sample{RunID: id, Scenario: "midnight", Arm: arm, Repetition: 1, RequestIndex: int32(i), Turn: 1, Step: int32(i + 1),
 				Backend: backend, Model: model, ServerVersion: version, PromptTokens: q.prompt, CachedTokens: new(q.cached),
 				ExpectedCachedTokens: new(q.expected), RereadTokens: new(q.prompt - q.cached), DivergenceToken: new(q.div),
 				DivergenceSegment: q.seg, PrefillNs: (q.prompt - q.cached) * 1e6, TTFTNs: q.ttftMs * 1e6})
@@ -44,8 +44,8 @@ func serverRun(id, backend, version, model, digest string, settings map[string]s
 
 // twoServers returns an Ollama run and a llama-server run of one model file. Request 0 reads
 // alike on both; at request 1 each server's cache diverges where the lab expects it to, in
-// another segment (their renderings differ); at request 2 the llama-server's cache holds the
-// whole prompt, more than expected.
+// another segment (their renderings differ), on llama-server at the end of the previous prompt;
+// at request 2 the llama-server's cache holds the whole prompt, more than expected.
 func twoServers(edit func(m *metrics.Manifest)) ([]*metrics.Manifest, []metrics.Sample) {
 	ma, sa := serverRun("ol", "ollama", "0.17.4", "lab-qwen3-synth", "sha256:aa", map[string]string{"ollama_flash_attention": "0"}, []serverReq{
 		{1000, 0, 0, 0, "system", 400},
@@ -54,7 +54,7 @@ func twoServers(edit func(m *metrics.Manifest)) ([]*metrics.Manifest, []metrics.
 	})
 	mb, sb := serverRun("ll", "llamacpp", "b11669", "synth.gguf", "sha256:aa", map[string]string{"cache_reuse": "256"}, []serverReq{
 		{1000, 0, 0, 0, "system", 200},
-		{1990, 1690, 1690, 1690, "reasoning 2", 50},
+		{1990, 1000, 1000, 1000, "reasoning 2", 50},
 		{2990, 2989, 2490, 2490, "reasoning 3", 50},
 	})
 	if edit != nil {
@@ -103,11 +103,11 @@ func TestServersSideBySide(t *testing.T) {
 	A, B := c.Arms[0].Base, c.Arms[0].Other
 	near("A requests", A.Requests.Mean, 3)
 	near("A re-read", A.RereadTokens.Mean, 1000+100+500)
-	near("B re-read", B.RereadTokens.Mean, 1000+300+1)
+	near("B re-read", B.RereadTokens.Mean, 1000+990+1)
 	near("A cached share", A.CachedShare.Mean, 4400.0/6000)
-	near("B cached share", B.CachedShare.Mean, 4679.0/5980)
+	near("B cached share", B.CachedShare.Mean, 3989.0/5980)
 	near("A efficiency", A.Efficiency.Mean, 1)
-	near("B efficiency", B.Efficiency.Mean, 4679.0/4180)
+	near("B efficiency", B.Efficiency.Mean, 3989.0/3490)
 	near("A prefill", A.PrefillSeconds.Mean, 1.6)
 	if A.TTFTSeconds == nil || B.TTFTSeconds == nil || A.TTFTKnown != 3 {
 		t.Fatalf("time to first token %v (%d known), %v", A.TTFTSeconds, A.TTFTKnown, B.TTFTSeconds)
@@ -120,8 +120,9 @@ func TestServersSideBySide(t *testing.T) {
 		t.Fatalf("%d differing requests; want 4: %+v", len(c.Requests), c.Requests)
 	}
 	r1, r2 := c.Requests[0], c.Requests[1]
-	if r1.Arm != metrics.SpecArm || r1.RequestIndex != 1 || r1.RereadDiff != 200 || *r1.Base.DivergenceToken != 1900 ||
+	if r1.Arm != metrics.SpecArm || r1.RequestIndex != 1 || r1.RereadDiff != 890 || *r1.Base.DivergenceToken != 1900 ||
 		r1.Base.DivergenceSegment != "message 2" || r1.Other.DivergenceSegment != "reasoning 2" ||
+		r1.Base.AtPreviousPrompt || !r1.Other.AtPreviousPrompt ||
 		r1.Base.Verdict != "as expected" || r1.Other.Verdict != "as expected" {
 		t.Errorf("request 1: %+v", r1)
 	}
@@ -131,13 +132,15 @@ func TestServersSideBySide(t *testing.T) {
 	if len(c.Causes) != 2 {
 		t.Fatalf("causes %+v; want 2", c.Causes)
 	}
-	// Most re-read tokens apart first: request 2 (499 apart per arm) before request 1 (200).
-	if k := c.Causes[0]; k.Requests != 2 || k.BaseReread != 1000 || k.OtherReread != 2 ||
-		k.Cause != "A: diverged in reasoning, as expected; B: diverged in reasoning, more than expected: the whole prompt was cached" {
-		t.Errorf("first cause %+v", k)
-	}
-	if k := c.Causes[1]; k.Requests != 2 || k.BaseReread != 200 || k.OtherReread != 600 || !strings.Contains(k.Why, "render this history differently") {
+	// Most re-read tokens apart first: request 1 (890 apart per arm) before request 2 (499).
+	if k := c.Causes[1]; k.Requests != 2 || k.BaseReread != 1000 || k.OtherReread != 2 ||
+		k.Cause != "inside a turn: A: diverged in reasoning, as expected; B: diverged in reasoning, more than expected: the whole prompt was cached" {
 		t.Errorf("second cause %+v", k)
+	}
+	if k := c.Causes[0]; k.Requests != 2 || k.BaseReread != 200 || k.OtherReread != 1980 || !strings.Contains(k.Why, "render this history differently") ||
+		k.Cause != "inside a turn: A: diverged in message, as expected; B: diverged in reasoning at the end of the previous prompt "+
+			"(the previous reply, as this prompt renders it, differs from its first token from the reply the cache holds), as expected" {
+		t.Errorf("first cause %+v", k)
 	}
 
 	var md bytes.Buffer
@@ -147,9 +150,9 @@ func TestServersSideBySide(t *testing.T) {
 	for _, want := range []string{
 		"## Servers side by side: A (ollama 0.17.4) and B (llamacpp b11669)",
 		"| midnight | spec | A (ollama 0.17.4) | 1 | 3 | 73.3% | 1,600 | 1.60 | 100.0% | 0.23 |",
-		"| midnight | spec | B (llamacpp b11669) | 1 | 3 | 78.2% | 1,301 | 1.30 | 111.9% | 0.10 |",
+		"| midnight | spec | B (llamacpp b11669) | 1 | 3 | 66.7% | 1,991 | 1.99 | 114.3% | 0.10 |",
 		"### Where they differ, why",
-		"| midnight | spec | 1 | 1 | 100 | token 1,900 (message 2) | 1,900 / 1,900 (as expected) | 300 | token 1,690 (reasoning 2) | 1,690 / 1,690 (as expected) | +200 |",
+		"| midnight | spec | 1 | 1 | 100 | token 1,900 (message 2) | 1,900 / 1,900 (as expected) | 990 | token 1,000 (reasoning 2) | 1,000 / 1,000 (as expected) | +890 |",
 		"no rendering of the prompt",
 		"the servers name the model differently",
 	} {

@@ -57,9 +57,10 @@ func (d *document) servers(r *Report, c *ServerComparison) {
 		d.para("No request's re-read tokens differ between the servers by more than %.0f %% of its prompt.", 100*MismatchTolerance)
 	} else {
 		d.para("%d request%s re-read more than %.0f %% of the prompt more on one server than on the other (requests paired by scenario, "+
-			"arm, repetition in order and request index). Per cause: where each server's cache diverged from the prompt (the segment of "+
-			"the first token it did not reuse) and whether that is what the lab expected of that server (its expected cached tokens "+
-			"model that server's own rendering and cache):", len(c.Requests), plural(len(c.Requests)), 100*MismatchTolerance)
+			"arm, repetition in order and request index). Per cause: where in the session the request lies, where each server's cache "+
+			"diverged from the prompt (the first token that differs from what the cache held after the previous request, as the lab "+
+			"computes it from that server's own rendering, and the segment it lies in) and whether the server's cached tokens are what "+
+			"the lab expected of that server:", len(c.Requests), plural(len(c.Requests)), 100*MismatchTolerance)
 		items := make([]string, len(c.Causes))
 		for i, k := range c.Causes {
 			items[i] = fmt.Sprintf("%s: %d request%s, re-read %s on %s and %s on %s (%s − %s: %s): %s", k.Cause, k.Requests, plural(k.Requests),
