@@ -172,6 +172,8 @@ func compareServers(base, other serverSide) ServerComparison {
 	case bs.Model != os.Model:
 		c.Refused = append(c.Refused, fmt.Sprintf("model: %s %s, %s %s (a model file digest is not recorded by both to tell whether they are one file)",
 			c.Base, orDash(bs.Model), c.Other, orDash(os.Model)))
+	default:
+		c.Notes = append(c.Notes, fmt.Sprintf("the model file's digest is not recorded by both setups: one model is assumed from its name, %s", orDash(bs.Model)))
 	}
 	if bs.CacheStart != os.CacheStart {
 		c.Refused = append(c.Refused, fmt.Sprintf("cache start: %s %s, %s %s", c.Base, orDash(bs.CacheStart), c.Other, orDash(os.CacheStart)))

@@ -212,3 +212,14 @@ func TestServersUnlikeRunsRefused(t *testing.T) {
 		})
 	}
 }
+
+// A model file digest one setup lacks is no refusal when the model's name is the same, but the
+// comparison says the file was not checked.
+func TestServersDigestUnrecorded(t *testing.T) {
+	t.Parallel()
+	runs, samples := twoServers(func(m *metrics.Manifest) { m.ModelDigest, m.Model = "", "lab-qwen3-synth" })
+	c := report.AnalyzeRuns(runs, samples).Servers[0]
+	if len(c.Refused) > 0 || len(c.Arms) != 2 || !strings.Contains(strings.Join(c.Notes, "; "), "digest is not recorded by both setups") {
+		t.Errorf("refused %q, %d arms, notes %q; want a comparison noting the unchecked file", c.Refused, len(c.Arms), c.Notes)
+	}
+}
