@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"lab/metrics"
@@ -142,9 +143,9 @@ type DiffCause struct {
 
 // renderingNotRecorded is [ServerComparison].Rendering: the rows hold no rendering.
 const renderingNotRecorded = "The rows record, per request, where each server's cache diverged (token position and prompt segment) " +
-	"and what the lab expected of it, but no rendering of the prompt (neither the rendered text nor the request sent): " +
-	"this report cannot show each server's rendering of the history at the divergence, only where it was " +
-	"(lab run --save-requests keeps the request bodies sent: the chat messages, before the server renders them)."
+	"and what the lab expected of it, but no rendering of the prompt: this report cannot show each server's rendering of the " +
+	"history at the divergence, only where it was. lab run --save-requests keeps the request bodies sent (requests-*.jsonl in " +
+	"the run folder): the chat messages before the server renders them, the same history for both servers, not their renderings."
 
 // serverSide is one setup as [compareServers] reads it.
 type serverSide struct {
@@ -266,6 +267,9 @@ func compareServers(base, other serverSide) ServerComparison {
 	if len(c.Refused) > 0 {
 		return c
 	}
+	c.Notes = append(c.Notes, fmt.Sprintf("the 1-minute load average of the machine (at the start → at the end of each run): %s %s; %s %s. "+
+		"Prefill seconds and time to first token depend on the machine and its load; the token counts do not",
+		c.Base, loads(base.runs), c.Other, loads(other.runs)))
 	bttft, ottft := ttftOf(base.rows), ttftOf(other.rows)
 	bbad, obad := base.an.Claims.prefillNotComparable(), other.an.Claims.prefillNotComparable()
 	for _, p := range common {
@@ -301,6 +305,26 @@ func compareServers(base, other serverSide) ServerComparison {
 		return strings.Compare(x.Cause, y.Cause)
 	})
 	return c
+}
+
+// loads gives the 1-minute load averages runs recorded at their start and end: "1.32 → 2.15"
+// per run, "unknown" where not recorded.
+func loads(runs []*metrics.Manifest) string {
+	one := func(l *metrics.LoadAverage) string {
+		if l == nil {
+			return "unknown"
+		}
+		return strconv.FormatFloat(l.One, 'f', 2, 64)
+	}
+	var out []string
+	for _, m := range runs {
+		if m.Host == nil {
+			out = append(out, "unknown")
+			continue
+		}
+		out = append(out, one(m.Host.LoadStart)+" → "+one(m.Host.LoadEnd))
+	}
+	return strings.Join(out, ", ")
 }
 
 // contentsOf returns the contents (digests) runs recorded for scenario, distinct, in order,

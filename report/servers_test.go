@@ -57,6 +57,7 @@ func twoServers(edit func(m *metrics.Manifest)) ([]*metrics.Manifest, []metrics.
 		{1990, 1000, 1000, 1000, "reasoning 2", 50},
 		{2990, 2989, 2490, 2490, "reasoning 3", 50},
 	})
+	mb.Host = &metrics.Host{LoadStart: &metrics.LoadAverage{One: 0.5}, LoadEnd: &metrics.LoadAverage{One: 3}}
 	if edit != nil {
 		edit(mb)
 	}
@@ -90,6 +91,9 @@ func TestServersSideBySide(t *testing.T) {
 	}
 	if strings.Contains(differs, "lab_run_flags") || strings.Contains(differs, "model") {
 		t.Errorf("differs %q names bookkeeping or the model (one file)", differs)
+	}
+	if notes := strings.Join(c.Notes, "; "); !strings.Contains(notes, "load average of the machine (at the start → at the end of each run): A unknown; B 0.50 → 3.00") {
+		t.Errorf("notes %q lack the machine's load per server", notes)
 	}
 	if len(c.Arms) != 2 || c.Arms[0].Arm != metrics.SpecArm || c.Arms[1].Arm != report.CliffArm {
 		t.Fatalf("arms %+v; want spec and %s", c.Arms, report.CliffArm)
