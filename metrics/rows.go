@@ -7,7 +7,7 @@ import (
 
 // Rows is a compact, append-only table of samples for readers that aggregate many rows (lab
 // report, lab compare): per row it holds only the columns a report's tables and charts read, in
-// 144 bytes (a [Sample] with its nullable figures takes about 650) and without a heap object
+// 152 bytes (a [Sample] with its nullable figures takes about 650) and without a heap object
 // per nullable figure.
 //
 // Held per row: the labels shared by the rows of one session (run id, scenario, arm, backend,
@@ -16,10 +16,11 @@ import (
 // measured: 0 is unknown, as in [Sample]), the nullable figures cached, expected cached, reread,
 // the eight reread_*_tokens of the split, reasoning tokens sent, completion, reasoning tokens
 // generated, load time and cost (a bit set says which are known: a null stays null), the
-// divergence segment, cached source, end reason and error (interned), and the flags context
-// overflow, repeated call and expected unknown. Not held: warnings, usage fields, cache writes,
-// divergence token, time to first token, total time, request bytes and retries; a row read back
-// ([Rows.Load], [Rows.At]) has them empty.
+// divergence token and segment, cached source, end reason and error (interned), the time to first
+// token (to the microsecond: a row read back has it in whole microseconds; one of 2³¹ µs or more,
+// about 36 minutes, is not held), and the flags context overflow, repeated call and expected
+// unknown. Not held: warnings, usage fields, cache writes, total time, request bytes and retries;
+// a row read back ([Rows.Load], [Rows.At]) has them empty.
 //
 // The zero Rows is empty and ready to use. A Rows is not safe for concurrent writes; reads
 // (Load, At, All and the accessors) may run concurrently once no row is added.
@@ -41,6 +42,7 @@ type rowTables struct {
 type wideRow struct {
 	prompt int64
 	vals   [nValues]int64
+	div    int64 // 1 + the divergence token; 0 when it is null
 }
 
 // rowLabels are the string columns shared by the rows of one session.
@@ -68,7 +70,7 @@ const (
 	fExpectedUnknown
 )
 
-// compactRow is one row of a [Rows]: 144 bytes. Token counts are int32 (a prompt of more than
+// compactRow is one row of a [Rows]: 152 bytes. Token counts are int32 (a prompt of more than
 // 2³¹ − 1 tokens is no real request); a row with one beyond that range keeps them all in
 // rowTables.wide instead, so that no figure is ever cut. Times and the cost stay 64-bit.
 type compactRow struct {
@@ -79,6 +81,8 @@ type compactRow struct {
 	vals                 [nValues]int32 // the token figures (not the load time, bit nLoad), when wide is 0
 	prompt               int32          // when wide is 0
 	rep, req, turn, step int32
+	div                  int32  // 1 + the divergence token, when wide is 0; 0 when it is null
+	ttftUs               int32  // the time to first token in microseconds; 0 when unknown
 	seg, src, end, err   uint32 // ids in rowTables.strs; 0 is ""
 	wide                 uint32 // 1 + the index of the row's figures in rowTables.wide; 0 when they fit here
 	known                uint16
@@ -159,9 +163,16 @@ func (r *Rows) Append(s *Sample) {
 	if !s.StartedAt.IsZero() {
 		c.started = s.StartedAt.UnixNano()
 	}
+	if us := s.TTFTNs / 1e3; s.TTFTNs > 0 && fits32(us) {
+		c.ttftUs = int32(us)
+	}
 	var full wideRow
 	wide := !fits32(s.PromptTokens)
 	full.prompt, c.prompt = s.PromptTokens, int32(s.PromptTokens)
+	if d := s.DivergenceToken; d != nil {
+		full.div, c.div = *d+1, int32(*d+1)
+		wide = wide || !fits32(*d+1)
+	}
 	for i, p := range s.nullables() {
 		switch {
 		case p == nil:
@@ -177,7 +188,7 @@ func (r *Rows) Append(s *Sample) {
 	if wide {
 		t.wide = append(t.wide, full)
 		c.wide = uint32(len(t.wide))
-		c.vals, c.prompt = [nValues]int32{}, 0
+		c.vals, c.prompt, c.div = [nValues]int32{}, 0, 0
 	}
 	if s.CostUSD != nil {
 		c.cost = *s.CostUSD
@@ -209,6 +220,7 @@ type SampleBuf struct {
 	s    Sample
 	vals [nValues]int64
 	cost float64
+	div  int64
 }
 
 // Load reads row i back into b and returns b's Sample, whose pointer fields point into b: it is
@@ -218,11 +230,12 @@ func (r *Rows) Load(i int, b *SampleBuf) *Sample {
 	c := &r.rows[i]
 	strs := r.tab.strs
 	if c.wide != 0 {
-		b.vals = r.tab.wide[c.wide-1].vals
+		b.vals, b.div = r.tab.wide[c.wide-1].vals, r.tab.wide[c.wide-1].div
 	} else {
 		for k, v := range c.vals {
 			b.vals[k] = int64(v)
 		}
+		b.div = int64(c.div)
 	}
 	b.vals[nLoad] = c.load
 	b.cost = c.cost
@@ -230,7 +243,7 @@ func (r *Rows) Load(i int, b *SampleBuf) *Sample {
 	*s = Sample{RunID: c.lab.RunID, Scenario: c.lab.Scenario, Arm: c.lab.Arm, Backend: c.lab.Backend, Model: c.lab.Model,
 		ServerVersion: c.lab.ServerVersion, Kind: c.lab.Kind, Driver: c.lab.Driver,
 		Repetition: c.rep, RequestIndex: c.req, Turn: c.turn, Step: c.step,
-		PromptTokens: r.PromptTokens(i), PrefillNs: c.prefill,
+		PromptTokens: r.PromptTokens(i), PrefillNs: c.prefill, TTFTNs: int64(c.ttftUs) * 1e3,
 		DivergenceSegment: strs[c.seg], CachedSource: strs[c.src], EndReason: strs[c.end], Error: strs[c.err],
 		ContextOverflow: c.flags&fOverflow != 0, RepeatedCall: c.flags&fRepeated != 0, ExpectedUnknown: c.flags&fExpectedUnknown != 0,
 	}
@@ -249,6 +262,10 @@ func (r *Rows) Load(i int, b *SampleBuf) *Sample {
 	if c.known&(1<<nValues) != 0 {
 		s.CostUSD = &b.cost
 	}
+	if b.div != 0 {
+		b.div--
+		s.DivergenceToken = &b.div
+	}
 	return s
 }
 
@@ -264,6 +281,9 @@ func (r *Rows) At(i int) Sample {
 	}
 	if s.CostUSD != nil {
 		s.CostUSD = new(*s.CostUSD)
+	}
+	if s.DivergenceToken != nil {
+		s.DivergenceToken = new(*s.DivergenceToken)
 	}
 	return s
 }

@@ -15,7 +15,7 @@ func fullSample(i int64) Sample {
 		StartedAt: time.Date(2026, 11, 29, 23, 0, 0, 5, time.UTC), PromptTokens: 1000 + i, CachedTokens: n(900),
 		CachedSource: CachedSourceServerLog, CacheWriteTokens: n(7), ExpectedCachedTokens: n(950), DivergenceToken: n(3),
 		DivergenceSegment: "message 3", RereadTokens: n(100), RereadReasoningTokens: n(1), ReasoningTokensSent: n(2),
-		CompletionTokens: n(64), ReasoningTokensGenerated: n(5), TTFTNs: 11, PrefillNs: 12 + i, TotalNs: 13, LoadNs: n(14),
+		CompletionTokens: n(64), ReasoningTokensGenerated: n(5), TTFTNs: 11e3 + i*1e3, PrefillNs: 12 + i, TotalNs: 13, LoadNs: n(14),
 		RequestBytes: 15, CostUSD: new(0.25), Error: "boom", RereadSystemTokens: n(20), RereadToolsTokens: n(21),
 		RereadMessageTokens: n(22), RereadToolResultTokens: n(23), RereadNoteTokens: n(24), RereadOtherTokens: n(25),
 		ContextOverflow: true, Warnings: "w", CacheWrite5mTokens: n(26), CacheWrite1hTokens: n(27), UsageFields: "{}",
@@ -25,8 +25,8 @@ func fullSample(i int64) Sample {
 
 // held returns s with the columns Rows does not hold emptied.
 func held(s Sample) Sample {
-	s.CacheWriteTokens, s.CacheWrite5mTokens, s.CacheWrite1hTokens, s.DivergenceToken = nil, nil, nil, nil
-	s.TTFTNs, s.TotalNs, s.RequestBytes, s.Retries, s.RetryWaitNs = 0, 0, 0, 0, 0
+	s.CacheWriteTokens, s.CacheWrite5mTokens, s.CacheWrite1hTokens = nil, nil, nil
+	s.TotalNs, s.RequestBytes, s.Retries, s.RetryWaitNs = 0, 0, 0, 0
 	s.Warnings, s.UsageFields = "", ""
 	return s
 }
@@ -39,15 +39,23 @@ func TestRowsRoundTrip(t *testing.T) {
 	empty.RunID, empty.Scenario = "r2", "other"
 	wide := fullSample(3) // token counts beyond int32, kept whole
 	wide.PromptTokens, wide.CachedTokens, wide.RereadOtherTokens, wide.LoadNs = 1<<40, new(int64(1<<35)), new(int64(-1<<33)), new(int64(9e9))
-	rows := RowsOf([]Sample{full, empty, fullSample(2), wide})
-	if rows.Len() != 4 {
-		t.Fatalf("Len %d; want 4", rows.Len())
+	wide.DivergenceToken = new(int64(1 << 36))
+	// The time to first token is held to the microsecond; one of 2³¹ µs or more is not held.
+	coarse := fullSample(4)
+	coarse.TTFTNs = 1500
+	long := fullSample(5)
+	long.TTFTNs = 1 << 31 * 1000
+	rows := RowsOf([]Sample{full, empty, fullSample(2), wide, coarse, long})
+	if rows.Len() != 6 {
+		t.Fatalf("Len %d; want 6", rows.Len())
 	}
+	coarseHeld, longHeld := held(coarse), held(long)
+	coarseHeld.TTFTNs, longHeld.TTFTNs = 1000, 0
 	if rows.PromptTokens(3) != 1<<40 {
 		t.Errorf("PromptTokens of a wide row: %d; want 2^40", rows.PromptTokens(3))
 	}
 	var b SampleBuf
-	for i, want := range []Sample{held(full), empty, held(fullSample(2)), held(wide)} {
+	for i, want := range []Sample{held(full), empty, held(fullSample(2)), held(wide), coarseHeld, longHeld} {
 		if got := rows.Load(i, &b); !reflect.DeepEqual(*got, want) {
 			t.Errorf("row %d read back:\n got %+v\nwant %+v", i, *got, want)
 		}
@@ -65,8 +73,8 @@ func TestRowsRoundTrip(t *testing.T) {
 		t.Errorf("SetScenario(0): scenarios %q, %q; want renamed, midnight", rows.Scenario(0), rows.Scenario(2))
 	}
 	sel := rows.Select(func(i int) bool { return i != 1 })
-	if sel.Len() != 3 || sel.RequestIndex(1) != 2 || sel.PromptTokens(2) != 1<<40 {
-		t.Errorf("Select: %d rows, second request %d, third prompt %d; want 3 rows, request 2, prompt 2^40", sel.Len(), sel.RequestIndex(1), sel.PromptTokens(2))
+	if sel.Len() != 5 || sel.RequestIndex(1) != 2 || sel.PromptTokens(2) != 1<<40 {
+		t.Errorf("Select: %d rows, second request %d, third prompt %d; want 5 rows, request 2, prompt 2^40", sel.Len(), sel.RequestIndex(1), sel.PromptTokens(2))
 	}
 }
 

@@ -199,6 +199,10 @@ type Analysis struct {
 	// different setups are never pooled as repetitions. [Analysis.Groups] returns the analyses
 	// to show either way.
 	Setups []*Analysis `json:"setups,omitempty"`
+	// Servers sets each setup after the first beside the first as servers measuring one thing
+	// ([ServerComparison]), when the runs are of more than one setup ([AnalyzeRuns]); a pair
+	// that measured different things holds only why ([ServerComparison].Refused).
+	Servers []ServerComparison `json:"servers,omitempty"`
 }
 
 // Analyze computes the analysis of samples (of one run or of several merged: repetitions of

@@ -15,6 +15,10 @@
 //     [AnalyzeRuns] never pools runs of different setups (metrics.Setup, [GroupSetups]): each
 //     setup gets an analysis of its own ([Analysis].Setups, [Analysis.Groups]), and a scenario
 //     name with several contents is several scenarios ([ContentName]).
+//     Each setup after the first is set beside the first as a server ([ServerComparison],
+//     [Analysis].Servers) when the two match in what is measured: per server × arm the
+//     figures side by side, and the requests whose re-read tokens differ with where each
+//     server's cache diverged, summed per cause; otherwise the comparison says why not.
 //     [Sessions] leaves out the sessions that did not complete (a failed request; the session
 //     an interruption cut, from the manifest's complete: false) and [AnalyzeRuns] analyses
 //     the rest, listing what it left out; report, compare and lab check --run all use it.

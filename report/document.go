@@ -102,6 +102,9 @@ func buildDocument(r *Report) *document {
 	if len(groups) > 1 {
 		d.setups(groups)
 	}
+	for i := range r.Analysis.Servers {
+		d.servers(r, &r.Analysis.Servers[i])
+	}
 	for _, a := range groups {
 		label := ""
 		if len(groups) > 1 {

@@ -256,7 +256,11 @@ func AnalyzeRunsWithRows(runs []*metrics.Manifest, samples []metrics.Sample) (a 
 	if len(subs) == 1 {
 		return subs[0], labels, complete
 	}
-	return &Analysis{Setups: subs}, labels, complete
+	sides := make([]serverSide, len(subs))
+	for i := range subs {
+		sides[i] = serverSide{subs[i], groups[i].Runs, metrics.RowsOf(complete[i])}
+	}
+	return withServers(sides), labels, complete
 }
 
 // AnalyzeRunRows is [AnalyzeRunsWithRows] of a [metrics.Rows] (what lab report reads a run into):
@@ -291,7 +295,12 @@ func AnalyzeRunRows(runs []*metrics.Manifest, rows *metrics.Rows) (a *Analysis, 
 	if len(subs) == 1 {
 		return subs[0], labels, complete
 	}
-	return &Analysis{Setups: subs}, labels, complete
+	all := &Analysis{Setups: subs}
+	for i := 1; i < len(subs); i++ {
+		all.Servers = append(all.Servers, compareServers(serverSide{subs[0], groups[0].Runs, complete[0]},
+			serverSide{subs[i], groups[i].Runs, complete[i]}))
+	}
+	return all, labels, complete
 }
 
 // CompleteBySetup returns, per setup of the runs ([GroupSetups]), the samples of the complete
@@ -300,4 +309,17 @@ func AnalyzeRunRows(runs []*metrics.Manifest, rows *metrics.Rows) (a *Analysis, 
 func CompleteBySetup(runs []*metrics.Manifest, samples []metrics.Sample) (labels []string, complete [][]metrics.Sample) {
 	_, labels, complete = AnalyzeRunsWithRows(runs, samples)
 	return labels, complete
+}
+
+// withServers returns the analysis of the setups of sides (two or more): each setup's analysis,
+// and each setup after the first set beside the first as servers ([ServerComparison]).
+func withServers(sides []serverSide) *Analysis {
+	all := &Analysis{}
+	for _, s := range sides {
+		all.Setups = append(all.Setups, s.an)
+	}
+	for i := 1; i < len(sides); i++ {
+		all.Servers = append(all.Servers, compareServers(sides[0], sides[i]))
+	}
+	return all
 }

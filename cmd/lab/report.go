@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"lab/metrics"
+	"lab/plots"
 	"lab/report"
 )
 
@@ -161,7 +163,12 @@ benchstat old.txt new.txt compares two runs) or html. The samples of several run
 are pooled as repetitions, kept apart by run id; runs of different setups (backend, server
 version, model file, num_ctx, cache start, cache model, driver, flash attention, …) are never
 pooled: each setup gets its own section after a table setting their means side by side, and a
-scenario named the same with other content is another scenario. A run split into shards (lab run --shard)
+scenario named the same with other content is another scenario. Two setups that differ only in
+the server (backend, version, its settings) and match in model file, driver, cache start,
+scenarios and arms are also set side by side as servers: per server and arm requests, cached
+share, re-read tokens, prefill seconds, efficiency and time to first token, every setting that
+differs, a chart per arm with one line per server, and the requests whose re-read tokens differ
+with where each server's cache diverged and why. A run split into shards (lab run --shard)
 is read whole from its folder, every part-*.parquet of it; it is incomplete until every shard is
 there (the report names the missing ones). Folders of the old layout (results/<run-id>/ with
 samples.parquet and manifest.json) are read too.
@@ -404,4 +411,51 @@ func orUnknown(v string) string {
 		return "unknown"
 	}
 	return v
+}
+
+// renderServerFigures draws, for each server comparison of an that is not refused
+// (report.ServerComparison), one chart per scenario×arm of the re-read tokens per request with
+// one line per server (plots.ServerReread), into out in every plots.FileFormats, and returns them
+// as report figures (Setup: the comparison's Label) with the files written relative to out.
+// labels and completes are AnalyzeRunRows's: the label and complete rows of each setup.
+func renderServerFigures(out string, an *report.Analysis, labels []string, completes []*metrics.Rows) (figs []report.Figure, files []string, err error) {
+	rowsOf := map[string]*metrics.Rows{}
+	for i, l := range labels {
+		rowsOf[l] = completes[i]
+	}
+	var names plots.Names
+	for _, c := range an.Servers {
+		if len(c.Refused) > 0 {
+			continue
+		}
+		lines := []plots.ServerLine{{Name: c.Base + ": " + c.BaseServer, Rows: rowsOf[c.Base]}, {Name: c.Other + ": " + c.OtherServer, Rows: rowsOf[c.Other]}}
+		for _, arm := range c.Arms {
+			p, err := plots.ServerReread(arm.Scenario, arm.Arm, lines)
+			if errors.Is(err, plots.ErrNoSamples) {
+				continue
+			}
+			if err != nil {
+				return figs, files, err
+			}
+			base := names.Base("", "servers-"+c.Base+"-"+c.Other+"-"+arm.Scenario, "reread-"+arm.Arm)
+			fig := report.Figure{Scenario: arm.Scenario, Setup: c.Label(), Title: p.Title.Text, Files: map[string]string{}}
+			for _, format := range plots.FileFormats() {
+				var buf bytes.Buffer
+				if err := plots.Write(&buf, p, format, plots.DefaultWidth, plots.DefaultHeight); err != nil {
+					return figs, files, fmt.Errorf("plot %s: %w", base, err)
+				}
+				rel := plots.File(base, format)
+				if err := os.WriteFile(filepath.Join(out, filepath.FromSlash(rel)), buf.Bytes(), 0o644); err != nil {
+					return figs, files, err
+				}
+				if format == "svg" {
+					fig.SVG = buf.Bytes()
+				}
+				fig.Files[format] = rel
+				files = append(files, rel)
+			}
+			figs = append(figs, fig)
+		}
+	}
+	return figs, files, nil
 }

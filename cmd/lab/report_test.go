@@ -298,3 +298,58 @@ func TestReportOddScenarioNames(t *testing.T) {
 		t.Errorf("report.md heading not escaped")
 	}
 }
+
+// lab report of two runs that differ only in the server sets them side by side, with one chart
+// per arm of the re-read tokens per request, one line per server; two runs of different model
+// files are not set side by side as servers, and get no such chart.
+func TestReportTwoServers(t *testing.T) {
+	dir := t.TempDir()
+	a, b := writeRun(t, dir, "ol", 0), writeRun(t, dir, "ll", 50)
+	server := func(backend, version, digest string) func(*metrics.Manifest) {
+		return func(m *metrics.Manifest) {
+			m.Backend, m.ServerVersion, m.ModelDigest = backend, version, digest
+			m.Settings = map[string]string{"driver": "scripted"}
+			if backend == "llamacpp" {
+				m.Settings["cache_reuse"] = "256"
+			}
+		}
+	}
+	editManifest(t, a, server("ollama", "0.17.4", "sha256:aa"))
+	editManifest(t, b, server("llamacpp", "b11669", "sha256:aa"))
+	out := filepath.Join(dir, "both")
+	code, stdout, errOut := runLab(t, "report", "--out", out, a, b)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Servers side by side: A (ollama 0.17.4) and B (llamacpp b11669)", "cache_reuse: A not set, B 256",
+		// The date arm's request 3 re-reads 50 tokens more on B: 1,300 + 50 over its prompt of 1,300.
+		"| midnight | date-in-system-prompt | 1 | 3 | 1,300 | token unknown (system) | 0 / 0 (as expected) | 1,350 |",
+		"(plots/servers-A-B-midnight-reread-spec.svg)", "(plots/servers-A-B-midnight-reread-date-in-system-prompt.svg)"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+	for _, f := range []string{"servers-A-B-midnight-reread-spec.svg", "servers-A-B-midnight-reread-spec.png"} {
+		if _, err := os.Stat(filepath.Join(out, "plots", f)); err != nil || !strings.Contains(stdout, f) {
+			t.Errorf("chart %s: %v; listed: %v", f, err, strings.Contains(stdout, f))
+		}
+	}
+
+	editManifest(t, b, server("llamacpp", "b11669", "sha256:bb"))
+	out2 := filepath.Join(dir, "unlike")
+	if code, _, errOut := runLab(t, "report", "--out", out2, a, b); code != exitOK {
+		t.Fatalf("unlike runs: exit %d, stderr %q", code, errOut)
+	}
+	md, err = os.ReadFile(filepath.Join(out2, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "are not set side by side as servers: they differ in what is measured (model file: A sha256:aa, B sha256:bb)") ||
+		strings.Contains(string(md), "servers-A-B-") {
+		t.Errorf("report.md of two model files:\n%s", md)
+	}
+}

@@ -103,6 +103,11 @@ func writeReportFiles(out string, runs []*metrics.Manifest, rows *metrics.Rows) 
 			return files, err
 		}
 	}
+	f, fl, err := renderServerFigures(out, an, labels, completes)
+	figs, files = append(figs, f...), append(files, fl...)
+	if err != nil {
+		return files, err
+	}
 	r := &report.Report{Runs: runs, Analysis: an, Figures: figs}
 	for _, f := range []struct {
 		name  string
