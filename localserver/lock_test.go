@@ -38,6 +38,25 @@ func TestLockTakesTurns(t *testing.T) {
 	unlock2()
 }
 
+// The llama-server's use lock is the same kind: a second holder waits.
+func TestLlamaLockTakesTurns(t *testing.T) {
+	s := &LlamaServer{Dir: t.TempDir(), URL: "http://127.0.0.1:2"}
+	unlock, err := s.Lock(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if _, err := s.Lock(ctx, &log); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second Lock while held: %v, want the context's deadline", err)
+	}
+	if !strings.Contains(log.String(), "http://127.0.0.1:2") {
+		t.Errorf("waiting line does not name the server: %q", log.String())
+	}
+	unlock()
+}
+
 func TestModelFile(t *testing.T) {
 	s := &Server{Dir: t.TempDir(), URL: "http://127.0.0.1:1"}
 	if _, err := s.ModelFile("m"); err == nil {

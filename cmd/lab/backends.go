@@ -87,8 +87,6 @@ func checkRemote(o *runOptions) error {
 	}
 	if o.Backend == "llamacpp" {
 		switch {
-		case r.LlamaServer == "" && r.BaseURL == "":
-			return badInput("--backend llamacpp needs --base-url of a running llama-server, or --llamacpp PATH and --gguf MODEL to start one")
 		case r.LlamaServer != "" && r.BaseURL != "":
 			return badInput("give --base-url (a running llama-server) or --llamacpp (start one), not both")
 		case r.LlamaServer != "" && o.GGUF == "":
@@ -170,31 +168,41 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 	b.url, b.model, b.settings = ro.BaseURL, o.ModelName, map[string]string{}
 	switch o.Backend {
 	case "llamacpp":
-		if ro.LlamaServer != "" {
+		started := false
+		if ro.BaseURL == "" {
+			// The lab's own llama-server (the shared one, locked for the run, or one of the run's
+			// own), or the user's --llamacpp binary serving --gguf.
 			cache, err := cacheDir(s, o.CacheDir)
 			if err != nil {
 				return err
 			}
-			dir, err := os.MkdirTemp(cache, "llama-server-")
-			if err != nil {
-				return fmt.Errorf("create the llama-server's folder: %w", err)
-			}
-			b.stops = append(b.stops, func() { os.RemoveAll(dir) })
-			srv, err := localserver.StartLlamaServer(ctx, localserver.LlamaStartOptions{
-				Binary: ro.LlamaServer, Model: o.GGUF, Dir: dir, CtxSize: o.NumCtx, Log: r.progress,
-			})
+			so := localserver.ServerOptions{Setup: setup(cache, o.GenericBuild, o.Model, o.ModelName, r.progress),
+				LlamaBinary: ro.LlamaServer, LlamaModel: o.GGUF, CtxSize: o.NumCtx}
+			rl, err := localserver.OpenRunLlama(ctx, so, r.progress)
 			if err != nil {
 				return err
 			}
+			srv := rl.Server
 			b.stops = append(b.stops, func() {
-				if err := srv.Stop(); err != nil {
+				if err := rl.Release(); err != nil {
 					fmt.Fprintln(s.err, "lab: stop llama-server:", err)
 				}
+				if !rl.Shared {
+					fmt.Fprintln(s.err, "lab: llama-server log:", srv.LogPath)
+				}
 			})
-			b.url = srv.URL
-			b.settings["llama_server"] = ro.LlamaServer
-			// The model file is known when the lab starts llama-server on --gguf.
-			b.gguf = o.GGUF
+			if rl.Shared {
+				fmt.Fprintf(r.progress, "using the llama-server at %s (lab server start --server llamacpp), log %s\n", srv.URL, srv.LogPath)
+			} else {
+				fmt.Fprintf(r.progress, "llama-server log: %s\n", srv.LogPath)
+			}
+			b.url, started = srv.URL, true
+			b.settings["llama_server"] = srv.Binary
+			// The model file is known when the lab starts llama-server: its tokenizer and digest.
+			b.gguf = srv.ModelPath
+			if o.GGUF != "" {
+				b.gguf = o.GGUF
+			}
 		}
 		c, err := llamacpp.New(llamacpp.Options{BaseURL: b.url, Output: ollama.Qwen3Output,
 			APIKey: s.getenv("LLAMA_API_KEY"), KeyFile: ro.KeyFile, Temperature: &o.Live.Temperature})
@@ -208,7 +216,14 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 			b.model = filepath.Base(p.ModelPath)
 		}
 		b.client, b.tok = c, c.Tokenizer()
-		b.numCtx = o.NumCtx
+		// The context a slot has is what the server reports (/props n_ctx), not the flag; for a
+		// server the lab did not start and that does not say, it is unknown (0).
+		b.numCtx = 0
+		if p, err := c.Props(ctx); err == nil && p.NCtx > 0 {
+			b.numCtx = int(p.NCtx)
+		} else if started {
+			b.numCtx = o.NumCtx
+		}
 		return nil
 	case "openai":
 		profile := ro.Profile

@@ -164,13 +164,23 @@ func TestServerStartLlamaCpp(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "llama-server b9999-fake") {
 		t.Fatalf("start: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
-	if code, out, _ = runLab(t, "server", "status", "--cache", cache); code != 0 || !strings.Contains(out, "llama-server running: http://127.0.0.1:") {
+	// status and stop default to both servers; --server narrows them.
+	if code, out, _ = runLab(t, "server", "status", "--cache", cache); code != 0 || !strings.Contains(out, "running: llama-server b9999-fake: http://127.0.0.1:") || !strings.Contains(out, "n_ctx 65536") {
 		t.Errorf("status: exit %d, %q", code, out)
 	}
-	if code, out, _ = runLab(t, "server", "stop", "--cache", cache); code != 0 || !strings.Contains(out, "stopped llama-server") {
+	if code, out, _ = runLab(t, "server", "status", "--cache", cache, "--server", "ollama"); code != 0 || out != "not running\n" {
+		t.Errorf("status --server ollama: exit %d, %q", code, out)
+	}
+	if code, _, errOut = runLab(t, "server", "status", "--cache", cache, "--server", "vllm"); code != 2 || !strings.Contains(errOut, "--server") {
+		t.Errorf("status --server vllm: exit %d, %q", code, errOut)
+	}
+	if code, out, _ = runLab(t, "server", "start", "--cache", cache, "--llamacpp", bin, "--gguf", model); code != 0 || !strings.Contains(out, "already running: llama-server") {
+		t.Errorf("second start: exit %d, %q", code, out)
+	}
+	if code, out, _ = runLab(t, "server", "stop", "--cache", cache, "--server", "llamacpp"); code != 0 || !strings.Contains(out, "stopped llama-server") {
 		t.Errorf("stop: exit %d, %q", code, out)
 	}
-	if code, out, _ = runLab(t, "server", "status", "--cache", cache); code != 0 || strings.Contains(out, "llama-server running") {
+	if code, out, _ = runLab(t, "server", "status", "--cache", cache); code != 0 || strings.Contains(out, "llama-server") {
 		t.Errorf("status after stop: exit %d, %q", code, out)
 	}
 	if code, _, errOut = runLab(t, "server", "start", "--cache", cache, "--llamacpp", bin); code != 2 || !strings.Contains(errOut, "needs --gguf") {
