@@ -181,6 +181,12 @@ func TestMadisonVersions(t *testing.T) {
 	}
 }
 
+func TestPreparedOfOther(t *testing.T) {
+	if _, ok := PreparedOf("/usr/bin/llama-server"); ok {
+		t.Error("PreparedOf of a binary outside the cache: true")
+	}
+}
+
 func TestServerVersionLine(t *testing.T) {
 	out := "load_backend: loaded CPU backend from /x/libggml-cpu-zen4.so\nversion: 0.7.0 (build 11669, commit Debian)\nbuilt with GNU 15.2.0 for Linux x86_64\n"
 	if got := serverVersionLine(out); got != "version: 0.7.0 (build 11669, commit Debian)" {

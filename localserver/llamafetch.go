@@ -423,3 +423,17 @@ func (a *privateApt) run(ctx context.Context, tool string, args ...string) ([]by
 	}
 	return out, nil
 }
+
+// PreparedOf returns the fetched llama-server whose wrapper is binary (<Root>/bin/llama-server
+// of a [PrepareLlamaServer] folder), for the manifest's package and server versions; false for
+// any other binary.
+func PreparedOf(binary string) (*PreparedLlama, bool) {
+	if filepath.Base(binary) != "llama-server" || filepath.Base(filepath.Dir(binary)) != "bin" {
+		return nil, false
+	}
+	p, ok := readPreparedLlama(filepath.Dir(filepath.Dir(binary)))
+	if !ok || p.Binary != binary {
+		return nil, false
+	}
+	return p, true
+}

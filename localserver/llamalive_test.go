@@ -51,6 +51,9 @@ func TestLlamaServerLive(t *testing.T) {
 	if err != nil || again.Root != p.Root {
 		t.Fatalf("second prepare = %+v, %v; want %s from the cache", again, err, p.Root)
 	}
+	if got, ok := PreparedOf(p.Binary); !ok || got.Version != p.Version {
+		t.Errorf("PreparedOf(%s) = %+v, %v", p.Binary, got, ok)
+	}
 	prep, err := PrepareModel(ctx, Setup{CacheDir: cache, Model: gguf.DefaultModelOptions(), Log: testLog{t}})
 	if err != nil {
 		t.Fatal(err)

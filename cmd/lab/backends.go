@@ -198,6 +198,11 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 			}
 			b.url, started = srv.URL, true
 			b.settings["llama_server"] = srv.Binary
+			if p, ok := localserver.PreparedOf(srv.Binary); ok {
+				// Debian unstable's package version and what its --version says.
+				b.settings["llama_cpp_package"] = p.Version
+				b.settings["llama_server_version"] = p.ServerVersion
+			}
 			// The model file is known when the lab starts llama-server: its tokenizer and digest.
 			b.gguf = srv.ModelPath
 			if o.GGUF != "" {
