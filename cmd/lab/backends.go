@@ -221,14 +221,11 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 			b.model = filepath.Base(p.ModelPath)
 		}
 		b.client, b.tok = c, c.Tokenizer()
-		// The context a slot has is what the server reports (/props n_ctx), not the flag; for a
-		// server the lab did not start and that does not say, it is unknown (0).
-		b.numCtx = 0
-		if p, err := c.Props(ctx); err == nil && p.NCtx > 0 {
-			b.numCtx = int(p.NCtx)
-		} else if started {
-			b.numCtx = o.NumCtx
-		}
+		// The server's own tokenizer (/tokenize), not the lab's reading of the same GGUF: on
+		// the midnight scenario the latter counted one token more than llama.cpp from its 20th
+		// request on.
+		props, err := c.Props(ctx)
+		b.numCtx = llamaNumCtx(props, err, started, o.NumCtx)
 		return nil
 	case "openai":
 		profile := ro.Profile
@@ -292,6 +289,20 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 		fmt.Fprintf(s.err, "lab: note: %s does not render or tokenize prompts for the lab: expected cached tokens, the divergence and the re-read split are null (unknown)\n", o.Backend)
 	}
 	return nil
+}
+
+// llamaNumCtx is the context size the manifest records for a llama-server: a slot's context as
+// the server reports it (GET /props default_generation_settings.n_ctx, answer p or error err),
+// which can differ from the -c asked for; when it does not say, the -c the lab gave (flag) if the
+// lab started it, else 0 (unknown).
+func llamaNumCtx(p *llamacpp.Props, err error, started bool, flag int) int {
+	switch {
+	case err == nil && p != nil && p.NCtx > 0:
+		return int(p.NCtx)
+	case started:
+		return flag
+	}
+	return 0
 }
 
 // ollamaWindowNote is what lab run says before it measures Ollama through its OpenAI- or

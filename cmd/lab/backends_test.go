@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"lab/backend/llamacpp"
 	"lab/internal/fakellama"
 	"lab/metrics"
 )
@@ -300,5 +302,26 @@ func TestBaseURLPasswordIsNeverWritten(t *testing.T) {
 	})
 	if found == 0 {
 		t.Fatal("the run wrote no file")
+	}
+}
+
+// The manifest's context of a llama-server is the slot's as the server reports it, not the flag.
+func TestLlamaNumCtx(t *testing.T) {
+	for _, c := range []struct {
+		p       *llamacpp.Props
+		err     error
+		started bool
+		want    int
+	}{
+		{&llamacpp.Props{NCtx: 40960}, nil, false, 40960},
+		{&llamacpp.Props{NCtx: 40960}, nil, true, 40960},
+		{&llamacpp.Props{}, nil, true, 65536},
+		{nil, errors.New("no /props"), true, 65536},
+		{&llamacpp.Props{}, nil, false, 0},
+		{nil, errors.New("no /props"), false, 0},
+	} {
+		if got := llamaNumCtx(c.p, c.err, c.started, 65536); got != c.want {
+			t.Errorf("llamaNumCtx(%+v, %v, started %v) = %d; want %d", c.p, c.err, c.started, got, c.want)
+		}
 	}
 }
