@@ -19,14 +19,6 @@ func (s *Server) Lock(ctx context.Context, log io.Writer) (unlock func(), err er
 	return LockUse(ctx, filepath.Join(s.Dir, "use.lock"), s.URL, log)
 }
 
-// Lock takes the llama-server's use lock, <Dir>/use.lock ([LockUse]), so that two lab
-// processes measuring on one shared llama-server take turns: a run erases the slot at each
-// session's start and would spoil the other's measurements (two runs at once each read the
-// other's prompts as their own cache).
-func (s *LlamaServer) Lock(ctx context.Context, log io.Writer) (unlock func(), err error) {
-	return LockUse(ctx, filepath.Join(s.Dir, "use.lock"), s.URL, log)
-}
-
 // LockUse takes the use lock file path of the server at url (named in the waiting line): it
 // waits until the lock is free, writing one line to log while it waits, or until ctx ends (then
 // ctx's error). The lock is an flock(2) on the file (created, with its folder, if missing): the

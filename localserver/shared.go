@@ -271,7 +271,7 @@ func (r *RunLlama) Release() error { return r.release() }
 
 // OpenRunLlama returns the llama-server a run measures on: without o.LlamaBinary and
 // o.LlamaModel, the shared one
-// when it is running (after taking its use lock, waiting for another run that holds it; log gets
+// when it is running (after taking its use lock [LockURL], waiting for another run that holds it; log gets
 // the waiting line); else one started for the run ([StartOwnLlama]) in a new folder
 // <CacheDir>/llama-server-runs/<UTC time>-<random>, whose log is kept after [RunLlama.Release].
 func OpenRunLlama(ctx context.Context, o ServerOptions, log io.Writer) (*RunLlama, error) {
@@ -283,7 +283,7 @@ func OpenRunLlama(ctx context.Context, o ServerOptions, log io.Writer) (*RunLlam
 		// A user's own binary or model is started for the run; the shared server serves the
 		// lab's own.
 	} else if ls, err := AttachLlamaServer(ctx, SharedLlamaDir(cache)); err == nil {
-		unlock, err := ls.Lock(ctx, log)
+		unlock, err := LockURL(ctx, cache, ls.URL, log)
 		if err != nil {
 			return nil, err
 		}

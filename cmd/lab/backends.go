@@ -178,7 +178,7 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 			}
 			so := localserver.ServerOptions{Setup: setup(cache, o.GenericBuild, o.Model, o.ModelName, r.progress),
 				LlamaBinary: ro.LlamaServer, LlamaModel: o.GGUF, CtxSize: o.NumCtx}
-			rl, err := localserver.OpenRunLlama(ctx, so, r.progress)
+			rl, err := localserver.OpenRunLlama(ctx, so, s.err) // the waiting line, also with --quiet
 			if err != nil {
 				return err
 			}
@@ -208,6 +208,18 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 			if o.GGUF != "" {
 				b.gguf = o.GGUF
 			}
+		}
+		if !started && loopback(ro.BaseURL) {
+			// One run at a time on a llama-server, as on the lab's own: the lock is the address's.
+			cache, err := cacheDir(s, o.CacheDir)
+			if err != nil {
+				return err
+			}
+			unlock, err := localserver.LockURL(ctx, cache, ro.BaseURL, s.err)
+			if err != nil {
+				return err
+			}
+			b.stops = append(b.stops, unlock)
 		}
 		c, err := llamacpp.New(llamacpp.Options{BaseURL: b.url, Output: ollama.Qwen3Output,
 			APIKey: s.getenv("LLAMA_API_KEY"), KeyFile: ro.KeyFile, Temperature: &o.Live.Temperature})
@@ -317,6 +329,12 @@ func loopbackOllama(ctx context.Context, base string) bool {
 		return false
 	}
 	return capture.IsOllama(ctx, &http.Client{}, base)
+}
+
+// loopback reports whether base (a --base-url) names a loopback host.
+func loopback(base string) bool {
+	u, err := neturl.Parse(base)
+	return err == nil && base != "" && capture.CheckLoopback(net.JoinHostPort(u.Hostname(), "0")) == nil
 }
 
 // pricingTable is the embedded pricing table, or the file given with --pricing.

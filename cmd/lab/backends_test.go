@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,9 +14,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"lab/backend/llamacpp"
 	"lab/internal/fakellama"
+	"lab/localserver"
 	"lab/metrics"
 )
 
@@ -323,5 +326,27 @@ func TestLlamaNumCtx(t *testing.T) {
 		if got := llamaNumCtx(c.p, c.err, c.started, 65536); got != c.want {
 			t.Errorf("llamaNumCtx(%+v, %v, started %v) = %d; want %d", c.p, c.err, c.started, got, c.want)
 		}
+	}
+}
+
+// Two runs on one llama-server take turns: a run given the --base-url of a server another lab
+// process is measuring on waits for it (and says so) before it sends anything.
+func TestRunLlamaCppWaitsForTheServer(t *testing.T) {
+	cache := t.TempDir()
+	url := "http://127.0.0.1:1" // nothing listens: once past the lock, the run fails to reach it
+	unlock, err := localserver.LockURL(context.Background(), cache, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hold = 1500 * time.Millisecond
+	go func() { time.Sleep(hold); unlock() }()
+	start := time.Now()
+	code, _, errOut := runLab(t, "run", "--backend", "llamacpp", "--base-url", url, "--cache", cache, "--scenario", "midnight",
+		"--arm", "spec", "--results", t.TempDir(), "--quiet")
+	if took := time.Since(start); took < hold {
+		t.Errorf("the run ended after %s, before the other run released the server (%s)", took, hold)
+	}
+	if code == 0 || !strings.Contains(errOut, "waiting for another lab process using the server at "+url) {
+		t.Errorf("exit %d, stderr %q; want the waiting line, then a failure to reach the server", code, errOut)
 	}
 }
