@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"lab/localserver/supervise"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,13 +13,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"lab/gguf"
+	"lab/localserver/supervise"
 )
 
 // Defaults of [LlamaStartOptions].
 const (
-	// DefaultLlamaCtx is the context size (-c) StartLlamaServer gives the one slot, the lab's
-	// default num_ctx for Ollama.
-	DefaultLlamaCtx = 40960
 	// defaultLlamaTimeout bounds how long StartLlamaServer waits for GET /health to answer 200
 	// (a real model loads from disk first).
 	defaultLlamaTimeout = 5 * time.Minute
@@ -38,8 +37,9 @@ type LlamaStartOptions struct {
 	Dir string
 	// Port is the loopback TCP port to serve on; 0 picks a free one.
 	Port int
-	// CtxSize is the context size in tokens (-c); 0 means [DefaultLlamaCtx]. With one slot it
-	// is the slot's context.
+	// CtxSize is the context size in tokens (-c); 0 means [gguf.DefaultContextLength], the
+	// lab's one default context (Ollama's num_ctx and the sim's alike). With one slot it is the
+	// slot's context.
 	CtxSize int
 	// Args are extra command-line arguments, appended after the lab's own (for example
 	// "-ngl", "99" or "--chat-template-file", "qwen3.jinja").
@@ -67,6 +67,10 @@ type LlamaServer struct {
 	BuildInfo string
 	// ModelPath is the GGUF file the server loaded (/props model_path).
 	ModelPath string
+	// CtxSize is a slot's context size in tokens as the server reports it (/props
+	// default_generation_settings.n_ctx), which can differ from the -c asked for; 0 when the
+	// server does not say.
+	CtxSize int
 	// Args are the arguments the server was started with.
 	Args []string
 	// Dir is the state folder.
@@ -84,6 +88,8 @@ type llamaInfo struct {
 	BuildInfo string `json:"build_info"`
 	// ModelPath is [LlamaServer].ModelPath.
 	ModelPath string `json:"model_path"`
+	// CtxSize is [LlamaServer].CtxSize; absent in state files of older labs.
+	CtxSize int `json:"n_ctx,omitempty"`
 }
 
 // llamaSpec is the supervisor's view of a llama-server in dir: ready when GET /health answers
@@ -174,7 +180,7 @@ func StartLlamaServer(ctx context.Context, o LlamaStartOptions) (*LlamaServer, e
 		return nil, fmt.Errorf("start llama-server: context size %d is negative", o.CtxSize)
 	}
 	if o.CtxSize == 0 {
-		o.CtxSize = DefaultLlamaCtx
+		o.CtxSize = gguf.DefaultContextLength
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = defaultLlamaTimeout
@@ -219,7 +225,7 @@ func StartLlamaServer(ctx context.Context, o LlamaStartOptions) (*LlamaServer, e
 // newLlamaServer returns the LlamaServer of a supervised llama-server process.
 func newLlamaServer(p *supervise.Process, info llamaInfo) *LlamaServer {
 	return &LlamaServer{URL: p.URL, LogPath: p.Log, PID: p.PID, BuildInfo: info.BuildInfo, ModelPath: info.ModelPath,
-		Args: p.Args, Dir: p.Dir, Binary: p.Binary, proc: p}
+		CtxSize: info.CtxSize, Args: p.Args, Dir: p.Dir, Binary: p.Binary, proc: p}
 }
 
 // llamaHealthy is nil when GET /health answers 200 (the model is loaded).
@@ -240,8 +246,8 @@ func llamaHealthy(ctx context.Context, url string) error {
 	return nil
 }
 
-// readProps returns the build and model path of GET /props; empty fields when the server does not
-// answer.
+// readProps returns the build, model path and slot context size of GET /props; empty fields
+// when the server does not answer.
 func readProps(ctx context.Context, url string) llamaInfo {
 	var p llamaInfo
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/props", nil)
@@ -256,8 +262,17 @@ func readProps(ctx context.Context, url string) llamaInfo {
 	if resp.StatusCode != http.StatusOK {
 		return p
 	}
-	json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&p)
-	return p
+	var props struct {
+		BuildInfo                 string `json:"build_info"`
+		ModelPath                 string `json:"model_path"`
+		DefaultGenerationSettings struct {
+			NCtx int `json:"n_ctx"`
+		} `json:"default_generation_settings"`
+	}
+	if json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&props) != nil {
+		return p
+	}
+	return llamaInfo{BuildInfo: props.BuildInfo, ModelPath: props.ModelPath, CtxSize: props.DefaultGenerationSettings.NCtx}
 }
 
 // AttachLlamaServer returns the llama-server recorded in dir's llama-server.json if its process

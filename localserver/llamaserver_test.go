@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"lab/gguf"
 	"lab/internal/fakellama"
 )
 
@@ -22,7 +23,7 @@ func TestStartLlamaServer(t *testing.T) {
 	os.WriteFile(model, []byte("GGUF"), 0o644)
 	state := filepath.Join(dir, "state")
 
-	s, err := StartLlamaServer(ctx, LlamaStartOptions{Binary: bin, Model: model, Dir: state, Env: []string{"FAKE_MARK=here"}, Args: []string{"-ngl", "99"}})
+	s, err := StartLlamaServer(ctx, LlamaStartOptions{Binary: bin, Model: model, Dir: state, Env: []string{"FAKE_MARK=here", "FAKE_N_CTX=40960"}, Args: []string{"-ngl", "99"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,10 +31,14 @@ func TestStartLlamaServer(t *testing.T) {
 	if s.BuildInfo != "b9999-fake" || s.ModelPath != model || !strings.HasPrefix(s.URL, "http://127.0.0.1:") {
 		t.Errorf("server = %+v; want build b9999-fake, model %s, a loopback URL", s, model)
 	}
+	// The slot's context is what the server reports, not the -c flag.
+	if s.CtxSize != 40960 {
+		t.Errorf("CtxSize = %d; want 40960 from /props", s.CtxSize)
+	}
 	log, _ := os.ReadFile(s.LogPath)
 	port := s.URL[strings.LastIndexByte(s.URL, ':')+1:]
 	for _, want := range []string{
-		`"-m" "` + model + `"`, `"--host" "127.0.0.1"`, `"--port" "` + port + `"`, `"-np" "1"`, `"--jinja"`, `"-c" "40960"`,
+		`"-m" "` + model + `"`, `"--host" "127.0.0.1"`, `"--port" "` + port + `"`, `"-np" "1"`, `"--jinja"`, `"-c" "` + strconv.Itoa(gguf.DefaultContextLength) + `"`,
 		`"--slot-save-path" "` + filepath.Join(state, "slots") + `"`, `"--slots"`, `"--cache-ram" "0"`, `"-ngl" "99"]`, "mark: here",
 	} {
 		if !strings.Contains(string(log), want) {
@@ -48,7 +53,7 @@ func TestStartLlamaServer(t *testing.T) {
 		t.Errorf("second StartLlamaServer = %v; want ErrAlreadyRunning", err)
 	}
 	a, err := AttachLlamaServer(ctx, state)
-	if err != nil || a.PID != s.PID || a.URL != s.URL || a.BuildInfo != "b9999-fake" || !reflect.DeepEqual(a.Args, s.Args) {
+	if err != nil || a.PID != s.PID || a.URL != s.URL || a.BuildInfo != "b9999-fake" || a.CtxSize != 40960 || !reflect.DeepEqual(a.Args, s.Args) {
 		t.Fatalf("AttachLlamaServer = %+v, %v; want the started server", a, err)
 	}
 	if err := a.Stop(); err != nil {

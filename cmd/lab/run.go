@@ -574,7 +574,7 @@ func setup(cache string, generic bool, m gguf.ModelOptions, name string, log io.
 }
 
 // sharedServerDir is where `lab server start` keeps the server it leaves running.
-func sharedServerDir(cache string) string { return filepath.Join(cache, "server") }
+func sharedServerDir(cache string) string { return localserver.SharedOllamaDir(cache) }
 
 // newProgress returns the progress display for total requests: on a terminal a progress bar
 // (requests done of total, the rate and the time left) with the request just measured after it;

@@ -1,10 +1,9 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -22,139 +21,153 @@ func addModelFlags(c *cobra.Command, m *gguf.ModelOptions) {
 }
 
 func newServerCmd(s *streams) *cobra.Command {
-	var cache, llamaBin, llamaModel string
+	var cache, llamaBin, llamaModel, startKind, kind string
 	var generic bool
 	var llamaCtx int
 	m := gguf.DefaultModelOptions()
 	c := &cobra.Command{
 		Use:   "server",
-		Short: "Start, stop or inspect the local Ollama server lab builds and serves the synthetic model on",
+		Short: "Prepare, start, stop or inspect the local servers the lab serves the synthetic model on: its Ollama build and Debian unstable's llama-server",
 	}
 	c.PersistentFlags().StringVar(&cache, "cache", "", "cache folder (default $LAB_CACHE or ~/.cache/lab)")
+	// options turns the flags into the library's options.
+	options := func() (localserver.ServerOptions, error) {
+		dir, err := cacheDir(s, cache)
+		if err != nil {
+			return localserver.ServerOptions{}, err
+		}
+		return localserver.ServerOptions{Setup: setup(dir, generic, m, localserver.DefaultModelName, s.err),
+			LlamaBinary: llamaBin, LlamaModel: llamaModel, CtxSize: llamaCtx}, nil
+	}
+	kinds := func(v string) ([]string, error) {
+		k, err := localserver.Kinds(v)
+		if err != nil {
+			return nil, badInput("--server: %v", err)
+		}
+		return k, nil
+	}
 	start := &cobra.Command{
 		Use:   "start",
-		Short: "Build (once), start the local server on a free loopback port and register the synthetic model; it keeps running until lab server stop",
+		Short: "Prepare (once) and start a local server on a free loopback port serving the synthetic model; it keeps running until lab server stop",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := cacheDir(s, cache)
+			if llamaBin != "" || llamaModel != "" {
+				if err := checkOwnLlama(llamaBin, llamaModel); err != nil {
+					return err
+				}
+				if !cmd.Flags().Changed("server") {
+					startKind = localserver.KindLlamaCpp
+				}
+			}
+			if startKind != localserver.KindOllama && startKind != localserver.KindLlamaCpp {
+				return badInput("--server: %q: want %s or %s", startKind, localserver.KindOllama, localserver.KindLlamaCpp)
+			}
+			if startKind == localserver.KindOllama && llamaBin != "" {
+				return badInput("--llamacpp starts a llama-server, not --server ollama")
+			}
+			o, err := options()
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			if llamaBin != "" || llamaModel != "" {
-				return startLlama(cmd, s, dir, llamaBin, llamaModel, llamaCtx)
+			sh, err := localserver.StartShared(cmd.Context(), o, startKind)
+			if err != nil {
+				return err
 			}
-			if srv, err := localserver.Attach(ctx, sharedServerDir(dir)); err == nil {
-				fmt.Fprintf(s.out, "already running: %s (pid %d, log %s)\n", srv.URL, srv.PID, srv.LogPath)
+			if sh.Already {
+				fmt.Fprintf(s.out, "already running: %s\n", sh)
 				return nil
 			}
-			prep, err := localserver.Prepare(ctx, setup(dir, generic, m, localserver.DefaultModelName, s.err))
-			if err != nil {
-				return err
-			}
-			srv, err := localserver.Start(ctx, localserver.StartOptions{Binary: prep.Binary, Dir: sharedServerDir(dir), Log: s.err})
-			if err != nil {
-				return err
-			}
-			if err := srv.CreateModel(ctx, prep.ModelName, prep.GGUF); err != nil {
-				return errors.Join(err, srv.Stop())
-			}
-			fmt.Fprintf(s.out, "%s\nollama %s, pid %d, model %s, log %s\n", srv.URL, srv.Version, srv.PID, prep.ModelName, srv.LogPath)
+			fmt.Fprintf(s.out, "%s\n%s\n", sh.URL(), sh)
 			return nil
 		},
 	}
+	start.Flags().StringVar(&startKind, "server", localserver.KindOllama, "the server to start: ollama or llamacpp (Debian unstable's llama-server, fetched once with the machine's apt)")
 	start.Flags().BoolVar(&generic, "generic-build", false, "build Ollama without -march=native")
-	start.Flags().StringVar(&llamaBin, "llamacpp", "", "start your own llama-server binary instead of Ollama, serving --gguf (use it with lab run --backend llamacpp --base-url URL)")
+	start.Flags().StringVar(&llamaBin, "llamacpp", "", "start your own llama-server binary instead of the fetched one (implies --server llamacpp)")
 	start.Flags().StringVar(&llamaModel, "gguf", "", "with --llamacpp: the GGUF model file to serve")
-	start.Flags().IntVar(&llamaCtx, "num-ctx", gguf.DefaultContextLength, "with --llamacpp: the context length in tokens (llama-server -c)")
+	start.Flags().IntVar(&llamaCtx, "num-ctx", gguf.DefaultContextLength, "llama-server: the context length in tokens (llama-server -c)")
 	aliasFlag(start.Flags(), "ctx-size", "num-ctx")
 	addModelFlags(start, &m)
-	// attached runs f on the server `lab server start` left running, or says it is not running.
-	attached := func(f func(*localserver.Server) error) func(*cobra.Command, []string) error {
-		return func(cmd *cobra.Command, _ []string) error {
-			dir, err := cacheDir(s, cache)
-			if err != nil {
-				return err
-			}
-			srv, err := localserver.Attach(cmd.Context(), sharedServerDir(dir))
-			if errors.Is(err, localserver.ErrNotRunning) {
-				fmt.Fprintln(s.out, "not running")
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			return f(srv)
-		}
-	}
-	// andLlama runs f, then g on the llama-server `lab server start --llamacpp` left running, if
-	// there is one.
-	andLlama := func(f func(*cobra.Command, []string) error, g func(*localserver.LlamaServer) error) func(*cobra.Command, []string) error {
-		return func(cmd *cobra.Command, args []string) error {
-			if err := f(cmd, args); err != nil {
-				return err
-			}
-			dir, err := cacheDir(s, cache)
-			if err != nil {
-				return err
-			}
-			ls, err := localserver.AttachLlamaServer(cmd.Context(), sharedLlamaDir(dir))
-			if errors.Is(err, localserver.ErrNotRunning) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			return g(ls)
-		}
-	}
 	stop := &cobra.Command{
 		Use:   "stop",
-		Short: "Stop the server lab server start started (and its llama-server, if one was started)",
+		Short: "Stop the servers lab server start started",
 		Args:  cobra.NoArgs,
-		RunE: andLlama(attached(func(srv *localserver.Server) error {
-			if err := srv.Stop(); err != nil {
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			k, err := kinds(kind)
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(s.out, "stopped %s (pid %d)\n", srv.URL, srv.PID)
-			return nil
-		}), func(ls *localserver.LlamaServer) error {
-			if err := ls.Stop(); err != nil {
+			dir, err := cacheDir(s, cache)
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(s.out, "stopped llama-server %s (pid %d)\n", ls.URL, ls.PID)
-			return nil
-		}),
+			stopped, err := localserver.StopShared(cmd.Context(), dir, k)
+			for _, sh := range stopped {
+				fmt.Fprintf(s.out, "stopped %s\n", sh)
+			}
+			if len(stopped) == 0 && err == nil {
+				fmt.Fprintln(s.out, "not running")
+			}
+			return err
+		},
 	}
 	status := &cobra.Command{
 		Use:   "status",
-		Short: "Say whether the local server is running, and where",
-		Args:  cobra.NoArgs,
-		RunE: andLlama(attached(func(srv *localserver.Server) error {
-			fmt.Fprintf(s.out, "running: %s\nollama %s, pid %d, log %s\n", srv.URL, srv.Version, srv.PID, srv.LogPath)
-			return nil
-		}), func(ls *localserver.LlamaServer) error {
-			fmt.Fprintf(s.out, "llama-server running: %s\nbuild %s, pid %d, model %s, log %s\n", ls.URL, ls.BuildInfo, ls.PID, ls.ModelPath, ls.LogPath)
-			return nil
-		}),
-	}
-	prepare := &cobra.Command{
-		Use:   "prepare",
-		Short: "Build (or reuse) the Ollama binary, fetch the tokenizer and write the synthetic model, without starting anything",
+		Short: "Say which local servers are running, and where",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			k, err := kinds(kind)
+			if err != nil {
+				return err
+			}
 			dir, err := cacheDir(s, cache)
 			if err != nil {
 				return err
 			}
-			prep, err := localserver.Prepare(cmd.Context(), setup(dir, generic, m, localserver.DefaultModelName, s.err))
+			running, err := localserver.SharedStatus(cmd.Context(), dir, k)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(s.out, "ollama    %s\nmodel     %s\ntokenizer %s\n", prep.Binary, prep.GGUF, prep.TokenizerDir)
+			for _, sh := range running {
+				fmt.Fprintf(s.out, "running: %s\n", sh)
+			}
+			if len(running) == 0 {
+				fmt.Fprintln(s.out, "not running")
+			}
 			return nil
 		},
 	}
+	for _, sub := range []*cobra.Command{stop, status} {
+		sub.Flags().StringVar(&kind, "server", "all", "the servers: ollama, llamacpp or all")
+	}
+	prepare := &cobra.Command{
+		Use:   "prepare",
+		Short: "Build (or reuse) the Ollama binary, fetch (or reuse) Debian unstable's llama-server, fetch the tokenizer and write the synthetic model, without starting anything",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			k, err := kinds(kind)
+			if err != nil {
+				return err
+			}
+			o, err := options()
+			if err != nil {
+				return err
+			}
+			p, err := localserver.PrepareServers(cmd.Context(), o, k)
+			if err != nil {
+				return err
+			}
+			if p.Ollama != nil {
+				fmt.Fprintf(s.out, "ollama       %s (%s)\n", p.Ollama.Binary, p.Took[localserver.KindOllama].Round(time.Millisecond))
+			}
+			if p.Llama != nil {
+				fmt.Fprintf(s.out, "llama-server %s (%s, %s; %s)\n", p.Llama.Binary, p.Llama.Version, p.Llama.ServerVersion, p.Took[localserver.KindLlamaCpp].Round(time.Millisecond))
+			}
+			fmt.Fprintf(s.out, "model        %s\ntokenizer    %s\n", p.Model.GGUF, p.Model.TokenizerDir)
+			return nil
+		},
+	}
+	prepare.Flags().StringVar(&kind, "server", "all", "the servers to prepare: ollama, llamacpp or all")
 	prepare.Flags().BoolVar(&generic, "generic-build", false, "build Ollama without -march=native")
 	addModelFlags(prepare, &m)
 	c.AddCommand(prepare, start, stop, status)
@@ -197,14 +210,11 @@ func newModelCmd(s *streams) *cobra.Command {
 	return c
 }
 
-// sharedLlamaDir is where `lab server start --llamacpp` keeps the llama-server it leaves running.
-func sharedLlamaDir(cache string) string { return filepath.Join(cache, "llama-server") }
-
-// startLlama starts the user's llama-server binary serving model and leaves it running.
-func startLlama(cmd *cobra.Command, s *streams, cache, bin, model string, ctxSize int) error {
+// checkOwnLlama checks the flags naming a user's own llama-server and its model.
+func checkOwnLlama(bin, model string) error {
 	switch {
 	case bin == "":
-		return badInput("--gguf without --llamacpp: the synthetic model is served by Ollama; name a llama-server binary with --llamacpp")
+		return badInput("--gguf without --llamacpp: the synthetic model is the lab's own; name a llama-server binary with --llamacpp")
 	case model == "":
 		return badInput("--llamacpp needs --gguf: the model file to serve")
 	}
@@ -213,17 +223,5 @@ func startLlama(cmd *cobra.Command, s *streams, cache, bin, model string, ctxSiz
 			return badInput("%s: %v", f.flag, err)
 		}
 	}
-	ctx := cmd.Context()
-	if ls, err := localserver.AttachLlamaServer(ctx, sharedLlamaDir(cache)); err == nil {
-		fmt.Fprintf(s.out, "already running: llama-server %s (pid %d, log %s)\n", ls.URL, ls.PID, ls.LogPath)
-		return nil
-	}
-	ls, err := localserver.StartLlamaServer(ctx, localserver.LlamaStartOptions{
-		Binary: bin, Model: model, Dir: sharedLlamaDir(cache), CtxSize: ctxSize, Log: s.err,
-	})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(s.out, "%s\nllama-server %s, pid %d, model %s, log %s\n", ls.URL, ls.BuildInfo, ls.PID, ls.ModelPath, ls.LogPath)
 	return nil
 }

@@ -1,6 +1,8 @@
 // Package fakellama builds a stand-in for llama.cpp's llama-server for tests: `--help` lists the
 // flags of a 2026 build; otherwise it prints its arguments and FAKE_MARK, serves /health (503 for
-// the first three requests, as while a model loads, then 200) and /props on --host:--port.
+// the first three requests, as while a model loads, then 200) and /props on --host:--port
+// (default_generation_settings.n_ctx is -c, or FAKE_N_CTX when set: a server whose slot context
+// differs from the flag).
 package fakellama
 
 import (
@@ -22,7 +24,7 @@ import (
 )
 
 func main() {
-	var host, port, model string
+	var host, port, model, nctx string
 	for i, a := range os.Args {
 		if i+1 >= len(os.Args) {
 			break
@@ -35,6 +37,8 @@ func main() {
 			port = os.Args[i+1]
 		case "-m":
 			model = os.Args[i+1]
+		case "-c":
+			nctx = os.Args[i+1]
 		}
 	}
 	for _, a := range os.Args[1:] {
@@ -55,8 +59,14 @@ func main() {
 		}
 		fmt.Fprint(w, ` + "`" + `{"status":"ok"}` + "`" + `)
 	})
+	if v := os.Getenv("FAKE_N_CTX"); v != "" {
+		nctx = v
+	}
+	if nctx == "" {
+		nctx = "0"
+	}
 	http.HandleFunc("/props", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, ` + "`" + `{"build_info":"b9999-fake","model_path":%q,"total_slots":1}` + "`" + `, model)
+		fmt.Fprintf(w, ` + "`" + `{"build_info":"b9999-fake","model_path":%q,"total_slots":1,"default_generation_settings":{"n_ctx":%s}}` + "`" + `, model, nctx)
 	})
 	if err := http.ListenAndServe(host+":"+port, nil); err != nil {
 		fmt.Fprintln(os.Stderr, err)
