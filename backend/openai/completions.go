@@ -124,7 +124,7 @@ func (c *Client) sendChat(ctx context.Context, req *chat.Request) (*chat.Result,
 			return res, c.answerError(ae, e)
 		}
 		res.Warnings = append(res.Warnings, "unstreamed request (NoStream): time to first token unknown")
-		c.fillUsage(res, ck.Usage, ck.Timings)
+		fillUsage(res, ck.Usage, ck.Timings, c.profile, &c.seenDetails)
 		g := generation{count: chat.ReplyCounter{Limit: e.limit}}
 		g.add(&ck)
 		if g.count.Over() {
@@ -183,7 +183,7 @@ func (c *Client) sendChat(ctx context.Context, req *chat.Request) (*chat.Result,
 		res.TTFT = firstChunk
 		res.Warnings = append(res.Warnings, "no chunk carried content, reasoning or a tool call: time to first token is the time to the first chunk with a choice")
 	}
-	c.fillUsage(res, cc.usage, cc.tim)
+	fillUsage(res, cc.usage, cc.tim, c.profile, &c.seenDetails)
 	return res, nil
 }
 
