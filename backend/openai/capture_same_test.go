@@ -2,11 +2,13 @@ package openai
 
 import (
 	"bufio"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"lab/chat"
 	"lab/internal/wire"
 )
 
@@ -65,5 +67,21 @@ func TestResponsesCaptureReadsAsSend(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(got.Warnings, "|"), "response incomplete: content_filter") || !strings.Contains(strings.Join(res.Warnings, "|"), "response incomplete: content_filter") {
 		t.Errorf("warnings: proxy %q, Send %q; want both to say the response was incomplete", got.Warnings, res.Warnings)
+	}
+}
+
+// An unstreamed Chat Completions answer is read by the proxy's accumulator too: an error object
+// in an HTTP 200 body is the server's message for lab run as for lab proxy.
+func TestUnstreamedChatErrorReadsAsProxy(t *testing.T) {
+	body := `{"error":{"message":"the model is overloaded","type":"server_error"}}`
+	_, err := sendOnce(t, Options{NoStream: true}, step{text: body}, session())
+	var ae *chat.APIError
+	if !errors.As(err, &ae) {
+		t.Fatalf("error %v (%T); want an APIError", err, err)
+	}
+	var cc ChatCapture
+	var pe *chat.APIError
+	if !errors.As(cc.Whole([]byte(body)), &pe) || pe.Body != ae.Body {
+		t.Errorf("lab run's error %q; the proxy's %v: want the same server message", ae.Body, pe)
 	}
 }
