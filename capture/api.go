@@ -12,6 +12,7 @@ import (
 	"lab/backend/ollama"
 	"lab/backend/openai"
 	"lab/chat"
+	"lab/internal/wire"
 )
 
 // The APIs the proxy records; each names the rows' backend as "proxy:" + API.
@@ -250,11 +251,12 @@ func (p *completionParser) reply() *chat.Reply   { return p.c.Reply() }
 func (p *completionParser) result() *chat.Result { return p.c.Result() }
 
 // feed splits an answer's bytes into what its parser takes and calls it: server-sent events
-// (text/event-stream: "event:" and "data:" lines, a blank line ending each event, ":" comments
-// skipped; llama-server's older "error:" line as an error event), NDJSON lines (Ollama), or the
-// whole body (anything else). It returns the index of the first chunk (in chunks) whose bytes
-// completed an event that carried content (-1 when none did) and the first error a parser
-// returned.
+// (text/event-stream, read by [wire.ReadEventsIn]: "event:" and "data:" lines, a blank line
+// ending each event, ":" comments skipped, llama-server's older "error:" line as an error
+// event), NDJSON lines (Ollama, read by [wire.ReadLinesIn]), or the whole body (anything else):
+// the very readers the backends read their answers with. It returns the index of the first
+// chunk (in chunks) whose bytes completed an event that carried content (-1 when none did) and
+// the first error a parser returned.
 //
 // Time and memory are linear in the answer, and a line is copied only when it spans chunks
 // (once, into a buffer of its length): a line, and an event of one data line, within a chunk is
@@ -275,116 +277,23 @@ func feed(p parser, mode framing, chunks []chunk) (first int, err error) {
 		}
 		return first, nil
 	}
-	var name string
-	var data [][]byte
-	eventData := func() []byte {
-		if len(data) == 1 {
-			return data[0]
-		}
-		return bytes.Join(data, []byte("\n"))
+	pieces := make([][]byte, len(chunks))
+	for i, c := range chunks {
+		pieces[i] = c.data
 	}
-	dispatch := func(at int) error {
-		if len(data) == 0 {
-			name = ""
-			return nil
-		}
-		content, err := p.event(name, eventData())
-		name, data = "", data[:0]
+	event := func(name string, data []byte, at int) error {
+		content, err := p.event(name, data)
 		if content && first < 0 {
 			first = at
 		}
 		return err
 	}
-	handle := func(l []byte, at int) error {
-		l = bytes.TrimRight(l, "\r")
-		if mode == framingLines {
-			if len(bytes.TrimSpace(l)) == 0 {
-				return nil
-			}
-			content, err := p.event("", l)
-			if content && first < 0 {
-				first = at
-			}
-			return err
-		}
-		if len(l) == 0 {
-			return dispatch(at)
-		}
-		if l[0] == ':' {
-			return nil
-		}
-		field, value, _ := bytes.Cut(l, []byte(":"))
-		value = bytes.TrimPrefix(value, []byte(" "))
-		switch string(field) {
-		case "event":
-			name = string(value)
-		case "data":
-			data = append(data, value)
-		case "error":
-			name = "error"
-			data = append(data, value)
-		}
-		return nil
+	if mode == framingLines {
+		_, err = wire.ReadLinesIn(pieces, func(line []byte, at int) error { return event("", line, at) })
+	} else {
+		_, err = wire.ReadEventsIn(pieces, event)
 	}
-	// line assembles a line that spans chunks (spanning), in a buffer of its own: the data
-	// lines of an event under way may point into the last one.
-	var line []byte
-	spanning := false
-	for i, c := range chunks {
-		rest := c.data
-		for len(rest) > 0 {
-			j := bytes.IndexByte(rest, '\n')
-			if j < 0 {
-				if !spanning {
-					line, spanning = make([]byte, 0, lineLen(chunks, i, rest)), true
-				}
-				line = append(line, rest...)
-				break
-			}
-			l := rest[:j]
-			if spanning {
-				l, line, spanning = append(line, l...), nil, false
-			}
-			if err := handle(l, i); err != nil {
-				return first, err
-			}
-			rest = rest[j+1:]
-		}
-	}
-	// The body's end may cut its last line or event: one whose data is not whole JSON is
-	// dropped, so that the answer is seen as cut by its missing end marker (the parser's end),
-	// not as a malformed event.
-	last := len(chunks) - 1
-	if spanning {
-		if mode == framingLines && !json.Valid(bytes.TrimSpace(line)) {
-			return first, nil
-		}
-		if err := handle(line, last); err != nil {
-			return first, err
-		}
-	}
-	if mode == framingSSE {
-		if d := bytes.TrimSpace(eventData()); len(data) > 0 && !json.Valid(d) && string(d) != "[DONE]" {
-			return first, nil
-		}
-		if err := dispatch(last); err != nil {
-			return first, err
-		}
-	}
-	return first, nil
-}
-
-// lineLen returns the length of the line that begins with rest (the end of chunks[i], which
-// holds no newline) and ends at the next newline in the chunks after it, or at their end.
-func lineLen(chunks []chunk, i int, rest []byte) int {
-	n := len(rest)
-	for _, c := range chunks[i+1:] {
-		if j := bytes.IndexByte(c.data, '\n'); j >= 0 {
-			return n + j
-		}
-		n += len(c.data)
-	}
-	return n
+	return first, err
 }
 
 // framingOf returns how an HTTP 2xx answer of api is read, from its form ([chat.SniffAnswer]

@@ -710,7 +710,7 @@ func sessionKey(h http.Header) string {
 func querySecrets(q url.Values) []string {
 	var out []string
 	for k, vs := range q {
-		if isCredentialParam(k) {
+		if chat.IsCredentialParam(k) {
 			out = append(out, vs...)
 		}
 	}
@@ -738,7 +738,7 @@ func RedactURL(u *url.URL) string {
 	c := *u
 	if q := c.Query(); len(querySecrets(q)) > 0 {
 		for k := range q {
-			if isCredentialParam(k) {
+			if chat.IsCredentialParam(k) {
 				q[k] = []string{"redacted"}
 			}
 		}

@@ -6,74 +6,16 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"lab/chat"
 )
 
 // Redacted is what replaces a credential wherever the lab writes: a field's value in a saved
 // request body, a secret's bytes in an error, a warning or a progress line.
 const Redacted = "[redacted]"
 
-// credentialNames are the JSON field and query parameter names that carry a credential,
-// compared lower-case with '-' and '_' removed (api_key, api-key, apiKey and APIKEY are one
-// name): a provider's key (OpenAI's and Anthropic's api_key, Gemini's key, Azure's api-key),
-// OAuth's access, refresh and id tokens and client secret, a password, a cookie.
-var credentialNames = map[string]bool{
-	"key": true, "apikey": true, "xapikey": true, "xgoogapikey": true, "apisecret": true,
-	"token": true, "accesstoken": true, "refreshtoken": true, "idtoken": true, "authtoken": true,
-	"sessiontoken": true, "bearertoken": true, "bearer": true, "auth": true, "authorization": true,
-	"proxyauthorization": true, "password": true, "passwd": true, "pwd": true, "passphrase": true,
-	"secret": true, "clientsecret": true, "secretkey": true, "secretaccesskey": true, "accesskey": true,
-	"privatekey": true, "credential": true, "credentials": true, "cookie": true,
-}
-
-// credentialSuffixes are the endings that make a longer name a credential's (openai_api_key,
-// github_token is not one: "token" alone is, but a name ending in token may be a chat
-// template's bos_token).
-var credentialSuffixes = []string{"apikey", "secret", "password", "passwd", "accesstoken", "refreshtoken", "authtoken", "sessiontoken", "secretkey", "privatekey"}
-
-// isCredentialName reports whether a JSON field's name looks like a credential's (see
-// credentialNames and credentialSuffixes, whose plurals count too). prompt_cache_key,
-// idempotency_key and max_tokens do not.
-func isCredentialName(name string) bool {
-	if len(name) > 64 { // no credential's name is this long
-		return false
-	}
-	var buf [64]byte
-	b := buf[:0]
-	for i := 0; i < len(name); i++ {
-		switch c := name[i]; {
-		case c == '-' || c == '_':
-		case 'A' <= c && c <= 'Z':
-			b = append(b, c+'a'-'A')
-		default:
-			b = append(b, c)
-		}
-	}
-	n := string(b)
-	if credentialNames[n] {
-		return true
-	}
-	// A plural of those endings (api_keys, openai_api_keys, passwords) holds several.
-	single := strings.TrimSuffix(n, "s")
-	for _, s := range credentialSuffixes {
-		if strings.HasSuffix(n, s) || strings.HasSuffix(single, s) {
-			return true
-		}
-	}
-	return false
-}
-
-// isCredentialParam reports whether a query parameter carries a credential: a credential name,
-// or a signed URL's sig or signature (not a body field's: Anthropic's thinking blocks carry a
-// signature that is no credential).
-func isCredentialParam(name string) bool {
-	if n := strings.ToLower(name); n == "sig" || n == "signature" {
-		return true
-	}
-	return isCredentialName(name)
-}
-
 // RedactBody returns a JSON body with the value of every credential-named field (see
-// isCredentialName), at any depth, replaced by the string "[redacted]", and the values it
+// [chat.IsCredentialName]), at any depth, replaced by the string "[redacted]", and the values it
 // replaced (a string as decoded and as written, a number as written), for [Redact] to remove
 // wherever they appear later. A credential-named field holding an object or an array has every
 // string and number under it redacted, at any depth, but for the values of JSON Schema keywords
@@ -177,7 +119,7 @@ func (w *bodyWalker) value(secret bool) {
 			w.pos++ // ':'
 			// Under a credential-named object every value is a credential, but for the words
 			// of a JSON schema (a tool's "password" parameter keeps its schema).
-			w.value(isCredentialName(key) || secret && !schemaWords[key])
+			w.value(chat.IsCredentialName(key) || secret && !schemaWords[key])
 		}
 	case '[':
 		w.pos++

@@ -243,3 +243,14 @@ func TestRedactBodyCredentialObject(t *testing.T) {
 		t.Errorf("secrets %q; want [user-one pass-one-1234 123456]", secrets)
 	}
 }
+
+// A body's keys (a plural of key) is a credential name, as it is in a URL's query, but for
+// tokens (token ids, no credential): the proxy and lab run follow one list.
+func TestRedactBodyKeysButNotTokens(t *testing.T) {
+	in := `{"keys":["sk-one-1234"],"tokens":[151644,872]}`
+	want := `{"keys":["[redacted]"],"tokens":[151644,872]}`
+	out, secrets := capture.RedactBody([]byte(in))
+	if string(out) != want || len(secrets) != 1 || secrets[0] != "sk-one-1234" {
+		t.Errorf("RedactBody(%s) = %s, secrets %q; want %s and the key", in, out, secrets, want)
+	}
+}

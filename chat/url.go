@@ -8,25 +8,10 @@ import (
 // RedactedURL returns the address raw as error texts, manifests and reports name it: its password
 // replaced by "xxxxx" (url.URL.Redacted), also when raw does not parse as a URL (the user info
 // before the host's '@' is found by hand), and the value of every query parameter named like a
-// credential ([credentialParam]: ?key=, as Google's Gemini API takes its key; api_key, token,
-// …) too, so that a base URL's credentials reach no error, log, file or row.
+// credential ([IsCredentialParam]: ?key=, as Google's Gemini API takes its key; api_key, token,
+// sig, …) too, so that a base URL's credentials reach no error, log, file or row.
 func RedactedURL(raw string) string {
 	return redactQuery(redactUserinfo(raw))
-}
-
-// credentialParams are the query parameter names whose values [RedactedURL] hides, compared
-// without case.
-var credentialParams = []string{"key", "api_key", "api-key", "apikey", "access_token", "token",
-	"auth", "password", "secret", "client_secret", "signature", "sig"}
-
-// credentialParam reports whether a query parameter named name carries a credential.
-func credentialParam(name string) bool {
-	for _, c := range credentialParams {
-		if strings.EqualFold(name, c) {
-			return true
-		}
-	}
-	return false
 }
 
 // redactQuery replaces the values of raw's credential-named query parameters by "xxxxx",
@@ -46,7 +31,7 @@ func redactQuery(raw string) string {
 		if n, err := url.QueryUnescape(name); err == nil {
 			name = n
 		}
-		if ok && credentialParam(name) {
+		if ok && IsCredentialParam(name) {
 			params[i] = kv[:strings.IndexByte(kv, '=')+1] + "xxxxx"
 		}
 	}

@@ -447,7 +447,9 @@ func (c *Client) create(ctx context.Context, req *chat.Request) (*Response, *cha
 	// The answer's form decides how it is read, whatever was asked: a server may answer a
 	// streamed request with one JSON message.
 	limit := req.ReplyLimit()
-	acc := accumulator{count: chat.ReplyCounter{Limit: limit}}
+	// The proxy's accumulator ([Capture]): lab proxy reads an answer as Send does.
+	ca := Capture{acc: accumulator{count: chat.ReplyCounter{Limit: limit}}}
+	acc := &ca.acc
 	br := bufio.NewReaderSize(resp.Body, 64<<10)
 	head, err := chat.PeekAnswer(br)
 	ctype := resp.Header.Get("Content-Type")
@@ -458,7 +460,7 @@ func (c *Client) create(ctx context.Context, req *chat.Request) (*Response, *cha
 			if res.TTFT == 0 && ev.content() {
 				res.TTFT = time.Since(start)
 			}
-			if err := acc.add(ev); err != nil {
+			if err := ca.take(ev); err != nil {
 				return err
 			}
 			if acc.count.Over() {
@@ -468,7 +470,7 @@ func (c *Client) create(ctx context.Context, req *chat.Request) (*Response, *cha
 			return nil
 		})
 		if err == nil {
-			err = acc.end()
+			err = ca.End()
 		}
 	case form == chat.AnswerJSON:
 		// One JSON message has no time to first token: its headers come after the whole
@@ -480,7 +482,7 @@ func (c *Client) create(ctx context.Context, req *chat.Request) (*Response, *cha
 		}
 		var b []byte
 		if b, err = chat.ReadAllMax(br, chat.WireLimit(limit)); err == nil {
-			if err = acc.whole(b); err == nil && acc.count.Over() {
+			if err = ca.wholeBody(b); err == nil && acc.count.Over() {
 				err = acc.count.Err("anthropic", "")
 			}
 		}
@@ -505,7 +507,7 @@ func (c *Client) create(ctx context.Context, req *chat.Request) (*Response, *cha
 		}
 		return acc.response(), res, c.apiError(resp.StatusCode, "read the answer: "+err.Error())
 	}
-	c.fill(res, &acc)
+	fill(res, acc, c.stream)
 	return acc.response(), res, nil
 }
 
@@ -540,8 +542,9 @@ func LiveReply(r *Response, res *chat.Result) *chat.Reply {
 	return out
 }
 
-// fill sets the result's token figures from the accumulated usage.
-func (c *Client) fill(res *chat.Result, acc *accumulator) {
+// fill sets the result's token figures from the accumulated usage; stream is whether the
+// answer was read as a stream (a stream without message_start has no prompt counts).
+func fill(res *chat.Result, acc *accumulator, stream bool) {
 	u := &chat.Usage{Fields: map[chat.UsageField]string{}}
 	set := func(name chat.UsageField, f usageField) { u.Set(name, f.src, f.v) }
 	set(chat.UsageUncached, acc.input)
@@ -551,7 +554,7 @@ func (c *Client) fill(res *chat.Result, acc *accumulator) {
 	set(chat.UsageCacheWrite1h, acc.write1h)
 	set(chat.UsageGenerated, acc.output)
 
-	if !acc.started && c.stream {
+	if !acc.started && stream {
 		res.Warnings = append(res.Warnings, "the stream had no message_start event: prompt counts unknown")
 	}
 	// The whole prompt is input + cache read + cache write. Anthropic's API always sends all
@@ -575,7 +578,7 @@ func (c *Client) fill(res *chat.Result, acc *accumulator) {
 		res.PromptTokens = p
 	case u.Uncached != nil:
 		res.Warnings = append(res.Warnings, "the usage has cache_creation_input_tokens but no cache_read_input_tokens: the prompt's cached part is unknown, so prompt_tokens unknown")
-	case acc.started || !c.stream:
+	case acc.started || !stream:
 		res.Warnings = append(res.Warnings, "the usage has no input_tokens: prompt counts unknown")
 	}
 	if u.CachedRead != nil {

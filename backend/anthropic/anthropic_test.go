@@ -476,8 +476,7 @@ func FuzzStream(f *testing.F) {
 		var acc accumulator
 		_ = readEvents(strings.NewReader(string(b)), acc.add)
 		_ = acc.response()
-		c := &Client{stream: true}
-		c.fill(&chat.Result{}, &acc)
+		fill(&chat.Result{}, &acc, true)
 	})
 }
 

@@ -213,13 +213,12 @@ func resultText(raw json.RawMessage) (string, error) {
 	return strings.Join(text, "\n\n"), nil
 }
 
-// Capture reads one Messages API answer another client received: the events of its stream
-// ([Capture.Event]) or an unstreamed message ([Capture.Whole]), assembled by the same
-// accumulator as [Client.Send]. The zero value is ready to use; not safe for concurrent use.
+// Capture reads one Messages API answer: the events of its stream ([Capture.Event]) or an
+// unstreamed message ([Capture.Whole]). It is the accumulator [Client.Send] reads its own
+// answers with. The zero value is ready to use; not safe for concurrent use.
 type Capture struct {
-	acc    accumulator
-	whole  bool
-	stream bool
+	acc   accumulator
+	whole bool
 }
 
 // Event takes one server-sent event (its `event:` name and its `data:`) and reports whether it
@@ -227,18 +226,11 @@ type Capture struct {
 // first token). An `error` event is returned as a *chat.APIError with the server's message;
 // data that is not JSON is an error.
 func (c *Capture) Event(name string, data []byte) (content bool, err error) {
-	c.stream = true
-	var t struct {
-		Type string `json:"type"`
+	ev, err := decodeEvent(name, data)
+	if err != nil {
+		return false, err
 	}
-	if err := json.Unmarshal(data, &t); err != nil {
-		return false, fmt.Errorf("event %q: data is not JSON: %s", name, quote(data))
-	}
-	ev := event{name: name, typ: t.Type, data: data}
-	if ev.typ == "" {
-		ev.typ = name
-	}
-	if err := c.acc.add(ev); err != nil {
+	if err := c.take(ev); err != nil {
 		if se, ok := err.(*streamError); ok {
 			return false, &chat.APIError{Backend: "anthropic", Body: "error event in the stream: " + se.msg}
 		}
@@ -247,15 +239,25 @@ func (c *Capture) Event(name string, data []byte) (content bool, err error) {
 	return ev.content(), nil
 }
 
+// take adds one decoded event to the answer; an `error` event is a *streamError.
+func (c *Capture) take(ev event) error {
+	return c.acc.add(ev)
+}
+
 // Whole takes an unstreamed message body; an error body ({"type": "error", "error": {…}}) is
 // returned as a *chat.APIError with the server's message.
 func (c *Capture) Whole(body []byte) error {
-	c.whole = true
-	err := c.acc.whole(body)
+	err := c.wholeBody(body)
 	if se, ok := err.(*streamError); ok {
 		return &chat.APIError{Backend: "anthropic", Body: se.msg}
 	}
 	return err
+}
+
+// wholeBody is Whole, an error body a *streamError.
+func (c *Capture) wholeBody(body []byte) error {
+	c.whole = true
+	return c.acc.whole(body)
 }
 
 // End reports whether the answer was whole: nil for a whole message or a stream that ended
@@ -285,6 +287,6 @@ func (c *Capture) Result() *chat.Result {
 	if acc.end() != nil && strings.HasPrefix(acc.output.src, "message_start.") {
 		acc.output = usageField{}
 	}
-	(&Client{stream: !c.whole}).fill(res, &acc)
+	fill(res, &acc, !c.whole)
 	return res
 }

@@ -50,16 +50,9 @@ func readEventsMax(r io.Reader, max int64, fn func(event) error) error {
 		br = bufio.NewReader(r)
 	}
 	_, err := wire.ReadEvents(br, max, func(name string, data []byte) error {
-		ev := event{name: name, data: data}
-		var t struct {
-			Type string `json:"type"`
-		}
-		if err := json.Unmarshal(ev.data, &t); err != nil {
-			return fmt.Errorf("event %q: data is not JSON: %s", ev.name, quote(ev.data))
-		}
-		ev.typ = t.Type
-		if ev.typ == "" {
-			ev.typ = ev.name
+		ev, err := decodeEvent(name, data)
+		if err != nil {
+			return err
 		}
 		return fn(ev)
 	})
@@ -68,6 +61,23 @@ func readEventsMax(r io.Reader, max int64, fn func(event) error) error {
 		return re.Err
 	}
 	return err
+}
+
+// decodeEvent reads one server-sent event (its name and data): its data must be JSON, its
+// `type` the event's type (else its name).
+func decodeEvent(name string, data []byte) (event, error) {
+	ev := event{name: name, data: data}
+	var t struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(data, &t); err != nil {
+		return ev, fmt.Errorf("event %q: data is not JSON: %s", name, quote(data))
+	}
+	ev.typ = t.Type
+	if ev.typ == "" {
+		ev.typ = name
+	}
+	return ev, nil
 }
 
 // streamError is an `error` event in a stream: the server failed after the HTTP 200.

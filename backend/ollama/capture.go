@@ -84,6 +84,10 @@ type Capture struct {
 	reasoning, content strings.Builder
 	calls              []chat.ToolCall
 	lines              int
+	// count counts the reply's bytes (thinking, text, tool calls' names and arguments) and
+	// its tool calls against a reply limit (0: the default), for [Client.Send], which stops
+	// reading past it.
+	count chat.ReplyCounter
 }
 
 // captureLine is one answer line: api.ChatResponse's and api.GenerateResponse's fields, the
@@ -103,14 +107,20 @@ type captureLine struct {
 // a tool call (the first such line is the time to first token). A line that is not JSON is an
 // error naming its number; an error line ({"error": "…"}) is a *chat.APIError.
 func (c *Capture) Line(data []byte) (content bool, err error) {
-	c.lines++
 	var l captureLine
 	if err := json.Unmarshal(data, &l); err != nil {
-		return false, fmt.Errorf("answer line %d is not JSON: %w", c.lines, err)
+		return false, fmt.Errorf("answer line %d is not JSON: %w", c.lines+1, err)
 	}
+	return c.take(&l)
+}
+
+// take adds one decoded line to the answer.
+func (c *Capture) take(l *captureLine) (content bool, err error) {
+	c.lines++
 	if l.Error != "" {
 		return false, &chat.APIError{Backend: "ollama", Body: l.Error}
 	}
+	c.count.Add(len(l.Message.Thinking) + len(l.Thinking) + len(l.Message.Content) + len(l.Response))
 	c.reasoning.WriteString(l.Message.Thinking)
 	c.reasoning.WriteString(l.Thinking)
 	c.content.WriteString(l.Message.Content)
@@ -120,10 +130,12 @@ func (c *Capture) Line(data []byte) (content bool, err error) {
 		if err != nil {
 			return false, fmt.Errorf("answer line %d: tool call %s arguments: %w", c.lines, tc.Function.Name, err)
 		}
+		c.count.Add(len(tc.Function.Name) + len(args))
+		c.count.AddPiece()
 		c.calls = append(c.calls, chat.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
 	}
 	if l.Done {
-		c.final = &l
+		c.final = l
 	}
 	return l.Message.Content != "" || l.Message.Thinking != "" || l.Response != "" || l.Thinking != "" || len(l.Message.ToolCalls) > 0, nil
 }

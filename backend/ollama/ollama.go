@@ -289,38 +289,23 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 		return res, err
 	}
 
-	var final api.ChatResponse
-	var reasoning, content strings.Builder
-	var calls []chat.ToolCall
+	// The proxy's accumulator ([Capture]): lab proxy reads an answer as Send does.
+	var ca Capture
+	ca.count.Limit = req.ReplyLimit()
 	var form chat.AnswerForm
-	count := chat.ReplyCounter{Limit: req.ReplyLimit()}
-	bound := &wire.LineBound{Max: min(chat.WireLimit(count.Limit), apiMaxLine)}
-	lines := 0
+	bound := &wire.LineBound{Max: min(chat.WireLimit(ca.count.Limit), apiMaxLine)}
 	start := time.Now()
 	actx := context.WithValue(context.WithValue(ctx, answerFormKey{}, &form), lineBoundKey{}, bound)
 	err = c.api.Chat(actx, creq, func(resp api.ChatResponse) error {
-		lines++
 		if res.TTFT == 0 {
 			res.TTFT = time.Since(start)
 		}
-		count.Add(len(resp.Message.Thinking) + len(resp.Message.Content))
-		reasoning.WriteString(resp.Message.Thinking)
-		content.WriteString(resp.Message.Content)
-		for _, tc := range resp.Message.ToolCalls {
-			args, err := json.Marshal(tc.Function.Arguments)
-			if err != nil {
-				return fmt.Errorf("ollama: tool call %s arguments: %w", tc.Function.Name, err)
-			}
-			count.Add(len(tc.Function.Name) + len(args))
-			count.AddPiece()
-			calls = append(calls, chat.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
+		if _, err := ca.take(&captureLine{Message: resp.Message, Done: resp.Done, Metrics: resp.Metrics}); err != nil {
+			return fmt.Errorf("ollama: %w", err)
 		}
-		if count.Over() {
+		if ca.count.Over() {
 			// Stop reading: the api client closes the body, which drops the connection.
-			return count.Err("ollama", c.base.Redacted())
-		}
-		if resp.Done {
-			final = resp
+			return ca.count.Err("ollama", c.base.Redacted())
 		}
 		return nil
 	})
@@ -329,7 +314,7 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 		// checked), or takes the part read for an error message: the line was longer than the
 		// reply limit allows, or than the client reads.
 		if bound.Max < apiMaxLine {
-			err = chat.ReplyTooLongError("ollama", c.base.Redacted(), count.Limit)
+			err = chat.ReplyTooLongError("ollama", c.base.Redacted(), ca.count.Limit)
 		} else {
 			err = &chat.APIError{Backend: "ollama", URL: c.base.Redacted(), StatusCode: 200,
 				Body: fmt.Sprintf("%s: a line of the answer is longer than %d bytes, the most the Ollama api client reads", chat.ReplyTooLong, apiMaxLine)}
@@ -337,7 +322,7 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 	}
 	if req.Generate > 0 {
 		// What the model wrote, also when the stream broke off: a timeout keeps what came.
-		res.Reply = &chat.Reply{Reasoning: reasoning.String(), Content: content.String(), ToolCalls: calls}
+		res.Reply = ca.Reply()
 	}
 	res.Total = time.Since(start)
 	if err != nil {
@@ -348,24 +333,21 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	if !final.Done {
+	if ca.End() != nil {
 		return res, chat.CutError("ollama", c.base.Redacted(), "no done message")
 	}
-	if form == chat.AnswerJSON && lines == 1 {
+	if form == chat.AnswerJSON && ca.lines == 1 {
 		// One JSON document, not a stream: its first byte came after the whole generation.
 		res.TTFT = 0
 		res.Warnings = append(res.Warnings, chat.Unstreamed)
 	}
-	res.PromptTokens = int64(final.PromptEvalCount)
-	if res.PromptTokens <= 0 {
-		// A chat prompt has at least its template's tokens: a done message without
-		// prompt_eval_count (or with 0) gave no count, and the row's prompt tokens stay null.
-		res.PromptTokens = 0
-		res.Warnings = append(res.Warnings, noPromptCount)
-	}
-	res.CompletionTokens = int64(final.EvalCount)
-	res.Prefill = final.PromptEvalDuration
-	res.Load, res.LoadReported = final.LoadDuration, true
+	// The figures as the proxy reads them ([Capture.Result]): a chat prompt has at least its
+	// template's tokens, so a done message without prompt_eval_count (or with 0) gave no count,
+	// and the row's prompt tokens stay null.
+	fig := ca.Result()
+	res.PromptTokens, res.CompletionTokens, res.Usage = fig.PromptTokens, fig.CompletionTokens, fig.Usage
+	res.Prefill, res.Load, res.LoadReported = fig.Prefill, fig.Load, fig.LoadReported
+	res.Warnings = append(res.Warnings, fig.Warnings...)
 	if c.logPath != "" {
 		line, err := c.readCacheLog(c.logWait)
 		if err != nil {

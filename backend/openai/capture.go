@@ -399,7 +399,7 @@ func (c *ChatCapture) Result() *chat.Result {
 		p, _ = ProfileByName("deepseek")
 	}
 	res := &chat.Result{}
-	(&Client{profile: p}).fillUsage(res, c.usage, c.tim)
+	fillUsage(res, c.usage, c.tim, p, nil)
 	if !c.done && c.End() == nil {
 		res.Warnings = append(res.Warnings, "the stream ended without data: [DONE] after its finish_reason and usage: taken as whole")
 	}
@@ -422,100 +422,107 @@ func errorObjectMessage(raw json.RawMessage) (string, bool) { return wire.ErrorO
 // vLLM) or its string error ({"error": "…"}: Ollama); any other body quoted, cut to 500 bytes.
 func ErrorMessage(body []byte) string { return wire.ErrorMessage(body) }
 
-// ResponsesCapture reads one Responses API answer another client received: its stream events
-// ([ResponsesCapture.Event]) or an unstreamed response object ([ResponsesCapture.Whole]), with
-// [Client.Send]'s rules: usage from response.completed (or response.incomplete), a `error` or
-// response.failed event an error. The zero value is ready to use; not safe for concurrent use.
+// ResponsesCapture reads one Responses API answer: its stream events
+// ([ResponsesCapture.Event]) or an unstreamed response object ([ResponsesCapture.Whole]). It is
+// the accumulator [Client.Send] reads its own answers with: usage from response.completed (or
+// response.incomplete), an `error` or response.failed event an error, the output items put
+// together from their deltas. The zero value is ready to use; not safe for concurrent use.
 type ResponsesCapture struct {
 	usage  *responseUsage
 	final  bool
 	events int
-	text   strings.Builder
-	output []json.RawMessage
-}
-
-// responseOutput is the part of a response object the capture reads besides responseEvent's.
-type responseOutput struct {
-	Output []json.RawMessage `json:"output"`
+	whole  bool
+	out    output
+	// warnings are the answer's own notes (a response incomplete for another reason than
+	// max_output_tokens), for the Result.
+	warnings []string
 }
 
 // Event takes the data of one server-sent event of a Responses stream and reports whether it
 // carried generated text, reasoning or tool-call arguments (the first such event is the time
 // to first token). An `error` or `response.failed` event is a *chat.APIError.
 func (c *ResponsesCapture) Event(data []byte) (content bool, err error) {
+	return c.event(data, nil)
+}
+
+// event is Event; stop, when not nil, is asked after the event's output was added and before
+// its error is returned, and ends reading with its error (the run's reply limit).
+func (c *ResponsesCapture) event(data []byte, stop func() error) (content bool, err error) {
 	var ev responseEvent
 	if err := json.Unmarshal(data, &ev); err != nil {
 		return false, fmt.Errorf("stream event %d is not JSON: %w", c.events+1, err)
 	}
 	c.events++
-	content = firstToken(ev.Type) && ev.Delta != ""
+	return firstToken(ev.Type) && ev.Delta != "", c.take(&ev, stop)
+}
+
+// Whole takes an unstreamed response object; its status says which final event it stands for
+// (failed, or an error object: an error; incomplete). An error object or a failed status is a
+// *chat.APIError with the server's message; a JSON body without an `output` array is not the
+// API's answer (a *chat.APIError with status 200 quoting it).
+func (c *ResponsesCapture) Whole(body []byte) error { return c.wholeBody(body, nil, nil) }
+
+// wholeBody is Whole, with stop as in [ResponsesCapture.event]; read, when not nil, is called
+// once the body was found to be a response object.
+func (c *ResponsesCapture) wholeBody(body []byte, stop func() error, read func()) error {
+	c.whole = true
+	ev := responseEvent{Type: "response.completed"}
+	if err := json.Unmarshal(body, &ev.Response); err != nil {
+		return fmt.Errorf("the answer is not a response object: %s", quote(body))
+	}
+	if ev.Response == nil {
+		return notAnswer(body, "a response object (no output array)")
+	}
+	if r := ev.Response; r.Status != "failed" && (r.Error == nil || r.Error.Code == "" && r.Error.Message == "") && !hasArray(body, "output") {
+		return notAnswer(body, "a response object (no output array)")
+	}
+	switch r := ev.Response; {
+	case r.Status == "failed" || (r.Error != nil && (r.Error.Code != "" || r.Error.Message != "")):
+		ev.Type = "response.failed"
+	case r.Status == "incomplete":
+		ev.Type = "response.incomplete"
+	}
+	if read != nil {
+		read()
+	}
+	return c.take(&ev, stop)
+}
+
+// take adds one event's output, then reads what it says of the answer's end.
+func (c *ResponsesCapture) take(ev *responseEvent, stop func() error) error {
+	c.out.add(ev)
+	if stop != nil {
+		if err := stop(); err != nil {
+			return err
+		}
+	}
 	switch ev.Type {
-	case "response.output_text.delta":
-		c.text.WriteString(ev.Delta)
 	case "error":
-		return content, &chat.APIError{Backend: "openai", Body: joinNonEmpty(ev.Code, ev.Message)}
+		return &chat.APIError{Backend: "openai", Body: joinNonEmpty(ev.Code, ev.Message)}
 	case "response.failed":
 		msg := "response.failed"
 		if ev.Response != nil && ev.Response.Error != nil {
 			msg = joinNonEmpty(ev.Response.Error.Code, ev.Response.Error.Message)
 		}
-		return content, &chat.APIError{Backend: "openai", Body: msg}
+		return &chat.APIError{Backend: "openai", Body: msg}
 	case "response.completed", "response.incomplete":
 		c.final = true
 		if ev.Response != nil {
 			c.usage = ev.Response.Usage
+			// Incomplete because of max_output_tokens is the expected end of a measuring
+			// request; any other reason is worth a note.
+			if d := ev.Response.IncompleteDetails; ev.Type == "response.incomplete" && d != nil && d.Reason != "max_output_tokens" {
+				c.warnings = append(c.warnings, "response incomplete: "+d.Reason)
+			}
 		}
-		var out struct {
-			Response responseOutput `json:"response"`
-		}
-		if json.Unmarshal(data, &out) == nil {
-			c.output = out.Response.Output
-		}
 	}
-	return content, nil
-}
-
-// Whole takes an unstreamed response object. An error object is a *chat.APIError with the
-// server's message; a JSON body without an `output` array is not the API's answer (a
-// *chat.APIError with status 200 quoting it).
-func (c *ResponsesCapture) Whole(body []byte) error {
-	var r struct {
-		responseOutput
-		Usage *responseUsage `json:"usage"`
-		Error *struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if err := json.Unmarshal(body, &r); err != nil {
-		return fmt.Errorf("the answer is not a response object: %w", err)
-	}
-	if r.Error != nil && (r.Error.Code != "" || r.Error.Message != "") {
-		return &chat.APIError{Backend: "openai", Body: joinNonEmpty(r.Error.Code, r.Error.Message)}
-	}
-	if !hasArray(body, "output") {
-		return notAnswer(body, "a response object (no output array)")
-	}
-	c.final, c.usage, c.output = true, r.Usage, r.Output
 	return nil
 }
 
-// Reply returns the generated output: from the final response's output items (text, function
-// calls, reasoning items as [ReasoningBlock]s), else the text deltas seen.
-func (c *ResponsesCapture) Reply() *chat.Reply {
-	if len(c.output) > 0 {
-		if msgs, err := decodeItems(c.output, "output"); err == nil {
-			r := &chat.Reply{}
-			for _, m := range msgs {
-				r.Content += m.Content
-				r.ToolCalls = append(r.ToolCalls, m.ToolCalls...)
-				r.Thinking = append(r.Thinking, m.Thinking...)
-			}
-			return r
-		}
-	}
-	return &chat.Reply{Content: c.text.String()}
-}
+// Reply returns the generated output as [Client.Send] reads it, in output order: reasoning
+// (encrypted reasoning items as [ReasoningBlock]s), text and function calls, a call the token
+// limit cut inside its arguments dropped.
+func (c *ResponsesCapture) Reply() *chat.Reply { return c.out.reply(&chat.Result{}) }
 
 // End reports whether the answer was whole: nil for an unstreamed response object or a stream
 // that ended with response.completed or response.incomplete (response.failed is an error of
@@ -525,7 +532,7 @@ func (c *ResponsesCapture) End() error {
 	switch {
 	case c.final:
 		return nil
-	case c.events == 0:
+	case c.events == 0 && !c.whole:
 		return chat.CutError("openai", "", "no events")
 	}
 	return chat.CutError("openai", "", "no response.completed, response.incomplete or response.failed")
@@ -534,19 +541,25 @@ func (c *ResponsesCapture) End() error {
 // Result returns the figures as [Client.Send] reads them from the Responses API's usage:
 // PromptTokens = input_tokens, CachedTokens = input_tokens_details.cached_tokens, cache writes,
 // CompletionTokens = output_tokens, reasoning tokens; warnings for a stream without its final
-// event or usage.
+// event or usage, and the answer's own (a response incomplete for another reason than
+// max_output_tokens).
 func (c *ResponsesCapture) Result() *chat.Result {
-	res := &chat.Result{}
+	res := &chat.Result{Warnings: append([]string(nil), c.warnings...)}
 	if !c.final {
 		res.Warnings = append(res.Warnings, "the stream ended without response.completed: token counts unknown")
 		return res
 	}
+	c.fill(res)
+	return res
+}
+
+// fill sets res's figures from the final event's usage (a warning when it had none).
+func (c *ResponsesCapture) fill(res *chat.Result) {
 	if c.usage == nil {
 		res.Warnings = append(res.Warnings, "the response carried no usage: token counts unknown")
-		return res
+		return
 	}
-	(&Client{}).result(res, c.usage.normalise())
-	return res
+	setUsage(res, c.usage.normalise())
 }
 
 // hasArray reports whether body is a JSON object whose field key is an array.

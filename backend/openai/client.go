@@ -430,9 +430,15 @@ type timings struct {
 	PromptMS *float64 `json:"prompt_ms"`
 }
 
-// fillUsage normalises u (and llama-server's timings t, either may be nil) into res: Usage
-// with the wire field of every count, PromptTokens, CachedTokens and CompletionTokens.
-func (c *Client) fillUsage(res *chat.Result, u *usageCounts, t *timings) {
+// fillUsage normalises u (and llama-server's timings t, either may be nil) into res by profile
+// p's rules: Usage with the wire field of every count, PromptTokens, CachedTokens and
+// CompletionTokens. seen records that a response from the server carried
+// prompt_tokens_details (profile rule [CachedDetailsOrZero]: from then on a missing field
+// counts 0); nil for an answer read on its own.
+func fillUsage(res *chat.Result, u *usageCounts, t *timings, p Profile, seen *atomic.Bool) {
+	if seen == nil {
+		seen = new(atomic.Bool)
+	}
 	if t != nil && t.PromptMS != nil {
 		res.Prefill = time.Duration(*t.PromptMS * float64(time.Millisecond))
 	}
@@ -451,27 +457,27 @@ func (c *Client) fillUsage(res *chat.Result, u *usageCounts, t *timings) {
 		cached = d.CachedTokens
 		us.Set(chat.UsageCacheWrite, "usage.prompt_tokens_details.cache_write_tokens", d.CacheWriteTokens)
 	}
-	switch c.profile.Cached {
+	switch p.Cached {
 	case CachedConstant:
-		res.Warnings = append(res.Warnings, fmt.Sprintf("profile %s: the server's cached_tokens is a constant, not a measurement: cached tokens unknown", c.profile.Name))
+		res.Warnings = append(res.Warnings, fmt.Sprintf("profile %s: the server's cached_tokens is a constant, not a measurement: cached tokens unknown", p.Name))
 	case CachedHitMiss:
 		us.Set(chat.UsageCachedRead, "usage.prompt_cache_hit_tokens", u.PromptCacheHitTokens)
 		us.Set(chat.UsageUncached, "usage.prompt_cache_miss_tokens", u.PromptCacheMissTokens)
 		us.Set(chat.UsageCachedRead, "usage.prompt_tokens_details.cached_tokens", cached)
 	case CachedDetailsOrZero:
 		if u.PromptTokensDetails != nil {
-			c.seenDetails.Store(true)
+			seen.Store(true)
 		}
 		if cached != nil {
 			us.Set(chat.UsageCachedRead, "usage.prompt_tokens_details.cached_tokens", cached)
 		} else if us.Prompt != nil {
-			if c.seenDetails.Load() {
+			if seen.Load() {
 				us.Set(chat.UsageCachedRead, "usage.prompt_tokens_details.cached_tokens (absent: 0)", new(int64))
 			} else {
 				// Absent means 0 only if the server reports the field at all: not known yet.
 				res.Warnings = append(res.Warnings, fmt.Sprintf("profile %s: no prompt_tokens_details in the usage: cached tokens unknown "+
 					"until a response carries the field (the server runs with --enable-prompt-tokens-details (vLLM) or --enable-cache-report (SGLang)); "+
-					"from then on a missing field counts 0", c.profile.Name))
+					"from then on a missing field counts 0", p.Name))
 			}
 		}
 	default:
@@ -481,7 +487,7 @@ func (c *Client) fillUsage(res *chat.Result, u *usageCounts, t *timings) {
 		}
 	}
 	deriveUncached(us)
-	c.result(res, us)
+	setUsage(res, us)
 }
 
 // deriveUncached sets Uncached, when the server did not say, as the prompt less its cached
@@ -499,8 +505,8 @@ func deriveUncached(us *chat.Usage) {
 	us.Set(chat.UsageUncached, wire, &un)
 }
 
-// result copies the normalised usage's counts into the Result's own figures.
-func (c *Client) result(res *chat.Result, us *chat.Usage) {
+// setUsage copies the normalised usage's counts into the Result's own figures.
+func setUsage(res *chat.Result, us *chat.Usage) {
 	res.Usage = us
 	if us.Prompt != nil {
 		res.PromptTokens = *us.Prompt

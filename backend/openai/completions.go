@@ -115,23 +115,20 @@ func (c *Client) sendChat(ctx context.Context, req *chat.Request) (*chat.Result,
 		if f := chat.SniffAnswer(e.answerType, b); f == chat.AnswerEmpty || f == chat.AnswerOther {
 			return res, chat.NotAnswerError("openai", c.base.String(), e.answerType, b)
 		}
-		var ck chunk
-		if err := json.Unmarshal(b, &ck); err != nil {
-			return res, c.apiError(fmt.Errorf("decode response: %w", err), e.status)
-		}
-		if !hasArray(b, "choices") {
-			ae := notAnswer(b, "a chat.completion (no choices array)")
-			return res, c.answerError(ae, e)
+		// The proxy's accumulator, as for a stream: an error object is the server's message, a
+		// body without a choices array not the API's answer.
+		var cc ChatCapture
+		cc.gen.count.Limit = e.limit
+		if err := cc.Whole(b); err != nil {
+			return res, c.answerError(err, e)
 		}
 		res.Warnings = append(res.Warnings, "unstreamed request (NoStream): time to first token unknown")
-		c.fillUsage(res, ck.Usage, ck.Timings)
-		g := generation{count: chat.ReplyCounter{Limit: e.limit}}
-		g.add(&ck)
-		if g.count.Over() {
-			return res, g.count.Err("openai", c.base.Redacted())
+		fillUsage(res, cc.usage, cc.tim, c.profile, &c.seenDetails)
+		if cc.gen.count.Over() {
+			return res, cc.gen.count.Err("openai", c.base.Redacted())
 		}
 		if req.Generate > 0 {
-			res.Reply = g.reply(res)
+			res.Reply = cc.gen.reply(res)
 		}
 		return res, nil
 	}
@@ -183,7 +180,7 @@ func (c *Client) sendChat(ctx context.Context, req *chat.Request) (*chat.Result,
 		res.TTFT = firstChunk
 		res.Warnings = append(res.Warnings, "no chunk carried content, reasoning or a tool call: time to first token is the time to the first chunk with a choice")
 	}
-	c.fillUsage(res, cc.usage, cc.tim)
+	fillUsage(res, cc.usage, cc.tim, c.profile, &c.seenDetails)
 	return res, nil
 }
 

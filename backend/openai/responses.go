@@ -220,103 +220,49 @@ func (c *Client) sendResponses(ctx context.Context, req *chat.Request) (*chat.Re
 		return res, err
 	}
 	defer e.answer.Close()
-	var (
-		usage *responseUsage
-		final bool
-		n     int
-		out   output
-		whole bool
-	)
+	var rc ResponsesCapture
 	if req.Generate > 0 {
 		// What the model wrote, also when the stream breaks off: a timeout keeps what came.
-		defer func() { res.Reply = out.reply(res) }()
+		defer func() { res.Reply = rc.out.reply(res) }()
 	}
-	out.count.Limit = e.limit
-	handle := func(ev *responseEvent) error {
-		out.add(ev)
-		if out.count.Over() {
+	rc.out.count.Limit = e.limit
+	stop := func() error {
+		if rc.out.count.Over() {
 			// Stop reading: the deferred Close drops the connection.
-			return out.count.Err("openai", c.base.Redacted())
-		}
-		switch ev.Type {
-		case "error":
-			return &chat.APIError{Backend: "openai", Body: joinNonEmpty(ev.Code, ev.Message)}
-		case "response.failed":
-			msg := "response.failed"
-			if ev.Response != nil && ev.Response.Error != nil {
-				msg = joinNonEmpty(ev.Response.Error.Code, ev.Response.Error.Message)
-			}
-			return &chat.APIError{Backend: "openai", Body: msg}
-		case "response.completed", "response.incomplete":
-			final = true
-			if ev.Response != nil {
-				usage = ev.Response.Usage
-				// Incomplete because of max_output_tokens is the expected end of a measuring
-				// request; any other reason is worth a note.
-				if d := ev.Response.IncompleteDetails; ev.Type == "response.incomplete" && d != nil && d.Reason != "max_output_tokens" {
-					res.Warnings = append(res.Warnings, "response incomplete: "+d.Reason)
-				}
-			}
+			return rc.out.count.Err("openai", c.base.Redacted())
 		}
 		return nil
 	}
 	_, err = c.readAnswer(e, func(_ string, data []byte) error {
 		now := time.Since(start)
-		var ev responseEvent
-		if err := json.Unmarshal(data, &ev); err != nil {
-			return fmt.Errorf("stream event %d is not JSON: %w", n+1, err)
-		}
-		n++
-		if res.TTFT == 0 && firstToken(ev.Type) && ev.Delta != "" {
+		content, err := rc.event(data, stop)
+		if res.TTFT == 0 && content {
 			res.TTFT = now
 		}
-		return handle(&ev)
+		return err
 	}, func(body []byte) error {
-		// A response object, as the unstreamed API answers: its status says which final event
-		// it stands for.
-		whole = true
-		ev := responseEvent{Type: "response.completed"}
-		if err := json.Unmarshal(body, &ev.Response); err != nil {
-			return fmt.Errorf("the answer is not a response object: %s", quote(body))
-		}
-		if ev.Response == nil {
-			return notAnswer(body, "a response object (no output array)")
-		}
-		if r := ev.Response; r.Status != "failed" && (r.Error == nil || r.Error.Code == "" && r.Error.Message == "") && !hasArray(body, "output") {
-			return notAnswer(body, "a response object (no output array)")
-		}
-		switch r := ev.Response; {
-		case r.Status == "failed" || (r.Error != nil && (r.Error.Code != "" || r.Error.Message != "")):
-			ev.Type = "response.failed"
-		case ev.Response.Status == "incomplete":
-			ev.Type = "response.incomplete"
-		}
-		res.Warnings = append(res.Warnings, "the server answered the streamed request with one JSON response object, not a stream: time to first token unknown")
-		return handle(&ev)
+		// A response object, as the unstreamed API answers.
+		return rc.wholeBody(body, stop, func() {
+			res.Warnings = append(res.Warnings, "the server answered the streamed request with one JSON response object, not a stream: time to first token unknown")
+		})
 	})
+	res.Warnings = append(res.Warnings, rc.warnings...)
 	res.Total = time.Since(start)
-	switch {
-	case err != nil:
-	case out.size() > e.limit:
-		// Items sent whole (output_item.done, the final response's output) past the limit.
-		err = chat.ReplyTooLongError("openai", "", e.limit)
-	case final:
-	case n == 0 && !whole:
-		err = chat.CutError("openai", "", "no events")
-	default:
-		err = chat.CutError("openai", "", "no response.completed, response.incomplete or response.failed")
+	if err == nil {
+		if rc.out.size() > e.limit {
+			// Items sent whole (output_item.done, the final response's output) past the limit.
+			err = chat.ReplyTooLongError("openai", "", e.limit)
+		} else {
+			err = rc.End()
+		}
 	}
 	if err != nil {
 		return res, c.answerError(err, e)
 	}
-	if res.TTFT == 0 && !whole {
+	if res.TTFT == 0 && !rc.whole {
 		res.Warnings = append(res.Warnings, "no event carried output text, reasoning or a tool call: time to first token unknown")
 	}
-	if usage == nil {
-		res.Warnings = append(res.Warnings, "the response carried no usage: token counts unknown")
-		return res, nil
-	}
-	c.result(res, usage.normalise())
+	rc.fill(res)
 	return res, nil
 }
 

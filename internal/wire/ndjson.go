@@ -19,9 +19,24 @@ import (
 // error is a [ReadError]; a line longer than max bytes is not read whole and stops reading
 // with [chat.ErrWireTooLong]. It returns the number of lines given to fn.
 func ReadLines(br *bufio.Reader, max int64, fn func(line []byte) error) (int, error) {
+	return splitLines(&readerLines{br: br, max: max}, func(line []byte, _ int) error { return fn(line) })
+}
+
+// ReadLinesIn reads JSON lines held in memory in pieces (the body's bytes in order, as a proxy
+// kept them as they arrived) by the rules of [ReadLines], without a bound: fn also gets the
+// index in pieces of the piece that held the line's newline (the last piece for the body's last
+// line). The line fn gets may point into the pieces, which are never written to; fn must not
+// write to it. Only a line that spans pieces is copied. It returns the number of lines given to
+// fn and the first error fn returned.
+func ReadLinesIn(pieces [][]byte, fn func(line []byte, piece int) error) (int, error) {
+	return splitLines(&pieceLines{pieces: pieces}, fn)
+}
+
+// splitLines is [ReadLines] over any line source, fn getting where each line ended.
+func splitLines(src lineSource, fn func(line []byte, at int) error) (int, error) {
 	n, whole := 0, false
 	for {
-		line, err := chat.ReadLine(br, max)
+		line, at, err := src.next()
 		if errors.Is(err, chat.ErrWireTooLong) {
 			return n, err
 		}
@@ -31,7 +46,7 @@ func ReadLines(br *bufio.Reader, max int64, fn func(line []byte) error) (int, er
 		cut := err != nil && !bytes.HasSuffix(line, []byte("\n"))
 		if t := bytes.TrimSpace(line); len(t) > 0 && !(cut && whole && !json.Valid(t)) {
 			n++
-			if ferr := fn(t); ferr != nil {
+			if ferr := fn(t, at); ferr != nil {
 				return n, ferr
 			}
 		}

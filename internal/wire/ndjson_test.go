@@ -3,6 +3,7 @@ package wire
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -67,5 +68,33 @@ func TestBoundLinesAndDropCutLine(t *testing.T) {
 		if err != nil || string(out) != tc.want {
 			t.Errorf("DropCutLine(%q) = %q, %v; want %q", tc.in, out, err, tc.want)
 		}
+	}
+}
+
+// The in-memory readers name the piece whose bytes completed each event and line: the piece
+// with the newline of an event's blank line (CRLF split across pieces: the newline's piece),
+// with a line's newline, or the last piece for what the body's end completed.
+func TestReadersInPiecesNameThePiece(t *testing.T) {
+	pieces := [][]byte{[]byte("data: {\"a\""), []byte(":1}\n\r"), []byte("\n: ping\n\ndata: {}\n"), nil, []byte("\n"), []byte("data: [DONE]\n"), {}}
+	var got []string
+	if _, err := ReadEventsIn(pieces, func(name string, data []byte, at int) error {
+		got = append(got, fmt.Sprintf("%s@%d", data, at))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"a":1}@2|{}@4|[DONE]@6`; strings.Join(got, "|") != want {
+		t.Errorf("events %q; want %q", strings.Join(got, "|"), want)
+	}
+	got = nil
+	lines := [][]byte{[]byte("{\"a\":1}\n{\"b\""), []byte(":2}"), []byte("\n{\"c\":3}\n"), []byte("{\"d\":")}
+	if _, err := ReadLinesIn(lines, func(line []byte, at int) error {
+		got = append(got, fmt.Sprintf("%s@%d", line, at))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"a":1}@0|{"b":2}@2|{"c":3}@2`; strings.Join(got, "|") != want {
+		t.Errorf("lines %q; want %q (the cut last line dropped)", strings.Join(got, "|"), want)
 	}
 }
