@@ -12,7 +12,6 @@ import (
 
 	"lab/backend/anthropic"
 	"lab/backend/llamacpp"
-	"lab/backend/ollama"
 	"lab/backend/openai"
 	"lab/cachesim"
 	"lab/capture"
@@ -196,7 +195,7 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 			// The model file is known when the lab starts llama-server on --gguf.
 			b.gguf = o.GGUF
 		}
-		c, err := llamacpp.New(llamacpp.Options{BaseURL: b.url, Output: ollama.Qwen3Output,
+		c, err := llamacpp.New(llamacpp.Options{BaseURL: b.url,
 			APIKey: s.getenv("LLAMA_API_KEY"), KeyFile: ro.KeyFile, Temperature: &o.Live.Temperature})
 		if err != nil {
 			return &usageError{err}
