@@ -2,10 +2,15 @@ package harness_test
 
 import (
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 
+	"lab/backend/llamacpp"
 	"lab/backend/ollama"
 	"lab/chat"
 	"lab/harness"
@@ -84,25 +89,37 @@ func TestFailedCacheFillKeepsTheMeasurement(t *testing.T) {
 		fail      func(int) error
 		wantWaits int // waits between fill attempts
 		forGood   bool
+		// plain hides Measure and FillCache: the harness sees Send's CacheFillError.
+		plain bool
 	}{
 		{"fails once", func(n int) error {
 			if n == 3 {
 				return eof
 			}
 			return nil
-		}, 1, false},
+		}, 1, false, false},
 		{"fails for good", func(n int) error {
 			if n >= 3 && n <= 5 {
 				return eof
 			}
 			return nil
-		}, 2, true},
+		}, 2, true, false},
+		{"a plain Send's CacheFillError", func(n int) error {
+			if n == 3 {
+				return eof
+			}
+			return nil
+		}, 0, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			be := newFillBackend(tc.fail)
+			var run harness.Backend = be
+			if tc.plain {
+				run = sendOnly{be}
+			}
 			sl := &sleeps{}
-			_, man, samples, err := runOne(t, be, harness.RetryPolicy{Sleep: sl.sleep})
+			_, man, samples, err := runOne(t, run, harness.RetryPolicy{Sleep: sl.sleep})
 			if err != nil || !man.Complete {
 				t.Fatalf("run: %v, complete %v", err, man.Complete)
 			}
@@ -118,7 +135,7 @@ func TestFailedCacheFillKeepsTheMeasurement(t *testing.T) {
 				}
 			}
 			row := samples[2]
-			if !strings.Contains(row.Warnings, "cache fill attempt 1 failed") || strings.Contains(row.Warnings, "sent again") {
+			if tc.plain == strings.Contains(row.Warnings, "cache fill attempt 1 failed") || strings.Contains(row.Warnings, "sent again") {
 				t.Errorf("row 2 warnings %q; want the failed fill attempt, no resend", row.Warnings)
 			}
 			if got := strings.Contains(row.Warnings, harness.WarningFillFailed); got != tc.forGood {
@@ -131,5 +148,68 @@ func TestFailedCacheFillKeepsTheMeasurement(t *testing.T) {
 				t.Errorf("%d waits %v; want %d (one per failed fill attempt but the last)", len(sl.d), sl.d, tc.wantWaits)
 			}
 		})
+	}
+}
+
+// Through the llama-server backend: a generation emulation (/completion) that fails once, its
+// connection dropped unanswered as a server closing it does, is sent again alone; the measured
+// request is sent once per row and no row records a retry.
+func TestLlamaCppFailedFillIsNotRemeasured(t *testing.T) {
+	t.Parallel()
+	llamaWhole := "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"o\"}}]}\n\n" +
+		"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}],\"timings\":{\"cache_n\":30,\"prompt_n\":10,\"prompt_ms\":1}}\n\n" +
+		"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n"
+	var mu sync.Mutex
+	chats, fills := 0, 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.URL.Path {
+		case "/apply-template":
+			json.NewEncoder(w).Encode(map[string]string{"prompt": string(b)})
+		case "/v1/chat/completions":
+			chats++
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, llamaWhole)
+		case "/slots":
+			io.WriteString(w, `[{"id":0}]`)
+		case "/slots/0":
+			io.WriteString(w, `{"id_slot":0,"n_erased":0}`)
+		case "/completion":
+			if fills++; fills == 2 {
+				conn, _, _ := w.(http.Hijacker).Hijack()
+				conn.Close() // EOF, no answer
+				return
+			}
+			io.WriteString(w, `{"content":"","tokens_evaluated":40}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	c, err := llamacpp.New(llamacpp.Options{BaseURL: srv.URL, Output: func(r *chat.Reply) string { return r.Content + "<|im_end|>" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl := &sleeps{}
+	_, man, samples, err := runOne(t, c, harness.RetryPolicy{Sleep: sl.sleep})
+	if err != nil || !man.Complete {
+		t.Fatalf("run: %v, complete %v", err, man.Complete)
+	}
+	if chats != len(samples) {
+		t.Errorf("%d measured requests for %d rows: the measurement was sent again", chats, len(samples))
+	}
+	var noted int
+	for i, s := range samples {
+		if s.Retries != 0 || s.Error != "" {
+			t.Errorf("row %d: retries %d, error %q", i, s.Retries, s.Error)
+		}
+		if strings.Contains(s.Warnings, "cache fill attempt 1 failed") {
+			noted++
+		}
+	}
+	if noted != 1 || fills != len(samples)+1 {
+		t.Errorf("%d rows note the failed fill, %d fills for %d rows; want 1 and one more fill than rows", noted, fills, len(samples))
 	}
 }

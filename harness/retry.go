@@ -174,7 +174,8 @@ type attempts struct {
 // send sends req through the backend, again after each retryable failure, as p says. Each
 // attempt runs under p's request timeout. It returns the last attempt's result and error. For a
 // [CacheFiller] only the measured request (Measure) is retried so; its cache fill is then retried
-// on its own ([fill]), and a fill that fails for good is a note, not an error.
+// on its own ([fill]), and a fill that fails for good is a note, not an error. A plain Backend's
+// *chat.CacheFillError (its Send measured, then failed to fill) is such a note too, not retried.
 func send(ctx context.Context, p RetryPolicy, be Backend, req *chat.Request, reply *chat.Reply) (*chat.Result, attempts, error) {
 	var a attempts
 	for n := 1; ; n++ {
@@ -184,6 +185,12 @@ func send(ctx context.Context, p RetryPolicy, be Backend, req *chat.Request, rep
 				err = fill(ctx, p, cf, req, reply, res, &a)
 			}
 			return res, a, err
+		}
+		var fe *chat.CacheFillError
+		if errors.As(err, &fe) && res != nil && ctx.Err() == nil {
+			// A Send that measured and then failed to fill the cache: the measurement stands.
+			fillFailed(res, &a, n, fe.Err)
+			return res, a, nil
 		}
 		if ctx.Err() != nil || n >= p.attempts() || !Retryable(err) {
 			return res, a, err
@@ -241,11 +248,17 @@ func fill(ctx context.Context, p RetryPolicy, cf CacheFiller, req *chat.Request,
 			}
 			continue
 		}
-		res.CacheText = ""
-		a.fillFailed = true
-		a.notes = append(a.notes, fmt.Sprintf("%s after %d attempts (%v): the row keeps its measurement; the server's cache holds the prompt without the reply, and the next request's expected cached tokens count from it", WarningFillFailed, n, err))
+		fillFailed(res, a, n, err)
 		return nil
 	}
+}
+
+// fillFailed records in a that the cache fill after res failed for good after n attempts with
+// err: the note, and res.CacheText emptied (the server's cache holds the prompt as rendered).
+func fillFailed(res *chat.Result, a *attempts, n int, err error) {
+	res.CacheText = ""
+	a.fillFailed = true
+	a.notes = append(a.notes, fmt.Sprintf("%s after %d attempts (%v): the row keeps its measurement; the server's cache holds the prompt without the reply, and the next request's expected cached tokens count from it", WarningFillFailed, n, err))
 }
 
 // sendOnce is one attempt under p's request timeout: Send, or Measure for a [CacheFiller]. A
