@@ -273,8 +273,8 @@ type Usage struct {
 
 // CacheFillError is a failure after a request was measured: the step that leaves the server's
 // cache as the generation would have (the scripted reply's emulation) failed. Sending the request
-// again would measure a cache the first attempt warmed, so it is never retried; the session ends
-// with the error.
+// again would measure a cache the first attempt warmed, so it is never retried: the harness keeps
+// the measured result with a warning.
 type CacheFillError struct{ Err error }
 
 // Error implements error.

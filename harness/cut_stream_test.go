@@ -16,6 +16,7 @@ import (
 	"lab/backend/llamacpp"
 	"lab/backend/ollama"
 	"lab/backend/openai"
+	"lab/chat"
 	"lab/harness"
 )
 
@@ -95,14 +96,17 @@ func TestCutStreamsAreRetried(t *testing.T) {
 		{"llamacpp", "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\"", "stream cut: no data: [DONE] and no finish_reason", llamaWhole, llamaWhole, func(t *testing.T, f *cutServer) harness.Backend {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				b, _ := io.ReadAll(r.Body)
-				if r.URL.Path == "/apply-template" {
+				switch r.URL.Path {
+				case "/apply-template":
 					json.NewEncoder(w).Encode(map[string]string{"prompt": string(b)})
-					return
+				case "/completion": // the generation emulation
+					io.WriteString(w, `{"content":""}`)
+				default:
+					f.answer(w)
 				}
-				f.answer(w)
 			}))
 			t.Cleanup(srv.Close)
-			c, err := llamacpp.New(llamacpp.Options{BaseURL: srv.URL})
+			c, err := llamacpp.New(llamacpp.Options{BaseURL: srv.URL, Output: func(r *chat.Reply) string { return r.Content }})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -23,7 +23,8 @@ const (
 	// DefaultMaxWait caps one wait between attempts, a server's Retry-After included.
 	DefaultMaxWait = time.Minute
 	// DefaultRequestTimeout bounds one attempt of one request: sending it, the server's prefill
-	// and the whole streamed answer (and, for Ollama, the generation emulation after it).
+	// and the whole streamed answer; the generation emulation after it ([CacheFiller]) has a
+	// bound of its own.
 	DefaultRequestTimeout = 5 * time.Minute
 )
 
@@ -161,20 +162,37 @@ func Retryable(err error) bool {
 }
 
 // attempts is what sending one request took: how often it was sent again, how long the harness
-// waited between attempts, and the errors of the attempts that failed before the last.
+// waited between attempts, the errors of the attempts that failed before the last, and whether
+// its cache fill ([CacheFiller]) failed for good.
 type attempts struct {
-	retries int
-	wait    time.Duration
-	notes   []string
+	retries    int
+	wait       time.Duration
+	notes      []string
+	fillFailed bool
 }
 
 // send sends req through the backend, again after each retryable failure, as p says. Each
-// attempt runs under p's request timeout. It returns the last attempt's result and error.
+// attempt runs under p's request timeout. It returns the last attempt's result and error. For a
+// [CacheFiller] only the measured request (Measure) is retried so; its cache fill is then retried
+// on its own ([fill]), and a fill that fails for good is a note, not an error. A plain Backend's
+// *chat.CacheFillError (its Send measured, then failed to fill) is such a note too, not retried.
 func send(ctx context.Context, p RetryPolicy, be Backend, req *chat.Request, reply *chat.Reply) (*chat.Result, attempts, error) {
 	var a attempts
 	for n := 1; ; n++ {
 		res, err := sendOnce(ctx, p, be, req, reply)
-		if err == nil || ctx.Err() != nil || n >= p.attempts() || !Retryable(err) {
+		if err == nil {
+			if cf, ok := be.(CacheFiller); ok {
+				err = fill(ctx, p, cf, req, reply, res, &a)
+			}
+			return res, a, err
+		}
+		var fe *chat.CacheFillError
+		if errors.As(err, &fe) && res != nil && ctx.Err() == nil {
+			// A Send that measured and then failed to fill the cache: the measurement stands.
+			fillFailed(res, &a, n, fe.Err)
+			return res, a, nil
+		}
+		if ctx.Err() != nil || n >= p.attempts() || !Retryable(err) {
 			return res, a, err
 		}
 		d := p.wait(n, err)
@@ -187,16 +205,76 @@ func send(ctx context.Context, p RetryPolicy, be Backend, req *chat.Request, rep
 	}
 }
 
-// sendOnce is one attempt under p's request timeout. A timeout of the attempt (not of ctx) is
-// reported as [ErrRequestTimeout].
+// WarningFillFailed starts the warning of a row whose cache fill ([CacheFiller]) failed for good:
+// the row keeps its measurement, and the server's cache holds the measured prompt without the
+// reply.
+const WarningFillFailed = "cache fill failed"
+
+// WarningAfterFailedFill starts the warning of the row after one whose cache fill failed: what it
+// re-read of the previous reply is the failed fill's, not the rendering's.
+const WarningAfterFailedFill = "after a failed cache fill"
+
+// fill runs cf's cache fill after the measured request res, again after each retryable failure
+// as p says (the measured request is not sent again: its result is kept), noting each failed
+// attempt in a. A fill that fails for good is noted ([WarningFillFailed]), res.CacheText is
+// emptied (the cache holds the prompt as rendered) and a.fillFailed set; fill then returns nil.
+// Only the end of ctx (the run interrupted) is an error.
+func fill(ctx context.Context, p RetryPolicy, cf CacheFiller, req *chat.Request, reply *chat.Reply, res *chat.Result, a *attempts) error {
+	for n := 1; ; n++ {
+		err := func() error {
+			t := p.timeout()
+			if t < 0 {
+				return cf.FillCache(ctx, req, reply, res)
+			}
+			actx, cancel := context.WithTimeoutCause(ctx, t, ErrRequestTimeout)
+			defer cancel()
+			err := cf.FillCache(actx, req, reply, res)
+			if err != nil && ctx.Err() == nil && actx.Err() != nil {
+				err = fmt.Errorf("%w: no answer within %s (--request-timeout): %w", ErrRequestTimeout, t, err)
+			}
+			return err
+		}()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		if n < p.attempts() && Retryable(err) {
+			d := p.wait(n, err)
+			a.notes = append(a.notes, fmt.Sprintf("cache fill attempt %d failed (%v); filled again after %s, the measured request kept", n, err, d))
+			if serr := p.sleep(ctx, d); serr != nil {
+				return serr
+			}
+			continue
+		}
+		fillFailed(res, a, n, err)
+		return nil
+	}
+}
+
+// fillFailed records in a that the cache fill after res failed for good after n attempts with
+// err: the note, and res.CacheText emptied (the server's cache holds the prompt as rendered).
+func fillFailed(res *chat.Result, a *attempts, n int, err error) {
+	res.CacheText = ""
+	a.fillFailed = true
+	a.notes = append(a.notes, fmt.Sprintf("%s after %d attempts (%v): the row keeps its measurement; the server's cache holds the prompt without the reply, and the next request's expected cached tokens count from it", WarningFillFailed, n, err))
+}
+
+// sendOnce is one attempt under p's request timeout: Send, or Measure for a [CacheFiller]. A
+// timeout of the attempt (not of ctx) is reported as [ErrRequestTimeout].
 func sendOnce(ctx context.Context, p RetryPolicy, be Backend, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
+	do := be.Send
+	if cf, ok := be.(CacheFiller); ok {
+		do = cf.Measure
+	}
 	t := p.timeout()
 	if t < 0 {
-		return be.Send(ctx, req, reply)
+		return do(ctx, req, reply)
 	}
 	actx, cancel := context.WithTimeoutCause(ctx, t, ErrRequestTimeout)
 	defer cancel()
-	res, err := be.Send(actx, req, reply)
+	res, err := do(actx, req, reply)
 	if err != nil && ctx.Err() == nil && actx.Err() != nil {
 		err = fmt.Errorf("%w: no complete answer within %s (--request-timeout): %w", ErrRequestTimeout, t, err)
 	}

@@ -32,6 +32,25 @@ type Backend interface {
 	Send(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error)
 }
 
+// CacheFiller is a Backend whose generation emulation is a request of its own after the
+// measured one (llama-server's raw /completion, Ollama's raw /api/generate). The harness sends
+// the two steps apart, each retried on its own ([RetryPolicy]): a failed fill never sends the
+// measured request again (that would measure a cache the first attempt warmed), and a fill that
+// fails for good leaves the row its measurement, with a warning, and the next request's expected
+// cached tokens counted from what the server then holds (the measured prompt without the reply).
+type CacheFiller interface {
+	Backend
+	// Measure is Send without the generation emulation: it sends req, reads the server's
+	// figures and returns them; the result's CacheText is "" for a scripted request until
+	// FillCache sets it.
+	Measure(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error)
+	// FillCache leaves the server's cache as the generation of reply after res's prompt would
+	// have, and sets res.CacheText to the text the cache then holds; it does nothing (nil) for a
+	// request with no emulation (a live one, or reply nil). It is idempotent: the same text sent
+	// again leaves the same cache, so the harness may call it again after a failure.
+	FillCache(ctx context.Context, req *chat.Request, reply *chat.Reply, res *chat.Result) error
+}
+
 // Resetter is a Backend that can empty the server's prompt cache, so that every session starts
 // cold.
 type Resetter interface {
@@ -208,6 +227,8 @@ type runner struct {
 	// attrib follows the server's prefix cache from request to request, for the expected cached
 	// tokens and the re-read attribution; made by the first expect.
 	attrib *cachesim.Attributor
+	// fillFailed is true when the last request's cache fill failed for good ([CacheFiller]).
+	fillFailed bool
 
 	// drv is the session's driver: what differs between scripted and live.
 	drv sessionDriver
@@ -577,6 +598,10 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 	row.SetTimes(s, res.TTFT, res.Total, res.RequestBytes)
 	r.drv.annotate(r, s, req, reply, res, nil)
 	warnings := append(tries.notes, res.Warnings...)
+	if r.fillFailed {
+		warnings = append(warnings, WarningAfterFailedFill+": the server's cache held the previous prompt without its reply, which this request read again")
+	}
+	r.fillFailed = tries.fillFailed
 	// Where the lab renders the prompt itself it knows the window and marks overflows
 	// (ContextOverflow); elsewhere a shrinking prompt is the only sign of a cut.
 	if cfg.Tokenizer == nil {

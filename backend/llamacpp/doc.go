@@ -22,16 +22,24 @@
 //  3. Generation emulation (DESIGN.md, "Generation is emulated faithfully"): after a real
 //     generation the slot's cache holds the prompt followed by the tokens the model emitted, in
 //     the model's own output format. The client leaves the cache so by a raw POST /completion
-//     whose prompt is Rendered followed by [Options.Output] of the scripted reply, with
-//     `n_predict` 0 ("the prompt is evaluated into the cache"), `cache_prompt` true and the
-//     same `id_slot`. That text is Result.CacheText. The request is not a measurement. Without
-//     an Output function there is no emulation, and the first result says so in a warning.
+//     whose prompt is Rendered followed by the scripted reply as the server's own chat template
+//     writes it in history ([Client.ReplyText]: /apply-template of the messages, then of the
+//     messages with the reply and a tool result after it; the reply's text runs from the
+//     generation prompt to the model's end-of-generation token, /props eos_token), with
+//     `n_predict` 0 ("the prompt is evaluated into the cache"), `cache_prompt` true and the same
+//     `id_slot`. That text is Result.CacheText; [Options.Output] replaces the server's rendering
+//     when set. The request is not a measurement: [Client.Measure] and [Client.FillCache] are
+//     the two steps apart, which the harness retries each on its own (harness.CacheFiller).
+//
+// The streamed request is sent with `Connection: close`: llama-server closes the connection
+// after a streamed answer though its headers say keep-alive, and a request sent next on it
+// would fail with EOF.
 //
 // A live request (chat.Request.Generate > 0, the live driver) is a real generation
 // instead: step 2 sends `max_tokens` Generate with the live `temperature` (Options.Temperature,
 // default 0.7) and `seed` ([Client.SetSeed]), the streamed reasoning_content, content and
 // tool_calls become Result.Reply, and step 3 is skipped: the slot's cache holds what the model
-// generated. CacheText is Rendered followed by Options.Output of the parsed reply (the server
+// generated. CacheText is Rendered followed by the parsed reply as step 3 writes it (the server
 // returns no raw tokens), an approximation when the generation was cut at max_tokens.
 //
 // A cold start ([Client.Reset]) erases every slot's prompt cache: GET /slots lists the slots,

@@ -101,7 +101,8 @@ func TestLiveGeneration(t *testing.T) {
 }
 
 // A generation cut at max_tokens keeps the reasoning and drops the tool call whose arguments
-// were cut; without an Output function CacheText stays empty.
+// were cut; where the server's rendering of it is not known (the fake renders every request
+// alike) CacheText stays empty.
 func TestLiveCut(t *testing.T) {
 	f := &fake{chat: "gen_cut.sse"}
 	c := start(t, f, Options{})

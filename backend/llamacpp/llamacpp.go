@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,9 +40,9 @@ type Options struct {
 	// "OpenAI-compatible API"), for example {"preserve_thinking": true}. Unless they set
 	// "enable_thinking", the client sets it to the request's Think.
 	ChatTemplateKwargs map[string]any
-	// Output writes a scripted reply as the served model would have generated it after the
-	// rendered prompt (for Qwen3.5-style templates whose generation prompt ends in "<think>\n":
-	// the lab's ollama.Qwen3Output). Nil turns the generation emulation off.
+	// Output, when set, writes a reply as the served model would have generated it after the
+	// rendered prompt, instead of the server's own rendering ([Client.ReplyText]), which nil,
+	// the default, uses.
 	Output func(*chat.Reply) string
 	// APIKey is sent as `Authorization: Bearer` when the server was started with --api-key. The
 	// caller reads it from the environment (LLAMA_API_KEY); it never appears in an error or a
@@ -68,11 +69,13 @@ const DefaultSeed = 42
 // Client sends the harness's requests to one llama-server. Not safe for concurrent use: the
 // measurement and its emulation must reach the slot in order.
 type Client struct {
-	base   *url.URL
-	opts   Options
-	key    string
-	http   *http.Client
-	warned bool // the missing-Output warning was given
+	base *url.URL
+	opts Options
+	key  string
+	http *http.Client
+	// eos is the model's end-of-generation token as text (/props eos_token), read once by
+	// [Client.ReplyText].
+	eos string
 	// temperature and seed sample the live generations.
 	temperature float64
 	seed        int64
@@ -152,6 +155,9 @@ type chatBody struct {
 	Seed               *int64          `json:"seed,omitempty"`
 	CachePrompt        bool            `json:"cache_prompt"`
 	IDSlot             int             `json:"id_slot"`
+	// AddGenerationPrompt false asks /apply-template for the messages without the generation
+	// prompt; nil sends none (the server's default, true).
+	AddGenerationPrompt *bool `json:"add_generation_prompt,omitempty"`
 }
 
 // ChatBody returns the /v1/chat/completions request body for req, as JSON: `messages` from
@@ -163,6 +169,15 @@ type chatBody struct {
 // openai.EncodeMessages) or tool parameters that are not JSON are errors naming the message or
 // tool.
 func (c *Client) ChatBody(req *chat.Request) ([]byte, error) {
+	b, err := c.chatBody(req)
+	if err != nil {
+		return nil, err
+	}
+	return marshal(b)
+}
+
+// chatBody is [Client.ChatBody] before its encoding.
+func (c *Client) chatBody(req *chat.Request) (*chatBody, error) {
 	msgs, err := openai.EncodeMessages(req.Messages)
 	if err != nil {
 		return nil, fmt.Errorf("llamacpp: %w", err)
@@ -195,7 +210,7 @@ func (c *Client) ChatBody(req *chat.Request) ([]byte, error) {
 		}
 		b.Tools = append(b.Tools, tool{Type: "function", Function: toolFunction{Name: t.Name, Description: t.Description, Parameters: params}})
 	}
-	return marshal(b)
+	return &b, nil
 }
 
 // marshal encodes v as JSON without HTML escaping and without a trailing newline
@@ -215,6 +230,11 @@ func (c *Client) post(ctx context.Context, method, path string, body []byte) (*h
 	h := http.Header{}
 	if c.key != "" {
 		h.Set("Authorization", "Bearer "+c.key)
+	}
+	if path == "/v1/chat/completions" {
+		// llama-server closes the connection after a streamed answer although its headers
+		// say keep-alive: a request sent on it next would fail with EOF. Close it ourselves.
+		h.Set("Connection", "close")
 	}
 	ep := wire.Endpoint{Backend: backendName, URL: c.endpoint(path), Key: c.key}
 	resp, err := wire.Post(ctx, c.http, ep, method, c.endpoint(path), body, h)
@@ -295,8 +315,9 @@ func (c *Client) Render(ctx context.Context, body []byte) (string, error) {
 	return *out.Prompt, nil
 }
 
-// Send renders req, sends it for real (the measurement) and emulates the generation of reply
-// (see the package documentation). The result's figures:
+// Send is [Client.Measure] followed by [Client.FillCache]: it renders req, sends it for real
+// (the measurement) and emulates the generation of reply (see the package documentation). A
+// failed emulation is a *chat.CacheFillError with the measured result. The result's figures:
 //
 //   - PromptTokens: usage.prompt_tokens (the whole prompt), else timings.cache_n +
 //     timings.prompt_n;
@@ -315,15 +336,30 @@ func (c *Client) Render(ctx context.Context, body []byte) (string, error) {
 // tool_calls (fragments joined by index). A generation cut at max_tokens (finish_reason
 // "length") keeps what was parsed, less a tool call whose arguments the cut left unfinished (a
 // warning says so); a stream that broke off gives what came before. CacheText is then Rendered
-// followed by [Options.Output] of that reply: the server does not return the generated tokens,
-// so this is the text the model wrote rebuilt in its output format — exact for a reply the model
-// ended itself, an approximation for one cut at max_tokens; empty without an Output function.
+// followed by that reply as the server renders it in history ([Client.ReplyText], or
+// [Options.Output]): the server does not return the generated tokens, so this is the text the
+// model wrote rebuilt in its output format — exact for a reply the model ended itself, an
+// approximation for one cut at max_tokens; empty, with a warning, when it cannot be rebuilt.
 //
 // A server's refusal is a *chat.APIError; the result so far is returned with it. A stream that
 // ends before `data: [DONE]` (or a finish_reason and its usage), with no events or empty is a
 // [chat.CutError], which the harness retries; an HTTP 200 that is not the API's answer (an HTML
 // page) a [chat.NotAnswerError].
 func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
+	res, err := c.Measure(ctx, req, reply)
+	if err != nil {
+		return res, err
+	}
+	if err := c.FillCache(ctx, req, reply, res); err != nil {
+		return res, &chat.CacheFillError{Err: err}
+	}
+	return res, nil
+}
+
+// Measure is [Client.Send] without the generation emulation (harness.CacheFiller): the
+// rendering, the measured request and, for a live request, the cache text of what the model
+// wrote. A scripted result's CacheText is "" until [Client.FillCache].
+func (c *Client) Measure(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
 	body, err := c.ChatBody(req)
 	if err != nil {
 		return nil, err
@@ -364,26 +400,141 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 	}
 
 	if req.Generate > 0 {
-		if c.opts.Output != nil {
-			res.CacheText = res.Rendered + c.opts.Output(res.Reply)
-		}
-		return res, nil
-	}
-	if reply != nil {
-		if c.opts.Output == nil {
-			if !c.warned {
-				c.warned = true
-				res.Warnings = append(res.Warnings, "no Output function for the served model: generation is not emulated, the slot's cache holds the prompt without the scripted reply")
+		out, err := c.output(ctx, req, res.Rendered, res.Reply)
+		if err != nil {
+			if ctx.Err() != nil {
+				return res, ctx.Err()
 			}
+			res.Warnings = append(res.Warnings, "what the model wrote is not known as the server holds it (cache text unknown): "+err.Error())
 			return res, nil
 		}
-		text := res.Rendered + c.opts.Output(reply)
-		if err := c.emulate(ctx, text); err != nil {
-			return res, err
-		}
-		res.CacheText = text
+		res.CacheText = res.Rendered + out
 	}
 	return res, nil
+}
+
+// FillCache emulates the generation of reply after the measured request res (harness
+// .CacheFiller): a raw POST /completion of res.Rendered followed by the reply as the server
+// renders it ([Client.ReplyText], or [Options.Output]), which leaves the slot's cache holding
+// that text; it then sets res.CacheText to it. It does nothing for a live request or a nil
+// reply. Sending it again leaves the same cache. Errors are the rendering's or the
+// completion's, wrapped as "generation emulation".
+func (c *Client) FillCache(ctx context.Context, req *chat.Request, reply *chat.Reply, res *chat.Result) error {
+	if req.Generate > 0 || reply == nil {
+		return nil
+	}
+	out, err := c.output(ctx, req, res.Rendered, reply)
+	if err != nil {
+		return fmt.Errorf("generation emulation: %w", err)
+	}
+	text := res.Rendered + out
+	if err := c.emulate(ctx, text); err != nil {
+		return err
+	}
+	res.CacheText = text
+	return nil
+}
+
+// output is the text reply leaves after the prompt rendered: [Options.Output] of it when set,
+// else [Client.ReplyText].
+func (c *Client) output(ctx context.Context, req *chat.Request, rendered string, reply *chat.Reply) (string, error) {
+	if c.opts.Output != nil {
+		return c.opts.Output(reply), nil
+	}
+	return c.ReplyText(ctx, req, rendered, reply)
+}
+
+// ReplyText returns the text the model writes after the generation prompt when it answers req
+// with reply, taken from the server's own chat template (POST /apply-template), so that the
+// slot's cache after rendered (req's prompt, generation prompt included) and this text holds
+// exactly the tokens the next request's rendering of the assistant message starts with:
+//
+//   - H, the messages without the generation prompt (`add_generation_prompt` false), must
+//     start rendered: the rest of rendered is the generation prompt G;
+//   - N, the messages followed by reply as an assistant message and a tool result after it (as
+//     the next request of a tool loop renders it: the assistant message is in the current
+//     turn, its reasoning kept; a final reply is rendered the same way, as the model wrote it),
+//     must start with H: the rest from there is the assistant message A;
+//   - the text is A past what it shares with G, up to and including the model's first
+//     end-of-generation token (GET /props `eos_token`, read once) — what a generation ends with.
+//
+// When the template's assistant message starts with the generation prompt (Qwen3's
+// `<|im_start|>assistant\n`), the cache then holds N's prefix exactly. When it does not (a
+// generation prompt that opens an empty think block the history drops), the text is what the
+// model writes after G, and the next request diverges where the template does. Errors: a
+// rendering that fails or does not start as said, a server that reports no eos_token, or an
+// assistant message without it.
+func (c *Client) ReplyText(ctx context.Context, req *chat.Request, rendered string, reply *chat.Reply) (string, error) {
+	if c.eos == "" {
+		p, err := c.Props(ctx)
+		if err != nil {
+			return "", fmt.Errorf("read the end-of-generation token: %w", err)
+		}
+		if p.EOSToken == "" {
+			return "", &chat.APIError{Backend: backendName, URL: c.endpoint("/props"), StatusCode: http.StatusOK, Body: "the answer has no eos_token: the end of a generated reply is not known"}
+		}
+		c.eos = p.EOSToken
+	}
+	no := false
+	history, err := c.renderWith(ctx, req, &no)
+	if err != nil {
+		return "", err
+	}
+	if !strings.HasPrefix(rendered, history) {
+		return "", fmt.Errorf("llamacpp: the server's rendering of the messages without the generation prompt is not the start of the prompt (%d bytes, %d shared)", len(history), commonPrefix(rendered, history))
+	}
+	gen := rendered[len(history):]
+	next := *req
+	next.Messages = append(slices.Clone(req.Messages), chat.Message{Role: chat.RoleAssistant, Reasoning: reply.Reasoning, Content: reply.Content, ToolCalls: reply.ToolCalls})
+	// The tool results only end the assistant message; their text is never used.
+	if len(reply.ToolCalls) == 0 {
+		next.Messages = append(next.Messages, chat.Message{Role: chat.RoleTool, ToolCallID: "next", Content: "."})
+	}
+	for i, tc := range reply.ToolCalls {
+		id := tc.ID
+		if id == "" {
+			id = "next-" + strconv.Itoa(i)
+		}
+		next.Messages = append(next.Messages, chat.Message{Role: chat.RoleTool, ToolCallID: id, ToolName: tc.Name, Content: "."})
+	}
+	after, err := c.renderWith(ctx, &next, &no)
+	if err != nil {
+		return "", err
+	}
+	if !strings.HasPrefix(after, history) {
+		return "", fmt.Errorf("llamacpp: the server renders the messages before the reply otherwise once the reply follows them (%d bytes shared of %d)", commonPrefix(after, history), len(history))
+	}
+	msg := after[len(history):]
+	k := commonPrefix(msg, gen)
+	end := strings.Index(msg[k:], c.eos)
+	if end < 0 {
+		return "", fmt.Errorf("llamacpp: the server's rendering of the reply has no end-of-generation token %q", c.eos)
+	}
+	return msg[k : k+end+len(c.eos)], nil
+}
+
+// renderWith renders req as [Client.Render] does, `add_generation_prompt` set to addGen (nil:
+// the server's default).
+func (c *Client) renderWith(ctx context.Context, req *chat.Request, addGen *bool) (string, error) {
+	b, err := c.chatBody(req)
+	if err != nil {
+		return "", err
+	}
+	b.AddGenerationPrompt = addGen
+	body, err := marshal(b)
+	if err != nil {
+		return "", err
+	}
+	return c.Render(ctx, body)
+}
+
+// commonPrefix is the length in bytes of the longest common prefix of a and b.
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
 }
 
 // liveReply returns what the model wrote in comp, the warnings of its assembly (a tool call
@@ -548,6 +699,9 @@ type Props struct {
 	BuildInfo string
 	// ChatTemplate is the model's Jinja chat template (`chat_template`).
 	ChatTemplate string
+	// EOSToken is the model's end-of-generation token as text (`eos_token`, such as
+	// "<|im_end|>"); "" on builds without it.
+	EOSToken string
 	// Raw is the whole answer.
 	Raw json.RawMessage
 }
@@ -564,6 +718,7 @@ func (c *Client) Props(ctx context.Context) (*Props, error) {
 		TotalSlots                int    `json:"total_slots"`
 		BuildInfo                 string `json:"build_info"`
 		ChatTemplate              string `json:"chat_template"`
+		EOSToken                  string `json:"eos_token"`
 		DefaultGenerationSettings struct {
 			NCtx int64 `json:"n_ctx"`
 		} `json:"default_generation_settings"`
@@ -572,7 +727,7 @@ func (c *Client) Props(ctx context.Context) (*Props, error) {
 		return nil, &chat.APIError{Backend: backendName, URL: c.endpoint("/props"), StatusCode: http.StatusOK, Body: "answer is not the expected JSON: " + err.Error()}
 	}
 	return &Props{ModelPath: p.ModelPath, NCtx: p.DefaultGenerationSettings.NCtx, TotalSlots: p.TotalSlots,
-		BuildInfo: p.BuildInfo, ChatTemplate: p.ChatTemplate, Raw: raw}, nil
+		BuildInfo: p.BuildInfo, ChatTemplate: p.ChatTemplate, EOSToken: p.EOSToken, Raw: raw}, nil
 }
 
 // Version returns the server's build for the manifest: /props `build_info`, or "" when the

@@ -1,12 +1,14 @@
 package llamacpp
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -43,6 +45,9 @@ type fake struct {
 	slots, erase int
 	// echoAuth makes every answer a 401 that echoes the Authorization header.
 	echoAuth bool
+	// render, when set, is what /apply-template answers for a request body; nil answers the
+	// constant rendered.
+	render func(body []byte) string
 
 	mu    sync.Mutex
 	calls []call
@@ -79,6 +84,10 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == "/apply-template":
 		w.Header().Set("Content-Type", "application/json")
+		if f.render != nil {
+			json.NewEncoder(w).Encode(map[string]string{"prompt": f.render(body.Bytes())})
+			return
+		}
 		json.NewEncoder(w).Encode(map[string]string{"prompt": rendered})
 	case r.URL.Path == "/v1/chat/completions":
 		if f.chatType != "" {
@@ -418,25 +427,98 @@ func TestSendErrors(t *testing.T) {
 	}
 }
 
-func TestWithoutOutputNoEmulationAndOneWarning(t *testing.T) {
+// qwen3Template renders a /v1/chat/completions body as the Qwen3 GGUF's own chat template does
+// on llama-server b11669 (seen with /apply-template): an assistant message after the last user
+// query renders "<think>\n{reasoning}\n</think>\n\n" when it has reasoning, its text, each tool
+// call on a line of its own with the arguments re-spaced, and <|im_end|>; the generation prompt
+// is "<|im_start|>assistant\n" with no think block.
+func qwen3Template(body []byte) string {
+	var b struct {
+		Messages []struct {
+			Role             string `json:"role"`
+			Content          string `json:"content"`
+			ReasoningContent string `json:"reasoning_content"`
+			ToolCalls        []struct {
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"messages"`
+		AddGenerationPrompt *bool `json:"add_generation_prompt"`
+	}
+	if err := json.Unmarshal(body, &b); err != nil {
+		return "bad body: " + err.Error()
+	}
+	var out strings.Builder
+	for _, m := range b.Messages {
+		switch m.Role {
+		case "assistant":
+			out.WriteString("<|im_start|>assistant\n")
+			if m.ReasoningContent != "" {
+				out.WriteString("<think>\n" + m.ReasoningContent + "\n</think>\n\n")
+			}
+			out.WriteString(m.Content)
+			for i, tc := range m.ToolCalls {
+				if i > 0 || m.Content != "" {
+					out.WriteString("\n")
+				}
+				args := strings.NewReplacer(`":`, `": `, `,"`, `, "`).Replace(tc.Function.Arguments)
+				out.WriteString("<tool_call>\n{\"name\": \"" + tc.Function.Name + "\", \"arguments\": " + args + "}\n</tool_call>")
+			}
+			out.WriteString("<|im_end|>\n")
+		case "tool":
+			out.WriteString("<|im_start|>user\n<tool_response>\n" + m.Content + "\n</tool_response><|im_end|>\n")
+		default:
+			out.WriteString("<|im_start|>" + m.Role + "\n" + m.Content + "<|im_end|>\n")
+		}
+	}
+	if b.AddGenerationPrompt == nil || *b.AddGenerationPrompt {
+		out.WriteString("<|im_start|>assistant\n")
+	}
+	return out.String()
+}
+
+// Without an Output function the scripted reply is written as the server's own template renders
+// it in history: after the emulation the slot's cache holds exactly what the next request's
+// rendering starts with, through the reply's <|im_end|>, for a reply with tool calls and for a
+// final one.
+func TestReplyTextFromTheServersTemplate(t *testing.T) {
 	t.Parallel()
-	f := &fake{chat: "stream_text.sse"}
-	c := start(t, f, Options{})
-	for i := range 2 {
-		res, err := c.Send(context.Background(), request(), &chat.Reply{Content: "x"})
+	for _, reply := range []*chat.Reply{
+		{Reasoning: "Read b.go too.", Content: "Reading.", ToolCalls: []chat.ToolCall{{ID: "call_2", Name: "read_file", Arguments: json.RawMessage(`{"path":"b.go","n":1}`)}}},
+		{Reasoning: "Done.", Content: "It is in a.go."},
+		{Content: "No reasoning."},
+	} {
+		f := &fake{chat: "stream_text.sse", render: qwen3Template}
+		c := start(t, f, Options{})
+		req := request()
+		res, err := c.Send(context.Background(), req, reply)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.CacheText != "" {
-			t.Errorf("CacheText = %q without emulation; want empty", res.CacheText)
+		var fills []string
+		for _, cl := range f.got() {
+			if cl.Path == "/completion" {
+				var cr completionRequest
+				json.Unmarshal(cl.Body, &cr)
+				fills = append(fills, cr.Prompt)
+			}
 		}
-		if got := len(res.Warnings); got != 1-i {
-			t.Errorf("request %d: %d warnings %q; want %d (the missing Output is said once)", i, got, res.Warnings, 1-i)
+		if len(fills) != 1 || fills[0] != res.CacheText {
+			t.Fatalf("reply %+v: fills %q, CacheText %q; want one, the CacheText", reply, fills, res.CacheText)
 		}
-	}
-	for _, c := range f.got() {
-		if c.Path == "/completion" {
-			t.Error("emulated a generation without an Output function")
+		next := request()
+		next.Messages = append(next.Messages, chat.Message{Role: chat.RoleAssistant, Reasoning: reply.Reasoning, Content: reply.Content, ToolCalls: reply.ToolCalls},
+			chat.Message{Role: chat.RoleTool, ToolCallID: "call_2", ToolName: "read_file", Content: "package b"})
+		body, _ := c.ChatBody(next)
+		want := qwen3Template(body)
+		want = want[:strings.Index(want, "<|im_start|>user\n<tool_response>\npackage b")]
+		if want = strings.TrimSuffix(want, "\n"); res.CacheText != want {
+			t.Errorf("reply %+v: the cache holds\n%q\nwant the next request's rendering up to the reply's end\n%q", reply, res.CacheText, want)
+		}
+		if !strings.HasPrefix(res.CacheText, res.Rendered) || len(res.CacheText) <= len(res.Rendered) {
+			t.Errorf("CacheText %q does not extend the prompt %q", res.CacheText, res.Rendered)
 		}
 	}
 }
@@ -606,5 +688,65 @@ func TestBaseURLPasswordNotInErrors(t *testing.T) {
 	}
 	if _, err := New(Options{BaseURL: "ftp://user:" + secret + "@host"}); err == nil || strings.Contains(err.Error(), secret) {
 		t.Errorf("a bad base URL: error %v; want one without its password", err)
+	}
+}
+
+// closingServer serves f as llama-server does: every answer says keep-alive, but the server
+// closes the connection after a streamed answer (here: when the next request arrives on it,
+// unanswered, so a client that reuses the connection reads EOF).
+func closingServer(t *testing.T, f *fake) string {
+	t.Helper()
+	f.t = t
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				br := bufio.NewReader(conn)
+				for closing := false; ; {
+					r, err := http.ReadRequest(br)
+					if err != nil || closing {
+						return
+					}
+					rec := httptest.NewRecorder()
+					f.ServeHTTP(rec, r)
+					resp := rec.Result()
+					resp.Header.Set("Keep-Alive", "timeout=5, max=100")
+					resp.ContentLength = int64(rec.Body.Len())
+					if resp.Write(conn) != nil {
+						return
+					}
+					closing = r.URL.Path == "/v1/chat/completions"
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// The streamed request is sent with Connection: close, so the requests after it (the
+// generation emulation, the next rendering) never reuse a connection the server is closing.
+func TestNoReuseOfAClosingConnection(t *testing.T) {
+	t.Parallel()
+	f := &fake{chat: "stream_text.sse"}
+	c, err := New(Options{BaseURL: closingServer(t, f), Output: qwenOutput})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := c.Send(context.Background(), request(), &chat.Reply{Content: "ok"}); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+	}
+	if n := len(f.got()); n != 9 {
+		t.Errorf("%d requests answered; want 9 (render, chat, emulation, three times)", n)
 	}
 }

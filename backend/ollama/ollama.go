@@ -271,8 +271,23 @@ func (c *Client) Render(ctx context.Context, req *api.ChatRequest) (string, erro
 // the first streamed chunk (unknown, 0 with a warning, for an unstreamed answer: one JSON
 // document), Total to the last. A stream without its done message, or an empty
 // 200, is a [chat.CutError] (the harness retries it); an HTTP 200 that is not JSON or JSON lines
-// (an HTML page) is a [chat.NotAnswerError].
+// (an HTML page) is a [chat.NotAnswerError]. Send is [Client.Measure] followed by
+// [Client.FillCache]; a failed emulation is a *chat.CacheFillError with the measured result.
 func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
+	res, err := c.Measure(ctx, req, reply)
+	if err != nil {
+		return res, err
+	}
+	if err := c.FillCache(ctx, req, reply, res); err != nil {
+		return res, &chat.CacheFillError{Err: err}
+	}
+	return res, nil
+}
+
+// Measure is [Client.Send] without the generation emulation (harness.CacheFiller): the
+// rendering and the measured request. A scripted result's CacheText is "" until
+// [Client.FillCache].
+func (c *Client) Measure(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
 	creq, err := c.ChatRequest(req)
 	if err != nil {
 		return nil, err
@@ -373,28 +388,25 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 		res.CacheText = res.Rendered + Qwen3Output(res.Reply)
 		return res, nil
 	}
-	if reply != nil {
-		res.CacheText = res.Rendered + Qwen3Output(reply)
-		// The request is measured; only the cache fill is tried again (it is idempotent: the
-		// same raw prompt leaves the same cache). Sending the request again would measure a
-		// cache the first attempt warmed.
-		const attempts = 3
-		var err error
-		for attempt := 1; attempt <= attempts; attempt++ {
-			if err = c.emulate(ctx, res.CacheText); err == nil || ctx.Err() != nil || attempt == attempts {
-				break
-			}
-			res.Warnings = append(res.Warnings, fmt.Sprintf("filling the cache after the request failed (attempt %d of %d), tried again: %v", attempt, attempts, err))
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Duration(attempt) * time.Second):
-			}
-		}
-		if err != nil {
-			return res, &chat.CacheFillError{Err: err}
-		}
-	}
 	return res, nil
+}
+
+// FillCache emulates the generation of reply after the measured request res
+// (harness.CacheFiller): a raw /api/generate of res.Rendered followed by [Qwen3Output] of reply
+// (the format of Ollama's qwen3.5 renderer, whose generation prompt ends in "<think>\n"), which
+// leaves the runner's cache holding that text; it then sets res.CacheText to it. It does nothing
+// for a live request or a nil reply. Sending it again leaves the same cache (the same raw
+// prompt), so it may be tried again after a failure without measuring the request again.
+func (c *Client) FillCache(ctx context.Context, req *chat.Request, reply *chat.Reply, res *chat.Result) error {
+	if req.Generate > 0 || reply == nil {
+		return nil
+	}
+	text := res.Rendered + Qwen3Output(reply)
+	if err := c.emulate(ctx, text); err != nil {
+		return err
+	}
+	res.CacheText = text
+	return nil
 }
 
 // noPromptCount is the warning of an answer whose done message has no prompt_eval_count (or 0):

@@ -12,7 +12,6 @@ import (
 
 	"lab/backend/anthropic"
 	"lab/backend/llamacpp"
-	"lab/backend/ollama"
 	"lab/backend/openai"
 	"lab/cachesim"
 	"lab/capture"
@@ -221,7 +220,7 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 			}
 			b.stops = append(b.stops, unlock)
 		}
-		c, err := llamacpp.New(llamacpp.Options{BaseURL: b.url, Output: ollama.Qwen3Output,
+		c, err := llamacpp.New(llamacpp.Options{BaseURL: b.url,
 			APIKey: s.getenv("LLAMA_API_KEY"), KeyFile: ro.KeyFile, Temperature: &o.Live.Temperature})
 		if err != nil {
 			return &usageError{err}

@@ -119,7 +119,8 @@ func (e Endpoint) Error(status int, msg string) *chat.APIError {
 }
 
 // Post sends body (nil: none) to url with method and the headers given, through hc (nil:
-// http.DefaultClient), with Content-Type application/json when there is a body. A canceled or
+// http.DefaultClient), with Content-Type application/json when there is a body; a header
+// Connection: close also closes the connection after the answer. A canceled or
 // timed-out context is returned as it is; any other transport failure is a *chat.APIError of
 // ep with no status. The response is returned whatever its status: see [StatusError].
 func Post(ctx context.Context, hc *http.Client, ep Endpoint, method, url string, body []byte, headers http.Header) (*http.Response, error) {
@@ -137,6 +138,9 @@ func Post(ctx context.Context, hc *http.Client, ep Endpoint, method, url string,
 	for k, vs := range headers {
 		req.Header[k] = vs
 	}
+	// net/http's transport drops the connection after a request with Close set, not one whose
+	// header alone says Connection: close.
+	req.Close = strings.EqualFold(headers.Get("Connection"), "close")
 	if hc == nil {
 		hc = http.DefaultClient
 	}
