@@ -352,7 +352,7 @@ func TestSetAttributionChunkReuse(t *testing.T) {
 	row.SetResult(s, &chat.Result{PromptTokens: 50, CachedTokens: n(40), CompletionTokens: 1}, nil)
 	at := cachesim.Attribution{PromptTokens: 50, ExpectedCachedTokens: 40, ChunkReusedTokens: n(20),
 		ReusedChunks: []cachesim.TokenRange{{Start: 25, End: 45}},
-		Spans: []cachesim.TokenSpan{{Name: seg("system"), Start: 0, End: 30}, {Name: seg("message 1"), Start: 30, End: 50}}}
+		Spans:        []cachesim.TokenSpan{{Name: seg("system"), Start: 0, End: 30}, {Name: seg("message 1"), Start: 30, End: 50}}}
 	row.SetAttribution(s, at)
 	if s.ChunkReusedTokens == nil || *s.ChunkReusedTokens != 20 {
 		t.Errorf("chunk_reused_tokens = %v; want 20", s.ChunkReusedTokens)
