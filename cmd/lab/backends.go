@@ -8,6 +8,7 @@ import (
 	neturl "net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"lab/backend/anthropic"
@@ -40,7 +41,33 @@ type remoteOptions struct {
 	Pricing string
 	// Thinking is how Anthropic requests ask to think (--thinking): enabled, adaptive or off.
 	Thinking string
+	// CacheReuse is llama-server's --cache-reuse for the server the lab starts (--cache-reuse):
+	// the minimum chunk its slot reuses after the common prefix; -1 when not given (the server's
+	// default, 0: off).
+	CacheReuse optionalInt
 }
+
+// optionalInt is an int flag whose default is "not given", -1, shown as no default in the help.
+type optionalInt int
+
+func (v *optionalInt) String() string {
+	if *v < 0 {
+		return ""
+	}
+	return strconv.Itoa(int(*v))
+}
+
+// Set parses a count of 0 or more.
+func (v *optionalInt) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return fmt.Errorf("%q is not a count of 0 or more", s)
+	}
+	*v = optionalInt(n)
+	return nil
+}
+
+func (*optionalInt) Type() string { return "int" }
 
 // remoteBackends are the --backend values openRemote serves.
 var remoteBackends = []string{"llamacpp", "openai", "anthropic"}
@@ -48,6 +75,9 @@ var remoteBackends = []string{"llamacpp", "openai", "anthropic"}
 // checkRemote validates the remote backends' flags before anything starts.
 func checkRemote(o *runOptions) error {
 	r := &o.Remote
+	if r.CacheReuse >= 0 && (o.Backend != "llamacpp" || r.LlamaServer == "") {
+		return badInput("--cache-reuse is given to the llama-server the lab starts (--backend llamacpp --llamacpp PATH); a running server keeps its own")
+	}
 	isRemote := false
 	for _, b := range remoteBackends {
 		isRemote = isRemote || o.Backend == b
@@ -97,6 +127,7 @@ func checkRemote(o *runOptions) error {
 	} else if r.LlamaServer != "" {
 		return badInput("--llamacpp is for --backend llamacpp")
 	}
+
 	if o.Backend != "llamacpp" && o.GGUF != "" {
 		return badInput("--gguf is for --backend ollama, sim or llamacpp")
 	}
@@ -134,6 +165,9 @@ type runBackend struct {
 	price          func(*chat.Usage) (float64, bool)
 	constantCached string
 	settings       map[string]string
+	// cacheReuse is llama-server's --cache-reuse where the lab knows it (it started the server);
+	// nil otherwise ([harness.RunConfig].CacheReuse).
+	cacheReuse *int
 	// gguf is the model file the lab knows ("" when it does not): its digest is recorded.
 	gguf string
 	// stops release what the factory started (a server, a folder), last first.
@@ -180,8 +214,14 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 				return fmt.Errorf("create the llama-server's folder: %w", err)
 			}
 			b.stops = append(b.stops, func() { os.RemoveAll(dir) })
+			// llama-server's chunk reuse after the common prefix: --cache-reuse N (default 0, off).
+			reuse := max(int(ro.CacheReuse), 0)
+			var args []string
+			if reuse > 0 {
+				args = []string{"--cache-reuse", strconv.Itoa(reuse)}
+			}
 			srv, err := localserver.StartLlamaServer(ctx, localserver.LlamaStartOptions{
-				Binary: ro.LlamaServer, Model: o.GGUF, Dir: dir, CtxSize: o.NumCtx, Log: r.progress,
+				Binary: ro.LlamaServer, Model: o.GGUF, Dir: dir, CtxSize: o.NumCtx, Log: r.progress, Args: args,
 			})
 			if err != nil {
 				return err
@@ -193,6 +233,8 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 			})
 			b.url = srv.URL
 			b.settings["llama_server"] = ro.LlamaServer
+			b.settings["cache_reuse"] = strconv.Itoa(reuse)
+			b.cacheReuse = &reuse
 			// The model file is known when the lab starts llama-server on --gguf.
 			b.gguf = o.GGUF
 		}
@@ -206,6 +248,11 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 		}
 		if p, err := c.Props(ctx); err == nil && p.ModelPath != "" {
 			b.model = filepath.Base(p.ModelPath)
+		}
+		if b.cacheReuse == nil {
+			// A running server's --cache-reuse is in neither /props nor /slots (b11669): unknown,
+			// and its chunk reuse is not modelled.
+			b.settings["cache_reuse"] = "unknown"
 		}
 		b.client, b.tok = c, c.Tokenizer()
 		b.numCtx = o.NumCtx
