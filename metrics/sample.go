@@ -197,8 +197,9 @@ type Sample struct {
 	// in the KV cache) supplies: the re-read tokens it saves, as the lab models it
 	// (cachesim.ChunkReuse). 0 where the server's chunk reuse is off; nil where it is not
 	// modelled (a server without it, a setting the lab could not learn, the sim) or the
-	// rendering is unknown.
-	ChunkReusedTokens *int64 `parquet:"chunk_reused_tokens,optional" json:"chunk_reused_tokens"`
+	// rendering is unknown; a null is left out of the row's JSON (the journal), which reads back
+	// as nil.
+	ChunkReusedTokens *int64 `parquet:"chunk_reused_tokens,optional" json:"chunk_reused_tokens,omitempty"`
 }
 
 // Upgrade makes a row read from a file written before its columns were nullable say unknown
