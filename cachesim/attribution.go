@@ -36,6 +36,11 @@ type Attributor struct {
 	// cached tokens are then counted against what the slot kept. The zero value keeps the whole
 	// sequence (a server whose overflow the lab does not model: the overflow is only marked).
 	Window Window
+	// CacheReuse is llama-server's --cache-reuse, the minimum chunk its slot reuses after the
+	// common prefix ([ChunkReuse]): nil where the server has no chunk reuse or its setting is
+	// unknown (the chunk reuse is then not modelled and Attribution.ChunkReusedTokens is nil), 0
+	// where it is off.
+	CacheReuse *int
 
 	// cacheText is the text the cache held after the last observed request and cacheTokens its
 	// tokens; whole tokenizes prompts and cache texts, each step only what it appends; bounds
@@ -88,6 +93,14 @@ type Attribution struct {
 	// byte, so a token that straddles two segments counts in the first. [Attribution.Split]
 	// splits a re-read range with them.
 	Spans []TokenSpan
+	// ChunkReusedTokens is the part of ExpectedCachedTokens that llama-server's chunk reuse
+	// supplies beyond the common prefix ([ChunkReuse]): the re-read tokens it saves. nil when the
+	// Attributor does not model chunk reuse (Attributor.CacheReuse nil).
+	ChunkReusedTokens *int64
+	// ReusedChunks are the chunks that reuse supplies, as prompt positions in order (the
+	// prefix is not one of them; empty when ChunkReusedTokens is 0 or nil). [Attribution.Split]
+	// takes them out of the re-read range.
+	ReusedChunks []TokenRange
 	// ContextOverflow is true when the prompt, or the text the cache holds after the request
 	// (prompt and reply), takes more than NumCtx tokens: the server truncates or shifts its
 	// context, which empties its KV cache for the next request.
@@ -106,7 +119,9 @@ type TokenSpan struct {
 
 // Split divides the tokens a server re-read, positions [cached, prompt) of the prompt in the
 // server's count (prompt − cached tokens), among the kinds of segment they lie in, by token
-// position ([Attribution].Spans). What no span holds (positions past the tokenizer's count of the
+// position ([Attribution].Spans). When chunk reuse supplied part of the cached tokens
+// (ReusedChunks), the re-read positions are those after the prefix of cached less the chunks'
+// tokens, the chunks excepted: the same count, prompt − cached. What no span holds (positions past the tokenizer's count of the
 // prompt, when the server counts more) is Unattributed, so the kinds add up to prompt − cached
 // exactly. cached is clamped to [0, prompt]. An Unknown attribution (no spans) puts everything in
 // Unattributed.
@@ -115,11 +130,13 @@ func (at *Attribution) Split(cached, prompt int64) Reread {
 	prompt = max(prompt, 0)
 	cached = min(max(cached, 0), prompt)
 	var held int64
-	for _, sp := range at.Spans {
-		lo, hi := max(sp.Start, cached), min(sp.End, prompt)
-		if hi > lo {
-			r.add(sp.Name, hi-lo)
-			held += hi - lo
+	for _, rr := range rereadRanges(cached, prompt, at.ReusedChunks) {
+		for _, sp := range at.Spans {
+			lo, hi := max(sp.Start, rr.Start), min(sp.End, rr.End)
+			if hi > lo {
+				r.add(sp.Name, hi-lo)
+				held += hi - lo
+			}
 		}
 	}
 	r.Unattributed = prompt - cached - held
@@ -204,6 +221,10 @@ func (a *Attributor) Observe(req *chat.Request, rendered, cacheText string, prom
 	}
 	common := CommonPrefix(prompt, a.cacheTokens)
 	at.ExpectedCachedTokens = int64(min(common, max(len(prompt)-1, 0)))
+	if a.CacheReuse != nil {
+		at.ExpectedCachedTokens, at.ReusedChunks = reuseChunks(a.cacheTokens, prompt, *a.CacheReuse)
+		at.ChunkReusedTokens = new(at.ExpectedCachedTokens - int64(min(common, max(len(prompt)-1, 0))))
+	}
 	segs := Segments(rendered, Parts(req, a.NoteOpen))
 	divergeAt := CommonPrefixBytes(rendered, a.cacheText)
 	reasoning := map[int]bool{}
@@ -285,6 +306,24 @@ func (a *Attributor) Observe(req *chat.Request, rendered, cacheText string, prom
 	a.cacheText, a.cacheTokens, a.reasoning = held, heldTokens, reasoning
 	a.boundsText, a.boundsAt = rendered, boundsAt
 	return at, nil
+}
+
+// reuseChunks is llama-server's lookup with chunk reuse: [ChunkReuse], then its rule that at
+// least one prompt token is evaluated (server-context.cpp update_slots, "need to evaluate at
+// least 1 token": n_past−1 when the whole prompt was found), which takes the last token off the
+// last chunk when a chunk ends the prompt. It returns the cached tokens and the chunks.
+func reuseChunks(cache, prompt []int32, minChunk int) (int64, []TokenRange) {
+	n, chunks := ChunkReuse(cache, prompt, minChunk)
+	if n == len(prompt) && n > 0 {
+		n--
+		if k := len(chunks) - 1; k >= 0 {
+			chunks[k].End--
+			if chunks[k].Len() == 0 {
+				chunks = chunks[:k]
+			}
+		}
+	}
+	return int64(n), chunks
 }
 
 // Parts lists a request's pieces in the order a chat template renders them, named as

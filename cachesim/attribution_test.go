@@ -490,3 +490,56 @@ func TestAttributorWindowExactFill(t *testing.T) {
 		t.Errorf("ContextOverflow %v, warnings %q; want one overflow warning", got.ContextOverflow, got.Warnings)
 	}
 }
+
+// With llama-server's chunk reuse modelled (CacheReuse), a prompt that leaves a message out
+// of the history is expected to get the chunk after the gap from the cache too: the expected
+// cached tokens are the prefix plus that chunk, ChunkReusedTokens names the chunk's part, and
+// the re-read split leaves the chunk out (it adds up to prompt − cached all the same).
+func TestAttributorChunkReuse(t *testing.T) {
+	t.Parallel()
+	long := chat.Message{Role: chat.RoleUser, Content: strings.Repeat("The parser drops the last field. ", 8)}
+	first := conversation("You are a coding agent.", answer, result, long)
+	// The next request drops the tool call and its result: a gap, then the long message again.
+	second := conversation("You are a coding agent.", long)
+	for _, tc := range []struct {
+		name   string
+		reuse  *int
+		chunk  bool
+		reused *int64
+	}{
+		{"not modelled", nil, false, nil},
+		{"off", new(0), false, new(int64(0))},
+		{"on", new(64), true, nil},
+	} {
+		a := &cachesim.Attributor{Tok: byteTokenizer{}, NoteOpen: "<session-note>", CacheReuse: tc.reuse}
+		observe(t, a, first, render(first))
+		got := observe(t, a, second, "")
+		prefix := int64(cachesim.CommonPrefixBytes(render(first), render(second)))
+		switch {
+		case !tc.chunk && got.ExpectedCachedTokens != prefix:
+			t.Errorf("%s: expected %d; want the common prefix %d", tc.name, got.ExpectedCachedTokens, prefix)
+		case tc.chunk && got.ExpectedCachedTokens < prefix+int64(len(long.Content)):
+			t.Errorf("%s: expected %d; want the prefix %d and the long message's %d bytes at least", tc.name, got.ExpectedCachedTokens, prefix, len(long.Content))
+		}
+		if tc.reused != nil && (got.ChunkReusedTokens == nil || *got.ChunkReusedTokens != *tc.reused) {
+			t.Errorf("%s: ChunkReusedTokens = %v; want %d", tc.name, got.ChunkReusedTokens, *tc.reused)
+		}
+		if tc.reuse == nil && got.ChunkReusedTokens != nil {
+			t.Errorf("%s: ChunkReusedTokens = %d; want nil", tc.name, *got.ChunkReusedTokens)
+		}
+		if tc.chunk {
+			if got.ChunkReusedTokens == nil || *got.ChunkReusedTokens != got.ExpectedCachedTokens-prefix || len(got.ReusedChunks) == 0 {
+				t.Errorf("%s: ChunkReusedTokens %v, chunks %v; want %d in chunks", tc.name, got.ChunkReusedTokens, got.ReusedChunks, got.ExpectedCachedTokens-prefix)
+			}
+		}
+		r := got.Split(got.ExpectedCachedTokens, got.PromptTokens)
+		if r.Total() != got.PromptTokens-got.ExpectedCachedTokens || r.Unattributed != 0 {
+			t.Errorf("%s: Split = %+v (total %d); want %d, none unattributed", tc.name, r, r.Total(), got.PromptTokens-got.ExpectedCachedTokens)
+		}
+		// The long message lies in the chunk: only its framing and the generation prompt are
+		// re-read of it.
+		if tc.chunk && r.Message > 16 {
+			t.Errorf("%s: %d message tokens re-read; want the long message's reused", tc.name, r.Message)
+		}
+	}
+}

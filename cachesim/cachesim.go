@@ -3,7 +3,8 @@
 //
 // A server reuses what it read for the previous request only as far as the new request matches
 // from the first token (spec 3.2.0 §10). [CommonPrefix] is that ideal longest-common-prefix
-// cache; [Segments] and [SegmentAt] name the part of a rendered prompt (system prompt, tool list,
+// cache, and [ChunkReuse] llama-server's reuse of chunks of its cache after that prefix
+// (--cache-reuse); [Segments] and [SegmentAt] name the part of a rendered prompt (system prompt, tool list,
 // message N, reasoning N, note) where two prompts first differ, as a [Segment]: a kind and a
 // message index, whose String is the results' divergence_segment text.
 //

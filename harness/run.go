@@ -52,6 +52,10 @@ type RunConfig struct {
 	// tokens after an overflow ([cachesim.Attributor].Window): Ollama's runner, or the sim that
 	// models it; the zero value models none.
 	Window cachesim.Window
+	// CacheReuse is llama-server's --cache-reuse for the expected cached tokens
+	// ([cachesim.Attributor].CacheReuse): nil where the server has no chunk reuse or its setting
+	// is unknown.
+	CacheReuse *int
 	// SaveRequests writes every request body to requests.jsonl beside the samples.
 	SaveRequests bool
 	// SandboxDir is where each session's workspace is written (into SandboxDir/<project>); ""
@@ -280,7 +284,7 @@ func RunMatrix(ctx context.Context, cfg RunConfig, runID string, kept []metrics.
 		sc := SessionConfig{
 			Scenario: scen, Arm: arm, Repetition: rep, RunID: runID, Loop: cfg.Loop, Backend: cfg.Backend,
 			BackendName: cfg.BackendName, Model: cfg.Model, ServerVersion: cfg.ServerVersion,
-			Tokenizer: cfg.Tokenizer, Sink: sink, SandboxDir: sandbox, Warn: cfg.Warn, NumCtx: cfg.NumCtx, Window: cfg.Window,
+			Tokenizer: cfg.Tokenizer, Sink: sink, SandboxDir: sandbox, Warn: cfg.Warn, NumCtx: cfg.NumCtx, Window: cfg.Window, CacheReuse: cfg.CacheReuse,
 			Warm: cfg.Warm, Price: cfg.Price, Retry: cfg.Retry, Driver: cfg.Driver, ConstantCached: cfg.ConstantCached,
 			MaxReplyBytes: cfg.MaxReplyBytes, Requests: out.Requests(),
 			OnSample: func(s *metrics.Sample) {

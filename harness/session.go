@@ -96,6 +96,8 @@ type SessionConfig struct {
 	NumCtx int
 	// Window is what the server keeps of a sequence longer than NumCtx ([RunConfig].Window).
 	Window cachesim.Window
+	// CacheReuse is llama-server's --cache-reuse ([RunConfig].CacheReuse).
+	CacheReuse *int
 	// PromptPrefix, when set, is written first in every system prompt the session sends: a
 	// per-run nonce that starts a cloud API's prompt cache cold.
 	PromptPrefix string
@@ -659,7 +661,7 @@ func promptShrank(prevPrompt, prevBytes, prompt, reqBytes int64) string {
 // the reply the cache holds after it, take more tokens than the context window (cfg.NumCtx).
 func (r *runner) expect(req *chat.Request, res *chat.Result, s *metrics.Sample, warnings *[]string) error {
 	if r.attrib == nil {
-		r.attrib = &cachesim.Attributor{Tok: r.cfg.Tokenizer, NumCtx: r.cfg.NumCtx, NoteOpen: r.cfg.Loop.Note.Open, Window: r.cfg.Window}
+		r.attrib = &cachesim.Attributor{Tok: r.cfg.Tokenizer, NumCtx: r.cfg.NumCtx, NoteOpen: r.cfg.Loop.Note.Open, Window: r.cfg.Window, CacheReuse: r.cfg.CacheReuse}
 	}
 	a, err := r.attrib.Observe(req, res.Rendered, res.CacheText, res.PromptTokens)
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -279,9 +281,9 @@ func OpenRunLlama(ctx context.Context, o ServerOptions, log io.Writer) (*RunLlam
 	if cache == "" {
 		return nil, errors.New("open llama-server: no cache folder given")
 	}
-	if o.LlamaBinary != "" || o.LlamaModel != "" {
-		// A user's own binary or model is started for the run; the shared server serves the
-		// lab's own.
+	if o.LlamaBinary != "" || o.LlamaModel != "" || len(o.LlamaArgs) > 0 {
+		// A user's own binary or model, or settings of the run's own (--cache-reuse), start a
+		// server for the run; the shared server serves the lab's own model as it was started.
 	} else if ls, err := AttachLlamaServer(ctx, SharedLlamaDir(cache)); err == nil {
 		unlock, err := LockURL(ctx, cache, ls.URL, log)
 		if err != nil {
@@ -306,4 +308,27 @@ func OpenRunLlama(ctx context.Context, o ServerOptions, log io.Writer) (*RunLlam
 		os.RemoveAll(filepath.Join(dir, "slots"))
 		return err
 	}}, nil
+}
+
+// CacheReuseOf returns the --cache-reuse N a llama-server was started with (its arguments, as
+// [LlamaServer].Args holds them): the minimum chunk, in tokens, its slot reuses after the common
+// prefix (llama.cpp tools/server, params.n_cache_reuse); 0, llama.cpp's default (off), when the
+// arguments do not give it or give it unreadably.
+func CacheReuseOf(args []string) int {
+	n := 0
+	for i, a := range args {
+		v, ok := "", false
+		switch {
+		case a == "--cache-reuse" && i+1 < len(args):
+			v, ok = args[i+1], true
+		case strings.HasPrefix(a, "--cache-reuse="):
+			v, ok = strings.TrimPrefix(a, "--cache-reuse="), true
+		}
+		if ok {
+			if k, err := strconv.Atoi(v); err == nil && k >= 0 {
+				n = k
+			}
+		}
+	}
+	return n
 }

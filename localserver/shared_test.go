@@ -105,3 +105,22 @@ func TestOpenRunLlamaOwnKeepsLog(t *testing.T) {
 		t.Error("the run's own server still answers after release")
 	}
 }
+
+func TestCacheReuseOf(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want int
+	}{
+		{nil, 0},
+		{[]string{"--jinja", "-np", "1"}, 0},
+		{[]string{"--jinja", "--cache-reuse", "256", "-c", "4096"}, 256},
+		{[]string{"--cache-reuse=128"}, 128},
+		{[]string{"--cache-reuse"}, 0},
+		{[]string{"--cache-reuse", "x"}, 0},
+		{[]string{"--cache-reuse", "64", "--cache-reuse", "32"}, 32}, // the last wins, as in llama.cpp's parser
+	} {
+		if got := CacheReuseOf(c.args); got != c.want {
+			t.Errorf("CacheReuseOf(%q) = %d; want %d", c.args, got, c.want)
+		}
+	}
+}

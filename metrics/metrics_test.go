@@ -30,6 +30,7 @@ var columns = []string{
 	"cache_write_5m_tokens", "cache_write_1h_tokens", "usage_fields",
 	"retries", "retry_wait_ns",
 	"driver", "end_reason", "repeated_call", "expected_unknown", "reread_unattributed_tokens",
+	"chunk_reused_tokens",
 }
 
 // optionalColumns are the nullable columns.
@@ -43,6 +44,7 @@ var optionalColumns = map[string]bool{
 	"reread_system_tokens": true, "reread_tools_tokens": true, "reread_message_tokens": true,
 	"reread_tool_result_tokens": true, "reread_note_tokens": true, "reread_other_tokens": true,
 	"reread_unattributed_tokens": true,
+	"chunk_reused_tokens":        true,
 }
 
 // testSamples returns n samples in which every fourth has unknown cached tokens and the others

@@ -192,6 +192,14 @@ type Sample struct {
 	// server counted beyond the lab tokenizer's count of the rendered prompt (a tokenizer that
 	// counts differently; see Warnings). 0 when the two agree; nil with the rest of the split.
 	RereadUnattributedTokens *int64 `parquet:"reread_unattributed_tokens,optional" json:"reread_unattributed_tokens"`
+	// ChunkReusedTokens is the part of ExpectedCachedTokens that llama-server's chunk reuse
+	// (--cache-reuse N: chunks of at least N tokens after the common prefix, shifted into place
+	// in the KV cache) supplies: the re-read tokens it saves, as the lab models it
+	// (cachesim.ChunkReuse). 0 where the server's chunk reuse is off; nil where it is not
+	// modelled (a server without it, a setting the lab could not learn, the sim) or the
+	// rendering is unknown; a null is left out of the row's JSON (the journal), which reads back
+	// as nil.
+	ChunkReusedTokens *int64 `parquet:"chunk_reused_tokens,optional" json:"chunk_reused_tokens,omitempty"`
 }
 
 // Upgrade makes a row read from a file written before its columns were nullable say unknown

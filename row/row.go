@@ -163,14 +163,16 @@ func SetReread(s *metrics.Sample) {
 
 // SetAttribution copies an attribution of the request's cache use ([cachesim.Attributor]) into
 // its row: expected cached tokens, the first divergence and its segment, reasoning tokens sent,
-// the context overflow mark, and the split of the measured re-read tokens by segment kind (the
-// range [cached_tokens, prompt_tokens) by token position, [cachesim.Attribution.Split]), which
+// the tokens chunk reuse supplies (chunk_reused_tokens, null where it is not modelled), the
+// context overflow mark, and the split of the measured re-read tokens by segment kind (the
+// range [cached_tokens, prompt_tokens) by token position, less the reused chunks,
+// [cachesim.Attribution.Split]), which
 // adds up to reread_tokens exactly; the split is null when reread_tokens is (or is negative).
 // Call it after [SetResult] and any later change of the cached tokens. An unknown attribution
 // marks the row expected_unknown and leaves those figures null. It returns the attribution's
 // warnings.
 func SetAttribution(s *metrics.Sample, a cachesim.Attribution) []string {
-	s.ExpectedCachedTokens, s.ReasoningTokensSent = nil, nil
+	s.ExpectedCachedTokens, s.ReasoningTokensSent, s.ChunkReusedTokens = nil, nil, nil
 	s.DivergenceToken, s.DivergenceSegment = nil, ""
 	for _, p := range s.RereadSplit() {
 		*p = nil
@@ -183,6 +185,7 @@ func SetAttribution(s *metrics.Sample, a cachesim.Attribution) []string {
 	s.ExpectedCachedTokens = new(a.ExpectedCachedTokens)
 	s.DivergenceToken, s.DivergenceSegment = a.DivergenceToken, a.DivergenceSegment.String()
 	s.ReasoningTokensSent = new(a.ReasoningTokensSent)
+	s.ChunkReusedTokens = clone(a.ChunkReusedTokens)
 	s.ContextOverflow = a.ContextOverflow
 	if s.RereadTokens == nil || *s.RereadTokens < 0 {
 		return a.Warnings

@@ -344,3 +344,26 @@ func seg(name string) cachesim.Segment {
 	}
 	return s
 }
+
+// The tokens chunk reuse supplies go to chunk_reused_tokens (null where the attribution does not
+// model it), and the reused chunk is no part of the re-read split.
+func TestSetAttributionChunkReuse(t *testing.T) {
+	s := base()
+	row.SetResult(s, &chat.Result{PromptTokens: 50, CachedTokens: n(40), CompletionTokens: 1}, nil)
+	at := cachesim.Attribution{PromptTokens: 50, ExpectedCachedTokens: 40, ChunkReusedTokens: n(20),
+		ReusedChunks: []cachesim.TokenRange{{Start: 25, End: 45}},
+		Spans:        []cachesim.TokenSpan{{Name: seg("system"), Start: 0, End: 30}, {Name: seg("message 1"), Start: 30, End: 50}}}
+	row.SetAttribution(s, at)
+	if s.ChunkReusedTokens == nil || *s.ChunkReusedTokens != 20 {
+		t.Errorf("chunk_reused_tokens = %v; want 20", s.ChunkReusedTokens)
+	}
+	// Prefix 20, chunk [25, 45): re-read [20, 25) in the system prompt and [45, 50) in the message.
+	if *s.RereadSystemTokens != 5 || *s.RereadMessageTokens != 5 {
+		t.Errorf("split system %d, message %d; want 5 and 5", *s.RereadSystemTokens, *s.RereadMessageTokens)
+	}
+	at.ChunkReusedTokens, at.ReusedChunks = nil, nil
+	row.SetAttribution(s, at)
+	if s.ChunkReusedTokens != nil {
+		t.Errorf("chunk_reused_tokens = %d; want null where chunk reuse is not modelled", *s.ChunkReusedTokens)
+	}
+}

@@ -270,10 +270,21 @@ type errorBody struct {
 	Code    int    `json:"code"`
 	Message string `json:"message"`
 	Type    string `json:"type"`
+	// NPromptTokens and NCtx come with an exceed_context_size_error: the prompt's tokens and
+	// the slot's context size.
+	NPromptTokens int `json:"n_prompt_tokens"`
+	NCtx          int `json:"n_ctx"`
 }
 
+// exceedContextSize is llama-server's error type for a prompt that does not fit the slot's
+// context (server-context.cpp update_slots: a prompt of n_ctx tokens or more is refused before
+// the slot's cache is touched, "exceeds the available context size"; context shift, with
+// --context-shift, applies only while generating).
+const exceedContextSize = "exceed_context_size_error"
+
 // errorMessage returns the message of an error answer: llama-server's error.message (with its
-// type), an OpenAI-style error string, or the body quoted and cut to about 500 bytes.
+// type; for a prompt past the context window, [exceedContextSize], the prompt's tokens and the
+// window first), an OpenAI-style error string, or the body quoted and cut to about 500 bytes.
 func errorMessage(b []byte) string {
 	var e struct {
 		Error json.RawMessage `json:"error"`
@@ -281,6 +292,10 @@ func errorMessage(b []byte) string {
 	if json.Unmarshal(b, &e) == nil && len(e.Error) > 0 {
 		var eb errorBody
 		if json.Unmarshal(e.Error, &eb) == nil && eb.Message != "" {
+			if eb.Type == exceedContextSize && eb.NCtx > 0 {
+				return fmt.Sprintf("the prompt (%d tokens) does not fit llama-server's context window of %d tokens (-c; it refuses a prompt of the window or more): %s (%s)",
+					eb.NPromptTokens, eb.NCtx, eb.Message, eb.Type)
+			}
 			if eb.Type != "" {
 				return eb.Message + " (" + eb.Type + ")"
 			}

@@ -390,7 +390,9 @@ func TestSendErrors(t *testing.T) {
 		want       int
 		msg        string
 	}{
-		{"4xx body", "error_400.json", http.StatusBadRequest, 400, "try increasing it (exceed_context_size_error)"},
+		// A prompt past the window: the row's error names the prompt's tokens and the window.
+		{"4xx body", "error_400.json", http.StatusBadRequest, 400, "the prompt (41234 tokens) does not fit llama-server's context window of 40960 tokens"},
+		{"4xx body, the server's words kept", "error_400.json", http.StatusBadRequest, 400, "try increasing it (exceed_context_size_error)"},
 		{"error event", "stream_error.sse", 0, 400, "exceeds the available context size"},
 		{"error in a data chunk", "stream_error_data.sse", 0, 500, "Failed to decode the batch (server_error)"},
 	} {

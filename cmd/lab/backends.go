@@ -8,6 +8,7 @@ import (
 	neturl "net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"lab/backend/anthropic"
@@ -39,7 +40,33 @@ type remoteOptions struct {
 	Pricing string
 	// Thinking is how Anthropic requests ask to think (--thinking): enabled, adaptive or off.
 	Thinking string
+	// CacheReuse is llama-server's --cache-reuse for the server the lab starts (--cache-reuse):
+	// the minimum chunk its slot reuses after the common prefix; -1 when not given (the server's
+	// default, 0: off).
+	CacheReuse optionalInt
 }
+
+// optionalInt is an int flag whose default is "not given", -1, shown as no default in the help.
+type optionalInt int
+
+func (v *optionalInt) String() string {
+	if *v < 0 {
+		return ""
+	}
+	return strconv.Itoa(int(*v))
+}
+
+// Set parses a count of 0 or more.
+func (v *optionalInt) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return fmt.Errorf("%q is not a count of 0 or more", s)
+	}
+	*v = optionalInt(n)
+	return nil
+}
+
+func (*optionalInt) Type() string { return "int" }
 
 // remoteBackends are the --backend values openRemote serves.
 var remoteBackends = []string{"llamacpp", "openai", "anthropic"}
@@ -47,6 +74,9 @@ var remoteBackends = []string{"llamacpp", "openai", "anthropic"}
 // checkRemote validates the remote backends' flags before anything starts.
 func checkRemote(o *runOptions) error {
 	r := &o.Remote
+	if r.CacheReuse >= 0 && (o.Backend != "llamacpp" || r.BaseURL != "") {
+		return badInput("--cache-reuse is given to the llama-server the lab starts (--backend llamacpp, with or without --llamacpp PATH); a running server keeps its own")
+	}
 	isRemote := false
 	for _, b := range remoteBackends {
 		isRemote = isRemote || o.Backend == b
@@ -94,6 +124,7 @@ func checkRemote(o *runOptions) error {
 	} else if r.LlamaServer != "" {
 		return badInput("--llamacpp is for --backend llamacpp")
 	}
+
 	if o.Backend != "llamacpp" && o.GGUF != "" {
 		return badInput("--gguf is for --backend ollama, sim or llamacpp")
 	}
@@ -131,6 +162,9 @@ type runBackend struct {
 	price          func(*chat.Usage) (float64, bool)
 	constantCached string
 	settings       map[string]string
+	// cacheReuse is llama-server's --cache-reuse where the lab knows it (it started the server);
+	// nil otherwise ([harness.RunConfig].CacheReuse).
+	cacheReuse *int
 	// gguf is the model file the lab knows ("" when it does not): its digest is recorded.
 	gguf string
 	// stops release what the factory started (a server, a folder), last first.
@@ -175,8 +209,13 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 			if err != nil {
 				return err
 			}
+			// llama-server's chunk reuse after the common prefix: --cache-reuse N (default 0, off).
+			var args []string
+			if ro.CacheReuse > 0 {
+				args = []string{"--cache-reuse", strconv.Itoa(int(ro.CacheReuse))}
+			}
 			so := localserver.ServerOptions{Setup: setup(cache, o.GenericBuild, o.Model, o.ModelName, r.progress),
-				LlamaBinary: ro.LlamaServer, LlamaModel: o.GGUF, CtxSize: o.NumCtx}
+				LlamaBinary: ro.LlamaServer, LlamaModel: o.GGUF, CtxSize: o.NumCtx, LlamaArgs: args}
 			rl, err := localserver.OpenRunLlama(ctx, so, s.err) // the waiting line, also with --quiet
 			if err != nil {
 				return err
@@ -197,6 +236,10 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 			}
 			b.url, started = srv.URL, true
 			b.settings["llama_server"] = srv.Binary
+			// The server's own arguments say its --cache-reuse, the shared server's included.
+			reuse := localserver.CacheReuseOf(srv.Args)
+			b.settings["cache_reuse"] = strconv.Itoa(reuse)
+			b.cacheReuse = &reuse
 			if p, ok := localserver.PreparedOf(srv.Binary); ok {
 				// Debian unstable's package version and what its --version says.
 				b.settings["llama_cpp_package"] = p.Version
@@ -230,6 +273,11 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 		}
 		if p, err := c.Props(ctx); err == nil && p.ModelPath != "" {
 			b.model = filepath.Base(p.ModelPath)
+		}
+		if b.cacheReuse == nil {
+			// A running server's --cache-reuse is in neither /props nor /slots (b11669): unknown,
+			// and its chunk reuse is not modelled.
+			b.settings["cache_reuse"] = "unknown"
 		}
 		b.client, b.tok = c, c.Tokenizer()
 		// The server's own tokenizer (/tokenize), not the lab's reading of the same GGUF: on

@@ -350,3 +350,19 @@ func TestRunLlamaCppWaitsForTheServer(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want the waiting line, then a failure to reach the server", code, errOut)
 	}
 }
+
+// --cache-reuse goes to the llama-server the lab starts: with any other backend, or a running
+// server (--base-url), whose own setting the lab cannot change, it is a usage error.
+func TestCacheReuseFlagNeedsAStartedLlamaServer(t *testing.T) {
+	for _, args := range [][]string{
+		{"--backend", "sim"},
+		{"--backend", "llamacpp", "--base-url", "http://127.0.0.1:1"},
+		{"--backend", "openai", "--base-url", "http://127.0.0.1:1/v1", "--model", "m"},
+	} {
+		args = append([]string{"run", "--scenario", "midnight", "--arm", "spec", "--results", t.TempDir(), "--cache-reuse", "256"}, args...)
+		code, _, errOut := runLab(t, args...)
+		if code != 2 || !strings.Contains(errOut, "--cache-reuse is given to the llama-server the lab starts") {
+			t.Errorf("lab %s: exit %d, %q; want 2 and the --cache-reuse usage error", strings.Join(args, " "), code, errOut)
+		}
+	}
+}
