@@ -1,13 +1,19 @@
-# The two commands of the README: `make run` (the main job, on the real local server) and
-# `make test` (every test, the end-to-end one on the real local server included). Both do the
+# The two commands of the README: `make run` (the main job, on the real local servers) and
+# `make test` (every test, the end-to-end ones on the real local servers included). Both do the
 # set-up first; slow builds (Ollama, the model) are cached in $LAB_CACHE (default ~/.cache/lab).
 GO ?= go
 BIN := bin/lab
 
 .PHONY: run test setup build server vet fuzz stress clean
 
+# The main job: midnight with the spec and date-in-system-prompt arms on each real local server
+# (Ollama, then llama-server), then one report with the two servers side by side. RUN_ID names
+# the runs (results/run_id=$(RUN_ID)-ollama, -llamacpp) and the report (results/servers-$(RUN_ID)).
+RUN_ID ?= $(shell date -u +%Y%m%d-%H%M%S)
 run: setup build
-	./$(BIN) run
+	./$(BIN) run --backend ollama --run-id $(RUN_ID)-ollama
+	./$(BIN) run --backend llamacpp --run-id $(RUN_ID)-llamacpp
+	./$(BIN) report --out results/servers-$(RUN_ID) results/run_id=$(RUN_ID)-ollama results/run_id=$(RUN_ID)-llamacpp
 
 test: setup server
 	$(GO) mod tidy -diff || { echo "go mod tidy: go.mod or go.sum is not tidy (run go mod tidy)"; exit 1; }

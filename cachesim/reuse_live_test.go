@@ -6,38 +6,22 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"lab/cachesim"
 	"lab/localserver"
+	"lab/localserver/localservertest"
 )
 
 // A real llama-server started with --cache-reuse 64 reports as cached (timings.cache_n) exactly
 // the tokens [cachesim.ChunkReuse] finds, less the one token it always evaluates: after a part
 // left out of the prompt the chunk that follows is reused; after a part that changed, nothing.
-// It needs a llama-server binary (LAB_LLAMA_SERVER) and a GGUF model (LAB_GGUF, else the lab's
-// synthetic model in $HOME/.cache/lab/models); -short skips it.
+// It runs on the lab's own llama-server and synthetic model (localservertest.LlamaServer); -short
+// skips it.
 func TestChunkReuseOnLlamaServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real llama-server")
-	}
-	bin := os.Getenv("LAB_LLAMA_SERVER")
-	if bin == "" {
-		t.Skip("set LAB_LLAMA_SERVER to a llama-server binary to run")
-	}
-	model := os.Getenv("LAB_GGUF")
-	if model == "" {
-		home, _ := os.UserHomeDir()
-		m, _ := filepath.Glob(filepath.Join(home, ".cache", "lab", "models", "lab-qwen3-synth-*.gguf"))
-		if len(m) == 0 {
-			t.Skip("no GGUF model: set LAB_GGUF")
-		}
-		model = m[0]
-	}
+	bin, model := localservertest.LlamaServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	srv, err := localserver.StartLlamaServer(ctx, localserver.LlamaStartOptions{

@@ -3,24 +3,20 @@ package llamacpp_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"testing"
 
 	"lab/backend/llamacpp"
 	"lab/chat"
 	"lab/localserver"
+	"lab/localserver/localservertest"
 )
 
-// On a real llama-server (LAB_LLAMA_SERVER, the binary, serving LAB_LLAMA_GGUF with its own
-// chat template): after a scripted reply with reasoning and a tool call, the next request of the
+// On the real llama-server the lab sets up (localservertest.LlamaServer), serving the synthetic
+// model with its own chat template: after a scripted reply with reasoning and a tool call, the next request of the
 // tool loop reads from the cache the whole text the emulation left, the reply included — the
-// reply was written as the template renders it in history. Skipped by -short and when either
-// variable is unset.
+// reply was written as the template renders it in history. Skipped by -short.
 func TestReplyTextOnLlamaServer(t *testing.T) {
-	bin, model := os.Getenv("LAB_LLAMA_SERVER"), os.Getenv("LAB_LLAMA_GGUF")
-	if testing.Short() || bin == "" || model == "" {
-		t.Skip("needs a llama-server: set LAB_LLAMA_SERVER and LAB_LLAMA_GGUF, without -short")
-	}
+	bin, model := localservertest.LlamaServer(t)
 	ctx := context.Background()
 	srv, err := localserver.StartLlamaServer(ctx, localserver.LlamaStartOptions{Binary: bin, Model: model, Dir: t.TempDir(), CtxSize: 8192})
 	if err != nil {
