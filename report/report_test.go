@@ -40,27 +40,31 @@ func TestSummarize(t *testing.T) {
 	want := []report.ScenarioTable{
 		{Scenario: "midnight", Rows: []report.ArmRow{
 			{
-				Arm: metrics.SpecArm, Requests: 3, PromptTokens: 4500,
-				CachedTokens: 990, CachedUnknown: 1, // request 2 is unknown, not 0
+				Arm: metrics.SpecArm,
+				// request 2 is unknown, not 0
+				Counts:               report.Counts{Requests: 3, PromptTokens: 4500, CachedTokens: 990, CachedUnknown: 1},
 				ExpectedCachedTokens: 2500, RereadTokens: 2010, PrefillNs: 2250e6,
 				Efficiency:   new(990.0 / 1000), // request 2's expected tokens are left out
 				RereadVsSpec: new(1.0),
 			},
 			{
-				Arm: "date-in-system-prompt", Requests: 2, Failed: 1, PromptTokens: 2500,
-				CachedTokens: 40, ExpectedCachedTokens: 50, RereadTokens: 2460, PrefillNs: 2460e6,
+				Arm:                  "date-in-system-prompt",
+				Counts:               report.Counts{Requests: 2, Failed: 1, PromptTokens: 2500, CachedTokens: 40},
+				ExpectedCachedTokens: 50, RereadTokens: 2460, PrefillNs: 2460e6,
 				Efficiency:   new(0.8),
 				RereadVsSpec: new(2460.0 / 2010),
 			},
 		}},
 		{Scenario: "other", Rows: []report.ArmRow{
 			{
-				Arm: "a", Requests: 1, PromptTokens: 1234567, CachedTokens: 1000000,
+				Arm:                  "a",
+				Counts:               report.Counts{Requests: 1, PromptTokens: 1234567, CachedTokens: 1000000},
 				ExpectedCachedTokens: 1200000, RereadTokens: 234567, PrefillNs: 1234567e6,
 				Efficiency: new(1000000.0 / 1200000),
 			},
 			{
-				Arm: "b", Requests: 1, PromptTokens: 16912, CachedUnknown: 1,
+				Arm:                  "b",
+				Counts:               report.Counts{Requests: 1, PromptTokens: 16912, CachedUnknown: 1},
 				ExpectedCachedTokens: 16000, RereadTokens: 912, PrefillNs: 139e9,
 			},
 		},
