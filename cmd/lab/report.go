@@ -20,15 +20,6 @@ import (
 	"lab/report"
 )
 
-// regressionError is returned by lab compare when it flags regressions; it unwraps to a
-// failedError, so that the exit code is 3.
-type regressionError struct{ n, total int }
-
-func (e *regressionError) Error() string {
-	return fmt.Sprintf("%d of %d compared figures regressed", e.n, e.total)
-}
-func (e *regressionError) Unwrap() error { return &failedError{failed: e.n, total: e.total} }
-
 // expandRuns expands the RUN arguments (folders or glob patterns, which the program expands
 // itself, so a quoted pattern works) into run folders of either layout (metrics.IsRunDir), in the
 // order given, without duplicates. A folder named outright without a manifest is bad input naming
@@ -261,7 +252,9 @@ func parseThreshold(v string) (float64, error) {
 type incompleteRunError struct{ msg string }
 
 func (e *incompleteRunError) Error() string { return e.msg }
-func (e *incompleteRunError) Unwrap() error { return &failedError{failed: 1, total: 1} }
+func (e *incompleteRunError) Unwrap() error {
+	return &failedError{failed: 1, total: 1, what: "new runs incomplete"}
+}
 
 func newCompareCmd(s *streams) *cobra.Command {
 	var format, threshold string
@@ -346,7 +339,7 @@ lab report), 0 otherwise.`,
 					"it may lack sessions the old run has; --allow-incomplete compares what it measured", args[1], why)}
 			}
 			if cmp.Regressions > 0 {
-				return &regressionError{n: cmp.Regressions, total: len(cmp.Changes) + len(cmp.OnlyOld)}
+				return &failedError{failed: cmp.Regressions, total: len(cmp.Changes) + len(cmp.OnlyOld), what: "compared figures regressed"}
 			}
 			return lostErr
 		},
