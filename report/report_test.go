@@ -11,6 +11,7 @@ import (
 
 	"lab/internal/golden"
 	"lab/metrics"
+	"lab/metrics/metricstest"
 	"lab/report"
 )
 
@@ -100,23 +101,12 @@ func TestSummarizeEdges(t *testing.T) {
 }
 
 func testManifest() *metrics.Manifest {
-	return &metrics.Manifest{
-		LabVersion:    "v0.1.0",
-		RunID:         "20250309-235900-midnight",
-		Scenarios:     []string{"midnight", "other"},
-		Arms:          []string{"spec", "date-in-system-prompt"},
-		Repetitions:   1,
-		Backend:       "ollama",
-		Model:         "qwen3-synth",
-		ServerVersion: "0.17.4",
-		ServerURL:     "http://127.0.0.1:41234",
-		NumCtx:        32768,
-		StartedAt:     time.Date(2025, 3, 9, 23, 59, 0, 0, time.UTC),
-		EndedAt:       time.Date(2025, 3, 10, 0, 4, 31, 0, time.UTC),
-		Complete:      true,
-		Samples:       7,
-		Settings:      map[string]string{"keep_alive": "30m", "driver": "scripted"},
-	}
+	m := metricstest.Manifest()
+	m.Scenarios = []string{"midnight", "other"}
+	m.EndedAt = time.Date(2025, 3, 10, 0, 4, 31, 0, time.UTC)
+	m.Samples = 7
+	m.Settings = map[string]string{"keep_alive": "30m", "driver": "scripted"}
+	return m
 }
 
 func TestMarkdown(t *testing.T) {
