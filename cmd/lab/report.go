@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -431,21 +430,13 @@ func renderServerFigures(out string, an *report.Analysis, labels []string, compl
 				return figs, files, err
 			}
 			base := names.Base("", "servers-"+c.Base+"-"+c.Other+"-"+arm.Scenario, "reread-"+arm.Arm)
-			fig := report.Figure{Scenario: arm.Scenario, Setup: c.Label(), Title: p.Title.Text, Files: map[string]string{}}
-			for _, format := range plots.FileFormats() {
-				var buf bytes.Buffer
-				if err := plots.Write(&buf, p, format, plots.DefaultWidth, plots.DefaultHeight); err != nil {
-					return figs, files, fmt.Errorf("plot %s: %w", base, err)
-				}
-				rel := plots.File(base, format)
-				if err := os.WriteFile(filepath.Join(out, filepath.FromSlash(rel)), buf.Bytes(), 0o644); err != nil {
-					return figs, files, err
-				}
-				if format == "svg" {
-					fig.SVG = buf.Bytes()
-				}
-				fig.Files[format] = rel
-				files = append(files, rel)
+			fig, written, err := writeFigure(out, base, report.Figure{Scenario: arm.Scenario, Setup: c.Label(), Title: p.Title.Text},
+				func(w io.Writer, format string) error {
+					return plots.Write(w, p, format, plots.DefaultWidth, plots.DefaultHeight)
+				})
+			files = append(files, written...)
+			if err != nil {
+				return figs, files, err
 			}
 			figs = append(figs, fig)
 		}
