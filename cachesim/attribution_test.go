@@ -10,18 +10,8 @@ import (
 
 	"lab/cachesim"
 	"lab/chat"
+	"lab/internal/tinytokenizer"
 )
-
-// byteTokenizer is a toy tokenizer: one token per byte, so token offsets are byte offsets.
-type byteTokenizer struct{}
-
-func (byteTokenizer) Encode(s string) ([]int32, error) {
-	ids := make([]int32, len(s))
-	for i := range len(s) {
-		ids[i] = int32(s[i])
-	}
-	return ids, nil
-}
 
 // render is a toy ChatML template in the manner of Qwen3's: the tool list after the system
 // prompt, reasoning in <think>, tool calls as <tool_call> JSON, then the generation prompt.
@@ -102,7 +92,7 @@ func observe(t *testing.T, a *cachesim.Attributor, req *chat.Request, cache stri
 
 func TestAttributorFirstRequestRereadsEverything(t *testing.T) {
 	t.Parallel()
-	a := &cachesim.Attributor{Tok: byteTokenizer{}, NoteOpen: "<session-note>"}
+	a := &cachesim.Attributor{Tok: tinytokenizer.Bytes{}, NoteOpen: "<session-note>"}
 	req := conversation("You are a coding agent.")
 	got := observe(t, a, req, "")
 	n := int64(len(render(req)))
@@ -128,7 +118,7 @@ func TestAttributorFirstRequestRereadsEverything(t *testing.T) {
 
 func TestAttributorAppendOnlyStep(t *testing.T) {
 	t.Parallel()
-	a := &cachesim.Attributor{Tok: byteTokenizer{}, NoteOpen: "<session-note>"}
+	a := &cachesim.Attributor{Tok: tinytokenizer.Bytes{}, NoteOpen: "<session-note>"}
 	req1 := conversation("You are a coding agent.")
 	held := cacheText(req1, answer)
 	observe(t, a, req1, held)
@@ -225,7 +215,7 @@ func TestAttributorDivergence(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			a := &cachesim.Attributor{Tok: byteTokenizer{}, NoteOpen: "<session-note>"}
+			a := &cachesim.Attributor{Tok: tinytokenizer.Bytes{}, NoteOpen: "<session-note>"}
 			observe(t, a, tc.first, cacheText(tc.first, answer))
 			got := observe(t, a, tc.second, "")
 			at := int64(len(tc.wantAt))
@@ -254,7 +244,7 @@ func withNote(req *chat.Request, note string) *chat.Request {
 
 func TestAttributorIdenticalPromptLeavesOneToken(t *testing.T) {
 	t.Parallel()
-	a := &cachesim.Attributor{Tok: byteTokenizer{}}
+	a := &cachesim.Attributor{Tok: tinytokenizer.Bytes{}}
 	req := conversation("You are a coding agent.")
 	observe(t, a, req, "")
 	got := observe(t, a, req, "")
@@ -285,7 +275,7 @@ func TestAttributorContextOverflow(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			a := &cachesim.Attributor{Tok: byteTokenizer{}, NumCtx: tc.numCtx}
+			a := &cachesim.Attributor{Tok: tinytokenizer.Bytes{}, NumCtx: tc.numCtx}
 			got := observe(t, a, req, cacheText(req, answer))
 			if got.ContextOverflow != tc.want {
 				t.Errorf("NumCtx %d (prompt %d, with reply %d): ContextOverflow = %v; want %v", tc.numCtx, prompt, held, got.ContextOverflow, tc.want)
@@ -313,7 +303,7 @@ func TestAttributorWarnsOnCountMismatch(t *testing.T) {
 		{-1, nil}, // unknown: no comparison
 		{int64(len(rendered)) + 2, []string{fmt.Sprintf("the lab's tokenizer counts %d prompt tokens, the server %d", len(rendered), len(rendered)+2)}},
 	} {
-		a := &cachesim.Attributor{Tok: byteTokenizer{}}
+		a := &cachesim.Attributor{Tok: tinytokenizer.Bytes{}}
 		got, err := a.Observe(req, rendered, "", tc.server)
 		if err != nil {
 			t.Fatal(err)
@@ -329,7 +319,7 @@ func TestAttributorUnknownKeepsTheCache(t *testing.T) {
 	if got, err := (&cachesim.Attributor{}).Observe(conversation("x"), "rendered", "", 3); err != nil || !got.Unknown {
 		t.Errorf("no tokenizer: Observe = %+v, %v; want Unknown", got, err)
 	}
-	a := &cachesim.Attributor{Tok: byteTokenizer{}}
+	a := &cachesim.Attributor{Tok: tinytokenizer.Bytes{}}
 	req1 := conversation("You are a coding agent.")
 	held := cacheText(req1, answer)
 	observe(t, a, req1, held)
@@ -353,7 +343,7 @@ func (f failingTokenizer) Encode(s string) ([]int32, error) {
 	if strings.Contains(s, f.bad) {
 		return nil, errTokenize
 	}
-	return byteTokenizer{}.Encode(s)
+	return tinytokenizer.Bytes{}.Encode(s)
 }
 
 func TestAttributorTokenizerError(t *testing.T) {
@@ -410,7 +400,7 @@ func TestParts(t *testing.T) {
 // Follow a conversation from request to request: the second request appends to what the cache
 // held (the first prompt and the model's reply), the third changes the system prompt.
 func ExampleAttributor() {
-	a := &cachesim.Attributor{Tok: byteTokenizer{}, NumCtx: 4096, NoteOpen: "<session-note>"}
+	a := &cachesim.Attributor{Tok: tinytokenizer.Bytes{}, NumCtx: 4096, NoteOpen: "<session-note>"}
 	turn := func(role, text string) string { return "<|im_start|>" + role + "\n" + text + "<|im_end|>\n" }
 	for _, step := range []struct{ system, history string }{
 		{"You are terse.", ""},
@@ -462,7 +452,7 @@ func TestAttributorWindowAfterAnOverflow(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			a := &cachesim.Attributor{Tok: byteTokenizer{}, NumCtx: held - 10, Window: tc.window}
+			a := &cachesim.Attributor{Tok: tinytokenizer.Bytes{}, NumCtx: held - 10, Window: tc.window}
 			if got := observe(t, a, first, cacheText(first, answer)); !got.ContextOverflow {
 				t.Fatalf("first request: no overflow at NumCtx %d with %d tokens held", held-10, held)
 			}
@@ -485,7 +475,7 @@ func TestAttributorWindowExactFill(t *testing.T) {
 	t.Parallel()
 	req := conversation("You are a coding agent.")
 	held := len(cacheText(req, answer))
-	a := &cachesim.Attributor{Tok: byteTokenizer{}, NumCtx: held, Window: cachesim.NewWindow(held)}
+	a := &cachesim.Attributor{Tok: tinytokenizer.Bytes{}, NumCtx: held, Window: cachesim.NewWindow(held)}
 	if got := observe(t, a, req, cacheText(req, answer)); !got.ContextOverflow || len(got.Warnings) != 1 {
 		t.Errorf("ContextOverflow %v, warnings %q; want one overflow warning", got.ContextOverflow, got.Warnings)
 	}
@@ -511,7 +501,7 @@ func TestAttributorChunkReuse(t *testing.T) {
 		{"off", new(0), false, new(int64(0))},
 		{"on", new(64), true, nil},
 	} {
-		a := &cachesim.Attributor{Tok: byteTokenizer{}, NoteOpen: "<session-note>", CacheReuse: tc.reuse}
+		a := &cachesim.Attributor{Tok: tinytokenizer.Bytes{}, NoteOpen: "<session-note>", CacheReuse: tc.reuse}
 		observe(t, a, first, render(first))
 		got := observe(t, a, second, "")
 		prefix := int64(cachesim.CommonPrefixBytes(render(first), render(second)))

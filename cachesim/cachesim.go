@@ -17,9 +17,10 @@ package cachesim
 
 import "strings"
 
-// CommonPrefix returns the number of leading tokens a and b share: what an ideal prefix cache
-// holding a could reuse of b.
-func CommonPrefix(a, b []int32) int {
+// CommonPrefix returns the number of leading elements a and b share. Of token ids ([]int32)
+// it is what an ideal prefix cache holding a could reuse of b; it serves any other sequence
+// compared from its start too (lines, message digests).
+func CommonPrefix[E comparable](a, b []E) int {
 	n := min(len(a), len(b))
 	for i := 0; i < n; i++ {
 		if a[i] != b[i] {

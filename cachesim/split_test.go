@@ -7,6 +7,7 @@ import (
 
 	"lab/cachesim"
 	"lab/chat"
+	"lab/internal/tinytokenizer"
 )
 
 // The split of a measured re-read, [cached, prompt), adds up to prompt − cached for every cached
@@ -14,7 +15,7 @@ import (
 // by token position: re-reading from 0 re-reads the system prompt, whatever the divergence.
 func TestSplitAddsUpAtEveryCachedCount(t *testing.T) {
 	t.Parallel()
-	a := &cachesim.Attributor{Tok: byteTokenizer{}, NoteOpen: "<session-note>"}
+	a := &cachesim.Attributor{Tok: tinytokenizer.Bytes{}, NoteOpen: "<session-note>"}
 	req1 := conversation("You are a coding agent.")
 	observe(t, a, req1, cacheText(req1, answer))
 	req2 := conversation("You are a coding agent.", answer, result)
@@ -60,7 +61,7 @@ func TestSplitAddsUpAtEveryCachedCount(t *testing.T) {
 // up; an Unknown attribution attributes nothing.
 func TestSplitUnattributed(t *testing.T) {
 	t.Parallel()
-	a := &cachesim.Attributor{Tok: byteTokenizer{}}
+	a := &cachesim.Attributor{Tok: tinytokenizer.Bytes{}}
 	req := conversation("You are a coding agent.")
 	got := observe(t, a, req, "")
 	n := got.PromptTokens
@@ -106,7 +107,7 @@ func TestPartsByKind(t *testing.T) {
 	rendered := "<|im_start|>system\nYou write summaries.<|im_end|>\n<|im_start|>system\nA second system prompt.<|im_end|>\n" +
 		"<|im_start|>developer\nDeveloper instructions.<|im_end|>\n<|im_start|>user\n" + transcript + "<|im_end|>\n" +
 		"<|im_start|>user\n" + req.Messages[4].Content + "<|im_end|>\n<|im_start|>assistant\n"
-	a := &cachesim.Attributor{Tok: byteTokenizer{}, NoteOpen: "<session-note>"}
+	a := &cachesim.Attributor{Tok: tinytokenizer.Bytes{}, NoteOpen: "<session-note>"}
 	at, err := a.Observe(req, rendered, "", -1)
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@
 package chat
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -284,6 +285,23 @@ func (e *CacheFillError) Error() string {
 
 // Unwrap returns the cause.
 func (e *CacheFillError) Unwrap() error { return e.Err }
+
+// MeasureThenFill is the Send of a backend whose measured request and cache fill are two steps
+// (Ollama's and llama-server's): measure sends req and reads the server's figures, then fill
+// leaves the server's cache as the generation of reply would have. An error of measure comes as
+// it is, with its result; a failed fill is a *[CacheFillError] with the measured result.
+func MeasureThenFill(ctx context.Context, req *Request, reply *Reply,
+	measure func(context.Context, *Request, *Reply) (*Result, error),
+	fill func(context.Context, *Request, *Reply, *Result) error) (*Result, error) {
+	res, err := measure(ctx, req, reply)
+	if err != nil {
+		return res, err
+	}
+	if err := fill(ctx, req, reply, res); err != nil {
+		return res, &CacheFillError{Err: err}
+	}
+	return res, nil
+}
 
 // UsageField names one figure of [Usage]. Its String is the Usage field's Go name ("Prompt",
 // "CachedRead", ...), the key of the figure's wire field in the results' usage_fields column

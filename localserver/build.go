@@ -367,6 +367,25 @@ func commandError(err error) error {
 	return err
 }
 
+// folder returns dir made absolute, with its subfolder sub created (none for sub ""): the cache
+// or state folder a step of the local servers works in. Errors start with what: dir "" is "<what>:
+// no <kind> folder given"; one that cannot be made absolute or created wraps the system's error.
+func folder(what, kind, dir, sub string) (string, error) {
+	if dir == "" {
+		return "", fmt.Errorf("%s: no %s folder given", what, kind)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", what, err)
+	}
+	if sub != "" {
+		if err := os.MkdirAll(filepath.Join(abs, sub), 0o755); err != nil {
+			return "", fmt.Errorf("%s: %w", what, err)
+		}
+	}
+	return abs, nil
+}
+
 // isFile reports whether path names an existing regular file.
 func isFile(path string) bool {
 	fi, err := os.Stat(path)

@@ -106,18 +106,15 @@ func LlamaCacheKey(v string) (string, error) {
 // machine's apt sources (naming the files read), apt-get or dpkg-deb missing or failing (with
 // their output's last lines), a machine other than x86-64 Linux.
 func PrepareLlamaServer(ctx context.Context, s LlamaSetup) (*PreparedLlama, error) {
-	if s.CacheDir == "" {
-		return nil, errors.New("prepare llama-server: no cache folder given")
+	cache, err := folder("prepare llama-server", "cache", s.CacheDir, "")
+	if err != nil {
+		return nil, err
 	}
 	if s.Log == nil {
 		s.Log = io.Discard
 	}
 	if s.Version == "" {
 		s.Version = LlamaCppVersion
-	}
-	cache, err := filepath.Abs(s.CacheDir)
-	if err != nil {
-		return nil, fmt.Errorf("prepare llama-server: %w", err)
 	}
 	base := filepath.Join(cache, "llama.cpp")
 	if p, ok := findPreparedLlama(base, s.Version); ok {

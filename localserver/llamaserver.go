@@ -3,7 +3,6 @@ package localserver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -170,9 +169,6 @@ func StartLlamaServer(ctx context.Context, o LlamaStartOptions) (*LlamaServer, e
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	if o.Dir == "" {
-		return nil, errors.New("start llama-server: no state folder given")
-	}
 	if !isFile(o.Model) {
 		return nil, fmt.Errorf("start llama-server: model %q not found", o.Model)
 	}
@@ -192,14 +188,11 @@ func StartLlamaServer(ctx context.Context, o LlamaStartOptions) (*LlamaServer, e
 	if o.Model, err = filepath.Abs(o.Model); err != nil {
 		return nil, fmt.Errorf("start llama-server: %w", err)
 	}
-	dir, err := filepath.Abs(o.Dir)
+	dir, err := folder("start llama-server", "state", o.Dir, "slots")
 	if err != nil {
-		return nil, fmt.Errorf("start llama-server: %w", err)
+		return nil, err
 	}
 	slotDir := filepath.Join(dir, "slots")
-	if err := os.MkdirAll(slotDir, 0o755); err != nil {
-		return nil, fmt.Errorf("start llama-server: %w", err)
-	}
 	var info llamaInfo
 	spec := llamaSpec(dir)
 	spec.Binary, spec.Port, spec.ReadyTimeout, spec.Log = o.Binary, o.Port, o.Timeout, o.Log

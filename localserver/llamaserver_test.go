@@ -17,10 +17,7 @@ import (
 func TestStartLlamaServer(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dir := t.TempDir()
-	bin := fakellama.Build(t, dir)
-	model := filepath.Join(dir, "model.gguf")
-	os.WriteFile(model, []byte("GGUF"), 0o644)
+	dir, bin, model := fakellama.Files(t)
 	state := filepath.Join(dir, "state")
 
 	s, err := StartLlamaServer(ctx, LlamaStartOptions{Binary: bin, Model: model, Dir: state, Env: []string{"FAKE_MARK=here", "FAKE_N_CTX=40960"}, Args: []string{"-ngl", "99"}})

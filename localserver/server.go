@@ -2,10 +2,7 @@ package localserver
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,6 +15,7 @@ import (
 	"github.com/ollama/ollama/api"
 
 	"lab/localserver/supervise"
+	"lab/metrics"
 )
 
 // Sentinel errors of a local server's life cycle, Ollama's and llama-server's alike: the
@@ -157,17 +155,11 @@ func Start(ctx context.Context, o StartOptions) (*Server, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	if o.Dir == "" {
-		return nil, errors.New("start ollama: no state folder given")
-	}
-	dir, err := filepath.Abs(o.Dir)
+	dir, err := folder("start ollama", "state", o.Dir, "models")
 	if err != nil {
-		return nil, fmt.Errorf("start ollama: %w", err)
+		return nil, err
 	}
 	models := filepath.Join(dir, "models")
-	if err := os.MkdirAll(models, 0o755); err != nil {
-		return nil, fmt.Errorf("start ollama: %w", err)
-	}
 	var version, flash string
 	spec := ollamaSpec(dir, &version)
 	spec.Binary, spec.Port, spec.Log = o.Binary, o.Port, o.Log
@@ -238,7 +230,7 @@ type created struct {
 // the server already lists name with the manifest this call recorded for the same file's
 // digest in <Dir>/created.json. It takes about a second for a 45 MB file.
 func (s *Server) CreateModel(ctx context.Context, name, ggufPath string) error {
-	digest, err := fileDigest(ggufPath)
+	digest, err := metrics.DigestFile(ggufPath)
 	if err != nil {
 		return fmt.Errorf("create model %s: %w", name, err)
 	}
@@ -366,20 +358,6 @@ func (s *Server) uploadBlob(ctx context.Context, digest, path string) error {
 		return fmt.Errorf("upload blob: %w", err)
 	}
 	return nil
-}
-
-// fileDigest returns "sha256:<hex>" of the file at path.
-func fileDigest(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("hash file: %w", err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("hash %s: %w", path, err)
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // unload asks the server to unload the model name (full, with its tag) if a runner serves it, and

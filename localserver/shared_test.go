@@ -28,10 +28,7 @@ func TestKinds(t *testing.T) {
 // A run finds the shared llama-server and holds its use lock: a second run at the same time
 // waits (and here gives up when its context ends) instead of measuring on it too.
 func TestOpenRunLlamaSharedLocks(t *testing.T) {
-	dir := t.TempDir()
-	bin := fakellama.Build(t, dir)
-	model := filepath.Join(dir, "model.gguf")
-	os.WriteFile(model, []byte("GGUF"), 0o644)
+	dir, bin, model := fakellama.Files(t)
 	cache := filepath.Join(dir, "cache")
 	ctx := context.Background()
 	o := ServerOptions{Setup: Setup{CacheDir: cache}, LlamaBinary: bin, LlamaModel: model}
@@ -79,10 +76,7 @@ func TestOpenRunLlamaSharedLocks(t *testing.T) {
 
 // A run's own llama-server is stopped when the run releases it, and its log is kept.
 func TestOpenRunLlamaOwnKeepsLog(t *testing.T) {
-	dir := t.TempDir()
-	bin := fakellama.Build(t, dir)
-	model := filepath.Join(dir, "model.gguf")
-	os.WriteFile(model, []byte("GGUF"), 0o644)
+	dir, bin, model := fakellama.Files(t)
 	cache := filepath.Join(dir, "cache")
 	ctx := context.Background()
 	r, err := OpenRunLlama(ctx, ServerOptions{Setup: Setup{CacheDir: cache}, LlamaBinary: bin, LlamaModel: model}, nil)

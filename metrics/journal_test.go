@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"lab/metrics"
+	"lab/metrics/metricstest"
 )
 
 // utc returns samples with StartedAt in UTC, as every reader returns them.
@@ -71,7 +72,7 @@ func TestJournalRecoversAKilledRun(t *testing.T) {
 		}
 		want := testSamples(n)
 		abandoned(t, src, want)
-		dir := copyDir(t, src) // as the kill left it: no process holds the journal
+		dir := metricstest.CopyRun(t, src, t.TempDir()) // as the kill left it: no process holds the journal
 		if _, err := metrics.ReadParquet(filepath.Join(dir, metrics.SamplesFile)); err == nil {
 			t.Fatalf("%d rows: the unclosed Parquet file reads; the test simulates nothing", n)
 		}
@@ -253,7 +254,7 @@ func TestReadJournalOfARunningSink(t *testing.T) {
 	if rows, err := metrics.ReadJournal(jpath); err != nil || len(rows) != 3 {
 		t.Errorf("the journal of a running sink: %d rows, %v; want 3 and no error", len(rows), err)
 	}
-	killed := copyDir(t, dir)
+	killed := metricstest.CopyRun(t, dir, t.TempDir())
 	kpath := filepath.Join(killed, metrics.JournalFile)
 	if metrics.JournalInUse(kpath) {
 		t.Errorf("JournalInUse of a killed run's journal = true")

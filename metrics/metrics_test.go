@@ -14,6 +14,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"lab/metrics"
+	"lab/metrics/metricstest"
 )
 
 // columns is the results schema of DESIGN.md, in file order.
@@ -297,27 +298,14 @@ func TestMemorySink(t *testing.T) {
 }
 
 func testManifest() *metrics.Manifest {
-	return &metrics.Manifest{
-		LabVersion:    "v0.1.0",
-		RunID:         "20250309-235900-midnight",
-		Scenarios:     []string{"midnight"},
-		Arms:          []string{"spec", "date-in-system-prompt"},
-		Repetitions:   1,
-		Backend:       "ollama",
-		Model:         "qwen3-synth",
-		ServerVersion: "0.17.4",
-		ServerURL:     "http://127.0.0.1:41234",
-		NumCtx:        32768,
-		StartedAt:     time.Date(2025, 3, 9, 23, 59, 0, 0, time.UTC),
-		EndedAt:       time.Date(2025, 3, 10, 0, 4, 0, 0, time.UTC),
-		Complete:      true,
-		Samples:       40,
-		Settings:      map[string]string{"keep_alive": "30m"},
-		Sessions: []metrics.SessionRecord{
-			{Scenario: "midnight", Arm: "spec", Repetition: 1, Requests: 20, Complete: true},
-			{Scenario: "midnight", Arm: "date-in-system-prompt", Repetition: 1, Requests: 3, Error: "HTTP 500"},
-		},
+	m := metricstest.Manifest()
+	m.Samples = 40
+	m.Settings = map[string]string{"keep_alive": "30m"}
+	m.Sessions = []metrics.SessionRecord{
+		{Scenario: "midnight", Arm: "spec", Repetition: 1, Requests: 20, Complete: true},
+		{Scenario: "midnight", Arm: "date-in-system-prompt", Repetition: 1, Requests: 3, Error: "HTTP 500"},
 	}
+	return m
 }
 
 func TestManifestRoundTrip(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"lab/metrics"
+	"lab/metrics/metricstest"
 )
 
 var repairTime = time.Date(2026, 12, 1, 20, 30, 0, 0, time.UTC)
@@ -43,30 +44,6 @@ func killedPart(t *testing.T, dir string, s metrics.Shard, rows []metrics.Sample
 		}
 	}
 	return sink
-}
-
-// copyDir copies the files of dir into a new folder and returns it: the files as the kill left
-// them, with no process holding them.
-func copyDir(t *testing.T, dir string) string {
-	t.Helper()
-	to := filepath.Join(t.TempDir(), filepath.Base(dir))
-	if err := os.MkdirAll(to, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(to, e.Name()), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return to
 }
 
 // files returns the names in dir.
@@ -112,7 +89,7 @@ func TestRepairKilledRun(t *testing.T) {
 			src := filepath.Join(t.TempDir(), "run_id=r")
 			os.MkdirAll(src, 0o755)
 			killedPart(t, src, s, testSamples(n), 2)
-			dir := copyDir(t, src)
+			dir := metricstest.CopyRun(t, src, t.TempDir())
 			journal, err := metrics.ReadJournal(filepath.Join(dir, metrics.JournalPath(metrics.PartFile(s))))
 			if err != nil || len(journal) != n {
 				t.Fatalf("journal: %d rows, %v", len(journal), err)
@@ -191,7 +168,7 @@ func TestRepairCorruptJournal(t *testing.T) {
 			os.MkdirAll(src, 0o755)
 			written := testSamples(6)
 			killedPart(t, src, s, written, 0)
-			dir := copyDir(t, src)
+			dir := metricstest.CopyRun(t, src, t.TempDir())
 			jpath := filepath.Join(dir, metrics.JournalPath(metrics.PartFile(s)))
 			editJournal(t, jpath, tc.edit)
 
@@ -282,7 +259,7 @@ func TestRepairOldLayout(t *testing.T) {
 	metrics.WriteManifest(filepath.Join(src, metrics.ManifestFile), m)
 	want := testSamples(7)
 	abandoned(t, src, want)
-	dir := copyDir(t, src)
+	dir := metricstest.CopyRun(t, src, t.TempDir())
 	if _, err := metrics.ReadParquet(filepath.Join(dir, metrics.SamplesFile)); err == nil {
 		t.Fatal("the killed run's samples.parquet reads; the test simulates nothing")
 	}
@@ -334,7 +311,7 @@ func TestRepairShards(t *testing.T) {
 	killedPart(t, src, s2, all[3:], 0)
 	m.Shard, m.Complete, m.Samples = &s3, false, 0
 	metrics.WriteManifest(filepath.Join(src, metrics.PartManifestFile(s3)), m)
-	dir := copyDir(t, src)
+	dir := metricstest.CopyRun(t, src, t.TempDir())
 
 	got, err := metrics.RepairRun(dir, "v9", repairTime)
 	if err != nil || len(got) != 3 {
@@ -388,7 +365,7 @@ func TestReadRunNamesALostJournalLine(t *testing.T) {
 	os.MkdirAll(src, 0o755)
 	s := metrics.Shard{Index: 1, Count: 1}
 	killedPart(t, src, s, testSamples(5), 0)
-	dir := copyDir(t, src)
+	dir := metricstest.CopyRun(t, src, t.TempDir())
 	jpath := filepath.Join(dir, metrics.JournalPath(metrics.PartFile(s)))
 	editJournal(t, jpath, func(l []string) []string { l[2] = "{not json\n"; return l })
 	_, rows, err := metrics.ReadRun(dir)

@@ -44,15 +44,7 @@ func CumulativeRereadRows(scenario string, rows *metrics.Rows) (*plot.Plot, erro
 		}
 		return vals, ok
 	})
-	p := newChart(fmt.Sprintf("%s: re-read tokens, cumulative per arm", scenario),
-		"request (0-based)", "re-read tokens (cumulative)")
-	p.Y.Tick.Marker = siTicks{}
-	if _, _, err := lineChart(p, s); err != nil {
-		return nil, err
-	}
-	p.Y.Min = 0
-	p.Y.Max = max(p.Y.Max, 1)
-	return p, nil
+	return tokenChart(fmt.Sprintf("%s: re-read tokens, cumulative per arm", scenario), "re-read tokens (cumulative)", s)
 }
 
 // PrefillTime builds the chart "prefill time per request" for one scenario: per arm, the time

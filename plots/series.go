@@ -250,6 +250,19 @@ func bandKey() *plotter.Polygon {
 	return &plotter.Polygon{Color: c}
 }
 
+// tokenChart is the line chart of token counts s over the request index: titled title, the y
+// axis labelled yLabel with SI ticks, from 0 to at least 1 token.
+func tokenChart(title, yLabel string, s series) (*plot.Plot, error) {
+	p := newChart(title, "request (0-based)", yLabel)
+	p.Y.Tick.Marker = siTicks{}
+	if _, _, err := lineChart(p, s); err != nil {
+		return nil, err
+	}
+	p.Y.Min = 0
+	p.Y.Max = max(p.Y.Max, 1)
+	return p, nil
+}
+
 // lineChart draws s on p, one line per arm in display order with spec drawn last (on top), adds
 // the legend entries and returns every line drawn. maxX is the largest request index.
 func lineChart(p *plot.Plot, s series) (lines []plotter.XYs, maxX int32, err error) {

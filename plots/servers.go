@@ -49,13 +49,5 @@ func ServerReread(scenario, arm string, lines []ServerLine) (*plot.Plot, error) 
 	if !known {
 		return nil, fmt.Errorf("plot re-read tokens per server of scenario %q, arm %q: %w", scenario, arm, ErrNoSamples)
 	}
-	p := newChart(fmt.Sprintf("%s, arm %s: re-read tokens per request, per server", scenario, arm),
-		"request (0-based)", "re-read tokens")
-	p.Y.Tick.Marker = siTicks{}
-	if _, _, err := lineChart(p, s); err != nil {
-		return nil, err
-	}
-	p.Y.Min = 0
-	p.Y.Max = max(p.Y.Max, 1)
-	return p, nil
+	return tokenChart(fmt.Sprintf("%s, arm %s: re-read tokens per request, per server", scenario, arm), "re-read tokens", s)
 }

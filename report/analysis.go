@@ -45,21 +45,47 @@ func (s *Segments) add(x *metrics.Sample) bool {
 	return known
 }
 
+// Counts are the counts every sum of requests in a report has ([ArmRow], [RepTotals]). Token
+// counts are in tokens of the served model's tokenizer.
+type Counts struct {
+	// Requests is the number of requests (samples), failed ones included; Failed is the number
+	// of those that ended with an error.
+	Requests int `json:"requests"`
+	Failed   int `json:"failed"`
+	// PromptTokens is the sum of prompt_tokens over the requests whose count is known;
+	// PromptUnknown counts the others (null: a failed request, a server that gave none), left
+	// out.
+	PromptTokens  int64 `json:"prompt_tokens"`
+	PromptUnknown int   `json:"prompt_unknown"`
+	// CachedTokens is the sum of cached_tokens over the requests whose count is known;
+	// CachedUnknown counts the others (null), left out: they are not counted as 0.
+	CachedTokens  int64 `json:"cached_tokens"`
+	CachedUnknown int   `json:"cached_unknown"`
+}
+
+// add counts the request s.
+func (c *Counts) add(s *metrics.Sample) {
+	c.Requests++
+	if s.Failed() {
+		c.Failed++
+	}
+	if v, ok := promptOf(s); ok {
+		c.PromptTokens += v
+	} else {
+		c.PromptUnknown++
+	}
+	if s.CachedTokens == nil {
+		c.CachedUnknown++
+	} else {
+		c.CachedTokens += *s.CachedTokens
+	}
+}
+
 // RepTotals adds up the requests of one repetition of one scenario×arm. Token counts are in
 // tokens of the served model's tokenizer.
 type RepTotals struct {
 	stats.RepKey
-	// Requests is the number of requests, failed ones included; Failed those with an error.
-	Requests int `json:"requests"`
-	Failed   int `json:"failed"`
-	// PromptTokens is the sum of the known prompt_tokens; PromptUnknown counts the requests
-	// without one (left out).
-	PromptTokens  int64 `json:"prompt_tokens"`
-	PromptUnknown int   `json:"prompt_unknown"`
-	// CachedTokens is the sum of the known cached_tokens; CachedUnknown counts the requests
-	// whose count is unknown (left out, not counted as 0).
-	CachedTokens  int64 `json:"cached_tokens"`
-	CachedUnknown int   `json:"cached_unknown"`
+	Counts
 	// PromptWhereCached is the sum of prompt_tokens over the requests whose cached_tokens is
 	// known: the denominator of the cached share.
 	PromptWhereCached int64 `json:"prompt_where_cached"`
@@ -229,15 +255,7 @@ func analyze(rows *metrics.Rows, runs []*metrics.Manifest) *Analysis {
 			t = &RepTotals{RepKey: rk}
 			m[rk] = t
 		}
-		t.Requests++
-		if s.Failed() {
-			t.Failed++
-		}
-		if v, ok := promptOf(s); ok {
-			t.PromptTokens += v
-		} else {
-			t.PromptUnknown++
-		}
+		t.add(s)
 		if v, ok := rereadOf(s); ok {
 			t.RereadTokens += v
 		} else {
@@ -255,10 +273,7 @@ func analyze(rows *metrics.Rows, runs []*metrics.Manifest) *Analysis {
 			t.PrefillNs += s.PrefillNs
 			t.PrefillKnown++
 		}
-		if s.CachedTokens == nil {
-			t.CachedUnknown++
-		} else {
-			t.CachedTokens += *s.CachedTokens
+		if s.CachedTokens != nil {
 			t.PromptWhereCached += s.PromptTokens
 			if e, ok := metrics.Int64(s.ExpectedCachedTokens); ok {
 				t.CachedWhereExpected += *s.CachedTokens

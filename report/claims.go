@@ -1,6 +1,7 @@
 package report
 
 import (
+	"maps"
 	"slices"
 
 	"lab/metrics"
@@ -227,10 +228,7 @@ func cliffClaim(rows *metrics.Rows) *CliffClaim {
 	if len(points) == 0 {
 		return nil
 	}
-	arms := make([]string, 0, len(points))
-	for arm := range points {
-		arms = append(arms, arm)
-	}
+	arms := slices.Collect(maps.Keys(points))
 	metrics.SortArms(arms)
 	c := &CliffClaim{AtDateCliff: len(dateAt) > 0}
 	for _, arm := range arms {

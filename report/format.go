@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -75,6 +76,24 @@ func check(r *Report, what string) error {
 		return fmt.Errorf("write %s report: no analysis or no run manifest", what)
 	}
 	return nil
+}
+
+// writeDocument writes r's document ([buildDocument]) to w in one Write call: each block as put
+// writes it into b, a blank line between blocks. what names the format in the errors: those of
+// [check] and of the Write.
+func writeDocument(w io.Writer, r *Report, what string, put func(b *bytes.Buffer, bl *block)) error {
+	if err := check(r, what); err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	blocks := buildDocument(r).blocks
+	for i := range blocks {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		put(&b, &blocks[i])
+	}
+	return write(w, what, b.Bytes())
 }
 
 // write writes b to w in one call, wrapping the error.

@@ -25,22 +25,15 @@ import (
 // decimals, percentages with 1. It returns an error for a report without analysis or runs and
 // any error writing to w (one Write call).
 func Markdown(w io.Writer, r *Report) error {
-	if err := check(r, "markdown"); err != nil {
-		return err
-	}
-	var b bytes.Buffer
-	for i, bl := range buildDocument(r).blocks {
-		if i > 0 {
-			b.WriteString("\n")
-		}
+	return writeDocument(w, r, "markdown", func(b *bytes.Buffer, bl *block) {
 		switch bl.kind {
 		case bHeading:
-			fmt.Fprintf(&b, "%s %s\n", strings.Repeat("#", bl.level), escapeHTML(bl.text))
+			fmt.Fprintf(b, "%s %s\n", strings.Repeat("#", bl.level), escapeHTML(bl.text))
 		case bPara:
-			fmt.Fprintf(&b, "%s\n", escapeHTML(bl.text))
+			fmt.Fprintf(b, "%s\n", escapeHTML(bl.text))
 		case bList:
 			for _, it := range bl.items {
-				fmt.Fprintf(&b, "- %s\n", escapeHTML(inline(it)))
+				fmt.Fprintf(b, "- %s\n", escapeHTML(inline(it)))
 			}
 		case bTable:
 			cells := make([]string, len(bl.head))
@@ -52,27 +45,26 @@ func Markdown(w io.Writer, r *Report) error {
 					align[i] = "---"
 				}
 			}
-			fmt.Fprintf(&b, "| %s |\n|%s|\n", strings.Join(cells, " | "), strings.Join(align, "|"))
+			fmt.Fprintf(b, "| %s |\n|%s|\n", strings.Join(cells, " | "), strings.Join(align, "|"))
 			for _, row := range bl.rows {
 				for i, c := range row {
 					cells[i] = cell(c)
 				}
-				fmt.Fprintf(&b, "| %s |\n", strings.Join(cells[:len(row)], " | "))
+				fmt.Fprintf(b, "| %s |\n", strings.Join(cells[:len(row)], " | "))
 			}
 		case bFigure:
 			f := bl.fig
 			if svg, ok := f.Files["svg"]; ok {
-				fmt.Fprintf(&b, "![%s](%s)\n\n", escapeHTML(inline(f.Title)), escapePath(svg))
+				fmt.Fprintf(b, "![%s](%s)\n\n", escapeHTML(inline(f.Title)), escapePath(svg))
 			}
 			var links []string
 			for _, format := range figureFormats(f) {
 				p := f.Files[format]
 				links = append(links, fmt.Sprintf("[%s](%s)", escapeHTML(inline(path.Base(p))), escapePath(p)))
 			}
-			fmt.Fprintf(&b, "%s: %s\n", escapeHTML(inline(f.Title)), strings.Join(links, ", "))
+			fmt.Fprintf(b, "%s: %s\n", escapeHTML(inline(f.Title)), strings.Join(links, ", "))
 		}
-	}
-	return write(w, "markdown", b.Bytes())
+	})
 }
 
 // figureFormats returns the formats of f's files: svg, png, then the others sorted.

@@ -11,6 +11,7 @@ import (
 
 	"lab/internal/golden"
 	"lab/metrics"
+	"lab/metrics/metricstest"
 	"lab/report"
 )
 
@@ -40,27 +41,31 @@ func TestSummarize(t *testing.T) {
 	want := []report.ScenarioTable{
 		{Scenario: "midnight", Rows: []report.ArmRow{
 			{
-				Arm: metrics.SpecArm, Requests: 3, PromptTokens: 4500,
-				CachedTokens: 990, CachedUnknown: 1, // request 2 is unknown, not 0
+				Arm: metrics.SpecArm,
+				// request 2 is unknown, not 0
+				Counts:               report.Counts{Requests: 3, PromptTokens: 4500, CachedTokens: 990, CachedUnknown: 1},
 				ExpectedCachedTokens: 2500, RereadTokens: 2010, PrefillNs: 2250e6,
 				Efficiency:   new(990.0 / 1000), // request 2's expected tokens are left out
 				RereadVsSpec: new(1.0),
 			},
 			{
-				Arm: "date-in-system-prompt", Requests: 2, Failed: 1, PromptTokens: 2500,
-				CachedTokens: 40, ExpectedCachedTokens: 50, RereadTokens: 2460, PrefillNs: 2460e6,
+				Arm:                  "date-in-system-prompt",
+				Counts:               report.Counts{Requests: 2, Failed: 1, PromptTokens: 2500, CachedTokens: 40},
+				ExpectedCachedTokens: 50, RereadTokens: 2460, PrefillNs: 2460e6,
 				Efficiency:   new(0.8),
 				RereadVsSpec: new(2460.0 / 2010),
 			},
 		}},
 		{Scenario: "other", Rows: []report.ArmRow{
 			{
-				Arm: "a", Requests: 1, PromptTokens: 1234567, CachedTokens: 1000000,
+				Arm:                  "a",
+				Counts:               report.Counts{Requests: 1, PromptTokens: 1234567, CachedTokens: 1000000},
 				ExpectedCachedTokens: 1200000, RereadTokens: 234567, PrefillNs: 1234567e6,
 				Efficiency: new(1000000.0 / 1200000),
 			},
 			{
-				Arm: "b", Requests: 1, PromptTokens: 16912, CachedUnknown: 1,
+				Arm:                  "b",
+				Counts:               report.Counts{Requests: 1, PromptTokens: 16912, CachedUnknown: 1},
 				ExpectedCachedTokens: 16000, RereadTokens: 912, PrefillNs: 139e9,
 			},
 		},
@@ -96,23 +101,12 @@ func TestSummarizeEdges(t *testing.T) {
 }
 
 func testManifest() *metrics.Manifest {
-	return &metrics.Manifest{
-		LabVersion:    "v0.1.0",
-		RunID:         "20250309-235900-midnight",
-		Scenarios:     []string{"midnight", "other"},
-		Arms:          []string{"spec", "date-in-system-prompt"},
-		Repetitions:   1,
-		Backend:       "ollama",
-		Model:         "qwen3-synth",
-		ServerVersion: "0.17.4",
-		ServerURL:     "http://127.0.0.1:41234",
-		NumCtx:        32768,
-		StartedAt:     time.Date(2025, 3, 9, 23, 59, 0, 0, time.UTC),
-		EndedAt:       time.Date(2025, 3, 10, 0, 4, 31, 0, time.UTC),
-		Complete:      true,
-		Samples:       7,
-		Settings:      map[string]string{"keep_alive": "30m", "driver": "scripted"},
-	}
+	m := metricstest.Manifest()
+	m.Scenarios = []string{"midnight", "other"}
+	m.EndedAt = time.Date(2025, 3, 10, 0, 4, 31, 0, time.UTC)
+	m.Samples = 7
+	m.Settings = map[string]string{"keep_alive": "30m", "driver": "scripted"}
+	return m
 }
 
 func TestMarkdown(t *testing.T) {

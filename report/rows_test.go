@@ -22,13 +22,14 @@ func TestAnalyzeRunRowsIsAnalyzeRunsWithRows(t *testing.T) {
 		name    string
 		runs    []*metrics.Manifest
 		samples []metrics.Sample
+		labels  string // the setups' labels: "" for runs of one setup or none
 	}{
-		{"one setup", setupRuns("llamacpp", "llamacpp", "sha256:aa", "sha256:aa"), repsFixture()},
-		{"two setups", setupRuns("llamacpp", "vllm", "sha256:aa", "sha256:aa"), repsFixture()},
-		{"two contents", setupRuns("llamacpp", "llamacpp", "sha256:aaaaaaaaaaaaaaaa", "sha256:bbbbbbbbbbbbbbbb"), repsFixture()},
-		{"a failed session", setupRuns("llamacpp", "llamacpp", "sha256:aa", "sha256:aa"), failed},
-		{"two setups and an orphan", setupRuns("llamacpp", "vllm", "sha256:aa", "sha256:aa"), orphan},
-		{"no manifest", nil, failed},
+		{"one setup", setupRuns("llamacpp", "llamacpp", "sha256:aa", "sha256:aa"), repsFixture(), "[]"},
+		{"two setups", setupRuns("llamacpp", "vllm", "sha256:aa", "sha256:aa"), repsFixture(), "[A B]"},
+		{"two contents", setupRuns("llamacpp", "llamacpp", "sha256:aaaaaaaaaaaaaaaa", "sha256:bbbbbbbbbbbbbbbb"), repsFixture(), "[]"},
+		{"a failed session", setupRuns("llamacpp", "llamacpp", "sha256:aa", "sha256:aa"), failed, "[]"},
+		{"two setups and an orphan", setupRuns("llamacpp", "vllm", "sha256:aa", "sha256:aa"), orphan, "[A B C]"},
+		{"no manifest", nil, failed, "[]"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			wantA, wantLabels, wantComplete := report.AnalyzeRunsWithRows(c.runs, c.samples)
@@ -38,6 +39,9 @@ func TestAnalyzeRunRowsIsAnalyzeRunsWithRows(t *testing.T) {
 			got, _ := json.Marshal(gotA)
 			if string(got) != string(want) {
 				t.Errorf("analysis:\n got %s\nwant %s", got, want)
+			}
+			if fmt.Sprint(wantLabels) != c.labels {
+				t.Errorf("labels %q; want %s", wantLabels, c.labels)
 			}
 			if fmt.Sprint(gotLabels) != fmt.Sprint(wantLabels) || len(gotComplete) != len(wantComplete) {
 				t.Fatalf("labels %q, %d setups of rows; want %q, %d", gotLabels, len(gotComplete), wantLabels, len(wantComplete))

@@ -229,38 +229,10 @@ func AnalyzeRuns(runs []*metrics.Manifest, samples []metrics.Sample) *Analysis {
 // copied once for both (a report's tables and its charts), not once for each.
 func AnalyzeRunsWithRows(runs []*metrics.Manifest, samples []metrics.Sample) (a *Analysis, labels []string, complete [][]metrics.Sample) {
 	groups := GroupSetups(runs, samples)
-	one := func(runs []*metrics.Manifest, samples []metrics.Sample) (*Analysis, []metrics.Sample) {
-		c, left := Sessions(runs, samples)
-		a := analyze(metrics.RowsOf(c), runs)
-		a.LeftOut = left
-		return a, c
-	}
-	if len(groups) == 0 {
-		a, c := one(runs, samples)
-		return a, []string{""}, [][]metrics.Sample{c}
-	}
-	var subs []*Analysis
-	for i := range groups {
-		a, c := one(groups[i].Runs, groups[i].Samples)
-		// A copy of the setup's description: a pointer into groups would keep every group's
-		// samples alive as long as the analysis.
-		info := groups[i].Info
-		a.Setup = &info
-		subs = append(subs, a)
-		label := info.Label
-		if len(groups) == 1 {
-			label = ""
-		}
-		labels, complete = append(labels, label), append(complete, c)
-	}
-	if len(subs) == 1 {
-		return subs[0], labels, complete
-	}
-	sides := make([]serverSide, len(subs))
-	for i := range subs {
-		sides[i] = serverSide{subs[i], groups[i].Runs, metrics.RowsOf(complete[i])}
-	}
-	return withServers(sides), labels, complete
+	return analyzeBySetup(runs, samples, len(groups),
+		func(i int) (SetupInfo, []*metrics.Manifest, []metrics.Sample) {
+			return groups[i].Info, groups[i].Runs, groups[i].Samples
+		}, Sessions, metrics.RowsOf)
 }
 
 // AnalyzeRunRows is [AnalyzeRunsWithRows] of a [metrics.Rows] (what lab report reads a run into):
@@ -270,37 +242,55 @@ func AnalyzeRunsWithRows(runs []*metrics.Manifest, samples []metrics.Sample) (a 
 // otherwise each setup's rows are a compact copy.
 func AnalyzeRunRows(runs []*metrics.Manifest, rows *metrics.Rows) (a *Analysis, labels []string, complete []*metrics.Rows) {
 	groups := groupSetupRows(runs, rows)
-	one := func(runs []*metrics.Manifest, rows *metrics.Rows) (*Analysis, *metrics.Rows) {
-		c, left := sessionsOfRows(runs, rows)
-		a := analyze(c, runs)
+	return analyzeBySetup(runs, rows, len(groups),
+		func(i int) (SetupInfo, []*metrics.Manifest, *metrics.Rows) {
+			return groups[i].Info, groups[i].Runs, groups[i].rows
+		}, sessionsOfRows, func(r *metrics.Rows) *metrics.Rows { return r })
+}
+
+// analyzeBySetup analyses each of n setups' complete sessions, of rows R (samples or
+// [metrics.Rows]): group gives setup i's description, runs and rows, sessions the rows of the
+// complete sessions and the sessions left out ([Sessions]), rowsOf the columns of R. With no
+// setup (n 0: no runs) it analyses all of runs and rows as one. It returns the analysis (one
+// setup's, or each setup's with the servers side by side), each setup's label ("" for one setup
+// or none) and each setup's complete rows.
+func analyzeBySetup[R any](runs []*metrics.Manifest, rows R, n int, group func(i int) (SetupInfo, []*metrics.Manifest, R),
+	sessions func([]*metrics.Manifest, R) (R, []LeftOut), rowsOf func(R) *metrics.Rows) (*Analysis, []string, []R) {
+	one := func(runs []*metrics.Manifest, rows R) (*Analysis, R) {
+		c, left := sessions(runs, rows)
+		a := analyze(rowsOf(c), runs)
 		a.LeftOut = left
 		return a, c
 	}
-	if len(groups) == 0 {
+	if n == 0 {
 		a, c := one(runs, rows)
-		return a, []string{""}, []*metrics.Rows{c}
+		return a, []string{""}, []R{c}
 	}
 	var subs []*Analysis
-	for i := range groups {
-		a, c := one(groups[i].Runs, groups[i].rows)
-		info := groups[i].Info
+	var labels []string
+	var complete []R
+	setupRuns := make([][]*metrics.Manifest, n)
+	for i := range n {
+		// info is a copy of the setup's description: a pointer into the groups would keep
+		// every group's rows alive as long as the analysis.
+		info, gruns, grows := group(i)
+		a, c := one(gruns, grows)
 		a.Setup = &info
 		subs = append(subs, a)
 		label := info.Label
-		if len(groups) == 1 {
+		if n == 1 {
 			label = ""
 		}
-		labels, complete = append(labels, label), append(complete, c)
+		labels, complete, setupRuns[i] = append(labels, label), append(complete, c), gruns
 	}
-	if len(subs) == 1 {
+	if n == 1 {
 		return subs[0], labels, complete
 	}
-	all := &Analysis{Setups: subs}
-	for i := 1; i < len(subs); i++ {
-		all.Servers = append(all.Servers, compareServers(serverSide{subs[0], groups[0].Runs, complete[0]},
-			serverSide{subs[i], groups[i].Runs, complete[i]}))
+	sides := make([]serverSide, n)
+	for i := range subs {
+		sides[i] = serverSide{subs[i], setupRuns[i], rowsOf(complete[i])}
 	}
-	return all, labels, complete
+	return withServers(sides), labels, complete
 }
 
 // CompleteBySetup returns, per setup of the runs ([GroupSetups]), the samples of the complete

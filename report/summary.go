@@ -1,6 +1,7 @@
 package report
 
 import (
+	"maps"
 	"math"
 	"slices"
 
@@ -51,19 +52,7 @@ type Mismatch struct {
 type ArmRow struct {
 	// Arm is the arm's name.
 	Arm string `json:"arm"`
-	// Requests is the number of requests (samples), failed ones included.
-	Requests int `json:"requests"`
-	// Failed is the number of requests that ended with an error.
-	Failed int `json:"failed"`
-	// PromptTokens is the sum of prompt_tokens over the requests whose count is known;
-	// PromptUnknown counts the others (null: a failed request, a server that gave none).
-	PromptTokens  int64 `json:"prompt_tokens"`
-	PromptUnknown int   `json:"prompt_unknown"`
-	// CachedTokens is the sum of cached_tokens over the requests whose count is known;
-	// CachedUnknown requests are left out (they are not counted as 0).
-	CachedTokens int64 `json:"cached_tokens"`
-	// CachedUnknown is the number of requests whose cached_tokens is unknown (null).
-	CachedUnknown int `json:"cached_unknown"`
+	Counts
 	// ExpectedCachedTokens is the sum of expected_cached_tokens over the requests where the lab
 	// could compute it ([metrics.Sample].ExpectedUnknown false).
 	ExpectedCachedTokens int64 `json:"expected_cached_tokens"`
@@ -124,15 +113,7 @@ func summarize(rows *metrics.Rows) []ScenarioTable {
 			arms[s.Scenario] = append(arms[s.Scenario], s.Arm)
 		}
 		r := &a.row
-		r.Requests++
-		if s.Failed() {
-			r.Failed++
-		}
-		if v, ok := promptOf(s); ok {
-			r.PromptTokens += v
-		} else {
-			r.PromptUnknown++
-		}
+		r.add(s)
 		e := s.ExpectedCachedTokens
 		if e == nil {
 			r.ExpectedUnknown++
@@ -157,24 +138,15 @@ func summarize(rows *metrics.Rows) []ScenarioTable {
 				AfterOverflow: after, Overflow: s.ContextOverflow && *c < *e,
 			})
 		}
-		if s.CachedTokens == nil {
-			r.CachedUnknown++
-		} else {
-			r.CachedTokens += *s.CachedTokens
-			if e != nil {
-				a.expectedWhereCached += *e
-				a.cachedWhereExpected += *s.CachedTokens
-			}
+		if s.CachedTokens != nil && e != nil {
+			a.expectedWhereCached += *e
+			a.cachedWhereExpected += *s.CachedTokens
 		}
 	}
 	if len(arms) == 0 {
 		return nil
 	}
-	scenarios := make([]string, 0, len(arms))
-	for sc := range arms {
-		scenarios = append(scenarios, sc)
-	}
-	slices.Sort(scenarios)
+	scenarios := slices.Sorted(maps.Keys(arms))
 
 	tables := make([]ScenarioTable, 0, len(scenarios))
 	for _, sc := range scenarios {

@@ -16,21 +16,14 @@ const textWidth = 100
 // (text/tabwriter), figures as their titles and file names. It returns an error for a report
 // without analysis or runs and any error writing to w (one Write call).
 func Text(w io.Writer, r *Report) error {
-	if err := check(r, "text"); err != nil {
-		return err
-	}
-	var b bytes.Buffer
-	for i, bl := range buildDocument(r).blocks {
-		if i > 0 {
-			b.WriteString("\n")
-		}
+	return writeDocument(w, r, "text", func(b *bytes.Buffer, bl *block) {
 		switch bl.kind {
 		case bHeading:
 			under := "="
 			if bl.level > 1 {
 				under = map[int]string{2: "-", 3: "~", 4: "."}[bl.level]
 			}
-			fmt.Fprintf(&b, "%s\n%s\n", bl.text, strings.Repeat(under, len([]rune(bl.text))))
+			fmt.Fprintf(b, "%s\n%s\n", bl.text, strings.Repeat(under, len([]rune(bl.text))))
 		case bPara:
 			b.WriteString(wrap(bl.text, textWidth))
 		case bList:
@@ -38,7 +31,7 @@ func Text(w io.Writer, r *Report) error {
 				b.WriteString(wrap("- "+inline(it), textWidth))
 			}
 		case bTable:
-			tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+			tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, strings.Join(bl.head, "\t"))
 			for _, row := range bl.rows {
 				fmt.Fprintln(tw, strings.Join(row, "\t"))
@@ -49,10 +42,9 @@ func Text(w io.Writer, r *Report) error {
 			for _, f := range figureFormats(bl.fig) {
 				files = append(files, bl.fig.Files[f])
 			}
-			fmt.Fprintf(&b, "Figure: %s (%s)\n", inline(bl.fig.Title), strings.Join(files, ", "))
+			fmt.Fprintf(b, "Figure: %s (%s)\n", inline(bl.fig.Title), strings.Join(files, ", "))
 		}
-	}
-	return write(w, "text", b.Bytes())
+	})
 }
 
 // wrap breaks s into lines of at most width columns at spaces (a longer word stays whole); each

@@ -139,20 +139,7 @@ func TestProxyKilledUnderLoad(t *testing.T) {
 	wg.Wait()
 	kill()
 	proxy.wait(30 * time.Second)
-	lines := watch.lines()
-	rows, repairCode, reportCode := repairAndCount(t, dir)
-	bound := durableBound()
-	mu.Lock()
-	lag, ended, lost := durability(ends, lines, killTime, rows, bound)
-	answered := len(ends)
-	mu.Unlock()
-	sc := "proxy-sigkill-load"
-	note := fmt.Sprintf("%d answered (kill after %d), %d journal lines at the kill, %d rows after repair; repair exit %d, report exit %d", answered, killAt, len(lines), rows, repairCode, reportCode)
-	record(sc, "rows lost", "rows", val(float64(lost)), "0", lost == 0, note)
-	record(sc, "durability lag (most)", "ms", val(float64(lag.Microseconds())/1000), "", true, fmt.Sprintf("answer end (client) to its row in the journal; shown: rows lost checks the %d ms bound", bound.Milliseconds()))
-	if lost > 0 {
-		t.Errorf("%d of %d answers that ended more than %v before the kill have no row (%s)", lost, ended, bound, note)
-	}
+	recordKilled(t, "proxy-sigkill-load", "client", dir, watch, &mu, &ends, killTime, killAt)
 }
 
 // lab proxy stopped with SIGINT while its upstream stalls (65 requests, half inside a stream,
@@ -273,17 +260,29 @@ func TestRunKilledMidRun(t *testing.T) {
 	killTime := time.Now()
 	run.cmd.Process.Signal(syscall.SIGKILL)
 	run.wait(30 * time.Second)
+	recordKilled(t, "run-sigkill", "server", dir, watch, &mu, &ends, killTime, killAt)
+}
+
+// recordKilled reads what the run folder dir of a process killed at killTime (after killAt
+// answers) holds: the journal lines watch saw, the rows lab repair finds. Against the answers'
+// end times ends (read under mu, as seen at side: client or server) it records scenario sc's
+// rows lost and durability lag, and fails t when an answer that ended more than the durable
+// bound before the kill has no row.
+func recordKilled(t *testing.T, sc, side, dir string, watch *journalWatch, mu *sync.Mutex, ends *[]time.Time, killTime time.Time, killAt int) {
+	t.Helper()
 	lines := watch.lines()
 	rows, repairCode, reportCode := repairAndCount(t, dir)
 	bound := durableBound()
 	mu.Lock()
-	lag, ended, lost := durability(ends, lines, killTime, rows, bound)
-	answered := len(ends)
+	lag, ended, lost := durability(*ends, lines, killTime, rows, bound)
+	answered := len(*ends)
 	mu.Unlock()
-	note := fmt.Sprintf("%d answered (kill after %d), %d ended > %v before the kill, %d rows after repair; repair exit %d, report exit %d", answered, killAt, ended, bound, rows, repairCode, reportCode)
-	record("run-sigkill", "rows lost", "rows", val(float64(lost)), "0", lost == 0, note)
-	record("run-sigkill", "durability lag (most)", "ms", val(float64(lag.Microseconds())/1000), "", true, fmt.Sprintf("answer end (server) to its row in the journal; shown: rows lost checks the %d ms bound", bound.Milliseconds()))
+	note := fmt.Sprintf("%d answered (kill after %d), %d ended > %v before the kill, %d journal lines at the kill, %d rows after repair; repair exit %d, report exit %d",
+		answered, killAt, ended, bound, len(lines), rows, repairCode, reportCode)
+	record(sc, "rows lost", "rows", val(float64(lost)), "0", lost == 0, note)
+	record(sc, "durability lag (most)", "ms", val(float64(lag.Microseconds())/1000), "", true,
+		fmt.Sprintf("answer end (%s) to its row in the journal; shown: rows lost checks the %d ms bound", side, bound.Milliseconds()))
 	if lost > 0 {
-		t.Errorf("%d answered requests have no row (%s)", lost, note)
+		t.Errorf("%d of %d answers that ended more than %v before the kill have no row (%s)", lost, ended, bound, note)
 	}
 }

@@ -274,14 +274,7 @@ func (c *Client) Render(ctx context.Context, req *api.ChatRequest) (string, erro
 // (an HTML page) is a [chat.NotAnswerError]. Send is [Client.Measure] followed by
 // [Client.FillCache]; a failed emulation is a *chat.CacheFillError with the measured result.
 func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
-	res, err := c.Measure(ctx, req, reply)
-	if err != nil {
-		return res, err
-	}
-	if err := c.FillCache(ctx, req, reply, res); err != nil {
-		return res, &chat.CacheFillError{Err: err}
-	}
-	return res, nil
+	return chat.MeasureThenFill(ctx, req, reply, c.Measure, c.FillCache)
 }
 
 // Measure is [Client.Send] without the generation emulation (harness.CacheFiller): the

@@ -306,6 +306,25 @@ func (c *Client) endpoint() wire.Endpoint {
 	return wire.Endpoint{Backend: "openai", URL: c.base.String(), Key: c.key}
 }
 
+// open begins an exchange: it builds req's request body from the fields that fields gives
+// (and the warnings of its conversion), posts it to {base}{path} ([Client.post]) and returns the
+// exchange, whose answer the caller reads and closes, the result begun (the warnings, the body
+// and its size) and the time the request left. A conversion error comes with no result; a failed
+// post with the result, its Total the time taken.
+func (c *Client) open(ctx context.Context, req *chat.Request, path string,
+	fields func(*chat.Request) ([]field, []string, error), stream bool) (e *exchange, res *chat.Result, start time.Time, err error) {
+	set, warn, err := fields(req)
+	if err != nil {
+		return nil, nil, time.Time{}, err
+	}
+	e = &exchange{body: encodeFields(set), limit: req.ReplyLimit()}
+	res = &chat.Result{Warnings: warn, Body: e.body, RequestBytes: int64(len(e.body))}
+	if start, err = c.post(ctx, path, e, stream); err != nil {
+		res.Total = time.Since(start)
+	}
+	return e, res, start, err
+}
+
 // post sends e.body to {base}{path} (stream: asking for an event stream) with the headers the
 // API takes (Authorization: Bearer with the key, when there is one) and the profile's and
 // Options.Headers, and returns when the request left. A 2xx answer's body is e.answer, for the

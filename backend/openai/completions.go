@@ -91,15 +91,8 @@ func countReasoning(msgs []chat.Message) int {
 
 // sendChat sends req to {base}/chat/completions and reads the answer.
 func (c *Client) sendChat(ctx context.Context, req *chat.Request) (*chat.Result, error) {
-	set, warn, err := c.chatFields(req)
+	e, res, start, err := c.open(ctx, req, "/chat/completions", c.chatFields, !c.opts.NoStream)
 	if err != nil {
-		return nil, err
-	}
-	e := &exchange{body: encodeFields(set), limit: req.ReplyLimit()}
-	res := &chat.Result{Warnings: warn, Body: e.body, RequestBytes: int64(len(e.body))}
-	start, err := c.post(ctx, "/chat/completions", e, !c.opts.NoStream)
-	if err != nil {
-		res.Total = time.Since(start)
 		return res, err
 	}
 	defer e.answer.Close()

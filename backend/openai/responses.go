@@ -208,15 +208,8 @@ func (c *Client) responsesFields(req *chat.Request) ([]field, []string, error) {
 // sendResponses sends req to {base}/responses, streamed, and reads usage from the
 // response.completed (or response.incomplete) event.
 func (c *Client) sendResponses(ctx context.Context, req *chat.Request) (*chat.Result, error) {
-	set, warn, err := c.responsesFields(req)
+	e, res, start, err := c.open(ctx, req, "/responses", c.responsesFields, true)
 	if err != nil {
-		return nil, err
-	}
-	e := &exchange{body: encodeFields(set), limit: req.ReplyLimit()}
-	res := &chat.Result{Warnings: warn, Body: e.body, RequestBytes: int64(len(e.body))}
-	start, err := c.post(ctx, "/responses", e, true)
-	if err != nil {
-		res.Total = time.Since(start)
 		return res, err
 	}
 	defer e.answer.Close()

@@ -160,10 +160,7 @@ func TestAPIKeyIsNeverWritten(t *testing.T) {
 // lab server start --llamacpp starts the user's llama-server and leaves it running; status and
 // stop find it.
 func TestServerStartLlamaCpp(t *testing.T) {
-	dir := t.TempDir()
-	bin := fakellama.Build(t, dir)
-	model := filepath.Join(dir, "model.gguf")
-	os.WriteFile(model, []byte("GGUF"), 0o644)
+	dir, bin, model := fakellama.Files(t)
 	cache := filepath.Join(dir, "cache")
 	code, out, errOut := runLab(t, "server", "start", "--cache", cache, "--llamacpp", bin, "--gguf", model)
 	if code != 0 || !strings.Contains(out, "llama-server b9999-fake") {

@@ -36,15 +36,6 @@ type checkOptions struct {
 	Quiet  bool
 }
 
-// checkFailedError is a check that ran and found expectations that failed: exit code 3 (it
-// unwraps to a *failedError, which exitCode maps to 3).
-type checkFailedError struct{ fe *failedError }
-
-func (e *checkFailedError) Error() string {
-	return fmt.Sprintf("%d of %d expectations failed", e.fe.failed, e.fe.total)
-}
-func (e *checkFailedError) Unwrap() error { return e.fe }
-
 func newCheckCmd(s *streams) *cobra.Command {
 	o := &checkOptions{}
 	c := &cobra.Command{
@@ -137,7 +128,7 @@ func runCheck(ctx context.Context, s *streams, o *checkOptions) error {
 		return err
 	}
 	if !res.OK() {
-		return &checkFailedError{&failedError{failed: res.Failed, total: len(res.Expectations)}}
+		return &failedError{failed: res.Failed, total: len(res.Expectations), what: "expectations failed"}
 	}
 	return nil
 }

@@ -10,12 +10,16 @@ import (
 	"lab/conformance"
 )
 
-// failedError is returned by a command that ran and found cases or expectations that failed:
-// exit code 3.
-type failedError struct{ failed, total int }
+// failedError is returned by a command that ran and found cases, expectations or figures that
+// failed: exit code 3. Its message is "<failed> of <total> <what>".
+type failedError struct {
+	failed, total int
+	// what names what failed, in the plural with its verb: "conformance cases failed".
+	what string
+}
 
 func (e *failedError) Error() string {
-	return fmt.Sprintf("%d of %d conformance cases failed", e.failed, e.total)
+	return fmt.Sprintf("%d of %d %s", e.failed, e.total, e.what)
 }
 
 // conformanceOptions are `lab conformance`'s flags.
@@ -82,7 +86,7 @@ func runConformance(s *streams, o *conformanceOptions) error {
 		fmt.Fprintf(s.out, "%d passed, %d failed\n", rep.Passed, rep.Failed)
 	}
 	if rep.Failed > 0 {
-		return &failedError{failed: rep.Failed, total: rep.Passed + rep.Failed}
+		return &failedError{failed: rep.Failed, total: rep.Passed + rep.Failed, what: "conformance cases failed"}
 	}
 	return nil
 }

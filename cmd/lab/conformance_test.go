@@ -57,7 +57,7 @@ func TestConformanceUnknownAreaExits2(t *testing.T) {
 
 // A command that ran and found failing cases exits 3.
 func TestFailedExits3(t *testing.T) {
-	err := fmt.Errorf("wrapped: %w", &failedError{failed: 2, total: 9})
+	err := fmt.Errorf("wrapped: %w", &failedError{failed: 2, total: 9, what: "conformance cases failed"})
 	if got := exitCode(err); got != exitFailed {
 		t.Errorf("exitCode = %d, want %d", got, exitFailed)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"lab/capture"
 	"lab/metrics"
+	"lab/metrics/metricstest"
 )
 
 // A capture killed with SIGKILL (its folder copied as it is on disk, nothing closed, the manifest
@@ -43,7 +44,7 @@ func TestKilledCaptureRepairAndReport(t *testing.T) {
 	for p.Samples() < n {
 		time.Sleep(time.Millisecond)
 	}
-	snap := copyRun(t, dir, t.TempDir())
+	snap := metricstest.CopyRun(t, dir, t.TempDir())
 	srv.Close()
 	if err := p.Close(); err != nil {
 		t.Fatal(err)

@@ -20,32 +20,6 @@ import (
 	"lab/metrics/metricstest"
 )
 
-// copyRun copies the files of the run folder dir into to/<base of dir>, and returns it.
-func copyRun(t *testing.T, dir, to string) string {
-	t.Helper()
-	dst := filepath.Join(to, filepath.Base(dir))
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		if e.IsDir() {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, e.Name()), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dst
-}
-
 // A run killed with SIGKILL, end to end: lab run (midnight × spec through the openai backend) is
 // copied as it is on disk at its 20th request, nothing closed. lab report reads the copy from
 // its journal and points at lab repair; with a corrupt journal line it names the line, reports
@@ -59,7 +33,7 @@ func TestKilledRunReportAndRepair(t *testing.T) {
 	var snap string
 	srv := httptest.NewServer(&faultServer{fault: func(n int, w http.ResponseWriter, r *http.Request) bool {
 		if n == 20 {
-			snap = copyRun(t, dir, killed)
+			snap = metricstest.CopyRun(t, dir, killed)
 		}
 		return false
 	}})
@@ -78,8 +52,8 @@ func TestKilledRunReportAndRepair(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(snap, metrics.PartFile(s))); !os.IsNotExist(err) {
 		t.Fatalf("the killed run has its part file: %v", err)
 	}
-	corrupt := copyRun(t, snap, t.TempDir())
-	cut := copyRun(t, snap, t.TempDir())
+	corrupt := metricstest.CopyRun(t, snap, t.TempDir())
+	cut := metricstest.CopyRun(t, snap, t.TempDir())
 	editLines := func(dir string, edit func([]string) []string) {
 		path := filepath.Join(dir, jname)
 		data, _ := os.ReadFile(path)
@@ -350,7 +324,7 @@ func TestRepairRefusesTheOldLayout(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	killed := copyRun(t, live, results)
+	killed := metricstest.CopyRun(t, live, results)
 	sink.Close()
 
 	code, out, errOut := runLab(t, "repair", old, killed)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -19,15 +18,6 @@ import (
 	"lab/plots"
 	"lab/report"
 )
-
-// regressionError is returned by lab compare when it flags regressions; it unwraps to a
-// failedError, so that the exit code is 3.
-type regressionError struct{ n, total int }
-
-func (e *regressionError) Error() string {
-	return fmt.Sprintf("%d of %d compared figures regressed", e.n, e.total)
-}
-func (e *regressionError) Unwrap() error { return &failedError{failed: e.n, total: e.total} }
 
 // expandRuns expands the RUN arguments (folders or glob patterns, which the program expands
 // itself, so a quoted pattern works) into run folders of either layout (metrics.IsRunDir), in the
@@ -261,7 +251,9 @@ func parseThreshold(v string) (float64, error) {
 type incompleteRunError struct{ msg string }
 
 func (e *incompleteRunError) Error() string { return e.msg }
-func (e *incompleteRunError) Unwrap() error { return &failedError{failed: 1, total: 1} }
+func (e *incompleteRunError) Unwrap() error {
+	return &failedError{failed: 1, total: 1, what: "new runs incomplete"}
+}
 
 func newCompareCmd(s *streams) *cobra.Command {
 	var format, threshold string
@@ -346,7 +338,7 @@ lab report), 0 otherwise.`,
 					"it may lack sessions the old run has; --allow-incomplete compares what it measured", args[1], why)}
 			}
 			if cmp.Regressions > 0 {
-				return &regressionError{n: cmp.Regressions, total: len(cmp.Changes) + len(cmp.OnlyOld)}
+				return &failedError{failed: cmp.Regressions, total: len(cmp.Changes) + len(cmp.OnlyOld), what: "compared figures regressed"}
 			}
 			return lostErr
 		},
@@ -438,21 +430,13 @@ func renderServerFigures(out string, an *report.Analysis, labels []string, compl
 				return figs, files, err
 			}
 			base := names.Base("", "servers-"+c.Base+"-"+c.Other+"-"+arm.Scenario, "reread-"+arm.Arm)
-			fig := report.Figure{Scenario: arm.Scenario, Setup: c.Label(), Title: p.Title.Text, Files: map[string]string{}}
-			for _, format := range plots.FileFormats() {
-				var buf bytes.Buffer
-				if err := plots.Write(&buf, p, format, plots.DefaultWidth, plots.DefaultHeight); err != nil {
-					return figs, files, fmt.Errorf("plot %s: %w", base, err)
-				}
-				rel := plots.File(base, format)
-				if err := os.WriteFile(filepath.Join(out, filepath.FromSlash(rel)), buf.Bytes(), 0o644); err != nil {
-					return figs, files, err
-				}
-				if format == "svg" {
-					fig.SVG = buf.Bytes()
-				}
-				fig.Files[format] = rel
-				files = append(files, rel)
+			fig, written, err := writeFigure(out, base, report.Figure{Scenario: arm.Scenario, Setup: c.Label(), Title: p.Title.Text},
+				func(w io.Writer, format string) error {
+					return plots.Write(w, p, format, plots.DefaultWidth, plots.DefaultHeight)
+				})
+			files = append(files, written...)
+			if err != nil {
+				return figs, files, err
 			}
 			figs = append(figs, fig)
 		}

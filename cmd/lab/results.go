@@ -140,6 +140,31 @@ func scenarioOrder(runs []*metrics.Manifest, an *report.Analysis) []string {
 	return names
 }
 
+// writeFigure writes a chart, which render draws in a format, into out in every
+// plots.FileFormats at plots.File(name, format), and returns fig with its files (relative to out)
+// and its SVG bytes, and the files written (also those written before an error). An error of
+// render names the chart.
+func writeFigure(out, name string, fig report.Figure, render func(w io.Writer, format string) error) (report.Figure, []string, error) {
+	fig.Files = map[string]string{}
+	var files []string
+	for _, format := range plots.FileFormats() {
+		var buf bytes.Buffer
+		if err := render(&buf, format); err != nil {
+			return fig, files, fmt.Errorf("plot %s: %w", name, err)
+		}
+		rel := plots.File(name, format)
+		if err := os.WriteFile(filepath.Join(out, filepath.FromSlash(rel)), buf.Bytes(), 0o644); err != nil {
+			return fig, files, err
+		}
+		if format == "svg" {
+			fig.SVG = buf.Bytes()
+		}
+		fig.Files[format] = rel
+		files = append(files, rel)
+	}
+	return fig, files, nil
+}
+
 // renderFigures draws the standard charts of each scenario (plots.ScenarioCharts) and the
 // cross-scenario chart of re-read tokens relative to spec into out, in every plots.FileFormats
 // at the paths plots.File gives the names of plots.Names, and returns them as report figures
@@ -159,21 +184,10 @@ func renderFigures(out, setup string, scenarios []string, rows *metrics.Rows, an
 		if setup != "" {
 			title = "setup " + setup + ": " + title
 		}
-		fig := report.Figure{Scenario: scenario, Setup: setup, Title: title, Files: map[string]string{}}
-		for _, format := range plots.FileFormats() {
-			rel := plots.File(name, format)
-			var buf bytes.Buffer
-			if err := render(&buf, format); err != nil {
-				return fmt.Errorf("plot %s: %w", name, err)
-			}
-			if err := os.WriteFile(filepath.Join(out, filepath.FromSlash(rel)), buf.Bytes(), 0o644); err != nil {
-				return err
-			}
-			if format == "svg" {
-				fig.SVG = buf.Bytes()
-			}
-			fig.Files[format] = rel
-			files = append(files, rel)
+		fig, written, err := writeFigure(out, name, report.Figure{Scenario: scenario, Setup: setup, Title: title}, render)
+		files = append(files, written...)
+		if err != nil {
+			return err
 		}
 		figs = append(figs, fig)
 		return nil

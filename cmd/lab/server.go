@@ -30,21 +30,19 @@ func newServerCmd(s *streams) *cobra.Command {
 		Short: "Prepare, start, stop or inspect the local servers the lab serves the synthetic model on: its Ollama build and Debian unstable's llama-server",
 	}
 	c.PersistentFlags().StringVar(&cache, "cache", "", "cache folder (default $LAB_CACHE or ~/.cache/lab)")
-	// options turns the flags into the library's options.
-	options := func() (localserver.ServerOptions, error) {
-		dir, err := cacheDir(s, cache)
-		if err != nil {
-			return localserver.ServerOptions{}, err
-		}
+	// options turns the flags into the library's options, with the cache folder dir.
+	options := func(dir string) localserver.ServerOptions {
 		return localserver.ServerOptions{Setup: setup(dir, generic, m, localserver.DefaultModelName, s.err),
-			LlamaBinary: llamaBin, LlamaModel: llamaModel, CtxSize: llamaCtx}, nil
+			LlamaBinary: llamaBin, LlamaModel: llamaModel, CtxSize: llamaCtx}
 	}
-	kinds := func(v string) ([]string, error) {
-		k, err := localserver.Kinds(v)
+	// servers turns --server and --cache into the servers they name and the cache folder.
+	servers := func() ([]string, string, error) {
+		k, err := localserver.Kinds(kind)
 		if err != nil {
-			return nil, badInput("--server: %v", err)
+			return nil, "", badInput("--server: %v", err)
 		}
-		return k, nil
+		dir, err := cacheDir(s, cache)
+		return k, dir, err
 	}
 	start := &cobra.Command{
 		Use:   "start",
@@ -65,11 +63,11 @@ func newServerCmd(s *streams) *cobra.Command {
 			if startKind == localserver.KindOllama && llamaBin != "" {
 				return badInput("--llamacpp starts a llama-server, not --server ollama")
 			}
-			o, err := options()
+			dir, err := cacheDir(s, cache)
 			if err != nil {
 				return err
 			}
-			sh, err := localserver.StartShared(cmd.Context(), o, startKind)
+			sh, err := localserver.StartShared(cmd.Context(), options(dir), startKind)
 			if err != nil {
 				return err
 			}
@@ -93,11 +91,7 @@ func newServerCmd(s *streams) *cobra.Command {
 		Short: "Stop the servers lab server start started",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			k, err := kinds(kind)
-			if err != nil {
-				return err
-			}
-			dir, err := cacheDir(s, cache)
+			k, dir, err := servers()
 			if err != nil {
 				return err
 			}
@@ -116,11 +110,7 @@ func newServerCmd(s *streams) *cobra.Command {
 		Short: "Say which local servers are running, and where",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			k, err := kinds(kind)
-			if err != nil {
-				return err
-			}
-			dir, err := cacheDir(s, cache)
+			k, dir, err := servers()
 			if err != nil {
 				return err
 			}
@@ -145,15 +135,11 @@ func newServerCmd(s *streams) *cobra.Command {
 		Short: "Build (or reuse) the Ollama binary, fetch (or reuse) Debian unstable's llama-server, fetch the tokenizer and write the synthetic model, without starting anything",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			k, err := kinds(kind)
+			k, dir, err := servers()
 			if err != nil {
 				return err
 			}
-			o, err := options()
-			if err != nil {
-				return err
-			}
-			p, err := localserver.PrepareServers(cmd.Context(), o, k)
+			p, err := localserver.PrepareServers(cmd.Context(), options(dir), k)
 			if err != nil {
 				return err
 			}

@@ -98,3 +98,17 @@ func Build(t testing.TB, dir string) string {
 	}
 	return bin
 }
+
+// Files makes a test's temporary folder dir with the fake llama-server built in it (bin, as
+// [Build]) and a model file for it to serve, <dir>/model.gguf (the four bytes "GGUF": the fake
+// server does not read it). It skips the test when Go cannot build the server.
+func Files(t testing.TB) (dir, bin, model string) {
+	t.Helper()
+	dir = t.TempDir()
+	bin = Build(t, dir)
+	model = filepath.Join(dir, "model.gguf")
+	if err := os.WriteFile(model, []byte("GGUF"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, bin, model
+}

@@ -1,8 +1,9 @@
 // Package metricstest writes run folders of the old layout (results/<run-id>/ with
 // manifest.json and samples.parquet, [metrics.LayoutSingle]) as fixtures for tests of the
 // readers: lab report, lab compare and lab check --run read that layout, and nothing in the
-// lab's production code writes it any more (it is read only, [metrics.ErrOldLayout]). Import it
-// from _test.go files only.
+// lab's production code writes it any more (it is read only, [metrics.ErrOldLayout]); and the
+// fixtures the metrics, report and lab tests share: a manifest ([Manifest]) and a killed run's
+// files copied ([CopyRun]). Import it from _test.go files only.
 package metricstest
 
 import (
