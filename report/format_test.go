@@ -30,3 +30,23 @@ func TestFormat(t *testing.T) {
 		})
 	}
 }
+
+// A request whose prompt only extended the server's cache (no divergence token, expected cached
+// tokens known) is said to have diverged nowhere; one the lab could not model stays unknown.
+func TestSideWithoutDivergence(t *testing.T) {
+	n := int64(2485)
+	extended := RequestSide{ExpectedCachedTokens: &n, CachedTokens: &n}
+	if got := divergedAt(extended); got != "none (—)" {
+		t.Errorf("divergedAt(prompt extended the cache) = %q; want none (—)", got)
+	}
+	if got := divergedIn(extended); got != "nothing diverged (the prompt extended the cache)" {
+		t.Errorf("divergedIn(prompt extended the cache) = %q", got)
+	}
+	unknown := RequestSide{CachedTokens: &n}
+	if got := divergedAt(unknown); got != "token unknown (—)" {
+		t.Errorf("divergedAt(expected unknown) = %q; want token unknown (—)", got)
+	}
+	if got := divergedIn(unknown); got != "no divergence recorded" {
+		t.Errorf("divergedIn(expected unknown) = %q", got)
+	}
+}

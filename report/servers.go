@@ -568,14 +568,19 @@ func sideCause(s RequestSide) string {
 	if s.AtPreviousPrompt {
 		at = " at the end of the previous prompt (the previous reply, as this prompt renders it, differs from its first token from the reply the cache holds)"
 	}
-	return divergedIn(s.DivergenceSegment) + at + ", " + s.Verdict
+	return divergedIn(s) + at + ", " + s.Verdict
 }
 
-// divergedIn names the kind of segment a divergence lies in: "diverged in reasoning" for
-// "reasoning 19", "no divergence recorded" for none.
-func divergedIn(segment string) string {
-	kind, _, _ := strings.Cut(segment, " ")
+// divergedIn names the kind of segment a request's divergence lies in: "diverged in reasoning"
+// for "reasoning 19"; with none, "nothing diverged (the prompt extended the cache)" when the
+// lab knew what the cache held (a null divergence_token with known expected cached tokens),
+// else "no divergence recorded".
+func divergedIn(s RequestSide) string {
+	kind, _, _ := strings.Cut(s.DivergenceSegment, " ")
 	if kind == "" {
+		if s.DivergenceToken == nil && s.ExpectedCachedTokens != nil {
+			return "nothing diverged (the prompt extended the cache)"
+		}
 		return "no divergence recorded"
 	}
 	return "diverged in " + strings.ReplaceAll(kind, "_", " ")

@@ -101,8 +101,12 @@ func optTok(p *int64) string {
 // 4,410 (reasoning 19)".
 func divergedAt(s RequestSide) string {
 	at := "token unknown"
-	if s.DivergenceToken != nil {
+	switch {
+	case s.DivergenceToken != nil:
 		at = "token " + thousands(*s.DivergenceToken)
+	case s.ExpectedCachedTokens != nil:
+		// The lab knew what the cache held and the prompt only extended it.
+		at = "none"
 	}
 	return fmt.Sprintf("%s (%s)", at, orDash(s.DivergenceSegment))
 }
