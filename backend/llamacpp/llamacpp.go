@@ -36,6 +36,10 @@ type Options struct {
 	// default) is the first slot. A negative value lets the server choose, which leaves the
 	// emulation free to land on another slot than the request it follows.
 	Slot int
+	// OwnSlot makes [Client.Reset] erase the pinned slot alone (Slot ≥ 0), not every slot the
+	// server lists: the client of one of several sessions that run at once on a server started
+	// with -np N, each pinned to its own slot, whose cold start must leave the others' caches.
+	OwnSlot bool
 	// ChatTemplateKwargs are sent as `chat_template_kwargs` (llama-server README,
 	// "OpenAI-compatible API"), for example {"preserve_thinking": true}. Unless they set
 	// "enable_thinking", the client sets it to the request's Think.
@@ -664,13 +668,17 @@ type slotInfo struct {
 // /slots/{id}?action=erase for each), so the next session starts cold. When GET /slots is
 // disabled (--no-slots: 501, or 404 on builds without it) it erases the pinned slot only. An
 // erase refused with 501 (the server was started without --slot-save-path) is an error saying
-// so.
+// so. With [Options].OwnSlot it erases the pinned slot alone.
 func (c *Client) Reset(ctx context.Context) error {
 	ids := []int{max(c.opts.Slot, 0)}
 	var slots []slotInfo
-	err := c.getJSON(ctx, http.MethodGet, "/slots", nil, &slots)
+	var err error
+	if !c.opts.OwnSlot {
+		err = c.getJSON(ctx, http.MethodGet, "/slots", nil, &slots)
+	}
 	var ae *chat.APIError
 	switch {
+	case c.opts.OwnSlot:
 	case err == nil:
 		ids = ids[:0]
 		for _, s := range slots {
