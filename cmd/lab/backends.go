@@ -44,6 +44,9 @@ type remoteOptions struct {
 	// the minimum chunk its slot reuses after the common prefix; -1 when not given (the server's
 	// default, 0: off).
 	CacheReuse optionalInt
+	// Parallel is the number of sessions run at once, each on its own slot of one llama-server
+	// (--parallel N; the server the lab starts gets -np N): 1 (or 0) runs them one at a time.
+	Parallel int
 }
 
 // optionalInt is an int flag whose default is "not given", -1, shown as no default in the help.
@@ -74,6 +77,12 @@ var remoteBackends = []string{"llamacpp", "openai", "anthropic"}
 // checkRemote validates the remote backends' flags before anything starts.
 func checkRemote(o *runOptions) error {
 	r := &o.Remote
+	if r.Parallel < 0 {
+		return badInput("--parallel %d: want 1 or more sessions at once", r.Parallel)
+	}
+	if r.Parallel > 1 && o.Backend != "llamacpp" {
+		return badInput("--parallel runs sessions on llama-server's slots: it is for --backend llamacpp, not %s", o.Backend)
+	}
 	if r.CacheReuse >= 0 && (o.Backend != "llamacpp" || r.BaseURL != "") {
 		return badInput("--cache-reuse is given to the llama-server the lab starts (--backend llamacpp, with or without --llamacpp PATH); a running server keeps its own")
 	}
@@ -162,6 +171,9 @@ type runBackend struct {
 	price          func(*chat.Usage) (float64, bool)
 	constantCached string
 	settings       map[string]string
+	// slots are the clients of llama-server's slots when sessions run at once (--parallel N),
+	// the k-th pinned to slot k ([harness.RunConfig].SlotBackends); nil otherwise.
+	slots []harness.Backend
 	// cacheReuse is llama-server's --cache-reuse where the lab knows it (it started the server);
 	// nil otherwise ([harness.RunConfig].CacheReuse).
 	cacheReuse *int
@@ -214,6 +226,10 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 			if ro.CacheReuse > 0 {
 				args = []string{"--cache-reuse", strconv.Itoa(int(ro.CacheReuse))}
 			}
+			// Several slots, one per session at once: -np N (each slot keeps --num-ctx tokens).
+			if ro.Parallel > 1 {
+				args = append(args, "-np", strconv.Itoa(ro.Parallel))
+			}
 			so := localserver.ServerOptions{Setup: setup(cache, o.GenericBuild, o.Model, o.ModelName, r.progress),
 				LlamaBinary: ro.LlamaServer, LlamaModel: o.GGUF, CtxSize: o.NumCtx, LlamaArgs: args}
 			rl, err := localserver.OpenRunLlama(ctx, so, s.err) // the waiting line, also with --quiet
@@ -263,8 +279,11 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 			}
 			b.stops = append(b.stops, unlock)
 		}
-		c, err := llamacpp.New(llamacpp.Options{BaseURL: b.url,
-			APIKey: s.getenv("LLAMA_API_KEY"), KeyFile: ro.KeyFile, Temperature: &o.Live.Temperature})
+		newClient := func(slot int) (*llamacpp.Client, error) {
+			return llamacpp.New(llamacpp.Options{BaseURL: b.url, Slot: slot, OwnSlot: ro.Parallel > 1,
+				APIKey: s.getenv("LLAMA_API_KEY"), KeyFile: ro.KeyFile, Temperature: &o.Live.Temperature})
+		}
+		c, err := newClient(0)
 		if err != nil {
 			return &usageError{err}
 		}
@@ -285,6 +304,25 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 		// request on.
 		props, err := c.Props(ctx)
 		b.numCtx = llamaNumCtx(props, err, started, o.NumCtx)
+		if ro.Parallel > 1 {
+			// One session per slot: the server must have them (/props total_slots).
+			if err != nil || props.TotalSlots < ro.Parallel {
+				slots := "unknown"
+				if err == nil {
+					slots = strconv.Itoa(props.TotalSlots)
+				}
+				return fmt.Errorf("--parallel %d: the llama-server at %s has %s slots (-np)", ro.Parallel, b.url, slots)
+			}
+			b.slots = []harness.Backend{c}
+			for k := 1; k < ro.Parallel; k++ {
+				ck, err := newClient(k)
+				if err != nil {
+					return &usageError{err}
+				}
+				b.slots = append(b.slots, ck)
+			}
+		}
+		b.settings["parallel"] = strconv.Itoa(max(ro.Parallel, 1))
 		return nil
 	case "openai":
 		profile := ro.Profile
