@@ -1,5 +1,7 @@
 package cachesim
 
+import "fmt"
+
 // DefaultSlotSimilarity is llama-server's --slot-prompt-similarity default (0.1): the share of a
 // new prompt a slot's cached prompt must hold as its prefix for the slot to be chosen by
 // similarity.
@@ -127,4 +129,20 @@ func (h *HostCache) update() {
 		total -= len(h.states[0])
 		h.states = h.states[1:]
 	}
+}
+
+// RestoreSlot models llama-server's slot restore (POST /slots/{id}?action=restore;
+// handle_slots_action in tools/server/server-context.cpp, llama.cpp b11669): the slot's prompt
+// becomes the saved tokens (`slot->prompt.tokens = std::move(restored)`), as if it had just
+// processed them, so the next request's cached tokens are its common prefix with them. A saved
+// prompt longer than the slot's context numCtx (0: unknown, not checked) is refused ("Restored
+// prompt does not fit in the slot context") and leaves the slot empty: the error says so and the
+// Attributor's cache is then empty.
+func (a *Attributor) RestoreSlot(saved []int32, numCtx int) error {
+	if numCtx > 0 && len(saved) > numCtx {
+		a.cacheText, a.cacheTokens, a.shifted = "", nil, false
+		return fmt.Errorf("restore a slot: the saved prompt of %d tokens does not fit in the slot context of %d", len(saved), numCtx)
+	}
+	a.cacheText, a.cacheTokens, a.shifted = "", append([]int32(nil), saved...), true
+	return nil
 }

@@ -58,6 +58,10 @@ type RunConfig struct {
 	// ([cachesim.Attributor].CacheReuse): nil where the server has no chunk reuse or its setting
 	// is unknown.
 	CacheReuse *int
+	// HostCache is llama-server's host-memory prompt cache (--cache-ram) for the expected cached
+	// tokens, shared by every session of the run ([cachesim.Attributor].HostCache), which run one
+	// at a time; nil where the server has none or it is not modelled. Not with SlotBackends.
+	HostCache *cachesim.HostCache
 	// SlotBackends, when it holds two or more, runs that many sessions at once, each on its own
 	// slot of one llama-server (lab run --parallel N, llama-server -np N): the sessions of the
 	// matrix in order, in waves of len(SlotBackends), the k-th session of a wave sent through
@@ -308,7 +312,7 @@ func RunMatrix(ctx context.Context, cfg RunConfig, runID string, kept []metrics.
 			Scenario: scen, Arm: arm, Repetition: rep, RunID: runID, Loop: cfg.Loop, Backend: be,
 			BackendName: cfg.BackendName, Model: cfg.Model, ServerVersion: cfg.ServerVersion,
 			Tokenizer: cfg.Tokenizer, Sink: to, SandboxDir: sandbox, Warn: cfg.Warn, NumCtx: cfg.NumCtx, Window: cfg.Window, CacheReuse: cfg.CacheReuse,
-			Warm: cfg.Warm, Price: cfg.Price, Retry: cfg.Retry, Driver: cfg.Driver, ConstantCached: cfg.ConstantCached,
+			HostCache: cfg.HostCache, Warm: cfg.Warm, Price: cfg.Price, Retry: cfg.Retry, Driver: cfg.Driver, ConstantCached: cfg.ConstantCached,
 			MaxReplyBytes: cfg.MaxReplyBytes, Requests: requests,
 			OnSample: func(s *metrics.Sample) {
 				mu.Lock()

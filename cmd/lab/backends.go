@@ -47,6 +47,9 @@ type remoteOptions struct {
 	// Parallel is the number of sessions run at once, each on its own slot of one llama-server
 	// (--parallel N; the server the lab starts gets -np N): 1 (or 0) runs them one at a time.
 	Parallel int
+	// CacheRAM is llama-server's --cache-ram for the server the lab starts (--cache-ram MiB): its
+	// host-memory prompt cache; -1 when not given (the lab starts its server with 0: off).
+	CacheRAM optionalInt
 }
 
 // optionalInt is an int flag whose default is "not given", -1, shown as no default in the help.
@@ -82,6 +85,12 @@ func checkRemote(o *runOptions) error {
 	}
 	if r.Parallel > 1 && o.Backend != "llamacpp" {
 		return badInput("--parallel runs sessions on llama-server's slots: it is for --backend llamacpp, not %s", o.Backend)
+	}
+	if r.CacheRAM >= 0 && (o.Backend != "llamacpp" || r.BaseURL != "") {
+		return badInput("--cache-ram is given to the llama-server the lab starts (--backend llamacpp, with or without --llamacpp PATH); a running server keeps its own")
+	}
+	if r.CacheRAM > 0 && r.Parallel > 1 {
+		return badInput("--cache-ram with --parallel: sessions at once share one host cache in the order their requests arrive, which the lab does not model")
 	}
 	if r.CacheReuse >= 0 && (o.Backend != "llamacpp" || r.BaseURL != "") {
 		return badInput("--cache-reuse is given to the llama-server the lab starts (--backend llamacpp, with or without --llamacpp PATH); a running server keeps its own")
@@ -174,6 +183,9 @@ type runBackend struct {
 	// slots are the clients of llama-server's slots when sessions run at once (--parallel N),
 	// the k-th pinned to slot k ([harness.RunConfig].SlotBackends); nil otherwise.
 	slots []harness.Backend
+	// hostCache models llama-server's host-memory prompt cache where the lab started the server
+	// with one ([harness.RunConfig].HostCache); nil otherwise.
+	hostCache *cachesim.HostCache
 	// cacheReuse is llama-server's --cache-reuse where the lab knows it (it started the server);
 	// nil otherwise ([harness.RunConfig].CacheReuse).
 	cacheReuse *int
@@ -230,6 +242,10 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 			if ro.Parallel > 1 {
 				args = append(args, "-np", strconv.Itoa(ro.Parallel))
 			}
+			// The host-memory prompt cache: --cache-ram MiB (the lab's default, 0, is off).
+			if ro.CacheRAM >= 0 {
+				args = append(args, "--cache-ram", strconv.Itoa(int(ro.CacheRAM)))
+			}
 			so := localserver.ServerOptions{Setup: setup(cache, o.GenericBuild, o.Model, o.ModelName, r.progress),
 				LlamaBinary: ro.LlamaServer, LlamaModel: o.GGUF, CtxSize: o.NumCtx, LlamaArgs: args}
 			rl, err := localserver.OpenRunLlama(ctx, so, s.err) // the waiting line, also with --quiet
@@ -256,6 +272,17 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 			reuse := localserver.CacheReuseOf(srv.Args)
 			b.settings["cache_reuse"] = strconv.Itoa(reuse)
 			b.cacheReuse = &reuse
+			// And its --cache-ram: the lab starts every server with one (0 unless --cache-ram) where
+			// the build has the prompt cache; a build without it has none.
+			ram := lastArg(srv.Args, "--cache-ram", "-cram")
+			if ram == "" {
+				ram = "0"
+			}
+			b.settings["cache_ram"] = ram
+			if ram != "0" {
+				// The size limit in MiB is not modelled: the lab's model and window fit in any.
+				b.hostCache = &cachesim.HostCache{}
+			}
 			if p, ok := localserver.PreparedOf(srv.Binary); ok {
 				// Debian unstable's package version and what its --version says.
 				b.settings["llama_cpp_package"] = p.Version
@@ -414,6 +441,19 @@ func loopbackOllama(ctx context.Context, base string) bool {
 		return false
 	}
 	return capture.IsOllama(ctx, &http.Client{}, base)
+}
+
+// lastArg returns the value of the last of the flags in a command line, "" when none is there.
+func lastArg(args []string, flags ...string) string {
+	v := ""
+	for i := 0; i+1 < len(args); i++ {
+		for _, f := range flags {
+			if args[i] == f {
+				v = args[i+1]
+			}
+		}
+	}
+	return v
 }
 
 // loopback reports whether base (a --base-url) names a loopback host.

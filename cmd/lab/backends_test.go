@@ -377,6 +377,9 @@ func TestParallelFlagIsForLlamaServer(t *testing.T) {
 		{[]string{"--backend", "sim", "--parallel", "2"}, "--parallel runs sessions on llama-server's slots"},
 		{[]string{"--backend", "openai", "--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--parallel", "2"}, "--parallel runs sessions on llama-server's slots"},
 		{[]string{"--backend", "llamacpp", "--base-url", "http://127.0.0.1:1", "--parallel", "-1"}, "--parallel -1: want 1 or more"},
+		// One host cache shared by sessions at once is not modelled.
+		{[]string{"--backend", "llamacpp", "--parallel", "2", "--cache-ram", "64"}, "--cache-ram with --parallel"},
+		{[]string{"--backend", "llamacpp", "--base-url", "http://127.0.0.1:1", "--cache-ram", "64"}, "--cache-ram is given to the llama-server the lab starts"},
 	} {
 		args := append([]string{"run", "--scenario", "midnight", "--arm", "spec", "--results", t.TempDir()}, tc.args...)
 		code, _, errOut := runLab(t, args...)
