@@ -322,8 +322,9 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 		}
 		if b.cacheReuse == nil {
 			// A running server's --cache-reuse is in neither /props nor /slots (b11669): unknown,
-			// and its chunk reuse is not modelled.
+			// and its chunk reuse is not modelled; nor is its host-memory prompt cache.
 			b.settings["cache_reuse"] = "unknown"
+			b.settings["cache_ram"] = "unknown"
 		}
 		b.client, b.tok = c, c.Tokenizer()
 		// The server's own tokenizer (/tokenize), not the lab's reading of the same GGUF: on
