@@ -41,6 +41,12 @@ type Attributor struct {
 	// unknown (the chunk reuse is then not modelled and Attribution.ChunkReusedTokens is nil), 0
 	// where it is off.
 	CacheReuse *int
+	// HostCache is llama-server's host-memory prompt cache (--cache-ram), shared by the
+	// Attributors of the sessions that follow each other on the server: before each request the
+	// slot may save its prompt there and restore a cached one ([HostCache].Launch, for a request
+	// pinned to its slot), and the expected cached tokens are then counted against what it
+	// restored. nil where the server has none (--cache-ram 0) or it is not modelled.
+	HostCache *HostCache
 
 	// cacheText is the text the cache held after the last observed request and cacheTokens its
 	// tokens; whole tokenizes prompts and cache texts, each step only what it appends; bounds
@@ -56,7 +62,8 @@ type Attributor struct {
 	// reasoning holds the indexes of the messages that carried reasoning in the last observed
 	// request.
 	reasoning map[int]bool
-	// shifted is true when Window cut what the cache held after the last request: cacheTokens
+	// shifted is true when Window cut what the cache held after the last request, or HostCache
+	// restored a cached prompt into the slot: cacheTokens
 	// are then the kept tokens and cacheText is "" (their text is not a prefix of any prompt).
 	shifted bool
 }
@@ -218,6 +225,13 @@ func (a *Attributor) Observe(req *chat.Request, rendered, cacheText string, prom
 	at := Attribution{PromptTokens: int64(len(prompt))}
 	if promptTokens >= 0 && int64(len(prompt)) != promptTokens {
 		at.Warnings = append(at.Warnings, fmt.Sprintf("the lab's tokenizer counts %d prompt tokens, the server %d", len(prompt), promptTokens))
+	}
+	if a.HostCache != nil {
+		// What the slot holds when the server takes the common prefix: a restored prompt's text
+		// is not known, only its tokens (as after a shift).
+		if held, restored := a.HostCache.Launch(a.cacheTokens, prompt, true); restored {
+			a.cacheText, a.cacheTokens, a.shifted = "", held, true
+		}
 	}
 	common := CommonPrefix(prompt, a.cacheTokens)
 	at.ExpectedCachedTokens = int64(min(common, max(len(prompt)-1, 0)))

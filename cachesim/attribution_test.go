@@ -533,3 +533,57 @@ func TestAttributorChunkReuse(t *testing.T) {
 		}
 	}
 }
+
+// With the host-memory prompt cache the slot's prompt that a mostly different one replaced is
+// saved and comes back when a later prompt extends it: two sessions alternating on one slot.
+func TestAttributorHostCache(t *testing.T) {
+	t.Parallel()
+	long := func(tag string) chat.Message {
+		return chat.Message{Role: chat.RoleUser, Content: strings.Repeat(tag+" says the build is red. ", 40)}
+	}
+	a1 := conversation("You are a coding agent.", long("alice"))
+	b1 := conversation("You are a coding agent.", long("bob"))
+	a2 := conversation("You are a coding agent.", long("alice"), answer, result)
+	shared := int64(cachesim.CommonPrefixBytes(render(a1), render(b1)))
+	for _, tc := range []struct {
+		name string
+		host *cachesim.HostCache
+		want int64
+	}{
+		{"with", &cachesim.HostCache{}, int64(len(render(a1)))},
+		{"without", nil, shared},
+	} {
+		a := &cachesim.Attributor{Tok: tinytokenizer.Bytes{}, NoteOpen: "<session-note>", HostCache: tc.host}
+		observe(t, a, a1, "")
+		observe(t, a, b1, "")
+		got := observe(t, a, a2, "")
+		if got.ExpectedCachedTokens != tc.want {
+			t.Errorf("%s the host cache: ExpectedCachedTokens = %d; want %d", tc.name, got.ExpectedCachedTokens, tc.want)
+		}
+	}
+}
+
+// After a slot restore the cache holds the saved prompt: the next request reuses its common
+// prefix with it; a saved prompt past the slot's context is refused and leaves the cache empty.
+func TestAttributorRestoreSlot(t *testing.T) {
+	t.Parallel()
+	a1 := conversation("You are a coding agent.")
+	a2 := conversation("You are a coding agent.", answer, result)
+	saved, _ := tinytokenizer.Bytes{}.Encode(cacheText(a1, answer))
+	a := &cachesim.Attributor{Tok: tinytokenizer.Bytes{}, NoteOpen: "<session-note>"}
+	if err := a.RestoreSlot(saved, 0); err != nil {
+		t.Fatal(err)
+	}
+	got := observe(t, a, a2, "")
+	if got.ExpectedCachedTokens != int64(len(saved)) {
+		t.Errorf("ExpectedCachedTokens after a restore = %d; want the saved prompt, %d", got.ExpectedCachedTokens, len(saved))
+	}
+	b := &cachesim.Attributor{Tok: tinytokenizer.Bytes{}, NoteOpen: "<session-note>"}
+	observe(t, b, a1, cacheText(a1, answer))
+	if err := b.RestoreSlot(saved, len(saved)-1); err == nil || !strings.Contains(err.Error(), "does not fit") {
+		t.Errorf("RestoreSlot past the context: %v; want a refusal", err)
+	}
+	if got := observe(t, b, a2, ""); got.ExpectedCachedTokens != 0 {
+		t.Errorf("ExpectedCachedTokens after a refused restore = %d; want 0 (the slot is empty)", got.ExpectedCachedTokens)
+	}
+}

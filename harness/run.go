@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"lab/cachesim"
@@ -56,6 +58,21 @@ type RunConfig struct {
 	// ([cachesim.Attributor].CacheReuse): nil where the server has no chunk reuse or its setting
 	// is unknown.
 	CacheReuse *int
+	// HostCache is llama-server's host-memory prompt cache (--cache-ram) for the expected cached
+	// tokens, shared by every session of the run ([cachesim.Attributor].HostCache), which run one
+	// at a time; nil where the server has none or it is not modelled. Not with SlotBackends.
+	HostCache *cachesim.HostCache
+	// SlotBackends, when it holds two or more, runs that many sessions at once, each on its own
+	// slot of one llama-server (lab run --parallel N, llama-server -np N): the sessions of the
+	// matrix in order, in waves of len(SlotBackends), the k-th session of a wave sent through
+	// SlotBackends[k] (a client pinned to slot k, whose Reset erases that slot alone), in a
+	// sandbox of its own. Each session's cache is modelled on its own, as always (a slot holds
+	// one session's prompt). A wave's rows are kept in memory until its last session ends and
+	// then written in the matrix's order, so the rows are the same whatever session finished
+	// first; a run killed during a wave loses that wave's rows (a resume runs its sessions
+	// again). Backend must be SlotBackends[0]. Nil, or one backend, runs the sessions one at a
+	// time through Backend.
+	SlotBackends []Backend
 	// SaveRequests writes every request body to requests.jsonl beside the samples.
 	SaveRequests bool
 	// SandboxDir is where each session's workspace is written (into SandboxDir/<project>); ""
@@ -241,7 +258,8 @@ type Output interface {
 // writing to out: a loop over the matrix. runID names the sessions ("<run-id>/<scenario>/<arm>/
 // <repetition>", for cfg.Nonce); kept are the rows out already holds (a resume's), counted in
 // the progress and the cold-start check. It returns the run's cache state for the manifest
-// ([metrics.CacheColdVerified] and the others) and the error as [Run] describes it.
+// ([metrics.CacheColdVerified] and the others) and the error as [Run] describes it. With two or
+// more cfg.SlotBackends the sessions run that many at once, in waves ([RunConfig].SlotBackends).
 func RunMatrix(ctx context.Context, cfg RunConfig, runID string, kept []metrics.Sample, out Output) (cacheState string, err error) {
 	_, resets := cfg.Backend.(Resetter)
 	cold := &coldCheck{controlled: resets || cfg.Nonce != nil, warm: cfg.Warm}
@@ -257,41 +275,52 @@ func RunMatrix(ctx context.Context, cfg RunConfig, runID string, kept []metrics.
 	var failed []error
 	matrix := cfg.Sessions()
 	sessions := len(matrix)
-	for _, ms := range matrix {
+	// mu guards cold, done and the progress when sessions run at once.
+	var mu sync.Mutex
+	requests := out.Requests()
+	if requests != nil && len(cfg.SlotBackends) > 1 {
+		requests = &lockedWriter{w: requests}
+	}
+	// prepare claims ms's sandbox and builds its session's configuration, on backend be writing
+	// to to; slot ≥ 0 is the slot of a wave (its own sandbox), -1 a session run alone.
+	prepare := func(ms MatrixSession, be Backend, slot int, to metrics.Sink, rows *int) (SessionConfig, func(), error) {
 		scen, arm, rep := cfg.Scenarios[ms.Scenario], cfg.Arms[ms.Arm], ms.Repetition
-		if out.Done(scen.Name, arm.Name, rep) {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return "", fmt.Errorf("interrupted before %s/%s repetition %d: %w", scen.Name, arm.Name, rep, err)
-		}
 		// The sandbox's path appears in answers that name absolute paths (errors, search
 		// results): the same path for every arm of the run, from run to run, and whatever other
-		// lab processes run (tools.ClaimSandbox).
+		// lab processes run (tools.ClaimSandbox). Sessions at once each have their own, of the
+		// same length whatever the slot.
 		sandbox, release := cfg.SandboxDir, func() {}
+		key := scen.Name
+		if slot >= 0 {
+			key = fmt.Sprintf("%s.slot%02d", scen.Name, slot)
+			if sandbox != "" {
+				sandbox = filepath.Join(sandbox, fmt.Sprintf("slot%02d", slot))
+			}
+		}
 		if sandbox == "" {
-			sb, rel, err := tools.ClaimSandbox(ctx, scen.Name, func(sb, lock string) {
+			sb, rel, err := tools.ClaimSandbox(ctx, key, func(sb, lock string) {
 				if cfg.Warn != nil {
 					cfg.Warn(fmt.Errorf("%s/%s: waiting for the sandbox %s, which another lab process holds (lock %s)", scen.Name, arm.Name, sb, lock))
 				}
 			})
 			if err != nil {
-				return "", fmt.Errorf("%s/%s repetition %d: %w", scen.Name, arm.Name, rep, err)
+				return SessionConfig{}, nil, fmt.Errorf("%s/%s repetition %d: %w", scen.Name, arm.Name, rep, err)
 			}
 			sandbox, release = sb, rel
 		}
-		rows := 0
 		sc := SessionConfig{
-			Scenario: scen, Arm: arm, Repetition: rep, RunID: runID, Loop: cfg.Loop, Backend: cfg.Backend,
+			Scenario: scen, Arm: arm, Repetition: rep, RunID: runID, Loop: cfg.Loop, Backend: be,
 			BackendName: cfg.BackendName, Model: cfg.Model, ServerVersion: cfg.ServerVersion,
-			Tokenizer: cfg.Tokenizer, Sink: sink, SandboxDir: sandbox, Warn: cfg.Warn, NumCtx: cfg.NumCtx, Window: cfg.Window, CacheReuse: cfg.CacheReuse,
-			Warm: cfg.Warm, Price: cfg.Price, Retry: cfg.Retry, Driver: cfg.Driver, ConstantCached: cfg.ConstantCached,
-			MaxReplyBytes: cfg.MaxReplyBytes, Requests: out.Requests(),
+			Tokenizer: cfg.Tokenizer, Sink: to, SandboxDir: sandbox, Warn: cfg.Warn, NumCtx: cfg.NumCtx, Window: cfg.Window, CacheReuse: cfg.CacheReuse,
+			HostCache: cfg.HostCache, Warm: cfg.Warm, Price: cfg.Price, Retry: cfg.Retry, Driver: cfg.Driver, ConstantCached: cfg.ConstantCached,
+			MaxReplyBytes: cfg.MaxReplyBytes, Requests: requests,
 			OnSample: func(s *metrics.Sample) {
+				mu.Lock()
+				defer mu.Unlock()
 				if s.RequestIndex == 0 {
 					cold.first(s)
 				}
-				rows++
+				*rows++
 				done++
 				if cfg.Progress != nil {
 					cfg.Progress(done, total, s)
@@ -301,8 +330,11 @@ func RunMatrix(ctx context.Context, cfg RunConfig, runID string, kept []metrics.
 		if cfg.Nonce != nil {
 			sc.PromptPrefix = cfg.Nonce(fmt.Sprintf("%s/%s/%s/%d", runID, sc.Scenario.Name, arm.Name, rep))
 		}
-		serr := RunSession(ctx, sc)
-		release()
+		return sc, release, nil
+	}
+	// finish records a session's outcome; a non-nil error stops the run.
+	finish := func(sc SessionConfig, rows int, serr error) error {
+		arm, rep := sc.Arm, sc.Repetition
 		// The session's outcome goes to the manifest at once: a run killed later still
 		// says which sessions are whole.
 		rec := metrics.SessionRecord{Scenario: sc.Scenario.Name, Arm: arm.Name, Repetition: rep, Requests: rows, Complete: serr == nil}
@@ -310,28 +342,113 @@ func RunMatrix(ctx context.Context, cfg RunConfig, runID string, kept []metrics.
 			rec.Error = serr.Error()
 		}
 		if werr := out.EndSession(rec); werr != nil {
-			return "", errors.Join(serr, werr)
+			return errors.Join(serr, werr)
 		}
 		if serr == nil {
-			continue
+			return nil
 		}
 		serr = fmt.Errorf("%s/%s repetition %d: %w", sc.Scenario.Name, arm.Name, rep, serr)
 		switch {
 		case ctx.Err() != nil:
-			return "", fmt.Errorf("interrupted: %w", serr)
+			return fmt.Errorf("interrupted: %w", serr)
 		case sink.err != nil:
-			return "", serr
+			return serr
 		}
 		// The session cannot go on; the next one starts cold and can.
 		failed = append(failed, serr)
 		if cfg.Warn != nil {
 			cfg.Warn(fmt.Errorf("session failed, going on with the next: %w", serr))
 		}
+		return nil
+	}
+	var todo []MatrixSession
+	for _, ms := range matrix {
+		if !out.Done(cfg.Scenarios[ms.Scenario].Name, cfg.Arms[ms.Arm].Name, ms.Repetition) {
+			todo = append(todo, ms)
+		}
+	}
+	wave := max(len(cfg.SlotBackends), 1)
+	for len(todo) > 0 {
+		n := min(wave, len(todo))
+		if err := ctx.Err(); err != nil {
+			ms := todo[0]
+			return "", fmt.Errorf("interrupted before %s/%s repetition %d: %w", cfg.Scenarios[ms.Scenario].Name, cfg.Arms[ms.Arm].Name, ms.Repetition, err)
+		}
+		if wave == 1 {
+			rows := 0
+			sc, release, err := prepare(todo[0], cfg.Backend, -1, sink, &rows)
+			if err != nil {
+				return "", err
+			}
+			serr := RunSession(ctx, sc)
+			release()
+			if err := finish(sc, rows, serr); err != nil {
+				return "", err
+			}
+			todo = todo[1:]
+			continue
+		}
+		// A wave: n sessions at once, the k-th on slot k, each session's rows kept until the
+		// wave ends and then written in the matrix's order.
+		scs := make([]SessionConfig, n)
+		bufs := make([]*metrics.MemorySink, n)
+		rows := make([]int, n)
+		errs := make([]error, n)
+		var releases []func()
+		for k := range n {
+			bufs[k] = &metrics.MemorySink{}
+			sc, release, err := prepare(todo[k], cfg.SlotBackends[k], k, bufs[k], &rows[k])
+			if err != nil {
+				for _, r := range releases {
+					r()
+				}
+				return "", err
+			}
+			scs[k] = sc
+			releases = append(releases, release)
+		}
+		var wg sync.WaitGroup
+		for k := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[k] = RunSession(ctx, scs[k])
+			}()
+		}
+		wg.Wait()
+		for _, r := range releases {
+			r()
+		}
+		for k := range n {
+			serr := errs[k]
+			for _, s := range bufs[k].Samples() {
+				if werr := sink.Write(&s); werr != nil {
+					serr = errors.Join(serr, werr)
+					break
+				}
+			}
+			if err := finish(scs[k], rows[k], serr); err != nil {
+				return "", err
+			}
+		}
+		todo = todo[n:]
 	}
 	if len(failed) > 0 {
 		return "", &SessionsError{Failed: len(failed), Total: sessions, Errs: failed}
 	}
 	return "", nil
+}
+
+// lockedWriter serializes the writes of sessions that run at once (one request body a line).
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // SessionsError is [Run]'s error when sessions failed and the run went on without them.

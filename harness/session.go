@@ -98,6 +98,8 @@ type SessionConfig struct {
 	Window cachesim.Window
 	// CacheReuse is llama-server's --cache-reuse ([RunConfig].CacheReuse).
 	CacheReuse *int
+	// HostCache is llama-server's host-memory prompt cache ([RunConfig].HostCache).
+	HostCache *cachesim.HostCache
 	// PromptPrefix, when set, is written first in every system prompt the session sends: a
 	// per-run nonce that starts a cloud API's prompt cache cold.
 	PromptPrefix string
@@ -661,7 +663,7 @@ func promptShrank(prevPrompt, prevBytes, prompt, reqBytes int64) string {
 // the reply the cache holds after it, take more tokens than the context window (cfg.NumCtx).
 func (r *runner) expect(req *chat.Request, res *chat.Result, s *metrics.Sample, warnings *[]string) error {
 	if r.attrib == nil {
-		r.attrib = &cachesim.Attributor{Tok: r.cfg.Tokenizer, NumCtx: r.cfg.NumCtx, NoteOpen: r.cfg.Loop.Note.Open, Window: r.cfg.Window, CacheReuse: r.cfg.CacheReuse}
+		r.attrib = &cachesim.Attributor{Tok: r.cfg.Tokenizer, NumCtx: r.cfg.NumCtx, NoteOpen: r.cfg.Loop.Note.Open, Window: r.cfg.Window, CacheReuse: r.cfg.CacheReuse, HostCache: r.cfg.HostCache}
 	}
 	a, err := r.attrib.Observe(req, res.Rendered, res.CacheText, res.PromptTokens)
 	if err != nil {

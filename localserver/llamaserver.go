@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -110,22 +111,38 @@ func llamaEnv(base, extra []string) []string {
 }
 
 // LlamaArgs returns the command line StartLlamaServer gives llama-server: the model, the
-// loopback address, one slot (-np 1), Jinja chat templates (--jinja, needed for tools), the
-// context size, and --slot-save-path (without it the server refuses every slot action, the
-// erase of a cold start included). help is the output of `llama-server --help`: when it lists
-// --slots, the slots endpoint is switched on explicitly (older builds had it off), and when it
-// lists --cache-ram, the host-RAM prompt cache is switched off (--cache-ram 0), since it could
-// restore an erased prompt and warm a cold start. Extra arguments come last.
+// loopback address, its slots (-np N, one unless extra gives -np or --parallel), Jinja chat
+// templates (--jinja, needed for tools), the context size, and --slot-save-path (without it the
+// server refuses every slot action, the erase of a cold start included). ctx is the context of
+// one slot in tokens: llama-server splits -c between its slots (each slot's n_ctx is
+// llama_n_ctx_seq, n_ctx / n_seq_max without --kv-unified, in tools/server/server-context.cpp
+// load_model, llama.cpp b11669), so -c is ctx × N. help is the output of `llama-server --help`:
+// when it lists --slots, the slots endpoint is switched on explicitly (older builds had it off),
+// and when it lists --cache-ram, the host-RAM prompt cache is switched off (--cache-ram 0), since
+// it could restore an erased prompt and warm a cold start, unless extra sets --cache-ram (or
+// -cram) itself. Extra arguments come last, less the -np they gave.
 func LlamaArgs(model, host string, port, ctx int, slotDir, help string, extra []string) []string {
-	args := []string{"-m", model, "--host", host, "--port", strconv.Itoa(port), "-np", "1", "--jinja",
-		"-c", strconv.Itoa(ctx), "--slot-save-path", slotDir}
+	slots := 1
+	var rest []string
+	for i := 0; i < len(extra); i++ {
+		if (extra[i] == "-np" || extra[i] == "--parallel") && i+1 < len(extra) {
+			if n, err := strconv.Atoi(extra[i+1]); err == nil && n > 0 {
+				slots = n
+				i++
+				continue
+			}
+		}
+		rest = append(rest, extra[i])
+	}
+	args := []string{"-m", model, "--host", host, "--port", strconv.Itoa(port), "-np", strconv.Itoa(slots), "--jinja",
+		"-c", strconv.Itoa(ctx * slots), "--slot-save-path", slotDir}
 	if hasFlag(help, "--slots") {
 		args = append(args, "--slots")
 	}
-	if hasFlag(help, "--cache-ram") {
+	if hasFlag(help, "--cache-ram") && !slices.Contains(rest, "--cache-ram") && !slices.Contains(rest, "-cram") {
 		args = append(args, "--cache-ram", "0")
 	}
-	return append(args, extra...)
+	return append(args, rest...)
 }
 
 // hasFlag reports whether a --help text lists flag as a whole word.

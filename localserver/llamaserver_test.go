@@ -137,6 +137,12 @@ func TestLlamaArgs(t *testing.T) {
 	if got[len(got)-1] != "--swa-full" {
 		t.Errorf("extra arguments not last: %q", got)
 	}
+	// Three slots of 4096 tokens each: llama-server splits -c between its slots.
+	got = LlamaArgs("/m.gguf", "127.0.0.1", 8081, 4096, "/d/slots", "-cram, --cache-ram N", []string{"-np", "3", "--cache-ram", "512"})
+	want := []string{"-m", "/m.gguf", "--host", "127.0.0.1", "--port", "8081", "-np", "3", "--jinja", "-c", "12288", "--slot-save-path", "/d/slots", "--cache-ram", "512"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("LlamaArgs(-np 3, --cache-ram 512) = %q; want %q", got, want)
+	}
 }
 
 func TestLlamaEnv(t *testing.T) {

@@ -28,14 +28,15 @@ import (
 //     the wire API, how the model thinks, where the prompt cache is marked.
 //   - pricing: the price table behind cost_usd.
 //   - render (lab proxy): whose rendering the expected cached tokens come from.
-//   - cache_reuse (llama-server --cache-reuse): the chunk reuse after the common prefix changes
-//     cached tokens.
+//   - cache_reuse, parallel, cache_ram (llama-server --cache-reuse, -np, --cache-ram): chunk
+//     reuse after the common prefix, sessions at once on their own slots, the host-memory
+//     prompt cache: each changes cached tokens.
 var SetupSettings = []string{
 	"driver", "cache_model", "renderer", "prefill",
 	"model_hidden", "model_layers", "generic_build", "ollama_flash_attention",
 	"max_steps", "max_tokens", "turn_timeout", "seed", "temperature",
 	"profile", "api", "thinking", "cache_breakpoints", "pricing", "render",
-	"cache_reuse",
+	"cache_reuse", "parallel", "cache_ram",
 }
 
 // Setup is what a run measured with: the runs of one setup are repetitions of one experiment

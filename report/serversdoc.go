@@ -104,7 +104,7 @@ func divergedAt(s RequestSide) string {
 	switch {
 	case s.DivergenceToken != nil:
 		at = "token " + thousands(*s.DivergenceToken)
-	case s.ExpectedCachedTokens != nil:
+	case s.ExpectedCachedTokens != nil && s.DivergenceSegment == "":
 		// The lab knew what the cache held and the prompt only extended it.
 		at = "none"
 	}

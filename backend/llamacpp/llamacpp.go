@@ -36,6 +36,10 @@ type Options struct {
 	// default) is the first slot. A negative value lets the server choose, which leaves the
 	// emulation free to land on another slot than the request it follows.
 	Slot int
+	// OwnSlot makes [Client.Reset] erase the pinned slot alone (Slot ≥ 0), not every slot the
+	// server lists: the client of one of several sessions that run at once on a server started
+	// with -np N, each pinned to its own slot, whose cold start must leave the others' caches.
+	OwnSlot bool
 	// ChatTemplateKwargs are sent as `chat_template_kwargs` (llama-server README,
 	// "OpenAI-compatible API"), for example {"preserve_thinking": true}. Unless they set
 	// "enable_thinking", the client sets it to the request's Think.
@@ -664,13 +668,17 @@ type slotInfo struct {
 // /slots/{id}?action=erase for each), so the next session starts cold. When GET /slots is
 // disabled (--no-slots: 501, or 404 on builds without it) it erases the pinned slot only. An
 // erase refused with 501 (the server was started without --slot-save-path) is an error saying
-// so.
+// so. With [Options].OwnSlot it erases the pinned slot alone.
 func (c *Client) Reset(ctx context.Context) error {
 	ids := []int{max(c.opts.Slot, 0)}
 	var slots []slotInfo
-	err := c.getJSON(ctx, http.MethodGet, "/slots", nil, &slots)
+	var err error
+	if !c.opts.OwnSlot {
+		err = c.getJSON(ctx, http.MethodGet, "/slots", nil, &slots)
+	}
 	var ae *chat.APIError
 	switch {
+	case c.opts.OwnSlot:
 	case err == nil:
 		ids = ids[:0]
 		for _, s := range slots {
@@ -699,6 +707,50 @@ func (c *Client) Reset(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// SaveSlot writes the pinned slot's prompt and its KV cache to filename in the server's
+// --slot-save-path folder (POST /slots/{id}?action=save, llama-server README "POST
+// /slots/{id_slot}?action=save") and returns the tokens saved (`n_saved`). A server started
+// without --slot-save-path refuses with 501, an error saying so.
+func (c *Client) SaveSlot(ctx context.Context, filename string) (int, error) {
+	return c.slotFile(ctx, "save", filename)
+}
+
+// RestoreSlot loads filename, written by [Client.SaveSlot] (by this server or an earlier one of
+// the same model), into the pinned slot (POST /slots/{id}?action=restore) and returns the tokens
+// restored (`n_restored`): the slot then holds that prompt, as if it had just processed it. A
+// prompt longer than the slot's context is refused (400, "Restored prompt does not fit in the
+// slot context") and leaves the slot empty.
+func (c *Client) RestoreSlot(ctx context.Context, filename string) (int, error) {
+	return c.slotFile(ctx, "restore", filename)
+}
+
+func (c *Client) slotFile(ctx context.Context, action, filename string) (int, error) {
+	id := max(c.opts.Slot, 0)
+	body, err := marshal(map[string]string{"filename": filename})
+	if err != nil {
+		return 0, err
+	}
+	var out struct {
+		NSaved    *int `json:"n_saved"`
+		NRestored *int `json:"n_restored"`
+	}
+	if err := c.getJSON(ctx, http.MethodPost, "/slots/"+strconv.Itoa(id)+"?action="+action, body, &out); err != nil {
+		var ae *chat.APIError
+		if errors.As(err, &ae) && ae.StatusCode == http.StatusNotImplemented {
+			return 0, fmt.Errorf("%s slot %d: llama-server refuses slot actions unless started with --slot-save-path DIR: %w", action, id, err)
+		}
+		return 0, fmt.Errorf("%s slot %d: %w", action, id, err)
+	}
+	n := out.NSaved
+	if action == "restore" {
+		n = out.NRestored
+	}
+	if n == nil {
+		return 0, &chat.APIError{Backend: backendName, URL: c.endpoint("/slots/" + strconv.Itoa(id)), StatusCode: http.StatusOK, Body: "the answer has no n_saved or n_restored"}
+	}
+	return *n, nil
 }
 
 // Props is what GET /props says about the server (llama-server README, "GET /props").

@@ -562,17 +562,20 @@ func TestReset(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
 		slots, erase int
+		own          bool
 		wantErased   []string // request paths + queries of the erases
 		wantErr      string
 	}{
-		{"every listed slot", 0, 0, []string{"/slots/0?action=erase", "/slots/1?action=erase"}, ""},
-		{"slots list disabled: the pinned slot", http.StatusNotImplemented, 0, []string{"/slots/3?action=erase"}, ""},
-		{"no --slot-save-path", 0, http.StatusNotImplemented, []string{"/slots/0?action=erase"}, "--slot-save-path"},
+		{"every listed slot", 0, 0, false, []string{"/slots/0?action=erase", "/slots/1?action=erase"}, ""},
+		{"slots list disabled: the pinned slot", http.StatusNotImplemented, 0, false, []string{"/slots/3?action=erase"}, ""},
+		{"no --slot-save-path", 0, http.StatusNotImplemented, false, []string{"/slots/0?action=erase"}, "--slot-save-path"},
+		// One of several sessions at once: the other slots hold the other sessions' caches.
+		{"own slot only", 0, 0, true, []string{"/slots/3?action=erase"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := &fake{slots: tc.slots, erase: tc.erase}
-			c := start(t, f, Options{Slot: 3})
+			c := start(t, f, Options{Slot: 3, OwnSlot: tc.own})
 			err := c.Reset(context.Background())
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("Reset = %v; want error %q", err, tc.wantErr)

@@ -44,6 +44,12 @@ type remoteOptions struct {
 	// the minimum chunk its slot reuses after the common prefix; -1 when not given (the server's
 	// default, 0: off).
 	CacheReuse optionalInt
+	// Parallel is the number of sessions run at once, each on its own slot of one llama-server
+	// (--parallel N; the server the lab starts gets -np N): 1 (or 0) runs them one at a time.
+	Parallel int
+	// CacheRAM is llama-server's --cache-ram for the server the lab starts (--cache-ram MiB): its
+	// host-memory prompt cache; -1 when not given (the lab starts its server with 0: off).
+	CacheRAM optionalInt
 }
 
 // optionalInt is an int flag whose default is "not given", -1, shown as no default in the help.
@@ -74,6 +80,18 @@ var remoteBackends = []string{"llamacpp", "openai", "anthropic"}
 // checkRemote validates the remote backends' flags before anything starts.
 func checkRemote(o *runOptions) error {
 	r := &o.Remote
+	if r.Parallel < 0 {
+		return badInput("--parallel %d: want 1 or more sessions at once", r.Parallel)
+	}
+	if r.Parallel > 1 && o.Backend != "llamacpp" {
+		return badInput("--parallel runs sessions on llama-server's slots: it is for --backend llamacpp, not %s", o.Backend)
+	}
+	if r.CacheRAM >= 0 && (o.Backend != "llamacpp" || r.BaseURL != "") {
+		return badInput("--cache-ram is given to the llama-server the lab starts (--backend llamacpp, with or without --llamacpp PATH); a running server keeps its own")
+	}
+	if r.CacheRAM > 0 && r.Parallel > 1 {
+		return badInput("--cache-ram with --parallel: sessions at once share one host cache in the order their requests arrive, which the lab does not model")
+	}
 	if r.CacheReuse >= 0 && (o.Backend != "llamacpp" || r.BaseURL != "") {
 		return badInput("--cache-reuse is given to the llama-server the lab starts (--backend llamacpp, with or without --llamacpp PATH); a running server keeps its own")
 	}
@@ -162,6 +180,12 @@ type runBackend struct {
 	price          func(*chat.Usage) (float64, bool)
 	constantCached string
 	settings       map[string]string
+	// slots are the clients of llama-server's slots when sessions run at once (--parallel N),
+	// the k-th pinned to slot k ([harness.RunConfig].SlotBackends); nil otherwise.
+	slots []harness.Backend
+	// hostCache models llama-server's host-memory prompt cache where the lab started the server
+	// with one ([harness.RunConfig].HostCache); nil otherwise.
+	hostCache *cachesim.HostCache
 	// cacheReuse is llama-server's --cache-reuse where the lab knows it (it started the server);
 	// nil otherwise ([harness.RunConfig].CacheReuse).
 	cacheReuse *int
@@ -214,6 +238,14 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 			if ro.CacheReuse > 0 {
 				args = []string{"--cache-reuse", strconv.Itoa(int(ro.CacheReuse))}
 			}
+			// Several slots, one per session at once: -np N (each slot keeps --num-ctx tokens).
+			if ro.Parallel > 1 {
+				args = append(args, "-np", strconv.Itoa(ro.Parallel))
+			}
+			// The host-memory prompt cache: --cache-ram MiB (the lab's default, 0, is off).
+			if ro.CacheRAM >= 0 {
+				args = append(args, "--cache-ram", strconv.Itoa(int(ro.CacheRAM)))
+			}
 			so := localserver.ServerOptions{Setup: setup(cache, o.GenericBuild, o.Model, o.ModelName, r.progress),
 				LlamaBinary: ro.LlamaServer, LlamaModel: o.GGUF, CtxSize: o.NumCtx, LlamaArgs: args}
 			rl, err := localserver.OpenRunLlama(ctx, so, s.err) // the waiting line, also with --quiet
@@ -240,6 +272,17 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 			reuse := localserver.CacheReuseOf(srv.Args)
 			b.settings["cache_reuse"] = strconv.Itoa(reuse)
 			b.cacheReuse = &reuse
+			// And its --cache-ram: the lab starts every server with one (0 unless --cache-ram) where
+			// the build has the prompt cache; a build without it has none.
+			ram := lastArg(srv.Args, "--cache-ram", "-cram")
+			if ram == "" {
+				ram = "0"
+			}
+			b.settings["cache_ram"] = ram
+			if ram != "0" {
+				// The size limit in MiB is not modelled: the lab's model and window fit in any.
+				b.hostCache = &cachesim.HostCache{}
+			}
 			if p, ok := localserver.PreparedOf(srv.Binary); ok {
 				// Debian unstable's package version and what its --version says.
 				b.settings["llama_cpp_package"] = p.Version
@@ -263,8 +306,11 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 			}
 			b.stops = append(b.stops, unlock)
 		}
-		c, err := llamacpp.New(llamacpp.Options{BaseURL: b.url,
-			APIKey: s.getenv("LLAMA_API_KEY"), KeyFile: ro.KeyFile, Temperature: &o.Live.Temperature})
+		newClient := func(slot int) (*llamacpp.Client, error) {
+			return llamacpp.New(llamacpp.Options{BaseURL: b.url, Slot: slot, OwnSlot: ro.Parallel > 1,
+				APIKey: s.getenv("LLAMA_API_KEY"), KeyFile: ro.KeyFile, Temperature: &o.Live.Temperature})
+		}
+		c, err := newClient(0)
 		if err != nil {
 			return &usageError{err}
 		}
@@ -276,8 +322,9 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 		}
 		if b.cacheReuse == nil {
 			// A running server's --cache-reuse is in neither /props nor /slots (b11669): unknown,
-			// and its chunk reuse is not modelled.
+			// and its chunk reuse is not modelled; nor is its host-memory prompt cache.
 			b.settings["cache_reuse"] = "unknown"
+			b.settings["cache_ram"] = "unknown"
 		}
 		b.client, b.tok = c, c.Tokenizer()
 		// The server's own tokenizer (/tokenize), not the lab's reading of the same GGUF: on
@@ -285,6 +332,25 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 		// request on.
 		props, err := c.Props(ctx)
 		b.numCtx = llamaNumCtx(props, err, started, o.NumCtx)
+		if ro.Parallel > 1 {
+			// One session per slot: the server must have them (/props total_slots).
+			if err != nil || props.TotalSlots < ro.Parallel {
+				slots := "unknown"
+				if err == nil {
+					slots = strconv.Itoa(props.TotalSlots)
+				}
+				return fmt.Errorf("--parallel %d: the llama-server at %s has %s slots (-np)", ro.Parallel, b.url, slots)
+			}
+			b.slots = []harness.Backend{c}
+			for k := 1; k < ro.Parallel; k++ {
+				ck, err := newClient(k)
+				if err != nil {
+					return &usageError{err}
+				}
+				b.slots = append(b.slots, ck)
+			}
+		}
+		b.settings["parallel"] = strconv.Itoa(max(ro.Parallel, 1))
 		return nil
 	case "openai":
 		profile := ro.Profile
@@ -376,6 +442,19 @@ func loopbackOllama(ctx context.Context, base string) bool {
 		return false
 	}
 	return capture.IsOllama(ctx, &http.Client{}, base)
+}
+
+// lastArg returns the value of the last of the flags in a command line, "" when none is there.
+func lastArg(args []string, flags ...string) string {
+	v := ""
+	for i := 0; i+1 < len(args); i++ {
+		for _, f := range flags {
+			if args[i] == f {
+				v = args[i+1]
+			}
+		}
+	}
+	return v
 }
 
 // loopback reports whether base (a --base-url) names a loopback host.

@@ -363,3 +363,25 @@ func TestCacheReuseFlagNeedsAStartedLlamaServer(t *testing.T) {
 		}
 	}
 }
+
+// --parallel runs sessions on llama-server's slots: with another backend, or a count below 1,
+// it is a usage error.
+func TestParallelFlagIsForLlamaServer(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--backend", "sim", "--parallel", "2"}, "--parallel runs sessions on llama-server's slots"},
+		{[]string{"--backend", "openai", "--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--parallel", "2"}, "--parallel runs sessions on llama-server's slots"},
+		{[]string{"--backend", "llamacpp", "--base-url", "http://127.0.0.1:1", "--parallel", "-1"}, "--parallel -1: want 1 or more"},
+		// One host cache shared by sessions at once is not modelled.
+		{[]string{"--backend", "llamacpp", "--parallel", "2", "--cache-ram", "64"}, "--cache-ram with --parallel"},
+		{[]string{"--backend", "llamacpp", "--base-url", "http://127.0.0.1:1", "--cache-ram", "64"}, "--cache-ram is given to the llama-server the lab starts"},
+	} {
+		args := append([]string{"run", "--scenario", "midnight", "--arm", "spec", "--results", t.TempDir()}, tc.args...)
+		code, _, errOut := runLab(t, args...)
+		if code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("lab %s: exit %d, %q; want 2 and %q", strings.Join(args, " "), code, errOut, tc.want)
+		}
+	}
+}

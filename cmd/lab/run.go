@@ -165,6 +165,9 @@ shell that is not a sandbox, which may write anywhere your user can.`,
 	f.StringVar(&o.Remote.LlamaServer, "llamacpp", "", "with --backend llamacpp: a llama-server binary to start, serving --gguf (instead of --base-url)")
 	o.Remote.CacheReuse = -1
 	f.Var(&o.Remote.CacheReuse, "cache-reuse", "with --llamacpp: llama-server's --cache-reuse N, the minimum chunk of its cached prompt it reuses after the common prefix (default: the server's, 0, off); recorded in the manifest and modelled in the expected cached tokens")
+	o.Remote.CacheRAM = -1
+	f.Var(&o.Remote.CacheRAM, "cache-ram", "with --llamacpp: llama-server's --cache-ram MiB, its host-memory prompt cache (default 0: off); recorded in the manifest and modelled in the expected cached tokens")
+	f.IntVar(&o.Remote.Parallel, "parallel", 1, "with --backend llamacpp: run this many sessions at once, each on its own slot of llama-server (the server the lab starts gets -np N, each slot --num-ctx tokens); recorded in the manifest")
 	f.StringVar(&o.Remote.Pricing, "pricing", "", "a pricing file replacing the embedded table (cost_usd of cloud runs)")
 	f.BoolVar(&o.Warm, "warm", false, "keep the server's cache as each session finds it: no reset and no nonce (the manifest records cache_state warm)")
 	f.Int64Var(&o.MaxReplyBytes, "max-reply-bytes", chat.DefaultMaxReplyBytes, "the most bytes one answer's reply (text, reasoning and tool calls' names and arguments) may hold: the backend stops reading past it and the request is an error row naming the limit, not retried")
@@ -182,7 +185,7 @@ shell that is not a sandbox, which may write anywhere your user can.`,
 var runFlagGroups = []flagGroup{
 	{"What to run", []string{"scenario", "arm", "repeat", "shard"}},
 	{"Server and backend", []string{"backend", "server", "server-log", "base-url", "profile", "api", "key-file",
-		"llamacpp", "cache-reuse", "cache-breakpoints", "thinking", "pricing", "cache-model", "calibration", "warm", "cache", "generic-build"}},
+		"llamacpp", "cache-reuse", "cache-ram", "parallel", "cache-breakpoints", "thinking", "pricing", "cache-model", "calibration", "warm", "cache", "generic-build"}},
 	{"The model", []string{"model", "gguf", "num-ctx", "hidden", "layers", "ffn", "seed", "f16"}},
 	{"The driver and its bounds", []string{"driver", "max-steps", "max-tokens", "turn-timeout", "sampling-seed", "temperature",
 		"tool-timeout", "unsandboxed-shell", "max-reply-bytes"}},
@@ -345,7 +348,7 @@ func runConfig(s *streams, o *runOptions, r checkedRun, b *runBackend) (harness.
 		Scenarios: r.scenarios, Arms: r.arms, Repeat: o.Repeat, ResultsDir: o.ResultsDir, RunID: o.RunID,
 		LabVersion: version(), Loop: r.loop, Backend: b.client, BackendName: o.Backend, Model: b.model,
 		ServerVersion: b.serverVersion, ServerURL: b.url, NumCtx: b.numCtx, Tokenizer: b.tok, Window: b.window,
-		CacheReuse:   b.cacheReuse,
+		CacheReuse: b.cacheReuse, SlotBackends: b.slots,
 		SaveRequests: o.SaveRequests, Settings: b.settings, Nonce: b.nonce, Warm: o.Warm, Price: b.price,
 		Driver: o.Live.driver(), ConstantCached: b.constantCached,
 		Warn: func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
