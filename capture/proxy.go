@@ -229,6 +229,14 @@ func New(opts Options) (*Proxy, error) {
 				// A compressed answer could not be parsed: ask for the plain one (the
 				// client, which may have asked for gzip, gets identity, which HTTP allows).
 				pr.Out.Header.Set("Accept-Encoding", "identity")
+				if opts.Attribution.Render == RenderLlamaCpp {
+					// llama-server closes the connection after a streamed answer although
+					// its headers say keep-alive: pooled, the connection would fail the
+					// next request sent on it (the recorder's own /apply-template, or the
+					// next forwarded one) with EOF. The client's own Connection: close is
+					// a hop-by-hop header the proxy does not forward.
+					pr.Out.Close = true
+				}
 			}
 		},
 		Transport:     tr,
@@ -269,6 +277,9 @@ func exchangeOf(ctx context.Context) *exchange {
 // answer ended.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	api := classify(r.Method, r.URL.Path)
+	if api == "" && isSlotErase(r.Method, r.URL) {
+		api = apiSlotErase
+	}
 	if api == "" {
 		p.rp.ServeHTTP(w, r)
 		return

@@ -314,6 +314,7 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 		}
 		row.SetResult(s, res, nil)
 		warnings = append(warnings, res.Warnings...)
+		whole := p.end()
 		switch {
 		case ex.truncated:
 			// Before a parser's error: the kept bytes end mid-answer.
@@ -325,6 +326,10 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 			} else {
 				s.Error = "read the answer: " + perr.Error()
 			}
+		case whole == nil:
+			// The answer's end marker came (data: [DONE], message_stop, done: true): the
+			// answer is whole, also when the client, which stops reading at the end marker,
+			// closed its connection before the upstream's end of the body reached the proxy.
 		case ex.gone:
 			s.Error = "the client disconnected before the answer ended"
 		case ex.readErr != nil:
@@ -332,7 +337,7 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 		default:
 			// A stream that ended before its end marker ("stream cut: no message_stop").
 			var ae *chat.APIError
-			if err := p.end(); errors.As(err, &ae) {
+			if errors.As(whole, &ae) {
 				s.Error = ae.Body
 			}
 		}
