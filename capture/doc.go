@@ -26,7 +26,9 @@
 //     client_secret, ...: [RedactBody]), replaced in the saved requests, and their values
 //     wherever an answer echoes them; every secret seen is redacted from every later row too
 //     ([Redact], the one redaction of every writer).
-//  3. Once the answer ended, a single recorder goroutine parses it with its backend's own
+//  3. Once the answer ended, a single recorder goroutine parses it (with [Options].Attribution
+//     in the order the requests came, the order a one-slot server took them: a cache fill sent
+//     as soon as the client read a stream's end marker may end before that stream) with its backend's own
 //     parser (backend/openai, backend/anthropic, backend/ollama, backend/llamacpp capture*.go):
 //     prompt, cached (with cached_source), cache write (5-minute and 1-hour), completion and
 //     reasoning tokens, usage_fields, time to first token (the arrival of the first chunk that

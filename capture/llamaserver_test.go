@@ -1,7 +1,10 @@
 package capture_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -94,5 +97,52 @@ func TestProxyInFrontOfLlamaServer(t *testing.T) {
 				t.Errorf("warnings mention EOF: a rendering lost to a closed connection")
 			}
 		})
+	}
+}
+
+// A client that sends its next request (the lab's cache fill) as soon as it read a stream's
+// data: [DONE], while the proxy still waits for the stream's end, has the fill answered first;
+// the slot model takes the requests in the order they came all the same, so the measured request
+// is attributed against the slot as it was before its fill.
+func TestProxySlotModelTakesRequestsInArrivalOrder(t *testing.T) {
+	up := fakellama.Start(t)
+	up.HoldAfterDone = time.Second
+	dir := filepath.Join(t.TempDir(), "run_id=cap")
+	p, err := capture.New(capture.Options{Upstream: up.URL, Dir: dir, RunID: "cap",
+		Attribution: capture.Attribution{Render: capture.RenderLlamaCpp, Tokenizer: byteTok{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	body := `{"messages":[{"role":"system","content":"You are a coding agent."},{"role":"user","content":"fix it"}],"stream":true,"max_tokens":1}`
+	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the stream ended before data: [DONE]: %v", err)
+		}
+		if strings.HasPrefix(line, "data: [DONE]") {
+			break
+		}
+	}
+	fill, _ := json.Marshal(map[string]any{"prompt": fakellama.Qwen3Template([]byte(body)) + "done<|im_end|>", "n_predict": 0})
+	if code, _ := post(t, srv.URL, "/completion", string(fill), nil); code != http.StatusOK {
+		t.Fatalf("the cache fill: HTTP %d", code)
+	}
+	resp.Body.Close()
+	srv.Close()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, rows, err := metrics.ReadRun(dir)
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("%d rows, %v; want 1", len(rows), err)
+	}
+	if s := rows[0]; s.Error != "" || val(s.CachedTokens) != 0 || val(s.ExpectedCachedTokens) != 0 {
+		t.Errorf("error %q, cached %s, expected %s; want a cold request expected cold (warnings %q)", s.Error, show(s.CachedTokens), show(s.ExpectedCachedTokens), s.Warnings)
 	}
 }

@@ -25,7 +25,8 @@ import (
 	"lab/row"
 )
 
-// recorder turns finished exchanges into rows, one at a time, in the order the answers ended.
+// recorder turns finished exchanges into rows, one at a time, in the order the answers ended
+// (with a slot model, Options.Attribution, in the order the requests came).
 type recorder struct {
 	opts     Options
 	upstream *url.URL
