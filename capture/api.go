@@ -3,6 +3,7 @@ package capture
 import (
 	"bytes"
 	"encoding/json"
+	"net/url"
 	"strings"
 
 	ollamaapi "github.com/ollama/ollama/api"
@@ -58,6 +59,20 @@ func classify(method, path string) string {
 	return ""
 }
 
+// apiSlotErase names llama-server's POST /slots/{id}?action=erase (lab run's Reset between
+// sessions), which empties the slot's KV cache: it makes no row, and the slot model is emptied.
+const apiSlotErase = "llamacpp-slot-erase"
+
+// isSlotErase reports whether a request is llama-server's slot erase: POST /slots/{id} with
+// action=erase (llama-server README, "POST /slots/{id_slot}?action=erase").
+func isSlotErase(method string, u *url.URL) bool {
+	id, ok := strings.CutPrefix(strings.TrimRight(u.Path, "/"), "/slots/")
+	if method != "POST" || !ok || id == "" || strings.Trim(id, "0123456789") != "" {
+		return false
+	}
+	return u.Query().Get("action") == "erase"
+}
+
 // envelope is what the proxy reads of every recorded request body besides its conversation:
 // the fields that name the model, ask for a stream, key the provider's prompt cache, or make
 // the request a cache fill or a rendering rather than a generation.
@@ -100,7 +115,8 @@ func promptOf(body []byte) (prompt string, ok bool) {
 // skip reports why a request of api with envelope e is passed through unrecorded: it renders
 // a prompt (Ollama `_debug_render_only`), loads a model (an /api/generate without a prompt),
 // unloads it ("unload": the same with keep_alive 0, which drops the server's KV cache; the
-// slot model is emptied, as lab run empties its own after its Reset), or only fills the cache
+// slot model is emptied, as lab run empties its own after its Reset; so does llama-server's
+// slot erase, [apiSlotErase]), or only fills the cache
 // (llama-server /completion with n_predict 0; a raw Ollama generate with num_predict at most 1
 // — the lab's own generation emulation, which leaves the server's cache as a generation would
 // and is modelled as such, see [Options].Attribution). "" records the request.
@@ -125,6 +141,8 @@ func skip(api string, e *envelope) string {
 		if e.NPredict != nil && *e.NPredict == 0 {
 			return "fill"
 		}
+	case apiSlotErase:
+		return "unload"
 	}
 	return ""
 }

@@ -12,7 +12,8 @@
 //     llama-server /completion with n_predict 0, a raw Ollama generate with num_predict ≤ 1:
 //     the lab's own generation emulation) make no row but are taken by the slot model (step 4)
 //     and consume their server log line (step 3); an Ollama unload (/api/generate without a
-//     prompt, keep_alive 0: lab run's cache reset between sessions) empties the slot model.
+//     prompt, keep_alive 0) and a llama-server slot erase (POST /slots/{id}?action=erase), lab
+//     run's cache resets between sessions, empty the slot model.
 //  2. It forwards the request with net/http/httputil.ReverseProxy (FlushInterval -1: every chunk
 //     is flushed to the client as it arrives) and tees the answer: each chunk read from the
 //     upstream is copied, with the time it arrived, and passed on unchanged. Nothing is parsed
@@ -25,7 +26,9 @@
 //     client_secret, ...: [RedactBody]), replaced in the saved requests, and their values
 //     wherever an answer echoes them; every secret seen is redacted from every later row too
 //     ([Redact], the one redaction of every writer).
-//  3. Once the answer ended, a single recorder goroutine parses it with its backend's own
+//  3. Once the answer ended, a single recorder goroutine parses it (with [Options].Attribution
+//     in the order the requests came, the order a one-slot server took them: a cache fill sent
+//     as soon as the client read a stream's end marker may end before that stream) with its backend's own
 //     parser (backend/openai, backend/anthropic, backend/ollama, backend/llamacpp capture*.go):
 //     prompt, cached (with cached_source), cache write (5-minute and 1-hour), completion and
 //     reasoning tokens, usage_fields, time to first token (the arrival of the first chunk that

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net"
 	"net/http"
@@ -75,7 +76,7 @@ type Options struct {
 	// ServerLog is the debug log (OLLAMA_DEBUG=1) of an Ollama upstream: the cached tokens of
 	// each /api/chat and /api/generate row are the `used=` of its `loading cache slot` line
 	// (cached_source server_log), which Ollama's API does not report. Lines are read from the
-	// log's end at New on, one per request in the order the answers ended, each matched by its
+	// log's end at New on, one per request in the order the answers ended (with Attribution, the requests came), each matched by its
 	// `prompt=` to the answer's prompt_eval_count ([ollama.CacheLog.Match]); cache fills take
 	// theirs too. "" leaves an Ollama row's cached tokens unknown.
 	ServerLog string
@@ -143,6 +144,16 @@ type Proxy struct {
 	// closed, idle is closed when it empties.
 	inflight map[*exchange]struct{}
 	idle     chan struct{}
+	// With a slot model (Options.Attribution), exchanges reach the recorder in the order their
+	// requests arrived, which is the order a one-slot server took them: seq numbers them as
+	// they begin, held keeps those that ended before an earlier one, next is the number the
+	// recorder takes next. A client that stops reading at a stream's end marker sends its next
+	// request (the lab's cache fill) while the proxy still waits for the end of that stream; in
+	// the order the answers ended the fill would come first.
+	ordered bool
+	seq     uint64
+	next    uint64
+	held    map[uint64]*exchange
 	// stop is cancelled by Close: every forwarded request still waiting on the upstream is cut.
 	stop       context.Context
 	cancelStop context.CancelFunc
@@ -220,7 +231,7 @@ func New(opts Options) (*Proxy, error) {
 		return nil, err
 	}
 	p := &Proxy{opts: opts, upstream: u, queue: make(chan *exchange, 4096), done: make(chan struct{}), rec: rec,
-		inflight: map[*exchange]struct{}{}, idle: make(chan struct{})}
+		inflight: map[*exchange]struct{}{}, idle: make(chan struct{}), ordered: opts.Attribution.Render != "", held: map[uint64]*exchange{}}
 	p.stop, p.cancelStop = context.WithCancel(context.Background())
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -229,6 +240,14 @@ func New(opts Options) (*Proxy, error) {
 				// A compressed answer could not be parsed: ask for the plain one (the
 				// client, which may have asked for gzip, gets identity, which HTTP allows).
 				pr.Out.Header.Set("Accept-Encoding", "identity")
+				if opts.Attribution.Render == RenderLlamaCpp {
+					// llama-server closes the connection after a streamed answer although
+					// its headers say keep-alive: pooled, the connection would fail the
+					// next request sent on it (the recorder's own /apply-template, or the
+					// next forwarded one) with EOF. The client's own Connection: close is
+					// a hop-by-hop header the proxy does not forward.
+					pr.Out.Close = true
+				}
 			}
 		},
 		Transport:     tr,
@@ -269,6 +288,9 @@ func exchangeOf(ctx context.Context) *exchange {
 // answer ended.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	api := classify(r.Method, r.URL.Path)
+	if api == "" && isSlotErase(r.Method, r.URL) {
+		api = apiSlotErase
+	}
 	if api == "" {
 		p.rp.ServeHTTP(w, r)
 		return
@@ -339,7 +361,28 @@ func (p *Proxy) begin(ex *exchange) bool {
 		return false
 	}
 	p.inflight[ex] = struct{}{}
+	ex.seq = p.seq
+	p.seq++
 	return true
+}
+
+// release hands ex to the recorder: at once, or with a slot model in the order of arrival
+// (the exchanges before it first; it waits in held for them). Called with p.mu held.
+func (p *Proxy) release(ex *exchange) {
+	if !p.ordered {
+		p.queue <- ex
+		return
+	}
+	p.held[ex.seq] = ex
+	for {
+		next, ok := p.held[p.next]
+		if !ok {
+			return
+		}
+		delete(p.held, p.next)
+		p.next++
+		p.queue <- next
+	}
 }
 
 // end hands ex, whose handler is done, to the recorder, unless Close already recorded it.
@@ -350,7 +393,7 @@ func (p *Proxy) end(ex *exchange) {
 		return
 	}
 	delete(p.inflight, ex)
-	p.queue <- ex
+	p.release(ex)
 	if p.closed && len(p.inflight) == 0 {
 		close(p.idle)
 	}
@@ -403,9 +446,13 @@ func (p *Proxy) Close() error {
 	p.mu.Lock()
 	for ex := range p.inflight {
 		ex.finish(time.Now(), true, true)
-		p.queue <- ex
+		p.held[ex.seq] = ex
 	}
 	clear(p.inflight)
+	for _, seq := range slices.Sorted(maps.Keys(p.held)) {
+		p.queue <- p.held[seq]
+	}
+	clear(p.held)
 	close(p.queue)
 	p.mu.Unlock()
 	<-p.done
@@ -454,6 +501,8 @@ type exchange struct {
 	// row, but the slot model is emptied.
 	unload bool
 	start  time.Time
+	// seq numbers the exchange in the order the proxy began forwarding it.
+	seq uint64
 
 	mu     sync.Mutex
 	status int

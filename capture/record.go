@@ -25,7 +25,8 @@ import (
 	"lab/row"
 )
 
-// recorder turns finished exchanges into rows, one at a time, in the order the answers ended.
+// recorder turns finished exchanges into rows, one at a time, in the order the answers ended
+// (with a slot model, Options.Attribution, in the order the requests came).
 type recorder struct {
 	opts     Options
 	upstream *url.URL
@@ -314,6 +315,7 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 		}
 		row.SetResult(s, res, nil)
 		warnings = append(warnings, res.Warnings...)
+		whole := p.end()
 		switch {
 		case ex.truncated:
 			// Before a parser's error: the kept bytes end mid-answer.
@@ -325,6 +327,10 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 			} else {
 				s.Error = "read the answer: " + perr.Error()
 			}
+		case whole == nil:
+			// The answer's end marker came (data: [DONE], message_stop, done: true): the
+			// answer is whole, also when the client, which stops reading at the end marker,
+			// closed its connection before the upstream's end of the body reached the proxy.
 		case ex.gone:
 			s.Error = "the client disconnected before the answer ended"
 		case ex.readErr != nil:
@@ -332,7 +338,7 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 		default:
 			// A stream that ended before its end marker ("stream cut: no message_stop").
 			var ae *chat.APIError
-			if err := p.end(); errors.As(err, &ae) {
+			if errors.As(whole, &ae) {
 				s.Error = ae.Body
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"lab/backend/openai"
 	"lab/chat"
 )
 
@@ -30,7 +31,7 @@ type completionAnswer struct {
 	Stop            bool            `json:"stop"`
 	TokensEvaluated *int64          `json:"tokens_evaluated"`
 	TokensPredicted *int64          `json:"tokens_predicted"`
-	Timings         *timings        `json:"timings"`
+	Timings         *openai.Timings `json:"timings"`
 	Error           json.RawMessage `json:"error"`
 }
 
@@ -77,13 +78,13 @@ func (c *CompletionCapture) Result() *chat.Result {
 		res.Warnings = append(res.Warnings, "the answer ended without its final object (stop: true): token counts unknown")
 		return res
 	}
-	var t timings
+	var t openai.Timings
 	if a.Timings != nil {
 		t = *a.Timings
 	}
 	u := &chat.Usage{Fields: map[chat.UsageField]string{}}
 	u.Set(chat.UsagePrompt, "tokens_evaluated", a.TokensEvaluated)
-	t.setPrompt(u)
+	t.SetPrompt(u)
 	u.Set(chat.UsageGenerated, "timings.predicted_n", t.PredictedN)
 	u.Set(chat.UsageGenerated, "tokens_predicted", a.TokensPredicted)
 	apply(res, u, t, "the answer has no timings.cache_n: cached tokens unknown")

@@ -17,8 +17,10 @@
 //     predicted_n; `usage.prompt_tokens` is the whole prompt, cached part included, and newer
 //     builds (PR #19361, Feb 2026) add `usage.prompt_tokens_details.cached_tokens`. The
 //     stream is read as the OpenAI backend reads Chat Completions (the wire layer's
-//     server-sent event reader, the message joined by [openai.ChatCapture]); what is
-//     llama-server's own (timings, its error objects, prefill progress chunks) is read beside.
+//     server-sent event reader, [openai.ChatCapture]): the message, the end of the stream and
+//     the figures (timings first, usage otherwise; prefill progress chunks skipped) are read as
+//     `lab proxy` reads a llama-server answer another client received; only llama-server's
+//     error objects are read beside, named as this backend's.
 //  3. Generation emulation (DESIGN.md, "Generation is emulated faithfully"): after a real
 //     generation the slot's cache holds the prompt followed by the tokens the model emitted, in
 //     the model's own output format. The client leaves the cache so by a raw POST /completion

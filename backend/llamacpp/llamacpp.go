@@ -563,58 +563,29 @@ func liveReply(comp *completion, res *chat.Result) *chat.Reply {
 	return &chat.Reply{Reasoning: comp.Reasoning, Content: comp.Content, ToolCalls: comp.ToolCalls}
 }
 
-// fill sets res's figures from a finished completion.
+// fill sets res's figures from a finished completion: those [openai.ChatCapture.Result] read
+// (llama-server's timings first, its usage otherwise: the reading `lab proxy` takes too), with
+// warnings for an answer without timings or without a cached count.
 func fill(res *chat.Result, comp *completion) {
-	u := &chat.Usage{Fields: map[chat.UsageField]string{}}
-	var t timings
-	if comp.Timings != nil {
-		t = *comp.Timings
+	f := comp.figures
+	res.PromptTokens, res.CompletionTokens, res.Usage = f.PromptTokens, f.CompletionTokens, f.Usage
+	res.CachedTokens, res.CachedSource = f.CachedTokens, f.CachedSource
+	if f.Prefill > 0 {
+		res.Prefill = f.Prefill
 	}
-	var pu usage
-	if comp.Usage != nil {
-		pu = *comp.Usage
-	}
-	u.Set(chat.UsagePrompt, "usage.prompt_tokens", pu.PromptTokens)
-	t.setPrompt(u)
-	if pu.PromptTokensDetails != nil {
-		u.Set(chat.UsageCachedRead, "usage.prompt_tokens_details.cached_tokens", pu.PromptTokensDetails.CachedTokens)
-	}
-	u.Set(chat.UsageGenerated, "usage.completion_tokens", pu.CompletionTokens)
-	u.Set(chat.UsageGenerated, "timings.predicted_n", t.PredictedN)
-	if pu.CompletionTokensDetails != nil {
-		u.Set(chat.UsageReasoningGenerated, "usage.completion_tokens_details.reasoning_tokens", pu.CompletionTokensDetails.ReasoningTokens)
-	}
-
-	if !comp.Done {
-		res.Warnings = append(res.Warnings, "the stream ended without data: [DONE] after its finish_reason and usage: taken as whole")
-	}
-	if comp.Usage == nil {
-		res.Warnings = append(res.Warnings, "the stream carried no usage chunk (stream_options.include_usage ignored?): counts from timings only")
-	}
-	if comp.Timings == nil {
+	res.Warnings = append(res.Warnings, f.Warnings...)
+	if !comp.timings {
 		res.Warnings = append(res.Warnings, "the answer carried no timings: cached tokens from usage only, prefill time unknown")
 	}
-	if t.CacheN != nil && pu.PromptTokensDetails != nil && pu.PromptTokensDetails.CachedTokens != nil && *t.CacheN != *pu.PromptTokensDetails.CachedTokens {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("timings.cache_n %d and usage.prompt_tokens_details.cached_tokens %d disagree; cached tokens from timings", *t.CacheN, *pu.PromptTokensDetails.CachedTokens))
+	if res.CachedTokens == nil {
+		res.Warnings = append(res.Warnings, "the answer has neither timings.cache_n nor usage.prompt_tokens_details.cached_tokens: cached tokens unknown")
 	}
-	apply(res, u, t, "the answer has neither timings.cache_n nor usage.prompt_tokens_details.cached_tokens: cached tokens unknown")
-}
-
-// setPrompt records the timings' prompt figures in u: the prompt as cache_n + prompt_n, the
-// cached part cache_n, the uncached part prompt_n (llama-server's timings object).
-func (t timings) setPrompt(u *chat.Usage) {
-	if t.CacheN != nil && t.PromptN != nil {
-		sum := *t.CacheN + *t.PromptN
-		u.Set(chat.UsagePrompt, "timings.cache_n+timings.prompt_n", &sum)
-	}
-	u.Set(chat.UsageCachedRead, "timings.cache_n", t.CacheN)
-	u.Set(chat.UsageUncached, "timings.prompt_n", t.PromptN)
 }
 
 // apply copies u's counts and the timings' prefill time into res: PromptTokens, CachedTokens
 // (source "response"; without a cached count, the warning noCached), CompletionTokens, Prefill
 // (timings.prompt_ms) and Usage.
-func apply(res *chat.Result, u *chat.Usage, t timings, noCached string) {
+func apply(res *chat.Result, u *chat.Usage, t openai.Timings, noCached string) {
 	if u.Prompt != nil {
 		res.PromptTokens = *u.Prompt
 	}

@@ -283,7 +283,7 @@ func TestSend(t *testing.T) {
 		},
 		{
 			name: "neither usage nor timings: unknown, not 0", chat: "stream_bare.sse",
-			warnings: []string{"no usage chunk", "no timings", "cached tokens unknown"},
+			warnings: []string{"carried no usage", "no timings", "cached tokens unknown"},
 		},
 		{
 			name: "whole answer", chat: "whole.json", prompt: 237, cached: ptr(236), compl: 35, prefill: 30958 * time.Microsecond,
@@ -375,7 +375,7 @@ func TestReadStreamAssemblesTheMessage(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.file, err)
 		}
-		got.Usage, got.Timings = nil, nil
+		got.figures, got.timings = nil, false
 		if !reflect.DeepEqual(*got, tc.want) || firsts != 1 {
 			t.Errorf("%s: readStream = %+v, first called %d times; want %+v, once", tc.file, *got, firsts, tc.want)
 		}

@@ -14,40 +14,12 @@ import (
 	"lab/internal/wire"
 )
 
-// usage is the OpenAI-style usage object llama-server sends (server_task_result_cmpl_final in
-// tools/server/server-task.cpp); every count is a pointer so that a missing one stays unknown.
-type usage struct {
-	PromptTokens        *int64 `json:"prompt_tokens"`
-	CompletionTokens    *int64 `json:"completion_tokens"`
-	TotalTokens         *int64 `json:"total_tokens"`
-	PromptTokensDetails *struct {
-		CachedTokens *int64 `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
-	CompletionTokensDetails *struct {
-		ReasoningTokens *int64 `json:"reasoning_tokens"`
-	} `json:"completion_tokens_details"`
-}
-
-// timings is llama-server's `timings` object (result_timings::to_json): cache_n prompt tokens
-// reused from the KV cache, prompt_n prefilled, prompt_ms the prefill time, predicted_n tokens
-// generated in predicted_ms.
-type timings struct {
-	CacheN      *int64   `json:"cache_n"`
-	PromptN     *int64   `json:"prompt_n"`
-	PromptMS    *float64 `json:"prompt_ms"`
-	PredictedN  *int64   `json:"predicted_n"`
-	PredictedMS *float64 `json:"predicted_ms"`
-}
-
 // chunk is llama-server's own part of one streamed chat.completion.chunk, or of a whole
-// chat.completion: what the OpenAI decoding ([openai.ChatCapture]) does not read. The message
-// (content, reasoning_content, tool calls, finish_reason) is the OpenAI decoding's.
+// chat.completion, read before the OpenAI decoding ([openai.ChatCapture]) takes the chunk: its
+// error object, which this package names as llama-server's. The message, the usage and the
+// timings are the OpenAI decoding's: llama-server's figures have one reader.
 type chunk struct {
-	Choices        []json.RawMessage `json:"choices"`
-	Usage          *usage            `json:"usage"`
-	Timings        *timings          `json:"timings"`
-	Error          json.RawMessage   `json:"error"`
-	PromptProgress json.RawMessage   `json:"prompt_progress"`
+	Error json.RawMessage `json:"error"`
 }
 
 // completion is what one chat request's answer said, streamed or whole.
@@ -61,9 +33,10 @@ type completion struct {
 	replyWarnings []string
 	// FinishReason is the last finish_reason given ("" when none).
 	FinishReason string
-	// Usage and Timings are the last ones the answer carried; nil when none.
-	Usage   *usage
-	Timings *timings
+	// figures are the answer's figures as [openai.ChatCapture.Result] reads them (llama-server's
+	// timings first, its usage otherwise); timings reports that the answer carried timings.
+	figures *chat.Result
+	timings bool
 	// Done reports that a stream ended with `data: [DONE]` (always true for a whole answer).
 	Done bool
 	// Unstreamed reports that the answer was one chat.completion JSON, not a stream: it has no
@@ -138,8 +111,8 @@ func readCompletionMax(resp *http.Response, limit int64, first func()) (*complet
 		return nil, chat.NotAnswerJSONError(backendName, "a chat.completion (no choices array)", quote(bytes.TrimSpace(b)))
 	}
 	acc := newAccumulator(limit)
-	if err := acc.add(&ch, b); err != nil {
-		return acc.result(), err
+	if err := acc.gen.Whole(b); err != nil {
+		return acc.result(), ownError(err)
 	}
 	c := acc.result()
 	if err := acc.over(); err != nil {
@@ -169,32 +142,32 @@ func readStreamMax(r io.Reader, limit int64, first func()) (*completion, error) 
 		br = bufio.NewReaderSize(r, 64<<10)
 	}
 	acc := newAccumulator(limit)
-	started, done, chunks := false, false, 0
+	started, done := false, false
 	_, err := wire.ReadEvents(br, chat.WireLimit(limit), func(name string, value []byte) error {
 		if name == "error" {
 			return streamError(value)
 		}
 		if string(bytes.TrimSpace(value)) == "[DONE]" {
 			done = true
+			_, _ = acc.gen.Chunk(value)
 			return errDone
 		}
 		var ch chunk
 		if err := json.Unmarshal(value, &ch); err != nil {
 			return fmt.Errorf("stream chunk is not JSON: %v: %s", err, quote(value))
 		}
-		chunks++
 		if len(ch.Error) > 0 && string(ch.Error) != "null" {
 			return streamError(ch.Error)
 		}
-		if len(ch.PromptProgress) > 0 && len(ch.Choices) == 0 && ch.Usage == nil && ch.Timings == nil {
-			return nil // return_progress: prefill progress, not an answer
+		n := acc.gen.Chunks()
+		if _, err := acc.gen.Chunk(value); err != nil {
+			return ownError(err)
 		}
-		if !started {
+		// A chunk the decoding did not count is llama-server's prefill progress
+		// (return_progress), not the answer's first chunk.
+		if !started && acc.gen.Chunks() > n {
 			started = true
 			first()
-		}
-		if err := acc.add(&ch, value); err != nil {
-			return err
 		}
 		// Past the reply limit: stop reading; the caller closes the body, which drops the
 		// connection.
@@ -212,48 +185,36 @@ func readStreamMax(r io.Reader, limit int64, first func()) (*completion, error) 
 	}
 	c := acc.result()
 	c.Done = done
-	switch {
-	case done && chunks == 0:
-		return c, chat.CutError(backendName, "", "no chunk before data: [DONE]")
-	case done:
-	case chunks == 0:
-		return c, chat.CutError(backendName, "", "no events")
-	case c.FinishReason == "":
-		return c, chat.CutError(backendName, "", "no data: [DONE] and no finish_reason")
-	case c.Usage == nil:
-		return c, chat.CutError(backendName, "", "no data: [DONE] and no usage after the finish_reason")
+	// Whole as the OpenAI decoding says: data: [DONE] after a chunk, or a finish_reason and its
+	// usage ([openai.ChatCapture.End]).
+	if err := acc.gen.End(); err != nil {
+		return c, ownError(err)
 	}
 	return c, nil
+}
+
+// ownError names this package as the backend of a *chat.APIError the OpenAI decoding returned.
+func ownError(err error) error {
+	var ae *chat.APIError
+	if errors.As(err, &ae) {
+		ae.Backend = backendName
+	}
+	return err
 }
 
 // errDone stops reading a stream at its `data: [DONE]`.
 var errDone = errors.New("data: [DONE]")
 
-// accumulator puts a message together from the chunks: the message by the OpenAI decoding
-// ([openai.ChatCapture], the reply limit counted there), llama-server's usage and timings
-// beside it.
+// accumulator puts a message and its figures together from the chunks, by the OpenAI decoding
+// ([openai.ChatCapture], the reply limit counted there).
 type accumulator struct {
-	gen     openai.ChatCapture
-	usage   *usage
-	timings *timings
+	gen openai.ChatCapture
 }
 
 func newAccumulator(limit int64) *accumulator {
 	a := &accumulator{}
 	a.gen.SetReplyLimit(limit)
 	return a
-}
-
-// add takes one chunk: ch is llama-server's part of data, already decoded.
-func (a *accumulator) add(ch *chunk, data []byte) error {
-	if ch.Usage != nil {
-		a.usage = ch.Usage
-	}
-	if ch.Timings != nil {
-		a.timings = ch.Timings
-	}
-	_, err := a.gen.Chunk(data)
-	return err
 }
 
 // over returns the reply limit's error once the reply is past it, else nil.
@@ -268,5 +229,5 @@ func (a *accumulator) result() *completion {
 	var res chat.Result
 	r := a.gen.ReplyTo(&res)
 	return &completion{Content: r.Content, Reasoning: r.Reasoning, ToolCalls: r.ToolCalls, replyWarnings: res.Warnings,
-		FinishReason: a.gen.FinishReason(), Usage: a.usage, Timings: a.timings}
+		FinishReason: a.gen.FinishReason(), figures: a.gen.Result(), timings: a.gen.Timings() != nil}
 }

@@ -256,28 +256,42 @@ func decodeItems(items []json.RawMessage, where string) ([]chat.Message, error) 
 
 // ChatCapture reads one Chat Completions answer another client received: the data of each
 // server-sent event ([ChatCapture.Chunk]) or an unstreamed body ([ChatCapture.Whole]). Its
-// figures follow [Client.Send]'s rules for the generic profile (usage.prompt_tokens_details
-// .cached_tokens, else llama-server's timings.cache_n), or DeepSeek's when the usage carries
-// prompt_cache_hit_tokens. The zero value is ready to use; not safe for concurrent use.
+// figures follow [Client.Send]'s rules for the generic profile (llama-server's timings.cache_n
+// and prompt_n where the answer carries them, else usage.prompt_tokens_details.cached_tokens),
+// or DeepSeek's when the usage carries prompt_cache_hit_tokens. backend/llamacpp reads its own
+// answers with it too: llama-server's figures have one reader. The zero value is ready to use;
+// not safe for concurrent use.
 type ChatCapture struct {
 	usage  *usageCounts
-	tim    *timings
+	tim    *Timings
 	done   bool
 	whole  bool
 	chunks int
 	gen    generation
 }
 
-// captureChunk is a chunk as the capture reads it: chunk's fields and an error object.
+// captureChunk is a chunk as the capture reads it: chunk's fields, an error object and
+// llama-server's prefill progress.
 type captureChunk struct {
 	chunk
 	Error json.RawMessage `json:"error"`
+	// PromptProgress is llama-server's prefill progress (`prompt_progress`: total, cache,
+	// processed, time_ms; sent with return_progress): a chunk with it and no choices, usage or
+	// timings is progress, not part of the answer.
+	PromptProgress json.RawMessage `json:"prompt_progress"`
+}
+
+// progress reports whether ck is only llama-server's prefill progress.
+func (ck *captureChunk) progress() bool {
+	return len(ck.PromptProgress) > 0 && string(ck.PromptProgress) != "null" && len(ck.Choices) == 0 && ck.Usage == nil && ck.Timings == nil
 }
 
 // Chunk takes the data of one server-sent event of a Chat Completions stream ("[DONE]"
 // included) and reports whether it carried generated content, reasoning or a tool call (the
 // first such chunk is the time to first token). A chunk that is not JSON is an error; an error
 // object in the stream (`{"error": …}`) is returned as a *chat.APIError with the server's message.
+// llama-server's prefill progress chunks (`prompt_progress` alone) are skipped: they are not
+// counted ([ChatCapture.Chunks]) and carry nothing of the answer.
 func (c *ChatCapture) Chunk(data []byte) (content bool, err error) {
 	_, content, err = c.chunk(data)
 	return content, err
@@ -293,6 +307,9 @@ func (c *ChatCapture) chunk(data []byte) (choices, content bool, err error) {
 	var ck captureChunk
 	if err := json.Unmarshal(data, &ck); err != nil {
 		return false, false, fmt.Errorf("stream chunk %d is not JSON: %w", c.chunks+1, err)
+	}
+	if ck.progress() {
+		return false, false, nil
 	}
 	c.chunks++
 	if len(ck.Error) > 0 && string(ck.Error) != "null" {
@@ -380,6 +397,13 @@ func (c *ChatCapture) ReplyOver(backend string) *chat.APIError {
 	}
 	return nil
 }
+
+// Timings returns llama-server's `timings` the answer carried last, nil when none.
+func (c *ChatCapture) Timings() *Timings { return c.tim }
+
+// Chunks returns the number of chunks taken: JSON chunks of the answer, `data: [DONE]` and
+// prefill progress not counted.
+func (c *ChatCapture) Chunks() int { return c.chunks }
 
 // FinishReason returns the last finish_reason of the first choice ("" when none came).
 func (c *ChatCapture) FinishReason() string { return c.gen.finish }

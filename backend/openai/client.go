@@ -442,11 +442,37 @@ type usageCounts struct {
 	PromptCacheMissTokens *int64 `json:"prompt_cache_miss_tokens"`
 }
 
-// timings is llama-server's `timings` object (tools/server/server-task.cpp result_timings).
-type timings struct {
-	CacheN   *int64   `json:"cache_n"`
-	PromptN  *int64   `json:"prompt_n"`
-	PromptMS *float64 `json:"prompt_ms"`
+// Timings is llama-server's `timings` object (result_timings::to_json in
+// tools/server/server-task.cpp), sent with the last chunk of a Chat Completions stream, an
+// unstreamed chat.completion and a native /completion answer: CacheN prompt tokens reused from
+// the slot's KV cache, PromptN prompt tokens prefilled in PromptMS milliseconds, PredictedN
+// tokens generated in PredictedMS milliseconds. Every field is a pointer: a missing one stays
+// unknown.
+type Timings struct {
+	CacheN      *int64   `json:"cache_n"`
+	PromptN     *int64   `json:"prompt_n"`
+	PromptMS    *float64 `json:"prompt_ms"`
+	PredictedN  *int64   `json:"predicted_n"`
+	PredictedMS *float64 `json:"predicted_ms"`
+}
+
+// counts reports whether t carries llama-server's own count of the prompt (cache_n or
+// prompt_n).
+func (t *Timings) counts() bool { return t != nil && (t.CacheN != nil || t.PromptN != nil) }
+
+// SetPrompt records the timings' prompt figures in u, each where u has none yet
+// ([chat.Usage.Set]: the first source wins): the prompt as cache_n + prompt_n (both needed), the
+// cached part cache_n, the uncached part prompt_n, each with its wire field
+// ("timings.cache_n+timings.prompt_n", "timings.cache_n", "timings.prompt_n"). They are the
+// server's own count of what its slot reused and prefilled: where present, the lab reads the
+// cached and uncached tokens from them before any usage field.
+func (t Timings) SetPrompt(u *chat.Usage) {
+	if t.CacheN != nil && t.PromptN != nil {
+		sum := *t.CacheN + *t.PromptN
+		u.Set(chat.UsagePrompt, "timings.cache_n+timings.prompt_n", &sum)
+	}
+	u.Set(chat.UsageCachedRead, "timings.cache_n", t.CacheN)
+	u.Set(chat.UsageUncached, "timings.prompt_n", t.PromptN)
 }
 
 // fillUsage normalises u (and llama-server's timings t, either may be nil) into res by profile
@@ -454,20 +480,40 @@ type timings struct {
 // CompletionTokens. seen records that a response from the server carried
 // prompt_tokens_details (profile rule [CachedDetailsOrZero]: from then on a missing field
 // counts 0); nil for an answer read on its own.
-func fillUsage(res *chat.Result, u *usageCounts, t *timings, p Profile, seen *atomic.Bool) {
+//
+// Under the default rule ([CachedDetails]) an answer with llama-server's timings is read as
+// llama-server's own count: the prompt is usage.prompt_tokens, else timings cache_n + prompt_n;
+// the cached tokens timings.cache_n, else usage.prompt_tokens_details.cached_tokens; the
+// uncached timings.prompt_n; the generated usage.completion_tokens, else timings.predicted_n;
+// with a warning when usage and timings disagree on the cached tokens, and when the answer
+// carried timings but no usage (counts from the timings only). This is the one reading of
+// llama-server's figures: `lab run --backend llamacpp` (backend/llamacpp, through
+// [ChatCapture]) and `lab proxy` in front of llama-server take it.
+func fillUsage(res *chat.Result, u *usageCounts, t *Timings, p Profile, seen *atomic.Bool) {
 	if seen == nil {
 		seen = new(atomic.Bool)
 	}
 	if t != nil && t.PromptMS != nil {
 		res.Prefill = time.Duration(*t.PromptMS * float64(time.Millisecond))
 	}
-	if u == nil {
+	llama := p.Cached == CachedDetails && t.counts()
+	if u == nil && !llama {
 		res.Warnings = append(res.Warnings, "the response carried no usage: token counts unknown (does the server honour stream_options.include_usage?)")
 		return
 	}
 	us := &chat.Usage{Fields: map[chat.UsageField]string{}}
+	if u == nil {
+		res.Warnings = append(res.Warnings, "the stream carried no usage chunk (stream_options.include_usage ignored?): counts from timings only")
+		u = &usageCounts{}
+	}
 	us.Set(chat.UsagePrompt, "usage.prompt_tokens", u.PromptTokens)
+	if llama {
+		t.SetPrompt(us)
+	}
 	us.Set(chat.UsageGenerated, "usage.completion_tokens", u.CompletionTokens)
+	if llama {
+		us.Set(chat.UsageGenerated, "timings.predicted_n", t.PredictedN)
+	}
 	if d := u.CompletionTokensDetails; d != nil {
 		us.Set(chat.UsageReasoningGenerated, "usage.completion_tokens_details.reasoning_tokens", d.ReasoningTokens)
 	}
@@ -500,6 +546,9 @@ func fillUsage(res *chat.Result, u *usageCounts, t *timings, p Profile, seen *at
 			}
 		}
 	default:
+		if llama && t.CacheN != nil && cached != nil && *t.CacheN != *cached {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("timings.cache_n %d and usage.prompt_tokens_details.cached_tokens %d disagree; cached tokens from timings", *t.CacheN, *cached))
+		}
 		us.Set(chat.UsageCachedRead, "usage.prompt_tokens_details.cached_tokens", cached)
 		if t != nil {
 			us.Set(chat.UsageCachedRead, "timings.cache_n", t.CacheN)

@@ -26,7 +26,7 @@ type chunk struct {
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
 	Usage   *usageCounts `json:"usage"`
-	Timings *timings     `json:"timings"`
+	Timings *Timings     `json:"timings"`
 }
 
 // delta is a stream delta or a response message: content, reasoning under either name

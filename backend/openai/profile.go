@@ -11,8 +11,9 @@ type CachedField int
 
 const (
 	// CachedDetails: usage.prompt_tokens_details.cached_tokens; a response without it leaves
-	// the count unknown (OpenAI sends it on every response, 0 included). Where the field is
-	// missing, llama-server's `timings.cache_n` is read instead when present.
+	// the count unknown (OpenAI sends it on every response, 0 included). An answer with
+	// llama-server's `timings` is read by them first: timings.cache_n is the cached tokens,
+	// timings.prompt_n the uncached ones (the server's own count of its slot).
 	CachedDetails CachedField = iota
 	// CachedDetailsOrZero: usage.prompt_tokens_details.cached_tokens, and a response without it
 	// means 0. vLLM writes prompt_tokens_details only when the server runs with

@@ -79,6 +79,8 @@ lab check --run read as a run. API keys are forwarded, never written.
 With --render ollama (and --gguf, the served model's file) or --render llamacpp, the proxy asks
 the local upstream for its own rendering of each request and models its one cache slot: expected
 cached tokens, the first divergence and the re-read tokens by segment, as lab run computes them.
+With --render llamacpp and no --upstream it forwards to the llama-server lab server start
+--server llamacpp runs; in front of a local llama-server it holds that server's use lock.
 
 Ollama reports no cached-token count in its API: with --server-log (the server's log, written
 with OLLAMA_DEBUG=1) each Ollama row's cached tokens are the used= of its "loading cache slot"
@@ -97,7 +99,7 @@ for it, as it waits for another run).`,
 	}
 	f := c.Flags()
 	f.StringVar(&o.Listen, "listen", "", "the loopback address to listen on, such as 127.0.0.1:8081 (required)")
-	f.StringVar(&o.Upstream, "upstream", "", "the server or API to forward to, such as http://127.0.0.1:11434 or https://api.anthropic.com (required)")
+	f.StringVar(&o.Upstream, "upstream", "", "the server or API to forward to, such as http://127.0.0.1:11434 or https://api.anthropic.com (required; with --render llamacpp, default: lab server start --server llamacpp's server)")
 	f.StringVar(&o.RunDir, "run", "", "the capture's run folder (default: <results>/run_id=<run-id>)")
 	f.StringVar(&o.ResultsDir, "results", "results", "folder that receives run_id=<run-id>/")
 	f.StringVar(&o.RunID, "run-id", "", "the capture's run id (default: the start time, YYYYMMDD-HHMMSS)")
@@ -117,6 +119,17 @@ for it, as it waits for another run).`,
 }
 
 func runProxy(ctx context.Context, s *streams, o *proxyOptions) (err error) {
+	if o.Render == capture.RenderLlamaCpp && o.Upstream == "" {
+		// The lab's shared llama-server (lab server start --server llamacpp), if one runs.
+		if cache, err := cacheDir(s, o.CacheDir); err == nil {
+			if srv, err := localserver.AttachLlamaServer(ctx, localserver.SharedLlamaDir(cache)); err == nil {
+				o.Upstream = srv.URL
+			}
+		}
+		if o.Upstream == "" {
+			return badInput("--render llamacpp without --upstream needs the llama-server lab server start --server llamacpp runs, and none runs")
+		}
+	}
 	if o.Listen == "" || o.Upstream == "" {
 		return badInput("--listen and --upstream are required")
 	}
@@ -174,6 +187,25 @@ func runProxy(ctx context.Context, s *streams, o *proxyOptions) (err error) {
 			return badInput("--upstream: %v", err)
 		}
 		attr.Tokenizer = cl.Tokenizer()
+		if o.NumCtx == 0 {
+			// The slot's context window, as lab run reads it (GET /props n_ctx).
+			if p, err := cl.Props(ctx); err == nil {
+				attr.NumCtx = int(p.NCtx)
+			}
+		}
+		if u, err := url.Parse(o.Upstream); err == nil && capture.CheckLoopback(net.JoinHostPort(u.Hostname(), "0")) == nil {
+			// One measurement at a time on a llama-server: a lab run given its address waits
+			// while the proxy models its slot, as it waits for another run.
+			cache, err := cacheDir(s, o.CacheDir)
+			if err != nil {
+				return err
+			}
+			unlock, err := localserver.LockURL(ctx, cache, o.Upstream, s.err)
+			if err != nil {
+				return err
+			}
+			defer unlock()
+		}
 	default:
 		return badInput("--render %q: want ollama or llamacpp", o.Render)
 	}

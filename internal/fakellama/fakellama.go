@@ -1,8 +1,9 @@
-// Package fakellama builds a stand-in for llama.cpp's llama-server for tests: `--help` lists the
-// flags of a 2026 build; otherwise it prints its arguments and FAKE_MARK, serves /health (503 for
-// the first three requests, as while a model loads, then 200) and /props on --host:--port
-// (default_generation_settings.n_ctx is -c, or FAKE_N_CTX when set: a server whose slot context
-// differs from the flag).
+// Package fakellama holds stand-ins for llama.cpp's llama-server for tests. [Build] compiles a
+// process one: `--help` lists the flags of a 2026 build; otherwise it prints its arguments and
+// FAKE_MARK, serves /health (503 for the first three requests, as while a model loads, then 200)
+// and /props on --host:--port (default_generation_settings.n_ctx is -c, or FAKE_N_CTX when set: a
+// server whose slot context differs from the flag). [Start] serves an in-process one with a slot,
+// a chat template and the wire behaviour of a real build ([Server]).
 package fakellama
 
 import (
