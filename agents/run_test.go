@@ -51,7 +51,7 @@ func fakeAgent() int {
 	}
 	wd, _ := os.Getwd()
 	cfg, _ := os.ReadFile(filepath.Join(os.Getenv("HOME"), "fake.conf"))
-	fmt.Printf("resume=%v home=%s wd=%s secret=%q conf=%s args=%q\n", resume, os.Getenv("HOME"), wd, os.Getenv("LAB_TEST_SECRET"), cfg, args)
+	fmt.Printf("resume=%v home=%s wd=%s secret=%q proxy=%s,%s conf=%s args=%q\n", resume, os.Getenv("HOME"), wd, os.Getenv("LAB_TEST_SECRET"), os.Getenv("HTTPS_PROXY") != "", os.Getenv("NODE_USE_ENV_PROXY"), cfg, args)
 	if strings.Contains(strings.Join(args, " "), "fail") {
 		return 7
 	}
@@ -125,7 +125,7 @@ func TestRunDrivesTurnsThroughTheEndpoint(t *testing.T) {
 		s := string(out)
 		home := filepath.Join(r.Dir, "home")
 		for _, want := range []string{fmt.Sprintf("resume=%v", turns[i].Resume), "home=" + home, "wd=" + filepath.Join(r.Dir, "project"),
-			`secret=""`, "model=the-model", "outside: 403", turns[i].Prompt} {
+			`secret=""`, "proxy=true,1", "model=the-model", "outside: 403", turns[i].Prompt} {
 			if !strings.Contains(s, want) {
 				t.Errorf("turn %d stdout %q: want %q", i+1, s, want)
 			}
