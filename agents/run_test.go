@@ -51,7 +51,7 @@ func fakeAgent() int {
 	}
 	wd, _ := os.Getwd()
 	cfg, _ := os.ReadFile(filepath.Join(os.Getenv("HOME"), "fake.conf"))
-	fmt.Printf("resume=%v home=%s wd=%s secret=%q proxy=%s,%s conf=%s args=%q\n", resume, os.Getenv("HOME"), wd, os.Getenv("LAB_TEST_SECRET"), os.Getenv("HTTPS_PROXY") != "", os.Getenv("NODE_USE_ENV_PROXY"), cfg, args)
+	fmt.Printf("resume=%v home=%s wd=%s secret=%q proxy=%v,%s conf=%s args=%q\n", resume, os.Getenv("HOME"), wd, os.Getenv("LAB_TEST_SECRET"), os.Getenv("HTTPS_PROXY") != "", os.Getenv("NODE_USE_ENV_PROXY"), cfg, args)
 	if strings.Contains(strings.Join(args, " "), "fail") {
 		return 7
 	}
