@@ -144,6 +144,7 @@ func inProcessProxy(s *streams, upstream, cache, runID, model string) agents.End
 		if err != nil {
 			return "", nil, err
 		}
+		fmt.Fprintf(s.err, "%s: starting lab proxy in front of %s (its log: %s; it waits while another lab process uses the server)\n", a.Name, upstream, logf.Name())
 		pctx, cancel := context.WithCancel(ctx)
 		ready := make(chan string, 1)
 		done := make(chan error, 1)
