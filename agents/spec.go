@@ -52,13 +52,16 @@ type Agent struct {
 	// Bin is the command in the package's node_modules/.bin.
 	Bin string `json:"bin"`
 	// BaseURL and Quiet say, for people, how the agent is pointed and silenced.
-	BaseURL string            `json:"base_url"`
-	Quiet   string            `json:"quiet"`
-	Session Session           `json:"session"`
-	Env     map[string]string `json:"env"`
-	Files   map[string]string `json:"files"`
-	First   []string          `json:"first"`
-	Resume  []string          `json:"resume"`
+	BaseURL string  `json:"base_url"`
+	Quiet   string  `json:"quiet"`
+	Session Session `json:"session"`
+	// SideRequests says which requests of their own, beside the session's (titles, summaries,
+	// sub-agents), the agent was seen to send.
+	SideRequests string            `json:"side_requests"`
+	Env          map[string]string `json:"env"`
+	Files        map[string]string `json:"files"`
+	First        []string          `json:"first"`
+	Resume       []string          `json:"resume"`
 }
 
 // Spec returns the agent's npm package spec, NAME@VERSION.
