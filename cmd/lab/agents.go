@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"lab/agents"
+	"lab/capture"
+	"lab/localserver"
+	"lab/metrics"
+)
+
+// agentsOptions are `lab agents`'s flags.
+type agentsOptions struct {
+	// Agents are the --agent names (all of agents.json for none).
+	Agents []string
+	// Proxy is the base URL of a running lab proxy; "" starts one per agent in front of the
+	// server lab server start left running.
+	Proxy      string
+	RunDir     string
+	ResultsDir string
+	RunID      string
+	Model      string
+	CacheDir   string
+	// TurnTimeout limits each turn's child process.
+	TurnTimeout time.Duration
+}
+
+func newAgentsCmd(s *streams) *cobra.Command {
+	o := &agentsOptions{}
+	c := &cobra.Command{
+		Use:   "agents",
+		Short: "Install real coding agents and drive a scripted session through each, via lab proxy",
+		Long: `agents installs pinned versions of real coding agents (Codex, Claude Code, opencode,
+Qwen Code, pi: the agents' table is lab's agents/agents.json) with npm into the lab's cache, gives
+each a scratch HOME and project with dummy keys, telemetry and auto-update off, and drives the
+same scripted session through it: three user turns, the second and third resuming the first's
+session, each a child process with a time limit (--turn-timeout).
+
+Without --proxy, each agent gets a lab proxy of its own (in this process) in front of the server
+lab server start left running, recording into <run>/<agent>/capture/ (its request bodies
+included). With --proxy, every agent talks to that running lab proxy instead.
+
+Nothing leaves loopback: the agents' HTTP(S)_PROXY is a listener that refuses every request and
+writes where it was going into <run>/<agent>/outside.jsonl; <run>/<agent>/wire.jsonl has the
+method, path and headers (secrets redacted) of each request the agent sent; the turns' output is
+in turn-N.stdout and .stderr; <run>/agents.json sums it all up. An agent that cannot be installed
+or started is an error row; the others still run.`,
+		Example: `  lab server start && lab agents
+  lab agents --agent codex,claude
+  lab agents --proxy http://127.0.0.1:8081`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runAgents(cmd.Context(), s, o)
+		},
+	}
+	f := c.Flags()
+	f.StringSliceVar(&o.Agents, "agent", nil, "the agents to run, comma-separated (default: all of them)")
+	f.StringVar(&o.Proxy, "proxy", "", "the base URL of a running lab proxy, such as http://127.0.0.1:8081 (default: a lab proxy per agent in front of lab server start's server)")
+	f.StringVar(&o.RunDir, "run", "", "the run folder (default: <results>/run_id=agents-<time>)")
+	f.StringVar(&o.ResultsDir, "results", "results", "folder that receives run_id=<run-id>/")
+	f.StringVar(&o.RunID, "run-id", "", "the run id (default: agents-YYYYMMDD-HHMMSS)")
+	f.StringVar(&o.Model, "model", localserver.DefaultModelName, "the model name every agent asks for")
+	f.StringVar(&o.CacheDir, "cache", "", "the lab's cache folder (default $LAB_CACHE or ~/.cache/lab)")
+	f.DurationVar(&o.TurnTimeout, "turn-timeout", agents.DefaultTurnTimeout, "how long one turn may run before its process is killed")
+	return c
+}
+
+func runAgents(ctx context.Context, s *streams, o *agentsOptions) error {
+	list, err := agents.Select(o.Agents)
+	if err != nil {
+		return badInput("--agent: %v", err)
+	}
+	if o.TurnTimeout <= 0 {
+		return badInput("--turn-timeout %s: want a positive duration", o.TurnTimeout)
+	}
+	if o.Model == "" {
+		return badInput("--model: want a model name")
+	}
+	cache, err := cacheDir(s, o.CacheDir)
+	if err != nil {
+		return err
+	}
+	runID := o.RunID
+	if runID == "" {
+		runID = "agents-" + time.Now().Format("20060102-150405")
+	}
+	if err := metrics.CheckRunID(runID); err != nil {
+		return badInput("--run-id: %v", err)
+	}
+	dir := o.RunDir
+	if dir == "" {
+		dir = metrics.RunDir(o.ResultsDir, runID)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+		return badInput("--run %s: the folder exists and is not empty", dir)
+	}
+	var endpoint agents.Endpoint
+	if o.Proxy != "" {
+		u, err := url.Parse(o.Proxy)
+		if err != nil || u.Scheme != "http" || u.Host == "" {
+			return badInput("--proxy %q: want http://host:port of a running lab proxy", o.Proxy)
+		}
+		if err := capture.CheckLoopback(u.Host); err != nil {
+			return badInput("--proxy: %v", err)
+		}
+		base := strings.TrimSuffix(o.Proxy, "/")
+		endpoint = func(context.Context, agents.Agent, string) (string, func() error, error) {
+			return base, func() error { return nil }, nil
+		}
+	} else {
+		srv, err := localserver.Attach(ctx, sharedServerDir(cache))
+		if err != nil {
+			return fmt.Errorf("lab agents needs lab server start's server running, or --proxy: %w", err)
+		}
+		endpoint = inProcessProxy(s, srv.URL, cache, runID, o.Model)
+	}
+	fmt.Fprintf(s.err, "lab agents: %d agents into %s\n", len(list), dir)
+	results, err := agents.Run(ctx, agents.Options{
+		Agents: list, CacheDir: cache, RunDir: dir, Endpoint: endpoint, Model: o.Model,
+		TurnTimeout: o.TurnTimeout, Progress: s.err,
+	})
+	printAgents(s, dir, results)
+	return err
+}
+
+// inProcessProxy starts, for each agent, `lab proxy` (runProxy, in this process) on a free
+// loopback port in front of upstream, rendering through Ollama and recording into
+// <agent dir>/capture/ with the agent's name as the arm; its own output goes to
+// <agent dir>/proxy.log. The stop function ends it and returns its error.
+func inProcessProxy(s *streams, upstream, cache, runID, model string) agents.Endpoint {
+	return func(ctx context.Context, a agents.Agent, dir string) (string, func() error, error) {
+		logf, err := os.Create(filepath.Join(dir, "proxy.log"))
+		if err != nil {
+			return "", nil, err
+		}
+		fmt.Fprintf(s.err, "%s: starting lab proxy in front of %s (its log: %s; it waits while another lab process uses the server)\n", a.Name, upstream, logf.Name())
+		pctx, cancel := context.WithCancel(ctx)
+		ready := make(chan string, 1)
+		done := make(chan error, 1)
+		ps := &streams{out: logf, err: logf, getenv: s.getenv, started: true}
+		po := &proxyOptions{
+			Listen: "127.0.0.1:0", Upstream: upstream, RunDir: filepath.Join(dir, "capture"), RunID: runID,
+			Label: a.Name, SaveRequests: true, Render: capture.RenderOllama, CacheDir: cache,
+			MaxRequestBytes: capture.DefaultMaxRequestBytes, Tags: []string{"agent=" + a.Name, "agent_version=" + a.Version, "model=" + model},
+			ready: func(addr string) { ready <- addr },
+		}
+		go func() { done <- runProxy(pctx, ps, po) }()
+		stop := func() error {
+			cancel()
+			err := <-done
+			logf.Close()
+			return err
+		}
+		select {
+		case addr := <-ready:
+			return "http://" + addr, stop, nil
+		case err := <-done:
+			cancel()
+			logf.Close()
+			if err == nil {
+				err = errors.New("the proxy ended before it listened")
+			}
+			return "", nil, fmt.Errorf("start lab proxy (see %s): %w", filepath.Join(dir, "proxy.log"), err)
+		}
+	}
+}
+
+// printAgents writes the per-agent table: install, turns, requests, session identity and
+// what the agent tried to reach outside loopback.
+func printAgents(s *streams, dir string, rs []agents.Result) {
+	fmt.Fprintf(s.out, "agents: %s\n", filepath.Join(dir, "agents.json"))
+	tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "agent\tversion\tinstall\tturns ok\trequests\tsessions\toutside\terror")
+	for _, r := range rs {
+		inst := fmt.Sprintf("%.0f MB, %.1f s", float64(r.InstallBytes)/1e6, r.InstallSeconds)
+		if r.InstallReused {
+			inst = fmt.Sprintf("%.0f MB, cached", float64(r.InstallBytes)/1e6)
+		}
+		ok := 0
+		for _, t := range r.Turns {
+			if t.Exit != nil && *t.Exit == 0 {
+				ok++
+			}
+		}
+		var out []string
+		for h, n := range r.Outside {
+			out = append(out, fmt.Sprintf("%s ×%d", h, n))
+		}
+		sort.Strings(out)
+		if len(out) == 0 {
+			out = []string{"none"}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d\t%d\t%s\t%s\n", r.Agent, r.Version, inst, ok, len(r.Turns), r.Requests, len(r.Sessions), strings.Join(out, ", "), r.Error)
+	}
+	tw.Flush()
+}
