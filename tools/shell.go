@@ -132,10 +132,10 @@ func RunShell(ctx context.Context, dir, home, command string, limit time.Duratio
 // stdin empty, no terminal (a session of its own) and no descriptor but stdin, stdout and
 // stderr, in namespaces of its own:
 //   - a mount namespace whose root holds only the project copy and HOME, read-write at their
-//     shown paths (Project and Home, mounted from ProjectDir and HomeDir), /usr, /bin, /sbin, /lib* and /etc of the host read-only, a private /tmp (an
-//     in-memory filesystem of at most [ShellTmpBytes], emptied after each command), a /dev of
-//     null, zero, full, random and urandom, and a /proc of its own PID namespace (its processes,
-//     no /proc/sys or other kernel setting): nothing else of the host (not the run's results
+//     shown paths (Project and Home, mounted from ProjectDir and HomeDir), /usr, /bin, /sbin,
+//     /lib* and /etc of the host read-only, a private /tmp (an in-memory filesystem of at
+//     most [ShellTmpBytes], emptied after each command), a /dev of null, zero, full, random
+//     and urandom, and a /proc of its own PID namespace (its processes, no /proc/sys or other kernel setting): nothing else of the host (not the run's results
 //     folder, not the lab's folder or its temporary folder, no other process) can be read or
 //     written, and the command, left with no capability, cannot undo the view;
 //   - a network namespace holding only a loopback interface that is down (no address, not even
