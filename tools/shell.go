@@ -135,9 +135,10 @@ func RunShell(ctx context.Context, dir, home, command string, limit time.Duratio
 //     shown paths (Project and Home, mounted from ProjectDir and HomeDir), /usr, /bin, /sbin,
 //     /lib* and /etc of the host read-only, a private /tmp (an in-memory filesystem of at
 //     most [ShellTmpBytes], emptied after each command), a /dev of null, zero, full, random
-//     and urandom, and a /proc of its own PID namespace (its processes, no /proc/sys or other kernel setting): nothing else of the host (not the run's results
-//     folder, not the lab's folder or its temporary folder, no other process) can be read or
-//     written, and the command, left with no capability, cannot undo the view;
+//     and urandom, and a /proc of its own PID namespace (its processes, no /proc/sys or
+//     other kernel setting): nothing else of the host (not the run's results folder, not
+//     the lab's folder or its temporary folder, no other process) can be read or written,
+//     and the command, left with no capability, cannot undo the view;
 //   - a network namespace holding only a loopback interface that is down (no address, not even
 //     the machine's loopback, can be reached);
 //   - a user namespace of its own, so that even a lab running as root gives the command no
