@@ -3,6 +3,7 @@ package harness_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,6 +20,17 @@ import (
 	"lab/scenario"
 	"lab/scenarios"
 )
+
+// longTempDir points TMPDIR at a fresh folder of the test with a long path, and returns it: the
+// sandbox's real folder is under it, and no answer may show it.
+func longTempDir(t *testing.T) string {
+	dir := filepath.Join(t.TempDir(), strings.Repeat("a-long-temporary-folder-", 6))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", dir)
+	return dir
+}
 
 // gateBackend holds its first request until open is closed: its session stays in its sandbox
 // as long as the test wants.

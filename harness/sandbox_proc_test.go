@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -94,17 +93,6 @@ func startHelper(t *testing.T, name string) (io.WriteCloser, *exec.Cmd) {
 		t.Fatal("the helper process did not start its session within 60s")
 	}
 	return in, cmd
-}
-
-// longTempDir points TMPDIR at a fresh folder of the test with a long path, and returns it: the
-// sandbox's real folder is under it, and no answer may show it.
-func longTempDir(t *testing.T) string {
-	dir := filepath.Join(t.TempDir(), strings.Repeat("a-long-temporary-folder-", 6))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("TMPDIR", dir)
-	return dir
 }
 
 // The bytes a scripted session sends depend on nothing else on the machine: a session run while
