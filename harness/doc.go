@@ -4,8 +4,9 @@
 //
 // For one session ([RunSession]):
 //
-//  1. The scenario's workspace is written into a sandbox (tools.NewWorkspace); the tools (read,
-//     list, grep, edit) run for real there.
+//  1. The scenario's workspace is written into a sandbox (tools.NewSandboxWorkspace: a private
+//     folder, shown as /tmp/lab-sandbox/<scenario>); the tools (read, list, grep, edit) run for
+//     real there.
 //  2. The system prompt is built once (spec 3.2.0 §10.1), with the environment lines (§11); the
 //     practice arm that puts the date in it rebuilds it for every request.
 //  3. A user step appends the person's message, with a <session-note> carrying the date on the

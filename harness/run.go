@@ -75,10 +75,14 @@ type RunConfig struct {
 	SlotBackends []Backend
 	// SaveRequests writes every request body to requests.jsonl beside the samples.
 	SaveRequests bool
-	// SandboxDir is where each session's workspace is written (into SandboxDir/<project>); ""
-	// means <temp>/lab-sandbox/<scenario>, held by the session while it runs (a session of the
-	// same scenario in another lab process waits for it) and emptied after: the same path in
-	// every run, whatever else runs on the machine.
+	// SandboxDir is where each session's workspace is written (into SandboxDir/<project>, and
+	// shown there); "" means a private folder of the session's own ([tools.PrivateSandbox]),
+	// shown in every tool answer as /tmp/lab-sandbox/<scenario> ([tools.ShownSandbox]) and
+	// removed after: the same path in every run, whatever TMPDIR and whatever else runs on the
+	// machine, and sessions of one scenario run at once. A live shell that may run outside its
+	// view (Driver.UnsandboxedShell, or no view on the system) takes the fixed folder itself,
+	// held while the session runs ([tools.ClaimSandbox]: a session of the same scenario in
+	// another lab process waits for it).
 	SandboxDir string
 	// Settings are recorded in the manifest as they are (flags, model options).
 	Settings map[string]string
@@ -286,32 +290,41 @@ func RunMatrix(ctx context.Context, cfg RunConfig, runID string, kept []metrics.
 	prepare := func(ms MatrixSession, be Backend, slot int, to metrics.Sink, rows *int) (SessionConfig, func(), error) {
 		scen, arm, rep := cfg.Scenarios[ms.Scenario], cfg.Arms[ms.Arm], ms.Repetition
 		// The sandbox's path appears in answers that name absolute paths (errors, search
-		// results): the same path for every arm of the run, from run to run, and whatever other
-		// lab processes run (tools.ClaimSandbox). Sessions at once each have their own, of the
-		// same length whatever the slot.
-		sandbox, release := cfg.SandboxDir, func() {}
+		// results, the shell's output): the same shown path for every arm of the run, from run
+		// to run, whatever TMPDIR and whatever other lab processes run (tools.PrivateSandbox;
+		// tools.ClaimSandbox where the shell may run outside its view). Sessions at once each
+		// have a private folder of their own, shown at the same path; where the fixed folder
+		// itself must be claimed, each slot claims one of its own, of the same length.
+		sandbox, release := tools.Sandbox{Dir: cfg.SandboxDir, Shown: cfg.SandboxDir}, func() {}
 		key := scen.Name
 		if slot >= 0 {
 			key = fmt.Sprintf("%s.slot%02d", scen.Name, slot)
-			if sandbox != "" {
-				sandbox = filepath.Join(sandbox, fmt.Sprintf("slot%02d", slot))
+			if cfg.SandboxDir != "" {
+				dir := filepath.Join(cfg.SandboxDir, fmt.Sprintf("slot%02d", slot))
+				sandbox = tools.Sandbox{Dir: dir, Shown: dir}
 			}
 		}
-		if sandbox == "" {
-			sb, rel, err := tools.ClaimSandbox(ctx, key, func(sb, lock string) {
-				if cfg.Warn != nil {
-					cfg.Warn(fmt.Errorf("%s/%s: waiting for the sandbox %s, which another lab process holds (lock %s)", scen.Name, arm.Name, sb, lock))
-				}
-			})
+		if cfg.SandboxDir == "" {
+			var err error
+			if cfg.Driver.Live() && scen.Shell != nil && (cfg.Driver.UnsandboxedShell || !tools.HasShellView) {
+				var dir string
+				dir, release, err = tools.ClaimSandbox(ctx, key, func(sb, lock string) {
+					if cfg.Warn != nil {
+						cfg.Warn(fmt.Errorf("%s/%s: waiting for the sandbox %s, which another lab process holds (lock %s)", scen.Name, arm.Name, sb, lock))
+					}
+				})
+				sandbox = tools.Sandbox{Dir: dir, Shown: dir}
+			} else {
+				sandbox, release, err = tools.PrivateSandbox(scen.Name)
+			}
 			if err != nil {
 				return SessionConfig{}, nil, fmt.Errorf("%s/%s repetition %d: %w", scen.Name, arm.Name, rep, err)
 			}
-			sandbox, release = sb, rel
 		}
 		sc := SessionConfig{
 			Scenario: scen, Arm: arm, Repetition: rep, RunID: runID, Loop: cfg.Loop, Backend: be,
 			BackendName: cfg.BackendName, Model: cfg.Model, ServerVersion: cfg.ServerVersion,
-			Tokenizer: cfg.Tokenizer, Sink: to, SandboxDir: sandbox, Warn: cfg.Warn, NumCtx: cfg.NumCtx, Window: cfg.Window, CacheReuse: cfg.CacheReuse,
+			Tokenizer: cfg.Tokenizer, Sink: to, SandboxDir: sandbox.Dir, SandboxShown: sandbox.Shown, Warn: cfg.Warn, NumCtx: cfg.NumCtx, Window: cfg.Window, CacheReuse: cfg.CacheReuse,
 			HostCache: cfg.HostCache, Warm: cfg.Warm, Price: cfg.Price, Retry: cfg.Retry, Driver: cfg.Driver, ConstantCached: cfg.ConstantCached,
 			MaxReplyBytes: cfg.MaxReplyBytes, Requests: requests,
 			OnSample: func(s *metrics.Sample) {

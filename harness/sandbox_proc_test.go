@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -97,11 +96,12 @@ func startHelper(t *testing.T, name string) (io.WriteCloser, *exec.Cmd) {
 }
 
 // The bytes a scripted session sends depend on nothing else on the machine: a session run while
-// another lab process holds a sandbox (for another scenario, or for the same one) sees the same
-// project root and sends the same rendered requests as one run alone. A session of the same
-// scenario waits for the other to end instead of taking another folder.
+// another lab process runs a session (of another scenario, or of the same one) sees the same
+// project root, shown at /tmp/lab-sandbox/<scenario> whatever TMPDIR is, and sends the same
+// rendered requests as one run alone. A session of the same scenario runs at once, in a private
+// folder of its own, and waits for nothing.
 func TestSandboxPathIgnoresOtherProcesses(t *testing.T) {
-	t.Setenv("TMPDIR", t.TempDir()) // os.TempDir: the sandboxes of this test alone
+	temp := longTempDir(t)
 	sc, err := scenario.LoadScenarioFS(scenarios.FS, "midnight/scenario.yaml", "scenarios/midnight/scenario.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -114,16 +114,20 @@ func TestSandboxPathIgnoresOtherProcesses(t *testing.T) {
 			Scenarios: []*scenario.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec")}, ResultsDir: t.TempDir(), RunID: id,
 			Loop: loop, Backend: be, Tokenizer: tinytokenizer.Bytes{},
 		}); err != nil {
-			t.Fatal(err)
+			t.Error(err)
 		}
 		return be.rendered
 	}
 	alone := run("alone", nil)
-	if root := filepath.Join(os.TempDir(), "lab-sandbox") + "/"; !strings.Contains(strings.Join(alone, ""), root) {
+	all := strings.Join(alone, "")
+	if root := "/tmp/lab-sandbox/midnight/"; !strings.Contains(all, root) {
 		t.Fatalf("the requests never name a path under %s; the test needs a scenario whose answers name absolute paths", root)
 	}
+	if strings.Contains(all, temp) {
+		t.Errorf("the requests name the real temporary folder %s", temp)
+	}
 
-	// Another process holds the sandbox of another scenario.
+	// Another process runs a session of another scenario.
 	in, cmd := startHelper(t, "unchanged-rereads")
 	beside := run("beside", nil)
 	in.Close()
@@ -134,28 +138,22 @@ func TestSandboxPathIgnoresOtherProcesses(t *testing.T) {
 		t.Errorf("a session run beside another lab process sent other bytes than one run alone (%d and %d requests)", len(alone), len(beside))
 	}
 
-	// Another process holds the sandbox of the same scenario: this one waits, then sends the
-	// same bytes.
+	// Another process is in a session of the same scenario: this one runs at once, beside it,
+	// and sends the same bytes.
 	in, cmd = startHelper(t, "midnight")
-	sent := make(chan bool, 100)
 	done := make(chan []string, 1)
-	go func() { done <- run("after", sent) }()
+	go func() { done <- run("same", nil) }()
 	select {
-	case <-sent:
-		t.Errorf("a session of midnight sent a request while another process held midnight's sandbox")
-	case <-time.After(500 * time.Millisecond):
+	case same := <-done:
+		if !slices.Equal(alone, same) {
+			t.Errorf("a session run beside another process's session of the same scenario sent other bytes than one run alone")
+		}
+	case <-time.After(60 * time.Second):
+		t.Error("a session of midnight did not finish within 60s while another process was in a session of midnight")
 	}
 	in.Close()
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("helper: %v", err)
-	}
-	select {
-	case after := <-done:
-		if !slices.Equal(alone, after) {
-			t.Errorf("a session run after another process's session of the same scenario sent other bytes than one run alone")
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("the session did not run once the other process let its sandbox go")
 	}
 }
 

@@ -81,8 +81,9 @@ type SessionConfig struct {
 	Tokenizer Tokenizer
 	// Sink receives one sample per request.
 	Sink metrics.Sink
-	// SandboxDir is where the workspace is copied (into SandboxDir/<project>).
-	SandboxDir string
+	// SandboxDir is where the workspace is copied (into SandboxDir/<project>); SandboxShown is
+	// the path tool answers name it by ("" means SandboxDir: [tools.Sandbox]).
+	SandboxDir, SandboxShown string
 	// Requests, when set, receives every request body as one JSON line.
 	Requests io.Writer
 	// OnSample, when set, is called after each sample is written (progress display).
@@ -133,7 +134,7 @@ func RunSession(ctx context.Context, cfg SessionConfig) error {
 	if err != nil {
 		return err
 	}
-	ws, err := tools.NewWorkspace(sc.Files, cfg.SandboxDir, sc.Project)
+	ws, err := tools.NewSandboxWorkspace(sc.Files, tools.Sandbox{Dir: cfg.SandboxDir, Shown: cfg.SandboxShown}, sc.Project)
 	if err != nil {
 		return err
 	}

@@ -35,11 +35,11 @@ func (r *runner) shell(ctx context.Context, raw json.RawMessage) string {
 	if r.cfg.Scenario.Shell.Timeout == "" || limit <= 0 {
 		limit = r.cfg.Driver.toolLimit()
 	}
-	home, err := r.ws.ShellHome()
+	sh, err := r.ws.Shell()
 	if err != nil {
 		return r.hs.Result("Error: bash: " + err.Error())
 	}
-	sh := tools.Shell{Project: r.ws.Root, Home: home, Limit: limit, Unsandboxed: r.cfg.Driver.UnsandboxedShell}
+	sh.Limit, sh.Unsandboxed = limit, r.cfg.Driver.UnsandboxedShell
 	res, err := sh.Run(ctx, dir, a.Command)
 	if err == nil && res.Isolation != tools.IsolationView && !r.warnedUnsandboxed && r.cfg.Warn != nil {
 		r.warnedUnsandboxed = true

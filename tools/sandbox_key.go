@@ -2,6 +2,8 @@ package tools
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 )
 
@@ -18,4 +20,43 @@ func checkSandboxKey(key string) error {
 		return fmt.Errorf("claim a sandbox: scenario name %q: want lower-case letters, digits, '.', '_' and '-', starting with a letter or digit (it names the sandbox folder)", key)
 	}
 	return nil
+}
+
+// ShownSandboxRoot is the folder every sandbox is shown under: a session of scenario s names its
+// sandbox /tmp/lab-sandbox/s in every tool answer (errors, search results, the live shell's
+// output: spec 3.2.0 §1, §11), wherever the sandbox really is, so that the bytes a session sends
+// depend on nothing of the machine (not its TMPDIR, not the other lab processes).
+const ShownSandboxRoot = "/tmp/lab-sandbox"
+
+// shownRoot is [ShownSandboxRoot]; tests of the locked claim point it at a folder of their own.
+var shownRoot = ShownSandboxRoot
+
+// ShownSandbox returns the path every tool answer names the sandbox of scenario key by:
+// [ShownSandboxRoot]/<key>.
+func ShownSandbox(key string) string { return filepath.Join(shownRoot, key) }
+
+// Sandbox is the folder a session's workspace is written into ([NewSandboxWorkspace]): Dir, the
+// real folder on the machine, where the tools read and write, and Shown, the absolute path every
+// tool answer names it by. Shown is Dir when the sandbox is the fixed folder [ClaimSandbox]
+// holds.
+type Sandbox struct {
+	Dir, Shown string
+}
+
+// PrivateSandbox makes a fresh private folder for a session of scenario key (os.MkdirTemp under
+// the machine's temporary folder, nothing shared, no lock: sessions of one scenario, in one
+// process or several, run at once) shown as [ShownSandbox](key), and a release func that removes
+// it. The file tools name the shown path ([Workspace]); the live shell's view mounts the folder
+// at the shown path ([Shell]). Where the shown path cannot be made real for the shell (a shell
+// without the view: [HasShellView], [Shell].Unsandboxed), use [ClaimSandbox] instead. Errors are
+// the key's ([checkSandboxKey]) and the filesystem's.
+func PrivateSandbox(key string) (Sandbox, func(), error) {
+	if err := checkSandboxKey(key); err != nil {
+		return Sandbox{}, nil, err
+	}
+	dir, err := os.MkdirTemp("", "lab-sandbox-"+key+"-")
+	if err != nil {
+		return Sandbox{}, nil, fmt.Errorf("create the sandbox of %s: %w", key, err)
+	}
+	return Sandbox{Dir: dir, Shown: ShownSandbox(key)}, func() { os.RemoveAll(dir) }, nil
 }

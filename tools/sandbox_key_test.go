@@ -11,9 +11,9 @@ import (
 // empty) the folder of every process's lock, "", "..", a path the folder of every sandbox or
 // one outside them.
 func TestClaimSandboxRefusesOtherKeys(t *testing.T) {
-	t.Setenv("TMPDIR", t.TempDir())
-	other := filepath.Join(os.TempDir(), "lab-sandbox", "other")
-	lock := filepath.Join(os.TempDir(), "lab-sandbox", ".locks", "other")
+	useShownRoot(t, filepath.Join(t.TempDir(), "lab-sandbox"))
+	other := filepath.Join(shownRoot, "other")
+	lock := filepath.Join(shownRoot, ".locks", "other")
 	if err := os.MkdirAll(other, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,15 @@ func TestClaimSandboxRefusesOtherKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer release()
-	if want := filepath.Join(os.TempDir(), "lab-sandbox", "midnight"); dir != want {
+	if want := filepath.Join(shownRoot, "midnight"); dir != want {
 		t.Errorf("sandbox %s; want %s", dir, want)
 	}
+}
+
+// useShownRoot points the shown sandbox root, which the locked claim makes real, at root for the
+// test (not parallel), so that it claims no folder a real run on the machine holds.
+func useShownRoot(t *testing.T, root string) {
+	old := shownRoot
+	shownRoot = root
+	t.Cleanup(func() { shownRoot = old })
 }

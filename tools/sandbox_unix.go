@@ -12,23 +12,24 @@ import (
 	"time"
 )
 
-// ClaimSandbox returns the sandbox folder of a session of the scenario named key:
-// <temp>/lab-sandbox/<key>, and a release func that empties it and lets it go. The path appears
-// in answers that name absolute paths (errors, search results: spec 3.2.0 §1, §11), so it
-// depends on nothing but the scenario's name and the machine's temporary folder: not on the run
-// id, nor on how many other lab processes run at once, so every session of a scenario sends the
-// same bytes. The folder is held by an flock(2) on <temp>/lab-sandbox/.locks/<key>, which the
-// kernel drops when the process ends, so a crashed run blocks nothing. When another process
-// holds it (a session of the same scenario), ClaimSandbox calls waiting once with the folder and
-// the lock file, and waits, polling, until it is free or ctx ends (then ctx's error). key is a
-// scenario's name (no '/', never starting with '.', so no lock file meets a
-// sandbox folder); any other key (empty, "..", a path) is an error ([checkSandboxKey]), as the
-// folder it would name is emptied.
+// ClaimSandbox returns the fixed sandbox folder of a session of scenario key, the shown path
+// made real: [ShownSandbox](key) (/tmp/lab-sandbox/<key>), and a release func that empties it and
+// lets it go. It is for a session whose live shell may run outside the shell's view (the
+// --unsandboxed-shell opt-out, a system without the namespaces), where the shown path cannot be
+// mounted over a private folder: the folder then really is at the path every answer names (spec
+// 3.2.0 §1, §11), so the session sends the bytes of a session in a [PrivateSandbox]. Every other
+// session takes a [PrivateSandbox] and waits for nothing. The folder is held by an flock(2) on
+// /tmp/lab-sandbox/.locks/<key>, which the kernel drops when the process ends, so a crashed run
+// blocks nothing. When another process holds it (a session of the same scenario), ClaimSandbox
+// calls waiting once with the folder and the lock file, and waits, polling, until it is free or
+// ctx ends (then ctx's error). key is a scenario's name (no '/', never starting with '.', so no
+// lock file meets a sandbox folder); any other key (empty, "..", a path) is an error
+// ([checkSandboxKey]), as the folder it would name is emptied.
 func ClaimSandbox(ctx context.Context, key string, waiting func(dir, lock string)) (dir string, release func(), err error) {
 	if err := checkSandboxKey(key); err != nil {
 		return "", nil, err
 	}
-	root := filepath.Join(os.TempDir(), "lab-sandbox")
+	root := shownRoot
 	locks := filepath.Join(root, ".locks")
 	if err := os.MkdirAll(locks, 0o755); err != nil {
 		return "", nil, fmt.Errorf("create the sandbox folder: %w", err)

@@ -104,8 +104,15 @@ const (
 // Shell is how the live shell runs commands for one project.
 type Shell struct {
 	// Project is the project copy, bound read-write in the view; Home the command's HOME
-	// ([Workspace.ShellHome]), bound read-write too. Both are absolute paths.
+	// ([Workspace.ShellHome]), bound read-write too. Both are absolute paths, as the command
+	// sees them (its cwd, $HOME, what pwd and error messages print).
 	Project, Home string
+	// ProjectDir and HomeDir are where Project and Home really are on the machine ("" means at
+	// their own paths): the view mounts each at its shown path ([Sandbox], [PrivateSandbox]), so
+	// the command sees and prints the shown paths and never the real ones. A shell without the
+	// view ([Shell].Unsandboxed) cannot show a folder where it is not: it refuses to run when
+	// either differs from its shown path.
+	ProjectDir, HomeDir string
 	// Limit bounds the wall time of each command; 0 means [DefaultShellTimeout].
 	Limit time.Duration
 	// Unsandboxed lets a command run where the machine refuses the sandbox: with user,
@@ -125,12 +132,13 @@ func RunShell(ctx context.Context, dir, home, command string, limit time.Duratio
 // stdin empty, no terminal (a session of its own) and no descriptor but stdin, stdout and
 // stderr, in namespaces of its own:
 //   - a mount namespace whose root holds only the project copy and HOME, read-write at their
-//     own paths, /usr, /bin, /sbin, /lib* and /etc of the host read-only, a private /tmp (an
-//     in-memory filesystem of at most [ShellTmpBytes], emptied after each command), a /dev of
-//     null, zero, full, random and urandom, and a /proc of its own PID namespace (its processes,
-//     no /proc/sys or other kernel setting): nothing else of the host (not the run's results
-//     folder, not the lab's folder or its temporary folder, no other process) can be read or
-//     written, and the command, left with no capability, cannot undo the view;
+//     shown paths (Project and Home, mounted from ProjectDir and HomeDir), /usr, /bin, /sbin,
+//     /lib* and /etc of the host read-only, a private /tmp (an in-memory filesystem of at
+//     most [ShellTmpBytes], emptied after each command), a /dev of null, zero, full, random
+//     and urandom, and a /proc of its own PID namespace (its processes, no /proc/sys or
+//     other kernel setting): nothing else of the host (not the run's results folder, not
+//     the lab's folder or its temporary folder, no other process) can be read or written,
+//     and the command, left with no capability, cannot undo the view;
 //   - a network namespace holding only a loopback interface that is down (no address, not even
 //     the machine's loopback, can be reached);
 //   - a user namespace of its own, so that even a lab running as root gives the command no
@@ -187,6 +195,9 @@ func (sh Shell) runAt(ctx context.Context, level, dir, command string) (ShellRes
 		defer r.Close()
 		cmd, report = c, r
 	case IsolationNamespaces:
+		if err := sh.shownWhereTheyAre(); err != nil {
+			return ShellResult{}, err
+		}
 		attr, err := isolation()
 		if err != nil {
 			return ShellResult{}, fmt.Errorf("%w: %v", ErrNoIsolation, err)
@@ -195,11 +206,16 @@ func (sh Shell) runAt(ctx context.Context, level, dir, command string) (ShellRes
 		cmd.SysProcAttr = attr
 		cmd.Env = ShellEnv(sh.Home)
 	default:
+		if err := sh.shownWhereTheyAre(); err != nil {
+			return ShellResult{}, err
+		}
 		cmd = exec.CommandContext(ctx, shellPath, "-c", command)
 		cmd.SysProcAttr = plainAttr()
 		cmd.Env = ShellEnv(sh.Home)
 	}
-	cmd.Dir = dir
+	if level != IsolationView {
+		cmd.Dir = dir // the view's init enters dir once the view is built
+	}
 	out := &cappedBuffer{max: MaxShellOutput}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Cancel = func() error { return killGroup(cmd.Process) }
@@ -227,6 +243,28 @@ func (sh Shell) runAt(ctx context.Context, level, dir, command string) (ShellRes
 		res.TimedOut, res.ExitCode = true, -1
 	}
 	return res, nil
+}
+
+// hostDirs returns where sh.Project and sh.Home really are ([Shell].ProjectDir, HomeDir; their
+// own paths when those are "").
+func (sh Shell) hostDirs() (project, home string) {
+	project, home = sh.ProjectDir, sh.HomeDir
+	if project == "" {
+		project = sh.Project
+	}
+	if home == "" {
+		home = sh.Home
+	}
+	return project, home
+}
+
+// shownWhereTheyAre refuses a shell without the view for a project or HOME shown elsewhere than
+// where they are: its commands would name (and look for) the real folders, not the shown ones.
+func (sh Shell) shownWhereTheyAre() error {
+	if p, h := sh.hostDirs(); p != sh.Project || h != sh.Home {
+		return fmt.Errorf("the project %s is really at %s: only the shell's filesystem view shows it at its shown path (claim the sandbox's fixed folder for a shell without the view: ClaimSandbox)", sh.Project, p)
+	}
+	return nil
 }
 
 // cappedBuffer keeps the first max bytes written to it and counts the rest.

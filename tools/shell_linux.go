@@ -48,3 +48,7 @@ func killGroup(p *os.Process) error {
 func plainAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 }
+
+// HasShellView reports whether the live shell can run its commands in the filesystem view, which
+// shows a [PrivateSandbox] at its shown path: Linux's mount namespaces.
+const HasShellView = true

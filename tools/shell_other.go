@@ -34,3 +34,7 @@ const ShellTmpBytes = 256 << 20
 
 // plainAttr is a plain command's: no namespace.
 func plainAttr() *syscall.SysProcAttr { return nil }
+
+// HasShellView reports whether the live shell can run its commands in the filesystem view: not
+// outside Linux, where a sandbox is the fixed folder [ClaimSandbox] holds.
+const HasShellView = false

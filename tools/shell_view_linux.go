@@ -48,13 +48,14 @@ const (
 )
 
 // viewSpec is what the init needs to build the view and start the command: Root is an empty
-// folder of the host the view's root is mounted on; Project and Home are bound read-write at
-// their own paths; Dir is where the command starts (in Project or Home).
+// folder of the host the view's root is mounted on; the host folders ProjectDir and HomeDir are
+// bound read-write at the paths Project and Home (the shown ones: [Shell]); Dir is where the
+// command starts (in Project or Home, as shown).
 // Unprivileged (a lab running as root) has the init become the namespace's root, the host's
 // [viewHostID], before the exec.
 type viewSpec struct {
-	Root, Project, Home, Dir, Command string
-	Unprivileged                      bool
+	Root, Project, Home, ProjectDir, HomeDir, Dir, Command string
+	Unprivileged                                           bool
 }
 
 // viewHostID is the host uid and gid a root lab's command runs as: 65534, the overflow uid and
@@ -194,17 +195,19 @@ func buildView(sp viewSpec) error {
 	if err := unix.Mount("tmpfs", tmp, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("mode=1777,size=%d", ShellTmpBytes)); err != nil {
 		return fmt.Errorf("mount /tmp: %w", err)
 	}
-	// The project and HOME last, so that one under /tmp is bound over the private /tmp.
-	for _, d := range []string{sp.Project, sp.Home} {
-		if d == "" || !filepath.IsAbs(d) {
-			return fmt.Errorf("%q: want an absolute path", d)
+	// The project and HOME last, so that one under /tmp is bound over the private /tmp: each
+	// host folder at its shown path, which the command then sees (pwd, error messages, find).
+	for _, b := range [][2]string{{sp.ProjectDir, sp.Project}, {sp.HomeDir, sp.Home}} {
+		src, d := b[0], b[1]
+		if d == "" || !filepath.IsAbs(d) || src == "" || !filepath.IsAbs(src) {
+			return fmt.Errorf("%q at %q: want absolute paths", src, d)
 		}
 		t := filepath.Join(nr, d)
 		if err := os.MkdirAll(t, 0o755); err != nil {
 			return fmt.Errorf("bind %s: %w (a folder under one the view holds read-only cannot be bound)", d, err)
 		}
-		if err := unix.Mount(d, t, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("bind %s: %w", d, err)
+		if err := unix.Mount(src, t, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind %s at %s: %w", src, d, err)
 		}
 	}
 	// No new file in the root itself.
@@ -378,13 +381,14 @@ func viewCommand(ctx context.Context, sh Shell, dir, command string) (cmd *exec.
 	// for a root lab, to become the namespace's root); it drops them before the shell's exec.
 	attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
 	root0 := os.Geteuid() == 0
+	hostProject, hostHome := sh.hostDirs()
 	if root0 {
 		// A root lab's command is not the host's root: the namespace's root is the host's
 		// viewHostID, and the host's root is the namespace's viewHostID (its files show as
 		// nobody's, as unmapped ones would), the init's user until it execs the shell. The
 		// project and HOME become viewHostID's, so that the command may change the lab's files
 		// there; the lab, root, reads and writes them still.
-		for _, d := range []string{sh.Project, sh.Home} {
+		for _, d := range []string{hostProject, hostHome} {
 			if err := chownTree(d, viewHostID); err != nil {
 				done()
 				return nil, nil, nil, err
@@ -395,7 +399,7 @@ func viewCommand(ctx context.Context, sh Shell, dir, command string) (cmd *exec.
 		attr.GidMappingsEnableSetgroups = true // for the init to drop root's groups
 		attr.AmbientCaps = append(attr.AmbientCaps, unix.CAP_SETUID, unix.CAP_SETGID)
 	}
-	spec, err := json.Marshal(viewSpec{Root: root, Project: sh.Project, Home: sh.Home, Dir: dir, Command: command, Unprivileged: root0})
+	spec, err := json.Marshal(viewSpec{Root: root, Project: sh.Project, Home: sh.Home, ProjectDir: hostProject, HomeDir: hostHome, Dir: dir, Command: command, Unprivileged: root0})
 	if err != nil {
 		done()
 		return nil, nil, nil, err

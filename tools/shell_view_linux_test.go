@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"golang.org/x/tools/txtar"
 
 	"lab/tools"
 )
@@ -334,5 +335,46 @@ func TestShellCannotTypeIntoTheLabsTerminal(t *testing.T) {
 	res := runView(t, sh, `for f in /dev/tty /dev/stdin /dev/stdout /dev/stderr; do perl -e 'open(T, "+<", $ARGV[0]) or exit; for (split //, "#lab-shell-typed") { ioctl(T, 0x5412, $_) or exit } print "typed into $ARGV[0]\n"' "$f"; done`)
 	if strings.Contains(res.Output, "typed into") {
 		t.Errorf("the view's command typed into the lab's terminal: %s", res.Output)
+	}
+}
+
+// A workspace in a private folder is shown at its shown path: the view mounts the real folder
+// there, so pwd, $HOME, error messages and find name the shown path, never the real one, and
+// what a command writes is in the real folder, where the file tools read it. A shell without
+// the view cannot show it there, and refuses to run.
+func TestShellShowsAPrivateSandboxAtItsShownPath(t *testing.T) {
+	real := filepath.Join(t.TempDir(), strings.Repeat("long-real-folder-", 4))
+	sb := tools.Sandbox{Dir: real, Shown: "/tmp/lab-sandbox/shown-test"}
+	ws, err := tools.NewSandboxWorkspace([]txtar.File{{Name: "main.go", Data: []byte("package main\n")}}, sb, "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Remove()
+	if ws.Root != "/tmp/lab-sandbox/shown-test/demo" {
+		t.Fatalf("Root %s; want the shown path", ws.Root)
+	}
+	sh, err := ws.Shell()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh.Limit = 20 * time.Second
+	res := runView(t, sh, `pwd; echo $HOME; cat nothing.txt; find "$PWD" -name '*.go'; echo new > made.txt`)
+	want := "/tmp/lab-sandbox/shown-test/demo\n/tmp/lab-sandbox/shown-test/.home\ncat: nothing.txt: No such file or directory\n/tmp/lab-sandbox/shown-test/demo/main.go\n"
+	if res.Output != want {
+		t.Errorf("output %q; want %q", res.Output, want)
+	}
+	if strings.Contains(res.Output, real) {
+		t.Errorf("output names the real folder %s", real)
+	}
+	if b, err := os.ReadFile(filepath.Join(real, "demo", "made.txt")); err != nil || string(b) != "new\n" {
+		t.Errorf("made.txt in the real folder: %q, %v; want the command's file", b, err)
+	}
+	// Without the view the command would name the real folder: refused, nothing run.
+	sh.Unsandboxed = true
+	plain := sh
+	plain.Home = filepath.Join(sh.Home, "missing") // the view cannot bind it: the next levels run
+	plain.HomeDir = filepath.Join(sh.HomeDir, "missing")
+	if res, err := plain.Run(context.Background(), plain.Project, "echo ran"); err == nil || res.Output != "" {
+		t.Errorf("Run without the view = %+v, %v; want it refused, nothing run", res, err)
 	}
 }

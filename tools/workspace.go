@@ -26,17 +26,28 @@ import (
 
 // Workspace is a sandboxed copy of a scenario's workspace: the tools read and change it for real,
 // and nothing outside Root. Not safe for concurrent use.
+//
+// Root and Home are the shown paths (the sandbox's [Sandbox].Shown): every path a tool answer
+// names is under them, and a path a call gives is resolved against them (spec 3.2.0 §1, §11).
+// The files are really in the sandbox's [Sandbox].Dir, which the tools open by descriptor and
+// never name.
 type Workspace struct {
-	// Root is the project root, an absolute path ending in the project's name.
+	// Root is the project root as shown, an absolute path ending in the project's name.
 	Root string
 	// Home is the person's home directory that "~/…" resolves against (spec 3.2.0 §11): the
 	// sandbox's parent directory, as if the project lived at ~/<project>, so no call ever
 	// reaches the machine's real home. A "~/…" path outside Root is refused like any other.
 	Home string
 
+	// hostRoot and hostHome are Root and Home as they really are on the machine (the same paths
+	// when the sandbox is shown where it is).
+	hostRoot, hostHome string
+	// hostShellHome is shellHome as it really is on the machine.
+	hostShellHome string
+
 	// shellHome is the live shell's HOME once [Workspace.ShellHome] made it.
 	shellHome string
-	// root is the project folder opened ([Workspace.dir]); realRoot is Root with its links
+	// root is the project folder opened ([Workspace.dir]); realRoot is hostRoot with its links
 	// resolved, which an absolute link inside the project may name.
 	root     *os.Root
 	realRoot string
@@ -66,34 +77,75 @@ func (w *Workspace) ShellHome() (string, error) {
 	if w.Home == "" {
 		return "", fmt.Errorf("shell home: the workspace has no home")
 	}
-	home := filepath.Join(w.Home, ".home")
-	if within(home, w.Root) {
-		home = filepath.Join(w.Home, ".home-shell")
+	name := ".home"
+	if within(filepath.Join(w.Home, name), w.Root) {
+		name = ".home-shell"
 	}
-	if err := os.RemoveAll(home); err != nil {
-		return "", fmt.Errorf("shell home: %w", err)
+	host := filepath.Join(w.hostHome, name)
+	if err := os.RemoveAll(host); err != nil {
+		return "", fmt.Errorf("shell home %s: %w", filepath.Join(w.Home, name), unwrapPathError(err))
 	}
-	if err := os.MkdirAll(home, 0o755); err != nil {
-		return "", fmt.Errorf("shell home: %w", err)
+	if err := os.MkdirAll(host, 0o755); err != nil {
+		return "", fmt.Errorf("shell home %s: %w", filepath.Join(w.Home, name), unwrapPathError(err))
 	}
-	w.shellHome = home
-	return home, nil
+	w.shellHome, w.hostShellHome = filepath.Join(w.Home, name), host
+	return w.shellHome, nil
+}
+
+// Shell returns the live shell of the workspace ([Shell]): the project and [Workspace.ShellHome]
+// at their shown paths, mounted there from where they really are; the caller sets Limit and
+// Unsandboxed. Errors are ShellHome's.
+func (w *Workspace) Shell() (Shell, error) {
+	home, err := w.ShellHome()
+	if err != nil {
+		return Shell{}, err
+	}
+	return Shell{Project: w.Root, Home: home, ProjectDir: w.hostRoot, HomeDir: w.hostShellHome}, nil
+}
+
+// show returns the host path p (under the sandbox's real folder, as the machine names it) as
+// tool answers name it: under Home; any other path as it is.
+func (w *Workspace) show(p string) string {
+	for _, host := range []string{w.realRoot, w.hostRoot} {
+		for _, pair := range [][2]string{{host, w.Root}, {filepath.Dir(host), w.Home}} {
+			if pair[0] != "" && within(pair[0], p) {
+				rel, _ := filepath.Rel(pair[0], p)
+				return filepath.Join(pair[1], rel)
+			}
+		}
+	}
+	return p
 }
 
 // NewWorkspace writes files into dir/project (created; an existing dir/project is replaced) and
-// returns the sandbox, with the project folder opened as the root every tool call goes through.
+// returns the sandbox, with the project folder opened as the root every tool call goes through,
+// shown where it is ([NewSandboxWorkspace] with Dir and Shown dir).
 func NewWorkspace(files []txtar.File, dir, project string) (*Workspace, error) {
-	root, err := filepath.Abs(filepath.Join(dir, project))
+	return NewSandboxWorkspace(files, Sandbox{Dir: dir, Shown: dir}, project)
+}
+
+// NewSandboxWorkspace writes files into sb.Dir/project (created; an existing one is replaced) and
+// returns the workspace shown as sb.Shown/project (its Root), with the real project folder opened
+// as the root every tool call goes through. sb.Shown "" means sb.Dir.
+func NewSandboxWorkspace(files []txtar.File, sb Sandbox, project string) (*Workspace, error) {
+	if sb.Shown == "" {
+		sb.Shown = sb.Dir
+	}
+	host, err := filepath.Abs(filepath.Join(sb.Dir, project))
 	if err != nil {
 		return nil, fmt.Errorf("create sandbox: %w", err)
 	}
-	if err := os.RemoveAll(root); err != nil {
+	root, err := filepath.Abs(filepath.Join(sb.Shown, project))
+	if err != nil {
 		return nil, fmt.Errorf("create sandbox: %w", err)
 	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return nil, fmt.Errorf("create sandbox: %w", err)
+	if err := os.RemoveAll(host); err != nil {
+		return nil, fmt.Errorf("create sandbox %s: %w", root, unwrapPathError(err))
 	}
-	w := &Workspace{Root: root, Home: filepath.Dir(root)}
+	if err := os.MkdirAll(host, 0o755); err != nil {
+		return nil, fmt.Errorf("create sandbox %s: %w", root, unwrapPathError(err))
+	}
+	w := &Workspace{Root: root, Home: filepath.Dir(root), hostRoot: host, hostHome: filepath.Dir(host)}
 	dirRoot, err := w.dir()
 	if err != nil {
 		return nil, fmt.Errorf("create sandbox: %w", err)
@@ -116,7 +168,7 @@ func (w *Workspace) Remove() error {
 		w.root.Close()
 		w.root = nil
 	}
-	return os.RemoveAll(w.Root)
+	return os.RemoveAll(w.hostRoot)
 }
 
 // dir returns the project folder opened as an [os.Root] (opened on first use, then kept, so that
@@ -129,14 +181,14 @@ func (w *Workspace) dir() (*os.Root, error) {
 	if w.root != nil {
 		return w.root, nil
 	}
-	r, err := os.OpenRoot(w.Root)
+	r, err := os.OpenRoot(w.hostRoot)
 	if err != nil {
-		return nil, err
+		return nil, unwrapPathError(err)
 	}
-	real, err := filepath.EvalSymlinks(w.Root)
+	real, err := filepath.EvalSymlinks(w.hostRoot)
 	if err != nil {
 		r.Close()
-		return nil, err
+		return nil, unwrapPathError(err)
 	}
 	w.root, w.realRoot = r, real
 	return r, nil
@@ -173,10 +225,10 @@ func (w *Workspace) resolve(p string) (abs, name string, err error) {
 	case errors.As(err, &esc):
 		// Name where the link leads, as the machine resolves it, only for the message.
 		if real, rerr := filepath.EvalSymlinks(filepath.Join(append([]string{esc.target}, esc.rest...)...)); rerr == nil {
-			return "", "", fmt.Errorf("%s leads to %s, outside the project", abs, real)
+			return "", "", fmt.Errorf("%s leads to %s, outside the project", abs, w.show(real))
 		}
 		if real, rerr := filepath.EvalSymlinks(esc.target); rerr == nil {
-			return "", "", fmt.Errorf("%s leads to %s, outside the project", abs, real)
+			return "", "", fmt.Errorf("%s leads to %s, outside the project", abs, w.show(real))
 		}
 		return "", "", fmt.Errorf("%s: %s is a link to nothing", abs, esc.link)
 	case errors.As(err, &dangling):
@@ -268,6 +320,8 @@ func (w *Workspace) follow(name string) (real string, missing bool, err error) {
 			in, _ = filepath.Rel(w.Root, target)
 		case within(w.realRoot, target):
 			in, _ = filepath.Rel(w.realRoot, target)
+		case within(w.hostRoot, target):
+			in, _ = filepath.Rel(w.hostRoot, target)
 		default:
 			var rest []string
 			for _, p := range parts {

@@ -300,3 +300,51 @@ func TestGlob(t *testing.T) {
 func jsonString(key, value string) ([]byte, error) {
 	return json.Marshal(map[string]string{key: value})
 }
+
+// A workspace in a private folder names only its shown path: search results, errors and the
+// target of a link leading out of the project are under the shown root, the real folder never
+// appears, and the tools read and write the real folder.
+func TestWorkspaceNamesTheShownPath(t *testing.T) {
+	loop, err := hygiene.ParseConfig(lab.LoopJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, err := hygiene.NewSession(loop, hygiene.Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := t.TempDir()
+	shown := "/tmp/lab-sandbox/shown-ws"
+	ws, err := tools.NewSandboxWorkspace([]txtar.File{{Name: "a.go", Data: []byte("package a\n")}}, tools.Sandbox{Dir: real, Shown: shown}, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Remove()
+	if err := os.WriteFile(filepath.Join(real, "outside.txt"), []byte("SECRET\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../outside.txt", filepath.Join(real, "p", "out.txt")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ tool, args, want string }{
+		{"glob", `{"pattern":"**/*.go"}`, shown + "/p/a.go"},
+		{"grep", `{"pattern":"package"}`, shown + "/p/a.go"},
+		{"read", `{"path":"missing.txt"}`, shown + "/p/missing.txt"},
+		{"read", `{"path":"out.txt"}`, shown + "/p/out.txt leads to " + shown + "/outside.txt, outside the project"},
+		{"read", `{"path":"` + filepath.Join(real, "p", "a.go") + `"}`, filepath.Join(real, "p", "a.go") + " is outside the project"},
+		{"write", `{"path":"` + shown + `/p/b.txt","content":"b\n"}`, shown + "/p/b.txt"},
+	} {
+		got := ws.Run(hs, tc.tool, []byte(tc.args))
+		if !strings.Contains(got, tc.want) {
+			t.Errorf("%s %s = %q; want it to name %q", tc.tool, tc.args, got, tc.want)
+		}
+		if tc.tool != "read" || !strings.Contains(tc.args, real) {
+			if strings.Contains(got, real) {
+				t.Errorf("%s %s = %q names the real folder %s", tc.tool, tc.args, got, real)
+			}
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(real, "p", "b.txt")); err != nil || string(b) != "b\n" {
+		t.Errorf("b.txt in the real folder: %q, %v", b, err)
+	}
+}
