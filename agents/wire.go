@@ -57,13 +57,8 @@ func startFront(base string, sess Session, path string) (*front, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Create(path)
+	f, ln, err := listenLogging(path)
 	if err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		f.Close()
 		return nil, err
 	}
 	fr := &front{url: "http://" + ln.Addr().String(), f: f, sum: wireSummary{paths: map[string]int{}}, hdr: map[string]bool{}}
@@ -162,13 +157,8 @@ type deny struct {
 }
 
 func startDeny(path string) (*deny, error) {
-	f, err := os.Create(path)
+	f, ln, err := listenLogging(path)
 	if err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		f.Close()
 		return nil, err
 	}
 	d := &deny{url: "http://" + ln.Addr().String(), f: f, seen: map[string]int{}}
@@ -194,4 +184,19 @@ func (d *deny) close() map[string]int {
 	defer d.mu.Unlock()
 	d.f.Close()
 	return d.seen
+}
+
+// listenLogging creates the log file at path and a listener on a free loopback port, for a
+// recording front or the refusing proxy; on an error nothing is left open.
+func listenLogging(path string) (*os.File, net.Listener, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, ln, nil
 }
