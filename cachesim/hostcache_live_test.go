@@ -6,39 +6,22 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"lab/cachesim"
 	"lab/localserver"
+	"lab/localserver/localservertest"
 )
 
 // Two sessions alternating on one slot of a real llama-server (pinned with id_slot, as the lab
 // sends): with --cache-ram the first session's prompt, saved when the second replaced it, comes
 // back for the first session's next prompt, and timings.cache_n is what [cachesim.HostCache]
-// gives; with --cache-ram 0 it is the system prompt alone. It needs a llama-server binary
-// (LAB_LLAMA_SERVER) and a GGUF model (LAB_GGUF, else the lab's synthetic model in
-// $HOME/.cache/lab/models); -short skips it.
+// gives; with --cache-ram 0 it is the system prompt alone. It runs on the lab's own llama-server
+// and synthetic model (localservertest.LlamaServer); -short skips it.
 func TestHostCacheOnLlamaServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real llama-server")
-	}
-	bin := os.Getenv("LAB_LLAMA_SERVER")
-	if bin == "" {
-		t.Skip("set LAB_LLAMA_SERVER to a llama-server binary to run")
-	}
-	model := os.Getenv("LAB_GGUF")
-	if model == "" {
-		home, _ := os.UserHomeDir()
-		m, _ := filepath.Glob(filepath.Join(home, ".cache", "lab", "models", "lab-qwen3-synth-*.gguf"))
-		if len(m) == 0 {
-			t.Skip("no GGUF model: set LAB_GGUF")
-		}
-		model = m[0]
-	}
+	bin, model := localservertest.LlamaServer(t)
 	turn := func(role, text string) string { return "<|im_start|>" + role + "\n" + text + "<|im_end|>\n" }
 	words := func(tag string, n int) string {
 		var w []string

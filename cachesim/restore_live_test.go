@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,30 +14,16 @@ import (
 	"lab/cachesim"
 	"lab/chat"
 	"lab/localserver"
+	"lab/localserver/localservertest"
 )
 
 // A slot saved on a real llama-server, the server stopped and another started on the same
 // --slot-save-path, the slot restored: the next prompt's timings.cache_n is its common prefix
 // with the saved prompt, as [cachesim.Attributor.RestoreSlot] models it (without the restore,
-// 0). It needs LAB_LLAMA_SERVER and a GGUF model (LAB_GGUF, else the lab's synthetic model);
+// 0). It runs on the lab's own llama-server and synthetic model (localservertest.LlamaServer);
 // -short skips it.
 func TestSlotRestoreOnLlamaServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real llama-server")
-	}
-	bin := os.Getenv("LAB_LLAMA_SERVER")
-	if bin == "" {
-		t.Skip("set LAB_LLAMA_SERVER to a llama-server binary to run")
-	}
-	model := os.Getenv("LAB_GGUF")
-	if model == "" {
-		home, _ := os.UserHomeDir()
-		m, _ := filepath.Glob(filepath.Join(home, ".cache", "lab", "models", "lab-qwen3-synth-*.gguf"))
-		if len(m) == 0 {
-			t.Skip("no GGUF model: set LAB_GGUF")
-		}
-		model = m[0]
-	}
+	bin, model := localservertest.LlamaServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
