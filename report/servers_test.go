@@ -227,4 +227,3 @@ func TestServersDigestUnrecorded(t *testing.T) {
 		t.Errorf("refused %q, %d arms, notes %q; want a comparison noting the unchecked file", c.Refused, len(c.Arms), c.Notes)
 	}
 }
-
