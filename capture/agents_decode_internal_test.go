@@ -234,3 +234,18 @@ func TestDeveloperMessageIsNotASharedTurn(t *testing.T) {
 		t.Errorf("two sessions sharing only their instructions were grouped as one (%s)", convs[0].name)
 	}
 }
+
+// An item (an image part after a user's text, a server tool's block after an assistant's) is
+// part of the message it came with: it starts no turn and no step.
+func TestItemsStartNoTurn(t *testing.T) {
+	body := `{"messages":[{"role":"user","content":[{"type":"text","text":"Look."},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAAA"}}]},
+	  {"role":"assistant","content":[{"type":"text","text":"Searching."},{"type":"server_tool_use","id":"s1","name":"web_search","input":{}}]},
+	  {"role":"user","content":"And?"}]}`
+	req, err := decodeRequest(APIAnthropic, []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if turn, step := turnStep(req); turn != 2 || step != 1 {
+		t.Errorf("turn %d, step %d; want turn 2, step 1", turn, step)
+	}
+}

@@ -412,6 +412,9 @@ func answerHead(cs []chunk) []byte {
 func turnStep(req *chat.Request) (turn, step int32) {
 	step = 1
 	for _, m := range req.Messages {
+		if m.Item != "" { // an image, a server tool's block: part of the message it came with
+			continue
+		}
 		switch m.Role {
 		case chat.RoleUser:
 			turn++
