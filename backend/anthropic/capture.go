@@ -102,11 +102,13 @@ func DecodeRequest(body []byte) (*chat.Request, error) {
 			return nil, fmt.Errorf("anthropic: messages[%d].content: %w", i, err)
 		}
 		marked := false
+		markAt := -1 // the decoded message holding the last marked block, when not the last one
 		switch m.Role {
 		case "assistant":
 			msg := chat.Message{Role: chat.RoleAssistant}
 			var reasoning []string
 			var items []chat.Message
+			at := len(req.Messages)
 			for _, bl := range blocks {
 				marked = marked || bl.marked()
 				switch bl.Type {
@@ -121,6 +123,13 @@ func DecodeRequest(body []byte) (*chat.Request, error) {
 					msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: bl.ID, Name: bl.Name, Arguments: bl.Input})
 				default:
 					items = append(items, chat.ItemMessage(chat.RoleAssistant, bl.Type, bl.raw))
+					if bl.marked() {
+						markAt = at + len(items)
+					}
+					continue
+				}
+				if bl.marked() {
+					markAt = at
 				}
 			}
 			msg.Reasoning = strings.Join(reasoning, "\n\n")
@@ -160,7 +169,10 @@ func DecodeRequest(body []byte) (*chat.Request, error) {
 			flush()
 		}
 		if marked {
-			req.CacheBreakpoints = append(req.CacheBreakpoints, AtMessage(len(req.Messages)-1))
+			if markAt < 0 {
+				markAt = len(req.Messages) - 1
+			}
+			req.CacheBreakpoints = append(req.CacheBreakpoints, AtMessage(markAt))
 		}
 	}
 	return req, nil
