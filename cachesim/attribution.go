@@ -345,14 +345,16 @@ func reuseChunks(cache, prompt []int32, minChunk int) (int64, []TokenRange) {
 //
 //   - the first message, when it is a system message: "system", then "tools" (anchored on the
 //     last tool's description) when the request has tools;
-//   - a later system message (a second system prompt, or a developer message, which the
-//     decoders read as one): "system N"; a message whose role is "developer": "developer N";
+//   - a later system message (a second system prompt, or Claude Code's system message inside
+//     Anthropic's `messages`): "system N"; a message whose role is "developer" (OpenAI's
+//     developer message, where it stands): "developer N";
 //     both count as system prompt in [Reread];
 //   - a user message: "message N", and "note" for a session note at its end ([SplitNote]): text
 //     pasted into the message, a transcript with notes in it included, is the message's;
 //   - an assistant message: "reasoning N" when it carries reasoning, then "message N" (its text,
 //     or the first tool call's name in quotes when it has no text);
 //   - a tool message (role tool): "tool result N";
+//   - a piece the lab keeps but does not read (chat.Message.Item set): "item N";
 //   - a message of any other role: "message N".
 //
 // N is the message's 0-based index in req.Messages.
@@ -360,6 +362,8 @@ func Parts(req *chat.Request, noteOpen string) []Part {
 	var parts []Part
 	for i, m := range req.Messages {
 		switch {
+		case m.Item != "":
+			parts = append(parts, Part{Name: Segment{Kind: Item, Index: i}, Text: m.Content})
 		case m.Role == chat.RoleSystem && i == 0:
 			parts = append(parts, Part{Name: Segment{Kind: SystemPrompt}, Text: m.Content})
 			if len(req.Tools) > 0 {

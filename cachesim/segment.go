@@ -35,6 +35,10 @@ const (
 	// GenerationPrompt is what the chat template writes after the last message: "generation
 	// prompt".
 	GenerationPrompt
+	// Item is a piece of a request the lab keeps but does not read as text (chat.Message.Item:
+	// an image or file part, a server tool's block, an item of a type it does not know):
+	// "item N".
+	Item
 	numSegmentKinds
 )
 
@@ -49,6 +53,7 @@ var segmentWords = [numSegmentKinds]string{
 	Message:          "message",
 	Reasoning:        "reasoning",
 	ToolResult:       "tool result",
+	Item:             "item",
 	Note:             "note",
 	GenerationPrompt: "generation prompt",
 }
@@ -65,7 +70,7 @@ func SegmentKinds() []SegmentKind {
 // Indexed reports whether a segment of kind k names a message by its index ("message N").
 func (k SegmentKind) Indexed() bool {
 	switch k {
-	case SystemMessage, DeveloperMessage, Message, Reasoning, ToolResult:
+	case SystemMessage, DeveloperMessage, Message, Reasoning, ToolResult, Item:
 		return true
 	}
 	return false
@@ -84,7 +89,7 @@ func (k SegmentKind) String() string {
 // to one message ([SegmentKind.Indexed]), the message's 0-based index in the request (chat
 // Request.Messages); Index is 0 for the other kinds. Its String is the name the results schema
 // writes in the divergence_segment column ("system", "tools", "message 3", "reasoning 3",
-// "tool result 4", "note", "generation prompt"); [ParseSegment] reads it back. The zero value
+// "tool result 4", "item 5", "note", "generation prompt"); [ParseSegment] reads it back. The zero value
 // is no segment ("").
 type Segment struct {
 	Kind  SegmentKind

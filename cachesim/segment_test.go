@@ -19,7 +19,7 @@ func TestSegmentStringRoundTrip(t *testing.T) {
 	want := map[SegmentKind]string{
 		SystemPrompt: "system", ToolList: "tools", SystemMessage: "system 3", DeveloperMessage: "developer 3",
 		Message: "message 3", Reasoning: "reasoning 3", ToolResult: "tool result 3", Note: "note",
-		GenerationPrompt: "generation prompt",
+		GenerationPrompt: "generation prompt", Item: "item 3",
 	}
 	kinds := SegmentKinds()
 	if len(kinds) != len(want) {

@@ -41,8 +41,8 @@ type conversation struct {
 //     a subagent) under the session's key, and they are conversations of their own;
 //  2. among those, it belongs to the conversation whose last request (followed by its reply)
 //     shares the longest prefix of messages with it, provided the shared prefix holds at least
-//     one message that is not the system prompt (with a key, the system prompt is left out of
-//     the comparison: a session that rebuilt its system prompt, a date in it say, is still the
+//     one message that is not the system prompt (its system and developer messages; with a
+//     key, the system prompt is left out of the comparison: a session that rebuilt its system prompt, a date in it say, is still the
 //     session its key names, and the row shows the divergence at "system"; without a key such a
 //     request starts a new conversation); a conversation whose last request the new one
 //     contains whole (it only appends) is preferred, then the longest prefix, then the latest
@@ -74,7 +74,7 @@ func (g *grouper) assign(key string, req *chat.Request) (c *conversation, create
 			lastLen -= len(c.last) - len(b)
 		}
 		shared := commonPrefix(a, b)
-		if !slices.ContainsFunc(a[:shared], func(k string) bool { return !strings.HasPrefix(k, "system\x00") }) {
+		if !slices.ContainsFunc(a[:shared], func(k string) bool { return !systemKey(k) }) {
 			continue
 		}
 		if slices.Equal(msgs, c.first) && (c.requests > 1 || !c.lastFailed) {
@@ -112,12 +112,18 @@ func (g *grouper) update(c *conversation, req *chat.Request, reply *chat.Reply, 
 	c.last = msgs
 }
 
-// withoutSystem returns keys without the system messages they start with.
+// withoutSystem returns keys without the system and developer messages they start with.
 func withoutSystem(keys []string) []string {
-	for len(keys) > 0 && strings.HasPrefix(keys[0], "system\x00") {
+	for len(keys) > 0 && systemKey(keys[0]) {
 		keys = keys[1:]
 	}
 	return keys
+}
+
+// systemKey reports whether a message key (messageKey) is a system or developer message's:
+// both are the application's instructions (OpenAI's developer message is its system prompt).
+func systemKey(k string) bool {
+	return strings.HasPrefix(k, string(chat.RoleSystem)+"\x00") || strings.HasPrefix(k, string(chat.RoleDeveloper)+"\x00")
 }
 
 func messageKeys(msgs []chat.Message) []string {

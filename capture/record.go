@@ -406,12 +406,15 @@ func answerHead(cs []chunk) []byte {
 	return head
 }
 
-// turnStep derives a request's turn (the number of user messages, 1-based: a tool result is not
-// one) and step (the assistant messages since the last user message, plus one: the request
-// asks for the next).
+// turnStep derives a request's turn (the number of user messages, 1-based: a tool result or an
+// item, chat.Message.Item, is not one) and step (the assistant messages since the last user
+// message, plus one: the request asks for the next).
 func turnStep(req *chat.Request) (turn, step int32) {
 	step = 1
 	for _, m := range req.Messages {
+		if m.Item != "" { // an image, a server tool's block: part of the message it came with
+			continue
+		}
 		switch m.Role {
 		case chat.RoleUser:
 			turn++

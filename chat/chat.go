@@ -5,6 +5,8 @@ package chat
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -21,6 +23,10 @@ const (
 	RoleUser      Role = "user"
 	RoleAssistant Role = "assistant"
 	RoleTool      Role = "tool"
+	// RoleDeveloper is the OpenAI Chat Completions and Responses APIs' developer message
+	// (instructions from the application, which the model reads as a system message); the
+	// capture's decoders keep it apart from RoleSystem so that it is named "developer N".
+	RoleDeveloper Role = "developer"
 )
 
 // Message is one message of a conversation as a request carries it.
@@ -54,6 +60,13 @@ type Message struct {
 	// Summary marks the message that carries a compaction's summary (spec 3.2.0 §7). It starts
 	// the history afresh: no message before it carries reasoning (§8).
 	Summary bool
+	// Item is set on a message that stands for one piece of a captured request the lab keeps
+	// but does not read as text: the API's type of that piece (a Responses `web_search_call`
+	// item, an `input_image` or `image_url` content part, an Anthropic `server_tool_use` or
+	// `document` block, a type the lab does not know). Role is the role the piece came under,
+	// and Content is "<type> sha256:<hex>" over the piece's JSON bytes, so that a change in it
+	// is seen. "" is an ordinary message.
+	Item string
 }
 
 // ThinkingBlock is one Anthropic thinking or redacted_thinking content block, kept exactly as
@@ -448,4 +461,16 @@ func (u *Usage) Without(fs ...UsageField) *Usage {
 		}
 	}
 	return &cp
+}
+
+// ItemMessage returns the message that stands for a piece of a captured request the lab keeps
+// but does not read as text (see [Message].Item): typ is the API's type of the piece ("" is
+// written "unknown"), raw its JSON bytes as the client sent them; Content is "<type>
+// sha256:<64 hex digits>" of raw.
+func ItemMessage(role Role, typ string, raw []byte) Message {
+	if typ == "" {
+		typ = "unknown"
+	}
+	sum := sha256.Sum256(raw)
+	return Message{Role: role, Item: typ, Content: typ + " sha256:" + hex.EncodeToString(sum[:])}
 }

@@ -72,9 +72,10 @@ type Sample struct {
 	// server's cache held; nil when the whole cache matched (the prompt only extended it).
 	DivergenceToken *int64 `parquet:"divergence_token,optional" json:"divergence_token"`
 	// DivergenceSegment names the part of the prompt DivergenceToken falls in: "system",
-	// "tools", "message N", "reasoning N", "tool result N", "note" (N a 0-based message index) or
-	// "generation prompt" (what the template writes after the last message); "" when the whole
-	// cache matched.
+	// "tools", "message N", "reasoning N", "tool result N", "system N", "developer N", "item N"
+	// (a piece of a captured request the lab does not read as text), "note" (N a 0-based
+	// message index) or "generation prompt" (what the template writes after the last message);
+	// "" when the whole cache matched.
 	DivergenceSegment string `parquet:"divergence_segment,dict" json:"divergence_segment"`
 	// RereadTokens is the number of prompt tokens the server processed again: PromptTokens −
 	// CachedTokens, both as the server counted them. 0 is a real value; nil when CachedTokens or

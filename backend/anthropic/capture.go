@@ -23,7 +23,16 @@ import (
 //     ToolCalls with `input` as the arguments;
 //   - a user message's tool_result blocks each become a chat.RoleTool message (its content a
 //     string, or text blocks joined), and its text blocks one user message, in block order;
-//   - image and document blocks are dropped.
+//   - a message of another role is read as a user message is, keeping its role: Claude Code
+//     sends a `role: "system"` message inside `messages`, which becomes chat.RoleSystem where
+//     it stands ("system N");
+//   - every other block (image, document, search_result, server_tool_use,
+//     web_search_tool_result, mcp_tool_use, a type the lab does not know, and the non-text
+//     blocks of a tool_result's content) becomes a message of its own ([chat.ItemMessage],
+//     Item the block's type): in block order in a user message, after the assistant message
+//     it came in;
+//   - a tool of a type other than "custom" (web_search_20250305, bash_20250124, …) keeps its
+//     JSON as its parameters.
 //
 // The `cache_control` markers are listed in CacheBreakpoints as [AtTools], [AtSystem] and
 // [AtMessage] of the marked message's index in the decoded Messages ("message N"). Think is set when `thinking.type` is
@@ -36,6 +45,7 @@ func DecodeRequest(body []byte) (*chat.Request, error) {
 			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
 		Tools []struct {
+			Type         string          `json:"type"`
 			Name         string          `json:"name"`
 			Description  string          `json:"description"`
 			InputSchema  json.RawMessage `json:"input_schema"`
@@ -51,9 +61,21 @@ func DecodeRequest(body []byte) (*chat.Request, error) {
 	if b.Messages == nil {
 		return nil, fmt.Errorf("anthropic: request body: no messages array")
 	}
+	var rawTools struct {
+		Tools []json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal(body, &rawTools); err != nil {
+		return nil, fmt.Errorf("anthropic: request body: tools: %w", err)
+	}
 	req := &chat.Request{Think: b.Thinking != nil && (b.Thinking.Type == "enabled" || b.Thinking.Type == "adaptive")}
-	for _, t := range b.Tools {
-		req.Tools = append(req.Tools, chat.Tool{Name: t.Name, Description: t.Description, Parameters: t.InputSchema})
+	for i, t := range b.Tools {
+		params := t.InputSchema
+		if t.Type != "" && t.Type != "custom" {
+			// A server or client tool of Anthropic's (web_search_20250305, bash_20250124,
+			// text_editor_…): no schema, its JSON is what the model is told.
+			params = bytes.TrimSpace(rawTools.Tools[i])
+		}
+		req.Tools = append(req.Tools, chat.Tool{Name: t.Name, Description: t.Description, Parameters: params})
 		if len(t.CacheControl) > 0 && string(t.CacheControl) != "null" && !contains(req.CacheBreakpoints, AtTools) {
 			req.CacheBreakpoints = append(req.CacheBreakpoints, AtTools)
 		}
@@ -80,10 +102,13 @@ func DecodeRequest(body []byte) (*chat.Request, error) {
 			return nil, fmt.Errorf("anthropic: messages[%d].content: %w", i, err)
 		}
 		marked := false
+		markAt := -1 // the decoded message holding the last marked block, when not the last one
 		switch m.Role {
 		case "assistant":
 			msg := chat.Message{Role: chat.RoleAssistant}
 			var reasoning []string
+			var items []chat.Message
+			at := len(req.Messages)
 			for _, bl := range blocks {
 				marked = marked || bl.marked()
 				switch bl.Type {
@@ -96,15 +121,28 @@ func DecodeRequest(body []byte) (*chat.Request, error) {
 					msg.Content += bl.Text
 				case "tool_use":
 					msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: bl.ID, Name: bl.Name, Arguments: bl.Input})
+				default:
+					items = append(items, chat.ItemMessage(chat.RoleAssistant, bl.Type, bl.raw))
+					if bl.marked() {
+						markAt = at + len(items)
+					}
+					continue
+				}
+				if bl.marked() {
+					markAt = at
 				}
 			}
 			msg.Reasoning = strings.Join(reasoning, "\n\n")
 			req.Messages = append(req.Messages, msg)
-		case "user":
+			req.Messages = append(req.Messages, items...)
+		default:
+			// user, and any other role where it stands: Claude Code sends a "system" message
+			// inside messages.
+			role := chat.Role(m.Role)
 			var text []string
 			flush := func() {
 				if text != nil {
-					req.Messages = append(req.Messages, chat.Message{Role: chat.RoleUser, Content: strings.Join(text, "\n\n")})
+					req.Messages = append(req.Messages, chat.Message{Role: role, Content: strings.Join(text, "\n\n")})
 					text = nil
 				}
 			}
@@ -115,19 +153,26 @@ func DecodeRequest(body []byte) (*chat.Request, error) {
 					text = append(text, bl.Text)
 				case "tool_result":
 					flush()
-					content, err := resultText(bl.Content)
+					content, others, err := resultContent(bl.Content)
 					if err != nil {
 						return nil, fmt.Errorf("anthropic: messages[%d] tool_result %s: %w", i, bl.ToolUseID, err)
 					}
 					req.Messages = append(req.Messages, chat.Message{Role: chat.RoleTool, Content: content, ToolCallID: bl.ToolUseID})
+					for _, o := range others {
+						req.Messages = append(req.Messages, chat.ItemMessage(chat.RoleTool, o.Type, o.raw))
+					}
+				default:
+					flush()
+					req.Messages = append(req.Messages, chat.ItemMessage(role, bl.Type, bl.raw))
 				}
 			}
 			flush()
-		default:
-			return nil, fmt.Errorf("anthropic: messages[%d]: unknown role %q", i, m.Role)
 		}
 		if marked {
-			req.CacheBreakpoints = append(req.CacheBreakpoints, AtMessage(len(req.Messages)-1))
+			if markAt < 0 {
+				markAt = len(req.Messages) - 1
+			}
+			req.CacheBreakpoints = append(req.CacheBreakpoints, AtMessage(markAt))
 		}
 	}
 	return req, nil
@@ -166,19 +211,21 @@ func MessageAt(place string) (i int, ok bool) {
 	return i, true
 }
 
-// captureBlock is a content block of a request as the decoder reads it.
+// captureBlock is a content block of a request as the decoder reads it, with its JSON bytes.
 type captureBlock struct {
 	wireBlock
 	ToolUseID    string          `json:"tool_use_id"`
 	Content      json.RawMessage `json:"content"`
 	CacheControl json.RawMessage `json:"cache_control"`
+	raw          []byte
 }
 
 func (b *captureBlock) marked() bool {
 	return len(b.CacheControl) > 0 && string(b.CacheControl) != "null"
 }
 
-// decodeBlocks reads a content that is a string (one text block) or an array of blocks.
+// decodeBlocks reads a content that is a string (one text block), an array of blocks, or one
+// block object.
 func decodeBlocks(raw json.RawMessage) ([]captureBlock, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
@@ -189,28 +236,47 @@ func decodeBlocks(raw json.RawMessage) ([]captureBlock, error) {
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, err
 		}
-		return []captureBlock{{wireBlock: wireBlock{Type: "text", Text: s}}}, nil
+		return []captureBlock{{wireBlock: wireBlock{Type: "text", Text: s}, raw: raw}}, nil
 	}
-	var blocks []captureBlock
-	if err := json.Unmarshal(raw, &blocks); err != nil {
+	var raws []json.RawMessage
+	if raw[0] == '{' {
+		raws = []json.RawMessage{raw}
+	} else if err := json.Unmarshal(raw, &raws); err != nil {
 		return nil, err
+	}
+	blocks := make([]captureBlock, len(raws))
+	for i, r := range raws {
+		if err := json.Unmarshal(r, &blocks[i]); err != nil {
+			return nil, fmt.Errorf("block %d: %w", i, err)
+		}
+		blocks[i].raw = bytes.TrimSpace(r)
 	}
 	return blocks, nil
 }
 
 // resultText returns a tool_result's content: a string, or its text blocks joined.
 func resultText(raw json.RawMessage) (string, error) {
+	text, _, err := resultContent(raw)
+	return text, err
+}
+
+// resultContent is resultText, also returning the content's other blocks (images, documents,
+// search results, types the lab does not know), in order.
+func resultContent(raw json.RawMessage) (string, []captureBlock, error) {
 	blocks, err := decodeBlocks(raw)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	var text []string
+	var others []captureBlock
 	for _, b := range blocks {
 		if b.Type == "text" {
 			text = append(text, b.Text)
+		} else {
+			others = append(others, b)
 		}
 	}
-	return strings.Join(text, "\n\n"), nil
+	return strings.Join(text, "\n\n"), others, nil
 }
 
 // Capture reads one Messages API answer: the events of its stream ([Capture.Event]) or an

@@ -15,8 +15,10 @@ import (
 
 // DecodeChatRequest is the inverse of [Client.ChatRequest]: it reads an /api/chat body into a
 // chat.Request (messages with `thinking` as Reasoning, tool calls with their arguments in the
-// order written, tool messages with tool_name and tool_call_id; the tool list; `think`).
-// Errors name the body's problem.
+// order written, tool messages with tool_name and tool_call_id; the tool list; `think`). Every
+// message keeps its role where it stands; each of a message's `images` follows it as a message
+// of its own ([chat.ItemMessage], Item "image", hashed over the image's bytes). Errors name the
+// body's problem.
 func DecodeChatRequest(body []byte) (*chat.Request, error) {
 	var r api.ChatRequest
 	if err := json.Unmarshal(body, &r); err != nil {
@@ -36,6 +38,9 @@ func DecodeChatRequest(body []byte) (*chat.Request, error) {
 			msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
 		}
 		req.Messages = append(req.Messages, msg)
+		for _, img := range m.Images {
+			req.Messages = append(req.Messages, chat.ItemMessage(msg.Role, "image", img))
+		}
 	}
 	for _, t := range r.Tools {
 		params, err := json.Marshal(t.Function.Parameters)

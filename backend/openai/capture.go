@@ -15,42 +15,56 @@ import (
 // answers the server gave them, with the same parsers and usage rules as [Client.Send].
 
 // DecodeChatRequest is the inverse of the Chat Completions encoding ([EncodeMessagesWith],
-// [EncodeTools]): it reads a request body's `messages` and `tools` into a chat.Request.
+// [EncodeTools]): it reads a request body's `messages` and `tools` into a chat.Request, every
+// message where it stands.
 //
-//   - system and developer messages become chat.RoleSystem; a `content` array keeps its text
-//     parts ({"type": "text", "text"}) joined, other parts (images) are dropped;
+//   - system messages become chat.RoleSystem, developer messages chat.RoleDeveloper, anywhere
+//     in the list; a message of another role keeps it;
+//   - a `content` array keeps its text parts ({"type": "text"|"input_text"|"output_text",
+//     "text"}) and refusals joined; each other part (image_url, input_audio, file, a type the
+//     lab does not know) follows the message as a message of its own ([chat.ItemMessage],
+//     Item the part's type);
 //   - an assistant message's reasoning comes from `reasoning_content` (llama-server, SGLang,
-//     DeepSeek) or `reasoning` (vLLM, OpenRouter), its `tool_calls` become ToolCalls with the
-//     `arguments` string as the JSON it holds;
+//     DeepSeek) or `reasoning` (vLLM, OpenRouter), its `tool_calls` become ToolCalls: a
+//     function call with the `arguments` string as the JSON it holds, a custom tool call
+//     ({"type": "custom", "custom": {"name", "input"}}) with its input as a JSON string; the
+//     legacy `function_call` is one more call; its `audio` ({"id"}) an item "audio";
 //   - a tool message keeps `tool_call_id` and `name`.
 //
-// Think is set from `chat_template_kwargs.enable_thinking` (llama-server, vLLM) or a
-// `reasoning_effort` other than "none". A body that is not a JSON object with a `messages`
-// array is an error naming the field.
+// Tools: function tools by their name, description and parameters; a custom tool by its name
+// and description, its `format` as the parameters; a tool of another type by its type, its
+// JSON as the parameters. Think is set from `chat_template_kwargs.enable_thinking`
+// (llama-server, vLLM) or a `reasoning_effort` other than "none". A body that is not a JSON
+// object with a `messages` array is an error naming the field.
 func DecodeChatRequest(body []byte) (*chat.Request, error) {
 	var b struct {
 		Messages []struct {
 			Role             string          `json:"role"`
 			Content          json.RawMessage `json:"content"`
+			Refusal          *string         `json:"refusal"`
 			ReasoningContent *string         `json:"reasoning_content"`
 			Reasoning        *string         `json:"reasoning"`
 			ToolCalls        []struct {
 				ID       string `json:"id"`
+				Type     string `json:"type"`
 				Function struct {
 					Name      string `json:"name"`
 					Arguments string `json:"arguments"`
 				} `json:"function"`
+				Custom struct {
+					Name  string `json:"name"`
+					Input string `json:"input"`
+				} `json:"custom"`
 			} `json:"tool_calls"`
-			ToolCallID string `json:"tool_call_id"`
-			Name       string `json:"name"`
+			FunctionCall *struct {
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+			} `json:"function_call"`
+			Audio      json.RawMessage `json:"audio"`
+			ToolCallID string          `json:"tool_call_id"`
+			Name       string          `json:"name"`
 		} `json:"messages"`
-		Tools []struct {
-			Function struct {
-				Name        string          `json:"name"`
-				Description string          `json:"description"`
-				Parameters  json.RawMessage `json:"parameters"`
-			} `json:"function"`
-		} `json:"tools"`
+		Tools              []json.RawMessage `json:"tools"`
 		ChatTemplateKwargs struct {
 			EnableThinking *bool `json:"enable_thinking"`
 		} `json:"chat_template_kwargs"`
@@ -64,15 +78,15 @@ func DecodeChatRequest(body []byte) (*chat.Request, error) {
 	}
 	req := &chat.Request{}
 	for i, m := range b.Messages {
-		text, err := contentText(m.Content)
+		text, others, err := contentParts(m.Content)
 		if err != nil {
 			return nil, fmt.Errorf("openai: messages[%d].content: %w", i, err)
 		}
+		if m.Refusal != nil && *m.Refusal != "" {
+			text += *m.Refusal
+		}
 		msg := chat.Message{Role: chat.Role(m.Role), Content: text, ToolCallID: m.ToolCallID}
-		switch m.Role {
-		case "developer":
-			msg.Role = chat.RoleSystem
-		case "tool":
+		if m.Role == "tool" || m.Role == "function" {
 			msg.ToolName = m.Name
 		}
 		switch {
@@ -82,12 +96,30 @@ func DecodeChatRequest(body []byte) (*chat.Request, error) {
 			msg.Reasoning = *m.Reasoning
 		}
 		for _, tc := range m.ToolCalls {
+			if tc.Type == "custom" {
+				input, _ := json.Marshal(tc.Custom.Input)
+				msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: tc.ID, Name: tc.Custom.Name, Arguments: input})
+				continue
+			}
 			msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: json.RawMessage(tc.Function.Arguments)})
 		}
+		if fc := m.FunctionCall; fc != nil {
+			msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{Name: fc.Name, Arguments: json.RawMessage(fc.Arguments)})
+		}
 		req.Messages = append(req.Messages, msg)
+		for _, p := range others {
+			req.Messages = append(req.Messages, chat.ItemMessage(msg.Role, p.typ, p.raw))
+		}
+		if a := bytes.TrimSpace(m.Audio); len(a) > 0 && string(a) != "null" {
+			req.Messages = append(req.Messages, chat.ItemMessage(msg.Role, "audio", a))
+		}
 	}
-	for _, t := range b.Tools {
-		req.Tools = append(req.Tools, chat.Tool{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters})
+	for i, raw := range b.Tools {
+		t, err := decodeChatTool(raw)
+		if err != nil {
+			return nil, fmt.Errorf("openai: tools[%d]: %w", i, err)
+		}
+		req.Tools = append(req.Tools, t)
 	}
 	if k := b.ChatTemplateKwargs.EnableThinking; k != nil {
 		req.Think = *k
@@ -97,53 +129,113 @@ func DecodeChatRequest(body []byte) (*chat.Request, error) {
 	return req, nil
 }
 
+// decodeChatTool reads one entry of a Chat Completions `tools` list: {"type": "function",
+// "function": {…}}, {"type": "custom", "custom": {"name", "description", "format"}}, or a tool
+// of another type, kept by its type with its JSON as the parameters.
+func decodeChatTool(raw json.RawMessage) (chat.Tool, error) {
+	var t struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+		} `json:"function"`
+		Custom struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Format      json.RawMessage `json:"format"`
+		} `json:"custom"`
+	}
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return chat.Tool{}, err
+	}
+	switch t.Type {
+	case "", "function":
+		return chat.Tool{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters}, nil
+	case "custom":
+		return chat.Tool{Name: t.Custom.Name, Description: t.Custom.Description, Parameters: t.Custom.Format}, nil
+	}
+	return chat.Tool{Name: t.Type, Parameters: bytes.TrimSpace(raw)}, nil
+}
+
+// otherPart is a content part that is not text: its type and JSON bytes.
+type otherPart struct {
+	typ string
+	raw []byte
+}
+
 // contentText returns a message content's text: a string as it is, an array's text parts
-// ({"type": "text"|"input_text"|"output_text", "text"}) joined, null as "".
+// ({"type": "text"|"input_text"|"output_text", "text"}) and refusals joined, null as "".
 func contentText(raw json.RawMessage) (string, error) {
+	text, _, err := contentParts(raw)
+	return text, err
+}
+
+// contentParts is contentText, also returning the array's other parts (images, audio, files,
+// types the lab does not know), in order.
+func contentParts(raw json.RawMessage) (string, []otherPart, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
+		return "", nil, nil
 	}
 	if raw[0] == '"' {
 		var s string
 		err := json.Unmarshal(raw, &s)
-		return s, err
+		return s, nil, err
 	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+	if raw[0] != '[' {
+		// One object (a part not in an array) or another value: kept whole, by its type.
+		var p struct {
+			Type string `json:"type"`
+		}
+		if raw[0] == '{' {
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return "", nil, err
+			}
+		} else if !json.Valid(raw) {
+			return "", nil, errors.New("not JSON")
+		}
+		return "", []otherPart{{p.Type, raw}}, nil
 	}
+	var parts []json.RawMessage
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	var b strings.Builder
-	for _, p := range parts {
+	var others []otherPart
+	for i, pr := range parts {
+		var p struct {
+			Type    string `json:"type"`
+			Text    string `json:"text"`
+			Refusal string `json:"refusal"`
+		}
+		if err := json.Unmarshal(pr, &p); err != nil {
+			return "", nil, fmt.Errorf("part %d: %w", i, err)
+		}
 		switch p.Type {
 		case "text", "input_text", "output_text":
 			b.WriteString(p.Text)
+		case "refusal":
+			b.WriteString(p.Refusal)
+		default:
+			others = append(others, otherPart{p.Type, bytes.TrimSpace(pr)})
 		}
 	}
-	return b.String(), nil
+	return b.String(), others, nil
 }
 
 // DecodeResponsesRequest is the inverse of [EncodeInput]: it reads a Responses API body's
 // `instructions`, `input` and `tools` into a chat.Request. `instructions` becomes the first
-// message (system); an `input` string is one user message; input items become messages:
-// `message` items by their role (developer as system), `reasoning` items a Thinking block
-// ([ReasoningBlock]) of the assistant message that follows, `function_call` items tool calls of
-// the assistant message they follow (a new one when the previous message is not an assistant's),
-// `function_call_output` items tool messages. Unknown item types are skipped.
+// message (system); an `input` string is one user message; input items become messages where
+// they stand ([decodeItems]). Tools: function and custom tools by their name and description
+// (a function's parameters, a custom tool's format), a tool of another type (web_search, mcp,
+// file_search, …) by its type with its JSON as the parameters.
 func DecodeResponsesRequest(body []byte) (*chat.Request, error) {
 	var b struct {
-		Instructions string          `json:"instructions"`
-		Input        json.RawMessage `json:"input"`
-		Tools        []struct {
-			Type        string          `json:"type"`
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			Parameters  json.RawMessage `json:"parameters"`
-		} `json:"tools"`
-		Reasoning *struct {
+		Instructions string            `json:"instructions"`
+		Input        json.RawMessage   `json:"input"`
+		Tools        []json.RawMessage `json:"tools"`
+		Reasoning    *struct {
 			Effort string `json:"effort"`
 		} `json:"reasoning"`
 	}
@@ -172,27 +264,64 @@ func DecodeResponsesRequest(body []byte) (*chat.Request, error) {
 		}
 		req.Messages = append(req.Messages, msgs...)
 	}
-	for _, t := range b.Tools {
-		if t.Type != "" && t.Type != "function" {
-			continue
+	for i, raw := range b.Tools {
+		var t struct {
+			Type        string          `json:"type"`
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+			Format      json.RawMessage `json:"format"`
 		}
-		req.Tools = append(req.Tools, chat.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return nil, fmt.Errorf("openai: tools[%d]: %w", i, err)
+		}
+		switch t.Type {
+		case "", "function":
+			req.Tools = append(req.Tools, chat.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+		case "custom":
+			req.Tools = append(req.Tools, chat.Tool{Name: t.Name, Description: t.Description, Parameters: t.Format})
+		default:
+			req.Tools = append(req.Tools, chat.Tool{Name: t.Type, Parameters: bytes.TrimSpace(raw)})
+		}
 	}
 	return req, nil
 }
 
-// decodeItems turns Responses API items (a request's input, a response's output) into
-// messages; where names the array for errors.
+// decodeItems turns Responses API items (a request's input) into messages, each where it
+// stands; where names the array for errors.
+//
+//   - `message` items (or items with a role and no type) by their role: system as
+//     chat.RoleSystem, developer as chat.RoleDeveloper, anywhere in the list; an assistant's
+//     text joins the assistant message it follows; a content part that is not text
+//     (input_image, input_file, input_audio, …) follows as an item of its own;
+//   - `reasoning` items a Thinking block ([ReasoningBlock]; their summary text also the
+//     Reasoning) of the assistant message that follows them; reasoning that no assistant item
+//     follows is an assistant message of its own, where it stands;
+//   - `function_call` and `custom_tool_call` items tool calls of the assistant message they
+//     follow (a new one when the previous message is not an assistant's; a custom call's input
+//     as a JSON string); `function_call_output` and `custom_tool_call_output` items tool
+//     messages;
+//   - any other item (web_search_call, file_search_call, computer_call, mcp_call,
+//     item_reference, a type the lab does not know) an item message of its own
+//     ([chat.ItemMessage]: its role, or assistant for an item without one).
 func decodeItems(items []json.RawMessage, where string) ([]chat.Message, error) {
 	var out []chat.Message
-	var pending []chat.ThinkingBlock // reasoning items waiting for the assistant message they led to
+	var pending []chat.ThinkingBlock // reasoning items waiting for the assistant item they led to
+	var pendingText []string
 	assistant := func() *chat.Message {
-		if n := len(out); n > 0 && out[n-1].Role == chat.RoleAssistant && pending == nil {
+		if n := len(out); n > 0 && out[n-1].Role == chat.RoleAssistant && out[n-1].Item == "" && pending == nil {
 			return &out[n-1]
 		}
-		out = append(out, chat.Message{Role: chat.RoleAssistant, Thinking: pending})
-		pending = nil
+		out = append(out, chat.Message{Role: chat.RoleAssistant, Thinking: pending, Reasoning: strings.Join(pendingText, "\n\n")})
+		pending, pendingText = nil, nil
 		return &out[len(out)-1]
+	}
+	// flush puts reasoning that no assistant item followed where it stands.
+	flush := func() {
+		if pending != nil {
+			out = append(out, chat.Message{Role: chat.RoleAssistant, Thinking: pending, Reasoning: strings.Join(pendingText, "\n\n")})
+			pending, pendingText = nil, nil
+		}
 	}
 	for i, raw := range items {
 		var it struct {
@@ -203,6 +332,7 @@ func decodeItems(items []json.RawMessage, where string) ([]chat.Message, error) 
 			CallID    string          `json:"call_id"`
 			Name      string          `json:"name"`
 			Arguments string          `json:"arguments"`
+			Input     string          `json:"input"`
 			Output    json.RawMessage `json:"output"`
 			Summary   []struct {
 				Text string `json:"text"`
@@ -217,40 +347,57 @@ func decodeItems(items []json.RawMessage, where string) ([]chat.Message, error) 
 		}
 		switch it.Type {
 		case "message":
-			text, err := contentText(it.Content)
+			text, others, err := contentParts(it.Content)
 			if err != nil {
 				return nil, fmt.Errorf("openai: %s[%d].content: %w", where, i, err)
 			}
 			role := chat.Role(it.Role)
-			if it.Role == "developer" {
-				role = chat.RoleSystem
-			}
 			if role == chat.RoleAssistant {
 				m := assistant()
 				m.Content += text
-				continue
+			} else {
+				flush()
+				out = append(out, chat.Message{Role: role, Content: text})
 			}
-			out = append(out, chat.Message{Role: role, Content: text})
+			for _, p := range others {
+				out = append(out, chat.ItemMessage(role, p.typ, p.raw))
+			}
 		case "reasoning":
 			var sum []string
 			for _, s := range it.Summary {
 				sum = append(sum, s.Text)
 			}
 			pending = append(pending, ReasoningBlock(it.ID, it.Encrypted, strings.Join(sum, "\n\n")))
+			if len(sum) > 0 {
+				pendingText = append(pendingText, strings.Join(sum, "\n\n"))
+			}
 		case "function_call":
 			m := assistant()
 			m.ToolCalls = append(m.ToolCalls, chat.ToolCall{ID: it.CallID, Name: it.Name, Arguments: json.RawMessage(it.Arguments)})
-		case "function_call_output":
-			text, err := contentText(it.Output)
+		case "custom_tool_call":
+			m := assistant()
+			input, _ := json.Marshal(it.Input)
+			m.ToolCalls = append(m.ToolCalls, chat.ToolCall{ID: it.CallID, Name: it.Name, Arguments: input})
+		case "function_call_output", "custom_tool_call_output":
+			flush()
+			text, others, err := contentParts(it.Output)
 			if err != nil {
 				return nil, fmt.Errorf("openai: %s[%d].output: %w", where, i, err)
 			}
 			out = append(out, chat.Message{Role: chat.RoleTool, Content: text, ToolCallID: it.CallID})
+			for _, p := range others {
+				out = append(out, chat.ItemMessage(chat.RoleTool, p.typ, p.raw))
+			}
+		default:
+			flush()
+			role := chat.Role(it.Role)
+			if role == "" {
+				role = chat.RoleAssistant
+			}
+			out = append(out, chat.ItemMessage(role, it.Type, bytes.TrimSpace(raw)))
 		}
 	}
-	if pending != nil {
-		out = append(out, chat.Message{Role: chat.RoleAssistant, Thinking: pending})
-	}
+	flush()
 	return out, nil
 }
 
