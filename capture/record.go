@@ -312,6 +312,12 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 			if w, ok := row.DropOllamaEstimate(res); ok && ex.api == APIAnthropic {
 				warnings = append(warnings, w)
 			}
+			if ex.api == APIAnthropic && res.Usage != nil && res.Usage.Uncached != nil {
+				// Ollama's input_tokens is its whole prompt (prompt_eval_count), not the part
+				// read afresh that Anthropic's field means: the prompt count it is, the
+				// uncached count it is not (the server log's used= says what was reused).
+				res.Usage = res.Usage.Without(chat.UsageUncached)
+			}
 		}
 		row.SetResult(s, res, nil)
 		warnings = append(warnings, res.Warnings...)
@@ -543,6 +549,18 @@ func (r *recorder) render(ex *exchange) (string, error) {
 			return "", err
 		}
 		path, body = "/api/chat", b
+	case r.opts.Attribution.Render == RenderOllama && ollamaCompatible(ex.api):
+		// Converted as Ollama converts it before its /api/chat handler renders it (its own
+		// conversion code), then rendered by that handler.
+		c, err := ollama.CompatibleChatRequest(ex.api, ex.body)
+		if err != nil {
+			return "", fmt.Errorf("render the prompt: %w", err)
+		}
+		b, err := ollama.RenderRequest(c)
+		if err != nil {
+			return "", fmt.Errorf("render the prompt: %w", err)
+		}
+		path, body = "/api/chat", b
 	case r.opts.Attribution.Render == RenderLlamaCpp && ex.api == APIOpenAIChat:
 		path, body = "/apply-template", ex.body
 	case ex.api == APIOllamaGenerate && ex.env.Raw, ex.api == APILlamaCppCompletion:
@@ -556,7 +574,9 @@ func (r *recorder) render(ex *exchange) (string, error) {
 	}
 	u := *r.upstream
 	u.Path = strings.TrimSuffix(u.Path, "/") + path
-	if r.opts.Attribution.Render == RenderLlamaCpp {
+	if r.opts.Attribution.Render == RenderLlamaCpp || ollamaCompatible(ex.api) {
+		// An upstream given with its /v1 (the compatible endpoints' base URL): the rendering
+		// endpoint sits beside it.
 		u.Path = strings.TrimSuffix(strings.TrimSuffix(r.upstream.Path, "/"), "/v1") + path
 	}
 	hreq, err := http.NewRequestWithContext(context.Background(), http.MethodPost, u.String(), bytes.NewReader(body))
