@@ -34,6 +34,9 @@ type fakeOllama struct {
 	prev    string
 	renders []api.ChatRequest
 	used    []int
+	// noThinking refuses a rendering with think true, as Ollama's /api/chat does for a model
+	// without thinking.
+	noThinking bool
 }
 
 func renderQwen(r *api.ChatRequest) string {
@@ -56,6 +59,10 @@ func (f *fakeOllama) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var c api.ChatRequest
 		if err := json.Unmarshal(body, &c); err != nil || !c.DebugRenderOnly {
 			http.Error(w, `{"error":"want a rendering request"}`, http.StatusBadRequest)
+			return
+		}
+		if f.noThinking && c.Think != nil && c.Think.Bool() {
+			http.Error(w, `{"error":"\"m\" does not support thinking"}`, http.StatusBadRequest)
 			return
 		}
 		f.renders = append(f.renders, c)
@@ -176,5 +183,38 @@ func TestProxyMeasuresOllamasCompatibleEndpoints(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Ollama's /v1/messages serves a request asking for thinking of a model without it (its handler
+// unsets `think`), where /api/chat refuses it: the proxy renders it as served, without think.
+func TestProxyRendersMessagesWithThinkingOfAModelWithout(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "server.log")
+	if err := os.WriteFile(logPath, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeOllama{t: t, logPath: logPath, noThinking: true}
+	up := httptest.NewServer(f)
+	defer up.Close()
+	dir := filepath.Join(t.TempDir(), "run_id=think")
+	p, err := capture.New(capture.Options{Upstream: up.URL, Dir: dir, RunID: "think", ServerLog: logPath, LogWait: 500 * time.Millisecond,
+		Attribution: capture.Attribution{Render: capture.RenderOllama, Tokenizer: byteTok{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	if code, out := post(t, srv.URL, "/v1/messages", `{"model":"m","max_tokens":64,"thinking":{"type":"enabled","budget_tokens":32},"messages":[{"role":"user","content":"fix it"}]}`, nil); code != http.StatusOK {
+		t.Fatalf("HTTP %d: %s", code, out)
+	}
+	srv.Close()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, rows, err := metrics.ReadRun(dir)
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("%d rows, %v", len(rows), err)
+	}
+	if s := rows[0]; s.ExpectedUnknown || s.ExpectedCachedTokens == nil || len(f.renders) != 1 || f.renders[0].Think != nil {
+		t.Errorf("expected_unknown %v, %d renderings (think %v); want one rendering without think and expected known (warnings %q)", s.ExpectedUnknown, len(f.renders), f.renders, s.Warnings)
 	}
 }

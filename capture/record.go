@@ -560,7 +560,18 @@ func (r *recorder) render(ex *exchange) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("render the prompt: %w", err)
 		}
-		path, body = "/api/chat", b
+		text, err := r.renderAt(ex, "/api/chat", b)
+		var nt *noThinking
+		if ex.api == APIAnthropic && c.Think != nil && errors.As(err, &nt) {
+			// Ollama's /v1/messages relaxes `think` to unset for a model without thinking
+			// (its handler's relax_thinking) where /api/chat refuses it: render as it serves.
+			c.Think = nil
+			if b, err = ollama.RenderRequest(c); err != nil {
+				return "", fmt.Errorf("render the prompt: %w", err)
+			}
+			text, err = r.renderAt(ex, "/api/chat", b)
+		}
+		return text, err
 	case r.opts.Attribution.Render == RenderLlamaCpp && ex.api == APIOpenAIChat:
 		path, body = "/apply-template", ex.body
 	case ex.api == APIOllamaGenerate && ex.env.Raw, ex.api == APILlamaCppCompletion:
@@ -572,6 +583,18 @@ func (r *recorder) render(ex *exchange) (string, error) {
 	default:
 		return "", nil
 	}
+	return r.renderAt(ex, path, body)
+}
+
+// noThinking is the rendering error of an Ollama that refuses `think` for a model without
+// thinking (HTTP 400, "… does not support thinking").
+type noThinking struct{ msg string }
+
+func (e *noThinking) Error() string { return e.msg }
+
+// renderAt posts body to the upstream's rendering endpoint path and returns the rendering: the
+// answer's `prompt` (llama-server) or `_debug_info.rendered_template` (Ollama).
+func (r *recorder) renderAt(ex *exchange, path string, body []byte) (string, error) {
 	u := *r.upstream
 	u.Path = strings.TrimSuffix(u.Path, "/") + path
 	if r.opts.Attribution.Render == RenderLlamaCpp || ollamaCompatible(ex.api) {
@@ -597,7 +620,11 @@ func (r *recorder) render(ex *exchange) (string, error) {
 		return "", fmt.Errorf("render the prompt: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("render the prompt: %s: HTTP %d: %s", path, resp.StatusCode, openai.ErrorMessage([]byte(Redact(string(b), ex.secrets))))
+		err := fmt.Errorf("render the prompt: %s: HTTP %d: %s", path, resp.StatusCode, openai.ErrorMessage([]byte(Redact(string(b), ex.secrets))))
+		if resp.StatusCode == http.StatusBadRequest && bytes.Contains(b, []byte("does not support thinking")) {
+			return "", &noThinking{err.Error()}
+		}
+		return "", err
 	}
 	var out struct {
 		Prompt    *string `json:"prompt"`
