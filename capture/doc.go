@@ -50,9 +50,12 @@
 //     Ollama's OpenAI- and Anthropic-compatible endpoints answer a constant 0 cached tokens: in
 //     front of Ollama ([Options].UpstreamOllama, a server log, or the ollama rendering) their
 //     rows never take it; the log gives their cached tokens too, else they are null, and so is
-//     the re-read (reread_tokens is prompt − cached, null when cached is).
+//     the re-read (reread_tokens is prompt − cached, null when cached is). Their Messages
+//     input_tokens is Ollama's whole prompt: the prompt count, never an uncached count.
 //  4. With [Options].Attribution (a local upstream: Ollama or llama-server, and the served
-//     model's tokenizer), it asks the upstream for its own rendering of the request and feeds a
+//     model's tokenizer), it asks the upstream for its own rendering of the request (a request
+//     to Ollama's compatible endpoints converted first with Ollama's own conversion code,
+//     [lab/backend/ollama.CompatibleChatRequest]) and feeds a
 //     [cachesim.Attributor] that models the upstream's one cache slot (one model per upstream,
 //     not per conversation: every client shares it): expected cached tokens, the first
 //     divergence and its segment, re-read tokens by segment, reasoning tokens sent. Without it

@@ -108,7 +108,9 @@ type Options struct {
 // cache for every client, so one model per upstream, not per conversation).
 type Attribution struct {
 	// Render names how to get the upstream's own rendering of a request: [RenderOllama]
-	// (POST /api/chat with `_debug_render_only`), [RenderLlamaCpp] (POST /apply-template with
+	// (POST /api/chat with `_debug_render_only`; a request of Ollama's OpenAI- and
+	// Anthropic-compatible endpoints converted first as Ollama converts it,
+	// [lab/backend/ollama.CompatibleChatRequest]), [RenderLlamaCpp] (POST /apply-template with
 	// the chat request's body), or "" for none (cloud APIs, which show none).
 	Render string
 	// Tokenizer is the served model's tokenizer (for Ollama the model's GGUF tokenizer, for

@@ -312,6 +312,12 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 			if w, ok := row.DropOllamaEstimate(res); ok && ex.api == APIAnthropic {
 				warnings = append(warnings, w)
 			}
+			if ex.api == APIAnthropic && res.Usage != nil && res.Usage.Uncached != nil {
+				// Ollama's input_tokens is its whole prompt (prompt_eval_count), not the part
+				// read afresh that Anthropic's field means: the prompt count it is, the
+				// uncached count it is not (the server log's used= says what was reused).
+				res.Usage = res.Usage.Without(chat.UsageUncached)
+			}
 		}
 		row.SetResult(s, res, nil)
 		warnings = append(warnings, res.Warnings...)
@@ -546,6 +552,29 @@ func (r *recorder) render(ex *exchange) (string, error) {
 			return "", err
 		}
 		path, body = "/api/chat", b
+	case r.opts.Attribution.Render == RenderOllama && ollamaCompatible(ex.api):
+		// Converted as Ollama converts it before its /api/chat handler renders it (its own
+		// conversion code), then rendered by that handler.
+		c, err := ollama.CompatibleChatRequest(ex.api, ex.body)
+		if err != nil {
+			return "", fmt.Errorf("render the prompt: %w", err)
+		}
+		b, err := ollama.RenderRequest(c)
+		if err != nil {
+			return "", fmt.Errorf("render the prompt: %w", err)
+		}
+		text, err := r.renderAt(ex, "/api/chat", b)
+		var nt *noThinking
+		if ex.api == APIAnthropic && c.Think != nil && errors.As(err, &nt) {
+			// Ollama's /v1/messages relaxes `think` to unset for a model without thinking
+			// (its handler's relax_thinking) where /api/chat refuses it: render as it serves.
+			c.Think = nil
+			if b, err = ollama.RenderRequest(c); err != nil {
+				return "", fmt.Errorf("render the prompt: %w", err)
+			}
+			text, err = r.renderAt(ex, "/api/chat", b)
+		}
+		return text, err
 	case r.opts.Attribution.Render == RenderLlamaCpp && ex.api == APIOpenAIChat:
 		path, body = "/apply-template", ex.body
 	case ex.api == APIOllamaGenerate && ex.env.Raw, ex.api == APILlamaCppCompletion:
@@ -557,9 +586,23 @@ func (r *recorder) render(ex *exchange) (string, error) {
 	default:
 		return "", nil
 	}
+	return r.renderAt(ex, path, body)
+}
+
+// noThinking is the rendering error of an Ollama that refuses `think` for a model without
+// thinking (HTTP 400, "… does not support thinking").
+type noThinking struct{ msg string }
+
+func (e *noThinking) Error() string { return e.msg }
+
+// renderAt posts body to the upstream's rendering endpoint path and returns the rendering: the
+// answer's `prompt` (llama-server) or `_debug_info.rendered_template` (Ollama).
+func (r *recorder) renderAt(ex *exchange, path string, body []byte) (string, error) {
 	u := *r.upstream
 	u.Path = strings.TrimSuffix(u.Path, "/") + path
-	if r.opts.Attribution.Render == RenderLlamaCpp {
+	if r.opts.Attribution.Render == RenderLlamaCpp || ollamaCompatible(ex.api) {
+		// An upstream given with its /v1 (the compatible endpoints' base URL): the rendering
+		// endpoint sits beside it.
 		u.Path = strings.TrimSuffix(strings.TrimSuffix(r.upstream.Path, "/"), "/v1") + path
 	}
 	hreq, err := http.NewRequestWithContext(context.Background(), http.MethodPost, u.String(), bytes.NewReader(body))
@@ -580,7 +623,11 @@ func (r *recorder) render(ex *exchange) (string, error) {
 		return "", fmt.Errorf("render the prompt: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("render the prompt: %s: HTTP %d: %s", path, resp.StatusCode, openai.ErrorMessage([]byte(Redact(string(b), ex.secrets))))
+		err := fmt.Errorf("render the prompt: %s: HTTP %d: %s", path, resp.StatusCode, openai.ErrorMessage([]byte(Redact(string(b), ex.secrets))))
+		if resp.StatusCode == http.StatusBadRequest && bytes.Contains(b, []byte("does not support thinking")) {
+			return "", &noThinking{err.Error()}
+		}
+		return "", err
 	}
 	var out struct {
 		Prompt    *string `json:"prompt"`

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"strings"
 
+	ollamaanthropic "github.com/ollama/ollama/anthropic"
 	"github.com/ollama/ollama/api"
+	ollamaopenai "github.com/ollama/ollama/openai"
 
 	"lab/chat"
 )
@@ -195,4 +197,74 @@ func (c *Capture) Result() *chat.Result {
 		res.CachedTokens, res.CachedSource = &v, chat.SourceResponse
 	}
 	return res
+}
+
+// The API names [CompatibleChatRequest] converts, as Ollama serves them: POST
+// /v1/chat/completions, /v1/responses and /v1/messages.
+const (
+	CompatibleOpenAIChat      = "openai-chat"
+	CompatibleOpenAIResponses = "openai-responses"
+	CompatibleAnthropic       = "anthropic"
+)
+
+// CompatibleChatRequest converts the body of a request to one of Ollama's OpenAI- and
+// Anthropic-compatible endpoints (apiName one of [CompatibleOpenAIChat], [CompatibleOpenAIResponses],
+// [CompatibleAnthropic]) into the /api/chat request Ollama itself makes of it, with Ollama
+// v0.17.4's own conversion: openai.FromChatRequest (its ChatMiddleware),
+// openai.FromResponsesRequest (ResponsesMiddleware, with `stream` as the body gives it) and
+// anthropic.FromMessagesRequest (AnthropicMessagesMiddleware). The body is decoded into the
+// module's own request type, as the middleware does. The request's Think is left as converted:
+// the Anthropic middleware's relaxing of `think` for a model without thinking happens in
+// Ollama's handler, not in the conversion. Errors name the API and the body's problem.
+func CompatibleChatRequest(apiName string, body []byte) (*api.ChatRequest, error) {
+	switch apiName {
+	case CompatibleOpenAIChat:
+		var r ollamaopenai.ChatCompletionRequest
+		if err := json.Unmarshal(body, &r); err != nil {
+			return nil, fmt.Errorf("ollama: /v1/chat/completions body: %w", err)
+		}
+		c, err := ollamaopenai.FromChatRequest(r)
+		if err != nil {
+			return nil, fmt.Errorf("ollama: /v1/chat/completions conversion: %w", err)
+		}
+		return c, nil
+	case CompatibleOpenAIResponses:
+		var r ollamaopenai.ResponsesRequest
+		if err := json.Unmarshal(body, &r); err != nil {
+			return nil, fmt.Errorf("ollama: /v1/responses body: %w", err)
+		}
+		c, err := ollamaopenai.FromResponsesRequest(r)
+		if err != nil {
+			return nil, fmt.Errorf("ollama: /v1/responses conversion: %w", err)
+		}
+		stream := r.Stream != nil && *r.Stream
+		c.Stream = &stream
+		return c, nil
+	case CompatibleAnthropic:
+		var r ollamaanthropic.MessagesRequest
+		if err := json.Unmarshal(body, &r); err != nil {
+			return nil, fmt.Errorf("ollama: /v1/messages body: %w", err)
+		}
+		c, err := ollamaanthropic.FromMessagesRequest(r)
+		if err != nil {
+			return nil, fmt.Errorf("ollama: /v1/messages conversion: %w", err)
+		}
+		return c, nil
+	}
+	return nil, fmt.Errorf("ollama: no conversion of API %q to /api/chat", apiName)
+}
+
+// RenderRequest returns the /api/chat body that asks Ollama for its rendering of req
+// (`_debug_render_only` true, `stream` false): the answer's _debug_info.rendered_template is
+// the prompt the model would be given.
+func RenderRequest(req *api.ChatRequest) ([]byte, error) {
+	r := *req
+	r.DebugRenderOnly = true
+	stream := false
+	r.Stream = &stream
+	b, err := json.Marshal(&r)
+	if err != nil {
+		return nil, fmt.Errorf("ollama: render request: %w", err)
+	}
+	return b, nil
 }
