@@ -222,3 +222,22 @@ func TestDebianSourceSuiteName(t *testing.T) {
 		t.Errorf("codename and suite name: got %+v, %v; want the codename's entry", got, err)
 	}
 }
+
+// A stanza switched off with any of the words apt reads as false (StringToBool: no, false,
+// without, off, disable, 0) is skipped, as apt-get skips it; yes keeps it.
+func TestParseAptSourcesDisabledWords(t *testing.T) {
+	for _, v := range []string{"no", "No", "false", "without", "off", "disable", "0"} {
+		data := "Types: deb\nURIs: http://mirror.invalid/debian\nSuites: bookworm\nComponents: main\nEnabled: " + v + "\n"
+		e, err := ParseAptSources("d.sources", []byte(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(e) != 0 {
+			t.Errorf("Enabled: %s: %d entries, want none (apt skips the stanza)", v, len(e))
+		}
+	}
+	e, err := ParseAptSources("d.sources", []byte("Types: deb\nURIs: http://mirror.invalid/debian\nSuites: bookworm\nComponents: main\nEnabled: yes\n"))
+	if err != nil || len(e) != 1 {
+		t.Errorf("Enabled: yes: %d entries, %v; want 1", len(e), err)
+	}
+}
