@@ -29,8 +29,8 @@ type AptSource struct {
 
 // ParseAptSources parses the apt sources file named name (used in errors and to pick the
 // format: a name ending in ".sources" is deb822, any other the one-line format) and returns
-// its "deb" entries, one per URI and suite; deb-src entries, comments and stanzas with
-// "Enabled: no" are skipped. A malformed entry is an error naming the file and line.
+// its "deb" entries, one per URI and suite; deb-src entries, comments and stanzas switched off
+// ("Enabled: no", or another word apt reads as false) are skipped. A malformed entry is an error naming the file and line.
 func ParseAptSources(name string, data []byte) ([]AptSource, error) {
 	if strings.HasSuffix(name, ".sources") {
 		return parseDeb822(name, data)
@@ -85,7 +85,7 @@ func parseDeb822(name string, data []byte) ([]AptSource, error) {
 		if len(fields) == 0 {
 			return nil
 		}
-		if strings.EqualFold(fields["enabled"], "no") {
+		if aptFalse(fields["enabled"]) {
 			return nil
 		}
 		deb := false
@@ -146,6 +146,16 @@ func parseDeb822(name string, data []byte) ([]AptSource, error) {
 // release codename (a machine following stable, or running unstable itself, whose os-release
 // names the next release's codename): the same archive, signed by the same keyring.
 var debianSuites = []string{"stable", "testing", "unstable", "sid", "oldstable", "oldoldstable"}
+
+// aptFalse reports whether a deb822 boolean field's value is one apt reads as false (apt-pkg's
+// StringToBool: no, false, without, off, disable, or the number 0), case aside.
+func aptFalse(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "no", "false", "without", "off", "disable", "0":
+		return true
+	}
+	return false
+}
 
 // DebianSource picks, from the entries of the machine's apt sources, the Debian archive entry of
 // the release codename: suite exactly release (so neither release-security, -updates nor
