@@ -29,8 +29,8 @@ type AptSource struct {
 
 // ParseAptSources parses the apt sources file named name (used in errors and to pick the
 // format: a name ending in ".sources" is deb822, any other the one-line format) and returns
-// its "deb" entries, one per URI and suite; deb-src entries, comments and stanzas with
-// "Enabled: no" are skipped. A malformed entry is an error naming the file and line.
+// its "deb" entries, one per URI and suite; deb-src entries, comments and stanzas switched off
+// ("Enabled: no", or another word apt reads as false) are skipped. A malformed entry is an error naming the file and line.
 func ParseAptSources(name string, data []byte) ([]AptSource, error) {
 	if strings.HasSuffix(name, ".sources") {
 		return parseDeb822(name, data)
@@ -85,7 +85,7 @@ func parseDeb822(name string, data []byte) ([]AptSource, error) {
 		if len(fields) == 0 {
 			return nil
 		}
-		if strings.EqualFold(fields["enabled"], "no") {
+		if aptFalse(fields["enabled"]) {
 			return nil
 		}
 		deb := false
@@ -142,14 +142,45 @@ func parseDeb822(name string, data []byte) ([]AptSource, error) {
 	return out, nil
 }
 
+// debianSuites are the Debian archive's suite names that a sources entry may give instead of the
+// release codename (a machine following stable, or running unstable itself, whose os-release
+// names the next release's codename): the same archive, signed by the same keyring.
+var debianSuites = []string{"stable", "testing", "unstable", "sid", "oldstable", "oldoldstable"}
+
+// aptFalse reports whether a deb822 boolean field's value is one apt reads as false (apt-pkg's
+// StringToBool: no, false, without, off, disable, or the number 0), case aside.
+func aptFalse(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "no", "false", "without", "off", "disable", "0":
+		return true
+	}
+	return false
+}
+
 // DebianSource picks, from the entries of the machine's apt sources, the Debian archive entry of
 // the release codename: suite exactly release (so neither release-security, -updates nor
-// -backports), component main, a URI whose path names Debian ("/debian") or a Debian archive
+// -backports), or else one of the suite names stable, testing, unstable (sid), oldstable and
+// oldoldstable; component main; a URI whose path names Debian ("/debian") or a Debian archive
 // keyring in Signed-By. It returns that entry with Suite "unstable" and Components [main],
 // keeping the URI and the keyring. files names what was read, for the error when no entry fits.
 func DebianSource(entries []AptSource, release string, files []string) (AptSource, error) {
+	if e, ok := debianEntry(entries, func(s string) bool { return release != "" && s == release }); ok {
+		return e, nil
+	}
+	if e, ok := debianEntry(entries, func(s string) bool { return contains(debianSuites, s) }); ok {
+		return e, nil
+	}
+	if release == "" {
+		return AptSource{}, fmt.Errorf("find the Debian archive: the machine's release codename is unknown (VERSION_CODENAME in /etc/os-release)")
+	}
+	return AptSource{}, fmt.Errorf("find the Debian archive: no deb entry of suite %q (or %s) with component main serving Debian in %s", release, strings.Join(debianSuites, ", "), strings.Join(files, ", "))
+}
+
+// debianEntry is the first Debian archive entry of component main whose suite suite accepts
+// ([DebianSource]), with Suite "unstable" and Components [main].
+func debianEntry(entries []AptSource, suite func(string) bool) (AptSource, bool) {
 	for _, e := range entries {
-		if e.Suite != release || !contains(e.Components, "main") {
+		if !suite(e.Suite) || !contains(e.Components, "main") {
 			continue
 		}
 		path := e.URI
@@ -165,12 +196,9 @@ func DebianSource(entries []AptSource, release string, files []string) (AptSourc
 			continue
 		}
 		e.Suite, e.Components = "unstable", []string{"main"}
-		return e, nil
+		return e, true
 	}
-	if release == "" {
-		return AptSource{}, fmt.Errorf("find the Debian archive: the machine's release codename is unknown (VERSION_CODENAME in /etc/os-release)")
-	}
-	return AptSource{}, fmt.Errorf("find the Debian archive: no deb entry of suite %q with component main serving Debian in %s", release, strings.Join(files, ", "))
+	return AptSource{}, false
 }
 
 func contains(l []string, s string) bool {

@@ -193,3 +193,51 @@ func TestServerVersionLine(t *testing.T) {
 		t.Errorf("serverVersionLine = %q", got)
 	}
 }
+
+// A Debian archive entry named by the suite's name rather than the release's codename is the
+// archive too: a machine on Debian unstable (its sources say sid or unstable, its os-release a
+// codename such as trixie) and one whose sources follow stable.
+func TestDebianSourceSuiteName(t *testing.T) {
+	for _, c := range []struct{ name, data, release string }{
+		{"debian.sources", "Types: deb\nURIs: http://mirror.invalid/debian\nSuites: sid\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n", "trixie"},
+		{"sources.list", "deb http://mirror.invalid/debian unstable main\n", "trixie"},
+		{"sources.list", "deb http://mirror.invalid/debian stable main contrib\ndeb http://security.invalid/debian-security stable-security main\n", "bookworm"},
+	} {
+		e, err := ParseAptSources(c.name, []byte(c.data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := DebianSource(e, c.release, []string{c.name})
+		if err != nil {
+			t.Errorf("%s %q (release %s): %v", c.name, c.data, c.release, err)
+			continue
+		}
+		if got.URI != "http://mirror.invalid/debian" || got.Suite != "unstable" || got.Line != 1 {
+			t.Errorf("%s %q: got %+v, want the mirror's entry of line 1 as unstable", c.name, c.data, got)
+		}
+	}
+	// An exact codename's entry is still preferred to a suite name's.
+	e, _ := ParseAptSources("sources.list", []byte("deb http://other.invalid/debian stable main\ndeb http://mirror.invalid/debian bookworm main\n"))
+	if got, err := DebianSource(e, "bookworm", nil); err != nil || got.URI != "http://mirror.invalid/debian" {
+		t.Errorf("codename and suite name: got %+v, %v; want the codename's entry", got, err)
+	}
+}
+
+// A stanza switched off with any of the words apt reads as false (StringToBool: no, false,
+// without, off, disable, 0) is skipped, as apt-get skips it; yes keeps it.
+func TestParseAptSourcesDisabledWords(t *testing.T) {
+	for _, v := range []string{"no", "No", "false", "without", "off", "disable", "0"} {
+		data := "Types: deb\nURIs: http://mirror.invalid/debian\nSuites: bookworm\nComponents: main\nEnabled: " + v + "\n"
+		e, err := ParseAptSources("d.sources", []byte(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(e) != 0 {
+			t.Errorf("Enabled: %s: %d entries, want none (apt skips the stanza)", v, len(e))
+		}
+	}
+	e, err := ParseAptSources("d.sources", []byte("Types: deb\nURIs: http://mirror.invalid/debian\nSuites: bookworm\nComponents: main\nEnabled: yes\n"))
+	if err != nil || len(e) != 1 {
+		t.Errorf("Enabled: yes: %d entries, %v; want 1", len(e), err)
+	}
+}

@@ -384,8 +384,25 @@ func newPrivateApt(dir string, src AptSource) (*privateApt, error) {
 	if err := os.WriteFile(filepath.Join(dir, "etc", "sources.list.d", "unstable.sources"), []byte(src.deb822()), 0o644); err != nil {
 		return nil, err
 	}
-	return &privateApt{dir: dir, opts: aptOptions(dir)}, nil
+	conf := filepath.Join(dir, "etc", "apt.conf")
+	if err := os.WriteFile(conf, []byte(aptNoHooks), 0o644); err != nil {
+		return nil, err
+	}
+	return &privateApt{dir: dir, opts: append([]string{"-c", conf}, aptOptions(dir)...)}, nil
 }
+
+// aptNoHooks is the private apt's own configuration file, read (apt-get -c) after the machine's
+// apt.conf.d: it clears the commands the machine's configuration runs around an update or a dpkg
+// call (a Debian image's docker-clean, appstream's and PackageKit's refreshes), which would act
+// on the machine's own state, as root even write into it. The machine's other settings (its
+// proxy, for one) are kept.
+const aptNoHooks = `#clear APT::Update::Pre-Invoke;
+#clear APT::Update::Post-Invoke;
+#clear APT::Update::Post-Invoke-Success;
+#clear DPkg::Pre-Invoke;
+#clear DPkg::Post-Invoke;
+#clear DPkg::Pre-Install-Pkgs;
+`
 
 // aptOptions are the -o settings that point apt at the private folder dir.
 func aptOptions(dir string) []string {

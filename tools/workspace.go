@@ -223,12 +223,20 @@ func (w *Workspace) resolve(p string) (abs, name string, err error) {
 	var dangling *danglingError
 	switch {
 	case errors.As(err, &esc):
-		// Name where the link leads, as the machine resolves it, only for the message.
+		// Name where the link leads, as the machine resolves it, only for the message; a
+		// place the shown paths do not cover, reached by a relative link climbing out of the
+		// sandbox's folder, as the shown tree has it (never the real folder's parents).
+		name := func(real, shown string) string {
+			if s := w.show(real); s != real || esc.absolute {
+				return s
+			}
+			return shown
+		}
 		if real, rerr := filepath.EvalSymlinks(filepath.Join(append([]string{esc.target}, esc.rest...)...)); rerr == nil {
-			return "", "", fmt.Errorf("%s leads to %s, outside the project", abs, w.show(real))
+			return "", "", fmt.Errorf("%s leads to %s, outside the project", abs, name(real, filepath.Join(append([]string{esc.shown}, esc.rest...)...)))
 		}
 		if real, rerr := filepath.EvalSymlinks(esc.target); rerr == nil {
-			return "", "", fmt.Errorf("%s leads to %s, outside the project", abs, w.show(real))
+			return "", "", fmt.Errorf("%s leads to %s, outside the project", abs, name(real, esc.shown))
 		}
 		return "", "", fmt.Errorf("%s: %s is a link to nothing", abs, esc.link)
 	case errors.As(err, &dangling):
@@ -242,10 +250,13 @@ func (w *Workspace) resolve(p string) (abs, name string, err error) {
 }
 
 // escapeError is a link on the way of a path that leads out of the project: link is the link's
-// absolute path, target where it leads (absolute, cleaned) and rest the names after it.
+// absolute path, target where it leads (absolute, cleaned), shown the same place as the shown
+// tree names it (a relative target taken from the link's shown folder), absolute whether the
+// link's own target is an absolute path, and rest the names after it.
 type escapeError struct {
-	link, target string
-	rest         []string
+	link, target, shown string
+	absolute            bool
+	rest                []string
 }
 
 func (e *escapeError) Error() string { return e.link + " leads outside the project" }
@@ -306,8 +317,10 @@ func (w *Workspace) follow(name string) (real string, missing bool, err error) {
 		if err != nil {
 			return "", false, err
 		}
-		if filepath.IsAbs(target) {
+		absolute, shown := filepath.IsAbs(target), filepath.Join(w.Root, filepath.FromSlash(done), target)
+		if absolute {
 			target = filepath.Clean(target)
+			shown = target
 		} else {
 			// done has no link in it, so ".." in the target is its parent folder, taken from
 			// the folder the link really is in (realRoot: the kernel climbs from there, also
@@ -327,7 +340,7 @@ func (w *Workspace) follow(name string) (real string, missing bool, err error) {
 			for _, p := range parts {
 				rest = append(rest, p.name)
 			}
-			return "", false, &escapeError{link: link, target: target, rest: rest}
+			return "", false, &escapeError{link: link, target: target, shown: shown, absolute: absolute, rest: rest}
 		}
 		parts = append(split(filepath.ToSlash(in), link), parts...)
 		done = ""

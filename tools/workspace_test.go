@@ -348,3 +348,37 @@ func TestWorkspaceNamesTheShownPath(t *testing.T) {
 		t.Errorf("b.txt in the real folder: %q, %v", b, err)
 	}
 }
+
+// A link that climbs past the sandbox's folder (../../x from the project) is named as the shown
+// tree has it: where the link leads from the shown root, never the real folder's parents (the
+// machine's TMPDIR, which would change the rows from one machine to another).
+func TestWorkspaceLinkPastTheSandboxNamesTheShownPath(t *testing.T) {
+	loop, err := hygiene.ParseConfig(lab.LoopJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, err := hygiene.NewSession(loop, hygiene.Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := filepath.Join(t.TempDir(), "tmpdir", "lab-sandbox-shown-ws-123")
+	shown := "/tmp/lab-sandbox/shown-ws"
+	ws, err := tools.NewSandboxWorkspace([]txtar.File{{Name: "a.go", Data: []byte("package a\n")}}, tools.Sandbox{Dir: real, Shown: shown}, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Remove()
+	if err := os.WriteFile(filepath.Join(filepath.Dir(real), "elsewhere.txt"), []byte("SECRET\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../elsewhere.txt", filepath.Join(real, "p", "up.txt")); err != nil {
+		t.Fatal(err)
+	}
+	got := ws.Run(hs, "read", []byte(`{"path":"up.txt"}`))
+	if want := shown + "/p/up.txt leads to /tmp/lab-sandbox/elsewhere.txt, outside the project"; !strings.Contains(got, want) {
+		t.Errorf("read up.txt = %q; want it to name %q", got, want)
+	}
+	if strings.Contains(got, filepath.Dir(real)) || strings.Contains(got, "SECRET") {
+		t.Errorf("read up.txt = %q names the real folder %s or reads the file", got, filepath.Dir(real))
+	}
+}

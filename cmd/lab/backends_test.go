@@ -385,3 +385,20 @@ func TestParallelFlagIsForLlamaServer(t *testing.T) {
 		}
 	}
 }
+
+// --cache-reuse and --cache-ram are taken by any llama-server the lab starts, the lab's own
+// (without --llamacpp) as well as a --llamacpp binary (checkRemote): their help says so, not
+// "with --llamacpp".
+func TestLlamaServerFlagsHelpNamesTheBackend(t *testing.T) {
+	root := newRootCmd(&streams{out: io.Discard, err: io.Discard, getenv: func(string) string { return "" }})
+	run, _, err := root.Find([]string{"run"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"cache-reuse", "cache-ram"} {
+		u := run.Flags().Lookup(name).Usage
+		if strings.HasPrefix(u, "with --llamacpp") || !strings.HasPrefix(u, "with --backend llamacpp") {
+			t.Errorf("--%s's help %q: want it to start \"with --backend llamacpp\" (the lab's own llama-server takes it too)", name, u)
+		}
+	}
+}

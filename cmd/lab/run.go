@@ -164,9 +164,9 @@ shell that is not a sandbox, which may write anywhere your user can.`,
 	f.StringVar(&o.Remote.Thinking, "thinking", "", "with --backend anthropic: how a request asks to think: enabled (extended thinking, budget 1,024 tokens: Claude 4.5 and earlier; the default), adaptive (Claude 4.6 and later) or off")
 	f.StringVar(&o.Remote.LlamaServer, "llamacpp", "", "with --backend llamacpp: a llama-server binary to start, serving --gguf (instead of --base-url)")
 	o.Remote.CacheReuse = -1
-	f.Var(&o.Remote.CacheReuse, "cache-reuse", "with --llamacpp: llama-server's --cache-reuse N, the minimum chunk of its cached prompt it reuses after the common prefix (default: the server's, 0, off); recorded in the manifest and modelled in the expected cached tokens")
+	f.Var(&o.Remote.CacheReuse, "cache-reuse", "with --backend llamacpp (the lab's own llama-server or --llamacpp PATH): llama-server's --cache-reuse N, the minimum chunk of its cached prompt it reuses after the common prefix (default: the server's, 0, off); recorded in the manifest and modelled in the expected cached tokens")
 	o.Remote.CacheRAM = -1
-	f.Var(&o.Remote.CacheRAM, "cache-ram", "with --llamacpp: llama-server's --cache-ram MiB, its host-memory prompt cache (default 0: off); recorded in the manifest and modelled in the expected cached tokens")
+	f.Var(&o.Remote.CacheRAM, "cache-ram", "with --backend llamacpp (the lab's own llama-server or --llamacpp PATH): llama-server's --cache-ram MiB, its host-memory prompt cache (default 0: off); recorded in the manifest and modelled in the expected cached tokens")
 	f.IntVar(&o.Remote.Parallel, "parallel", 1, "with --backend llamacpp: run this many sessions at once, each on its own slot of llama-server (the server the lab starts gets -np N, each slot --num-ctx tokens); recorded in the manifest")
 	f.StringVar(&o.Remote.Pricing, "pricing", "", "a pricing file replacing the embedded table (cost_usd of cloud runs)")
 	f.BoolVar(&o.Warm, "warm", false, "keep the server's cache as each session finds it: no reset and no nonce (the manifest records cache_state warm)")
