@@ -274,7 +274,7 @@ func (l RequestLine) Marshal() ([]byte, error) {
 func PromptCutWarning(keptMessages, limit, prompt, kept int) string {
 	var parts []string
 	if keptMessages > 0 {
-		parts = append(parts, fmt.Sprintf("the server dropped the messages before the last %d to fit its context window", keptMessages))
+		parts = append(parts, fmt.Sprintf("the server dropped the messages before the last %d (keeping the system messages) to fit its context window", keptMessages))
 	}
 	if limit > 0 {
 		parts = append(parts, fmt.Sprintf("the server cut the prompt from %d to %d tokens to fit its context window of %d (num_ctx)", prompt, kept, limit))
