@@ -443,6 +443,7 @@ func (r *recorder) attribute(ex *exchange, req *chat.Request, res *chat.Result, 
 	if rendered == "" {
 		return nil
 	}
+	dropped := row.DroppedMessages(req, rendered)
 	cacheText := ""
 	if out := r.opts.Attribution.Output; out != nil && reply != nil {
 		cacheText = rendered + out(reply)
@@ -453,13 +454,13 @@ func (r *recorder) attribute(ex *exchange, req *chat.Request, res *chat.Result, 
 	}
 	at, err := r.attr.Observe(req, rendered, cacheText, prompt)
 	if err != nil {
-		return []string{"expected cached tokens unknown: " + err.Error()}
+		return append(dropped, "expected cached tokens unknown: "+err.Error())
 	}
 	r.lastReq, r.lastRendered = req, rendered
 	if at.Unknown {
-		return nil // the row stays expected_unknown
+		return dropped // the row stays expected_unknown
 	}
-	return row.SetAttribution(s, at)
+	return append(dropped, row.SetAttribution(s, at)...)
 }
 
 // cachedFromLog fills the row's cached tokens of an Ollama answer from the upstream's debug log:
@@ -487,6 +488,9 @@ func (r *recorder) cachedFromLog(ex *exchange, res *chat.Result, s *metrics.Samp
 		return []string{fmt.Sprintf("no `loading cache slot` line with prompt=%d in %s within %s: cached tokens unknown (is OLLAMA_DEBUG=1 set?)", res.PromptTokens, r.log.Path(), wait)}
 	}
 	row.SetServerLogCached(s, int64(line.Used))
+	if c := line.Cut; c != nil {
+		return []string{row.PromptCutWarning(c.KeptMessages, c.Limit, c.Prompt, c.New)}
+	}
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ollama/ollama/api"
 
+	"lab/gguf"
 	"lab/localserver/supervise"
 	"lab/metrics"
 )
@@ -222,14 +223,113 @@ type created struct {
 	Manifest string `json:"manifest"`
 	// Path is the model file registered, as CreateModel was given it.
 	Path string `json:"path,omitempty"`
+	// Params are the model's parameters; nil in records of labs that gave none.
+	Params *ModelParams `json:"params,omitempty"`
+}
+
+// ModelParams are the parameters [Server.CreateModel] gives the model it registers, as a
+// Modelfile's PARAMETER lines do (Ollama's api.Options names). A request's own options override
+// them: the lab's runs pin num_ctx and temperature per request; clients of Ollama's OpenAI- and
+// Anthropic-compatible endpoints cannot send num_ctx, so for them the model's is the window.
+type ModelParams struct {
+	// NumCtx is the context window in tokens (num_ctx). Without it Ollama v0.17.4 runs the
+	// model at 4,096 tokens and cuts a longer prompt.
+	NumCtx int `json:"num_ctx"`
+	// Temperature, TopK and TopP are the sampling a request gets unless it sends its own
+	// (temperature, top_k, top_p). Ollama v0.17.4 stops a generation that gives the same
+	// (trimmed) piece more than 30 times in a row ("token repeat limit", llm/server.go) and
+	// answers HTTP 200 with an empty reply: greedy decoding (temperature 0) of the synthetic
+	// model's random weights does that within a few dozen tokens. Its new-engine runner, which
+	// serves qwen3, samples with temperature, top_k, top_p, min_p and seed only
+	// (runner/ollamarunner, sample.NewSampler): repeat_penalty is not applied there, so sampling
+	// is the remedy.
+	Temperature float64 `json:"temperature"`
+	TopK        int     `json:"top_k"`
+	TopP        float64 `json:"top_p"`
+	// Seed is the sampler's seed (seed): fixed, so the same prompt gets the same reply.
+	Seed int `json:"seed"`
+}
+
+// DefaultModelParams returns the parameters the lab registers its model with: numCtx (0 means
+// [gguf.DefaultContextLength]) and sampling at temperature 1 over the 40 likeliest tokens with
+// no nucleus cut (top_p 1) and seed 42.
+func DefaultModelParams(numCtx int) ModelParams {
+	if numCtx <= 0 {
+		numCtx = gguf.DefaultContextLength
+	}
+	return ModelParams{NumCtx: numCtx, Temperature: 1, TopK: 40, TopP: 1, Seed: 42}
+}
+
+// options returns the parameters as api.CreateRequest.Parameters takes them.
+func (p ModelParams) options() map[string]any {
+	return map[string]any{"num_ctx": p.NumCtx, "temperature": p.Temperature, "top_k": p.TopK, "top_p": p.TopP, "seed": p.Seed}
+}
+
+// String returns the parameters as the manifest setting model_params records them:
+// "num_ctx=65536 temperature=1 top_k=40 top_p=1 seed=42".
+func (p ModelParams) String() string {
+	return fmt.Sprintf("num_ctx=%d temperature=%g top_k=%d top_p=%g seed=%d", p.NumCtx, p.Temperature, p.TopK, p.TopP, p.Seed)
 }
 
 // CreateModel registers the GGUF file at ggufPath under name, as `ollama create name` with a
-// Modelfile of `FROM <ggufPath>`, `RENDERER qwen3.5` and `PARSER qwen3.5` does: it uploads the
-// file as a blob (unless the server has it) and creates the model from it. It does nothing when
-// the server already lists name with the manifest this call recorded for the same file's
-// digest in <Dir>/created.json. It takes about a second for a 45 MB file.
+// Modelfile of `FROM <ggufPath>`, `RENDERER qwen3.5`, `PARSER qwen3.5` and a PARAMETER line for
+// each of the model's parameters does: it uploads the file as a blob (unless the server has it)
+// and creates the model from it. The parameters are those the name was last registered with
+// for the same file, else [DefaultModelParams] (0): a run on a server started with another
+// window keeps it. It does nothing when the server already lists name with the manifest this
+// call recorded for the same file's digest and parameters in <Dir>/created.json. It takes about
+// a second for a 45 MB file.
 func (s *Server) CreateModel(ctx context.Context, name, ggufPath string) error {
+	return s.createModel(ctx, name, ggufPath, nil)
+}
+
+// CreateModelWith is [Server.CreateModel] with the model's parameters given: the name is
+// registered again when it was registered with others.
+func (s *Server) CreateModelWith(ctx context.Context, name, ggufPath string, p ModelParams) error {
+	return s.createModel(ctx, name, ggufPath, &p)
+}
+
+// ModelParams returns the parameters [Server.CreateModel] registered name with on this server
+// (as <Dir>/created.json records it). An error says why they are unknown: no record, or a record
+// of a lab that gave none.
+func (s *Server) ModelParams(name string) (ModelParams, error) {
+	recs, err := s.records()
+	if err != nil {
+		return ModelParams{}, fmt.Errorf("model %s: %w", name, err)
+	}
+	rec, ok := recs[fullName(name)]
+	switch {
+	case !ok:
+		return ModelParams{}, fmt.Errorf("model %s: not registered by the lab on this server", name)
+	case rec.Params == nil:
+		return ModelParams{}, fmt.Errorf("model %s: registered without parameters (lab server stop, then lab server start, registers it again)", name)
+	}
+	return *rec.Params, nil
+}
+
+// fullName returns name with its tag (":latest" when it has none).
+func fullName(name string) string {
+	if !strings.Contains(name, ":") {
+		return name + ":latest"
+	}
+	return name
+}
+
+// records reads <Dir>/created.json.
+func (s *Server) records() (map[string]created, error) {
+	path := filepath.Join(s.Dir, "created.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("no record of the models registered: %w", err)
+	}
+	recs := map[string]created{}
+	if err := json.Unmarshal(b, &recs); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return recs, nil
+}
+
+func (s *Server) createModel(ctx context.Context, name, ggufPath string, params *ModelParams) error {
 	digest, err := metrics.DigestFile(ggufPath)
 	if err != nil {
 		return fmt.Errorf("create model %s: %w", name, err)
@@ -244,7 +344,17 @@ func (s *Server) CreateModel(ctx context.Context, name, ggufPath string) error {
 		_ = json.Unmarshal(b, &recs) // a damaged record only costs a re-create
 	}
 	c := s.client()
-	if rec, ok := recs[full]; ok && rec.GGUF == digest {
+	want := DefaultModelParams(0)
+	switch rec, ok := recs[full]; {
+	case params != nil:
+		want = *params
+		if want.NumCtx <= 0 {
+			want.NumCtx = gguf.DefaultContextLength
+		}
+	case ok && rec.GGUF == digest && rec.Params != nil:
+		want = *rec.Params
+	}
+	if rec, ok := recs[full]; ok && rec.GGUF == digest && rec.Params != nil && *rec.Params == want {
 		if d, err := s.listedDigest(ctx, full); err == nil && d == rec.Manifest {
 			if rec.Path == ggufPath {
 				return nil
@@ -265,11 +375,12 @@ func (s *Server) CreateModel(ctx context.Context, name, ggufPath string) error {
 	}
 	stream := false
 	req := &api.CreateRequest{
-		Model:    name,
-		Files:    map[string]string{filepath.Base(ggufPath): digest},
-		Renderer: modelRenderer,
-		Parser:   modelParser,
-		Stream:   &stream,
+		Model:      name,
+		Files:      map[string]string{filepath.Base(ggufPath): digest},
+		Renderer:   modelRenderer,
+		Parser:     modelParser,
+		Parameters: want.options(),
+		Stream:     &stream,
 	}
 	if err := c.Create(ctx, req, func(api.ProgressResponse) error { return nil }); err != nil {
 		return fmt.Errorf("create model %s: %w", name, err)
@@ -278,7 +389,7 @@ func (s *Server) CreateModel(ctx context.Context, name, ggufPath string) error {
 	if err != nil {
 		return fmt.Errorf("create model %s: %w", name, err)
 	}
-	recs[full] = created{GGUF: digest, Manifest: d, Path: ggufPath}
+	recs[full] = created{GGUF: digest, Manifest: d, Path: ggufPath, Params: &want}
 	return writeRecords(recPath, recs, name)
 }
 

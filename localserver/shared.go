@@ -51,7 +51,8 @@ type ServerOptions struct {
 	LlamaBinary string
 	// LlamaModel is the GGUF a user's own llama-server serves; "" is the synthetic model.
 	LlamaModel string
-	// CtxSize is llama-server's context size (-c); 0 means [gguf.DefaultContextLength].
+	// CtxSize is the context size in tokens of either server: llama-server's -c, and the num_ctx
+	// the Ollama model is registered with ([ModelParams]); 0 means [gguf.DefaultContextLength].
 	CtxSize int
 	// LlamaArgs are extra llama-server arguments.
 	LlamaArgs []string
@@ -148,7 +149,8 @@ func (s *Shared) String() string {
 
 // StartShared starts the shared server of kind in its folder under the cache ([SharedOllamaDir],
 // [SharedLlamaDir]) and leaves it running, or returns the one already running there
-// (Already true). Ollama gets the synthetic model registered; llama-server serves the synthetic
+// (Already true). Ollama gets the synthetic model registered with [DefaultModelParams] at
+// o.CtxSize; llama-server serves the synthetic
 // model (or o.LlamaModel with o.LlamaBinary) with one slot at o.CtxSize.
 func StartShared(ctx context.Context, o ServerOptions, kind string) (*Shared, error) {
 	cache := o.Setup.CacheDir
@@ -168,7 +170,7 @@ func StartShared(ctx context.Context, o ServerOptions, kind string) (*Shared, er
 		if err != nil {
 			return nil, err
 		}
-		if err := srv.CreateModel(ctx, prep.ModelName, prep.GGUF); err != nil {
+		if err := srv.CreateModelWith(ctx, prep.ModelName, prep.GGUF, DefaultModelParams(o.CtxSize)); err != nil {
 			return nil, errors.Join(err, srv.Stop())
 		}
 		return &Shared{Kind: kind, Ollama: srv, ModelName: prep.ModelName}, nil

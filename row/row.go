@@ -19,6 +19,7 @@ package row
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -262,4 +263,46 @@ func (l RequestLine) Marshal() ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
+}
+
+// PromptCutWarning is the warning of a row whose prompt the server cut to its context window
+// (num_ctx), from what its log said: keptMessages is the number of chat messages the server kept
+// when it dropped earlier ones (0: it dropped none); limit, prompt and kept the runner's window,
+// the prompt's length and what it kept of it, in tokens (limit 0: the runner cut nothing). The
+// row's figures are those of the cut prompt, which the client never sent whole. "" when nothing
+// was cut.
+func PromptCutWarning(keptMessages, limit, prompt, kept int) string {
+	var parts []string
+	if keptMessages > 0 {
+		parts = append(parts, fmt.Sprintf("the server dropped the messages before the last %d (keeping the system messages) to fit its context window", keptMessages))
+	}
+	if limit > 0 {
+		parts = append(parts, fmt.Sprintf("the server cut the prompt from %d to %d tokens to fit its context window of %d (num_ctx)", prompt, kept, limit))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return strings.Join(parts, ", and ") + ": the model saw less than the client sent"
+}
+
+// DroppedMessages returns a warning for each message of req whose text the server's rendering
+// of the request (rendered, the chat template's output) does not contain: the server's
+// chat template dropped it (Ollama's qwen3.5 renderer drops developer messages, which the
+// decoders read as system messages) or the server dropped it to fit its window. Only a
+// message's own text (chat.Message.Content, trimmed of white space) is looked for; reasoning,
+// which templates drop from earlier turns by design, and tool calls, which they re-encode, are
+// not. Messages without text are skipped. i in a warning is the message's 0-based index.
+func DroppedMessages(req *chat.Request, rendered string) []string {
+	if req == nil || rendered == "" {
+		return nil
+	}
+	var out []string
+	for i, m := range req.Messages {
+		text := strings.TrimSpace(m.Content)
+		if text == "" || strings.Contains(rendered, text) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("the server's rendering of the request lacks message %d (%s, %d bytes of text): the model never saw it", i, m.Role, len(text)))
+	}
+	return out
 }

@@ -367,3 +367,39 @@ func TestSetAttributionChunkReuse(t *testing.T) {
 		t.Errorf("chunk_reused_tokens = %d; want null where chunk reuse is not modelled", *s.ChunkReusedTokens)
 	}
 }
+
+func TestPromptCutWarning(t *testing.T) {
+	if w := row.PromptCutWarning(0, 0, 0, 0); w != "" {
+		t.Fatalf("no cut: %q; want none", w)
+	}
+	w := row.PromptCutWarning(3, 4096, 5210, 4096)
+	for _, part := range []string{"before the last 3", "from 5210 to 4096 tokens", "window of 4096 (num_ctx)"} {
+		if !strings.Contains(w, part) {
+			t.Errorf("warning %q lacks %q", w, part)
+		}
+	}
+	if w := row.PromptCutWarning(0, 4096, 5000, 4096); strings.Contains(w, "messages") {
+		t.Errorf("a runner-only cut names dropped messages: %q", w)
+	}
+}
+
+func TestDroppedMessages(t *testing.T) {
+	req := &chat.Request{Messages: []chat.Message{
+		{Role: chat.RoleSystem, Content: "You are a coding agent."},
+		{Role: chat.RoleSystem, Content: "  Developer instructions: be brief.\n"},
+		{Role: chat.RoleUser, Content: "fix the bug"},
+		{Role: chat.RoleAssistant, Reasoning: "old thoughts", ToolCalls: []chat.ToolCall{{Name: "read"}}},
+	}}
+	// The qwen3.5 renderer's output without the developer message (a system message here).
+	rendered := "<|im_start|>system\nYou are a coding agent.<|im_end|>\n<|im_start|>user\nfix the bug<|im_end|>\n<|im_start|>assistant\n"
+	got := row.DroppedMessages(req, rendered)
+	if len(got) != 1 || !strings.Contains(got[0], "message 1 (system") {
+		t.Fatalf("DroppedMessages = %q; want one warning naming message 1", got)
+	}
+	if got := row.DroppedMessages(req, rendered+"Developer instructions: be brief."); len(got) != 0 {
+		t.Fatalf("every text rendered: %q; want none", got)
+	}
+	if got := row.DroppedMessages(req, ""); got != nil {
+		t.Fatalf("no rendering: %q; want none", got)
+	}
+}

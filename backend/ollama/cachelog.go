@@ -22,6 +22,27 @@ type CacheLine struct {
 	Used int
 	// Remaining is the number of prompt tokens left to prefill (R = N − U).
 	Remaining int
+	// Cut is the server's cut of this request's prompt to its context window, from the log
+	// lines that came before this one since the previous cache line; nil when it logged none.
+	Cut *PromptCut
+}
+
+// PromptCut is what an Ollama v0.17.4 server logged when a request did not fit its context
+// window (num_ctx): the server dropped messages from the front of the chat
+// (server/prompt.go chatPrompt, debug line `msg="truncating input messages which exceed context
+// length" truncated=K`), or the runner dropped prompt tokens after the first keep
+// (runner/ollamarunner/runner.go NewSequence, warning line `msg="truncating input prompt"
+// limit=L prompt=N keep=K new=M`). Counts are in messages or tokens as named; a field the server
+// did not log is 0.
+type PromptCut struct {
+	// KeptMessages is the number of chat messages the server kept (its truncated= field, which
+	// counts the messages kept, not those dropped); 0 when it dropped none.
+	KeptMessages int
+	// Limit is the runner's context window in tokens (limit=); 0 when the runner cut nothing.
+	Limit int
+	// Prompt and New are the prompt's length in tokens before and after the runner's cut
+	// (prompt=, new=).
+	Prompt, New int
 }
 
 // maxPending bounds the cache lines a [CacheLog] keeps unconsumed; older ones are dropped.
@@ -40,6 +61,8 @@ type CacheLog struct {
 	offset  int64
 	pending []CacheLine
 	seen    bool
+	// cut gathers the truncation lines read since the last cache line.
+	cut *PromptCut
 }
 
 // OpenCacheLog returns a CacheLog of the file at path positioned at its current end: only lines
@@ -140,9 +163,24 @@ func (l *CacheLog) read() error {
 	sc := bufio.NewScanner(bytes.NewReader(data[:end+1]))
 	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
 	for sc.Scan() {
-		if p, u, r, ok := ParseCacheLine(sc.Text()); ok {
-			l.pending = append(l.pending, CacheLine{Prompt: p, Used: u, Remaining: r})
-			l.seen = true
+		text := sc.Text()
+		if p, u, r, ok := ParseCacheLine(text); ok {
+			l.pending = append(l.pending, CacheLine{Prompt: p, Used: u, Remaining: r, Cut: l.cut})
+			l.seen, l.cut = true, nil
+			continue
+		}
+		if m := truncMessagesRE.FindStringSubmatch(text); m != nil {
+			if l.cut == nil {
+				l.cut = &PromptCut{}
+			}
+			l.cut.KeptMessages, _ = strconv.Atoi(m[1])
+		} else if m := truncPromptRE.FindStringSubmatch(text); m != nil {
+			if l.cut == nil {
+				l.cut = &PromptCut{}
+			}
+			l.cut.Limit, _ = strconv.Atoi(m[1])
+			l.cut.Prompt, _ = strconv.Atoi(m[2])
+			l.cut.New, _ = strconv.Atoi(m[3])
 		}
 	}
 	if n := len(l.pending); n > maxPending {
@@ -150,6 +188,12 @@ func (l *CacheLog) read() error {
 	}
 	return nil
 }
+
+// The truncation lines of Ollama v0.17.4 ([PromptCut]).
+var (
+	truncMessagesRE = regexp.MustCompile(`msg="truncating input messages which exceed context length".*?\btruncated=(\d+)`)
+	truncPromptRE   = regexp.MustCompile(`msg="truncating input prompt".*?\blimit=(\d+) prompt=(\d+)\b.*?\bnew=(\d+)`)
+)
 
 var cacheSlotRE = regexp.MustCompile(`msg="loading cache slot".*?\bprompt=(\d+) used=(\d+) remaining=(\d+)`)
 

@@ -32,7 +32,7 @@ func TestCacheLog(t *testing.T) {
 	if got, _ := l.Match(999, 0); got != nil {
 		t.Fatalf("Match(999) = %+v; want nil", got)
 	}
-	for _, want := range []CacheLine{{150, 99, 51}, {150, 140, 10}} {
+	for _, want := range []CacheLine{{150, 99, 51, nil}, {150, 140, 10, nil}} {
 		got, err := l.Match(150, 0)
 		if err != nil || got == nil || *got != want {
 			t.Fatalf("Match(150) = %+v, %v; want %+v", got, err, want)
@@ -48,7 +48,7 @@ func TestCacheLog(t *testing.T) {
 		t.Fatalf("Next = %+v; want the line of prompt 20", got)
 	}
 	write("aining=27\n")
-	if got, _ := l.Next(0); got == nil || *got != (CacheLine{30, 3, 27}) {
+	if got, _ := l.Next(0); got == nil || *got != (CacheLine{30, 3, 27, nil}) {
 		t.Fatalf("Next after the line was finished = %+v; want {30 3 27}", got)
 	}
 
@@ -65,5 +65,35 @@ func TestCacheLog(t *testing.T) {
 	}
 	if got, _ := l.Match(-1, 0); got != nil || !l.Seen() {
 		t.Fatalf("after Skip: %+v, seen %v; want nil, true", got, l.Seen())
+	}
+}
+
+// TestCacheLogPromptCut checks that the truncation lines Ollama v0.17.4 writes before a
+// request's cache line (the server's dropped messages, the runner's cut prompt) reach that
+// request's line, and only it.
+func TestCacheLogPromptCut(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "server.log")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l := OpenCacheLog(path)
+	log := `time=2026-12-02T02:00:00.000Z level=DEBUG source=prompt.go:73 msg="truncating input messages which exceed context length" truncated=3
+time=2026-12-02T02:00:00.100Z level=WARN source=runner.go:187 msg="truncating input prompt" limit=4096 prompt=5210 keep=4 new=4096
+time=2026-12-02T02:00:00.200Z level=DEBUG source=cache.go:140 msg="loading cache slot" id=0 cache=0 prompt=4096 used=0 remaining=4096
+time=2026-12-02T02:00:01.000Z level=DEBUG source=cache.go:140 msg="loading cache slot" id=0 cache=4100 prompt=4200 used=4000 remaining=200
+`
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := l.Match(4096, 0)
+	if err != nil || got == nil {
+		t.Fatalf("Match(4096) = %+v, %v", got, err)
+	}
+	want := PromptCut{KeptMessages: 3, Limit: 4096, Prompt: 5210, New: 4096}
+	if got.Cut == nil || *got.Cut != want {
+		t.Fatalf("Cut = %+v; want %+v", got.Cut, want)
+	}
+	if got, _ := l.Match(4200, 0); got == nil || got.Cut != nil {
+		t.Fatalf("the next request's line = %+v; want one with no cut", got)
 	}
 }

@@ -167,6 +167,15 @@ func runProxy(ctx context.Context, s *streams, o *proxyOptions) (err error) {
 		o.GGUF = gguf
 	}
 	attr := capture.Attribution{Render: o.Render, NumCtx: o.NumCtx}
+	modelParams := "" // the served model's own num_ctx and sampling: what a client that sends none gets
+	if lsrv != nil {
+		if mp, err := lsrv.ModelParams(localserver.DefaultModelName); err == nil {
+			modelParams = mp.String()
+			if attr.NumCtx == 0 {
+				attr.NumCtx = mp.NumCtx
+			}
+		}
+	}
 	switch o.Render {
 	case "":
 		if o.GGUF != "" {
@@ -258,11 +267,15 @@ func runProxy(ctx context.Context, s *streams, o *proxyOptions) (err error) {
 	if u, err := url.Parse(o.Upstream); err == nil && !isOllama && capture.CheckLoopback(net.JoinHostPort(u.Hostname(), "0")) == nil {
 		isOllama = capture.IsOllama(ctx, &http.Client{}, o.Upstream)
 	}
+	settings := map[string]string{"listen": ln.Addr().String(), "render": o.Render, "server_log": o.ServerLog, "upstream_ollama": strconv.FormatBool(isOllama)}
+	if modelParams != "" {
+		settings["model_params"] = modelParams
+	}
 	p, err := capture.New(capture.Options{
 		Upstream: o.Upstream, Dir: dir, RunID: runID, Label: o.Label, SaveRequests: o.SaveRequests,
 		Progress: progress, LabVersion: version(), Attribution: attr, ServerLog: o.ServerLog, Tags: tags, UpstreamOllama: isOllama,
 		MaxRequestBytes: o.MaxRequestBytes, MaxReplyBytes: o.MaxReplyBytes,
-		Settings: map[string]string{"listen": ln.Addr().String(), "render": o.Render, "server_log": o.ServerLog, "upstream_ollama": strconv.FormatBool(isOllama)},
+		Settings: settings,
 	})
 	if err != nil {
 		ln.Close()

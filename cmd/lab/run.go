@@ -375,6 +375,7 @@ func runConfig(s *streams, o *runOptions, r checkedRun, b *runBackend) (harness.
 func openOllama(ctx context.Context, s *streams, o *runOptions, r checkedRun, b *runBackend) error {
 	url, logPath, serverVersion, gguf := o.ServerURL, o.ServerLog, "", o.GGUF
 	flashAttention := "" // unknown for a server the lab did not start
+	modelParams := ""    // the model's own parameters (the run's requests override them)
 	if url == "" {
 		cache, err := cacheDir(s, o.CacheDir)
 		if err != nil {
@@ -387,6 +388,9 @@ func openOllama(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 		b.stops = append(b.stops, stop)
 		url, logPath, serverVersion, gguf = srv.URL, srv.LogPath, srv.Version, prep.GGUF
 		flashAttention = srv.FlashAttention
+		if mp, err := srv.ModelParams(o.ModelName); err == nil {
+			modelParams = mp.String()
+		}
 	}
 	client, err := ollama.New(url, o.ModelName, ollama.WithNumCtx(o.NumCtx), ollama.WithServerLog(logPath), ollama.WithTemperature(o.Live.Temperature))
 	if err != nil {
@@ -417,6 +421,9 @@ func openOllama(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 	}
 	if flashAttention != "" {
 		b.settings["ollama_flash_attention"] = flashAttention // OLLAMA_FLASH_ATTENTION
+	}
+	if modelParams != "" {
+		b.settings["model_params"] = modelParams // the registered model's num_ctx and sampling
 	}
 	if r := client.Renderer(); r != "" {
 		b.settings["renderer"] = r // the report names the chat template's rules from it

@@ -83,7 +83,7 @@ func newServerCmd(s *streams) *cobra.Command {
 	start.Flags().BoolVar(&generic, "generic-build", false, "build Ollama without -march=native")
 	start.Flags().StringVar(&llamaBin, "llamacpp", "", "start your own llama-server binary instead of the fetched one (implies --server llamacpp)")
 	start.Flags().StringVar(&llamaModel, "gguf", "", "with --llamacpp: the GGUF model file to serve")
-	start.Flags().IntVar(&llamaCtx, "num-ctx", gguf.DefaultContextLength, "llama-server: the context length in tokens (llama-server -c)")
+	start.Flags().IntVar(&llamaCtx, "num-ctx", gguf.DefaultContextLength, "the context length in tokens: llama-server -c, or the num_ctx Ollama's model is registered with")
 	aliasFlag(start.Flags(), "ctx-size", "num-ctx")
 	addModelFlags(start, &m)
 	stop := &cobra.Command{
