@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"lab/gguf"
 	"lab/localserver"
 	"lab/metrics"
 )
@@ -17,8 +18,7 @@ import (
 // Anthropic-compatible APIs (Chat Completions, Responses, Messages, each a first request and
 // its continuation) gets its cached tokens from the server log's used= and its expected cached
 // tokens from Ollama's own rendering of the request as Ollama converts it; from the second
-// request on, the slot model and the server agree. Skipped with -short and when lab server
-// start's server (in $LAB_CACHE or the default cache) is not running.
+// request on, the slot model and the server agree. Skipped with -short.
 func TestProxyCompatibleEndpointsOnTheRealServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs lab server start's Ollama; skipped with -short")
@@ -27,13 +27,21 @@ func TestProxyCompatibleEndpointsOnTheRealServer(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	srv, err := localserver.Attach(context.Background(), sharedServerDir(cache))
-	if err != nil {
-		t.Skipf("lab server start's server is not running: %v", err)
+	// lab server start's server (the proxy holds its use lock and reads its log), else one of
+	// the test's own, started as lab run starts it.
+	opts := &proxyOptions{Listen: "127.0.0.1:0", ResultsDir: t.TempDir(), RunID: "v1", Label: "compatible", Render: "ollama", CacheDir: cache}
+	if srv, err := localserver.Attach(context.Background(), sharedServerDir(cache)); err == nil {
+		opts.Upstream = srv.URL
+	} else {
+		srv, prep, release, err := localServer(context.Background(), cache, false, gguf.DefaultModelOptions(), localserver.DefaultModelName, io.Discard)
+		if err != nil {
+			t.Fatalf("the local server: %v", err)
+		}
+		t.Cleanup(release)
+		opts.Upstream, opts.ServerLog, opts.GGUF = srv.URL, srv.LogPath, prep.GGUF
 	}
-	results := t.TempDir()
-	addr, stop := startProxyCmd(t, &proxyOptions{Listen: "127.0.0.1:0", Upstream: srv.URL, ResultsDir: results, RunID: "v1",
-		Label: "compatible", Render: "ollama", CacheDir: cache})
+	results := opts.ResultsDir
+	addr, stop := startProxyCmd(t, opts)
 	m := localserver.DefaultModelName
 	sys := "You are a coding agent working in a small Go repository."
 	bodies := []struct{ path, body string }{
