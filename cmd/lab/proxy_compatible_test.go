@@ -14,7 +14,7 @@ import (
 	"lab/metrics"
 )
 
-// Through lab proxy in front of lab server start's Ollama, a request of each of its OpenAI- and
+// Through lab proxy in front of the lab's Ollama (a server of the test's own), a request of each of its OpenAI- and
 // Anthropic-compatible APIs (Chat Completions, Responses, Messages, each a first request and
 // its continuation) gets its cached tokens from the server log's used= and its expected cached
 // tokens from Ollama's own rendering of the request as Ollama converts it; from the second
@@ -27,19 +27,23 @@ func TestProxyCompatibleEndpointsOnTheRealServer(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	// lab server start's server (the proxy holds its use lock and reads its log), else one of
-	// the test's own, started as lab run starts it.
-	opts := &proxyOptions{Listen: "127.0.0.1:0", ResultsDir: t.TempDir(), RunID: "v1", Label: "compatible", Render: "ollama", CacheDir: cache}
-	if srv, err := localserver.Attach(context.Background(), sharedServerDir(cache)); err == nil {
-		opts.Upstream = srv.URL
-	} else {
-		srv, prep, release, err := localServer(context.Background(), cache, false, gguf.DefaultModelOptions(), localserver.DefaultModelName, io.Discard)
-		if err != nil {
-			t.Fatalf("the local server: %v", err)
-		}
-		t.Cleanup(release)
-		opts.Upstream, opts.ServerLog, opts.GGUF = srv.URL, srv.LogPath, prep.GGUF
+	// A server of the test's own, as lab run starts one when lab server start's is not running:
+	// the shared one may be busy with another lab process for longer than the test waits.
+	ctx := context.Background()
+	prep, err := localserver.Prepare(ctx, setup(cache, false, gguf.DefaultModelOptions(), localserver.DefaultModelName, io.Discard))
+	if err != nil {
+		t.Fatalf("the local server: %v", err)
 	}
+	srv, err := localserver.Start(ctx, localserver.StartOptions{Binary: prep.Binary, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("the local server: %v", err)
+	}
+	t.Cleanup(func() { srv.Stop() })
+	if err := srv.CreateModel(ctx, prep.ModelName, prep.GGUF); err != nil {
+		t.Fatalf("the local server: %v", err)
+	}
+	opts := &proxyOptions{Listen: "127.0.0.1:0", Upstream: srv.URL, ServerLog: srv.LogPath, GGUF: prep.GGUF,
+		ResultsDir: t.TempDir(), RunID: "v1", Label: "compatible", Render: "ollama", CacheDir: cache}
 	results := opts.ResultsDir
 	addr, stop := startProxyCmd(t, opts)
 	m := localserver.DefaultModelName
