@@ -294,4 +294,3 @@ func count(p *int64) string {
 	}
 	return fmt.Sprint(*p)
 }
-
