@@ -57,8 +57,8 @@ writes where it was going into <run>/<agent>/outside.jsonl; <run>/<agent>/wire.j
 method, path and headers (secrets redacted) of each request the agent sent; the turns' output is
 in turn-N.stdout and .stderr; <run>/agents.json sums it all up, and <run>/agents.md compares the
 agents: per request, where it first diverged from the previous one of its conversation (segment
-and an excerpt of both bodies), tokens re-read, cached share and cache efficiency. An agent that cannot be installed
-or started is an error row; the others still run.`,
+and an excerpt of both bodies), tokens re-read, cached share and cache efficiency. An agent that
+cannot be installed or started is an error row; the others still run.`,
 		Example: `  lab server start && lab agents
   lab agents --agent codex,claude
   lab agents --proxy http://127.0.0.1:8081`,
