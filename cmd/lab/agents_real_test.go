@@ -22,7 +22,8 @@ const endToEndAgent = "pi"
 // One real coding agent, end to end: lab agents installs (or reuses) it, drives its three
 // scripted turns through a lab proxy in front of lab server start's Ollama, and every request
 // reached the proxy and was measured, cached tokens from the server log and expected cached
-// tokens from Ollama's rendering, equal within 1 % on at least 95 % of the rows; agents.md
+// tokens from Ollama's rendering, equal within 1 % on at least 95 % of the rows after the
+// capture's first; agents.md
 // names the agent. Skipped with -short, and when the server or npm cannot be had.
 func TestAgentEndToEndOnTheRealServer(t *testing.T) {
 	if testing.Short() {
@@ -76,9 +77,13 @@ func TestAgentEndToEndOnTheRealServer(t *testing.T) {
 			t.Errorf("%s #%d: cached %v, expected %v: want both measured (%s)", q.Conversation, q.Index, q.Cached, q.Expected, q.Reason)
 		}
 	}
-	if 100*sum.Matched < 95*sum.Requests {
+	// The capture's first request is left out of the 1 % check: the proxy's slot model starts
+	// empty, and the server may still hold a few tokens of whatever it served before (a template
+	// prefix), which it reuses: cached 3 to 5 against expected 0 on a real run.
+	rest := report.SummarizeAgent(report.AgentRun{Agent: r.Agent}, reqs[1:])
+	if 100*rest.Matched < 95*rest.Requests {
 		md, _ := os.ReadFile(filepath.Join(run, "agents.md"))
-		t.Errorf("%d of %d rows with cached = expected within 1 %%, want at least 95 %%:\n%s", sum.Matched, sum.Requests, md)
+		t.Errorf("%d of %d rows after the first with cached = expected within 1 %%, want at least 95 %%:\n%s", rest.Matched, rest.Requests, md)
 	}
 	md, err := os.ReadFile(filepath.Join(run, "agents.md"))
 	if err != nil || !strings.Contains(string(md), "| "+endToEndAgent+" | "+r.Version+" | ") {
