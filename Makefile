@@ -4,7 +4,7 @@
 GO ?= go
 BIN := bin/lab
 
-.PHONY: run test setup build server vet fuzz stress clean
+.PHONY: run test setup build server vet fuzz stress clean agents
 
 # The main job: midnight with the spec and date-in-system-prompt arms on each real local server
 # (Ollama, then llama-server), then one report with the two servers side by side. RUN_ID names
@@ -49,6 +49,13 @@ fuzz:
 # whole, and each child has its own bound.
 stress: build
 	$(GO) test -tags stress -count=1 -timeout 30m -v ./stress/
+
+# The five real coding agents of agents/agents.json, one at a time, each through a lab proxy of
+# its own in front of lab server start's Ollama (started if need be, and left running):
+# results/run_id=agents-$(RUN_ID)/agents.md compares them (make test runs one of them).
+agents: setup server
+	./$(BIN) server start
+	./$(BIN) agents --run-id agents-$(RUN_ID)
 
 setup:
 	./scripts/setup.sh

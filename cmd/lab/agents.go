@@ -18,6 +18,7 @@ import (
 	"lab/capture"
 	"lab/localserver"
 	"lab/metrics"
+	"lab/report"
 )
 
 // agentsOptions are `lab agents`'s flags.
@@ -54,8 +55,10 @@ included). With --proxy, every agent talks to that running lab proxy instead.
 Nothing leaves loopback: the agents' HTTP(S)_PROXY is a listener that refuses every request and
 writes where it was going into <run>/<agent>/outside.jsonl; <run>/<agent>/wire.jsonl has the
 method, path and headers (secrets redacted) of each request the agent sent; the turns' output is
-in turn-N.stdout and .stderr; <run>/agents.json sums it all up. An agent that cannot be installed
-or started is an error row; the others still run.`,
+in turn-N.stdout and .stderr; <run>/agents.json sums it all up, and <run>/agents.md compares the
+agents: per request, where it first diverged from the previous one of its conversation (segment
+and an excerpt of both bodies), tokens re-read, cached share and cache efficiency. An agent that
+cannot be installed or started is an error row; the others still run.`,
 		Example: `  lab server start && lab agents
   lab agents --agent codex,claude
   lab agents --proxy http://127.0.0.1:8081`,
@@ -131,7 +134,46 @@ func runAgents(ctx context.Context, s *streams, o *agentsOptions) error {
 		TurnTimeout: o.TurnTimeout, Progress: s.err,
 	})
 	printAgents(s, dir, results)
+	if werr := writeAgentsReport(s, dir, results, o.Proxy != ""); werr != nil && err == nil {
+		err = werr
+	}
 	return err
+}
+
+// writeAgentsReport writes <dir>/agents.md, the report comparing the agents
+// ([report.WriteAgentsReport]) over each agent's capture (<agent dir>/capture/). With an outside
+// proxy (external) the lab has no capture of its own: each agent's line says so.
+func writeAgentsReport(s *streams, dir string, rs []agents.Result, external bool) error {
+	runs := make([]report.AgentRun, 0, len(rs))
+	for _, r := range rs {
+		run := report.AgentRun{Agent: r.Agent, Version: r.Version, Error: r.Error}
+		switch {
+		case run.Error != "":
+		case external:
+			run.Error = "recorded by the --proxy given, not by lab agents"
+		default:
+			rows, bodies, err := report.LoadAgentCapture(filepath.Join(r.Dir, "capture"))
+			if err != nil {
+				run.Error = "read its capture: " + err.Error()
+			}
+			run.Rows, run.Bodies = rows, bodies
+		}
+		runs = append(runs, run)
+	}
+	path := filepath.Join(dir, "agents.md")
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := report.WriteAgentsReport(f, runs); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(s.out, "report: %s\n", path)
+	return nil
 }
 
 // inProcessProxy starts, for each agent, `lab proxy` (runProxy, in this process) on a free

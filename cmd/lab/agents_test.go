@@ -65,4 +65,8 @@ func TestAgentsWithProxyUsesTheCache(t *testing.T) {
 	if !strings.Contains(string(cfg), `base_url = "http://127.0.0.1:`) || !strings.Contains(string(cfg), "check_for_update_on_startup = false") {
 		t.Fatalf("config.toml:\n%s", cfg)
 	}
+	md, err := os.ReadFile(filepath.Join(run, "agents.md"))
+	if err != nil || !strings.Contains(string(md), "| codex | 0.171.0 | 0 |") || !strings.Contains(string(md), "recorded by the --proxy given") {
+		t.Fatalf("agents.md (%v):\n%s", err, md)
+	}
 }

@@ -1,0 +1,296 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"lab/metrics"
+	"lab/row"
+)
+
+// AgentRun is one real coding agent's part of `lab agents`: the rows its lab proxy recorded and
+// the request bodies it saved (one [row.RequestLine] per row), or why the agent has none.
+type AgentRun struct {
+	Agent   string
+	Version string
+	// Error is why the agent could not be installed, configured or started, or why its capture
+	// could not be read; "" when it ran.
+	Error  string
+	Rows   []metrics.Sample
+	Bodies []row.RequestLine
+}
+
+// LoadAgentCapture reads a lab proxy's capture folder (the part layout, [metrics.ReadRun]) and
+// its saved request bodies (every requests-*.jsonl in dir, [row.RequestLine] a line). Errors
+// name the file and line.
+func LoadAgentCapture(dir string) ([]metrics.Sample, []row.RequestLine, error) {
+	_, rows, err := metrics.ReadRun(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "requests-*.jsonl"))
+	sort.Strings(files)
+	var bodies []row.RequestLine
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
+		for n := 1; sc.Scan(); n++ {
+			if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+				continue
+			}
+			var l row.RequestLine
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				f.Close()
+				return nil, nil, fmt.Errorf("%s:%d: %w", name, n, err)
+			}
+			bodies = append(bodies, l)
+		}
+		err = sc.Err()
+		f.Close()
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return rows, bodies, nil
+}
+
+// AgentRequest is one request of an agent's session as the agents' report shows it.
+type AgentRequest struct {
+	// Conversation is the row's scenario (the conversation the proxy grouped it into) and
+	// Index its request_index there.
+	Conversation string
+	Index        int32
+	// Segment is the row's divergence_segment: where the server's rendering of this request
+	// first differed from the previous one of its conversation ("" for a first request).
+	Segment string
+	// Offset is the byte offset in the saved request body where it first differs from the
+	// previous body of its conversation; -1 when there is no previous body or the bodies are
+	// missing, or they are equal. Before and After are short excerpts of the two bodies there.
+	Offset        int
+	Before, After string
+	// Prompt, Cached, Expected and Reread are the row's token counts; nil is unknown.
+	Prompt                   int64
+	Cached, Expected, Reread *int64
+	// Match is cached = expected within 1 % of expected (both known); Reason says why not.
+	Match  bool
+	Reason string
+}
+
+// AgentSummary is one agent's line of the agents' table.
+type AgentSummary struct {
+	Agent, Version string
+	Requests       int
+	// Prompt, Cached and Reread sum the rows where each is known.
+	Prompt, Cached, Reread int64
+	// CachedWhereExpected over ExpectedWhereCached is the cache efficiency (rows with both).
+	CachedWhereExpected, ExpectedWhereCached int64
+	// Matched counts the rows with cached = expected within 1 %.
+	Matched int
+	Error   string
+}
+
+// CachedShare returns Cached over Prompt, nil when no prompt token is known.
+func (s *AgentSummary) CachedShare() *float64 {
+	if s.Prompt == 0 {
+		return nil
+	}
+	return new(float64(s.Cached) / float64(s.Prompt))
+}
+
+// Efficiency returns the cache efficiency (cached over expected cached tokens, on the rows
+// where both are known), nil when none is.
+func (s *AgentSummary) Efficiency() *float64 {
+	if s.ExpectedWhereCached == 0 {
+		return nil
+	}
+	return new(float64(s.CachedWhereExpected) / float64(s.ExpectedWhereCached))
+}
+
+// excerptBytes is how much of each body an excerpt shows before and after the first difference.
+const excerptBytes = 24
+
+// FirstDifference returns the byte offset where b first differs from a (-1 when they are
+// equal) and an excerpt of each around it: a few bytes of shared context, then what each
+// holds there, cut at whole UTF-8 characters.
+func FirstDifference(a, b []byte) (int, string, string) {
+	n := min(len(a), len(b))
+	i := 0
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	if i == len(a) && i == len(b) {
+		return -1, "", ""
+	}
+	from := max(0, i-excerptBytes)
+	for from > 0 && !utf8.RuneStart(a[from]) {
+		from--
+	}
+	cut := func(s []byte) string {
+		end := min(len(s), i+2*excerptBytes)
+		for end < len(s) && !utf8.RuneStart(s[end]) {
+			end++
+		}
+		out := string(s[from:end])
+		if from > 0 {
+			out = "…" + out
+		}
+		if end < len(s) {
+			out += "…"
+		}
+		return out
+	}
+	return i, cut(a), cut(b)
+}
+
+// AgentRequests returns each row of run in request order with its divergence and match.
+func AgentRequests(run AgentRun) []AgentRequest {
+	type key struct {
+		conv string
+		idx  int32
+	}
+	bodies := map[key][]byte{}
+	for _, l := range run.Bodies {
+		bodies[key{l.Scenario, l.RequestIndex}] = l.Body
+	}
+	rows := append([]metrics.Sample(nil), run.Rows...)
+	sort.SliceStable(rows, func(i, j int) bool {
+		if !rows[i].StartedAt.Equal(rows[j].StartedAt) {
+			return rows[i].StartedAt.Before(rows[j].StartedAt)
+		}
+		return rows[i].RequestIndex < rows[j].RequestIndex
+	})
+	prev := map[string][]byte{}
+	out := make([]AgentRequest, 0, len(rows))
+	for _, s := range rows {
+		r := AgentRequest{Conversation: s.Scenario, Index: s.RequestIndex, Segment: s.DivergenceSegment,
+			Offset: -1, Prompt: s.PromptTokens, Cached: s.CachedTokens, Expected: s.ExpectedCachedTokens, Reread: s.RereadTokens}
+		body, ok := bodies[key{s.Scenario, s.RequestIndex}]
+		if p, seen := prev[s.Scenario]; ok && seen {
+			r.Offset, r.Before, r.After = FirstDifference(p, body)
+		}
+		if ok {
+			prev[s.Scenario] = body
+		}
+		switch {
+		case s.Error != "":
+			r.Reason = "error: " + s.Error
+		case s.CachedTokens == nil:
+			r.Reason = "cached tokens unknown"
+		case s.ExpectedCachedTokens == nil:
+			r.Reason = "expected cached tokens unknown"
+		default:
+			c, e := float64(*s.CachedTokens), float64(*s.ExpectedCachedTokens)
+			if math.Abs(c-e) <= 0.01*e || c == e {
+				r.Match = true
+			} else {
+				r.Reason = fmt.Sprintf("cached %d, expected %d", *s.CachedTokens, *s.ExpectedCachedTokens)
+			}
+		}
+		if !r.Match && s.Warnings != "" {
+			r.Reason += " (" + s.Warnings + ")"
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// SummarizeAgent sums an agent's requests into its line of the agents' table.
+func SummarizeAgent(run AgentRun, reqs []AgentRequest) AgentSummary {
+	s := AgentSummary{Agent: run.Agent, Version: run.Version, Requests: len(reqs), Error: run.Error}
+	for _, r := range reqs {
+		s.Prompt += r.Prompt
+		if r.Cached != nil {
+			s.Cached += *r.Cached
+		}
+		if r.Reread != nil {
+			s.Reread += *r.Reread
+		}
+		if r.Cached != nil && r.Expected != nil {
+			s.CachedWhereExpected += *r.Cached
+			s.ExpectedWhereCached += *r.Expected
+		}
+		if r.Match {
+			s.Matched++
+		}
+	}
+	return s
+}
+
+// WriteAgentsReport writes the Markdown report comparing the agents: the agents' table (one
+// line per agent: requests, cached share, re-read tokens, cache efficiency, rows with cached =
+// expected within 1 %, or why the agent has no rows), then per agent each request with the
+// segment where it first diverged from the previous request of its conversation, where the
+// two saved request bodies first differ (an excerpt of each), tokens re-read, the cached
+// share and the cache efficiency, and the reason of every row that does not match.
+func WriteAgentsReport(w io.Writer, runs []AgentRun) error {
+	var b strings.Builder
+	b.WriteString("# Real coding agents through lab proxy\n\n")
+	b.WriteString("| agent | version | requests | cached share | re-read tokens | cache efficiency | cached = expected (1 %) | error |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---|\n")
+	all := make([][]AgentRequest, len(runs))
+	for i, run := range runs {
+		all[i] = AgentRequests(run)
+		s := SummarizeAgent(run, all[i])
+		match := "–"
+		if s.Requests > 0 {
+			match = fmt.Sprintf("%d/%d", s.Matched, s.Requests)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %d | %s | %s | %s |\n", s.Agent, s.Version, s.Requests,
+			percent(s.CachedShare()), s.Reread, percent(s.Efficiency()), match, cell(s.Error))
+	}
+	for i, run := range runs {
+		fmt.Fprintf(&b, "\n## %s %s\n\n", run.Agent, run.Version)
+		if run.Error != "" {
+			fmt.Fprintf(&b, "Not measured: %s\n", run.Error)
+			continue
+		}
+		if len(all[i]) == 0 {
+			b.WriteString("No request reached the proxy.\n")
+			continue
+		}
+		b.WriteString("| conversation | # | prompt | cached | expected | re-read | cached share | efficiency | diverged at | body changed (before → after) | reason |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|\n")
+		for _, r := range all[i] {
+			var share, eff *float64
+			if r.Cached != nil && r.Prompt > 0 {
+				share = new(float64(*r.Cached) / float64(r.Prompt))
+			}
+			if r.Cached != nil && r.Expected != nil && *r.Expected > 0 {
+				eff = new(float64(*r.Cached) / float64(*r.Expected))
+			}
+			change := "–"
+			if r.Offset >= 0 {
+				change = fmt.Sprintf("byte %d: %q → %q", r.Offset, r.Before, r.After)
+			}
+			seg := r.Segment
+			if seg == "" {
+				seg = "–"
+			}
+			fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", cell(r.Conversation), r.Index, r.Prompt,
+				count(r.Cached), count(r.Expected), count(r.Reread), percent(share), percent(eff), cell(seg), cell(change), cell(r.Reason))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// count formats a token count, "unknown" for nil.
+func count(p *int64) string {
+	if p == nil {
+		return "unknown"
+	}
+	return fmt.Sprint(*p)
+}
