@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"lab/agents"
+	"lab/gguf"
 	"lab/localserver"
 	"lab/report"
 )
@@ -24,7 +26,8 @@ const endToEndAgent = "pi"
 // reached the proxy and was measured, cached tokens from the server log and expected cached
 // tokens from Ollama's rendering, equal within 1 % on at least 95 % of the rows after the
 // capture's first; agents.md
-// names the agent. Skipped with -short, and when the server or npm cannot be had.
+// names the agent. It starts lab server start's server when that is not running, and stops it
+// after. Skipped with -short, and when npm cannot be had.
 func TestAgentEndToEndOnTheRealServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs lab server start's Ollama and a real coding agent; skipped with -short")
@@ -33,14 +36,20 @@ func TestAgentEndToEndOnTheRealServer(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	if _, err := localserver.Attach(context.Background(), sharedServerDir(cache)); err != nil {
-		t.Skipf("lab server start's server is not running: %v", err)
-	}
 	if _, err := exec.LookPath("npm"); err != nil {
 		t.Skipf("npm is needed to install %s: %v", endToEndAgent, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
+	// lab agents measures on lab server start's server: start it as that command does when it is
+	// not running (make test on a fresh machine), and stop it at the end if the test started it.
+	sh, err := localserver.StartShared(ctx, localserver.ServerOptions{Setup: setup(cache, false, gguf.DefaultModelOptions(), localserver.DefaultModelName, io.Discard)}, localserver.KindOllama)
+	if err != nil {
+		t.Fatalf("lab server start: %v", err)
+	}
+	if !sh.Already {
+		t.Cleanup(func() { localserver.StopShared(context.Background(), cache, []string{localserver.KindOllama}) })
+	}
 	run := filepath.Join(t.TempDir(), "run")
 	var out, errb strings.Builder
 	s := &streams{out: &out, err: &errb, getenv: os.Getenv, started: true}
