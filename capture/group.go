@@ -28,6 +28,11 @@ type conversation struct {
 	// lastLen is the number of messages of the last request (without its reply).
 	lastLen    int
 	lastFailed bool
+	// system is the system prompt of its last request: its leading system and developer
+	// messages' keys.
+	system []string
+	// side says why it is a client's side request ("" for a session's own conversation).
+	side string
 	// parts is the last request that succeeded, by part, for rows without a rendering
 	// (cachesim.FirstDifference), each text as its digest (digestParts); nil before the first.
 	parts []cachesim.Part
@@ -51,16 +56,27 @@ type conversation struct {
 //     request;
 //  3. otherwise it starts a new conversation (with its key).
 //
+// With a key, a request whose system prompt differs from a conversation's and that does not
+// contain that conversation's last request and its reply whole is not part of it: a title, summary or memory
+// request sent under the session's key, with its own system prompt and some of the session's
+// messages. A new conversation is a side request ([metrics.Sample.SideRequest]) when its
+// headers say so (side, a parent session's header), or when its system prompt differs from
+// the one of the conversation that had the latest request under the same key (without a key,
+// among those without one): an agent's title generator or memory sub-agent beside its session.
+//
 // Messages are compared by role, text, tool calls and tool call ids; reasoning is left out, as
 // harnesses and templates drop it from earlier turns (spec 3.2.0 §8).
 type grouper struct {
 	convs []*conversation
+	// latest is the conversation that had the latest request, by key.
+	latest map[string]*conversation
 }
 
 // assign returns the request's conversation, and whether it is new. The caller records the
 // request with update.
-func (g *grouper) assign(key string, req *chat.Request) (c *conversation, created bool) {
+func (g *grouper) assign(key, side string, req *chat.Request) (c *conversation, created bool) {
 	msgs := messageKeys(req.Messages)
+	system := msgs[:len(msgs)-len(withoutSystem(msgs))]
 	var best *conversation
 	bestShared, bestExt := 0, false
 	for i := len(g.convs) - 1; i >= 0; i-- {
@@ -81,6 +97,9 @@ func (g *grouper) assign(key string, req *chat.Request) (c *conversation, create
 			continue // the session again, from its start
 		}
 		ext := shared >= lastLen
+		if key != "" && shared < len(b) && !slices.Equal(system, c.system) {
+			continue // a side request with its own system prompt
+		}
 		if best == nil || (ext && !bestExt) || (ext == bestExt && shared > bestShared) {
 			best, bestShared, bestExt = c, shared, ext
 		}
@@ -88,7 +107,14 @@ func (g *grouper) assign(key string, req *chat.Request) (c *conversation, create
 	if best != nil {
 		return best, false
 	}
-	return g.add(key), true
+	c = g.add(key)
+	switch prev := g.latest[key]; {
+	case side != "":
+		c.side = side
+	case prev != nil && !slices.Equal(system, prev.system):
+		c.side = "a system prompt of its own beside " + prev.name + "'s"
+	}
+	return c, true
 }
 
 func (g *grouper) add(key string) *conversation {
@@ -105,6 +131,13 @@ func (g *grouper) update(c *conversation, req *chat.Request, reply *chat.Reply, 
 	}
 	c.requests++
 	c.lastLen = len(msgs)
+	c.system = slices.Clone(msgs[:len(msgs)-len(withoutSystem(msgs))])
+	if g.latest == nil {
+		g.latest = map[string]*conversation{}
+	}
+	if c.side == "" {
+		g.latest[c.key] = c
+	}
 	c.lastFailed = failed
 	if reply != nil && !failed {
 		msgs = append(msgs, messageKey(chat.Message{Role: chat.RoleAssistant, Content: reply.Content, ToolCalls: reply.ToolCalls}))
