@@ -31,6 +31,9 @@ type conversation struct {
 	// system is the system prompt of its last request: its leading system and developer
 	// messages' keys.
 	system []string
+	// systemEnds is the first and last systemEnd bytes of its last request's system prompt
+	// (systemText), for related.
+	systemEnds [2]string
 	// side says why it is a client's side request ("" for a session's own conversation).
 	side string
 	// parts is the last request that succeeded, by part, for rows without a rendering
@@ -50,14 +53,15 @@ type conversation struct {
 //     key, the system prompt is left out of the comparison: a session that rebuilt its system prompt, a date in it say, is still the
 //     session its key names, and the row shows the divergence at "system"; without a key such a
 //     request starts a new conversation); a conversation whose last request the new one
-//     contains whole (it only appends) is preferred, then the longest prefix, then the latest
-//     conversation. A request identical to a conversation's first one starts a new
+//     contains whole (it only appends) is preferred, then one with the same system prompt, then
+//     the longest prefix, then the latest conversation. A request identical to a conversation's first one starts a new
 //     conversation (the same session run again), unless it is the retry of a failed first
 //     request;
 //  3. otherwise it starts a new conversation (with its key).
 //
-// With a key, a request whose system prompt differs from a conversation's and that does not
-// contain that conversation's last request and its reply whole is not part of it: a title, summary or memory
+// With a key, a request whose system prompt differs from a conversation's, is not the same
+// prompt rebuilt (the two share neither their first nor their last bytes: see related), and
+// does not contain that conversation's last request and its reply whole is not part of it: a title, summary or memory
 // request sent under the session's key, with its own system prompt and some of the session's
 // messages. A new conversation is a side request ([metrics.Sample.SideRequest]) when its
 // headers say so (side, a parent session's header), or when its system prompt differs from
@@ -78,7 +82,8 @@ func (g *grouper) assign(key, side string, req *chat.Request) (c *conversation, 
 	msgs := messageKeys(req.Messages)
 	system := msgs[:len(msgs)-len(withoutSystem(msgs))]
 	var best *conversation
-	bestShared, bestExt := 0, false
+	bestShared, bestExt, bestSame := 0, false, false
+	sysText := systemText(req.Messages)
 	for i := len(g.convs) - 1; i >= 0; i-- {
 		c := g.convs[i]
 		if c.key != key || c.requests == 0 {
@@ -97,11 +102,15 @@ func (g *grouper) assign(key, side string, req *chat.Request) (c *conversation, 
 			continue // the session again, from its start
 		}
 		ext := shared >= lastLen
-		if key != "" && shared < len(b) && !slices.Equal(system, c.system) {
+		same := slices.Equal(system, c.system)
+		if key != "" && !same && shared < len(b) && !related(sysText, c.systemEnds) {
 			continue // a side request with its own system prompt
 		}
-		if best == nil || (ext && !bestExt) || (ext == bestExt && shared > bestShared) {
-			best, bestShared, bestExt = c, shared, ext
+		switch {
+		case best == nil, ext && !bestExt,
+			ext == bestExt && same && !bestSame,
+			ext == bestExt && same == bestSame && shared > bestShared:
+			best, bestShared, bestExt, bestSame = c, shared, ext, same
 		}
 	}
 	if best != nil {
@@ -132,6 +141,7 @@ func (g *grouper) update(c *conversation, req *chat.Request, reply *chat.Reply, 
 	c.requests++
 	c.lastLen = len(msgs)
 	c.system = slices.Clone(msgs[:len(msgs)-len(withoutSystem(msgs))])
+	c.systemEnds = ends(systemText(req.Messages))
 	if g.latest == nil {
 		g.latest = map[string]*conversation{}
 	}
@@ -220,6 +230,60 @@ func commonPrefix(a, b []string) int {
 		if a[i] != b[i] {
 			return i
 		}
+	}
+	return n
+}
+
+// systemEnd is how many bytes of each end of a system prompt a conversation keeps (related).
+const systemEnd = 256
+
+// systemText returns the text of msgs' leading system and developer messages, joined by NUL.
+func systemText(msgs []chat.Message) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		if m.Role != chat.RoleSystem && m.Role != chat.RoleDeveloper {
+			break
+		}
+		b.WriteString(m.Content)
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// ends returns the first and last systemEnd bytes of s (all of s for each when shorter).
+func ends(s string) [2]string {
+	if len(s) <= systemEnd {
+		return [2]string{strings.Clone(s), strings.Clone(s)}
+	}
+	return [2]string{strings.Clone(s[:systemEnd]), strings.Clone(s[len(s)-systemEnd:])}
+}
+
+// related reports whether system prompt s looks like the one whose ends are e, rebuilt (a date
+// added at its start or end, say): their first or last bytes agree over at least half the
+// shorter's kept end, or 64 bytes. A side request's own prompt (a title generator's) shares
+// at most a few words with the session's.
+func related(s string, e [2]string) bool {
+	se := ends(s)
+	head := len(commonPrefixString(se[0], e[0]))
+	tail := commonSuffixLen(se[1], e[1])
+	need := min(64, (min(len(se[0]), len(e[0]))+1)/2)
+	return need > 0 && max(head, tail) >= need
+}
+
+func commonPrefixString(a, b string) string {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return a[:i]
+		}
+	}
+	return a[:n]
+}
+
+func commonSuffixLen(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[len(a)-1-n] == b[len(b)-1-n] {
+		n++
 	}
 	return n
 }
