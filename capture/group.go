@@ -34,6 +34,9 @@ type conversation struct {
 	// systemEnds is the first and last systemEnd bytes of its last request's system prompt
 	// (systemText), for related.
 	systemEnds [2]string
+	// lastTexts are the role, trimmed text length and digest of each message of last (the
+	// reply's included), for extendedBy.
+	lastTexts []textSig
 	// side says why it is a client's side request ("" for a session's own conversation).
 	side string
 	// parts is the last request that succeeded, by part, for rows without a rendering
@@ -95,6 +98,14 @@ func (g *grouper) assign(key, side string, req *chat.Request) (c *conversation, 
 			lastLen -= len(c.last) - len(b)
 		}
 		shared := commonPrefix(a, b)
+		if key != "" && shared < len(a) && shared < len(b) {
+			// A client that adds to its last message rather than after it (Claude Code appends
+			// its reminders to the user message) still continues the session its key names.
+			i, j := len(msgs)-len(a)+shared, len(c.last)-len(b)+shared
+			if j < len(c.lastTexts) && c.lastTexts[j].extendedBy(req.Messages[i]) {
+				shared += 1 + commonPrefix(a[shared+1:], b[shared+1:])
+			}
+		}
 		if !slices.ContainsFunc(a[:shared], func(k string) bool { return !systemKey(k) }) {
 			continue
 		}
@@ -153,6 +164,34 @@ func (g *grouper) update(c *conversation, req *chat.Request, reply *chat.Reply, 
 		msgs = append(msgs, messageKey(chat.Message{Role: chat.RoleAssistant, Content: reply.Content, ToolCalls: reply.ToolCalls}))
 	}
 	c.last = msgs
+	c.lastTexts = c.lastTexts[:0]
+	for _, m := range req.Messages {
+		c.lastTexts = append(c.lastTexts, sigOf(m.Role, m.Content))
+	}
+	if reply != nil && !failed {
+		c.lastTexts = append(c.lastTexts, sigOf(chat.RoleAssistant, reply.Content))
+	}
+}
+
+// textSig is what a conversation keeps of a message's text to tell whether a later message
+// extends it: its role, the length in bytes of its trimmed text and that text's SHA-256.
+type textSig struct {
+	role chat.Role
+	n    int
+	sum  [sha256.Size]byte
+}
+
+func sigOf(role chat.Role, content string) textSig {
+	t := strings.TrimSpace(content)
+	return textSig{role: role, n: len(t), sum: sha256.Sum256([]byte(t))}
+}
+
+// extendedBy reports whether m is the message s was taken of with text added at its end (and
+// no tool call: a message with tool calls is compared whole): the same role, a longer trimmed
+// text that starts with the old one.
+func (s textSig) extendedBy(m chat.Message) bool {
+	t := strings.TrimSpace(m.Content)
+	return m.Role == s.role && s.n > 0 && len(t) > s.n && len(m.ToolCalls) == 0 && sha256.Sum256([]byte(t[:s.n])) == s.sum
 }
 
 // withoutSystem returns keys without the system and developer messages they start with.
