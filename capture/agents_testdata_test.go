@@ -41,6 +41,7 @@ func TestAgentSessionsGrouped(t *testing.T) {
 			}
 			prev := map[*conversation]last{}
 			var mains []*conversation
+			var lastConv *conversation
 			for i, ar := range reqs {
 				h := http.Header{}
 				for k, v := range ar.Headers {
@@ -66,7 +67,11 @@ func TestAgentSessionsGrouped(t *testing.T) {
 					checkDivergence(t, i, ar.API, p.body, ar.Body, req, seg)
 				}
 				g.update(c, req, nil, false)
+				lastConv = c
 				prev[c] = last{req, ar.Body}
+			}
+			if lastConv != nil && lastConv.side != "" {
+				t.Errorf("the session's last request went to %s, a side request (%s)", lastConv.name, lastConv.side)
 			}
 			if len(mains) != 1 {
 				names := []string{}

@@ -37,6 +37,8 @@ type conversation struct {
 	// lastTexts are the role, trimmed text length and digest of each message of last (the
 	// reply's included), for extendedBy.
 	lastTexts []textSig
+	// tools says its last request carried a tool list.
+	tools bool
 	// side says why it is a client's side request ("" for a session's own conversation).
 	side string
 	// parts is the last request that succeeded, by part, for rows without a rendering
@@ -131,7 +133,12 @@ func (g *grouper) assign(key, side string, req *chat.Request) (c *conversation, 
 	switch prev := g.latest[key]; {
 	case side != "":
 		c.side = side
-	case prev != nil && !slices.Equal(system, prev.system):
+	case knownSide(sysText) != "":
+		c.side = knownSide(sysText)
+	case prev != nil && !slices.Equal(system, prev.system) && !related(sysText, prev.systemEnds) &&
+		(len(req.Tools) == 0 || prev.tools):
+		// A request with tools beside a conversation without is the session that a side
+		// request (a title asked first) came before.
 		c.side = "a system prompt of its own beside " + prev.name + "'s"
 	}
 	return c, true
@@ -151,6 +158,7 @@ func (g *grouper) update(c *conversation, req *chat.Request, reply *chat.Reply, 
 	}
 	c.requests++
 	c.lastLen = len(msgs)
+	c.tools = len(req.Tools) > 0
 	c.system = slices.Clone(msgs[:len(msgs)-len(withoutSystem(msgs))])
 	c.systemEnds = ends(systemText(req.Messages))
 	if g.latest == nil {
@@ -271,6 +279,34 @@ func commonPrefix(a, b []string) int {
 		}
 	}
 	return n
+}
+
+// SideRequestPrompt is the start of the system prompt of a known agent's side request.
+type SideRequestPrompt struct {
+	// Agent is the client that sends it, such as "opencode".
+	Agent string
+	// What the request is for, such as "title".
+	What string
+	// Prefix starts the request's first system message.
+	Prefix string
+}
+
+// SideRequestPrompts are the side requests of the agents the lab knows, by their system
+// prompt (agents/agents.json's side_requests): opencode's title request, sent under the
+// session's own x-session-affinity, before or beside its first turn.
+var SideRequestPrompts = []SideRequestPrompt{
+	{Agent: "opencode", What: "title", Prefix: "You are a title generator."},
+}
+
+// knownSide returns why a request with system prompt sys (systemText) is a known agent's side
+// request, "" when it is none of SideRequestPrompts.
+func knownSide(sys string) string {
+	for _, p := range SideRequestPrompts {
+		if strings.HasPrefix(sys, p.Prefix) {
+			return p.Agent + "'s " + p.What + " request (its system prompt)"
+		}
+	}
+	return ""
 }
 
 // systemEnd is how many bytes of each end of a system prompt a conversation keeps (related).

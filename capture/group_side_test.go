@@ -23,7 +23,7 @@ func TestGroupSideRequestUnderKey(t *testing.T) {
 	main1 := sideReq(sys("You are opencode."), user("fix the bug"))
 	c1, _ := g.assign(key, "", main1)
 	g.update(c1, main1, &chat.Reply{Content: "done"}, false)
-	title := sideReq(sys("You are a title generator."), user("fix the bug"))
+	title := sideReq(sys("Write a short title."), user("fix the bug"))
 	c2, created := g.assign(key, "", title)
 	if !created || c2 == c1 {
 		t.Fatalf("title request joined %s, want a conversation of its own", c2.name)

@@ -45,7 +45,7 @@ func TestProxyMarksSideRequests(t *testing.T) {
 		headers map[string]string
 	}{
 		{body("You are opencode.", "fix the bug"), map[string]string{"X-Session-Affinity": "ses_1"}},
-		{body("You are a title generator.", "fix the bug"), map[string]string{"X-Session-Affinity": "ses_1"}},
+		{body("Write a short title.", "fix the bug"), map[string]string{"X-Session-Affinity": "ses_1"}},
 		{body("You are opencode.", "fix the bug", "ok", "test it"), map[string]string{"X-Session-Affinity": "ses_1"}},
 		{body("You are an explorer.", "find the tests"), map[string]string{"X-Session-Affinity": "ses_2", "X-Parent-Session-Id": "ses_1"}},
 		// The user's own header comes first: two runs that share opencode's header are two
