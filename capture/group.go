@@ -100,9 +100,10 @@ func (g *grouper) assign(key, side string, req *chat.Request) (c *conversation, 
 			lastLen -= len(c.last) - len(b)
 		}
 		shared := commonPrefix(a, b)
-		if shared < len(a) && shared < len(b) {
+		if key != "" && shared < len(a) && shared < len(b) {
 			// A client that adds to its last message rather than after it (Claude Code appends
-			// its reminders to the user message) still continues its session.
+			// its reminders to the user message) still continues the session its key names
+			// (without a key, "task 1" and "task 10" are two tasks).
 			i, j := len(msgs)-len(a)+shared, len(c.last)-len(b)+shared
 			if j < len(c.lastTexts) && c.lastTexts[j].extendedBy(req.Messages[i]) {
 				shared += 1 + commonPrefix(a[shared+1:], b[shared+1:])

@@ -99,3 +99,23 @@ func TestSessionKeyAgents(t *testing.T) {
 		}
 	}
 }
+
+// Under a key, a request that adds to its last message (Claude Code's appended reminders)
+// continues the session; without a key, a message that starts as another does ("task 1",
+// "task 10") is another task.
+func TestGroupExtendedMessage(t *testing.T) {
+	for _, tc := range []struct {
+		key  string
+		same bool
+	}{{"x-claude-code-session-id s1", true}, {"", false}} {
+		var g grouper
+		r1 := sideReq(sys("You are Claude."), user("task 1"))
+		c1, _ := g.assign(tc.key, "", r1)
+		g.update(c1, r1, nil, true)
+		r2 := sideReq(sys("You are Claude."), user("task 10"))
+		c2, _ := g.assign(tc.key, "", r2)
+		if (c2 == c1) != tc.same {
+			t.Errorf("key %q: the extended message went to %s, first %s; want the same %v", tc.key, c2.name, c1.name, tc.same)
+		}
+	}
+}
