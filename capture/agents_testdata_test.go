@@ -24,9 +24,7 @@ type agentRequest struct {
 }
 
 // knownSplits are the agents whose session the lab still splits in two, and why.
-var knownSplits = map[string]string{
-	"qwen": "its resumed turn rewrites its first user message (drops the date reminder block) and it sends no session key: the lab's message prefix starts a new conversation",
-}
+var knownSplits = map[string]string{}
 
 // TestAgentSessionsGrouped replays the saved request bodies of each real agent's session: the
 // session is one conversation (side requests apart), and the first divergence the lab names for

@@ -62,7 +62,10 @@ type conversation struct {
 //     the longest prefix, then the latest conversation. A request identical to a conversation's first one starts a new
 //     conversation (the same session run again), unless it is the retry of a failed first
 //     request;
-//  3. otherwise it starts a new conversation (with its key).
+//  3. otherwise, a request that carries assistant messages (a history) under the same system
+//     prompt as the latest conversation of its key is that conversation resumed with its
+//     history rewritten;
+//  4. otherwise it starts a new conversation (with its key).
 //
 // With a key, a request whose system prompt differs from a conversation's, is not the same
 // prompt rebuilt (the two share neither their first nor their last bytes: see related), and
@@ -129,6 +132,13 @@ func (g *grouper) assign(key, side string, req *chat.Request) (c *conversation, 
 	}
 	if best != nil {
 		return best, false
+	}
+	if prev := g.latest[key]; prev != nil && slices.Equal(system, prev.system) &&
+		slices.ContainsFunc(req.Messages, func(m chat.Message) bool { return m.Role == chat.RoleAssistant }) {
+		// A history the client rewrote (Qwen Code's resumed session drops a reminder from its
+		// first user message), under the latest conversation's system prompt: that session
+		// resumed, not a new one, which would start without assistant messages.
+		return prev, false
 	}
 	c = g.add(key)
 	switch prev := g.latest[key]; {
