@@ -144,7 +144,7 @@ func TestAgentBodiesDecodeGroupAndName(t *testing.T) {
 					t.Fatalf("request %d: %v", i+1, err)
 				}
 				// Without a session key: the messages alone must keep the session together.
-				c, created := g.assign("", req)
+				c, created := g.assign("", "", req)
 				if i == 0 {
 					conv = c
 				} else if created || c != conv {
@@ -226,7 +226,7 @@ func TestDeveloperMessageIsNotASharedTurn(t *testing.T) {
 		if req.Messages[1].Role != chat.RoleDeveloper {
 			t.Fatalf("message 1 role %q; want developer", req.Messages[1].Role)
 		}
-		c, _ := g.assign("", req)
+		c, _ := g.assign("", "", req)
 		g.update(c, req, &chat.Reply{Content: "ok"}, false)
 		convs = append(convs, c)
 	}

@@ -28,6 +28,19 @@ type conversation struct {
 	// lastLen is the number of messages of the last request (without its reply).
 	lastLen    int
 	lastFailed bool
+	// system is the system prompt of its last request: its leading system and developer
+	// messages' keys.
+	system []string
+	// systemEnds is the first and last systemEnd bytes of its last request's system prompt
+	// (systemText), for related.
+	systemEnds [2]string
+	// lastTexts are the role, trimmed text length and digest of each message of last (the
+	// reply's included), for extendedBy.
+	lastTexts []textSig
+	// tools says its last request carried a tool list.
+	tools bool
+	// side says why it is a client's side request ("" for a session's own conversation).
+	side string
 	// parts is the last request that succeeded, by part, for rows without a rendering
 	// (cachesim.FirstDifference), each text as its digest (digestParts); nil before the first.
 	parts []cachesim.Part
@@ -45,24 +58,40 @@ type conversation struct {
 //     key, the system prompt is left out of the comparison: a session that rebuilt its system prompt, a date in it say, is still the
 //     session its key names, and the row shows the divergence at "system"; without a key such a
 //     request starts a new conversation); a conversation whose last request the new one
-//     contains whole (it only appends) is preferred, then the longest prefix, then the latest
-//     conversation. A request identical to a conversation's first one starts a new
+//     contains whole (it only appends) is preferred, then one with the same system prompt, then
+//     the longest prefix, then the latest conversation. A request identical to a conversation's first one starts a new
 //     conversation (the same session run again), unless it is the retry of a failed first
 //     request;
-//  3. otherwise it starts a new conversation (with its key).
+//  3. otherwise, a request that carries assistant messages (a history) under the same system
+//     prompt as the latest conversation of its key is that conversation resumed with its
+//     history rewritten;
+//  4. otherwise it starts a new conversation (with its key).
+//
+// With a key, a request whose system prompt differs from a conversation's, is not the same
+// prompt rebuilt (the two share neither their first nor their last bytes: see related), and
+// does not contain that conversation's last request and its reply whole is not part of it: a title, summary or memory
+// request sent under the session's key, with its own system prompt and some of the session's
+// messages. A new conversation is a side request ([metrics.Sample.SideRequest]) when its
+// headers say so (side, a parent session's header), or when its system prompt differs from
+// the one of the conversation that had the latest request under the same key (without a key,
+// among those without one): an agent's title generator or memory sub-agent beside its session.
 //
 // Messages are compared by role, text, tool calls and tool call ids; reasoning is left out, as
 // harnesses and templates drop it from earlier turns (spec 3.2.0 §8).
 type grouper struct {
 	convs []*conversation
+	// latest is the conversation that had the latest request, by key.
+	latest map[string]*conversation
 }
 
 // assign returns the request's conversation, and whether it is new. The caller records the
 // request with update.
-func (g *grouper) assign(key string, req *chat.Request) (c *conversation, created bool) {
+func (g *grouper) assign(key, side string, req *chat.Request) (c *conversation, created bool) {
 	msgs := messageKeys(req.Messages)
+	system := msgs[:len(msgs)-len(withoutSystem(msgs))]
 	var best *conversation
-	bestShared, bestExt := 0, false
+	bestShared, bestExt, bestSame := 0, false, false
+	sysText := systemText(req.Messages)
 	for i := len(g.convs) - 1; i >= 0; i-- {
 		c := g.convs[i]
 		if c.key != key || c.requests == 0 {
@@ -74,6 +103,15 @@ func (g *grouper) assign(key string, req *chat.Request) (c *conversation, create
 			lastLen -= len(c.last) - len(b)
 		}
 		shared := commonPrefix(a, b)
+		if key != "" && shared < len(a) && shared < len(b) {
+			// A client that adds to its last message rather than after it (Claude Code appends
+			// its reminders to the user message) still continues the session its key names
+			// (without a key, "task 1" and "task 10" are two tasks).
+			i, j := len(msgs)-len(a)+shared, len(c.last)-len(b)+shared
+			if j < len(c.lastTexts) && c.lastTexts[j].extendedBy(req.Messages[i]) {
+				shared += 1 + commonPrefix(a[shared+1:], b[shared+1:])
+			}
+		}
 		if !slices.ContainsFunc(a[:shared], func(k string) bool { return !systemKey(k) }) {
 			continue
 		}
@@ -81,14 +119,40 @@ func (g *grouper) assign(key string, req *chat.Request) (c *conversation, create
 			continue // the session again, from its start
 		}
 		ext := shared >= lastLen
-		if best == nil || (ext && !bestExt) || (ext == bestExt && shared > bestShared) {
-			best, bestShared, bestExt = c, shared, ext
+		same := slices.Equal(system, c.system)
+		if key != "" && !same && shared < len(b) && !related(sysText, c.systemEnds) {
+			continue // a side request with its own system prompt
+		}
+		switch {
+		case best == nil, ext && !bestExt,
+			ext == bestExt && same && !bestSame,
+			ext == bestExt && same == bestSame && shared > bestShared:
+			best, bestShared, bestExt, bestSame = c, shared, ext, same
 		}
 	}
 	if best != nil {
 		return best, false
 	}
-	return g.add(key), true
+	if prev := g.latest[key]; prev != nil && slices.Equal(system, prev.system) &&
+		slices.ContainsFunc(req.Messages, func(m chat.Message) bool { return m.Role == chat.RoleAssistant }) {
+		// A history the client rewrote (Qwen Code's resumed session drops a reminder from its
+		// first user message), under the latest conversation's system prompt: that session
+		// resumed, not a new one, which would start without assistant messages.
+		return prev, false
+	}
+	c = g.add(key)
+	switch prev := g.latest[key]; {
+	case side != "":
+		c.side = side
+	case knownSide(sysText) != "":
+		c.side = knownSide(sysText)
+	case prev != nil && !slices.Equal(system, prev.system) && !related(sysText, [2]string{prev.systemEnds[0]}) &&
+		(len(req.Tools) == 0 || prev.tools):
+		// A request with tools beside a conversation without is the session that a side
+		// request (a title asked first) came before.
+		c.side = "a system prompt of its own beside " + prev.name + "'s"
+	}
+	return c, true
 }
 
 func (g *grouper) add(key string) *conversation {
@@ -105,11 +169,48 @@ func (g *grouper) update(c *conversation, req *chat.Request, reply *chat.Reply, 
 	}
 	c.requests++
 	c.lastLen = len(msgs)
+	c.tools = len(req.Tools) > 0
+	c.system = slices.Clone(msgs[:len(msgs)-len(withoutSystem(msgs))])
+	c.systemEnds = ends(systemText(req.Messages))
+	if g.latest == nil {
+		g.latest = map[string]*conversation{}
+	}
+	if c.side == "" {
+		g.latest[c.key] = c
+	}
 	c.lastFailed = failed
 	if reply != nil && !failed {
 		msgs = append(msgs, messageKey(chat.Message{Role: chat.RoleAssistant, Content: reply.Content, ToolCalls: reply.ToolCalls}))
 	}
 	c.last = msgs
+	c.lastTexts = c.lastTexts[:0]
+	for _, m := range req.Messages {
+		c.lastTexts = append(c.lastTexts, sigOf(m.Role, m.Content))
+	}
+	if reply != nil && !failed {
+		c.lastTexts = append(c.lastTexts, sigOf(chat.RoleAssistant, reply.Content))
+	}
+}
+
+// textSig is what a conversation keeps of a message's text to tell whether a later message
+// extends it: its role, the length in bytes of its trimmed text and that text's SHA-256.
+type textSig struct {
+	role chat.Role
+	n    int
+	sum  [sha256.Size]byte
+}
+
+func sigOf(role chat.Role, content string) textSig {
+	t := strings.TrimSpace(content)
+	return textSig{role: role, n: len(t), sum: sha256.Sum256([]byte(t))}
+}
+
+// extendedBy reports whether m is the message s was taken of with text added at its end (and
+// no tool call: a message with tool calls is compared whole): the same role, a longer trimmed
+// text that starts with the old one.
+func (s textSig) extendedBy(m chat.Message) bool {
+	t := strings.TrimSpace(m.Content)
+	return m.Role == s.role && s.n > 0 && len(t) > s.n && len(m.ToolCalls) == 0 && sha256.Sum256([]byte(t[:s.n])) == s.sum
 }
 
 // withoutSystem returns keys without the system and developer messages they start with.
@@ -187,6 +288,88 @@ func commonPrefix(a, b []string) int {
 		if a[i] != b[i] {
 			return i
 		}
+	}
+	return n
+}
+
+// SideRequestPrompt is the start of the system prompt of a known agent's side request.
+type SideRequestPrompt struct {
+	// Agent is the client that sends it, such as "opencode".
+	Agent string
+	// What the request is for, such as "title".
+	What string
+	// Prefix starts the request's first system message.
+	Prefix string
+}
+
+// SideRequestPrompts are the side requests of the agents the lab knows, by their system
+// prompt (agents/agents.json's side_requests): opencode's title request, sent under the
+// session's own x-session-affinity, before or beside its first turn.
+var SideRequestPrompts = []SideRequestPrompt{
+	{Agent: "opencode", What: "title", Prefix: "You are a title generator."},
+}
+
+// knownSide returns why a request with system prompt sys (systemText) is a known agent's side
+// request, "" when it is none of SideRequestPrompts.
+func knownSide(sys string) string {
+	for _, p := range SideRequestPrompts {
+		if strings.HasPrefix(sys, p.Prefix) {
+			return p.Agent + "'s " + p.What + " request (its system prompt)"
+		}
+	}
+	return ""
+}
+
+// systemEnd is how many bytes of each end of a system prompt a conversation keeps (related).
+const systemEnd = 256
+
+// systemText returns the text of msgs' leading system and developer messages, joined by NUL.
+func systemText(msgs []chat.Message) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		if m.Role != chat.RoleSystem && m.Role != chat.RoleDeveloper {
+			break
+		}
+		b.WriteString(m.Content)
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// ends returns the first and last systemEnd bytes of s (all of s for each when shorter).
+func ends(s string) [2]string {
+	if len(s) <= systemEnd {
+		return [2]string{strings.Clone(s), strings.Clone(s)}
+	}
+	return [2]string{strings.Clone(s[:systemEnd]), strings.Clone(s[len(s)-systemEnd:])}
+}
+
+// related reports whether system prompt s looks like the one whose ends are e, rebuilt (a date
+// added at its start or end, say): their first or last bytes agree over at least half the
+// shorter's kept end, or 64 bytes. A side request's own prompt (a title generator's) shares
+// at most a few words with the session's.
+func related(s string, e [2]string) bool {
+	se := ends(s)
+	head := len(commonPrefixString(se[0], e[0]))
+	tail := commonSuffixLen(se[1], e[1])
+	need := min(64, (min(len(se[0]), len(e[0]))+1)/2)
+	return need > 0 && max(head, tail) >= need
+}
+
+func commonPrefixString(a, b string) string {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return a[:i]
+		}
+	}
+	return a[:n]
+}
+
+func commonSuffixLen(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[len(a)-1-n] == b[len(b)-1-n] {
+		n++
 	}
 	return n
 }

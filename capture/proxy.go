@@ -102,6 +102,10 @@ type Options struct {
 	// each request against what the upstream's cache held ([cachesim.Attributor]); the zero
 	// value computes none (expected_unknown true on every row).
 	Attribution Attribution
+	// SessionHeader is the name of a request header that names the session of the user's own
+	// harness (lab proxy --session-header): requests with the same value are one session,
+	// before any of [SessionIDs]; "" for none.
+	SessionHeader string
 }
 
 // Attribution says how the proxy models the upstream's one cache slot (a local server: one
@@ -303,7 +307,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "lab proxy: read the request: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	ex := &exchange{api: api, auth: authHeaders(r.Header), key: sessionKey(r.Header), maxReply: p.opts.MaxReplyBytes}
+	ex := &exchange{api: api, auth: authHeaders(r.Header), key: sessionKey(p.opts.SessionHeader, r.Header, nil), maxReply: p.opts.MaxReplyBytes}
+	if v := r.Header.Get(parentSessionHeader); v != "" {
+		ex.side = "header " + parentSessionHeader + " (a sub-agent of session " + v + ")"
+	}
 	ex.secrets = append(secretsOf(ex.auth), querySecrets(r.URL.Query())...)
 	ex.secrets = append(ex.secrets, querySecrets(p.upstream.Query())...)
 	if over {
@@ -321,9 +328,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.ContentLength = int64(len(body))
 		ex.body = body
 		_ = json.Unmarshal(body, &ex.env) // a body that is not JSON is the upstream's to refuse
-		if ex.env.PromptCacheKey != "" {
-			ex.key = "prompt_cache_key " + ex.env.PromptCacheKey
-		}
+		ex.key = sessionKey(p.opts.SessionHeader, r.Header, &ex.env)
 		switch skip(api, &ex.env) {
 		case "fill":
 			ex.fill = true
@@ -489,6 +494,9 @@ type exchange struct {
 	// key is the conversation key the request carried (a session header or prompt_cache_key),
 	// "" for none.
 	key string
+	// side says why the request is a side request by its headers alone (a parent session's
+	// header); "" when they do not say.
+	side string
 	// auth holds the request's credentials, in memory only: for the rendering requests the
 	// recorder sends to the same upstream.
 	auth http.Header
@@ -740,18 +748,65 @@ func authHeaders(h http.Header) http.Header {
 	return out
 }
 
-// sessionHeaders are the headers known clients send to name their session, in the order the
-// proxy looks for them: Claude Code's X-Claude-Code-Session-Id, Qwen Code's
-// X-Qwen-Code-Session-Id, OpenAI Codex's session_id and conversation_id, and the generic
-// X-Session-Id and Session-Id.
-var sessionHeaders = []string{"X-Claude-Code-Session-Id", "X-Qwen-Code-Session-Id", "Session_id", "Conversation_id", "X-Session-Id", "Session-Id"}
+// SessionID is one place a known client names its session on the wire: a request header, or
+// a field of the JSON body. The proxy groups the requests that carry the same value into the
+// same session ([Options.SessionHeader] comes before every entry).
+type SessionID struct {
+	// Agent is the client that sends it, such as "Claude Code".
+	Agent string
+	// Header is the header's name (matched case-insensitively); "" for a body field.
+	Header string
+	// Field is the top-level JSON field of the body when Header is "".
+	Field string
+}
 
-func sessionKey(h http.Header) string {
-	for _, k := range sessionHeaders {
+// SessionIDs are the session identities of the agents the lab knows, in the order the proxy
+// looks for them, as their own packages send them (agents/agents.json): OpenAI Codex's
+// prompt_cache_key (its thread id) and its session-id and thread-id headers (older versions:
+// session_id and conversation_id); Claude Code's X-Claude-Code-Session-Id; opencode's
+// x-session-affinity and X-Session-Id; the generic Session-Id. Qwen Code and pi send none to a
+// custom base URL: their requests are grouped by their messages.
+var SessionIDs = []SessionID{
+	{Agent: "OpenAI Codex", Field: "prompt_cache_key"},
+	{Agent: "Claude Code", Header: "X-Claude-Code-Session-Id"},
+	{Agent: "OpenAI Codex", Header: "Session-Id"},
+	{Agent: "OpenAI Codex", Header: "Thread-Id"},
+	{Agent: "OpenAI Codex", Header: "Session_id"},
+	{Agent: "OpenAI Codex", Header: "Conversation_id"},
+	{Agent: "opencode", Header: "X-Session-Affinity"},
+	{Agent: "opencode", Header: "X-Session-Id"},
+}
+
+// parentSessionHeader is the header opencode sends on a sub-agent's requests, naming the
+// session that started it: such a request is a side request.
+const parentSessionHeader = "X-Parent-Session-Id"
+
+// sessionKey returns the conversation key of a request with headers h and body fields env: the
+// value of the user's own header (Options.SessionHeader, "" for none), else of the first entry
+// of [SessionIDs] the request carries, prefixed by the header's or field's name in lower case;
+// "" when it carries none.
+func sessionKey(own string, h http.Header, env *envelope) string {
+	header := func(name string) string {
 		for hk, v := range h {
-			if strings.EqualFold(hk, k) && len(v) > 0 && v[0] != "" {
-				return strings.ToLower(k) + " " + v[0]
+			if strings.EqualFold(hk, name) && len(v) > 0 && v[0] != "" {
+				return v[0]
 			}
+		}
+		return ""
+	}
+	if own != "" {
+		if v := header(own); v != "" {
+			return strings.ToLower(own) + " " + v
+		}
+	}
+	for _, id := range SessionIDs {
+		switch {
+		case id.Header != "":
+			if v := header(id.Header); v != "" {
+				return strings.ToLower(id.Header) + " " + v
+			}
+		case id.Field == "prompt_cache_key" && env != nil && env.PromptCacheKey != "":
+			return "prompt_cache_key " + env.PromptCacheKey
 		}
 	}
 	return ""

@@ -137,9 +137,12 @@ func (r *recorder) process(ex *exchange) {
 		return
 	}
 	s, req, reply := r.measure(ex, secrets)
-	conv, created := r.groups.assign(ex.key, req)
+	conv, created := r.groups.assign(ex.key, ex.side, req)
 	turn, step := turnStep(req)
 	row.Place(s, conv.name, int32(conv.requests), turn, step)
+	if conv.side != "" {
+		row.MarkSideRequest(s, conv.side)
+	}
 	if s.ExpectedUnknown {
 		// No rendering (a cloud API): name the segment by comparing the request with the
 		// conversation's previous one part by part; the token stays unknown.

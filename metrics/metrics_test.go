@@ -31,7 +31,7 @@ var columns = []string{
 	"cache_write_5m_tokens", "cache_write_1h_tokens", "usage_fields",
 	"retries", "retry_wait_ns",
 	"driver", "end_reason", "repeated_call", "expected_unknown", "reread_unattributed_tokens",
-	"chunk_reused_tokens",
+	"chunk_reused_tokens", "side_request",
 }
 
 // optionalColumns are the nullable columns.

@@ -201,6 +201,12 @@ type Sample struct {
 	// rendering is unknown; a null is left out of the row's JSON (the journal), which reads back
 	// as nil.
 	ChunkReusedTokens *int64 `parquet:"chunk_reused_tokens,optional" json:"chunk_reused_tokens,omitempty"`
+	// SideRequest is true on a request `lab proxy` took for a client's side request: one the
+	// agent sends beside its session's own (a title, a summary, memory extraction, a
+	// sub-agent), recorded as a conversation of its own. Warnings say how the lab knew (the
+	// header that named a parent session, or a system prompt of its own beside the session's).
+	// False on every row of the lab's own harness, and left out of the row's JSON then.
+	SideRequest bool `parquet:"side_request" json:"side_request,omitempty"`
 }
 
 // Upgrade makes a row read from a file written before its columns were nullable say unknown

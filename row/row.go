@@ -61,6 +61,17 @@ func Place(s *metrics.Sample, scenario string, index, turn, step int32) {
 	s.Scenario, s.RequestIndex, s.Turn, s.Step = scenario, index, turn, step
 }
 
+// MarkSideRequest marks the row as a client's side request (metrics.Sample.SideRequest) and
+// appends why the lab took it for one to its warnings, "side request: " + why.
+func MarkSideRequest(s *metrics.Sample, why string) {
+	s.SideRequest = true
+	w := "side request: " + why
+	if s.Warnings != "" {
+		w = s.Warnings + "; " + w
+	}
+	s.Warnings = w
+}
+
 // SetTimes records what the client measured itself: the time to the first token (0, null in
 // the file, when unknown: an unstreamed answer, a request that failed before it), the total
 // time of the request (0 when it failed before an answer came) and the request body's size in

@@ -49,6 +49,8 @@ type proxyOptions struct {
 	MaxReplyBytes   int64
 	// Tags are the --tag key=value values (parseTags).
 	Tags []string
+	// SessionHeader is --session-header (capture.Options.SessionHeader).
+	SessionHeader string
 	// ready, when set, is called with the address the proxy listens on (tests).
 	ready func(addr string)
 	// shutdownWait is how long a stop lets the answers under way finish before it cuts them;
@@ -114,6 +116,7 @@ for it, as it waits for another run).`,
 	f.Int64Var(&o.MaxReplyBytes, "max-reply-bytes", chat.DefaultMaxReplyBytes, "the longest answer the proxy keeps to parse, in bytes as sent (a stream's framing included); the client gets a longer one whole, its row is an error row naming the limit")
 	f.StringArrayVar(&o.Tags, "tag", nil, "a label of the capture, key=value (repeatable), recorded in the manifest and shown in the report")
 	f.StringVar(&o.CacheDir, "cache", "", "the lab's cache folder, where lab server start keeps its server (default $LAB_CACHE or ~/.cache/lab)")
+	f.StringVar(&o.SessionHeader, "session-header", "", "a request header that names your harness's session: requests with the same value are one conversation (before the agents' own session headers)")
 	aliasFlag(f, "out", "run")
 	return c
 }
@@ -268,6 +271,9 @@ func runProxy(ctx context.Context, s *streams, o *proxyOptions) (err error) {
 		isOllama = capture.IsOllama(ctx, &http.Client{}, o.Upstream)
 	}
 	settings := map[string]string{"listen": ln.Addr().String(), "render": o.Render, "server_log": o.ServerLog, "upstream_ollama": strconv.FormatBool(isOllama)}
+	if o.SessionHeader != "" {
+		settings["session_header"] = o.SessionHeader
+	}
 	if modelParams != "" {
 		settings["model_params"] = modelParams
 	}
@@ -275,7 +281,7 @@ func runProxy(ctx context.Context, s *streams, o *proxyOptions) (err error) {
 		Upstream: o.Upstream, Dir: dir, RunID: runID, Label: o.Label, SaveRequests: o.SaveRequests,
 		Progress: progress, LabVersion: version(), Attribution: attr, ServerLog: o.ServerLog, Tags: tags, UpstreamOllama: isOllama,
 		MaxRequestBytes: o.MaxRequestBytes, MaxReplyBytes: o.MaxReplyBytes,
-		Settings: settings,
+		Settings: settings, SessionHeader: o.SessionHeader,
 	})
 	if err != nil {
 		ln.Close()
