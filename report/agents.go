@@ -93,8 +93,11 @@ type AgentRequest struct {
 type AgentSummary struct {
 	Agent, Version string
 	Requests       int
-	// Prompt, Cached and Reread sum the rows where each is known.
-	Prompt, Cached, Reread int64
+	// Prompt sums every row's prompt tokens; PromptWhereCached and Cached the rows whose cached
+	// tokens are known; Reread the rows whose re-read tokens are known, and RereadKnown counts
+	// those rows (0: the re-read tokens are unknown, never 0).
+	Prompt, PromptWhereCached, Cached, Reread int64
+	RereadKnown                               int
 	// CachedWhereExpected over ExpectedWhereCached is the cache efficiency (rows with both).
 	CachedWhereExpected, ExpectedWhereCached int64
 	// Matched counts the rows with cached = expected within 1 %.
@@ -102,12 +105,21 @@ type AgentSummary struct {
 	Error   string
 }
 
-// CachedShare returns Cached over Prompt, nil when no prompt token is known.
+// CachedShare returns Cached over PromptWhereCached (the rows whose cached tokens are known),
+// nil when no row's cached tokens are known.
 func (s *AgentSummary) CachedShare() *float64 {
-	if s.Prompt == 0 {
+	if s.PromptWhereCached == 0 {
 		return nil
 	}
-	return new(float64(s.Cached) / float64(s.Prompt))
+	return new(float64(s.Cached) / float64(s.PromptWhereCached))
+}
+
+// RereadTokens returns Reread, nil when no row's re-read tokens are known.
+func (s *AgentSummary) RereadTokens() *int64 {
+	if s.RereadKnown == 0 {
+		return nil
+	}
+	return new(s.Reread)
 }
 
 // Efficiency returns the cache efficiency (cached over expected cached tokens, on the rows
@@ -214,9 +226,11 @@ func SummarizeAgent(run AgentRun, reqs []AgentRequest) AgentSummary {
 		s.Prompt += r.Prompt
 		if r.Cached != nil {
 			s.Cached += *r.Cached
+			s.PromptWhereCached += r.Prompt
 		}
 		if r.Reread != nil {
 			s.Reread += *r.Reread
+			s.RereadKnown++
 		}
 		if r.Cached != nil && r.Expected != nil {
 			s.CachedWhereExpected += *r.Cached
@@ -248,8 +262,15 @@ func WriteAgentsReport(w io.Writer, runs []AgentRun) error {
 		if s.Requests > 0 {
 			match = fmt.Sprintf("%d/%d", s.Matched, s.Requests)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %s | %d | %s | %s | %s |\n", s.Agent, s.Version, s.Requests,
-			percent(s.CachedShare()), s.Reread, percent(s.Efficiency()), match, cell(s.Error))
+		reread := "unknown"
+		if n := s.RereadTokens(); n != nil {
+			reread = fmt.Sprint(*n)
+			if s.RereadKnown < s.Requests {
+				reread += fmt.Sprintf(" (%d unknown)", s.Requests-s.RereadKnown)
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s |\n", s.Agent, s.Version, s.Requests,
+			percent(s.CachedShare()), reread, percent(s.Efficiency()), match, cell(s.Error))
 	}
 	for i, run := range runs {
 		fmt.Fprintf(&b, "\n## %s %s\n\n", run.Agent, run.Version)

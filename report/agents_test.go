@@ -93,8 +93,8 @@ func TestAgentsReport(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{
-		"| pi | 1.0 | 4 | 47.7% | 1160 | 47.0% | 2/4 |",
-		"| codex | 0.1 | 0 | — | 0 | — | – | npm install: exit status 1 |",
+		"| pi | 1.0 | 4 | 47.7% | 1160 (1 unknown) | 47.0% | 2/4 |",
+		"| codex | 0.1 | 0 | — | unknown | — | – | npm install: exit status 1 |",
 		"Not measured: npm install: exit status 1",
 		`byte 16: "{\"system\":\"date 1\",`, `→ "{\"system\":\"date 2\",`,
 		"| s1 | 2 | 1300 | 40 | 1200 | 1160 | 3.1% | 3.3% | system |",
