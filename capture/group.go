@@ -133,8 +133,7 @@ func (g *grouper) assign(key, side string, req *chat.Request) (c *conversation, 
 	if best != nil {
 		return best, false
 	}
-	if prev := g.latest[key]; prev != nil && slices.Equal(system, prev.system) &&
-		slices.ContainsFunc(req.Messages, func(m chat.Message) bool { return m.Role == chat.RoleAssistant }) {
+	if prev := g.latest[key]; prev != nil && slices.Equal(system, prev.system) && hasAssistant(req.Messages) {
 		// A history the client rewrote (Qwen Code's resumed session drops a reminder from its
 		// first user message), under the latest conversation's system prompt: that session
 		// resumed, not a new one, which would start without assistant messages.
@@ -147,9 +146,12 @@ func (g *grouper) assign(key, side string, req *chat.Request) (c *conversation, 
 	case knownSide(sysText) != "":
 		c.side = knownSide(sysText)
 	case prev != nil && !slices.Equal(system, prev.system) && !related(sysText, [2]string{prev.systemEnds[0]}) &&
-		(len(req.Tools) == 0 || prev.tools):
+		(len(req.Tools) == 0 || prev.tools && (key != "" || hasAssistant(req.Messages))):
 		// A request with tools beside a conversation without is the session that a side
-		// request (a title asked first) came before.
+		// request (a title asked first) came before. Without a key (Qwen Code and pi send
+		// none), a request with tools, a system prompt of its own and no history is another
+		// harness's session through the same proxy; Qwen Code's memory sub-agent, which has
+		// tools, starts with the session's history.
 		c.side = "a system prompt of its own beside " + prev.name + "'s"
 	}
 	return c, true
@@ -211,6 +213,11 @@ func sigOf(role chat.Role, content string) textSig {
 func (s textSig) extendedBy(m chat.Message) bool {
 	t := strings.TrimSpace(m.Content)
 	return m.Role == s.role && s.n > 0 && len(t) > s.n && len(m.ToolCalls) == 0 && sha256.Sum256([]byte(t[:s.n])) == s.sum
+}
+
+// hasAssistant reports whether msgs hold an assistant message (a history).
+func hasAssistant(msgs []chat.Message) bool {
+	return slices.ContainsFunc(msgs, func(m chat.Message) bool { return m.Role == chat.RoleAssistant })
 }
 
 // withoutSystem returns keys without the system and developer messages they start with.
@@ -345,13 +352,23 @@ func ends(s string) [2]string {
 }
 
 // related reports whether system prompt s looks like the one whose ends are e, rebuilt (a date
-// added at its start or end, say): their first or last bytes agree over at least half the
-// shorter's kept end, or 64 bytes. A side request's own prompt (a title generator's) shares
-// at most a few words with the session's.
+// added at its start or end, say): within the first system message where they differ, their
+// first or last bytes agree over at least half the shorter's kept end, or 64 bytes. Whole
+// system messages the two share at their start or end do not count: Claude Code opens every
+// request, its title requests too, with the same billing header block, and a side request's
+// own prompt (a title generator's) shares at most a few words with the session's.
 func related(s string, e [2]string) bool {
 	se := ends(s)
-	head := len(commonPrefixString(se[0], e[0]))
+	shared := commonPrefixString(se[0], e[0])
+	head := len(shared) - (strings.LastIndexByte(shared, 0) + 1)
 	tail := commonSuffixLen(se[1], e[1])
+	if t := se[1][len(se[1])-tail:]; tail > 0 {
+		// systemText ends every message with a NUL: the bytes that count are those before the
+		// first NUL of the shared end, the terminator of the last message left out.
+		if i := strings.IndexByte(strings.TrimSuffix(t, "\x00"), 0); i >= 0 {
+			tail = i
+		}
+	}
 	need := min(64, (min(len(se[0]), len(e[0]))+1)/2)
 	return need > 0 && max(head, tail) >= need
 }

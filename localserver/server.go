@@ -248,27 +248,45 @@ type ModelParams struct {
 	TopP        float64 `json:"top_p"`
 	// Seed is the sampler's seed (seed): fixed, so the same prompt gets the same reply.
 	Seed int `json:"seed"`
+	// NumPredict caps a reply in tokens (num_predict) for a request that sends no cap of its
+	// own: OpenAI Responses clients such as Codex send no max_output_tokens, and the synthetic
+	// model, sampled, rarely ends a reply by itself, so without a cap one reply runs until the
+	// window is full. 0 (records of labs that gave none) is Ollama's own default, no cap.
+	NumPredict int `json:"num_predict,omitempty"`
 }
+
+// DefaultNumPredict is the reply cap, in tokens, that [DefaultModelParams] gives the model.
+const DefaultNumPredict = 256
 
 // DefaultModelParams returns the parameters the lab registers its model with: numCtx (0 means
 // [gguf.DefaultContextLength]) and sampling at temperature 1 over the 40 likeliest tokens with
-// no nucleus cut (top_p 1) and seed 42.
+// no nucleus cut (top_p 1), seed 42, and replies capped at [DefaultNumPredict] tokens unless a
+// request sends its own cap.
 func DefaultModelParams(numCtx int) ModelParams {
 	if numCtx <= 0 {
 		numCtx = gguf.DefaultContextLength
 	}
-	return ModelParams{NumCtx: numCtx, Temperature: 1, TopK: 40, TopP: 1, Seed: 42}
+	return ModelParams{NumCtx: numCtx, Temperature: 1, TopK: 40, TopP: 1, Seed: 42, NumPredict: DefaultNumPredict}
 }
 
 // options returns the parameters as api.CreateRequest.Parameters takes them.
 func (p ModelParams) options() map[string]any {
-	return map[string]any{"num_ctx": p.NumCtx, "temperature": p.Temperature, "top_k": p.TopK, "top_p": p.TopP, "seed": p.Seed}
+	o := map[string]any{"num_ctx": p.NumCtx, "temperature": p.Temperature, "top_k": p.TopK, "top_p": p.TopP, "seed": p.Seed}
+	if p.NumPredict != 0 {
+		o["num_predict"] = p.NumPredict
+	}
+	return o
 }
 
 // String returns the parameters as the manifest setting model_params records them:
-// "num_ctx=65536 temperature=1 top_k=40 top_p=1 seed=42".
+// "num_ctx=65536 temperature=1 top_k=40 top_p=1 seed=42 num_predict=256" (num_predict only when
+// set).
 func (p ModelParams) String() string {
-	return fmt.Sprintf("num_ctx=%d temperature=%g top_k=%d top_p=%g seed=%d", p.NumCtx, p.Temperature, p.TopK, p.TopP, p.Seed)
+	s := fmt.Sprintf("num_ctx=%d temperature=%g top_k=%d top_p=%g seed=%d", p.NumCtx, p.Temperature, p.TopK, p.TopP, p.Seed)
+	if p.NumPredict != 0 {
+		s += fmt.Sprintf(" num_predict=%d", p.NumPredict)
+	}
+	return s
 }
 
 // CreateModel registers the GGUF file at ggufPath under name, as `ollama create name` with a

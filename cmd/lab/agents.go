@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -206,6 +210,13 @@ func inProcessProxy(s *streams, upstream, cache, runID, model string) agents.End
 		}
 		select {
 		case addr := <-ready:
+			// Each agent starts on a cold KV cache: the model is unloaded through the proxy,
+			// which empties the server's cache and the proxy's model of it alike, so an agent's
+			// first request is not measured against what the previous agent left.
+			if err := unloadModel(pctx, "http://"+addr, model); err != nil {
+				_ = stop()
+				return "", nil, fmt.Errorf("unload %s before the agent's session: %w", model, err)
+			}
 			return "http://" + addr, stop, nil
 		case err := <-done:
 			cancel()
@@ -216,6 +227,30 @@ func inProcessProxy(s *streams, upstream, cache, runID, model string) agents.End
 			return "", nil, fmt.Errorf("start lab proxy (see %s): %w", filepath.Join(dir, "proxy.log"), err)
 		}
 	}
+}
+
+// unloadModel asks the Ollama server behind base to unload model (/api/generate with no prompt
+// and keep_alive 0, Ollama's documented unload), which drops its KV cache. An error is a
+// transport error or a status other than 2xx.
+func unloadModel(ctx context.Context, base, model string) error {
+	body, _ := json.Marshal(map[string]any{"model": model, "keep_alive": 0})
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/generate", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
+	}
+	return nil
 }
 
 // printAgents writes the per-agent table: install, turns, requests, session identity and

@@ -1,0 +1,49 @@
+package capture
+
+import (
+	"strings"
+	"testing"
+
+	"lab/chat"
+)
+
+// Two harnesses without a session identity (Qwen Code and pi) through one proxy: pi's session,
+// with its own system prompt and its own tools, is a session, not a side request of Qwen
+// Code's. The side rule for keyless requests compares against the latest keyless
+// conversation of any client.
+func TestTwoKeylessHarnessesAreSessionsNotSide(t *testing.T) {
+	var g grouper
+	tools := []chat.Tool{{Name: "bash"}}
+	qwen := &chat.Request{Messages: []chat.Message{sys("You are Qwen Code, an interactive CLI agent."), user("list the files")}, Tools: tools}
+	c1, _ := g.assign("", "", qwen)
+	g.update(c1, qwen, &chat.Reply{Content: "a.go"}, false)
+	pi := &chat.Request{Messages: []chat.Message{sys("You are an expert coding assistant operating inside pi."), user("fix the build")}, Tools: tools}
+	c2, created := g.assign("", "", pi)
+	if !created || c2 == c1 {
+		t.Fatalf("pi's first request joined %s, want a conversation of its own", c2.name)
+	}
+	if c2.side != "" {
+		t.Errorf("pi's session marked a side request: %q", c2.side)
+	}
+}
+
+// Claude Code starts every request's system prompt with the same billing header block, so a
+// side request (a title) under the session's key shares the session's first 64 bytes and
+// related takes it for the session's prompt rebuilt: it joins the session instead of being a
+// conversation of its own marked side.
+func TestClaudeTitleUnderTheBillingHeaderIsSide(t *testing.T) {
+	var g grouper
+	const key = "x-claude-code-session-id s1"
+	const billing = "x-anthropic-billing-header: cc_version=2.1.332.5ac; cc_entrypoint=sdk-cli;"
+	main1 := sideReq(sys(billing), sys("You are a Claude agent, built on Anthropic's Claude Agent SDK."+strings.Repeat(" Use the tools.", 40)), user("fix the bug"))
+	c1, _ := g.assign(key, "", main1)
+	g.update(c1, main1, &chat.Reply{Content: "done"}, false)
+	title := sideReq(sys(billing), sys("Generate a concise, sentence-case title (3-7 words) for this coding session."), user("fix the bug"))
+	c2, created := g.assign(key, "", title)
+	if !created || c2 == c1 {
+		t.Fatalf("title request joined %s (new %v), want a side conversation of its own", c2.name, created)
+	}
+	if c2.side == "" {
+		t.Errorf("title request not marked a side request")
+	}
+}
