@@ -61,6 +61,9 @@ type Options struct {
 	Model string
 	// Turns is the scripted session; nil is [DefaultTurns].
 	Turns []Turn
+	// Project is the scratch project's files (path relative to the project folder → text),
+	// written fresh for each agent; nil is the lab's small Go project (main.go, greet.go, ...).
+	Project map[string]string
 	// TurnTimeout limits each turn's child process; 0 is [DefaultTurnTimeout].
 	TurnTimeout time.Duration
 	// Progress (nil for none) receives a line per agent step and turn.
@@ -208,8 +211,21 @@ func runAgent(ctx context.Context, o Options, a Agent, progress io.Writer) (r Re
 			return r
 		}
 	}
-	for name, text := range projectFiles {
-		if err := os.WriteFile(filepath.Join(project, name), []byte(text), 0o644); err != nil {
+	files := o.Project
+	if files == nil {
+		files = projectFiles
+	}
+	for name, text := range files {
+		p := filepath.Join(project, filepath.FromSlash(name))
+		if !filepath.IsLocal(filepath.FromSlash(name)) {
+			r.Error = fmt.Sprintf("project file %q: want a path inside the project", name)
+			return r
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			r.Error = err.Error()
+			return r
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
 			r.Error = err.Error()
 			return r
 		}

@@ -531,6 +531,10 @@ type exchange struct {
 	gone      bool
 	// stopped: the answer was cut because the proxy was stopping (Stopping), not by the client.
 	stopped bool
+	// scripted is the answer's scripted-model step header (chat.ScriptedStepHeader), "" for a
+	// real model's answer; skipped the intents it skipped before that step.
+	scripted string
+	skipped  []string
 }
 
 func (ex *exchange) respond(resp *http.Response) {
@@ -539,6 +543,8 @@ func (ex *exchange) respond(resp *http.Response) {
 	ex.status = resp.StatusCode
 	ex.ctype, _, _ = mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	ex.encoding = strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding")))
+	ex.scripted = resp.Header.Get(chat.ScriptedStepHeader)
+	ex.skipped = resp.Header.Values(chat.ScriptedSkippedHeader)
 }
 
 func (ex *exchange) fail(err error) {

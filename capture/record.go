@@ -368,6 +368,14 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 			s.Error = note + "; " + s.Error
 		}
 	}
+	if ex.scripted != "" {
+		// The lab's scripted model answered (chat.ScriptedStepHeader): the agent's requests,
+		// the script's replies.
+		s.Driver = metrics.DriverScriptedModel
+		for _, sk := range ex.skipped {
+			warnings = append(warnings, "scripted model: intent skipped, "+sk)
+		}
+	}
 	row.SetTimes(s, ttft, ex.end.Sub(ex.start), requestBytes)
 	row.SetWarnings(s, warnings)
 	return s, req, reply

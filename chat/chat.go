@@ -474,3 +474,13 @@ func ItemMessage(role Role, typ string, raw []byte) Message {
 	sum := sha256.Sum256(raw)
 	return Message{Role: role, Item: typ, Content: typ + " sha256:" + hex.EncodeToString(sum[:])}
 }
+
+// The answer headers by which the lab's scripted model (lab/scriptmodel) tells a lab proxy in
+// front of it what a reply was: [ScriptedStepHeader] "turn=T step=S intent=KIND" (1-based; "side"
+// for a request answered outside the script, such as a title request), and one
+// [ScriptedSkippedHeader] per intent of the script skipped just before it, with why
+// ("turn=T step=S read greet.go: no tool ...").
+const (
+	ScriptedStepHeader    = "Lab-Scripted-Step"
+	ScriptedSkippedHeader = "Lab-Scripted-Skipped"
+)

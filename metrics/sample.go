@@ -171,8 +171,9 @@ type Sample struct {
 	// RetryWaitNs is the time the harness waited between attempts (its backoff, or the server's
 	// Retry-After), in nanoseconds; 0 without retries.
 	RetryWaitNs int64 `parquet:"retry_wait_ns" json:"retry_wait_ns"`
-	// Driver says who decided the assistant's steps: [DriverScripted] (the scenario) or
-	// [DriverLive] (the model).
+	// Driver says who decided the assistant's steps: [DriverScripted] (the scenario),
+	// [DriverLive] (the model) or [DriverScriptedModel] (an outside agent's requests answered by
+	// the scripted model); "" for a capture of a real model's answers.
 	Driver string `parquet:"driver,dict" json:"driver"`
 	// EndReason is why the turn ended, on the turn's last request of a live session (one of the
 	// End* constants, such as [EndAnswered] or [EndMaxSteps]); "" on every other request and in
@@ -267,6 +268,9 @@ const (
 	DriverScripted = "scripted"
 	// DriverLive: the model decides; the scenario gives the user turns and the workspace.
 	DriverLive = "live"
+	// DriverScriptedModel: an outside agent decided its requests, answered by the lab's scripted
+	// model (lab/scriptmodel) from a script, through lab proxy.
+	DriverScriptedModel = "scripted-model"
 )
 
 // The values of [Sample].EndReason: why a live turn ended.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 
 	lab "lab"
 	"lab/backend/llamacpp"
+	"lab/backend/ollama"
 	"lab/capture"
 	"lab/chat"
 	"lab/hygiene"
@@ -53,6 +55,12 @@ type proxyOptions struct {
 	SessionHeader string
 	// ready, when set, is called with the address the proxy listens on (tests).
 	ready func(addr string)
+	// server, when set, is the lab server behind Upstream (lab agents' scripted model sits
+	// between the proxy and it): its log, model file and use lock are the capture's.
+	server string
+	// scripted says the upstream is the lab's scripted model: the slot is modelled as holding
+	// each prompt followed by the reply as Qwen3 writes it, as the scripted model leaves it.
+	scripted bool
 	// shutdownWait is how long a stop lets the answers under way finish before it cuts them;
 	// 0 is proxyShutdownWait (tests shorten it).
 	shutdownWait time.Duration
@@ -161,7 +169,7 @@ func runProxy(ctx context.Context, s *streams, o *proxyOptions) (err error) {
 	// The server lab server start left running: its log is the default, its model file the
 	// default --gguf, and its use lock keeps a lab run from resetting its cache under the
 	// capture (taken below, once the flags are checked).
-	lsrv := labServer(ctx, s, o.CacheDir, o.Upstream)
+	lsrv := labServer(ctx, s, o.CacheDir, cmp.Or(o.server, o.Upstream))
 	if lsrv != nil && o.Render == capture.RenderOllama && o.GGUF == "" {
 		gguf, err := lsrv.ModelFile(localserver.DefaultModelName)
 		if err != nil {
@@ -170,6 +178,9 @@ func runProxy(ctx context.Context, s *streams, o *proxyOptions) (err error) {
 		o.GGUF = gguf
 	}
 	attr := capture.Attribution{Render: o.Render, NumCtx: o.NumCtx}
+	if o.scripted {
+		attr.Output = ollama.Qwen3Output
+	}
 	modelParams := "" // the served model's own num_ctx and sampling: what a client that sends none gets
 	if lsrv != nil {
 		if mp, err := lsrv.ModelParams(localserver.DefaultModelName); err == nil {
@@ -276,6 +287,9 @@ func runProxy(ctx context.Context, s *streams, o *proxyOptions) (err error) {
 	}
 	if modelParams != "" {
 		settings["model_params"] = modelParams
+	}
+	if o.scripted {
+		settings["scripted_model"] = "true"
 	}
 	p, err := capture.New(capture.Options{
 		Upstream: o.Upstream, Dir: dir, RunID: runID, Label: o.Label, SaveRequests: o.SaveRequests,
