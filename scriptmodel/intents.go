@@ -342,11 +342,12 @@ func fallback(in Intent) (line string, argv []string) {
 	return strings.Join(q, " "), argv
 }
 
-// shellSafe is what a POSIX shell word can hold without quotes.
-var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./:=,+@%^-]+$`)
+// shellSafe is what a shell word can hold without quotes, in sh, bash and zsh alike (no '=',
+// which zsh expands at a word's start, no '^', a pipe in the Bourne shell).
+var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./:,+@%-]+$`)
 
 // shellQuote quotes s for a POSIX shell: as it is when it needs no quotes, else between single
-// quotes with each ' written '\''.
+// quotes, each single quote inside written as the four bytes quote, backslash, quote, quote.
 func shellQuote(s string) string {
 	if shellSafe.MatchString(s) {
 		return s

@@ -60,7 +60,9 @@ var Kinds = []string{KindRead, KindList, KindGrep, KindEdit, KindWrite, KindRun,
 //	        reasoning: The tests check the greeting.
 //	      - answer "Fixed."
 //
-// See [Step] for a step's forms and [ParseIntent] for the intents.
+// See [Step] for a step's forms and [ParseIntent] for the intents. A step that holds ": " or
+// " #" is quoted for YAML as a whole, best in single quotes, which keep backslashes as they
+// are: - 'answer "Done: all tests pass."'.
 type Script struct {
 	// Name identifies the script in results: lower-case letters, digits, '.', '_' and '-'.
 	Name string `yaml:"name"`
@@ -349,10 +351,13 @@ func ParseIntent(s string) (Intent, error) {
 	if err != nil {
 		return in, err
 	}
+	if err := in.Validate(); err != nil {
+		return in, err
+	}
 	if in.Path != "" {
 		in.Path = path.Clean(in.Path)
 	}
-	return in, in.Validate()
+	return in, nil
 }
 
 // Validate checks that the intent's kind is known and that it has the arguments its kind needs:
