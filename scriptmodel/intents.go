@@ -487,15 +487,7 @@ func types(r rawSchema) []string {
 	return out
 }
 
-// kv is one key of an [obj].
-type kv struct {
-	k string
-	v any
-}
-
-// obj is a JSON object whose keys encode in the order given.
-type obj []kv
-
+// has reports whether o holds key k.
 func (o obj) has(k string) bool {
 	for _, e := range o {
 		if e.k == k {
@@ -505,26 +497,6 @@ func (o obj) has(k string) bool {
 	return false
 }
 
-// MarshalJSON encodes the object, keys in order, without HTML escaping (so "<", ">" and "&" in
-// a command stay as they are).
-func (o obj) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, e := range o {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		if err := encode(&b, e.k); err != nil {
-			return nil, err
-		}
-		b.WriteByte(':')
-		if err := encode(&b, e.v); err != nil {
-			return nil, err
-		}
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
 
 // encode writes v as JSON without HTML escaping and without the encoder's newline.
 func encode(b *bytes.Buffer, v any) error {

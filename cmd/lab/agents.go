@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -23,6 +24,8 @@ import (
 	"lab/localserver"
 	"lab/metrics"
 	"lab/report"
+	"lab/scriptmodel"
+	"lab/tokenizer"
 )
 
 // agentsOptions are `lab agents`'s flags.
@@ -39,6 +42,10 @@ type agentsOptions struct {
 	CacheDir   string
 	// TurnTimeout limits each turn's child process.
 	TurnTimeout time.Duration
+	// Scripted is --scripted: the agents talk to the lab's scripted model (the built-in script
+	// unless Script names one); Script is --script FILE.
+	Scripted bool
+	Script   string
 }
 
 func newAgentsCmd(s *streams) *cobra.Command {
@@ -80,6 +87,8 @@ cannot be installed or started is an error row; the others still run.`,
 	f.StringVar(&o.Model, "model", localserver.DefaultModelName, "the model name every agent asks for")
 	f.StringVar(&o.CacheDir, "cache", "", "the lab's cache folder (default $LAB_CACHE or ~/.cache/lab)")
 	f.DurationVar(&o.TurnTimeout, "turn-timeout", agents.DefaultTurnTimeout, "how long one turn may run before its process is killed")
+	f.BoolVar(&o.Scripted, "scripted", false, "answer the agents with the lab's scripted model (real tool loops from a script; the real server still prefills every prompt) instead of the served model's own generation")
+	f.StringVar(&o.Script, "script", "", "the script the scripted model follows, a YAML file (implies --scripted; default: the built-in script)")
 	return c
 }
 
@@ -112,6 +121,26 @@ func runAgents(ctx context.Context, s *streams, o *agentsOptions) error {
 	if entries, _ := os.ReadDir(dir); len(entries) > 0 {
 		return badInput("--run %s: the folder exists and is not empty", dir)
 	}
+	var script *scriptmodel.Script
+	var turns []agents.Turn
+	var project map[string]string
+	if o.Scripted || o.Script != "" {
+		if o.Proxy != "" {
+			return badInput("--scripted: the scripted model runs behind lab agents' own proxy; drop --proxy")
+		}
+		if o.Script != "" {
+			script, err = scriptmodel.LoadScript(o.Script)
+		} else {
+			script = scriptmodel.DefaultScript()
+		}
+		if err != nil {
+			return badInput("--script: %v", err)
+		}
+		for i, t := range script.Turns {
+			turns = append(turns, agents.Turn{Prompt: t.User, Resume: i > 0})
+		}
+		project = scriptmodel.DefaultWorkspace()
+	}
 	var endpoint agents.Endpoint
 	if o.Proxy != "" {
 		u, err := url.Parse(o.Proxy)
@@ -130,12 +159,12 @@ func runAgents(ctx context.Context, s *streams, o *agentsOptions) error {
 		if err != nil {
 			return fmt.Errorf("lab agents needs lab server start's server running, or --proxy: %w", err)
 		}
-		endpoint = inProcessProxy(s, srv.URL, cache, runID, o.Model)
+		endpoint = inProcessProxy(s, srv.URL, cache, runID, o.Model, script)
 	}
 	fmt.Fprintf(s.err, "lab agents: %d agents into %s\n", len(list), dir)
 	results, err := agents.Run(ctx, agents.Options{
 		Agents: list, CacheDir: cache, RunDir: dir, Endpoint: endpoint, Model: o.Model,
-		TurnTimeout: o.TurnTimeout, Progress: s.err,
+		TurnTimeout: o.TurnTimeout, Progress: s.err, Turns: turns, Project: project,
 	})
 	printAgents(s, dir, results)
 	if werr := writeAgentsReport(s, dir, results, o.Proxy != ""); werr != nil && err == nil {
@@ -183,28 +212,45 @@ func writeAgentsReport(s *streams, dir string, rs []agents.Result, external bool
 // inProcessProxy starts, for each agent, `lab proxy` (runProxy, in this process) on a free
 // loopback port in front of upstream, rendering through Ollama and recording into
 // <agent dir>/capture/ with the agent's name as the arm; its own output goes to
-// <agent dir>/proxy.log. The stop function ends it and returns its error.
-func inProcessProxy(s *streams, upstream, cache, runID, model string) agents.Endpoint {
+// <agent dir>/proxy.log. With a script, the lab's scripted model (lab/scriptmodel) sits between
+// the proxy and upstream, answering the agent from the script while upstream prefills every
+// prompt; its events go to <agent dir>/scripted-model.jsonl. The stop function ends them and
+// returns the proxy's error.
+func inProcessProxy(s *streams, upstream, cache, runID, model string, script *scriptmodel.Script) agents.Endpoint {
 	return func(ctx context.Context, a agents.Agent, dir string) (string, func() error, error) {
 		logf, err := os.Create(filepath.Join(dir, "proxy.log"))
 		if err != nil {
 			return "", nil, err
 		}
-		fmt.Fprintf(s.err, "%s: starting lab proxy in front of %s (its log: %s; it waits while another lab process uses the server)\n", a.Name, upstream, logf.Name())
+		front, closeModel := upstream, func() {}
+		if script != nil {
+			var err error
+			front, closeModel, err = startScriptedModel(s, upstream, cache, script, a, dir)
+			if err != nil {
+				logf.Close()
+				return "", nil, fmt.Errorf("start the scripted model: %w", err)
+			}
+		}
+		fmt.Fprintf(s.err, "%s: starting lab proxy in front of %s (its log: %s; it waits while another lab process uses the server)\n", a.Name, front, logf.Name())
 		pctx, cancel := context.WithCancel(ctx)
 		ready := make(chan string, 1)
 		done := make(chan error, 1)
 		ps := &streams{out: logf, err: logf, getenv: s.getenv, started: true}
 		po := &proxyOptions{
-			Listen: "127.0.0.1:0", Upstream: upstream, RunDir: filepath.Join(dir, "capture"), RunID: runID,
+			Listen: "127.0.0.1:0", Upstream: front, RunDir: filepath.Join(dir, "capture"), RunID: runID,
 			Label: a.Name, SaveRequests: true, Render: capture.RenderOllama, CacheDir: cache,
 			MaxRequestBytes: capture.DefaultMaxRequestBytes, Tags: []string{"agent=" + a.Name, "agent_version=" + a.Version, "model=" + model},
 			ready: func(addr string) { ready <- addr },
+		}
+		if script != nil {
+			po.server, po.scripted = upstream, true
+			po.Tags = append(po.Tags, "script="+script.Name)
 		}
 		go func() { done <- runProxy(pctx, ps, po) }()
 		stop := func() error {
 			cancel()
 			err := <-done
+			closeModel()
 			logf.Close()
 			return err
 		}
@@ -220,6 +266,7 @@ func inProcessProxy(s *streams, upstream, cache, runID, model string) agents.End
 			return "http://" + addr, stop, nil
 		case err := <-done:
 			cancel()
+			closeModel()
 			logf.Close()
 			if err == nil {
 				err = errors.New("the proxy ended before it listened")
@@ -227,6 +274,44 @@ func inProcessProxy(s *streams, upstream, cache, runID, model string) agents.End
 			return "", nil, fmt.Errorf("start lab proxy (see %s): %w", filepath.Join(dir, "proxy.log"), err)
 		}
 	}
+}
+
+// startScriptedModel serves the scripted model for agent a on a free loopback port in front of
+// upstream (lab server start's Ollama), its intents mapped for a's project folder
+// (<dir>/project) and its events written to <dir>/scripted-model.jsonl; it counts reply tokens
+// with the served model's tokenizer when the server names its model file. It returns the base
+// URL and a function that stops it.
+func startScriptedModel(s *streams, upstream, cache string, script *scriptmodel.Script, a agents.Agent, dir string) (string, func(), error) {
+	ev, err := os.Create(filepath.Join(dir, "scripted-model.jsonl"))
+	if err != nil {
+		return "", nil, err
+	}
+	o := scriptmodel.Options{Upstream: upstream, Script: script, Events: ev,
+		Env: scriptmodel.Env{Project: filepath.Join(dir, "project"), Agent: a.Name}}
+	if srv, err := localserver.Attach(context.Background(), sharedServerDir(cache)); err == nil {
+		if gguf, err := srv.ModelFile(localserver.DefaultModelName); err == nil {
+			if tok, err := tokenizer.Load(gguf); err == nil {
+				o.CountTokens = func(text string) (int, error) {
+					ids, err := tok.Encode(text)
+					return len(ids), err
+				}
+			}
+		}
+	}
+	sm, err := scriptmodel.New(o)
+	if err != nil {
+		ev.Close()
+		return "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		ev.Close()
+		return "", nil, err
+	}
+	hs := &http.Server{Handler: sm, ReadHeaderTimeout: time.Minute}
+	go func() { _ = hs.Serve(ln) }()
+	fmt.Fprintf(s.err, "%s: scripted model %q on http://%s in front of %s (its events: %s)\n", a.Name, script.Name, ln.Addr(), upstream, ev.Name())
+	return "http://" + ln.Addr().String(), func() { _ = hs.Close(); ev.Close() }, nil
 }
 
 // unloadModel asks the Ollama server behind base to unload model (/api/generate with no prompt
