@@ -255,18 +255,17 @@ type ModelParams struct {
 	NumPredict int `json:"num_predict,omitempty"`
 }
 
-// DefaultNumPredict is the reply cap, in tokens, that [DefaultModelParams] gives the model.
-const DefaultNumPredict = 256
 
 // DefaultModelParams returns the parameters the lab registers its model with: numCtx (0 means
 // [gguf.DefaultContextLength]) and sampling at temperature 1 over the 40 likeliest tokens with
-// no nucleus cut (top_p 1), seed 42, and replies capped at [DefaultNumPredict] tokens unless a
-// request sends its own cap.
+// no nucleus cut (top_p 1) and seed 42, with no reply cap of its own (NumPredict 0): a cap makes
+// a reply that reaches it end with the API's max-tokens stop reason, which Claude Code reports as
+// an error ("exceeded the 256 output token maximum").
 func DefaultModelParams(numCtx int) ModelParams {
 	if numCtx <= 0 {
 		numCtx = gguf.DefaultContextLength
 	}
-	return ModelParams{NumCtx: numCtx, Temperature: 1, TopK: 40, TopP: 1, Seed: 42, NumPredict: DefaultNumPredict}
+	return ModelParams{NumCtx: numCtx, Temperature: 1, TopK: 40, TopP: 1, Seed: 42}
 }
 
 // options returns the parameters as api.CreateRequest.Parameters takes them.

@@ -121,6 +121,11 @@ func runAgents(ctx context.Context, s *streams, o *agentsOptions) error {
 	if entries, _ := os.ReadDir(dir); len(entries) > 0 {
 		return badInput("--run %s: the folder exists and is not empty", dir)
 	}
+	// Absolute: each agent runs in its project folder, and its HOME and config paths must
+	// still name the run folder from there.
+	if dir, err = filepath.Abs(dir); err != nil {
+		return err
+	}
 	var script *scriptmodel.Script
 	var turns []agents.Turn
 	var project map[string]string
