@@ -255,7 +255,6 @@ type ModelParams struct {
 	NumPredict int `json:"num_predict,omitempty"`
 }
 
-
 // DefaultModelParams returns the parameters the lab registers its model with: numCtx (0 means
 // [gguf.DefaultContextLength]) and sampling at temperature 1 over the 40 likeliest tokens with
 // no nucleus cut (top_p 1) and seed 42, with no reply cap of its own (NumPredict 0): a cap makes

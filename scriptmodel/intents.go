@@ -497,7 +497,6 @@ func (o obj) has(k string) bool {
 	return false
 }
 
-
 // encode writes v as JSON without HTML escaping and without the encoder's newline.
 func encode(b *bytes.Buffer, v any) error {
 	var buf bytes.Buffer

@@ -43,8 +43,8 @@ type Options struct {
 // Event is one request the scripted model answered, as [Options].Events receives it.
 type Event struct {
 	// N is the request's number, from 1, in order of arrival.
-	N   int    `json:"n"`
-	API API    `json:"api"`
+	N   int `json:"n"`
+	API API `json:"api"`
 	// Turn and Step are the script's turn and step answered (1-based); 0 for a side request.
 	Turn int `json:"turn"`
 	Step int `json:"step"`
