@@ -276,37 +276,9 @@ func LoadScenarioFS(fsys fs.FS, name, shown string) (*Scenario, error) {
 	return s, nil
 }
 
-// asSyntax turns a YAML decoding error into a *SyntaxError naming the file and line.
-func asSyntax(file string, err error) error {
-	var se *SyntaxError
-	if errors.As(err, &se) {
-		if se.File == "" {
-			se.File = file
-		}
-		return se
-	}
-	var te *yaml.TypeError
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		line, msg := fileerr.SplitYAMLLine(te.Errors[0])
-		return &SyntaxError{File: file, Line: line, Msg: msg}
-	}
-	line, msg := fileerr.SplitYAMLLine(strings.TrimPrefix(err.Error(), "yaml: "))
-	return &SyntaxError{File: file, Line: line, Msg: msg}
-}
-
 // scenarioName is what a scenario's name may be: it names plot files, benchmark names and report
 // sections.
 var scenarioName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
-
-// topKeyLine returns the 1-based line of the top-level key in a YAML document, 0 when not found.
-func topKeyLine(data []byte, key string) int {
-	for i, l := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(l, key+":") || strings.HasPrefix(strings.TrimLeft(l, " \t{"), `"`+key+`":`) {
-			return i + 1
-		}
-	}
-	return 0
-}
 
 func parseScenario(file string, data []byte) (*Scenario, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
@@ -316,13 +288,13 @@ func parseScenario(file string, data []byte) (*Scenario, error) {
 	dec.KnownFields(true)
 	var s Scenario
 	if err := dec.Decode(&s); err != nil {
-		return nil, asSyntax(file, err)
+		return nil, fileerr.FromYAML(file, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err != io.EOF {
 		line := extra.Line
 		if err != nil {
-			return nil, asSyntax(file, err)
+			return nil, fileerr.FromYAML(file, err)
 		}
 		return nil, &SyntaxError{File: file, Line: line, Msg: "a second YAML document: a scenario file holds one"}
 	}
@@ -336,10 +308,10 @@ func parseScenario(file string, data []byte) (*Scenario, error) {
 		}
 	}
 	if !scenarioName.MatchString(s.Name) {
-		return nil, bad(topKeyLine(data, "name"), "name %q: want lower-case letters, digits, '.', '_' and '-', starting with a letter or digit (it names files and report sections)", s.Name)
+		return nil, bad(fileerr.TopKeyLine(data, "name"), "name %q: want lower-case letters, digits, '.', '_' and '-', starting with a letter or digit (it names files and report sections)", s.Name)
 	}
 	if strings.ContainsAny(s.Project, "/\\\x00") || s.Project == "." || s.Project == ".." {
-		return nil, bad(topKeyLine(data, "project"), "project %q: want a single path component (no NUL byte)", s.Project)
+		return nil, bad(fileerr.TopKeyLine(data, "project"), "project %q: want a single path component (no NUL byte)", s.Project)
 	}
 	start, err := time.Parse(time.RFC3339, s.Clock)
 	if err != nil {
@@ -357,7 +329,7 @@ func parseScenario(file string, data []byte) (*Scenario, error) {
 		if s.Shell.Timeout != "" {
 			d, err := time.ParseDuration(s.Shell.Timeout)
 			if err != nil || d <= 0 || d > MaxShellTimeout {
-				return nil, bad(topKeyLine(data, "shell"), "shell: timeout %q: want a duration above 0 and at most %s, such as 30s", s.Shell.Timeout, MaxShellTimeout)
+				return nil, bad(fileerr.TopKeyLine(data, "shell"), "shell: timeout %q: want a duration above 0 and at most %s, such as 30s", s.Shell.Timeout, MaxShellTimeout)
 			}
 			s.Shell.Limit = d
 		}

@@ -179,12 +179,12 @@ func ParseScript(name string, data []byte) (*Script, error) {
 	dec.KnownFields(true)
 	var s Script
 	if err := dec.Decode(&s); err != nil {
-		return nil, asSyntax(name, err)
+		return nil, fileerr.FromYAML(name, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err != io.EOF {
 		if err != nil {
-			return nil, asSyntax(name, err)
+			return nil, fileerr.FromYAML(name, err)
 		}
 		return nil, &SyntaxError{File: name, Line: extra.Line, Msg: "a second YAML document: a script file holds one"}
 	}
@@ -195,10 +195,10 @@ func ParseScript(name string, data []byte) (*Script, error) {
 		return nil, bad(0, "missing field name")
 	}
 	if !scriptName.MatchString(s.Name) {
-		return nil, bad(topKeyLine(data, "name"), "name %q: want lower-case letters, digits, '.', '_' and '-', starting with a letter or digit", s.Name)
+		return nil, bad(fileerr.TopKeyLine(data, "name"), "name %q: want lower-case letters, digits, '.', '_' and '-', starting with a letter or digit", s.Name)
 	}
 	if len(s.Turns) == 0 {
-		return nil, bad(topKeyLine(data, "turns"), "no turns")
+		return nil, bad(fileerr.TopKeyLine(data, "turns"), "no turns")
 	}
 	for i, t := range s.Turns {
 		if len(t.Steps) == 0 {
@@ -522,34 +522,6 @@ func quoted(s string) (val, rest string, err error) {
 		}
 	}
 	return "", "", fmt.Errorf("quoted string %s has no closing quote", s)
-}
-
-// asSyntax turns a YAML decoding error into a *SyntaxError naming the file and line.
-func asSyntax(file string, err error) error {
-	var se *SyntaxError
-	if errors.As(err, &se) {
-		if se.File == "" {
-			se.File = file
-		}
-		return se
-	}
-	var te *yaml.TypeError
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		line, msg := fileerr.SplitYAMLLine(te.Errors[0])
-		return &SyntaxError{File: file, Line: line, Msg: msg}
-	}
-	line, msg := fileerr.SplitYAMLLine(strings.TrimPrefix(err.Error(), "yaml: "))
-	return &SyntaxError{File: file, Line: line, Msg: msg}
-}
-
-// topKeyLine returns the 1-based line of a top-level key in a YAML document, 0 when not found.
-func topKeyLine(data []byte, key string) int {
-	for i, l := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(l, key+":") {
-			return i + 1
-		}
-	}
-	return 0
 }
 
 // resolve follows a YAML alias (*name) to the node it names.

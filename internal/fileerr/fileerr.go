@@ -4,9 +4,13 @@
 package fileerr
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // SyntaxError is a problem in a file the user wrote, at a line: it prints as "file:line:
@@ -39,4 +43,36 @@ func SplitYAMLLine(msg string) (line int, rest string) {
 		return n, m[2]
 	}
 	return 0, msg
+}
+
+// FromYAML turns an error of decoding file's YAML (go.yaml.in/yaml/v3) into a *SyntaxError
+// naming the file and the decoder's line: a *SyntaxError already (a field check's) gets file as
+// its File when it has none; a *yaml.TypeError is its first problem's line; any other error is
+// its message with the "yaml: line N:" prefix taken out (line 0 when it has none).
+func FromYAML(file string, err error) error {
+	var se *SyntaxError
+	if errors.As(err, &se) {
+		if se.File == "" {
+			se.File = file
+		}
+		return se
+	}
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		line, msg := SplitYAMLLine(te.Errors[0])
+		return &SyntaxError{File: file, Line: line, Msg: msg}
+	}
+	line, msg := SplitYAMLLine(strings.TrimPrefix(err.Error(), "yaml: "))
+	return &SyntaxError{File: file, Line: line, Msg: msg}
+}
+
+// TopKeyLine returns the 1-based line of top-level key (a line starting "key:") in a YAML
+// document, 0 when there is none.
+func TopKeyLine(data []byte, key string) int {
+	for i, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, key+":") {
+			return i + 1
+		}
+	}
+	return 0
 }
