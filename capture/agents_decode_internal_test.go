@@ -139,7 +139,7 @@ func TestAgentBodiesDecodeGroupAndName(t *testing.T) {
 			var conv *conversation
 			var last *chat.Request
 			for i, body := range a.bodies {
-				req, err := decodeRequest(a.api, []byte(body))
+				req, err := DecodeRequest(a.api, []byte(body))
 				if err != nil {
 					t.Fatalf("request %d: %v", i+1, err)
 				}
@@ -192,7 +192,7 @@ func TestUnknownItemIsAnOpaqueSegment(t *testing.T) {
 	for api, pair := range bodies {
 		var parts [2][]cachesim.Part
 		for i, body := range pair {
-			req, err := decodeRequest(api, []byte(body))
+			req, err := DecodeRequest(api, []byte(body))
 			if err != nil {
 				t.Fatalf("%s body %d: %v", api, i+1, err)
 			}
@@ -219,7 +219,7 @@ func TestDeveloperMessageIsNotASharedTurn(t *testing.T) {
 	var convs []*conversation
 	for _, prompt := range []string{"List the files.", "Fix the bug."} {
 		body := `{"instructions":"You are Codex.","input":[{"type":"message","role":"developer","content":"read-only"},{"type":"message","role":"user","content":"` + prompt + `"}]}`
-		req, err := decodeRequest(APIOpenAIResponses, []byte(body))
+		req, err := DecodeRequest(APIOpenAIResponses, []byte(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,7 +241,7 @@ func TestItemsStartNoTurn(t *testing.T) {
 	body := `{"messages":[{"role":"user","content":[{"type":"text","text":"Look."},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAAA"}}]},
 	  {"role":"assistant","content":[{"type":"text","text":"Searching."},{"type":"server_tool_use","id":"s1","name":"web_search","input":{}}]},
 	  {"role":"user","content":"And?"}]}`
-	req, err := decodeRequest(APIAnthropic, []byte(body))
+	req, err := DecodeRequest(APIAnthropic, []byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}

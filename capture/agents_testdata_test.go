@@ -60,7 +60,7 @@ func TestAgentSessionsGrouped(t *testing.T) {
 				if v := h.Get(parentSessionHeader); v != "" {
 					side = "parent " + v
 				}
-				req, err := decodeRequest(ar.API, ar.Body)
+				req, err := DecodeRequest(ar.API, ar.Body)
 				if err != nil {
 					t.Fatalf("request %d: %v", i, err)
 				}

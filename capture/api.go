@@ -33,10 +33,10 @@ const (
 	APILlamaCppCompletion = "llamacpp-completion"
 )
 
-// classify returns the API a request speaks by its method and path, "" for a request the proxy
+// Classify returns the API a request speaks by its method and path, "" for a request the proxy
 // passes through unrecorded (anything but a POST to one of the endpoints above; token counting
 // endpoints such as /v1/messages/count_tokens included).
-func classify(method, path string) string {
+func Classify(method, path string) string {
 	if method != "POST" {
 		return ""
 	}
@@ -147,9 +147,11 @@ func skip(api string, e *envelope) string {
 	return ""
 }
 
-// decodeRequest reads a recorded request's conversation with the inverse of its backend's
-// encoder.
-func decodeRequest(api string, body []byte) (*chat.Request, error) {
+// DecodeRequest reads a request's conversation (api one of the API constants above) with the
+// inverse of its backend's encoder: the messages, tool list and options as *chat.Request. An
+// API the proxy does not decode gives an empty request; the error is the decoder's, naming the
+// body's problem.
+func DecodeRequest(api string, body []byte) (*chat.Request, error) {
 	switch api {
 	case APIOpenAIChat:
 		return openai.DecodeChatRequest(body)

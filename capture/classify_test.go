@@ -16,8 +16,8 @@ func TestClassify(t *testing.T) {
 		{"GET", "/v1/chat/completions", ""},
 		{"POST", "/api/tags", ""},
 	} {
-		if got := classify(c.method, c.path); got != c.want {
-			t.Errorf("classify(%s %s) = %q, want %q", c.method, c.path, got, c.want)
+		if got := Classify(c.method, c.path); got != c.want {
+			t.Errorf("Classify(%s %s) = %q, want %q", c.method, c.path, got, c.want)
 		}
 	}
 }

@@ -23,7 +23,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	apis := []string{APIOpenAIChat, APIOpenAIResponses, APIAnthropic, APIOllamaChat, APIOllamaGenerate, APILlamaCppCompletion}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, api := range apis {
-			req, err := decodeRequest(api, body)
+			req, err := DecodeRequest(api, body)
 			if err != nil || req == nil {
 				continue
 			}

@@ -293,7 +293,7 @@ func exchangeOf(ctx context.Context) *exchange {
 // time it arrived, up to [Options].MaxReplyBytes, for the recorder, which parses it once the
 // answer ended.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	api := classify(r.Method, r.URL.Path)
+	api := Classify(r.Method, r.URL.Path)
 	if api == "" && isSlotErase(r.Method, r.URL) {
 		api = apiSlotErase
 	}

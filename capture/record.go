@@ -260,7 +260,7 @@ func (r *recorder) measure(ex *exchange, secrets []string) (*metrics.Sample, *ch
 		if requestBytes < 0 {
 			requestBytes = ex.sent.n.Load()
 		}
-	} else if d, err := decodeRequest(ex.api, ex.body); err != nil {
+	} else if d, err := DecodeRequest(ex.api, ex.body); err != nil {
 		warnings = append(warnings, "the request could not be decoded, so it is grouped alone: "+err.Error())
 	} else {
 		req = d

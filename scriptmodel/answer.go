@@ -50,24 +50,24 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"lab/capture"
 	"lab/chat"
 )
 
-// API names the wire format of a request; the values equal lab/capture's API constants
-// (capture.APIOpenAIChat and the others), so that a proxy's classification names the format
-// to answer in.
+// API names the wire format of a request: lab/capture's API constants (capture.APIOpenAIChat and
+// the others), so that a proxy's classification names the format to answer in.
 type API string
 
 // The APIs the scripted model answers.
 const (
 	// OpenAIChat is OpenAI Chat Completions, POST …/chat/completions.
-	OpenAIChat API = "openai-chat"
+	OpenAIChat API = API(capture.APIOpenAIChat)
 	// OpenAIResponses is OpenAI's Responses API, POST …/responses.
-	OpenAIResponses API = "openai-responses"
+	OpenAIResponses API = API(capture.APIOpenAIResponses)
 	// Anthropic is the Anthropic Messages API, POST …/messages.
-	Anthropic API = "anthropic"
+	Anthropic API = API(capture.APIAnthropic)
 	// OllamaChat is Ollama's POST /api/chat.
-	OllamaChat API = "ollama-chat"
+	OllamaChat API = API(capture.APIOllamaChat)
 )
 
 // Answer is one scripted reply as an API carries it.

@@ -16,9 +16,8 @@ import (
 
 	"github.com/ollama/ollama/api"
 
-	"lab/backend/anthropic"
 	"lab/backend/ollama"
-	"lab/backend/openai"
+	"lab/capture"
 	"lab/chat"
 )
 
@@ -112,21 +111,12 @@ func New(o Options) (*Server, error) {
 	return &Server{opts: o, upstream: u, client: api.NewClient(u, hc), pass: httputil.NewSingleHostReverseProxy(u)}, nil
 }
 
-// apiOf returns the API a model request speaks by its method and path; "" for anything else.
+// apiOf returns the API a model request speaks ([capture.Classify]): one of the four the
+// scripted model answers, "" for anything else.
 func apiOf(method, path string) API {
-	if method != http.MethodPost {
-		return ""
-	}
-	path = strings.TrimRight(path, "/")
-	switch {
-	case path == "/api/chat":
-		return OllamaChat
-	case strings.HasSuffix(path, "/chat/completions"):
-		return OpenAIChat
-	case strings.HasSuffix(path, "/responses"):
-		return OpenAIResponses
-	case strings.HasSuffix(path, "/messages"):
-		return Anthropic
+	switch a := API(capture.Classify(method, path)); a {
+	case OpenAIChat, OpenAIResponses, Anthropic, OllamaChat:
+		return a
 	}
 	return ""
 }
@@ -179,7 +169,7 @@ func renderOnly(body []byte) bool {
 // serve answers one model request (see [Server]); an error before the answer began is written
 // to the agent as the API's error.
 func (s *Server) serve(ctx context.Context, w http.ResponseWriter, a API, body []byte, ev *Event) error {
-	req, err := decodeRequest(a, body)
+	req, err := capture.DecodeRequest(string(a), body)
 	if err != nil {
 		WriteError(w, a, http.StatusBadRequest, "scripted model: "+err.Error())
 		return err
@@ -224,21 +214,6 @@ func (s *Server) serve(ctx context.Context, w http.ResponseWriter, a API, body [
 		return fmt.Errorf("generation emulation: %w", err)
 	}
 	return nil
-}
-
-// decodeRequest reads the agent's request with the lab's own decoder of its API.
-func decodeRequest(a API, body []byte) (*chat.Request, error) {
-	switch a {
-	case OpenAIChat:
-		return openai.DecodeChatRequest(body)
-	case OpenAIResponses:
-		return openai.DecodeResponsesRequest(body)
-	case Anthropic:
-		return anthropic.DecodeRequest(body)
-	case OllamaChat:
-		return ollama.DecodeChatRequest(body)
-	}
-	return nil, fmt.Errorf("no decoder for API %q", a)
 }
 
 // convert returns the /api/chat request Ollama itself makes of the agent's request.
