@@ -89,6 +89,8 @@ type Server struct {
 	upstream *url.URL
 	client   *api.Client
 	pass     *httputil.ReverseProxy
+	// renderer asks the upstream for its renderings (the request's own model named in each).
+	renderer *ollama.Client
 
 	mu     sync.Mutex
 	n      int
@@ -108,7 +110,11 @@ func New(o Options) (*Server, error) {
 	if hc == nil {
 		hc = &http.Client{}
 	}
-	return &Server{opts: o, upstream: u, client: api.NewClient(u, hc), pass: httputil.NewSingleHostReverseProxy(u)}, nil
+	renderer, err := ollama.New(o.Upstream, "", ollama.WithHTTPClient(hc))
+	if err != nil {
+		return nil, fmt.Errorf("scriptmodel: %w", err)
+	}
+	return &Server{opts: o, upstream: u, client: api.NewClient(u, hc), renderer: renderer, pass: httputil.NewSingleHostReverseProxy(u)}, nil
 }
 
 // apiOf returns the API a model request speaks ([capture.Classify]): one of the four the
@@ -357,29 +363,16 @@ func systemPrefix(msgs []chat.Message) string {
 	return t
 }
 
-// render asks the upstream for its rendering of c; a model without thinking is rendered as
-// Ollama's compatible endpoints serve it, with `think` unset.
+// render asks the upstream for its rendering of c ([ollama.Client.Render]); a model without
+// thinking is rendered as Ollama's compatible endpoints serve it, with `think` unset.
 func (s *Server) render(ctx context.Context, c *api.ChatRequest) (string, error) {
-	r := *c
-	r.DebugRenderOnly = true
-	stream := false
-	r.Stream = &stream
-	var rendered string
-	err := s.client.Chat(ctx, &r, func(resp api.ChatResponse) error {
-		if resp.DebugInfo != nil {
-			rendered = resp.DebugInfo.RenderedTemplate
-		}
-		return nil
-	})
+	rendered, err := s.renderer.Render(ctx, c)
 	if err != nil && c.Think != nil && strings.Contains(err.Error(), "does not support thinking") {
 		c.Think = nil
-		return s.render(ctx, c)
+		rendered, err = s.renderer.Render(ctx, c)
 	}
 	if err != nil {
 		return "", fmt.Errorf("render the prompt: %w", err)
-	}
-	if rendered == "" {
-		return "", errors.New("render the prompt: the upstream returned no _debug_info.rendered_template")
 	}
 	return rendered, nil
 }
