@@ -20,6 +20,43 @@ type Turn struct {
 	// Resume runs the agent's resume command (continue its most recent session) rather than
 	// its first-turn command.
 	Resume bool `json:"resume"`
+	// TZ is the turn's local time zone, the child's TZ variable (an IANA name such as
+	// "Etc/GMT-5"); "" leaves TZ unset: the machine's own zone.
+	TZ string `json:"tz,omitempty"`
+}
+
+// MidnightZones gives n turns local time zones such that the clock crosses midnight before
+// the 1-based turn before: at now, the turns before it read 22:00–22:59 of one day and the
+// others 00:00–00:59 of the next, so that the crossing holds however long the first turns take,
+// up to an hour. The zones are whole-hour Etc/GMT zones (whose sign is POSIX's, inverted: Etc/GMT-5 is
+// UTC+05:00). before outside 2..n gives nil (no zones).
+func MidnightZones(now time.Time, n, before int) []string {
+	if before < 2 || before > n {
+		return nil
+	}
+	h := now.UTC().Hour()
+	// The offset, in hours east of UTC, that shows hour 22: in -12..11, so that it and the
+	// offset 2 hours east of it (hour 0 of the next day) are both real zones (UTC-12..UTC+14).
+	east := ((22-h+12)%24+24)%24 - 12
+	zone := func(east int) string {
+		switch {
+		case east == 0:
+			return "Etc/GMT"
+		case east > 0:
+			return fmt.Sprintf("Etc/GMT-%d", east)
+		default:
+			return fmt.Sprintf("Etc/GMT+%d", -east)
+		}
+	}
+	out := make([]string, n)
+	for i := range out {
+		if i+1 < before {
+			out[i] = zone(east)
+		} else {
+			out[i] = zone(east + 2)
+		}
+	}
+	return out
 }
 
 // DefaultTurns is the scripted session every agent gets: three user turns over the scratch
@@ -76,6 +113,8 @@ type Options struct {
 type TurnResult struct {
 	N      int  `json:"n"`
 	Resume bool `json:"resume"`
+	// TZ is the turn's local time zone ([Turn.TZ]); "" for the machine's own.
+	TZ string `json:"tz,omitempty"`
 	// Exit is the exit code; nil when the process did not exit by itself (killed at the time
 	// limit, or never started).
 	Exit    *int    `json:"exit"`
@@ -278,8 +317,12 @@ func runAgent(ctx context.Context, o Options, a Agent, progress io.Writer) (r Re
 			argv[j] = expand(s, vars)
 		}
 		before := front.count()
-		tr := runTurn(ctx, inst.Bin, argv, env, project, r.Dir, i+1, o.TurnTimeout)
-		tr.Resume = t.Resume
+		tenv := env
+		if t.TZ != "" {
+			tenv = append(append([]string(nil), env...), "TZ="+t.TZ)
+		}
+		tr := runTurn(ctx, inst.Bin, argv, tenv, project, r.Dir, i+1, o.TurnTimeout)
+		tr.Resume, tr.TZ = t.Resume, t.TZ
 		tr.Requests = front.count() - before
 		kind := "first"
 		if t.Resume {

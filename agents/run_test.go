@@ -51,7 +51,7 @@ func fakeAgent() int {
 	}
 	wd, _ := os.Getwd()
 	cfg, _ := os.ReadFile(filepath.Join(os.Getenv("HOME"), "fake.conf"))
-	fmt.Printf("resume=%v home=%s wd=%s secret=%q proxy=%v,%s conf=%s args=%q\n", resume, os.Getenv("HOME"), wd, os.Getenv("LAB_TEST_SECRET"), os.Getenv("HTTPS_PROXY") != "", os.Getenv("NODE_USE_ENV_PROXY"), cfg, args)
+	fmt.Printf("resume=%v home=%s wd=%s secret=%q proxy=%v,%s conf=%s tz=%q args=%q\n", resume, os.Getenv("HOME"), wd, os.Getenv("LAB_TEST_SECRET"), os.Getenv("HTTPS_PROXY") != "", os.Getenv("NODE_USE_ENV_PROXY"), cfg, os.Getenv("TZ"), args)
 	if strings.Contains(strings.Join(args, " "), "fail") {
 		return 7
 	}
@@ -82,7 +82,7 @@ func TestRunDrivesTurnsThroughTheEndpoint(t *testing.T) {
 	self, _ := os.Executable()
 	runDir := t.TempDir()
 	stopped := 0
-	turns := []Turn{{Prompt: "one"}, {Prompt: "two", Resume: true}, {Prompt: "fail three", Resume: true}}
+	turns := []Turn{{Prompt: "one"}, {Prompt: "two", Resume: true}, {Prompt: "fail three", Resume: true, TZ: "Etc/GMT-5"}}
 	var progress strings.Builder
 	rs, err := Run(context.Background(), Options{
 		Agents: []Agent{fakeAgentSpec("fake")}, CacheDir: t.TempDir(), RunDir: runDir, Model: "the-model", Turns: turns,
@@ -118,14 +118,14 @@ func TestRunDrivesTurnsThroughTheEndpoint(t *testing.T) {
 		if i == 2 {
 			wantExit = 7
 		}
-		if tr.Exit == nil || *tr.Exit != wantExit || tr.Requests != 1 || tr.Resume != turns[i].Resume {
+		if tr.Exit == nil || *tr.Exit != wantExit || tr.Requests != 1 || tr.Resume != turns[i].Resume || tr.TZ != turns[i].TZ {
 			t.Fatalf("turn %d: %+v", i+1, tr)
 		}
 		out, _ := os.ReadFile(filepath.Join(r.Dir, tr.Stdout))
 		s := string(out)
 		home := filepath.Join(r.Dir, "home")
 		for _, want := range []string{fmt.Sprintf("resume=%v", turns[i].Resume), "home=" + home, "wd=" + filepath.Join(r.Dir, "project"),
-			`secret=""`, "proxy=true,1", "model=the-model", "outside: 403", turns[i].Prompt} {
+			`secret=""`, "proxy=true,1", "model=the-model", "outside: 403", turns[i].Prompt, fmt.Sprintf("tz=%q", turns[i].TZ)} {
 			if !strings.Contains(s, want) {
 				t.Errorf("turn %d stdout %q: want %q", i+1, s, want)
 			}
@@ -220,5 +220,40 @@ func TestSessionValueFromBody(t *testing.T) {
 	}
 	if v := sessionValue(Session{Where: "body", Name: "prompt_cache_key"}, nil, []byte(`{"x":1}`)); v != "" {
 		t.Fatalf("absent: got %q", v)
+	}
+}
+
+func TestMidnightZonesCrossMidnight(t *testing.T) {
+	for h := 0; h < 24; h++ {
+		now := time.Date(2026, 12, 1, h, 37, 0, 0, time.UTC)
+		zones := MidnightZones(now, 4, 3)
+		if len(zones) != 4 {
+			t.Fatalf("%02d:37 UTC: %d zones, want 4", h, len(zones))
+		}
+		var days [4]int
+		for i, z := range zones {
+			loc, err := time.LoadLocation(z)
+			if err != nil {
+				t.Fatalf("%02d:37 UTC: turn %d: zone %q: %v", h, i+1, z, err)
+			}
+			local := now.In(loc)
+			want := 22
+			if i+1 >= 3 {
+				want = 0
+			}
+			if local.Hour() != want {
+				t.Errorf("%02d:37 UTC: turn %d in %s reads %s, want hour %d", h, i+1, z, local.Format("2006-01-02 15:04"), want)
+			}
+			days[i] = local.YearDay() + 1000*local.Year()
+		}
+		if days[0] != days[1] || days[2] != days[3] || days[2] == days[1] {
+			t.Errorf("%02d:37 UTC: local days %v: want turns 1–2 on one day and 3–4 on another", h, days)
+		}
+	}
+	if z := MidnightZones(time.Now(), 3, 0); z != nil {
+		t.Errorf("before 0: %v, want nil", z)
+	}
+	if z := MidnightZones(time.Now(), 3, 4); z != nil {
+		t.Errorf("before past the last turn: %v, want nil", z)
 	}
 }

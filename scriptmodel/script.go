@@ -68,6 +68,12 @@ type Script struct {
 	Name string `yaml:"name"`
 	// Turns are the conversation's turns, in order; at least one.
 	Turns []Turn `yaml:"turns"`
+	// Midnight is the 1-based turn before which the agent's clock crosses midnight: the turns
+	// before it run late in the evening of one day and it and those after it early on the next
+	// (lab agents sets each turn's local time zone, agents.MidnightZones), as when a user comes
+	// back to a session after midnight. 0 (the field left out) keeps the machine's clock; else 2
+	// to the number of turns.
+	Midnight int `yaml:"midnight"`
 }
 
 // Turn is one turn of a script: the prompt the agent is given (lab agents passes it on the
@@ -199,6 +205,9 @@ func ParseScript(name string, data []byte) (*Script, error) {
 	}
 	if len(s.Turns) == 0 {
 		return nil, bad(fileerr.TopKeyLine(data, "turns"), "no turns")
+	}
+	if s.Midnight != 0 && (s.Midnight < 2 || s.Midnight > len(s.Turns)) {
+		return nil, bad(fileerr.TopKeyLine(data, "midnight"), "midnight %d: want the turn (2 to %d) before which the clock crosses midnight, or leave it out", s.Midnight, len(s.Turns))
 	}
 	for i, t := range s.Turns {
 		if len(t.Steps) == 0 {

@@ -98,6 +98,8 @@ func TestScriptErrorsNameFileAndLine(t *testing.T) {
 		{"unknown turn field", "name: x\nturns:\n  - user: hi\n    prompt: hi\n    steps: [answer ok]\n", `:4: turn: unknown field "prompt" (want user, steps)`},
 		{"empty user", "name: x\nturns:\n  - user: \" \"\n    steps: [answer ok]\n", ":3: turn: user: empty prompt"},
 		{"no steps", "name: x\nturns:\n  - user: hi\n    steps: []\n", ":3: turn 1: no steps"},
+		{"midnight before turn 1", "name: x\nmidnight: 1\nturns:\n  - user: hi\n    steps: [answer ok]\n", ":2: midnight 1: want the turn (2 to 1)"},
+		{"midnight past the end", "name: x\nturns:\n  - user: hi\n    steps: [answer ok]\n  - user: again\n    steps: [answer ok]\nmidnight: 3\n", ":7: midnight 3: want the turn (2 to 2)"},
 		{"second document", head + "      - answer ok\n---\nname: y\n", ":6: a second YAML document"},
 		{"yaml syntax", "name: x\nturns:\n  - user: [\n", ":3: "},
 	} {
@@ -199,6 +201,9 @@ func TestDefaultScript(t *testing.T) {
 	if tools < 15 || unchangedRereads == 0 || rereadsAfterEdit == 0 || twice == 0 || longOutput == 0 {
 		t.Errorf("tool steps %d (want ≥15), unchanged re-reads %d, re-reads after an edit %d, searches done twice %d, long outputs %d (want each ≥1)",
 			tools, unchangedRereads, rereadsAfterEdit, twice, longOutput)
+	}
+	if s.Midnight < 2 || s.Midnight > len(s.Turns) {
+		t.Errorf("midnight %d: want the clock to cross midnight before one of turns 2..%d", s.Midnight, len(s.Turns))
 	}
 	if strings.Contains(files["greet.go"]+files["greet_test.go"]+files["README.md"], "Hello") {
 		t.Errorf("after the script the workspace still says Hello")

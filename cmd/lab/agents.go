@@ -141,8 +141,13 @@ func runAgents(ctx context.Context, s *streams, o *agentsOptions) error {
 		if err != nil {
 			return badInput("--script: %v", err)
 		}
+		zones := agents.MidnightZones(time.Now(), len(script.Turns), script.Midnight)
 		for i, t := range script.Turns {
-			turns = append(turns, agents.Turn{Prompt: t.User, Resume: i > 0})
+			turn := agents.Turn{Prompt: t.User, Resume: i > 0}
+			if zones != nil {
+				turn.TZ = zones[i]
+			}
+			turns = append(turns, turn)
 		}
 		project = scriptmodel.DefaultWorkspace()
 	}
