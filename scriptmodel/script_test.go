@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"lab/scorecard"
 )
 
 // Every form of the script format parses into the intents it names.
@@ -207,5 +209,21 @@ func TestDefaultScript(t *testing.T) {
 	}
 	if strings.Contains(files["greet.go"]+files["greet_test.go"]+files["README.md"], "Hello") {
 		t.Errorf("after the script the workspace still says Hello")
+	}
+}
+
+// The default script's facts: greet.go read again unchanged in turn 2 (of its read in turn 1),
+// the re-read after the edit not counted, and the reasoned calls by their ids.
+func TestDefaultScriptFacts(t *testing.T) {
+	f := DefaultScript().Facts(DefaultWorkspace())
+	want := []scorecard.Reread{{Path: "greet.go", Call: "call_2_1", Of: "call_1_4"}}
+	if len(f.Rereads) != 1 || f.Rereads[0] != want[0] {
+		t.Fatalf("rereads %+v, want %+v", f.Rereads, want)
+	}
+	if strings.Join(f.Reasoned, ",") != "call_1_1,call_2_1,call_2_6" {
+		t.Fatalf("reasoned %v", f.Reasoned)
+	}
+	if len(f.Prompts) != 3 || !strings.HasPrefix(f.Prompts[1], "The greeting should say") {
+		t.Fatalf("prompts %q", f.Prompts)
 	}
 }

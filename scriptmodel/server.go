@@ -306,7 +306,7 @@ func (s *Server) stepReply(ev *Event, i int, st Step, call chat.ToolCall, skippe
 			r.Content = "Done."
 		}
 	} else {
-		call.ID = fmt.Sprintf("call_%d_%d", ev.Turn, i+1)
+		call.ID = CallID(ev.Turn, i+1)
 		r.ToolCalls = []chat.ToolCall{call}
 		ev.Call = call.Name + " " + string(call.Arguments)
 	}
