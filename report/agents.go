@@ -15,6 +15,7 @@ import (
 
 	"lab/metrics"
 	"lab/row"
+	"lab/scorecard"
 )
 
 // AgentRun is one real coding agent's part of `lab agents`: the rows its lab proxy recorded and
@@ -27,6 +28,11 @@ type AgentRun struct {
 	Error  string
 	Rows   []metrics.Sample
 	Bodies []row.RequestLine
+	// Scorecard is the agent's hygiene scorecard ([scorecard.Score] over its main
+	// conversation); nil when it was not judged, with ScorecardError saying why when that was
+	// a failure.
+	Scorecard      []scorecard.Entry
+	ScorecardError string
 }
 
 // LoadAgentCapture reads a lab proxy's capture folder (the part layout, [metrics.ReadRun]) and
@@ -272,6 +278,7 @@ func WriteAgentsReport(w io.Writer, runs []AgentRun) error {
 		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s |\n", s.Agent, s.Version, s.Requests,
 			percent(s.CachedShare()), reread, percent(s.Efficiency()), match, cell(s.Error))
 	}
+	writeScorecard(&b, runs)
 	for i, run := range runs {
 		fmt.Fprintf(&b, "\n## %s %s\n\n", run.Agent, run.Version)
 		if run.Error != "" {
@@ -306,6 +313,80 @@ func WriteAgentsReport(w io.Writer, runs []AgentRun) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeScorecard writes the hygiene scorecard, one row per rule of [scorecard.Rules] and one
+// column per agent with a scorecard, then every broken entry with its request, segment, cost and
+// what was seen; nothing when no agent has one.
+func writeScorecard(b *strings.Builder, runs []AgentRun) {
+	var with []AgentRun
+	for _, r := range runs {
+		if r.Scorecard != nil {
+			with = append(with, r)
+		}
+	}
+	if len(with) == 0 {
+		for _, r := range runs {
+			if r.ScorecardError != "" {
+				fmt.Fprintf(b, "\nNo hygiene scorecard for %s: %s\n", r.Agent, r.ScorecardError)
+			}
+		}
+		return
+	}
+	b.WriteString("\n## Hygiene scorecard (spec 3.2.0, as the requests show it)\n\n")
+	b.WriteString("Each cell: kept, not seen (the session gave the rule no occasion), or broken at request #N of the\n")
+	b.WriteString("agent's main conversation, with how many requests broke it and the tokens that cost (re-read\n")
+	b.WriteString("tokens where the break made the server re-read, else the tokens sent beyond the rule).\n\n")
+	b.WriteString("| rule | §")
+	for _, r := range with {
+		fmt.Fprintf(b, " | %s", r.Agent)
+	}
+	b.WriteString(" |\n|---|---")
+	for range with {
+		b.WriteString("|---")
+	}
+	b.WriteString("|\n")
+	for i, rule := range scorecard.Rules {
+		fmt.Fprintf(b, "| %s | %s", rule.Name, rule.Section)
+		for _, r := range with {
+			b.WriteString(" | ")
+			if i < len(r.Scorecard) {
+				b.WriteString(scoreCell(r.Scorecard[i]))
+			}
+		}
+		b.WriteString(" |\n")
+	}
+	for _, r := range runs {
+		if r.Scorecard == nil && r.ScorecardError != "" {
+			fmt.Fprintf(b, "\nNo hygiene scorecard for %s: %s\n", r.Agent, r.ScorecardError)
+		}
+	}
+	for _, r := range with {
+		var lines []string
+		for _, e := range r.Scorecard {
+			if e.Verdict == scorecard.Broken || e.Verdict == scorecard.NotSeen {
+				lines = append(lines, fmt.Sprintf("- %s (%s), %s: %s", e.Rule, e.Section, e.Verdict, cell(e.Detail)))
+			}
+		}
+		if len(lines) > 0 {
+			fmt.Fprintf(b, "\n%s:\n\n%s\n", r.Agent, strings.Join(lines, "\n"))
+		}
+	}
+}
+
+// scoreCell is one scorecard cell: "kept", "not seen", or "broken at #N (segment), ×T, K tokens".
+func scoreCell(e scorecard.Entry) string {
+	if e.Verdict != scorecard.Broken {
+		return string(e.Verdict)
+	}
+	c := fmt.Sprintf("**broken** at #%d", e.Request)
+	if e.Segment != "" {
+		c += " (" + cell(e.Segment) + ")"
+	}
+	if e.Times > 1 {
+		c += fmt.Sprintf(", ×%d", e.Times)
+	}
+	return c + ", " + count(e.Tokens) + " tokens"
 }
 
 // count formats a token count, "unknown" for nil.

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 
 	"lab/chat"
@@ -111,7 +112,8 @@ type Input struct {
 	// Facts are the script's ([Facts]); the zero value judges without them.
 	Facts Facts
 	// Absolute are the machine's absolute paths the prompt should not name (§11): the agent's
-	// project folder and home folder. Empty strings are ignored.
+	// project folder and home folder. Empty strings are ignored; an occurrence of a path under
+	// another one given counts once.
 	Absolute []string
 	// Config is the spec's numbers (loop.json `context`): the §3 cap. Required.
 	Config *hygiene.Config
@@ -521,6 +523,7 @@ func noAbsolutePaths(in Input) Entry {
 	if len(paths) == 0 {
 		return b.done("no machine paths given to look for", "")
 	}
+	sort.Slice(paths, func(i, j int) bool { return len(paths[i]) > len(paths[j]) })
 	for _, r := range in.Requests {
 		// The harness's own text: the system prompt, the tool list, and user messages (notes,
 		// task messages, the environment block). Tool calls and results are the model's and the
@@ -538,12 +541,15 @@ func noAbsolutePaths(in Input) Entry {
 		all := strings.Join(texts, "\n")
 		n := 0
 		var first string
+		// Longest first, each occurrence counted once: a path under another given one
+		// (the project folder in the agent's folder) is not counted twice.
 		for _, p := range paths {
 			if c := strings.Count(all, p); c > 0 {
 				n += c
 				if first == "" {
 					first = p
 				}
+				all = strings.ReplaceAll(all, p, "")
 			}
 		}
 		if n == 0 {

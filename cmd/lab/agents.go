@@ -19,11 +19,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"lab"
 	"lab/agents"
 	"lab/capture"
+	"lab/hygiene"
 	"lab/localserver"
 	"lab/metrics"
 	"lab/report"
+	"lab/scorecard"
 	"lab/scriptmodel"
 	"lab/tokenizer"
 )
@@ -177,16 +180,26 @@ func runAgents(ctx context.Context, s *streams, o *agentsOptions) error {
 		TurnTimeout: o.TurnTimeout, Progress: s.err, Turns: turns, Project: project,
 	})
 	printAgents(s, dir, results)
-	if werr := writeAgentsReport(s, dir, results, o.Proxy != ""); werr != nil && err == nil {
+	var facts scorecard.Facts
+	if script != nil {
+		facts = script.Facts(project)
+	}
+	if werr := writeAgentsReport(s, dir, results, o.Proxy != "", facts, servedTokenCounter(cache)); werr != nil && err == nil {
 		err = werr
 	}
 	return err
 }
 
 // writeAgentsReport writes <dir>/agents.md, the report comparing the agents
-// ([report.WriteAgentsReport]) over each agent's capture (<agent dir>/capture/). With an outside
-// proxy (external) the lab has no capture of its own: each agent's line says so.
-func writeAgentsReport(s *streams, dir string, rs []agents.Result, external bool) error {
+// ([report.WriteAgentsReport]) over each agent's capture (<agent dir>/capture/), with each
+// agent's hygiene scorecard ([scorecard.Score], with the script's facts and count, nil for
+// none, counting tokens). With an outside proxy (external) the lab has no capture of its own:
+// each agent's line says so.
+func writeAgentsReport(s *streams, dir string, rs []agents.Result, external bool, facts scorecard.Facts, count func(string) (int, error)) error {
+	loop, err := hygiene.ParseConfig(lab.LoopJSON)
+	if err != nil {
+		return err
+	}
 	runs := make([]report.AgentRun, 0, len(rs))
 	for _, r := range rs {
 		run := report.AgentRun{Agent: r.Agent, Version: r.Version, Error: r.Error}
@@ -198,8 +211,19 @@ func writeAgentsReport(s *streams, dir string, rs []agents.Result, external bool
 			rows, bodies, err := report.LoadAgentCapture(filepath.Join(r.Dir, "capture"))
 			if err != nil {
 				run.Error = "read its capture: " + err.Error()
+				break
 			}
 			run.Rows, run.Bodies = rows, bodies
+			reqs, skipped, err := scorecard.Session(rows, bodies, capture.DecodeRequest)
+			if err != nil {
+				run.ScorecardError = err.Error()
+				break
+			}
+			run.Scorecard = scorecard.Score(scorecard.Input{Requests: reqs, Facts: facts, Config: loop, CountTokens: count,
+				Absolute: []string{filepath.Join(r.Dir, "project"), filepath.Join(r.Dir, "home"), r.Dir}})
+			for _, sk := range skipped {
+				fmt.Fprintf(s.err, "%s: scorecard: left out %s\n", r.Agent, sk)
+			}
 		}
 		runs = append(runs, run)
 	}
@@ -297,17 +321,7 @@ func startScriptedModel(s *streams, upstream, cache string, script *scriptmodel.
 		return "", nil, err
 	}
 	o := scriptmodel.Options{Upstream: upstream, Script: script, Events: ev,
-		Env: scriptmodel.Env{Project: filepath.Join(dir, "project"), Agent: a.Name}}
-	if srv, err := localserver.Attach(context.Background(), sharedServerDir(cache)); err == nil {
-		if gguf, err := srv.ModelFile(localserver.DefaultModelName); err == nil {
-			if tok, err := tokenizer.Load(gguf); err == nil {
-				o.CountTokens = func(text string) (int, error) {
-					ids, err := tok.Encode(text)
-					return len(ids), err
-				}
-			}
-		}
-	}
+		Env: scriptmodel.Env{Project: filepath.Join(dir, "project"), Agent: a.Name}, CountTokens: servedTokenCounter(cache)}
 	sm, err := scriptmodel.New(o)
 	if err != nil {
 		ev.Close()
@@ -322,6 +336,28 @@ func startScriptedModel(s *streams, upstream, cache string, script *scriptmodel.
 	go func() { _ = hs.Serve(ln) }()
 	fmt.Fprintf(s.err, "%s: scripted model %q on http://%s in front of %s (its events: %s)\n", a.Name, script.Name, ln.Addr(), upstream, ev.Name())
 	return "http://" + ln.Addr().String(), func() { _ = hs.Close(); ev.Close() }, nil
+}
+
+// servedTokenCounter counts a text's tokens with the tokenizer of the model lab server start
+// serves (read from its model file); nil when the server is not running or its model file or
+// tokenizer cannot be read.
+func servedTokenCounter(cache string) func(string) (int, error) {
+	srv, err := localserver.Attach(context.Background(), sharedServerDir(cache))
+	if err != nil {
+		return nil
+	}
+	gguf, err := srv.ModelFile(localserver.DefaultModelName)
+	if err != nil {
+		return nil
+	}
+	tok, err := tokenizer.Load(gguf)
+	if err != nil {
+		return nil
+	}
+	return func(text string) (int, error) {
+		ids, err := tok.Encode(text)
+		return len(ids), err
+	}
 }
 
 // unloadModel asks the Ollama server behind base to unload model (/api/generate with no prompt
