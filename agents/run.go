@@ -367,6 +367,10 @@ func agentEnv(a Agent, vars map[string]string, denyURL string) []string {
 		"http_proxy": denyURL, "https_proxy": denyURL, "all_proxy": denyURL,
 		"NO_PROXY": "127.0.0.1,localhost,::1", "no_proxy": "127.0.0.1,localhost,::1",
 		"npm_config_update_notifier": "false",
+		// git stops looking for a repository at the agent's folder: a run folder inside a
+		// clone (results/ of the lab's own) would otherwise give the agent that clone's
+		// commit and status (Codex sends them in every request's metadata).
+		"GIT_CEILING_DIRECTORIES": filepath.Dir(home),
 		// Node's own fetch follows HTTP(S)_PROXY only when asked (Node 22.21 and 24 on; older
 		// versions ignore it, and a request of theirs outside loopback is not seen here).
 		"NODE_USE_ENV_PROXY": "1",

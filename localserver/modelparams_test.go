@@ -81,10 +81,10 @@ func TestCreateModelCarriesItsParameters(t *testing.T) {
 	if err != nil || got != DefaultModelParams(0) {
 		t.Fatalf("ModelParams = %+v, %v; want %+v", got, err, DefaultModelParams(0))
 	}
-	if _, ok := params["num_predict"]; ok {
-		t.Errorf("num_predict %v; want none (a cap ends a reply with the max-tokens stop reason, an error to Claude Code)", params["num_predict"])
+	if params["num_predict"] != float64(DefaultReplyCap) {
+		t.Errorf("num_predict %v; want %d (a reply cap for the clients that send none)", params["num_predict"], DefaultReplyCap)
 	}
-	if want := "num_ctx=65536 temperature=1 top_k=40 top_p=1 seed=42"; got.String() != want {
+	if want := "num_ctx=65536 temperature=1 top_k=40 top_p=1 seed=42 num_predict=1024"; got.String() != want {
 		t.Errorf("String() = %q; want %q", got.String(), want)
 	}
 

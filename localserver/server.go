@@ -255,16 +255,22 @@ type ModelParams struct {
 	NumPredict int `json:"num_predict,omitempty"`
 }
 
+// DefaultReplyCap is the reply cap in tokens (num_predict) the lab registers its model with, for
+// the requests that send no cap of their own: about 13 s of the synthetic model's noise on 2
+// cores. Clients that send a cap (Claude Code's max_tokens, opencode, Qwen Code, pi, the lab's
+// own harness with num_predict on every request) get theirs.
+const DefaultReplyCap = 1024
+
 // DefaultModelParams returns the parameters the lab registers its model with: numCtx (0 means
 // [gguf.DefaultContextLength]) and sampling at temperature 1 over the 40 likeliest tokens with
-// no nucleus cut (top_p 1) and seed 42, with no reply cap of its own (NumPredict 0): a cap makes
-// a reply that reaches it end with the API's max-tokens stop reason, which Claude Code reports as
-// an error ("exceeded the 256 output token maximum").
+// no nucleus cut (top_p 1) and seed 42, with replies capped at [DefaultReplyCap] tokens for a
+// request that sends no cap (an OpenAI Responses client such as Codex, whose reply at the
+// synthetic model would otherwise run until the window is full).
 func DefaultModelParams(numCtx int) ModelParams {
 	if numCtx <= 0 {
 		numCtx = gguf.DefaultContextLength
 	}
-	return ModelParams{NumCtx: numCtx, Temperature: 1, TopK: 40, TopP: 1, Seed: 42}
+	return ModelParams{NumCtx: numCtx, Temperature: 1, TopK: 40, TopP: 1, Seed: 42, NumPredict: DefaultReplyCap}
 }
 
 // options returns the parameters as api.CreateRequest.Parameters takes them.
