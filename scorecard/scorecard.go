@@ -171,17 +171,24 @@ type breaks struct {
 	e     Entry
 	known bool
 	sum   int64
+	// counted are the requests already in Times.
+	counted map[int32]bool
 }
 
-func newBreaks(rule string) *breaks { return &breaks{e: entry(rule), known: true} }
+func newBreaks(rule string) *breaks {
+	return &breaks{e: entry(rule), known: true, counted: map[int32]bool{}}
+}
 
 // add records that r broke the rule, costing cost tokens (nil: unknown), with detail for the
-// first break.
+// first break. A request that breaks it more than once counts once in Times; its costs add up.
 func (b *breaks) add(r Request, cost *int64, detail string) {
 	if b.e.Times == 0 {
 		b.e.Request, b.e.Segment, b.e.Detail = r.Index, r.Segment, detail
 	}
-	b.e.Times++
+	if !b.counted[r.Index] {
+		b.counted[r.Index] = true
+		b.e.Times++
+	}
 	if cost == nil {
 		b.known = false
 	} else {
@@ -437,7 +444,7 @@ func capped(in Input) Entry {
 				continue
 			}
 			seen[key] = true
-			lines := strings.Count(m.Content, "\n") + 1
+			lines := len(hygiene.Lines(m.Content))
 			if len(m.Content) > largest {
 				largest, largestLines = len(m.Content), lines
 			}
@@ -523,7 +530,9 @@ func noAbsolutePaths(in Input) Entry {
 	if len(paths) == 0 {
 		return b.done("no machine paths given to look for", "")
 	}
-	sort.Slice(paths, func(i, j int) bool { return len(paths[i]) > len(paths[j]) })
+	// Longest first, each match taken out before the next: the project folder under the home
+	// folder is one path named, not the home folder too.
+	sort.SliceStable(paths, func(i, j int) bool { return len(paths[i]) > len(paths[j]) })
 	for _, r := range in.Requests {
 		// The harness's own text: the system prompt, the tool list, and user messages (notes,
 		// task messages, the environment block). Tool calls and results are the model's and the
@@ -541,23 +550,23 @@ func noAbsolutePaths(in Input) Entry {
 		all := strings.Join(texts, "\n")
 		n := 0
 		var first string
-		// Longest first, each occurrence counted once: a path under another given one
-		// (the project folder in the agent's folder) is not counted twice.
+		cost := new(int64(0))
 		for _, p := range paths {
 			if c := strings.Count(all, p); c > 0 {
 				n += c
 				if first == "" {
 					first = p
 				}
-				all = strings.ReplaceAll(all, p, "")
+				if t := in.count(p); t != nil && cost != nil {
+					*cost += *t * int64(c)
+				} else {
+					cost = nil
+				}
+				all = strings.ReplaceAll(all, p, "\x00")
 			}
 		}
 		if n == 0 {
 			continue
-		}
-		var cost *int64
-		if t := in.count(first); t != nil {
-			cost = new(*t * int64(n))
 		}
 		b.add(r, cost, fmt.Sprintf("%d absolute paths such as %s in the system prompt, tools or user messages", n, first))
 	}
@@ -569,19 +578,21 @@ func noAbsolutePaths(in Input) Entry {
 // compaction done in the conversation; none in the session is not seen.
 func compaction(in Input) Entry {
 	b := newBreaks(RuleCompaction)
+	seen := 0
 	for i := 1; i < len(in.Requests); i++ {
 		prev, cur := in.Requests[i-1].Req, in.Requests[i].Req
 		if len(history(cur)) >= len(history(prev)) {
 			continue
 		}
+		seen++
 		if systemText(prev) != systemText(cur) || toolsKey(prev.Tools) != toolsKey(cur.Tools) {
 			b.add(in.Requests[i], in.Requests[i].Reread, "the history was replaced, with another system prompt or tool list")
 		}
 	}
-	if b.e.Times == 0 {
+	if seen == 0 {
 		return b.done("no compaction in the session", "")
 	}
-	return b.done("", "")
+	return b.done("", fmt.Sprintf("compactions with the same system prompt and tools: %d", seen))
 }
 
 // excerptAt returns a short view of where b first differs from a: "…shared|a → b…".
