@@ -455,6 +455,11 @@ func (r *recorder) attribute(ex *exchange, req *chat.Request, res *chat.Result, 
 		return nil
 	}
 	dropped := row.DroppedMessages(req, rendered)
+	if ex.api == APIAnthropic && r.opts.Attribution.Render == RenderOllama {
+		if n := multiArgumentCalls(req); n > 0 {
+			dropped = append(dropped, fmt.Sprintf("%s (%d in this request)", anthropicArgumentOrder, n))
+		}
+	}
 	cacheText := ""
 	if out := r.opts.Attribution.Output; out != nil && reply != nil {
 		cacheText = rendered + out(reply)
@@ -472,6 +477,28 @@ func (r *recorder) attribute(ex *exchange, req *chat.Request, res *chat.Result, 
 		return dropped // the row stays expected_unknown
 	}
 	return append(dropped, row.SetAttribution(s, at)...)
+}
+
+// anthropicArgumentOrder is the warning of an Anthropic Messages request to Ollama that holds a
+// tool call with more than one argument: Ollama v0.17.4 converts a tool_use block's input through
+// a Go map (anthropic.mapToArgs), whose order is random, so the server renders those arguments in
+// a new order on every request, and what it reuses of its cache from the first such call on is
+// chance. The expected cached tokens are one draw of that order (the proxy's own rendering).
+const anthropicArgumentOrder = "Ollama converts an Anthropic tool_use input through a Go map (anthropic.mapToArgs, v0.17.4): it renders a call's arguments in a random order on every request, so from the first call with more than one argument the server's cache reuse, and the expected cached tokens, are chance"
+
+// multiArgumentCalls counts the tool calls in req's assistant messages whose arguments are a
+// JSON object of more than one key.
+func multiArgumentCalls(req *chat.Request) int {
+	n := 0
+	for _, m := range req.Messages {
+		for _, tc := range m.ToolCalls {
+			var args map[string]json.RawMessage
+			if json.Unmarshal(tc.Arguments, &args) == nil && len(args) > 1 {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // cachedFromLog fills the row's cached tokens of an Ollama answer from the upstream's debug log:

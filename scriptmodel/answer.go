@@ -32,7 +32,8 @@
 //     empty text, a thinking block with empty thinking and signature, a tool_use block with
 //     `input: {}`), appends text_delta, thinking_delta and input_json_delta to the block at
 //     the delta's index, sets the signature from signature_delta, and reads message_delta's
-//     stop_reason and usage.output_tokens (so message_delta always has a usage object).
+//     stop_reason and usage.output_tokens (so message_delta always has a usage object; the
+//     scripted model's carries input_tokens as well, as the API's own does).
 //   - Ollama /api/chat (docs/api.md, "Generate a chat completion"): NDJSON lines of
 //     {model, created_at, message, done}, the last with done true, done_reason and the token
 //     counts; tool calls come whole, with their arguments as a JSON object.
@@ -638,7 +639,10 @@ func (a *answer) anthropicStream(s *sink) {
 			}
 		})
 	}
-	ev("message_delta", kv{"delta", obj{{"stop_reason", a.anthropicStop()}, {"stop_sequence", nil}}}, kv{"usage", obj{{"output_tokens", a.completion}}})
+	// message_delta's usage is the whole count, as the API's own is: the prompt's input_tokens
+	// too, which a reader of Ollama's stream takes only from here (message_start's is Ollama's
+	// estimate).
+	ev("message_delta", kv{"delta", obj{{"stop_reason", a.anthropicStop()}, {"stop_sequence", nil}}}, kv{"usage", a.anthropicUsage(a.completion)})
 	ev("message_stop")
 }
 

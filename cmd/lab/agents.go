@@ -22,10 +22,12 @@ import (
 	"lab"
 	"lab/agents"
 	"lab/capture"
+	"lab/chat"
 	"lab/hygiene"
 	"lab/localserver"
 	"lab/metrics"
 	"lab/report"
+	"lab/scenario"
 	"lab/scorecard"
 	"lab/scriptmodel"
 	"lab/tokenizer"
@@ -181,10 +183,14 @@ func runAgents(ctx context.Context, s *streams, o *agentsOptions) error {
 	})
 	printAgents(s, dir, results)
 	var facts scorecard.Facts
+	var ref *report.AgentRun
 	if script != nil {
 		facts = script.Facts(project)
+		if ctx.Err() == nil {
+			ref = referenceRun(ctx, s, script, project, cache, dir)
+		}
 	}
-	if werr := writeAgentsReport(s, dir, results, o.Proxy != "", facts, servedTokenCounter(cache)); werr != nil && err == nil {
+	if werr := writeAgentsReport(s, dir, results, o.Proxy != "", facts, servedTokenCounter(cache), ref); werr != nil && err == nil {
 		err = werr
 	}
 	return err
@@ -195,12 +201,25 @@ func runAgents(ctx context.Context, s *streams, o *agentsOptions) error {
 // agent's hygiene scorecard ([scorecard.Score], with the script's facts and count, nil for
 // none, counting tokens). With an outside proxy (external) the lab has no capture of its own:
 // each agent's line says so.
-func writeAgentsReport(s *streams, dir string, rs []agents.Result, external bool, facts scorecard.Facts, count func(string) (int, error)) error {
+func writeAgentsReport(s *streams, dir string, rs []agents.Result, external bool, facts scorecard.Facts, count func(string) (int, error), ref *report.AgentRun) error {
 	loop, err := hygiene.ParseConfig(lab.LoopJSON)
 	if err != nil {
 		return err
 	}
-	runs := make([]report.AgentRun, 0, len(rs))
+	runs := make([]report.AgentRun, 0, len(rs)+1)
+	if ref != nil {
+		if ref.Error == "" {
+			home, _ := os.UserHomeDir()
+			reqs, _, err := scorecard.Session(ref.Rows, ref.Bodies, harnessBodies)
+			if err != nil {
+				ref.ScorecardError = err.Error()
+			} else {
+				ref.Scorecard = scorecard.Score(scorecard.Input{Requests: reqs, Facts: facts, Config: loop, CountTokens: count,
+					Absolute: []string{dir, home}})
+			}
+		}
+		runs = append(runs, *ref)
+	}
 	for _, r := range rs {
 		run := report.AgentRun{Agent: r.Agent, Version: r.Version, Error: r.Error}
 		switch {
@@ -336,6 +355,60 @@ func startScriptedModel(s *streams, upstream, cache string, script *scriptmodel.
 	go func() { _ = hs.Serve(ln) }()
 	fmt.Fprintf(s.err, "%s: scripted model %q on http://%s in front of %s (its events: %s)\n", a.Name, script.Name, ln.Addr(), upstream, ev.Name())
 	return "http://" + ln.Addr().String(), func() { _ = hs.Close(); ev.Close() }, nil
+}
+
+// referenceAgent names the reference row of the agents' report: the lab's own harness.
+const referenceAgent = "lab (spec arm)"
+
+// referenceRun runs the lab's own harness on the scripted session the agents got (the script
+// as a scenario, [scriptmodel.Script.Scenario], over the same workspace) with the spec arm
+// against lab server start's server, its request bodies saved, into <dir>/run_id=lab-spec/:
+// the reference row of the scorecard, measured as `lab run` measures (cached tokens from the
+// server log, expected from the server's rendering). Its progress goes to
+// <dir>/lab-spec.log. A failure is the row's Error.
+func referenceRun(ctx context.Context, s *streams, script *scriptmodel.Script, workspace map[string]string, cache, dir string) *report.AgentRun {
+	ref := &report.AgentRun{Agent: referenceAgent, Version: version()}
+	sc, err := script.Scenario(workspace)
+	if err != nil {
+		ref.Error = "the script as a scenario: " + err.Error()
+		return ref
+	}
+	logf, err := os.Create(filepath.Join(dir, "lab-spec.log"))
+	if err != nil {
+		ref.Error = err.Error()
+		return ref
+	}
+	defer logf.Close()
+	fmt.Fprintf(s.err, "%s: the lab's harness on the same session (log: %s)\n", referenceAgent, logf.Name())
+	ps := &streams{out: logf, err: logf, getenv: s.getenv, started: true}
+	ro := runDefaults(ps)
+	ro.scenarios, ro.Arm, ro.Backend, ro.CacheDir, ro.Quiet, ro.SaveRequests = []*scenario.Scenario{sc}, "spec", "ollama", cache, true, true
+	ro.ResultsDir, ro.RunID = dir, "lab-spec"
+	flags := map[string]string{"backend": "ollama", "arm": "spec", "save-requests": "true", "scenario": sc.Name}
+	ro.call = &runCall{retry: ro.Reliability.policy(), flags: flags}
+	ro.changed = func(name string) bool { _, ok := flags[name]; return ok }
+	runDir, _, err := runMatrix(ctx, ps, ro)
+	if err != nil {
+		ref.Error = "lab run: " + err.Error()
+		if runDir == "" {
+			return ref
+		}
+	}
+	rows, bodies, lerr := report.LoadAgentCapture(runDir)
+	if lerr != nil && ref.Error == "" {
+		ref.Error = "read its run: " + lerr.Error()
+	}
+	ref.Rows, ref.Bodies = rows, bodies
+	return ref
+}
+
+// harnessBodies decodes a request body `lab run --save-requests` saved: an Ollama /api/chat
+// body when the line names no API (the lab's harness on Ollama), else as capture decodes it.
+func harnessBodies(api string, body []byte) (*chat.Request, error) {
+	if api == "" {
+		api = capture.APIOllamaChat
+	}
+	return capture.DecodeRequest(api, body)
 }
 
 // servedTokenCounter counts a text's tokens with the tokenizer of the model lab server start

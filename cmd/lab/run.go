@@ -35,7 +35,10 @@ import (
 
 // runOptions are `lab run`'s flags.
 type runOptions struct {
-	Scenario   string
+	Scenario string
+	// scenarios, when set, are run in place of Scenario's (lab agents' reference session, a
+	// script converted to a scenario).
+	scenarios  []*scenario.Scenario
 	Arm        string
 	Repeat     int
 	ResultsDir string
@@ -269,9 +272,12 @@ func openRunBackend(ctx context.Context, s *streams, o *runOptions, b *runBacken
 	if o.NumCtx < 1024 {
 		return none, badInput("--num-ctx %d: want at least 1024", o.NumCtx)
 	}
-	scs, err := loadScenarios(o.Scenario)
-	if err != nil {
-		return none, err
+	scs := o.scenarios
+	if scs == nil {
+		var err error
+		if scs, err = loadScenarios(o.Scenario); err != nil {
+			return none, err
+		}
 	}
 	arms, err := harness.SelectArms(o.Arm)
 	if err != nil {
