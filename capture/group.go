@@ -37,8 +37,9 @@ type conversation struct {
 	// lastTexts are the role, trimmed text length and digest of each message of last (the
 	// reply's included), for extendedBy.
 	lastTexts []textSig
-	// tools says its last request carried a tool list.
-	tools bool
+	// tools says its last request carried a tool list; toolNames are its tools' names, in order.
+	tools     bool
+	toolNames string
 	// side says why it is a client's side request ("" for a session's own conversation).
 	side string
 	// parts is the last request that succeeded, by part, for rows without a rendering
@@ -57,7 +58,9 @@ type conversation struct {
 //     one message that is not the system prompt (its system and developer messages; with a
 //     key, the system prompt is left out of the comparison: a session that rebuilt its system prompt, a date in it say, is still the
 //     session its key names, and the row shows the divergence at "system"; without a key such a
-//     request starts a new conversation); a conversation whose last request the new one
+//     request is that session only when its system prompt is the same one rebuilt (see related)
+//     and it holds the conversation's whole last request and reply after it, else it starts a
+//     new conversation); a conversation whose last request the new one
 //     contains whole (it only appends) is preferred, then one with the same system prompt, then
 //     the longest prefix, then the latest conversation. A request identical to a conversation's first one starts a new
 //     conversation (the same session run again), unless it is the retry of a failed first
@@ -112,13 +115,25 @@ func (g *grouper) assign(key, side string, req *chat.Request) (c *conversation, 
 				shared += 1 + commonPrefix(a[shared+1:], b[shared+1:])
 			}
 		}
+		rebuilt := false
 		if !slices.ContainsFunc(a[:shared], func(k string) bool { return !systemKey(k) }) {
-			continue
+			// Without a key, a system prompt rebuilt (a date in it that changed at midnight)
+			// before the conversation's whole history and its reply, with the same tools, is
+			// still that session (a sub-agent with the session's first message has tools of
+			// its own).
+			if key != "" || !related(sysText, c.systemEnds) || toolNames(req.Tools) != c.toolNames {
+				continue
+			}
+			an, bn := withoutSystem(msgs), withoutSystem(c.last)
+			if n := commonPrefix(an, bn); n == 0 || n < c.lastLen-(len(c.last)-len(bn)) {
+				continue
+			}
+			rebuilt = true
 		}
 		if slices.Equal(msgs, c.first) && (c.requests > 1 || !c.lastFailed) {
 			continue // the session again, from its start
 		}
-		ext := shared >= lastLen
+		ext := shared >= lastLen || rebuilt
 		same := slices.Equal(system, c.system)
 		if key != "" && !same && shared < len(b) && !related(sysText, c.systemEnds) {
 			continue // a side request with its own system prompt
@@ -172,6 +187,7 @@ func (g *grouper) update(c *conversation, req *chat.Request, reply *chat.Reply, 
 	c.requests++
 	c.lastLen = len(msgs)
 	c.tools = len(req.Tools) > 0
+	c.toolNames = toolNames(req.Tools)
 	c.system = slices.Clone(msgs[:len(msgs)-len(withoutSystem(msgs))])
 	c.systemEnds = ends(systemText(req.Messages))
 	if g.latest == nil {
@@ -213,6 +229,16 @@ func sigOf(role chat.Role, content string) textSig {
 func (s textSig) extendedBy(m chat.Message) bool {
 	t := strings.TrimSpace(m.Content)
 	return m.Role == s.role && s.n > 0 && len(t) > s.n && len(m.ToolCalls) == 0 && sha256.Sum256([]byte(t[:s.n])) == s.sum
+}
+
+// toolNames returns the tools' names in order, joined by NUL.
+func toolNames(ts []chat.Tool) string {
+	var b strings.Builder
+	for _, t := range ts {
+		b.WriteString(t.Name)
+		b.WriteByte(0)
+	}
+	return b.String()
 }
 
 // hasAssistant reports whether msgs hold an assistant message (a history).

@@ -47,3 +47,35 @@ func TestClaudeTitleUnderTheBillingHeaderIsSide(t *testing.T) {
 		t.Errorf("title request not marked a side request")
 	}
 }
+
+// pi sends no session identity and writes the date into its system prompt: when the date
+// changes at midnight between turns, its resumed session (the whole history and the new turn
+// under the rebuilt prompt) is still the same conversation; a new session started under the new
+// date is not, and neither is a resumed session with other tools (a sub-agent).
+func TestKeylessSessionKeepsItsConversationAcrossADateChange(t *testing.T) {
+	var g grouper
+	tools := []chat.Tool{{Name: "read"}}
+	prompt := func(date string) chat.Message {
+		return sys("You are an expert coding assistant operating inside pi." + strings.Repeat(" Use the tools.", 20) + "\nCurrent date: " + date + "\nCurrent working directory: project")
+	}
+	t1 := &chat.Request{Messages: []chat.Message{prompt("2026-12-02"), user("look around")}, Tools: tools}
+	c1, _ := g.assign("", "", t1)
+	g.update(c1, t1, &chat.Reply{Content: "a small Go project"}, false)
+	t3 := &chat.Request{Messages: []chat.Message{prompt("2026-12-03"), user("look around"), {Role: chat.RoleAssistant, Content: "a small Go project"}, user("now fix it")}, Tools: tools}
+	c3, created := g.assign("", "", t3)
+	if created || c3 != c1 {
+		t.Fatalf("the session after midnight went to %s (new %v), want %s", c3.name, created, c1.name)
+	}
+	g.update(c3, t3, &chat.Reply{Content: "fixed"}, false)
+	other := &chat.Request{Messages: []chat.Message{prompt("2026-12-03"), user("write a README")}, Tools: tools}
+	if c, created := g.assign("", "", other); !created || c == c1 {
+		t.Fatalf("a new session under the new date joined %s, want a conversation of its own", c.name)
+	}
+	var g2 grouper
+	c1, _ = g2.assign("", "", t1)
+	g2.update(c1, t1, &chat.Reply{Content: "a small Go project"}, false)
+	sub := &chat.Request{Messages: t3.Messages, Tools: []chat.Tool{{Name: "read"}, {Name: "grep"}}}
+	if c, created := g2.assign("", "", sub); !created || c == c1 {
+		t.Fatalf("the rebuilt prompt with other tools joined %s, want a conversation of its own", c.name)
+	}
+}

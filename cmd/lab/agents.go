@@ -73,10 +73,21 @@ writes where it was going into <run>/<agent>/outside.jsonl; <run>/<agent>/wire.j
 method, path and headers (secrets redacted) of each request the agent sent; the turns' output is
 in turn-N.stdout and .stderr; <run>/agents.json sums it all up, and <run>/agents.md compares the
 agents: per request, where it first diverged from the previous one of its conversation (segment
-and an excerpt of both bodies), tokens re-read, cached share and cache efficiency. An agent that
-cannot be installed or started is an error row; the others still run.`,
+and an excerpt of both bodies), tokens re-read, cached share and cache efficiency, and each
+agent's hygiene scorecard (spec 3.2.0's rules as its requests show them: kept, broken at which
+request and for how many tokens, or not seen). An agent that cannot be installed or started is an
+error row; the others still run.
+
+With --scripted (or --script FILE) the agents talk to the lab's scripted model instead of the
+served model's own words: it answers each request with the script's next step in the agent's own
+API (a tool call mapped onto the agent's own tools, or the turn's answer) while the real server
+prefills every prompt, so each agent runs the same tool loop on its scratch project. The script's
+clock crosses midnight between turns (each turn's time zone is set). After the agents, the lab's
+own harness runs the same session with the spec arm on the same server (<run>/run_id=lab-spec/),
+the reference row of the agents' table and scorecard.`,
 		Example: `  lab server start && lab agents
   lab agents --agent codex,claude
+  lab agents --scripted
   lab agents --proxy http://127.0.0.1:8081`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
