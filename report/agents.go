@@ -79,6 +79,9 @@ type AgentRequest struct {
 	// Index its request_index there.
 	Conversation string
 	Index        int32
+	// Side is the row's side_request: a request the agent sent beside its session (a title, a
+	// memory sub-agent), a conversation of its own.
+	Side bool
 	// Segment is the row's divergence_segment: where the server's rendering of this request
 	// first differed from the previous one of its conversation ("" for a first request).
 	Segment string
@@ -193,7 +196,7 @@ func AgentRequests(run AgentRun) []AgentRequest {
 	prev := map[string][]byte{}
 	out := make([]AgentRequest, 0, len(rows))
 	for _, s := range rows {
-		r := AgentRequest{Conversation: s.Scenario, Index: s.RequestIndex, Segment: s.DivergenceSegment,
+		r := AgentRequest{Conversation: s.Scenario, Index: s.RequestIndex, Side: s.SideRequest, Segment: s.DivergenceSegment,
 			Offset: -1, Prompt: s.PromptTokens, Cached: s.CachedTokens, Expected: s.ExpectedCachedTokens, Reread: s.RereadTokens}
 		body, ok := bodies[key{s.Scenario, s.RequestIndex}]
 		if p, seen := prev[s.Scenario]; ok && seen {
@@ -307,7 +310,11 @@ func WriteAgentsReport(w io.Writer, runs []AgentRun) error {
 			if seg == "" {
 				seg = "–"
 			}
-			fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", cell(r.Conversation), r.Index, r.Prompt,
+			conv := r.Conversation
+			if r.Side {
+				conv += " (side)"
+			}
+			fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", cell(conv), r.Index, r.Prompt,
 				count(r.Cached), count(r.Expected), count(r.Reread), percent(share), percent(eff), cell(seg), cell(change), cell(r.Reason))
 		}
 	}

@@ -49,6 +49,7 @@ func TestAgentsReport(t *testing.T) {
 		{Scenario: "s1", RequestIndex: 1, StartedAt: t0.Add(time.Second), PromptTokens: 1200, CachedTokens: i64(995), ExpectedCachedTokens: i64(1000), RereadTokens: i64(0), DivergenceSegment: "message"},
 		{Scenario: "s1", RequestIndex: 2, StartedAt: t0.Add(2 * time.Second), PromptTokens: 1300, CachedTokens: i64(40), ExpectedCachedTokens: i64(1200), RereadTokens: i64(1160), DivergenceSegment: "system", Warnings: "prompt cut to the window"},
 		{Scenario: "s1", RequestIndex: 3, StartedAt: t0.Add(3 * time.Second), PromptTokens: 1400, CachedTokens: i64(1300)},
+		{Scenario: "s2", RequestIndex: 0, StartedAt: t0.Add(4 * time.Second), PromptTokens: 300, CachedTokens: i64(0), ExpectedCachedTokens: i64(0), RereadTokens: i64(0), SideRequest: true},
 	}
 	bodies := []row.RequestLine{
 		{Scenario: "s1", RequestIndex: 0, Body: json.RawMessage(`{"system":"date 1","messages":["hi"]}`)},
@@ -58,6 +59,11 @@ func TestAgentsReport(t *testing.T) {
 	}
 	run := AgentRun{Agent: "pi", Version: "1.0", Rows: rows, Bodies: bodies}
 	reqs := AgentRequests(run)
+	if len(reqs) != 5 || !reqs[4].Side || reqs[3].Side {
+		t.Fatalf("%d requests, side %v", len(reqs), reqs[4].Side)
+	}
+	reqs = reqs[:4]
+	run.Rows = rows[:4]
 	if len(reqs) != 4 {
 		t.Fatalf("%d requests", len(reqs))
 	}
@@ -88,16 +94,18 @@ func TestAgentsReport(t *testing.T) {
 	}
 	var b strings.Builder
 	failed := AgentRun{Agent: "codex", Version: "0.1", Error: "npm install: exit status 1"}
+	run.Rows = rows
 	if err := WriteAgentsReport(&b, []AgentRun{run, failed}); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
 	for _, want := range []string{
-		"| pi | 1.0 | 4 | 47.7% | 1160 (1 unknown) | 47.0% | 2/4 |",
+		"| pi | 1.0 | 5 | 44.9% | 1160 (1 unknown) | 47.0% | 3/5 |",
 		"| codex | 0.1 | 0 | — | unknown | — | – | npm install: exit status 1 |",
 		"Not measured: npm install: exit status 1",
 		`byte 16: "{\"system\":\"date 1\",`, `→ "{\"system\":\"date 2\",`,
 		"| s1 | 2 | 1300 | 40 | 1200 | 1160 | 3.1% | 3.3% | system |",
+		"| s2 (side) | 0 | 300 | 0 | 0 | 0 | 0.0% |",
 		"expected cached tokens unknown",
 	} {
 		if !strings.Contains(out, want) {
