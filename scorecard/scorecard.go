@@ -102,6 +102,11 @@ type Facts struct {
 	Reasoned []string
 	// Prompts are the turns' user prompts, in order.
 	Prompts []string
+	// Calls are the ids of every tool call the script makes, in order. A session whose calls
+	// carry none of these ids (a harness that names its calls itself, such as the lab's own
+	// running the script as a scenario) has its calls matched to them by position: its k-th
+	// tool call is the script's k-th.
+	Calls []string
 }
 
 // Input is one agent session to judge.
@@ -377,6 +382,41 @@ func toolText(m chat.Message) string {
 	return b.String()
 }
 
+// callIDs returns how the facts' call ids read in the session: each id itself when the
+// session's tool calls carry any of them, else the session's call at the same position
+// ([Facts].Calls); an id with no counterpart maps to itself.
+func (in Input) callIDs() func(string) string {
+	var session []string
+	seen := map[string]bool{}
+	for _, r := range in.Requests {
+		for _, m := range r.Req.Messages {
+			for _, tc := range m.ToolCalls {
+				if tc.ID != "" && !seen[tc.ID] {
+					seen[tc.ID] = true
+					session = append(session, tc.ID)
+				}
+			}
+		}
+	}
+	for _, id := range in.Facts.Calls {
+		if seen[id] {
+			return func(id string) string { return id }
+		}
+	}
+	byPos := map[string]string{}
+	for k, id := range in.Facts.Calls {
+		if k < len(session) {
+			byPos[id] = session[k]
+		}
+	}
+	return func(id string) string {
+		if v, ok := byPos[id]; ok {
+			return v
+		}
+		return id
+	}
+}
+
 // result finds the tool result answering call id in the session: its text and the first
 // request that carries it.
 func result(in Input, id string) (string, Request, bool) {
@@ -408,9 +448,10 @@ func stubs(in Input) Entry {
 	}
 	judged := 0
 	var kept []string
+	id := in.callIDs()
 	for _, rr := range in.Facts.Rereads {
-		again, r, ok := result(in, rr.Call)
-		first, _, ok0 := result(in, rr.Of)
+		again, r, ok := result(in, id(rr.Call))
+		first, _, ok0 := result(in, id(rr.Of))
 		if !ok || !ok0 {
 			continue
 		}
@@ -480,8 +521,9 @@ func hasReasoning(m chat.Message) bool { return m.Reasoning != "" || len(m.Think
 func reasoning(in Input) Entry {
 	b := newBreaks(RuleReasoning)
 	reasoned := map[string]bool{}
-	for _, id := range in.Facts.Reasoned {
-		reasoned[id] = true
+	id := in.callIDs()
+	for _, c := range in.Facts.Reasoned {
+		reasoned[id(c)] = true
 	}
 	during, after := 0, 0
 	for _, r := range in.Requests {

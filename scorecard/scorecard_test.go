@@ -293,6 +293,25 @@ func TestStubs(t *testing.T) {
 	t.Run("no facts", func(t *testing.T) {
 		check(t, score(t, Input{Requests: rereadSession(first, first), CountTokens: words}, RuleStubs), NotSeen, -1, 0, nil)
 	})
+	t.Run("calls matched by position", func(t *testing.T) {
+		// The harness names its calls itself: the script's calls (call_1_4, call_2_1) are its
+		// first and second.
+		sess := rereadSession(first, first)
+		for _, r := range sess {
+			for k := range r.Req.Messages {
+				m := &r.Req.Messages[k]
+				m.ToolCallID = strings.Replace(strings.Replace(m.ToolCallID, "call_1_4", "h1", 1), "call_2_1", "h2", 1)
+				for j := range m.ToolCalls {
+					m.ToolCalls[j].ID = strings.Replace(strings.Replace(m.ToolCalls[j].ID, "call_1_4", "h1", 1), "call_2_1", "h2", 1)
+				}
+			}
+		}
+		f := facts
+		f.Calls = []string{"call_1_4", "call_2_1"}
+		check(t, score(t, Input{Requests: sess, Facts: f}, RuleStubs), Broken, 2, 1, nil)
+		// Without the script's call list, nothing ties the harness's calls to its steps.
+		check(t, score(t, Input{Requests: sess, Facts: facts}, RuleStubs), NotSeen, -1, 0, nil)
+	})
 	t.Run("re-read not in the requests", func(t *testing.T) {
 		f := Facts{Rereads: []Reread{{Path: "main.go", Call: "call_9_9", Of: "call_1_4"}}}
 		check(t, score(t, Input{Requests: rereadSession(first, first), Facts: f}, RuleStubs), NotSeen, -1, 0, nil)

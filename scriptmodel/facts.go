@@ -32,8 +32,11 @@ func (s *Script) Facts(workspace map[string]string) scorecard.Facts {
 		for i, st := range tr.Steps {
 			in := st.Intent
 			id := CallID(t+1, i+1)
-			if st.Reasoning != "" && in.Kind != KindAnswer {
-				f.Reasoned = append(f.Reasoned, id)
+			if in.Kind != KindAnswer {
+				f.Calls = append(f.Calls, id)
+				if st.Reasoning != "" {
+					f.Reasoned = append(f.Reasoned, id)
+				}
 			}
 			p := path.Clean(in.Path)
 			switch in.Kind {

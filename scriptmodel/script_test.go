@@ -223,6 +223,9 @@ func TestDefaultScriptFacts(t *testing.T) {
 	if strings.Join(f.Reasoned, ",") != "call_1_1,call_2_1,call_2_6" {
 		t.Fatalf("reasoned %v", f.Reasoned)
 	}
+	if len(f.Calls) != 17 || f.Calls[0] != "call_1_1" || f.Calls[5] != "call_2_1" {
+		t.Fatalf("calls %v: want the 17 tool calls, call_1_1 first and call_2_1 sixth", f.Calls)
+	}
 	if len(f.Prompts) != 3 || !strings.HasPrefix(f.Prompts[1], "The greeting should say") {
 		t.Fatalf("prompts %q", f.Prompts)
 	}
