@@ -51,11 +51,14 @@ stress: build
 	$(GO) test -tags stress -count=1 -timeout 30m -v ./stress/
 
 # The five real coding agents of agents/agents.json, one at a time, each through a lab proxy of
-# its own in front of lab server start's Ollama (started if need be, and left running):
-# results/run_id=agents-$(RUN_ID)/agents.md compares them (make test runs one of them).
+# its own in front of lab server start's Ollama (started if need be, and left running): first
+# answered by the served model (results/run_id=agents-$(RUN_ID)/agents.md compares them), then by
+# the lab's scripted model, with the lab's own harness as the scorecard's reference
+# (results/run_id=agents-$(RUN_ID)-scripted/agents.md). make test runs one agent both ways.
 agents: setup server
 	./$(BIN) server start
 	./$(BIN) agents --run-id agents-$(RUN_ID)
+	./$(BIN) agents --scripted --run-id agents-$(RUN_ID)-scripted
 
 setup:
 	./scripts/setup.sh

@@ -100,6 +100,65 @@ func TestAgentEndToEndOnTheRealServer(t *testing.T) {
 	}
 	t.Logf("%s %s: %d requests, cached share %s, efficiency %s, %d matched", r.Agent, r.Version, sum.Requests,
 		fmtShare(sum.CachedShare()), fmtShare(sum.Efficiency()), sum.Matched)
+
+	t.Run("scripted", func(t *testing.T) { scriptedEndToEnd(t, ctx, cache) })
+}
+
+// scriptedEndToEnd drives the same agent through the lab's scripted model (lab agents
+// --scripted, the default script): every turn completes, the agent runs the script's tool
+// loop (a request per step), every row is measured and matches within 1 % on at least 95 % of
+// them, the rows say scripted-model, and agents.md holds the scorecard with the lab's own
+// harness as its reference column.
+func scriptedEndToEnd(t *testing.T, ctx context.Context, cache string) {
+	run := filepath.Join(t.TempDir(), "run")
+	var out, errb strings.Builder
+	s := &streams{out: &out, err: &errb, getenv: os.Getenv, started: true}
+	err := runAgents(ctx, s, &agentsOptions{Agents: []string{endToEndAgent}, RunDir: run, RunID: "agents-e2e-scripted",
+		Model: localserver.DefaultModelName, CacheDir: cache, TurnTimeout: 4 * time.Minute, Scripted: true})
+	if err != nil {
+		t.Fatalf("lab agents --scripted: %v\nstdout %s\nstderr %s", err, out.String(), errb.String())
+	}
+	var rs []agents.Result
+	b, _ := os.ReadFile(filepath.Join(run, "agents.json"))
+	if err := json.Unmarshal(b, &rs); err != nil || len(rs) != 1 || rs[0].Error != "" {
+		t.Fatalf("agents.json %s (%v)", b, err)
+	}
+	r := rs[0]
+	for _, turn := range r.Turns {
+		if turn.Exit == nil || *turn.Exit != 0 || turn.TZ == "" {
+			t.Errorf("turn %d: exit %v, zone %q %s (see %s)", turn.N, turn.Exit, turn.TZ, turn.Error, filepath.Join(r.Dir, turn.Stderr))
+		}
+	}
+	rows, bodies, err := report.LoadAgentCapture(filepath.Join(r.Dir, "capture"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The default script has 17 tool steps and 3 answers: a request each.
+	if len(rows) < 20 || len(bodies) != len(rows) {
+		t.Fatalf("%d rows, %d bodies: want a row and a body for each of the script's 20 steps", len(rows), len(bodies))
+	}
+	for _, row := range rows {
+		if row.Driver != "scripted-model" {
+			t.Fatalf("row %s #%d: driver %q, want scripted-model", row.Scenario, row.RequestIndex, row.Driver)
+		}
+	}
+	reqs := report.AgentRequests(report.AgentRun{Agent: r.Agent, Rows: rows, Bodies: bodies})
+	sum := report.SummarizeAgent(report.AgentRun{Agent: r.Agent}, reqs)
+	for _, q := range reqs {
+		if q.Cached == nil || q.Expected == nil {
+			t.Errorf("%s #%d: cached %v, expected %v: want both measured (%s)", q.Conversation, q.Index, q.Cached, q.Expected, q.Reason)
+		}
+	}
+	md, _ := os.ReadFile(filepath.Join(run, "agents.md"))
+	if 100*sum.Matched < 95*sum.Requests {
+		t.Errorf("%d of %d rows with cached = expected within 1 %%, want at least 95 %%:\n%s", sum.Matched, sum.Requests, md)
+	}
+	for _, want := range []string{"## Hygiene scorecard", "| rule | § | " + referenceAgent + " | " + endToEndAgent + " |", "| " + referenceAgent + " | "} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("agents.md lacks %q:\n%s", want, md)
+		}
+	}
+	t.Logf("%s scripted: %d requests, cached share %s, %d matched", r.Agent, sum.Requests, fmtShare(sum.CachedShare()), sum.Matched)
 }
 
 func fmtShare(p *float64) string {
