@@ -456,9 +456,9 @@ func stubs(in Input) Entry {
 			continue
 		}
 		judged++
-		// A stub names the earlier result in a line; the file again is as long as the first
-		// read's result, give or take the bracket.
-		if len(again)*2 < len(first) {
+		// A stub names the earlier result in a line; the file again holds the first read's
+		// lines (whatever bracket or numbering comes around them).
+		if !repeats(first, again) {
 			kept = append(kept, fmt.Sprintf("%s: %d bytes for the first read's %d", rr.Path, len(again), len(first)))
 			continue
 		}
@@ -468,6 +468,26 @@ func stubs(in Input) Entry {
 		return b.done("no re-read of the script reached the agent's requests with its first read", "")
 	}
 	return b.done("", strings.Join(kept, "; "))
+}
+
+// repeats reports whether again shows what first showed: at least half of first's non-blank
+// lines (trimmed) are lines of again too.
+func repeats(first, again string) bool {
+	have := map[string]bool{}
+	for _, l := range strings.Split(again, "\n") {
+		have[strings.TrimSpace(l)] = true
+	}
+	n, found := 0, 0
+	for _, l := range strings.Split(first, "\n") {
+		if l = strings.TrimSpace(l); l == "" {
+			continue
+		}
+		n++
+		if have[l] {
+			found++
+		}
+	}
+	return n > 0 && 2*found >= n
 }
 
 func capped(in Input) Entry {

@@ -320,13 +320,20 @@ func (s *Server) findTurn(msgs []chat.Message) (turn, at int) {
 		if msgs[i].Role != chat.RoleUser {
 			continue
 		}
+		content := normPrompt(msgs[i].Content)
 		for t := len(s.opts.Script.Turns) - 1; t >= 0; t-- {
-			if p := strings.TrimSpace(s.opts.Script.Turns[t].User); p != "" && strings.Contains(msgs[i].Content, p) {
+			if p := normPrompt(s.opts.Script.Turns[t].User); p != "" && strings.Contains(content, p) {
 				return t, i
 			}
 		}
 	}
 	return -1, -1
+}
+
+// normPrompt is a prompt as findTurn compares it: quotes unescaped (opencode's run sends a prompt
+// that holds double quotes quoted again, `"say \"Hi\""`) and whitespace runs as one space.
+func normPrompt(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, `\"`, `"`)), " ")
 }
 
 // assistantReplies counts the model's replies in msgs: runs of consecutive assistant messages

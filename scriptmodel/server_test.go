@@ -263,3 +263,18 @@ turns:
 		t.Fatalf("events:\n%s", events.String())
 	}
 }
+
+// A turn's prompt is found in the user message however the agent quoted it: opencode's run
+// sends a prompt holding double quotes as `"say \"Hi\""`.
+func TestFindTurnQuotedPrompt(t *testing.T) {
+	script, err := ParseScript("s.yaml", []byte("name: s\nturns:\n  - user: 'Look.'\n    steps: [answer ok]\n  - user: 'Say \"Hi\" instead of \"Hello\".'\n    steps: [answer ok]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{opts: Options{Script: script}}
+	msgs := []chat.Message{{Role: chat.RoleUser, Content: "Look."}, {Role: chat.RoleAssistant, Content: "ok"},
+		{Role: chat.RoleUser, Content: `"Say \"Hi\" instead of   \"Hello\"."`}}
+	if turn, at := s.findTurn(msgs); turn != 1 || at != 2 {
+		t.Fatalf("findTurn = %d, %d; want turn 2 (index 1) at message 2", turn, at)
+	}
+}
