@@ -81,3 +81,42 @@ func scoreSaved(t *testing.T, agent string) map[string]scorecard.Entry {
 	}
 	return out
 }
+
+// Two entries of each real agent's scorecard, judged from the request bodies the agent sent
+// through the scripted model (the default script, its clock crossing midnight before turn 3):
+// each entry's verdict and the request where the rule first broke.
+func TestScorecardOnSavedAgentBodies(t *testing.T) {
+	type want struct {
+		rule    string
+		verdict scorecard.Verdict
+		request int32
+		times   int
+	}
+	cases := map[string][]want{
+		// Codex sends greet.go again in full on the unchanged re-read (turn 2's first step) and
+		// keeps its tool list for the whole session.
+		"codex": {{scorecard.RuleStubs, scorecard.Broken, 7, 1}, {scorecard.RuleToolsStable, scorecard.Kept, -1, 0}},
+		// Claude Code sends seq's 3000 lines whole; its system prompt holds no date (the date
+		// goes in a system message after the history).
+		"claude": {{scorecard.RuleCap, scorecard.Broken, 17, 1}, {scorecard.RuleSystemStable, scorecard.Kept, -1, 0}},
+		// opencode writes the date into its system prompt, so midnight rewrites it at turn 3's
+		// first request.
+		"opencode": {{scorecard.RuleSystemStable, scorecard.Broken, 13, 1}, {scorecard.RuleNoClock, scorecard.Broken, 0, 20}},
+		// Qwen Code moves a system reminder out of its first user message on the next turn, and
+		// sends seq's output whole.
+		"qwen": {{scorecard.RuleAppendOnly, scorecard.Broken, 6, 2}, {scorecard.RuleCap, scorecard.Broken, 17, 1}},
+		// pi's system prompt holds the date: broken on every request, rewritten at turn 3.
+		"pi": {{scorecard.RuleNoClock, scorecard.Broken, 0, 20}, {scorecard.RuleSystemStable, scorecard.Broken, 13, 1}},
+	}
+	for agent, ws := range cases {
+		t.Run(agent, func(t *testing.T) {
+			got := scoreSaved(t, agent)
+			for _, w := range ws {
+				e := got[w.rule]
+				if e.Verdict != w.verdict || e.Request != w.request || e.Times != w.times {
+					t.Errorf("%s: %s at #%d ×%d (%s), want %s at #%d ×%d", w.rule, e.Verdict, e.Request, e.Times, e.Detail, w.verdict, w.request, w.times)
+				}
+			}
+		})
+	}
+}
