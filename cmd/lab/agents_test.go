@@ -58,7 +58,7 @@ func TestAgentsWithProxyUsesTheCache(t *testing.T) {
 		t.Fatalf("agents.json %s (%v)", b, err)
 	}
 	out, _ := os.ReadFile(filepath.Join(run, "codex", "turn-2.stdout"))
-	if !strings.Contains(string(out), filepath.Join(run, "codex", "home", ".codex")+" exec --skip-git-repo-check -s read-only resume --last") {
+	if !strings.Contains(string(out), filepath.Join(run, "codex", "home", ".codex")+" exec --skip-git-repo-check -s workspace-write resume --last") {
 		t.Fatalf("turn 2 ran %q: want codex's resume command with its scratch CODEX_HOME", out)
 	}
 	cfg, _ := os.ReadFile(filepath.Join(run, "codex", "home", ".codex", "config.toml"))
