@@ -33,6 +33,11 @@ type AgentRun struct {
 	// a failure.
 	Scorecard      []scorecard.Entry
 	ScorecardError string
+	// ScriptSteps and ScriptServed count a scripted run's steps and those the scripted model
+	// served (0, 0 for a run without a script); ScriptNotes name each step that was not, and
+	// why (skipped for want of a tool, not reached because the agent stopped, an error).
+	ScriptSteps, ScriptServed int
+	ScriptNotes               []string
 }
 
 // LoadAgentCapture reads a lab proxy's capture folder (the part layout, [metrics.ReadRun]) and
@@ -287,6 +292,13 @@ func WriteAgentsReport(w io.Writer, runs []AgentRun) error {
 		if run.Error != "" {
 			fmt.Fprintf(&b, "Not measured: %s\n", run.Error)
 			continue
+		}
+		if run.ScriptSteps > 0 {
+			fmt.Fprintf(&b, "The script: %d of %d steps served.\n", run.ScriptServed, run.ScriptSteps)
+			for _, n := range run.ScriptNotes {
+				fmt.Fprintf(&b, "- %s\n", cell(n))
+			}
+			b.WriteString("\n")
 		}
 		if len(all[i]) == 0 {
 			b.WriteString("No request reached the proxy.\n")

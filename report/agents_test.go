@@ -95,6 +95,8 @@ func TestAgentsReport(t *testing.T) {
 	var b strings.Builder
 	failed := AgentRun{Agent: "codex", Version: "0.1", Error: "npm install: exit status 1"}
 	run.Rows = rows
+	run.ScriptSteps, run.ScriptServed = 20, 19
+	run.ScriptNotes = []string{"turn 3 step 4 (run seq 1 3000): skipped, no tool for run"}
 	if err := WriteAgentsReport(&b, []AgentRun{run, failed}); err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +108,7 @@ func TestAgentsReport(t *testing.T) {
 		`byte 16: "{\"system\":\"date 1\",`, `→ "{\"system\":\"date 2\",`,
 		"| s1 | 2 | 1300 | 40 | 1200 | 1160 | 3.1% | 3.3% | system |",
 		"| s2 (side) | 0 | 300 | 0 | 0 | 0 | 0.0% |",
+		"The script: 19 of 20 steps served.\n- turn 3 step 4 (run seq 1 3000): skipped, no tool for run\n",
 		"expected cached tokens unknown",
 	} {
 		if !strings.Contains(out, want) {

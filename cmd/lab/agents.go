@@ -201,7 +201,7 @@ func runAgents(ctx context.Context, s *streams, o *agentsOptions) error {
 			ref = referenceRun(ctx, s, script, project, cache, dir)
 		}
 	}
-	if werr := writeAgentsReport(s, dir, results, o.Proxy != "", facts, servedTokenCounter(cache), ref); werr != nil && err == nil {
+	if werr := writeAgentsReport(s, dir, results, o.Proxy != "", script, facts, servedTokenCounter(cache), ref); werr != nil && err == nil {
 		err = werr
 	}
 	return err
@@ -212,7 +212,7 @@ func runAgents(ctx context.Context, s *streams, o *agentsOptions) error {
 // agent's hygiene scorecard ([scorecard.Score], with the script's facts and count, nil for
 // none, counting tokens). With an outside proxy (external) the lab has no capture of its own:
 // each agent's line says so.
-func writeAgentsReport(s *streams, dir string, rs []agents.Result, external bool, facts scorecard.Facts, count func(string) (int, error), ref *report.AgentRun) error {
+func writeAgentsReport(s *streams, dir string, rs []agents.Result, external bool, script *scriptmodel.Script, facts scorecard.Facts, count func(string) (int, error), ref *report.AgentRun) error {
 	loop, err := hygiene.ParseConfig(lab.LoopJSON)
 	if err != nil {
 		return err
@@ -244,6 +244,9 @@ func writeAgentsReport(s *streams, dir string, rs []agents.Result, external bool
 				break
 			}
 			run.Rows, run.Bodies = rows, bodies
+			if script != nil {
+				scriptProgress(&run, script, filepath.Join(r.Dir, "scripted-model.jsonl"))
+			}
 			reqs, skipped, err := scorecard.Session(rows, bodies, capture.DecodeRequest)
 			if err != nil {
 				run.ScorecardError = err.Error()
@@ -366,6 +369,30 @@ func startScriptedModel(s *streams, upstream, cache string, script *scriptmodel.
 	go func() { _ = hs.Serve(ln) }()
 	fmt.Fprintf(s.err, "%s: scripted model %q on http://%s in front of %s (its events: %s)\n", a.Name, script.Name, ln.Addr(), upstream, ev.Name())
 	return "http://" + ln.Addr().String(), func() { _ = hs.Close(); ev.Close() }, nil
+}
+
+// scriptProgress fills run's script fields from the scripted model's events file
+// ([scriptmodel.Script.Progress]): how many steps were served, and a note for each that was not
+// or whose request failed. An events file that cannot be read is a note of its own.
+func scriptProgress(run *report.AgentRun, script *scriptmodel.Script, events string) {
+	evs, err := scriptmodel.ReadEvents(events)
+	if err != nil {
+		run.ScriptNotes = append(run.ScriptNotes, "the scripted model's events: "+err.Error())
+	}
+	for _, o := range script.Progress(evs) {
+		run.ScriptSteps++
+		switch o.Outcome {
+		case "served":
+			run.ScriptServed++
+		case "skipped":
+			run.ScriptNotes = append(run.ScriptNotes, fmt.Sprintf("turn %d step %d (%s): skipped, %s", o.Turn, o.Step, o.Intent, o.Why))
+		default:
+			run.ScriptNotes = append(run.ScriptNotes, fmt.Sprintf("turn %d step %d (%s): not reached (the agent stopped, or its turn failed, before asking for it)", o.Turn, o.Step, o.Intent))
+		}
+		for _, e := range o.Errors {
+			run.ScriptNotes = append(run.ScriptNotes, fmt.Sprintf("turn %d step %d (%s): a request failed: %s", o.Turn, o.Step, o.Intent, e))
+		}
+	}
 }
 
 // referenceAgent names the reference row of the agents' report: the lab's own harness.
