@@ -592,6 +592,9 @@ func noAbsolutePaths(in Input) Entry {
 	if len(paths) == 0 {
 		return b.done("no machine paths given to look for", "")
 	}
+	if len(in.Requests) == 0 {
+		return b.done("no requests", "")
+	}
 	// Longest first, each match taken out before the next: the project folder under the home
 	// folder is one path named, not the home folder too.
 	sort.SliceStable(paths, func(i, j int) bool { return len(paths[i]) > len(paths[j]) })
