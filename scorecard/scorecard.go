@@ -560,7 +560,7 @@ func reasoning(in Input) Entry {
 					text += t.Text
 				}
 				b.add(r, in.count(text), fmt.Sprintf("an assistant message of an earlier turn (message %d) sent with its reasoning", k+1))
-				break
+				continue
 			}
 			if k > start && len(m.ToolCalls) > 0 && reasoned[m.ToolCalls[0].ID] {
 				during++
