@@ -74,3 +74,22 @@ func TestCapLeavesReadsAlone(t *testing.T) {
 		t.Errorf("a read of 1000 lines: %s (%q), want not broken", e.Verdict, e.Detail)
 	}
 }
+
+// §2 is about a read; a harness without a read tool (Codex) runs the script's read as a shell
+// command, and §6 says "a command's output twice is two results". A `cat` run twice gives §2
+// no occasion: it is not a broken stub rule.
+func TestStubsLeaveAShellCatAlone(t *testing.T) {
+	var b strings.Builder
+	for i := range 40 {
+		b.WriteString("line " + strings.Repeat("x", i%7) + " of the file\n")
+	}
+	first := b.String()
+	r0 := req(sys("s"), user("look"))
+	r1 := req(sys("s"), user("look"), call("call_1_4", "exec_command", `{"cmd":"cat main.go"}`), res("call_1_4", first))
+	r2 := req(sys("s"), user("look"), call("call_1_4", "exec_command", `{"cmd":"cat main.go"}`), res("call_1_4", first), text("seen"),
+		user("again"), call("call_2_1", "exec_command", `{"cmd":"cat main.go"}`), res("call_2_1", first))
+	facts := Facts{Rereads: []Reread{{Path: "main.go", Call: "call_2_1", Of: "call_1_4"}}}
+	if e := score(t, Input{Requests: session(r0, r1, r2), Facts: facts}, RuleStubs); e.Verdict == Broken {
+		t.Errorf("a shell cat run twice: %s (%q), want not broken (§6: a command's output twice is two results)", e.Verdict, e.Detail)
+	}
+}
