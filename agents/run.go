@@ -101,6 +101,10 @@ type Options struct {
 	// Project is the scratch project's files (path relative to the project folder → text),
 	// written fresh for each agent; nil is the lab's small Go project (main.go, greet.go, ...).
 	Project map[string]string
+	// Midnight, when 2 or more, is the 1-based turn before which each agent's clock crosses
+	// midnight: when the agent's session starts, its turns get the time zones of
+	// [MidnightZones] (a turn's own TZ is then replaced). 0 keeps the turns' TZ.
+	Midnight int
 	// TurnTimeout limits each turn's child process; 0 is [DefaultTurnTimeout].
 	TurnTimeout time.Duration
 	// Progress (nil for none) receives a line per agent step and turn.
@@ -269,6 +273,10 @@ func runAgent(ctx context.Context, o Options, a Agent, progress io.Writer) (r Re
 			return r
 		}
 	}
+	if err := gitInit(ctx, project); err != nil {
+		r.Error = "make the scratch project a git repository: " + err.Error()
+		return r
+	}
 	deny, err := startDeny(filepath.Join(r.Dir, "outside.jsonl"))
 	if err != nil {
 		r.Error = "start the refusing proxy: " + err.Error()
@@ -306,7 +314,13 @@ func runAgent(ctx context.Context, o Options, a Agent, progress io.Writer) (r Re
 		}
 	}
 	env := agentEnv(a, vars, deny.url)
+	// The zones are worked out at this agent's start, not the run's: an agent that starts an
+	// hour after the first still has its clock cross midnight where the script says.
+	zones := MidnightZones(time.Now(), len(o.Turns), o.Midnight)
 	for i, t := range o.Turns {
+		if zones != nil {
+			t.TZ = zones[i]
+		}
 		args := a.First
 		if t.Resume {
 			args = a.Resume
@@ -343,6 +357,28 @@ func runAgent(ctx context.Context, o Options, a Agent, progress io.Writer) (r Re
 		}
 	}
 	return r
+}
+
+// gitInit makes the scratch project a git repository of its own with its files in one commit,
+// as a real project is: an agent that looks for the repository it runs in (Claude Code walks up
+// from its folder itself, past GIT_CEILING_DIRECTORIES) finds this one, not a clone the run
+// folder happens to sit in (the lab's own results/), whose log and status would change with it.
+// Without git on PATH the project stays a plain folder.
+func gitInit(ctx context.Context, dir string) error {
+	if _, err := exec.LookPath("git"); err != nil {
+		return nil
+	}
+	env := append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=lab", "GIT_AUTHOR_EMAIL=lab@localhost", "GIT_COMMITTER_NAME=lab", "GIT_COMMITTER_EMAIL=lab@localhost",
+		"GIT_AUTHOR_DATE=2026-11-01T12:00:00Z", "GIT_COMMITTER_DATE=2026-11-01T12:00:00Z")
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "The scratch project"}} {
+		cmd := exec.CommandContext(ctx, "git", args...)
+		cmd.Dir, cmd.Env = dir, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		}
+	}
+	return nil
 }
 
 // agentEnv is the child's whole environment: PATH and the locale from the lab's own, a

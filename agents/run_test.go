@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -134,6 +135,12 @@ func TestRunDrivesTurnsThroughTheEndpoint(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(r.Dir, "project", "main.go")); err != nil {
 		t.Fatalf("scratch project: %v", err)
 	}
+	if _, err := exec.LookPath("git"); err == nil {
+		out, err := exec.Command("git", "-C", filepath.Join(r.Dir, "project"), "log", "--format=%s %an").Output()
+		if err != nil || strings.TrimSpace(string(out)) != "The scratch project lab" {
+			t.Fatalf("the scratch project's git log %q (%v): want its own repository with one commit", out, err)
+		}
+	}
 	wire, _ := os.ReadFile(filepath.Join(r.Dir, "wire.jsonl"))
 	if strings.Contains(string(wire), "lab-dummy-key") || !strings.Contains(string(wire), "(redacted)") {
 		t.Fatalf("wire.jsonl holds the key, or no redaction: %s", wire)
@@ -255,5 +262,40 @@ func TestMidnightZonesCrossMidnight(t *testing.T) {
 	}
 	if z := MidnightZones(time.Now(), 3, 4); z != nil {
 		t.Errorf("before past the last turn: %v, want nil", z)
+	}
+}
+
+// Options.Midnight gives each turn the zone of MidnightZones at the agent's start: the turns
+// before it read 22:xx, the rest 00:xx of the next day, in the child's own TZ.
+func TestRunMidnightSetsEachTurnsZone(t *testing.T) {
+	self, _ := os.Executable()
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"choices":[]}`) }))
+	defer upstream.Close()
+	rs, err := Run(context.Background(), Options{
+		Agents: []Agent{fakeAgentSpec("fake")}, CacheDir: t.TempDir(), RunDir: t.TempDir(), Model: "m", Midnight: 2,
+		Turns: []Turn{{Prompt: "one", TZ: "Etc/GMT"}, {Prompt: "two", Resume: true}},
+		Endpoint: func(context.Context, Agent, string) (string, func() error, error) {
+			return upstream.URL, func() error { return nil }, nil
+		},
+		install: func(context.Context, string, Agent, io.Writer) (*Installed, error) { return &Installed{Bin: self, Reused: true}, nil },
+	})
+	if err != nil || len(rs) != 1 || len(rs[0].Turns) != 2 {
+		t.Fatalf("Run: %v %+v", err, rs)
+	}
+	now := time.Now()
+	for i, want := range []int{22, 0} {
+		tr := rs[0].Turns[i]
+		loc, err := time.LoadLocation(tr.TZ)
+		if err != nil {
+			t.Fatalf("turn %d zone %q: %v", i+1, tr.TZ, err)
+		}
+		// A minute's slack: the test may cross an hour.
+		if h := now.Add(-time.Minute).In(loc).Hour(); h != want && now.In(loc).Hour() != want {
+			t.Errorf("turn %d in %s reads hour %d, want %d", i+1, tr.TZ, h, want)
+		}
+		out, _ := os.ReadFile(filepath.Join(rs[0].Dir, tr.Stdout))
+		if !strings.Contains(string(out), fmt.Sprintf("tz=%q", tr.TZ)) {
+			t.Errorf("turn %d stdout %q: want the child's TZ %s", i+1, out, tr.TZ)
+		}
 	}
 }

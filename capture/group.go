@@ -125,7 +125,7 @@ func (g *grouper) assign(key, side string, req *chat.Request) (c *conversation, 
 				continue
 			}
 			an, bn := withoutSystem(msgs), withoutSystem(c.last)
-			if n := commonPrefix(an, bn); n == 0 || n < c.lastLen-(len(c.last)-len(bn)) {
+			if n := commonPrefix(an, bn); n == 0 || n < len(bn) {
 				continue
 			}
 			rebuilt = true

@@ -335,8 +335,8 @@ func WriteAgentsReport(w io.Writer, runs []AgentRun) error {
 }
 
 // writeScorecard writes the hygiene scorecard, one row per rule of [scorecard.Rules] and one
-// column per agent with a scorecard, then every broken entry with its request, segment, cost and
-// what was seen; nothing when no agent has one.
+// column per agent with a scorecard (a broken cell names its request, segment, count and cost),
+// then per agent each broken or not-seen entry with what was seen; nothing when no agent has one.
 func writeScorecard(b *strings.Builder, runs []AgentRun) {
 	var with []AgentRun
 	for _, r := range runs {

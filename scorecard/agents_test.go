@@ -93,12 +93,12 @@ func TestScorecardOnSavedAgentBodies(t *testing.T) {
 		times   int
 	}
 	cases := map[string][]want{
-		// Codex sends greet.go again in full on the unchanged re-read (turn 2's first step) and
-		// keeps its tool list for the whole session.
-		"codex": {{scorecard.RuleStubs, scorecard.Broken, 7, 1}, {scorecard.RuleToolsStable, scorecard.Kept, -1, 0}},
+		// Codex has no read tool: it reads with its shell (a command, which §2 does not judge),
+		// sends seq's output whole (2,229 of its 3,000 lines) and keeps its tool list.
+		"codex": {{scorecard.RuleStubs, scorecard.NotSeen, -1, 0}, {scorecard.RuleCap, scorecard.Broken, 17, 1}, {scorecard.RuleToolsStable, scorecard.Kept, -1, 0}},
 		// Claude Code sends seq's 3000 lines whole; its system prompt holds no date (the date
-		// goes in a system message after the history).
-		"claude": {{scorecard.RuleCap, scorecard.Broken, 17, 1}, {scorecard.RuleSystemStable, scorecard.Kept, -1, 0}},
+		// goes in a system message after the history), which names the project's absolute path.
+		"claude": {{scorecard.RuleCap, scorecard.Broken, 17, 1}, {scorecard.RuleSystemStable, scorecard.Kept, -1, 0}, {scorecard.RuleNoAbsolutePaths, scorecard.Broken, 0, 20}},
 		// opencode writes the date into its system prompt, so midnight rewrites it at turn 3's
 		// first request.
 		"opencode": {{scorecard.RuleSystemStable, scorecard.Broken, 13, 1}, {scorecard.RuleNoClock, scorecard.Broken, 0, 20}},

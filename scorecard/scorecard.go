@@ -246,16 +246,38 @@ func systemStable(in Input) Entry {
 	}
 	for i := 1; i < len(in.Requests); i++ {
 		prev, cur := systemText(in.Requests[i-1].Req), systemText(in.Requests[i].Req)
-		if prev != cur {
+		if prev != cur && !compacted(in.Requests[i-1].Req, in.Requests[i].Req) {
+			// §10.1: built again where everything is read again anyway, after a compaction.
 			b.add(in.Requests[i], in.Requests[i].Reread, "changed at: "+excerptAt(prev, cur))
 		}
 	}
 	return b.done("", fmt.Sprintf("the same %d bytes on all %d requests", len(systemText(in.Requests[0].Req)), len(in.Requests)))
 }
 
-// clockRE matches a date or a time of day as harnesses write them: 2026-12-01, 12/01/2026,
-// "Tue Dec 01 2026", "December 1, 2026", 23:59.
-var clockRE = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{4}\b|\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,? +(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]* +\d{1,2},? +\d{4}\b|\b(?:January|February|March|April|May|June|July|August|September|October|November|December) +\d{1,2}, +\d{4}\b|\b(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d)?\b`)
+// clockRE matches a date or a time of day as harnesses write them: 2026-12-01, 2026/12/01,
+// 12/01/2026, 01.12.2026, "Tue Dec 01 2026", "December 1, 2026", "Dec 1, 2026",
+// "1 December 2026", 23:59 (see [clocks] for the times it leaves out).
+var clockRE = regexp.MustCompile(`\b\d{4}[-/]\d{2}[-/]\d{2}\b|\b\d{1,2}[/.]\d{1,2}[/.]\d{4}\b|\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,? +(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]* +\d{1,2},? +\d{4}\b|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]* +\d{1,2}, +\d{4}\b|\b\d{1,2} +(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]* +\d{4}\b|\b(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d)?\b`)
+
+// clocks returns the dates and times of day in s ([clockRE]), leaving out a "time" that is part
+// of something else: after a ':' or a digit (a file position, main.go:12:34) or before one
+// more ':' and digit.
+func clocks(s string) []string {
+	var out []string
+	for _, m := range clockRE.FindAllStringIndex(s, -1) {
+		text := s[m[0]:m[1]]
+		if strings.Contains(text, ":") && !strings.ContainsAny(text, "-/. ") {
+			if m[0] > 0 && (s[m[0]-1] == ':' || s[m[0]-1] == '.' || (s[m[0]-1] >= '0' && s[m[0]-1] <= '9')) {
+				continue
+			}
+			if m[1]+1 < len(s) && s[m[1]] == ':' && s[m[1]+1] >= '0' && s[m[1]+1] <= '9' {
+				continue
+			}
+		}
+		out = append(out, text)
+	}
+	return out
+}
 
 func noClock(in Input) Entry {
 	b := newBreaks(RuleNoClock)
@@ -265,7 +287,7 @@ func noClock(in Input) Entry {
 	var last string
 	for i, r := range in.Requests {
 		sys := systemText(r.Req)
-		clocks := clockRE.FindAllString(sys, -1)
+		clocks := clocks(sys)
 		now := strings.Join(clocks, " ")
 		if len(clocks) > 0 {
 			// The cost of a clock is the re-read where its value changed; a clock that kept
@@ -359,6 +381,9 @@ func appendOnly(in Input) Entry {
 		return b.done("fewer than two requests", "")
 	}
 	for i := 1; i < len(in.Requests); i++ {
+		if compacted(in.Requests[i-1].Req, in.Requests[i].Req) {
+			continue // the one deliberate break (§7)
+		}
 		prev, cur := history(in.Requests[i-1].Req), history(in.Requests[i].Req)
 		for k, pm := range prev {
 			if k >= len(cur) {
@@ -417,6 +442,59 @@ func (in Input) callIDs() func(string) string {
 	}
 }
 
+// The kinds of tool a call used, as [kindOf] tells them.
+const (
+	toolOther = iota
+	// toolRead: a file read or recall (§3 leaves its result uncapped, §2 stubs it).
+	toolRead
+	// toolShell: a command (§6: never deduplicated).
+	toolShell
+)
+
+// kindOf tells what kind of tool the call with id used, from the call's tool name and that
+// tool's schema in the request that carries it: a shell when the tool takes a command (a
+// `command` or `cmd` argument: bash, Bash, exec_command, run_shell_command), a read when its
+// name says read, view or recall (Read, read_file, read, view) and it takes no command, else
+// another tool. An id no request carries is another tool.
+func kindOf(in Input, id string) int {
+	if id == "" {
+		return toolOther
+	}
+	for _, r := range in.Requests {
+		for _, m := range r.Req.Messages {
+			for _, tc := range m.ToolCalls {
+				if tc.ID != id {
+					continue
+				}
+				for _, t := range r.Req.Tools {
+					if t.Name != tc.Name {
+						continue
+					}
+					var schema struct {
+						Properties map[string]json.RawMessage `json:"properties"`
+					}
+					_ = json.Unmarshal(t.Parameters, &schema)
+					if _, ok := schema.Properties["command"]; ok {
+						return toolShell
+					}
+					if _, ok := schema.Properties["cmd"]; ok {
+						return toolShell
+					}
+				}
+				n := strings.ToLower(tc.Name)
+				switch {
+				case n == "bash" || n == "shell" || strings.Contains(n, "exec") || strings.Contains(n, "shell"):
+					return toolShell
+				case strings.Contains(n, "read") || n == "view" || n == "recall":
+					return toolRead
+				}
+				return toolOther
+			}
+		}
+	}
+	return toolOther
+}
+
 // result finds the tool result answering call id in the session: its text and the first
 // request that carries it.
 func result(in Input, id string) (string, Request, bool) {
@@ -446,13 +524,19 @@ func stubs(in Input) Entry {
 	if len(in.Facts.Rereads) == 0 {
 		return b.done("the script has no unchanged re-read (no facts)", "")
 	}
-	judged := 0
+	judged, shell := 0, 0
 	var kept []string
 	id := in.callIDs()
 	for _, rr := range in.Facts.Rereads {
 		again, r, ok := result(in, id(rr.Call))
 		first, _, ok0 := result(in, id(rr.Of))
 		if !ok || !ok0 {
+			continue
+		}
+		if kindOf(in, id(rr.Call)) == toolShell {
+			// The agent read with its shell: a command, which §6 never deduplicates ("a
+			// command's output twice is two results"); §2 had no occasion.
+			shell++
 			continue
 		}
 		judged++
@@ -463,6 +547,9 @@ func stubs(in Input) Entry {
 			continue
 		}
 		b.add(r, in.count(again), fmt.Sprintf("%s read again unchanged: %d bytes, the first read %d", rr.Path, len(again), len(first)))
+	}
+	if judged == 0 && shell > 0 {
+		return b.done("the agent read the file with its shell (a command's output twice is two results, §6): no read tool to judge", "")
 	}
 	if judged == 0 {
 		return b.done("no re-read of the script reached the agent's requests with its first read", "")
@@ -497,7 +584,8 @@ func capped(in Input) Entry {
 	largest, largestLines := 0, 0
 	for _, r := range in.Requests {
 		for _, m := range r.Req.Messages {
-			if m.Role != chat.RoleTool {
+			if m.Role != chat.RoleTool || kindOf(in, m.ToolCallID) == toolRead {
+				// §3: reads (and recall) are not capped this way; each has its own window.
 				continue
 			}
 			key := m.ToolCallID + "\x00" + m.Content
@@ -608,7 +696,9 @@ func noAbsolutePaths(in Input) Entry {
 			texts = append(texts, t.Description, string(t.Parameters))
 		}
 		for _, m := range history(r.Req) {
-			if m.Role == chat.RoleUser {
+			// A system or developer message after the history's start is the harness's too
+			// (Claude Code's environment block).
+			if m.Role == chat.RoleUser || m.Role == chat.RoleSystem || m.Role == chat.RoleDeveloper {
 				texts = append(texts, m.Content)
 			}
 		}
@@ -638,26 +728,69 @@ func noAbsolutePaths(in Input) Entry {
 	return b.done("", "")
 }
 
-// compaction judges §7 by what the session shows: a request whose history is shorter than the
-// one before it (a summary replaced the history) with the same system prompt and tools is a
-// compaction done in the conversation; none in the session is not seen.
+// extends reports whether cur's history begins with prev's whole history, message for message
+// (reasoning left out, as messageKey does).
+func extends(prev, cur *chat.Request) bool {
+	ph, ch := history(prev), history(cur)
+	if len(ch) < len(ph) {
+		return false
+	}
+	for k := range ph {
+		if messageKey(ph[k]) != messageKey(ch[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+// compacted reports whether cur replaced prev's history with a summary: its history is shorter
+// and starts with a message prev did not hold (or one marked [chat.Message].Summary). A shorter
+// history made only of prev's messages is a window or a prune, not a compaction.
+func compacted(prev, cur *chat.Request) bool {
+	ph, ch := history(prev), history(cur)
+	if len(ch) == 0 || len(ch) >= len(ph) {
+		return false
+	}
+	if ch[0].Summary {
+		return true
+	}
+	for _, m := range ph {
+		if messageKey(m) == messageKey(ch[0]) {
+			return false
+		}
+	}
+	return true
+}
+
+// compaction judges §7 by what the session shows. A compaction is a request whose history a
+// summary replaced ([compacted]); it kept the rule when the request before it asked for the
+// summary as the next turn of the same conversation: the same system prompt and tools, every
+// message as the request before, and one more user message. A summary made anywhere else (a
+// side request with a pasted transcript, which the session's own requests do not show) broke
+// it. No compaction in the session is not seen.
 func compaction(in Input) Entry {
 	b := newBreaks(RuleCompaction)
 	seen := 0
 	for i := 1; i < len(in.Requests); i++ {
-		prev, cur := in.Requests[i-1].Req, in.Requests[i].Req
-		if len(history(cur)) >= len(history(prev)) {
+		if !compacted(in.Requests[i-1].Req, in.Requests[i].Req) {
 			continue
 		}
 		seen++
-		if systemText(prev) != systemText(cur) || toolsKey(prev.Tools) != toolsKey(cur.Tools) {
-			b.add(in.Requests[i], in.Requests[i].Reread, "the history was replaced, with another system prompt or tool list")
+		asked := false
+		if i >= 2 {
+			before, ask := in.Requests[i-2].Req, in.Requests[i-1].Req
+			h := history(ask)
+			asked = extends(before, ask) && len(h) > len(history(before)) && h[len(h)-1].Role == chat.RoleUser &&
+				systemText(before) == systemText(ask) && toolsKey(before.Tools) == toolsKey(ask.Tools)
+		}
+		if !asked {
+			b.add(in.Requests[i], in.Requests[i].Reread, "the history was replaced by a summary the conversation did not ask for as its next turn (a separate request made it)")
 		}
 	}
 	if seen == 0 {
 		return b.done("no compaction in the session", "")
 	}
-	return b.done("", fmt.Sprintf("compactions with the same system prompt and tools: %d", seen))
+	return b.done("", fmt.Sprintf("compactions asked for as the next turn: %d", seen))
 }
 
 // excerptAt returns a short view of where b first differs from a: "…shared|a → b…".

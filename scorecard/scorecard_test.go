@@ -556,3 +556,12 @@ func TestSession(t *testing.T) {
 		}
 	})
 }
+
+// The clock rule finds the dates and times harnesses write, and not a file position.
+func TestClocks(t *testing.T) {
+	got := clocks("Error at main.go:12:34. Today: 2026/12/03, 3 December 2026, Dec 3, 2026, 12.03.2026 and Wed Dec 02 2026 at 23:59.")
+	want := []string{"2026/12/03", "3 December 2026", "Dec 3, 2026", "12.03.2026", "Wed Dec 02 2026", "23:59"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("clocks = %q, want %q", got, want)
+	}
+}

@@ -605,7 +605,7 @@ func (a *answer) anthropicMessage(content []any, stop any, usage obj) obj {
 // usage), per content block (thinking when there is reasoning, text when there is text, a
 // tool_use per tool call) content_block_start, its deltas (thinking_delta then one
 // signature_delta; text_delta; input_json_delta) and content_block_stop, then message_delta
-// with the stop_reason and output_tokens, and message_stop.
+// with the stop_reason and the whole usage (input_tokens and output_tokens), and message_stop.
 func (a *answer) anthropicStream(s *sink) {
 	ev := func(typ string, fields ...kv) { s.event(typ, append(obj{{"type", typ}}, fields...)) }
 	ev("message_start", kv{"message", a.anthropicMessage(empty, nil, a.anthropicUsage(0))})

@@ -207,6 +207,9 @@ func ParseScript(name string, data []byte) (*Script, error) {
 		return nil, bad(fileerr.TopKeyLine(data, "turns"), "no turns")
 	}
 	if s.Midnight != 0 && (s.Midnight < 2 || s.Midnight > len(s.Turns)) {
+		if len(s.Turns) < 2 {
+			return nil, bad(fileerr.TopKeyLine(data, "midnight"), "midnight %d: a script of one turn has no turn for the clock to cross midnight before; leave it out", s.Midnight)
+		}
 		return nil, bad(fileerr.TopKeyLine(data, "midnight"), "midnight %d: want the turn (2 to %d) before which the clock crosses midnight, or leave it out", s.Midnight, len(s.Turns))
 	}
 	for i, t := range s.Turns {

@@ -100,7 +100,7 @@ func TestScriptErrorsNameFileAndLine(t *testing.T) {
 		{"unknown turn field", "name: x\nturns:\n  - user: hi\n    prompt: hi\n    steps: [answer ok]\n", `:4: turn: unknown field "prompt" (want user, steps)`},
 		{"empty user", "name: x\nturns:\n  - user: \" \"\n    steps: [answer ok]\n", ":3: turn: user: empty prompt"},
 		{"no steps", "name: x\nturns:\n  - user: hi\n    steps: []\n", ":3: turn 1: no steps"},
-		{"midnight before turn 1", "name: x\nmidnight: 1\nturns:\n  - user: hi\n    steps: [answer ok]\n", ":2: midnight 1: want the turn (2 to 1)"},
+		{"midnight before turn 1", "name: x\nmidnight: 1\nturns:\n  - user: hi\n    steps: [answer ok]\n", ":2: midnight 1: a script of one turn has no turn"},
 		{"midnight past the end", "name: x\nturns:\n  - user: hi\n    steps: [answer ok]\n  - user: again\n    steps: [answer ok]\nmidnight: 3\n", ":7: midnight 3: want the turn (2 to 2)"},
 		{"second document", head + "      - answer ok\n---\nname: y\n", ":6: a second YAML document"},
 		{"yaml syntax", "name: x\nturns:\n  - user: [\n", ":3: "},

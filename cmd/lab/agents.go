@@ -144,6 +144,7 @@ func runAgents(ctx context.Context, s *streams, o *agentsOptions) error {
 	}
 	var script *scriptmodel.Script
 	var turns []agents.Turn
+	midnight := 0
 	var project map[string]string
 	if o.Scripted || o.Script != "" {
 		if o.Proxy != "" {
@@ -157,15 +158,11 @@ func runAgents(ctx context.Context, s *streams, o *agentsOptions) error {
 		if err != nil {
 			return badInput("--script: %v", err)
 		}
-		zones := agents.MidnightZones(time.Now(), len(script.Turns), script.Midnight)
 		for i, t := range script.Turns {
-			turn := agents.Turn{Prompt: t.User, Resume: i > 0}
-			if zones != nil {
-				turn.TZ = zones[i]
-			}
-			turns = append(turns, turn)
+			turns = append(turns, agents.Turn{Prompt: t.User, Resume: i > 0})
 		}
 		project = scriptmodel.DefaultWorkspace()
+		midnight = script.Midnight
 	}
 	var endpoint agents.Endpoint
 	if o.Proxy != "" {
@@ -190,7 +187,7 @@ func runAgents(ctx context.Context, s *streams, o *agentsOptions) error {
 	fmt.Fprintf(s.err, "lab agents: %d agents into %s\n", len(list), dir)
 	results, err := agents.Run(ctx, agents.Options{
 		Agents: list, CacheDir: cache, RunDir: dir, Endpoint: endpoint, Model: o.Model,
-		TurnTimeout: o.TurnTimeout, Progress: s.err, Turns: turns, Project: project,
+		TurnTimeout: o.TurnTimeout, Progress: s.err, Turns: turns, Project: project, Midnight: midnight,
 	})
 	printAgents(s, dir, results)
 	var facts scorecard.Facts
@@ -368,7 +365,17 @@ func startScriptedModel(s *streams, upstream, cache string, script *scriptmodel.
 	hs := &http.Server{Handler: sm, ReadHeaderTimeout: time.Minute}
 	go func() { _ = hs.Serve(ln) }()
 	fmt.Fprintf(s.err, "%s: scripted model %q on http://%s in front of %s (its events: %s)\n", a.Name, script.Name, ln.Addr(), upstream, ev.Name())
-	return "http://" + ln.Addr().String(), func() { _ = hs.Close(); ev.Close() }, nil
+	// Stopping waits for the requests in flight: the last answer's fill runs after the agent
+	// has it (and may have exited), and its event is written after the fill.
+	stop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		if hs.Shutdown(ctx) != nil {
+			_ = hs.Close()
+		}
+		ev.Close()
+	}
+	return "http://" + ln.Addr().String(), stop, nil
 }
 
 // scriptProgress fills run's script fields from the scripted model's events file
