@@ -148,10 +148,12 @@ func (g *grouper) assign(key, side string, req *chat.Request) (c *conversation, 
 	if best != nil {
 		return best, false
 	}
-	if prev := g.latest[key]; prev != nil && slices.Equal(system, prev.system) && hasAssistant(req.Messages) {
+	if prev := g.latest[key]; prev != nil && hasAssistant(req.Messages) && (slices.Equal(system, prev.system) ||
+		related(sysText, prev.systemEnds) && toolNames(req.Tools) == prev.toolNames) {
 		// A history the client rewrote (Qwen Code's resumed session drops a reminder from its
-		// first user message), under the latest conversation's system prompt: that session
-		// resumed, not a new one, which would start without assistant messages.
+		// first user message), under the latest conversation's system prompt, or that prompt
+		// rebuilt with the same tools (Qwen Code's git status in it changed after an edit):
+		// that session resumed, not a new one, which would start without assistant messages.
 		return prev, false
 	}
 	c = g.add(key)

@@ -79,3 +79,21 @@ func TestKeylessSessionKeepsItsConversationAcrossADateChange(t *testing.T) {
 		t.Fatalf("the rebuilt prompt with other tools joined %s, want a conversation of its own", c.name)
 	}
 }
+
+// Qwen Code resumed after an edit: its system prompt holds the git status, which changed, and it
+// rewrote a reminder in its first user message; with its history and the same tools it is still
+// the same session.
+func TestKeylessResumeWithRebuiltPromptAndRewrittenHistory(t *testing.T) {
+	var g grouper
+	tools := []chat.Tool{{Name: "read_file"}, {Name: "run_shell_command"}}
+	prompt := func(status string) chat.Message {
+		return sys("You are Qwen Code, an interactive CLI agent." + strings.Repeat(" Be careful.", 20) + "\ngit: Status: " + status + "\n# auto memory")
+	}
+	t1 := &chat.Request{Messages: []chat.Message{prompt("(clean)"), user("<reminder>skills: a</reminder>fix it")}, Tools: tools}
+	c1, _ := g.assign("", "", t1)
+	g.update(c1, t1, &chat.Reply{Content: "fixed"}, false)
+	t2 := &chat.Request{Messages: []chat.Message{prompt("M greet.go"), user("<reminder>skills: a, b</reminder>fix it"), {Role: chat.RoleAssistant, Content: "fixed"}, user("now the README")}, Tools: tools}
+	if c, created := g.assign("", "", t2); created || c != c1 {
+		t.Fatalf("the resumed session went to %s (new %v), want %s", c.name, created, c1.name)
+	}
+}
