@@ -128,6 +128,10 @@ type Attribution struct {
 	NumCtx int
 	// NoteOpen is the tag that opens a harness's session note ("<session-note>"); "" for none.
 	NoteOpen string
+	// OrderedArguments says the upstream converts an Anthropic Messages request with its tool
+	// calls' arguments in the order sent ([ollama.OrderAnthropicArguments]): the lab's scripted
+	// model does; Ollama's own /v1/messages does not (its order is random), and the rows say so.
+	OrderedArguments bool
 }
 
 // The values of [Attribution].Render.

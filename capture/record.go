@@ -455,7 +455,7 @@ func (r *recorder) attribute(ex *exchange, req *chat.Request, res *chat.Result, 
 		return nil
 	}
 	dropped := row.DroppedMessages(req, rendered)
-	if ex.api == APIAnthropic && r.opts.Attribution.Render == RenderOllama {
+	if ex.api == APIAnthropic && r.opts.Attribution.Render == RenderOllama && !r.opts.Attribution.OrderedArguments {
 		if n := multiArgumentCalls(req); n > 0 {
 			dropped = append(dropped, fmt.Sprintf("%s (%d in this request)", anthropicArgumentOrder, n))
 		}
@@ -600,6 +600,11 @@ func (r *recorder) render(ex *exchange) (string, error) {
 		c, err := ollama.CompatibleChatRequest(ex.api, ex.body)
 		if err != nil {
 			return "", fmt.Errorf("render the prompt: %w", err)
+		}
+		if ex.api == APIAnthropic && r.opts.Attribution.OrderedArguments {
+			if err := ollama.OrderAnthropicArguments(c, ex.body); err != nil {
+				return "", fmt.Errorf("render the prompt: %w", err)
+			}
 		}
 		b, err := ollama.RenderRequest(c)
 		if err != nil {

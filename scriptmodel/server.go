@@ -231,7 +231,14 @@ func convert(a API, body []byte) (*api.ChatRequest, error) {
 		}
 		return &c, nil
 	}
-	return ollama.CompatibleChatRequest(string(a), body)
+	c, err := ollama.CompatibleChatRequest(string(a), body)
+	if err == nil && a == Anthropic {
+		// Ollama's own conversion orders a tool_use input's keys at random: the scripted model
+		// keeps them as sent, so the same request renders the same way every time (a lab proxy
+		// in front of it renders the same way, Attribution.OrderedArguments).
+		err = ollama.OrderAnthropicArguments(c, body)
+	}
+	return c, err
 }
 
 // streamed reports whether the request asked for a streamed answer: `stream` true for the

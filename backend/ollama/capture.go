@@ -1,6 +1,7 @@
 package ollama
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -267,4 +268,79 @@ func RenderRequest(req *api.ChatRequest) ([]byte, error) {
 		return nil, fmt.Errorf("ollama: render request: %w", err)
 	}
 	return b, nil
+}
+
+// OrderAnthropicArguments sets the arguments of each tool call that [CompatibleChatRequest]
+// converted from an Anthropic Messages body in the order the body's tool_use input gives them.
+// Ollama v0.17.4's own conversion builds them from a Go map (anthropic.mapToArgs), so their
+// order, and so the rendering, changes from one conversion to the next; a server of the lab's
+// own that converts with this order (the scripted model) renders the same request the same
+// way every time. Calls are matched by their id; a call whose id the body does not hold, or
+// whose input is not a JSON object, keeps the order it has. The error is for a body that is not
+// a Messages request.
+func OrderAnthropicArguments(c *api.ChatRequest, body []byte) error {
+	var r struct {
+		Messages []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return fmt.Errorf("ollama: /v1/messages body: %w", err)
+	}
+	order := map[string][]string{}
+	for _, m := range r.Messages {
+		var blocks []struct {
+			Type  string          `json:"type"`
+			ID    string          `json:"id"`
+			Input json.RawMessage `json:"input"`
+		}
+		if json.Unmarshal(m.Content, &blocks) != nil {
+			continue // a string content holds no tool_use
+		}
+		for _, b := range blocks {
+			if b.Type == "tool_use" && b.ID != "" {
+				if keys, ok := objectKeys(b.Input); ok {
+					order[b.ID] = keys
+				}
+			}
+		}
+	}
+	for i := range c.Messages {
+		for j := range c.Messages[i].ToolCalls {
+			tc := &c.Messages[i].ToolCalls[j]
+			keys, ok := order[tc.ID]
+			if !ok || len(keys) != tc.Function.Arguments.Len() {
+				continue
+			}
+			args := api.NewToolCallFunctionArguments()
+			for _, k := range keys {
+				v, _ := tc.Function.Arguments.Get(k)
+				args.Set(k, v)
+			}
+			tc.Function.Arguments = args
+		}
+	}
+	return nil
+}
+
+// objectKeys returns the keys of a JSON object in the order written; ok is false for anything
+// but an object.
+func objectKeys(raw json.RawMessage) (keys []string, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, false
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		k, _ := t.(string)
+		keys = append(keys, k)
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil, false
+		}
+	}
+	return keys, true
 }

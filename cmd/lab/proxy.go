@@ -179,7 +179,7 @@ func runProxy(ctx context.Context, s *streams, o *proxyOptions) (err error) {
 	}
 	attr := capture.Attribution{Render: o.Render, NumCtx: o.NumCtx}
 	if o.scripted {
-		attr.Output = ollama.Qwen3Output
+		attr.Output, attr.OrderedArguments = ollama.Qwen3Output, true
 	}
 	modelParams := "" // the served model's own num_ctx and sampling: what a client that sends none gets
 	if lsrv != nil {
