@@ -277,7 +277,9 @@ func TestRunMidnightSetsEachTurnsZone(t *testing.T) {
 		Endpoint: func(context.Context, Agent, string) (string, func() error, error) {
 			return upstream.URL, func() error { return nil }, nil
 		},
-		install: func(context.Context, string, Agent, io.Writer) (*Installed, error) { return &Installed{Bin: self, Reused: true}, nil },
+		install: func(context.Context, string, Agent, io.Writer) (*Installed, error) {
+			return &Installed{Bin: self, Reused: true}, nil
+		},
 	})
 	if err != nil || len(rs) != 1 || len(rs[0].Turns) != 2 {
 		t.Fatalf("Run: %v %+v", err, rs)
