@@ -302,7 +302,11 @@ func PromptCutWarning(keptMessages, limit, prompt, kept int) string {
 // decoders read as system messages) or the server dropped it to fit its window. Only a
 // message's own text (chat.Message.Content, trimmed of white space) is looked for; reasoning,
 // which templates drop from earlier turns by design, and tool calls, which they re-encode, are
-// not. Messages without text are skipped. i in a warning is the message's 0-based index.
+// not. A message is looked for whole, and else line by line: a message the decoder joined from
+// several blocks (an Anthropic system prompt, a user message of text blocks) with separators
+// the server's conversion does not use (Ollama joins them with nothing) is rendered when at
+// least half of its non-blank lines are. Messages without text are skipped. i in a warning is
+// the message's 0-based index.
 func DroppedMessages(req *chat.Request, rendered string) []string {
 	if req == nil || rendered == "" {
 		return nil
@@ -310,10 +314,26 @@ func DroppedMessages(req *chat.Request, rendered string) []string {
 	var out []string
 	for i, m := range req.Messages {
 		text := strings.TrimSpace(m.Content)
-		if text == "" || strings.Contains(rendered, text) {
+		if text == "" || strings.Contains(rendered, text) || linesRendered(text, rendered) {
 			continue
 		}
 		out = append(out, fmt.Sprintf("the server's rendering of the request lacks message %d (%s, %d bytes of text): the model never saw it", i, m.Role, len(text)))
 	}
 	return out
+}
+
+// linesRendered reports whether at least half of text's non-blank lines (trimmed), and at least
+// two, are in rendered.
+func linesRendered(text, rendered string) bool {
+	n, found := 0, 0
+	for _, l := range strings.Split(text, "\n") {
+		if l = strings.TrimSpace(l); l == "" {
+			continue
+		}
+		n++
+		if strings.Contains(rendered, l) {
+			found++
+		}
+	}
+	return n >= 2 && 2*found >= n
 }

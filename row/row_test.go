@@ -402,4 +402,15 @@ func TestDroppedMessages(t *testing.T) {
 	if got := row.DroppedMessages(req, ""); got != nil {
 		t.Fatalf("no rendering: %q; want none", got)
 	}
+	// An Anthropic system prompt of two blocks: the lab's decoder joins them with a newline,
+	// Ollama's conversion with nothing. It was rendered; a message none of whose lines were is
+	// still named.
+	blocks := &chat.Request{Messages: []chat.Message{
+		{Role: chat.RoleSystem, Content: "x-billing-header: v=1;\nYou are a coding agent.\nUse the tools.\nBe brief."},
+		{Role: chat.RoleUser, Content: "line one of a reminder\nline two of a reminder"},
+	}}
+	joined := "<|im_start|>system\nx-billing-header: v=1;You are a coding agent.\nUse the tools.\nBe brief.<|im_end|>\n"
+	if got := row.DroppedMessages(blocks, joined); len(got) != 1 || !strings.Contains(got[0], "message 1 (user") {
+		t.Fatalf("blocks joined by the server: %q; want only message 1 named", got)
+	}
 }
