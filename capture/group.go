@@ -37,8 +37,8 @@ type conversation struct {
 	// lastTexts are the role, trimmed text length and digest of each message of last (the
 	// reply's included), for extendedBy.
 	lastTexts []textSig
-	// tools says its last request carried a tool list; toolNames are its tools' names, in order.
-	tools     bool
+	// toolNames are its last request's tools' names, in order (toolNames); "" when it carried
+	// no tool list.
 	toolNames string
 	// side says why it is a client's side request ("" for a session's own conversation).
 	side string
@@ -163,7 +163,7 @@ func (g *grouper) assign(key, side string, req *chat.Request) (c *conversation, 
 	case knownSide(sysText) != "":
 		c.side = knownSide(sysText)
 	case prev != nil && !slices.Equal(system, prev.system) && !related(sysText, [2]string{prev.systemEnds[0]}) &&
-		(len(req.Tools) == 0 || prev.tools && (key != "" || hasAssistant(req.Messages))):
+		(len(req.Tools) == 0 || prev.toolNames != "" && (key != "" || hasAssistant(req.Messages))):
 		// A request with tools beside a conversation without is the session that a side
 		// request (a title asked first) came before. Without a key (Qwen Code and pi send
 		// none), a request with tools, a system prompt of its own and no history is another
@@ -188,7 +188,6 @@ func (g *grouper) update(c *conversation, req *chat.Request, reply *chat.Reply, 
 	}
 	c.requests++
 	c.lastLen = len(msgs)
-	c.tools = len(req.Tools) > 0
 	c.toolNames = toolNames(req.Tools)
 	c.system = slices.Clone(msgs[:len(msgs)-len(withoutSystem(msgs))])
 	c.systemEnds = ends(systemText(req.Messages))
