@@ -218,14 +218,13 @@ func (b *breaks) done(noOccasion, keptDetail string) Entry {
 	return b.e
 }
 
-// systemText is the request's leading system and developer messages, joined.
+// systemText is the request's leading system and developer messages (those before
+// [history]), joined by newlines.
 func systemText(r *chat.Request) string {
-	var parts []string
-	for _, m := range r.Messages {
-		if m.Role != chat.RoleSystem && m.Role != chat.RoleDeveloper {
-			break
-		}
-		parts = append(parts, m.Content)
+	lead := r.Messages[:len(r.Messages)-len(history(r))]
+	parts := make([]string, len(lead))
+	for i, m := range lead {
+		parts[i] = m.Content
 	}
 	return strings.Join(parts, "\n")
 }
@@ -385,15 +384,13 @@ func appendOnly(in Input) Entry {
 			continue // the one deliberate break (§7)
 		}
 		prev, cur := history(in.Requests[i-1].Req), history(in.Requests[i].Req)
-		for k, pm := range prev {
-			if k >= len(cur) {
-				b.add(in.Requests[i], in.Requests[i].Reread, fmt.Sprintf("history cut from %d to %d messages", len(prev), len(cur)))
-				break
-			}
-			if messageKey(pm) != messageKey(cur[k]) {
-				b.add(in.Requests[i], in.Requests[i].Reread, fmt.Sprintf("message %d (%s) rewritten: %s", k+1, pm.Role, excerptAt(pm.Content+toolText(pm), cur[k].Content+toolText(cur[k]))))
-				break
-			}
+		switch k := firstChange(prev, cur); {
+		case k < 0:
+		case k >= len(cur):
+			b.add(in.Requests[i], in.Requests[i].Reread, fmt.Sprintf("history cut from %d to %d messages", len(prev), len(cur)))
+		default:
+			pm := prev[k]
+			b.add(in.Requests[i], in.Requests[i].Reread, fmt.Sprintf("message %d (%s) rewritten: %s", k+1, pm.Role, excerptAt(pm.Content+toolText(pm), cur[k].Content+toolText(cur[k]))))
 		}
 	}
 	return b.done("", "every request extends the one before it")
@@ -728,19 +725,21 @@ func noAbsolutePaths(in Input) Entry {
 	return b.done("", "")
 }
 
-// extends reports whether cur's history begins with prev's whole history, message for message
-// (reasoning left out, as messageKey does).
-func extends(prev, cur *chat.Request) bool {
-	ph, ch := history(prev), history(cur)
-	if len(ch) < len(ph) {
-		return false
-	}
-	for k := range ph {
-		if messageKey(ph[k]) != messageKey(ch[k]) {
-			return false
+// firstChange returns the index of the first message of prev that cur does not send as it was
+// (messageKey: reasoning left out), len(cur) when cur stops before it, and -1 when cur sends
+// every message of prev unchanged.
+func firstChange(prev, cur []chat.Message) int {
+	for k := range prev {
+		if k >= len(cur) || messageKey(prev[k]) != messageKey(cur[k]) {
+			return k
 		}
 	}
-	return true
+	return -1
+}
+
+// extends reports whether cur's history begins with prev's whole history, message for message.
+func extends(prev, cur *chat.Request) bool {
+	return firstChange(history(prev), history(cur)) < 0
 }
 
 // compacted reports whether cur replaced prev's history with a summary: its history is shorter
