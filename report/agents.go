@@ -344,12 +344,15 @@ func writeScorecard(b *strings.Builder, runs []AgentRun) {
 			with = append(with, r)
 		}
 	}
-	if len(with) == 0 {
+	failures := func() {
 		for _, r := range runs {
-			if r.ScorecardError != "" {
+			if r.Scorecard == nil && r.ScorecardError != "" {
 				fmt.Fprintf(b, "\nNo hygiene scorecard for %s: %s\n", r.Agent, r.ScorecardError)
 			}
 		}
+	}
+	if len(with) == 0 {
+		failures()
 		return
 	}
 	b.WriteString("\n## Hygiene scorecard (spec 3.2.0, as the requests show it)\n\n")
@@ -375,11 +378,7 @@ func writeScorecard(b *strings.Builder, runs []AgentRun) {
 		}
 		b.WriteString(" |\n")
 	}
-	for _, r := range runs {
-		if r.Scorecard == nil && r.ScorecardError != "" {
-			fmt.Fprintf(b, "\nNo hygiene scorecard for %s: %s\n", r.Agent, r.ScorecardError)
-		}
-	}
+	failures()
 	for _, r := range with {
 		var lines []string
 		for _, e := range r.Scorecard {
