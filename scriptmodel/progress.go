@@ -35,14 +35,23 @@ func ReadEvents(path string) ([]Event, error) {
 	return out, nil
 }
 
+// The outcomes of a step ([StepOutcome].Outcome).
+const (
+	// Served: the scripted model answered a request with the step.
+	Served = "served"
+	// Skipped: the agent offered no tool for the step's intent.
+	Skipped = "skipped"
+	// NotReached: no request came for the step (the agent stopped early, or its turn failed
+	// before).
+	NotReached = "not reached"
+)
+
 // StepOutcome is what became of one step of the script in a run.
 type StepOutcome struct {
 	// Turn and Step are 1-based; Intent is the step as written.
 	Turn, Step int
 	Intent     string
-	// Outcome is "served" (the scripted model answered a request with it), "skipped" (the
-	// agent offered no tool for it; Why says so) or "not reached" (no request came for it:
-	// the agent stopped early, or its turn failed before).
+	// Outcome is [Served], [Skipped] (Why says why) or [NotReached].
 	Outcome string
 	Why     string
 	// Errors are the errors of requests answered with this step ([Event].Error), such as an
@@ -84,11 +93,11 @@ func (s *Script) Progress(evs []Event) []StepOutcome {
 			o := StepOutcome{Turn: t + 1, Step: i + 1, Intent: st.Intent.String(), Errors: errs[k]}
 			switch {
 			case served[k]:
-				o.Outcome = "served"
+				o.Outcome = Served
 			case why[k] != "":
-				o.Outcome, o.Why = "skipped", why[k]
+				o.Outcome, o.Why = Skipped, why[k]
 			default:
-				o.Outcome = "not reached"
+				o.Outcome = NotReached
 			}
 			out = append(out, o)
 		}

@@ -164,6 +164,9 @@ func runAgents(ctx context.Context, s *streams, o *agentsOptions) error {
 		project = scriptmodel.DefaultWorkspace()
 		midnight = script.Midnight
 	}
+	// The served model's tokenizer, loaded once: the scripted model's reply counts and the
+	// scorecard's costs.
+	count := servedTokenCounter(cache)
 	var endpoint agents.Endpoint
 	if o.Proxy != "" {
 		u, err := url.Parse(o.Proxy)
@@ -182,7 +185,7 @@ func runAgents(ctx context.Context, s *streams, o *agentsOptions) error {
 		if err != nil {
 			return fmt.Errorf("lab agents needs lab server start's server running, or --proxy: %w", err)
 		}
-		endpoint = inProcessProxy(s, srv.URL, cache, runID, o.Model, script)
+		endpoint = inProcessProxy(s, srv.URL, cache, runID, o.Model, script, count)
 	}
 	fmt.Fprintf(s.err, "lab agents: %d agents into %s\n", len(list), dir)
 	results, err := agents.Run(ctx, agents.Options{
@@ -198,7 +201,7 @@ func runAgents(ctx context.Context, s *streams, o *agentsOptions) error {
 			ref = referenceRun(ctx, s, script, project, cache, dir)
 		}
 	}
-	if werr := writeAgentsReport(s, dir, results, o.Proxy != "", script, facts, servedTokenCounter(cache), ref); werr != nil && err == nil {
+	if werr := writeAgentsReport(s, dir, results, o.Proxy != "", script, facts, count, ref); werr != nil && err == nil {
 		err = werr
 	}
 	return err
@@ -215,16 +218,21 @@ func writeAgentsReport(s *streams, dir string, rs []agents.Result, external bool
 		return err
 	}
 	runs := make([]report.AgentRun, 0, len(rs)+1)
+	score := func(run *report.AgentRun, decode scorecard.Decoder, absolute ...string) {
+		reqs, skipped, err := scorecard.Session(run.Rows, run.Bodies, decode)
+		if err != nil {
+			run.ScorecardError = err.Error()
+			return
+		}
+		run.Scorecard = scorecard.Score(scorecard.Input{Requests: reqs, Facts: facts, Config: loop, CountTokens: count, Absolute: absolute})
+		for _, sk := range skipped {
+			fmt.Fprintf(s.err, "%s: scorecard: left out %s\n", run.Agent, sk)
+		}
+	}
 	if ref != nil {
 		if ref.Error == "" {
 			home, _ := os.UserHomeDir()
-			reqs, _, err := scorecard.Session(ref.Rows, ref.Bodies, harnessBodies)
-			if err != nil {
-				ref.ScorecardError = err.Error()
-			} else {
-				ref.Scorecard = scorecard.Score(scorecard.Input{Requests: reqs, Facts: facts, Config: loop, CountTokens: count,
-					Absolute: []string{dir, home}})
-			}
+			score(ref, harnessBodies, dir, home)
 		}
 		runs = append(runs, *ref)
 	}
@@ -244,16 +252,7 @@ func writeAgentsReport(s *streams, dir string, rs []agents.Result, external bool
 			if script != nil {
 				scriptProgress(&run, script, filepath.Join(r.Dir, "scripted-model.jsonl"))
 			}
-			reqs, skipped, err := scorecard.Session(rows, bodies, capture.DecodeRequest)
-			if err != nil {
-				run.ScorecardError = err.Error()
-				break
-			}
-			run.Scorecard = scorecard.Score(scorecard.Input{Requests: reqs, Facts: facts, Config: loop, CountTokens: count,
-				Absolute: []string{filepath.Join(r.Dir, "project"), filepath.Join(r.Dir, "home"), r.Dir}})
-			for _, sk := range skipped {
-				fmt.Fprintf(s.err, "%s: scorecard: left out %s\n", r.Agent, sk)
-			}
+			score(&run, capture.DecodeRequest, filepath.Join(r.Dir, "project"), filepath.Join(r.Dir, "home"), r.Dir)
 		}
 		runs = append(runs, run)
 	}
@@ -278,9 +277,9 @@ func writeAgentsReport(s *streams, dir string, rs []agents.Result, external bool
 // <agent dir>/capture/ with the agent's name as the arm; its own output goes to
 // <agent dir>/proxy.log. With a script, the lab's scripted model (lab/scriptmodel) sits between
 // the proxy and upstream, answering the agent from the script while upstream prefills every
-// prompt; its events go to <agent dir>/scripted-model.jsonl. The stop function ends them and
-// returns the proxy's error.
-func inProcessProxy(s *streams, upstream, cache, runID, model string, script *scriptmodel.Script) agents.Endpoint {
+// prompt, counting its replies' tokens with count (nil for none); its events go to
+// <agent dir>/scripted-model.jsonl. The stop function ends them and returns the proxy's error.
+func inProcessProxy(s *streams, upstream, cache, runID, model string, script *scriptmodel.Script, count func(string) (int, error)) agents.Endpoint {
 	return func(ctx context.Context, a agents.Agent, dir string) (string, func() error, error) {
 		logf, err := os.Create(filepath.Join(dir, "proxy.log"))
 		if err != nil {
@@ -289,7 +288,7 @@ func inProcessProxy(s *streams, upstream, cache, runID, model string, script *sc
 		front, closeModel := upstream, func() {}
 		if script != nil {
 			var err error
-			front, closeModel, err = startScriptedModel(s, upstream, cache, script, a, dir)
+			front, closeModel, err = startScriptedModel(s, upstream, script, a, dir, count)
 			if err != nil {
 				logf.Close()
 				return "", nil, fmt.Errorf("start the scripted model: %w", err)
@@ -343,15 +342,15 @@ func inProcessProxy(s *streams, upstream, cache, runID, model string, script *sc
 // startScriptedModel serves the scripted model for agent a on a free loopback port in front of
 // upstream (lab server start's Ollama), its intents mapped for a's project folder
 // (<dir>/project) and its events written to <dir>/scripted-model.jsonl; it counts reply tokens
-// with the served model's tokenizer when the server names its model file. It returns the base
-// URL and a function that stops it.
-func startScriptedModel(s *streams, upstream, cache string, script *scriptmodel.Script, a agents.Agent, dir string) (string, func(), error) {
+// with count (the served model's tokenizer; nil reports none). It returns the base URL and a
+// function that stops it.
+func startScriptedModel(s *streams, upstream string, script *scriptmodel.Script, a agents.Agent, dir string, count func(string) (int, error)) (string, func(), error) {
 	ev, err := os.Create(filepath.Join(dir, "scripted-model.jsonl"))
 	if err != nil {
 		return "", nil, err
 	}
 	o := scriptmodel.Options{Upstream: upstream, Script: script, Events: ev,
-		Env: scriptmodel.Env{Project: filepath.Join(dir, "project"), Agent: a.Name}, CountTokens: servedTokenCounter(cache)}
+		Env: scriptmodel.Env{Project: filepath.Join(dir, "project"), Agent: a.Name}, CountTokens: count}
 	sm, err := scriptmodel.New(o)
 	if err != nil {
 		ev.Close()
@@ -389,9 +388,9 @@ func scriptProgress(run *report.AgentRun, script *scriptmodel.Script, events str
 	for _, o := range script.Progress(evs) {
 		run.ScriptSteps++
 		switch o.Outcome {
-		case "served":
+		case scriptmodel.Served:
 			run.ScriptServed++
-		case "skipped":
+		case scriptmodel.Skipped:
 			run.ScriptNotes = append(run.ScriptNotes, fmt.Sprintf("turn %d step %d (%s): skipped, %s", o.Turn, o.Step, o.Intent, o.Why))
 		default:
 			run.ScriptNotes = append(run.ScriptNotes, fmt.Sprintf("turn %d step %d (%s): not reached (the agent stopped, or its turn failed, before asking for it)", o.Turn, o.Step, o.Intent))
