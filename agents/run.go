@@ -360,9 +360,10 @@ func runAgent(ctx context.Context, o Options, a Agent, progress io.Writer) (r Re
 }
 
 // gitInit makes the scratch project a git repository of its own with its files in one commit,
-// as a real project is: an agent that looks for the repository it runs in (Claude Code walks up
-// from its folder itself, past GIT_CEILING_DIRECTORIES) finds this one, not a clone the run
-// folder happens to sit in (the lab's own results/), whose log and status would change with it.
+// as a real project is: an agent that looks for the repository it runs in (Codex sends its commit
+// and status in every request's metadata, Claude Code and Qwen Code in their prompts) finds this
+// one, not a clone the run folder happens to sit in (the lab's own results/), whose log and
+// status would change with it.
 // Without git on PATH the project stays a plain folder.
 func gitInit(ctx context.Context, dir string) error {
 	if _, err := exec.LookPath("git"); err != nil {
@@ -403,10 +404,6 @@ func agentEnv(a Agent, vars map[string]string, denyURL string) []string {
 		"http_proxy": denyURL, "https_proxy": denyURL, "all_proxy": denyURL,
 		"NO_PROXY": "127.0.0.1,localhost,::1", "no_proxy": "127.0.0.1,localhost,::1",
 		"npm_config_update_notifier": "false",
-		// git stops looking for a repository at the agent's folder: a run folder inside a
-		// clone (results/ of the lab's own) would otherwise give the agent that clone's
-		// commit and status (Codex sends them in every request's metadata).
-		"GIT_CEILING_DIRECTORIES": filepath.Dir(home),
 		// Node's own fetch follows HTTP(S)_PROXY only when asked (Node 22.21 and 24 on; older
 		// versions ignore it, and a request of theirs outside loopback is not seen here).
 		"NODE_USE_ENV_PROXY": "1",
