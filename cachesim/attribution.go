@@ -361,6 +361,10 @@ func reuseChunks(cache, prompt []int32, minChunk int) (int64, []TokenRange) {
 func Parts(req *chat.Request, noteOpen string) []Part {
 	var parts []Part
 	for i, m := range req.Messages {
+		if len(m.Marks) > 0 && m.Item == "" && m.Role != chat.RoleAssistant {
+			parts = append(parts, markedParts(req, i, noteOpen)...)
+			continue
+		}
 		switch {
 		case m.Item != "":
 			parts = append(parts, Part{Name: Segment{Kind: Item, Index: i}, Text: m.Content})
@@ -395,6 +399,49 @@ func Parts(req *chat.Request, noteOpen string) []Part {
 		}
 	}
 	return parts
+}
+
+// markedParts lists the parts of message i, which carries practice marks (chat.Message.Marks):
+// its parts as [Parts] names them without marks, each cut around the marks' texts it holds, a
+// mark's text named with its practice inside the part's segment ("clock in message 1").
+func markedParts(req *chat.Request, i int, noteOpen string) []Part {
+	m := req.Messages[i]
+	one := *req
+	bare := m
+	bare.Marks = nil
+	one.Messages = make([]chat.Message, i+1)
+	one.Messages[i] = bare
+	if i == 0 {
+		one.Messages[0] = bare
+	} else {
+		one.Tools = nil
+	}
+	var out []Part
+	marks := m.Marks
+	for _, p := range Parts(&one, noteOpen) {
+		if p.Name.Kind != NoSegment && i > 0 && p.Name.Index != i && p.Name.Kind.Indexed() {
+			continue
+		}
+		text := p.Text
+		for len(marks) > 0 {
+			j := strings.Index(text, marks[0].Text)
+			if j < 0 || marks[0].Text == "" {
+				break
+			}
+			if before := text[:j]; strings.TrimSpace(before) != "" {
+				out = append(out, Part{Name: p.Name, Text: before})
+			}
+			seg := p.Name
+			seg.Practice = marks[0].Practice
+			out = append(out, Part{Name: seg, Text: marks[0].Text})
+			text = text[j+len(marks[0].Text):]
+			marks = marks[1:]
+		}
+		if strings.TrimSpace(text) != "" || p.Name.Kind == ToolList {
+			out = append(out, Part{Name: p.Name, Text: text})
+		}
+	}
+	return out
 }
 
 // SplitNote splits a user message's content into its text and the session note that ends it,

@@ -2,9 +2,13 @@ package cachesim
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 )
+
+// practiceWord is what a [Segment]'s Practice may be: a practice's name as an arm file writes it.
+var practiceWord = regexp.MustCompile(`^[a-z][a-z_]*$`)
 
 // SegmentKind is the kind of a [Segment]: which piece of a request a part of its rendered prompt
 // belongs to. The zero value, [NoSegment], is no segment at all.
@@ -91,23 +95,41 @@ func (k SegmentKind) String() string {
 // writes in the divergence_segment column ("system", "tools", "message 3", "reasoning 3",
 // "tool result 4", "item 5", "note", "generation prompt"); [ParseSegment] reads it back. The zero value
 // is no segment ("").
+//
+// Practice, when set, names a harness practice's text inside that segment (a clock line, a
+// counter, an inserted reminder: chat.Message.Marks); the name is then the practice, " in ", and
+// the segment's own name ("clock in message 1", "instructions in system"). The re-read it
+// causes counts in its segment's kind ([Reread]).
 type Segment struct {
-	Kind  SegmentKind
-	Index int
+	Kind     SegmentKind
+	Index    int
+	Practice string
 }
 
 // String returns the segment's name: the kind's word, followed by a space and the index for
-// an indexed kind ("message 3"); "" for no segment.
+// an indexed kind ("message 3"), after "PRACTICE in " for a practice's text; "" for no segment.
 func (s Segment) String() string {
+	name := s.Kind.String()
 	if s.Kind.Indexed() {
-		return s.Kind.String() + " " + strconv.Itoa(s.Index)
+		name += " " + strconv.Itoa(s.Index)
 	}
-	return s.Kind.String()
+	if s.Practice != "" {
+		return s.Practice + " in " + name
+	}
+	return name
 }
 
 // ParseSegment reads a segment's name as [Segment.String] writes it ("" is no segment). A name
 // that is no segment's ("message", "message -1", "chat 2") is an error quoting it.
 func ParseSegment(name string) (Segment, error) {
+	if practice, host, ok := strings.Cut(name, " in "); ok && practiceWord.MatchString(practice) {
+		seg, err := ParseSegment(host)
+		if err != nil || seg.Kind == NoSegment {
+			return Segment{}, fmt.Errorf("cachesim: %q is not a segment name", name)
+		}
+		seg.Practice = practice
+		return seg, nil
+	}
 	for k := NoSegment; k < numSegmentKinds; k++ {
 		if !k.Indexed() {
 			if name == segmentWords[k] {

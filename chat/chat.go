@@ -57,6 +57,10 @@ type Message struct {
 	// does not start a turn (spec 3.2.0 §8). The zero value (false) is an ordinary user message,
 	// the person's or a machine message that starts a turn of its own; both start a turn.
 	Interjection bool
+	// Marks name the pieces of Content a harness practice wrote (a clock line, a counter, an
+	// inserted reminder), for the re-read attribution: each is a practice's name and its exact
+	// text, in the order they appear in Content. Backends do not send them.
+	Marks []Mark
 	// Summary marks the message that carries a compaction's summary (spec 3.2.0 §7). It starts
 	// the history afresh: no message before it carries reasoning (§8).
 	Summary bool
@@ -67,6 +71,13 @@ type Message struct {
 	// and Content is "<type> sha256:<hex>" over the piece's JSON bytes, so that a change in it
 	// is seen. "" is an ordinary message.
 	Item string
+}
+
+// Mark is a piece of a message's Content that a harness practice wrote: Practice is its name as
+// an arm file writes it ("clock", "counter", "insert"), Text the piece exactly as it appears.
+type Mark struct {
+	Practice string
+	Text     string
 }
 
 // ThinkingBlock is one Anthropic thinking or redacted_thinking content block, kept exactly as

@@ -3,6 +3,7 @@ package harness_test
 import (
 	"context"
 	"encoding/json"
+	"lab/arms"
 	"os"
 	"path/filepath"
 	"slices"
@@ -54,14 +55,14 @@ func (b *renderBackend) Send(_ context.Context, req *chat.Request, reply *chat.R
 	return &chat.Result{PromptTokens: int64(len(rendered)), CachedTokens: &cached, CachedSource: chat.SourceSimulation, Rendered: rendered, CacheText: cache}, nil
 }
 
-func runTiny(t *testing.T, arm harness.Arm) ([]metrics.Sample, *renderBackend) {
+func runTiny(t *testing.T, arm arms.Arm) ([]metrics.Sample, *renderBackend) {
 	t.Helper()
 	sc := load(t, "testdata/tiny.yaml")
 	return replay(t, sc, arm)
 }
 
 // replay runs a scenario through the harness with renderBackend and tinytokenizer.Bytes.
-func replay(t *testing.T, sc *scenario.Scenario, arm harness.Arm) ([]metrics.Sample, *renderBackend) {
+func replay(t *testing.T, sc *scenario.Scenario, arm arms.Arm) ([]metrics.Sample, *renderBackend) {
 	t.Helper()
 	loop := loopConfig(t)
 	conv, _ := ollama.New("http://127.0.0.1:1", "m")
@@ -77,8 +78,8 @@ func replay(t *testing.T, sc *scenario.Scenario, arm harness.Arm) ([]metrics.Sam
 	return sink.Samples(), be
 }
 
-func arm(t *testing.T, name string) harness.Arm {
-	arms, err := harness.SelectArms(name)
+func arm(t *testing.T, name string) arms.Arm {
+	arms, err := arms.Select(arms.Builtin(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +208,7 @@ func TestEmbeddedScenariosReplay(t *testing.T) {
 				t.Errorf("%d tool calls answered an error, the scenario expects %d (expected_errors):\n%s", len(errs), sc.ExpectedErrors, strings.Join(errs, "\n"))
 			}
 			for _, a := range []string{"spec", "compaction-separate-request"} {
-				cfg := harness.RunConfig{Scenarios: []*scenario.Scenario{sc}, Arms: []harness.Arm{arm(t, a)}}
+				cfg := harness.RunConfig{Scenarios: []*scenario.Scenario{sc}, Arms: []arms.Arm{arm(t, a)}}
 				if n, _ := replay(t, sc, arm(t, a)); cfg.Requests() != len(n) {
 					t.Errorf("%s: RunConfig.Requests() = %d, the session sent %d", a, cfg.Requests(), len(n))
 				}
@@ -308,7 +309,7 @@ func TestEveryArmReplaysMidnight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range harness.Arms() {
+	for _, a := range arms.Builtin() {
 		t.Run(a.Name, func(t *testing.T) {
 			_, be := replay(t, sc, a)
 			last := be.requests[len(be.requests)-1]
@@ -330,19 +331,21 @@ func TestEveryArmReplaysMidnight(t *testing.T) {
 			text, sys := all.String(), last.Messages[0].Content
 			has := func(s string) bool { return strings.Contains(text, s) }
 			m := a.Measures
-			if p := a.Practice; p.PruneAfterChars > 0 || p.KeepLastResults > 0 {
+			prune, keep := a.Find("prune"), a.Find("keep_last")
+			allTurns := a.Find("reasoning") != nil && a.Find("reasoning").Reasoning.Keep == arms.ReasoningAllTurns
+			if prune != nil || keep != nil {
 				// Earlier results were rewritten: check what the practice did instead.
 				full := 0
 				for _, msg := range last.Messages {
-					if msg.Role == chat.RoleTool && msg.Content != harness.PrunedText && msg.Content != harness.ElidedText {
+					if msg.Role == chat.RoleTool && msg.Content != arms.PrunedText && msg.Content != arms.ElidedText {
 						full++
 					}
 				}
-				if p.KeepLastResults > 0 && full != p.KeepLastResults {
-					t.Errorf("%d results in full; want the last %d", full, p.KeepLastResults)
+				if keep != nil && full != keep.KeepLast.Results {
+					t.Errorf("%d results in full; want the last %d", full, keep.KeepLast.Results)
 				}
-				if p.PruneAfterChars > 0 && (!has(harness.PrunedText) || full < 4) {
-					t.Errorf("prune: %d results in full, pruned text present %v", full, has(harness.PrunedText))
+				if prune != nil && (!has(arms.PrunedText) || full < 4) {
+					t.Errorf("prune: %d results in full, pruned text present %v", full, has(arms.PrunedText))
 				}
 				return
 			}
@@ -355,8 +358,8 @@ func TestEveryArmReplaysMidnight(t *testing.T) {
 				{"stubs", has("Unchanged since #"), m.Stubs},
 				{"search dedupe", has("Same result as #"), m.SearchDedupe},
 				{"diffs", has("\n@@ -"), m.Diffs},
-				{"reasoning sent", reasoning, m.ReasoningThisTurn || a.Practice.ReasoningAllTurns},
-				{"reasoning of turn 1 in the last request", last.Messages[2].Reasoning != "", a.Practice.ReasoningAllTurns},
+				{"reasoning sent", reasoning, m.ReasoningThisTurn || allTurns},
+				{"reasoning of turn 1 in the last request", last.Messages[2].Reasoning != "", allTurns},
 				{"relative paths", strings.Contains(sys, "Project: linkstash (paths are relative to its root)"), m.RelativePaths},
 				{"no date in the system prompt", !strings.Contains(sys, "Today's date"), m.DateInNote},
 			} {
@@ -628,7 +631,7 @@ func TestUsagePrefixAndCacheState(t *testing.T) {
 			}
 			dir, man, err := harness.Run(context.Background(), harness.RunConfig{
 				Nonce:     nonce,
-				Scenarios: []*scenario.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec")}, Repeat: 2,
+				Scenarios: []*scenario.Scenario{sc}, Arms: []arms.Arm{arm(t, "spec")}, Repeat: 2,
 				ResultsDir: t.TempDir(), RunID: "u", Loop: loop, Backend: tc.backend, Tokenizer: tinytokenizer.Bytes{},
 				Warm:  tc.warm,
 				Price: func(u *chat.Usage) (float64, bool) { return float64(*u.CacheWrite) / 100, true },
@@ -685,7 +688,7 @@ func TestSandboxDoesNotDependOnTheRunID(t *testing.T) {
 	results := t.TempDir()
 	for _, id := range []string{"a", "a-much-longer-run-id-20261130"} {
 		_, _, err := harness.Run(context.Background(), harness.RunConfig{
-			Scenarios: []*scenario.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec")}, ResultsDir: results, RunID: id,
+			Scenarios: []*scenario.Scenario{sc}, Arms: []arms.Arm{arm(t, "spec")}, ResultsDir: results, RunID: id,
 			Loop: loop, Backend: &renderBackend{conv: conv}, Tokenizer: tinytokenizer.Bytes{},
 		})
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"lab/arms"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -66,7 +67,7 @@ func loop(t *testing.T) *hygiene.Config {
 }
 
 // session runs one session of sc with arm and driver d against be, in sandbox.
-func session(t *testing.T, sc *scenario.Scenario, a harness.Arm, d harness.Driver, be harness.Backend, sandbox string) ([]metrics.Sample, error) {
+func session(t *testing.T, sc *scenario.Scenario, a arms.Arm, d harness.Driver, be harness.Backend, sandbox string) ([]metrics.Sample, error) {
 	t.Helper()
 	sink := &metrics.MemorySink{}
 	err := harness.RunSession(context.Background(), harness.SessionConfig{

@@ -3,6 +3,7 @@ package harness_test
 import (
 	"context"
 	"errors"
+	"lab/arms"
 	"os"
 	"runtime"
 	"testing"
@@ -53,7 +54,7 @@ func simRun(tb testing.TB, n int) harness.RunConfig {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	arms, err := harness.SelectArms("spec")
+	arms, err := arms.Select(arms.Builtin(), "spec")
 	if err != nil {
 		tb.Fatal(err)
 	}

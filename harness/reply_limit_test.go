@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"context"
+	"lab/arms"
 	"strings"
 	"testing"
 
@@ -28,7 +29,7 @@ func TestReplyLimitReachesTheBackendAndIsNotRetried(t *testing.T) {
 	loop := loopConfig(t)
 	sl := &sleeps{}
 	dir, _, runErr := harness.Run(context.Background(), harness.RunConfig{
-		Scenarios: []*scenario.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec")}, ResultsDir: t.TempDir(), RunID: "r",
+		Scenarios: []*scenario.Scenario{sc}, Arms: []arms.Arm{arm(t, "spec")}, ResultsDir: t.TempDir(), RunID: "r",
 		Loop: loop, Backend: be, Tokenizer: tinytokenizer.Bytes{}, SandboxDir: t.TempDir(),
 		Retry: harness.RetryPolicy{Sleep: sl.sleep}, MaxReplyBytes: 1024,
 	})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"lab/arms"
 	"os"
 	"path/filepath"
 	"slices"
@@ -154,9 +155,9 @@ func TestResumeRerunsFailedSessionsAndChecksTheRun(t *testing.T) {
 	results := t.TempDir()
 	sc := load(t, "testdata/tiny.yaml")
 	loop := loopConfig(t)
-	cfg := func(be harness.Backend, arms ...string) harness.RunConfig {
-		var as []harness.Arm
-		for _, a := range arms {
+	cfg := func(be harness.Backend, names ...string) harness.RunConfig {
+		var as []arms.Arm
+		for _, a := range names {
 			as = append(as, arm(t, a))
 		}
 		return harness.RunConfig{Scenarios: []*scenario.Scenario{sc}, Arms: as, ResultsDir: results, RunID: "r",

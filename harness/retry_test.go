@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"lab/arms"
 	"net"
 	"strings"
 	"sync"
@@ -115,15 +116,15 @@ func newFault(fail func(int, *chat.Request) error) *faultBackend {
 }
 
 // runOne runs the tiny scenario once with the spec arm and the policy p through harness.Run.
-func runOne(t *testing.T, be harness.Backend, p harness.RetryPolicy, arms ...string) (string, *metrics.Manifest, []metrics.Sample, error) {
+func runOne(t *testing.T, be harness.Backend, p harness.RetryPolicy, names ...string) (string, *metrics.Manifest, []metrics.Sample, error) {
 	t.Helper()
 	sc := load(t, "testdata/tiny.yaml")
 	loop := loopConfig(t)
-	if len(arms) == 0 {
-		arms = []string{"spec"}
+	if len(names) == 0 {
+		names = []string{"spec"}
 	}
-	var as []harness.Arm
-	for _, a := range arms {
+	var as []arms.Arm
+	for _, a := range names {
 		as = append(as, arm(t, a))
 	}
 	dir, man, runErr := harness.Run(context.Background(), harness.RunConfig{

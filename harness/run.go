@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"lab/arms"
 	"lab/cachesim"
-
 	"lab/chat"
 	"lab/hygiene"
 	"lab/metrics"
@@ -23,7 +23,7 @@ import (
 type RunConfig struct {
 	// Scenarios and Arms are the matrix, run scenario by scenario, each with every arm in order.
 	Scenarios []*scenario.Scenario
-	Arms      []Arm
+	Arms      []arms.Arm
 	// Repeat is the number of repetitions of each scenario × arm; 0 means 1.
 	Repeat int
 	// ResultsDir is the folder that receives run_id=<run-id>/ ("results").
@@ -177,6 +177,11 @@ func Run(ctx context.Context, cfg RunConfig) (dir string, man *metrics.Manifest,
 	if len(cfg.Scenarios) == 0 || len(cfg.Arms) == 0 {
 		return "", nil, errors.New("run: no scenario or no arm")
 	}
+	for _, a := range cfg.Arms {
+		if err := Supported(a); err != nil {
+			return "", nil, err
+		}
+	}
 	host := cfg.Host
 	if host == nil {
 		host = metrics.CurrentHost
@@ -218,6 +223,7 @@ func (c *RunConfig) folder(start time.Time, h *metrics.Host, now func() time.Tim
 	}
 	for _, a := range c.Arms {
 		man.Arms = append(man.Arms, a.Name)
+		man.ArmDefinitions = append(man.ArmDefinitions, a.JSON())
 	}
 	// planned is, per scenario, the requests a scripted session sends, or the turns a live one
 	// takes (each ends with a row that says why: its end_reason).

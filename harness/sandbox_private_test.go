@@ -3,6 +3,7 @@ package harness_test
 import (
 	"context"
 	"encoding/json"
+	"lab/arms"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,7 +60,7 @@ func runRows(t *testing.T, results, id string, be harness.Backend) []string {
 	}
 	loop, _ := hygiene.ParseConfig(lab.LoopJSON)
 	if _, _, err := harness.Run(context.Background(), harness.RunConfig{
-		Scenarios: []*scenario.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec")}, ResultsDir: results, RunID: id,
+		Scenarios: []*scenario.Scenario{sc}, Arms: []arms.Arm{arm(t, "spec")}, ResultsDir: results, RunID: id,
 		Loop: loop, Backend: be, Tokenizer: tinytokenizer.Bytes{},
 	}); err != nil {
 		t.Error(err)

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"lab/arms"
 	"os"
 	"os/exec"
 	"slices"
@@ -53,7 +54,7 @@ func TestSandboxHelperProcess(t *testing.T) {
 	loop, _ := hygiene.ParseConfig(lab.LoopJSON)
 	conv, _ := ollama.New("http://127.0.0.1:1", "m")
 	if _, _, err := harness.Run(context.Background(), harness.RunConfig{
-		Scenarios: []*scenario.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec")}, ResultsDir: t.TempDir(), RunID: "helper",
+		Scenarios: []*scenario.Scenario{sc}, Arms: []arms.Arm{arm(t, "spec")}, ResultsDir: t.TempDir(), RunID: "helper",
 		Loop: loop, Backend: &holdBackend{renderBackend: renderBackend{conv: conv}}, Tokenizer: tinytokenizer.Bytes{},
 	}); err != nil {
 		t.Fatal(err)
@@ -111,7 +112,7 @@ func TestSandboxPathIgnoresOtherProcesses(t *testing.T) {
 	run := func(id string, sent chan<- bool) []string {
 		be := &signalBackend{renderBackend: renderBackend{conv: conv}, sent: sent}
 		if _, _, err := harness.Run(context.Background(), harness.RunConfig{
-			Scenarios: []*scenario.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec")}, ResultsDir: t.TempDir(), RunID: id,
+			Scenarios: []*scenario.Scenario{sc}, Arms: []arms.Arm{arm(t, "spec")}, ResultsDir: t.TempDir(), RunID: id,
 			Loop: loop, Backend: be, Tokenizer: tinytokenizer.Bytes{},
 		}); err != nil {
 			t.Error(err)

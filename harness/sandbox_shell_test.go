@@ -5,6 +5,7 @@ package harness_test
 import (
 	"context"
 	"fmt"
+	"lab/arms"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,7 +54,7 @@ steps:
 func runShown(t *testing.T, sc *scenario.Scenario, d harness.Driver, warn func(error)) string {
 	be := newRecorder(t)
 	if _, _, err := harness.Run(context.Background(), harness.RunConfig{
-		Scenarios: []*scenario.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec")}, ResultsDir: t.TempDir(), RunID: "r",
+		Scenarios: []*scenario.Scenario{sc}, Arms: []arms.Arm{arm(t, "spec")}, ResultsDir: t.TempDir(), RunID: "r",
 		Loop: loop(t), Backend: be, Tokenizer: tinytokenizer.Bytes{}, Driver: d, Warn: warn,
 	}); err != nil {
 		t.Error(err)

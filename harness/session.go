@@ -13,8 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"lab/arms"
 	"lab/cachesim"
 	"lab/chat"
 	"lab/hygiene"
@@ -67,7 +67,7 @@ type Tokenizer interface {
 type SessionConfig struct {
 	// Scenario is the session to replay, Arm the measures it applies.
 	Scenario *scenario.Scenario
-	Arm      Arm
+	Arm      arms.Arm
 	// Repetition (1-based) and RunID are recorded in every sample.
 	Repetition int
 	RunID      string
@@ -210,8 +210,9 @@ type runner struct {
 	plan       string
 	mcp        []string
 	mcpResults map[string]string
-	// pruned is the history index below which tool results are pruned (the prune practice).
-	pruned int
+	// pruned holds the tool call ids whose results the prune practice cleared: once pruned,
+	// always pruned.
+	pruned map[string]bool
 	// resultOf maps a tool call's id to the id of the result the hygiene session gave it (§1);
 	// withdrawn holds the result ids a practice removed from the requests, which the hygiene
 	// session was told of ([hygiene.Session.Withdraw]).
@@ -442,86 +443,10 @@ func (r *runner) request() *chat.Request {
 	if !r.cfg.Arm.Measures.DateInNote {
 		system = r.buildSystem()
 	}
-	history := hygiene.CurrentTurnReasoning(r.history, r.cfg.Arm.Measures)
-	if r.cfg.Arm.Practice.ReasoningAllTurns {
-		history = append([]chat.Message(nil), r.history...)
-	}
+	history := r.reasoningHistory()
 	history = r.practiceOnResults(history)
 	msgs := append([]chat.Message{{Role: chat.RoleSystem, Content: system}}, history...)
 	return &chat.Request{Messages: msgs, Tools: r.tools, Think: true, CacheBreakpoints: CacheBreakpoints(r.cfg.Arm)}
-}
-
-// practiceOnResults applies the arm's practices that rewrite earlier tool output (pruning in
-// place, keeping the last N observations), returning a copy; the stored history stays whole.
-// A result the practice removed leaves the hygiene session's dedupe table, so no later re-read
-// or search is a stub naming it; and a stub already in the history whose result the practice
-// removed is sent as the full answer it stands for (spec 3.2.0 §2: "A stub names only a result
-// that is in the request being built"; §6 alike). The stub lies after the result it names, so
-// the request already differs from the cache before it: sending it in full costs its tokens, and
-// no earlier divergence.
-func (r *runner) practiceOnResults(history []chat.Message) []chat.Message {
-	out := r.practiceRemove(history)
-	if len(r.withdrawn) == 0 {
-		return out
-	}
-	for i, m := range out {
-		if m.Role != chat.RoleTool || m.Content != history[i].Content {
-			continue
-		}
-		id := r.resultOf[m.ToolCallID]
-		if ref, ok := r.hs.StubOf(id); ok && r.withdrawn[ref] {
-			out[i].Content, _ = r.hs.Unstubbed(id)
-		}
-	}
-	return out
-}
-
-// practiceRemove replaces the tool results the arm's practice removes with its text and tells the
-// hygiene session which results left the request.
-func (r *runner) practiceRemove(history []chat.Message) []chat.Message {
-	p := r.cfg.Arm.Practice
-	if p.PruneAfterChars == 0 && p.KeepLastResults == 0 {
-		return history
-	}
-	var results []int
-	size := 0
-	for i, m := range history {
-		if m.Role == chat.RoleTool {
-			results = append(results, i)
-			size += utf8.RuneCountInString(m.Content)
-		}
-	}
-	out := append([]chat.Message(nil), history...)
-	if p.KeepLastResults > 0 {
-		for _, i := range results[:max(len(results)-p.KeepLastResults, 0)] {
-			out[i].Content = ElidedText
-		}
-	}
-	if p.PruneAfterChars > 0 {
-		if size > p.PruneAfterChars {
-			// Everything but the newest results is pruned now; once pruned, always pruned.
-			for _, i := range results[:max(len(results)-pruneKeep, 0)] {
-				if i >= r.pruned {
-					r.pruned = i + 1
-				}
-			}
-		}
-		for _, i := range results {
-			if i < r.pruned {
-				out[i].Content = PrunedText
-			}
-		}
-	}
-	for _, i := range results {
-		if out[i].Content == history[i].Content {
-			continue
-		}
-		if id := r.resultOf[history[i].ToolCallID]; id != "" && !r.withdrawn[id] {
-			r.withdrawn[id] = true
-			r.hs.Withdraw(id)
-		}
-	}
-	return out
 }
 
 func (r *runner) assistant(ctx context.Context, a *scenario.AssistantStep) error {
@@ -723,7 +648,7 @@ func (r *runner) compact(ctx context.Context, c *scenario.CompactStep) error {
 		content += "\n\n" + table
 	}
 	r.history = []chat.Message{{Role: chat.RoleUser, Content: content, Summary: true}}
-	r.pruned = 0
+	r.pruned = nil
 	r.summary = summary
 	r.promptMode = r.mode
 	r.system = r.buildSystem()
@@ -749,20 +674,6 @@ func (r *runner) transcript() string {
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
-}
-
-// CacheBreakpoints is where the arm places explicit prompt-cache markers (Anthropic
-// cache_control, chat.Request.CacheBreakpoints): at the end of the system prompt when the arm keeps
-// it the same for the whole session (the date travels in a note, §10.2, and changes arrive as
-// notes, §10.3), and at the end of the last message always, so each request reads what the one
-// before it wrote. No marker after the tool list: Anthropic caches tools before the system prompt,
-// and a cached tool list would be found by the next session, whose cold start relies on a nonce
-// at the start of the system prompt.
-func CacheBreakpoints(a Arm) []string {
-	if a.Measures.DateInNote && a.Measures.NotesForChanges {
-		return []string{"system", "last-message"}
-	}
-	return []string{"last-message"}
 }
 
 // joinDir joins a base folder and a relative one; "" and "." mean base itself.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"lab/arms"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,7 +25,7 @@ func tinyRunConfig(t *testing.T, results string, repeat int, s metrics.Shard, be
 	sc := load(t, "testdata/tiny.yaml")
 	loop := loopConfig(t)
 	return harness.RunConfig{
-		Scenarios: []*scenario.Scenario{sc}, Arms: []harness.Arm{arm(t, "spec"), arm(t, "date-in-system-prompt")}, Repeat: repeat,
+		Scenarios: []*scenario.Scenario{sc}, Arms: []arms.Arm{arm(t, "spec"), arm(t, "date-in-system-prompt")}, Repeat: repeat,
 		ResultsDir: results, RunID: "r", Loop: loop, Backend: be, Tokenizer: tinytokenizer.Bytes{}, SandboxDir: t.TempDir(), Shard: s,
 	}
 }
@@ -36,7 +37,7 @@ func TestShardSessionsPartitionTheMatrix(t *testing.T) {
 	sc := load(t, "testdata/tiny.yaml")
 	other := *sc
 	other.Name = "tiny-2"
-	cfg := harness.RunConfig{Scenarios: []*scenario.Scenario{sc, &other}, Arms: []harness.Arm{arm(t, "spec"), arm(t, "plain"), arm(t, "no-stubs")}, Repeat: 2}
+	cfg := harness.RunConfig{Scenarios: []*scenario.Scenario{sc, &other}, Arms: []arms.Arm{arm(t, "spec"), arm(t, "plain"), arm(t, "no-stubs")}, Repeat: 2}
 	all := cfg.Sessions()
 	if len(all) != 12 || cfg.Requests() != 12*7 {
 		t.Fatalf("whole matrix: %d sessions, %d requests; want 12, 84", len(all), cfg.Requests())

@@ -40,6 +40,10 @@ type Manifest struct {
 	Scenarios []string `json:"scenarios"`
 	// Arms are the names of the arms run, in the order they ran.
 	Arms []string `json:"arms"`
+	// ArmDefinitions are the arms' definitions, in the order of Arms: each arm's JSON as package
+	// arms writes it (name, description, base, measures on, practices with every parameter,
+	// source: "built-in" or the arm file's FILE:LINE). Omitted by runs made before arms were data.
+	ArmDefinitions []json.RawMessage `json:"arm_definitions,omitempty"`
 	// Repetitions is how many times each scenario×arm pair was run.
 	Repetitions int `json:"repetitions"`
 	// Backend is the wire protocol's name, for example "ollama".

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"lab/arms"
 	"maps"
 	"math"
 	"slices"
@@ -356,6 +357,14 @@ func manifestFacts(m *metrics.Manifest) []string {
 		complete,
 		fmt.Sprintf("Scenarios: %s; arms: %s; repetitions: %d; samples: %s",
 			orDash(strings.Join(m.Scenarios, ", ")), orDash(strings.Join(m.Arms, ", ")), m.Repetitions, samplesRead(m)),
+	}
+	for _, raw := range m.ArmDefinitions {
+		a, err := arms.FromJSON(raw)
+		if err != nil {
+			facts = append(facts, "Arm: unreadable definition: "+inline(err.Error()))
+			continue
+		}
+		facts = append(facts, "Arm "+inline(a.Summary()))
 	}
 	if len(m.Settings) > 0 {
 		keys := make([]string, 0, len(m.Settings))

@@ -3,6 +3,7 @@ package scriptmodel
 import (
 	"context"
 	"encoding/json"
+	"lab/arms"
 	"strings"
 	"testing"
 	"time"
@@ -243,7 +244,7 @@ func TestScenarioRunsOnTheSim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	arms, err := harness.SelectArms("spec")
+	arms, err := arms.Select(arms.Builtin(), "spec")
 	if err != nil {
 		t.Fatal(err)
 	}

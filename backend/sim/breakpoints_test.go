@@ -3,6 +3,7 @@ package sim_test
 import (
 	"context"
 	"encoding/json"
+	"lab/arms"
 	"slices"
 	"strings"
 	"testing"
@@ -21,8 +22,8 @@ import (
 // system prompt and the last message, date-in-system-prompt the last message only) get different
 // cached tokens when a request shares only the system prompt with the one before.
 func TestAnthropicHonoursTheArmsBreakpoints(t *testing.T) {
-	spec := harness.CacheBreakpoints(harness.Arm{Measures: hygiene.Spec()})
-	dated, _ := harness.SelectArms("date-in-system-prompt")
+	spec := harness.CacheBreakpoints(arms.Arm{Measures: hygiene.Spec()})
+	dated, _ := arms.Select(arms.Builtin(), "date-in-system-prompt")
 	last := harness.CacheBreakpoints(dated[0])
 	if strings.Join(spec, ",") != "system,last-message" || strings.Join(last, ",") != "last-message" {
 		t.Fatalf("set-up: the arms place %v and %v", spec, last)

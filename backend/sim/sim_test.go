@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"lab/arms"
 	"runtime"
 	"slices"
 	"strings"
@@ -158,7 +159,7 @@ func TestHarnessExpectationMatchesLlamaCpp(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, armName := range []string{"spec", "date-in-system-prompt"} {
-		arms, err := harness.SelectArms(armName)
+		arms, err := arms.Select(arms.Builtin(), armName)
 		if err != nil {
 			t.Fatal(err)
 		}

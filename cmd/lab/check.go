@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"lab/check"
-	"lab/harness"
 	"lab/metrics"
 	"lab/scenarios"
 )
@@ -27,6 +26,8 @@ type checkOptions struct {
 	Backend string
 	// Run is an existing run folder to evaluate instead of running.
 	Run string
+	// ArmsFile is a user's arm file (--arms): its arms are known to the check file.
+	ArmsFile string
 	// Results, when set, keeps the run in Results/<run-id>/ instead of a temporary folder.
 	Results string
 	// CacheDir is the cache folder (tokenizer, server build); "" for the default.
@@ -63,6 +64,7 @@ flag, a check file error "file:line: message"), 1 could not run.`,
 	}
 	f := c.Flags()
 	f.StringVar(&o.Backend, "backend", "sim", "where to run the scenarios: sim (simulated, no server) or ollama (the local server)")
+	f.StringVar(&o.ArmsFile, "arms", "", "a YAML file of arms of your own (as lab run --arms): the check file's arms and expectations may name them")
 	f.StringVar(&o.Run, "run", "", "evaluate this run folder (results/run_id=<run-id>, every shard of it) instead of running")
 	f.StringVar(&o.Results, "results", "", "keep the run in this folder's run_id=<run-id>/ (default: a temporary folder, removed afterwards)")
 	f.StringVar(&o.CacheDir, "cache", "", "cache folder for the tokenizer and the built server (default $LAB_CACHE or ~/.cache/lab)")
@@ -82,7 +84,11 @@ func runCheck(ctx context.Context, s *streams, o *checkOptions) error {
 		return badInput("--backend %q: want sim or ollama", o.Backend)
 	}
 	known := check.Known{Scenarios: scenarios.Names()}
-	for _, a := range harness.Arms() {
+	knownList, err := knownArms(o.ArmsFile)
+	if err != nil {
+		return err
+	}
+	for _, a := range knownList {
 		known.Arms = append(known.Arms, a.Name)
 	}
 
@@ -187,6 +193,7 @@ func checkRunOptions(s *streams, o *checkOptions, file *check.File) *runOptions 
 	ro.Backend = o.Backend
 	ro.Scenario = strings.Join(file.Scenarios, ",")
 	ro.Arm = strings.Join(file.Arms, ",")
+	ro.ArmsFile = o.ArmsFile
 	ro.Repeat = file.Repeat
 	ro.CacheDir = o.CacheDir
 	ro.Quiet = o.Quiet
@@ -194,6 +201,9 @@ func checkRunOptions(s *streams, o *checkOptions, file *check.File) *runOptions 
 	ro.RunID = fmt.Sprintf("check-%09d", time.Now().UnixNano()%1e9)
 	ro.ResultsDir = o.Results
 	flags := map[string]string{"backend": ro.Backend, "scenario": ro.Scenario, "arm": ro.Arm, "repeat": strconv.Itoa(ro.Repeat)}
+	if o.ArmsFile != "" {
+		flags["arms"] = o.ArmsFile
+	}
 	ro.call = &runCall{retry: ro.Reliability.policy(), flags: flags}
 	ro.changed = func(name string) bool { _, ok := flags[name]; return ok }
 	return ro

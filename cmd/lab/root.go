@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"lab/harness"
+	"lab/arms"
 	"lab/localserver"
 	"lab/scenario"
 )
@@ -149,16 +150,74 @@ func newVersionCmd(s *streams) *cobra.Command {
 }
 
 func newArmsCmd(s *streams) *cobra.Command {
-	return &cobra.Command{
+	var file string
+	var asJSON bool
+	c := &cobra.Command{
 		Use:   "arms",
-		Short: "List the arms (named sets of measures) lab run can compare",
-		Args:  cobra.NoArgs,
+		Short: "List the arms (named sets of measures and practices) lab run can compare",
+		Long: `List the arms lab run can compare: the built-in ones, one line each, and with --file the
+arms of a user's YAML file, each with the measures it switches off and every practice with its
+parameters (defaults filled in) and the harness behaviour it stands for. The file is checked as
+lab run --arms checks it: an error names the file and the line.`,
+		Example: `  lab arms
+  lab arms --file my-arms.yaml
+  lab arms --file my-arms.yaml --json`,
+		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
+			list := arms.Builtin()
+			if file != "" {
+				var err error
+				if list, err = loadArmsFile(file); err != nil {
+					return err
+				}
+			}
+			if asJSON {
+				defs := make([]json.RawMessage, len(list))
+				for i, a := range list {
+					defs[i] = a.JSON()
+				}
+				enc := json.NewEncoder(s.out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(defs)
+			}
+			if file != "" {
+				for i, a := range list {
+					if i > 0 {
+						fmt.Fprintln(s.out)
+					}
+					fmt.Fprint(s.out, a.Describe())
+				}
+				return nil
+			}
 			tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
-			for _, a := range harness.Arms() {
+			for _, a := range list {
 				fmt.Fprintf(tw, "%s\t%s\n", a.Name, a.Description)
 			}
 			return tw.Flush()
 		},
 	}
+	c.Flags().StringVar(&file, "file", "", "a YAML arm file (lab run --arms): show what each of its arms does")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the arms' definitions as JSON, as the manifest records them")
+	return c
+}
+
+// loadArmsFile reads a user's arm file; a problem in it is bad input naming the file and line.
+func loadArmsFile(file string) ([]arms.Arm, error) {
+	list, err := arms.Load(file)
+	if err != nil {
+		return nil, badInput("--arms: %v", err)
+	}
+	return list, nil
+}
+
+// knownArms returns the built-in arms and, with file set, the arms of that file after them.
+func knownArms(file string) ([]arms.Arm, error) {
+	if file == "" {
+		return arms.Builtin(), nil
+	}
+	extra, err := loadArmsFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return arms.Known(extra), nil
 }

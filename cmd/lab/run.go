@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	lab "lab"
+	"lab/arms"
 	"lab/backend/anthropic"
 	"lab/backend/ollama"
 	"lab/backend/openai"
@@ -38,8 +39,10 @@ type runOptions struct {
 	Scenario string
 	// scenarios, when set, are run in place of Scenario's (lab agents' reference session, a
 	// script converted to a scenario).
-	scenarios  []*scenario.Scenario
-	Arm        string
+	scenarios []*scenario.Scenario
+	Arm       string
+	// ArmsFile is a user's arm file (--arms), whose arms join the built-in ones.
+	ArmsFile   string
 	Repeat     int
 	ResultsDir string
 	RunID      string
@@ -143,7 +146,8 @@ shell that is not a sandbox, which may write anywhere your user can.`,
 	}
 	f := c.Flags()
 	f.StringVar(&o.Scenario, "scenario", "midnight", "scenario name ("+strings.Join(scenarios.Names(), ", ")+"), all, or a path to a scenario.yaml")
-	f.StringVar(&o.Arm, "arm", harness.MainArms, "arms to run, comma-separated, or all (see lab arms)")
+	f.StringVar(&o.Arm, "arm", arms.MainArms, "arms to run, comma-separated, or all (see lab arms)")
+	f.StringVar(&o.ArmsFile, "arms", "", "a YAML file of arms of your own (measures and practices with their parameters; see lab arms --file and README \"Arms\"); they join the built-in arms, and all includes them")
 	f.IntVar(&o.Repeat, "repeat", 1, "repetitions of each scenario × arm")
 	f.StringVar(&o.ResultsDir, "results", "results", "folder that receives run_id=<run-id>/")
 	f.StringVar(&o.RunID, "run-id", "", "the run's id, which names its folder <results>/run_id=<id> (default: the start time, YYYYMMDD-HHMMSS)")
@@ -186,7 +190,7 @@ shell that is not a sandbox, which may write anywhere your user can.`,
 // runFlagGroups are `lab run --help`'s sections: every flag of lab run is in one
 // (TestRunHelpGroupsEveryFlag).
 var runFlagGroups = []flagGroup{
-	{"What to run", []string{"scenario", "arm", "repeat", "shard"}},
+	{"What to run", []string{"scenario", "arm", "arms", "repeat", "shard"}},
 	{"Server and backend", []string{"backend", "server", "server-log", "base-url", "profile", "api", "key-file",
 		"llamacpp", "cache-reuse", "cache-ram", "parallel", "cache-breakpoints", "thinking", "pricing", "cache-model", "calibration", "warm", "cache", "generic-build"}},
 	{"The model", []string{"model", "gguf", "num-ctx", "hidden", "layers", "ffn", "seed", "f16"}},
@@ -279,7 +283,11 @@ func openRunBackend(ctx context.Context, s *streams, o *runOptions, b *runBacken
 			return none, err
 		}
 	}
-	arms, err := harness.SelectArms(o.Arm)
+	known, err := knownArms(o.ArmsFile)
+	if err != nil {
+		return none, err
+	}
+	selected, err := arms.Select(known, o.Arm)
 	if err != nil {
 		return none, &usageError{err}
 	}
@@ -340,7 +348,7 @@ func openRunBackend(ctx context.Context, s *streams, o *runOptions, b *runBacken
 	if o.Quiet {
 		progress = io.Discard
 	}
-	r := checkedRun{scenarios: scs, arms: arms, loop: loop, model: cacheModel, progress: progress}
+	r := checkedRun{scenarios: scs, arms: selected, loop: loop, model: cacheModel, progress: progress}
 	if err := backendFactories[o.Backend](ctx, s, o, r, b); err != nil {
 		return none, err
 	}
@@ -454,7 +462,7 @@ const SettingMaxReplyBytes = "max_reply_bytes"
 // checkedRun is what runRun checked and hands to the backend factory and runConfig.
 type checkedRun struct {
 	scenarios []*scenario.Scenario
-	arms      []harness.Arm
+	arms      []arms.Arm
 	loop      *hygiene.Config
 	model     cachesim.Model
 	progress  io.Writer

@@ -1,0 +1,155 @@
+package arms
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"lab/hygiene"
+	"lab/internal/fileerr"
+)
+
+// The built-in arms keep their names and order, spec first and plain last, with the measures
+// each ablation names switched off.
+func TestBuiltinArms(t *testing.T) {
+	b := Builtin()
+	if b[0].Name != "spec" || b[len(b)-1].Name != "plain" || len(b) != 17 {
+		t.Fatalf("built-in arms: %d, first %s, last %s", len(b), b[0].Name, b[len(b)-1].Name)
+	}
+	if b[0].Measures != hygiene.Spec() || b[len(b)-1].Measures != (hygiene.Measures{}) {
+		t.Errorf("spec %+v, plain %+v", b[0].Measures, b[len(b)-1].Measures)
+	}
+	a, err := Select(b, "no-result-ids")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(a[0].Off(), ","); got != "result_ids,stubs,caps,recall,search_dedupe" {
+		t.Errorf("no-result-ids switches off %s", got)
+	}
+	p, _ := Select(b, "prune-old-output")
+	pr := p[0].Find("prune")
+	if pr == nil || pr.Prune.ThresholdTokens != 10000 || pr.Prune.ProtectResults != 4 || pr.Prune.ProtectTokens != 0 || pr.Prune.MinimumTokens != 0 || pr.Prune.Mode != PruneEveryRequest {
+		t.Errorf("prune-old-output: %+v", pr)
+	}
+	if _, err := Select(b, "spec,nope"); err == nil || !strings.Contains(err.Error(), `unknown arm "nope"`) {
+		t.Errorf("unknown arm: %v", err)
+	}
+}
+
+const userFile = `arms:
+  - name: clock-minute
+    description: clock at minute granularity in the first user message, tools shuffled per session, prune at 20k protecting 40k
+    practices:
+      - clock: {granularity: minute, place: first_user, per_request: 20s}
+      - tool_order: {order: session}
+      - prune: {threshold_tokens: 20000, protect_tokens: 40000}
+  - name: plain-window
+    description: a plain harness with a sliding window
+    base: plain
+    measures: {diffs: true}
+    practices:
+      - window: {max_tokens: 8000}
+      - insert: {at: "2"}
+      - reasoning: {keep: last_messages, messages: 6}
+`
+
+// A user's file is read with every default filled in, and its arms record where they came from.
+func TestLoadUserFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "arms.yaml")
+	if err := os.WriteFile(path, []byte(userFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	list, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].Source != path+":2" || list[1].Source != path+":8" {
+		t.Fatalf("%d arms, sources %q", len(list), []string{list[0].Source, list[1].Source})
+	}
+	c := list[0].Find("clock").Clock
+	if c.Granularity != "minute" || c.Format != "2006-01-02 15:04" || c.Place != PlaceFirstUser || c.Update != UpdateRequest || time.Duration(c.PerRequest) != 20*time.Second {
+		t.Errorf("clock: %+v", c)
+	}
+	if got := c.Line(time.Date(2026, 3, 1, 23, 59, 41, 0, time.UTC)); got != "Current time: 2026-03-01 23:59" {
+		t.Errorf("clock line %q", got)
+	}
+	if o := list[0].Find("tool_order").ToolOrder; o.Order != OrderSession {
+		t.Errorf("tool_order %+v", o)
+	}
+	if p := list[0].Find("prune").Prune; p.ThresholdTokens != 20000 || p.ProtectTokens != 40000 || p.MinimumTokens != 0 || p.Mode != PruneBatch || p.Text != PrunedText {
+		t.Errorf("prune %+v", p)
+	}
+	w := list[1]
+	if w.Measures != (hygiene.Measures{Diffs: true}) || w.Find("window").Window.TargetTokens != 8000 {
+		t.Errorf("plain-window: %+v %+v", w.Measures, w.Find("window").Window)
+	}
+	if i, ok := w.Find("insert").Insert.Index(); !ok || i != 2 || w.Find("insert").Insert.Role != InsertSystemReminder {
+		t.Errorf("insert %+v", w.Find("insert").Insert)
+	}
+	var back map[string]any
+	if err := json.Unmarshal(list[0].JSON(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back["practices"].([]any)[0].(map[string]any)["clock"].(map[string]any)["per_request"] != "20s" {
+		t.Errorf("manifest JSON %s", list[0].JSON())
+	}
+	d := list[0].Describe()
+	for _, want := range []string{"practice clock: granularity minute, format \"2006-01-02 15:04\"", "place first_user", "measures: every measure of spec 3.2.0"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("Describe lacks %q:\n%s", want, d)
+		}
+	}
+}
+
+// Every mistake in a file is an error naming the file and the line of the mistake.
+func TestParseErrorsNameFileAndLine(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		line int
+		msg  string
+	}{
+		{"arms:\n  - name: a\n    description: d\n    practices:\n      - clock: {granularity: week}\n", 5, `clock: granularity: "week": want second, minute, hour, day`},
+		{"arms:\n  - name: a\n    description: d\n    practices:\n      - clock: {granularty: day}\n", 5, `clock: unknown parameter "granularty"`},
+		{"arms:\n  - name: a\n    description: d\n    practices:\n      - sparkle: {}\n", 5, `unknown practice "sparkle"`},
+		{"arms:\n  - name: a\n    description: d\n    measures: {stubz: false}\n", 4, `unknown measure "stubz"`},
+		{"arms:\n  - name: a\n    description: d\n    measures: {result_ids: false}\n", 2, "stubs (§2) need result ids"},
+		{"arms:\n  - name: a\n    description: d\n  - name: a\n    description: e\n", 4, `arm "a" is defined twice (first at line 2)`},
+		{"arms:\n  - name: spec\n    description: d\n", 2, "built-in arm's name"},
+		{"arms:\n  - name: A b\n    description: d\n", 2, "name: \"A b\""},
+		{"arms:\n  - name: a\n    description: d\n    practices:\n      - prune: {protect_tokens: many}\n", 5, "cannot unmarshal"},
+		{"arms:\n  - name: a\n    description: d\n    practices:\n      - window: {}\n", 5, "max_tokens: 0: want at least 1"},
+		{"arms:\n  - name: a\n    description: d\n    practices:\n      - reasoning: {keep: last_messages}\n", 5, "messages: 0: want at least 1"},
+		{"arms:\n  - name: a\n    description: d\n    colour: red\n", 4, `unknown field "colour"`},
+		{"arms:\n  - name: a\n    description: d\n    practices:\n      - insert: {at: second}\n", 5, `at: "second"`},
+		{"arms:\n  - name: a\n    description: d\n    practices:\n      - clock: {per_request: soon}\n", 5, `"soon": want a duration`},
+	} {
+		path := filepath.Join(t.TempDir(), "arms.yaml")
+		os.WriteFile(path, []byte(tc.body), 0o644)
+		_, err := Load(path)
+		var se *fileerr.SyntaxError
+		if !errors.As(err, &se) || se.File != path || se.Line != tc.line || !strings.Contains(se.Msg, tc.msg) {
+			t.Errorf("%q: error %v; want %s:%d: …%s…", tc.body, err, path, tc.line, tc.msg)
+		}
+	}
+}
+
+// An arm read back from its manifest JSON is the arm that ran: the same measures and practices.
+func TestFromJSONRoundTrip(t *testing.T) {
+	for _, a := range Builtin() {
+		b, err := FromJSON(a.JSON())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Measures != a.Measures || b.Summary() != a.Summary() {
+			t.Errorf("%s: read back %+v, %q; want %+v, %q", a.Name, b.Measures, b.Summary(), a.Measures, a.Summary())
+		}
+	}
+	got := Builtin()[1].Summary()
+	if got != "date-in-system-prompt (built-in): every measure but date_in_note" {
+		t.Errorf("summary %q", got)
+	}
+}

@@ -1,0 +1,173 @@
+package harness
+
+import (
+	"fmt"
+	"unicode/utf8"
+
+	"lab/arms"
+	"lab/chat"
+	"lab/hygiene"
+)
+
+// This file applies an arm's practices (package arms) to the request being built: what real
+// harnesses do to earlier context that spec 3.2.0's one rule forbids ("Nothing already sent to
+// the model is ever rewritten"). Each rewrite is marked (chat.Message.Marks) with the practice's
+// name, so the re-read attribution names it ("prune in tool result 5").
+
+// implemented lists the practices (package arms) the harness applies; [Supported] refuses an arm
+// with any other, so that no arm is run as if it applied a practice it does not.
+var implemented = map[string]bool{"prune": true, "keep_last": true, "reasoning": true}
+
+// Supported returns an error naming the arm and its first practice the harness does not apply
+// yet, nil when it applies them all.
+func Supported(a arms.Arm) error {
+	for _, p := range a.Practices {
+		if !implemented[p.Name()] {
+			return fmt.Errorf("arm %q (%s): the harness does not apply the practice %s yet", a.Name, a.Source, p.Name())
+		}
+	}
+	return nil
+}
+
+// EstimateTokens is a practice's token estimate of a text: its characters (Unicode code points)
+// divided by 4, rounded (opencode's Token.estimate), so the practices act alike on every server
+// and tokenizer.
+func EstimateTokens(s string) int { return (utf8.RuneCountInString(s) + 2) / 4 }
+
+// reasoningHistory returns the history as the request carries it, with the reasoning spec 3.2.0
+// §8 says (the current turn's), or the arm's reasoning practice's policy instead.
+func (r *runner) reasoningHistory() []chat.Message {
+	m := r.cfg.Arm.Measures
+	p := r.cfg.Arm.Find("reasoning")
+	if p == nil {
+		return hygiene.CurrentTurnReasoning(r.history, m)
+	}
+	switch p.Reasoning.Keep {
+	case arms.ReasoningNever:
+		m.ReasoningThisTurn = false
+	case arms.ReasoningThisTurn:
+		m.ReasoningThisTurn = true
+	case arms.ReasoningAllTurns:
+		return append([]chat.Message(nil), r.history...)
+	case arms.ReasoningLastMessages:
+		out := append([]chat.Message(nil), r.history...)
+		for i := range out[:max(len(out)-p.Reasoning.Messages, 0)] {
+			out[i].Reasoning, out[i].Thinking = "", nil
+		}
+		return out
+	}
+	return hygiene.CurrentTurnReasoning(r.history, m)
+}
+
+// practiceOnResults applies the arm's practices that rewrite earlier tool output (prune in
+// place, keep the last N observations), returning a copy; the stored history stays whole.
+// A result the practice removed leaves the hygiene session's dedupe table, so no later re-read
+// or search is a stub naming it; and a stub already in the history whose result the practice
+// removed is sent as the full answer it stands for (spec 3.2.0 §2: "A stub names only a result
+// that is in the request being built"; §6 alike). The stub lies after the result it names, so
+// the request already differs from the cache before it: sending it in full costs its tokens, and
+// no earlier divergence.
+func (r *runner) practiceOnResults(history []chat.Message) []chat.Message {
+	out := r.practiceRemove(history)
+	if len(r.withdrawn) == 0 {
+		return out
+	}
+	for i, m := range out {
+		if m.Role != chat.RoleTool || m.Content != history[i].Content {
+			continue
+		}
+		id := r.resultOf[m.ToolCallID]
+		if ref, ok := r.hs.StubOf(id); ok && r.withdrawn[ref] {
+			out[i].Content, _ = r.hs.Unstubbed(id)
+		}
+	}
+	return out
+}
+
+// practiceRemove replaces the tool results the arm's prune and keep_last practices remove with
+// their texts, marked, and tells the hygiene session which results left the request.
+func (r *runner) practiceRemove(history []chat.Message) []chat.Message {
+	prune, keep := r.cfg.Arm.Find("prune"), r.cfg.Arm.Find("keep_last")
+	if prune == nil && keep == nil {
+		return history
+	}
+	var results []int
+	for i, m := range history {
+		if m.Role == chat.RoleTool {
+			results = append(results, i)
+		}
+	}
+	out := append([]chat.Message(nil), history...)
+	replace := func(i int, practice, text string) {
+		out[i].Content = text
+		out[i].Marks = []chat.Mark{{Practice: practice, Text: text}}
+	}
+	if keep != nil {
+		for _, i := range results[:max(len(results)-keep.KeepLast.Results, 0)] {
+			replace(i, "keep_last", keep.KeepLast.Text)
+		}
+	}
+	if prune != nil {
+		r.prune(prune.Prune, history, results)
+		for _, i := range results {
+			if r.pruned[history[i].ToolCallID] {
+				replace(i, "prune", prune.Prune.Text)
+			}
+		}
+	}
+	for _, i := range results {
+		if out[i].Content == history[i].Content {
+			continue
+		}
+		if id := r.resultOf[history[i].ToolCallID]; id != "" && !r.withdrawn[id] {
+			r.withdrawn[id] = true
+			r.hs.Withdraw(id)
+		}
+	}
+	return out
+}
+
+// prune decides which results the prune practice clears now (arms.Prune): walking back from the
+// newest result, the newest ProtectResults results and those that start inside the newest
+// ProtectTokens are protected; the others not yet pruned are cleared when the output passes the
+// threshold (batch: the output not yet pruned; every_request: all of it as the tools gave it) and
+// they add up to MinimumTokens.
+func (r *runner) prune(p *arms.Prune, history []chat.Message, results []int) {
+	if r.pruned == nil {
+		r.pruned = map[string]bool{}
+	}
+	protected := map[int]bool{}
+	total, unpruned := 0, 0
+	for k := len(results) - 1; k >= 0; k-- {
+		i := results[k]
+		n := EstimateTokens(history[i].Content)
+		if len(results)-1-k < p.ProtectResults || total < p.ProtectTokens {
+			protected[i] = true
+		}
+		total += n
+		if !r.pruned[history[i].ToolCallID] {
+			unpruned += n
+		}
+	}
+	output := unpruned
+	if p.Mode == arms.PruneEveryRequest {
+		output = total
+	}
+	if output <= p.ThresholdTokens {
+		return
+	}
+	var cands []int
+	freed := 0
+	for _, i := range results {
+		if !protected[i] && !r.pruned[history[i].ToolCallID] {
+			cands = append(cands, i)
+			freed += EstimateTokens(history[i].Content)
+		}
+	}
+	if len(cands) == 0 || freed < p.MinimumTokens {
+		return
+	}
+	for _, i := range cands {
+		r.pruned[history[i].ToolCallID] = true
+	}
+}
