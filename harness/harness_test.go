@@ -33,6 +33,7 @@ type renderBackend struct {
 	conv     *ollama.Client
 	prev     string
 	requests []*chat.Request
+	rendered []string
 }
 
 func (b *renderBackend) Send(_ context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
@@ -52,6 +53,7 @@ func (b *renderBackend) Send(_ context.Context, req *chat.Request, reply *chat.R
 	cached := int64(min(n, len(rendered)-1))
 	cache := rendered + ollama.Qwen3Output(reply)
 	b.prev = cache
+	b.rendered = append(b.rendered, rendered)
 	return &chat.Result{PromptTokens: int64(len(rendered)), CachedTokens: &cached, CachedSource: chat.SourceSimulation, Rendered: rendered, CacheText: cache}, nil
 }
 

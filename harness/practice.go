@@ -1,10 +1,17 @@
 package harness
 
 import (
+	"cmp"
 	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
 	"unicode/utf8"
 
 	"lab/arms"
+	"lab/cachesim"
 	"lab/chat"
 	"lab/hygiene"
 )
@@ -16,7 +23,8 @@ import (
 
 // implemented lists the practices (package arms) the harness applies; [Supported] refuses an arm
 // with any other, so that no arm is run as if it applied a practice it does not.
-var implemented = map[string]bool{"prune": true, "keep_last": true, "reasoning": true}
+var implemented = map[string]bool{"prune": true, "keep_last": true, "reasoning": true,
+	"clock": true, "counter": true, "insert": true, "tool_order": true}
 
 // Supported returns an error naming the arm and its first practice the harness does not apply
 // yet, nil when it applies them all.
@@ -169,5 +177,157 @@ func (r *runner) prune(p *arms.Prune, history []chat.Message, results []int) {
 	}
 	for _, i := range cands {
 		r.pruned[history[i].ToolCallID] = true
+	}
+}
+
+// practiceLines writes the clock and counter practices' lines into the request being built
+// (arms.Clock, arms.Counter): into the system prompt (msgs[0]), the first or the latest user
+// message (before its session note, §10.3, which stays last), or an early block of its own
+// before the person's first message. Each line is marked with its practice's name.
+func (r *runner) practiceLines(msgs []chat.Message) []chat.Message {
+	for _, p := range r.cfg.Arm.Practices {
+		var line string
+		var place arms.Place
+		switch {
+		case p.Clock != nil:
+			at := r.clock
+			if p.Clock.Update == arms.UpdateTurn {
+				at = r.turnClock
+			}
+			line, place = p.Clock.Line(at.In(r.cfg.Scenario.Start.Location())), p.Clock.Place
+		case p.Counter != nil:
+			line, place = r.counterLine(p.Counter), p.Counter.Place
+		default:
+			continue
+		}
+		msgs = placeLine(msgs, place, p.Name(), line, r.cfg.Loop.Note.Open)
+	}
+	return msgs
+}
+
+// counterLine is the counter's line now: tokens left (the budget less the last prompt the
+// server counted) or the step (the session's request number, from 1).
+func (r *runner) counterLine(c *arms.Counter) string {
+	prompt, index := r.lastPrompt, r.index
+	if c.Update == arms.UpdateTurn {
+		prompt, index = r.turnPrompt, r.turnIndex
+	}
+	v := int64(index + 1)
+	if c.Kind == arms.CounterTokensLeft {
+		v = int64(c.Budget) - prompt
+	}
+	return strings.ReplaceAll(c.Text, "{{value}}", strconv.FormatInt(v, 10))
+}
+
+// placeLine writes line at place in msgs (msgs[0] the system prompt), marked as practice's.
+func placeLine(msgs []chat.Message, place arms.Place, practice, line, noteOpen string) []chat.Message {
+	mark := chat.Mark{Practice: practice, Text: line}
+	addTo := func(i int, first bool) {
+		m := msgs[i]
+		m.Marks = slices.Clone(m.Marks)
+		if first {
+			m.Content = line + "\n\n" + m.Content
+			m.Marks = append([]chat.Mark{mark}, m.Marks...)
+		} else {
+			text, note := cachesim.SplitNote(m.Content, noteOpen)
+			m.Content = text + "\n\n" + line + note
+			m.Marks = append(m.Marks, mark)
+		}
+		msgs[i] = m
+	}
+	users := func() (first, last int) {
+		first, last = -1, -1
+		for i, m := range msgs {
+			if m.Role == chat.RoleUser && m.Item == "" && !m.Interjection {
+				if first < 0 {
+					first = i
+				}
+				last = i
+			}
+		}
+		return first, last
+	}
+	switch place {
+	case arms.PlaceSystemStart:
+		addTo(0, true)
+	case arms.PlaceSystemEnd:
+		addTo(0, false)
+	case arms.PlaceFirstUser, arms.PlaceLatestUser:
+		first, last := users()
+		i := first
+		if place == arms.PlaceLatestUser {
+			i = last
+		}
+		if i >= 0 {
+			addTo(i, false)
+		}
+	case arms.PlaceEarlyBlock:
+		early := chat.Message{Role: chat.RoleUser, Content: line, Marks: []chat.Mark{mark}}
+		msgs = slices.Insert(msgs, 1, early)
+	}
+	return msgs
+}
+
+// practiceInserts puts the insert practices' messages into the request (arms.Insert): after the
+// latest user message, or at a fixed index of the messages after the system prompt.
+func (r *runner) practiceInserts(msgs []chat.Message) []chat.Message {
+	for _, p := range r.cfg.Arm.Practices {
+		in := p.Insert
+		if in == nil {
+			continue
+		}
+		m := chat.Message{Role: chat.RoleUser, Content: in.Text}
+		switch in.Role {
+		case arms.InsertSystemReminder:
+			m.Content = "<system-reminder>\n" + in.Text + "\n</system-reminder>"
+		case arms.InsertSystem:
+			m.Role = chat.RoleSystem
+		}
+		m.Marks = []chat.Mark{{Practice: "insert", Text: m.Content}}
+		at := len(msgs)
+		if i, ok := in.Index(); ok {
+			at = min(1+i, len(msgs))
+		} else {
+			for i := len(msgs) - 1; i > 0; i-- {
+				if msgs[i].Role == chat.RoleUser && !msgs[i].Interjection && msgs[i].Item == "" {
+					at = i + 1
+					break
+				}
+			}
+		}
+		msgs = slices.Insert(msgs, at, m)
+	}
+	return msgs
+}
+
+// practiceTools returns the tool list in the tool_order practice's order (arms.ToolOrder): each
+// tool sorted by a hash of the seed, the repetition, its name and, for order request, the
+// request's index, so a session's order is the same on every run and stable when tools join.
+func (r *runner) practiceTools(list []chat.Tool) []chat.Tool {
+	p := r.cfg.Arm.Find("tool_order")
+	if p == nil || p.ToolOrder.Order == arms.OrderFixed {
+		return list
+	}
+	key := func(name string) uint64 {
+		h := fnv.New64a()
+		request := -1
+		if p.ToolOrder.Order == arms.OrderRequest {
+			request = r.index
+		}
+		// The name last: FNV-1a spreads a change in an early byte over the whole hash, where
+		// one in the last byte would move every name's hash alike and keep their order.
+		fmt.Fprintf(h, "%d/%d/%d/%s", p.ToolOrder.Seed, r.cfg.Repetition, request, name)
+		return h.Sum64()
+	}
+	out := slices.Clone(list)
+	slices.SortStableFunc(out, func(a, b chat.Tool) int { return cmp.Compare(key(a.Name), key(b.Name)) })
+	return out
+}
+
+// advanceClock moves the session's clock on before a request by the clock practice's
+// per_request step (arms.Clock.PerRequest), as wall time passes between an agent's steps.
+func (r *runner) advanceClock() {
+	if p := r.cfg.Arm.Find("clock"); p != nil && p.Clock.PerRequest > 0 {
+		r.clock = r.clock.Add(time.Duration(p.Clock.PerRequest))
 	}
 }

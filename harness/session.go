@@ -200,6 +200,11 @@ type runner struct {
 	history      []chat.Message // stored, reasoning kept (§8)
 
 	notedDate string
+	// turnClock, turnPrompt and turnIndex are the clock, the last prompt tokens and the request
+	// index when the current turn's user message was written (practice lines updated per turn).
+	turnClock  time.Time
+	turnPrompt int64
+	turnIndex  int
 	// summary is the last compaction's summary ("" before the first).
 	summary string
 	// mode is the permission mode now, promptMode the one the system prompt names (§10.3: "its
@@ -420,6 +425,7 @@ func (r *runner) callTool(ctx context.Context, tc chat.ToolCall) string {
 func (r *runner) user(text string) error {
 	r.turn++
 	r.step = 0
+	r.turnClock, r.turnPrompt, r.turnIndex = r.clock, r.lastPrompt, r.index
 	r.hs.BeginTurn()
 	changes := r.pending
 	r.pending = map[string]string{}
@@ -446,11 +452,14 @@ func (r *runner) request() *chat.Request {
 	history := r.reasoningHistory()
 	history = r.practiceOnResults(history)
 	msgs := append([]chat.Message{{Role: chat.RoleSystem, Content: system}}, history...)
-	return &chat.Request{Messages: msgs, Tools: r.tools, Think: true, CacheBreakpoints: CacheBreakpoints(r.cfg.Arm)}
+	msgs = r.practiceInserts(msgs)
+	msgs = r.practiceLines(msgs)
+	return &chat.Request{Messages: msgs, Tools: r.practiceTools(r.tools), Think: true, CacheBreakpoints: CacheBreakpoints(r.cfg.Arm)}
 }
 
 func (r *runner) assistant(ctx context.Context, a *scenario.AssistantStep) error {
 	r.step++
+	r.advanceClock()
 	req := r.request()
 	msg := chat.Message{Role: chat.RoleAssistant, Reasoning: a.Reasoning, Content: a.Text}
 	for _, c := range a.Calls {

@@ -1,0 +1,129 @@
+package harness_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"lab/arms"
+	"lab/chat"
+)
+
+// userArm reads one arm from a YAML body as a user's file would hold it.
+func userArm(t *testing.T, body string) arms.Arm {
+	t.Helper()
+	list, err := arms.Parse("test.yaml", []byte("arms:\n  - name: a\n    description: d\n    practices:\n"+body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list[0]
+}
+
+func toolNames(req *chat.Request) []string {
+	var out []string
+	for _, tl := range req.Tools {
+		out = append(out, tl.Name)
+	}
+	return out
+}
+
+// A minute clock in the first user message that advances 20 s a request first changes at the
+// third request (23:50:20, 23:50:40, 23:51:00): the re-read starts at its last digit.
+func TestClockPracticeBreaksAtItsLine(t *testing.T) {
+	samples, be := runTiny(t, userArm(t, "      - clock: {granularity: minute, place: first_user, per_request: 20s}\n"))
+	for i, want := range []string{"Current time: 2026-11-05 23:50", "Current time: 2026-11-05 23:50", "Current time: 2026-11-05 23:51"} {
+		if got := be.requests[i].Messages[1].Content; !strings.Contains(got, "built?\n\n"+want+"\n\n<session-note>") {
+			t.Fatalf("request %d message 1 %q; want %q before the session note", i, got, want)
+		}
+	}
+	if s := samples[1].DivergenceSegment; strings.HasPrefix(s, "clock") {
+		t.Errorf("request 1 diverged at %q, though its clock line did not change", s)
+	}
+	s := samples[2]
+	if s.DivergenceSegment != "clock in message 1" {
+		t.Fatalf("request 2 diverged at %q; want clock in message 1", s.DivergenceSegment)
+	}
+	line := "Current time: 2026-11-05 23:51"
+	want := int64(strings.Index(be.rendered[2], line) + len(line) - 1)
+	if s.ExpectedCachedTokens == nil || *s.ExpectedCachedTokens != want || *s.CachedTokens != want {
+		t.Errorf("request 2 expected %v cached %v; want %d (the bytes before the clock's last digit)", s.ExpectedCachedTokens, s.CachedTokens, want)
+	}
+	if reread := s.PromptTokens - want; reread != int64(len(be.rendered[2]))-want {
+		t.Errorf("re-read %d", reread)
+	}
+}
+
+// A step counter at the end of the system prompt changes on every request: each re-reads from
+// the counter in the system prompt on.
+func TestCounterPracticeBreaksEveryRequest(t *testing.T) {
+	samples, be := runTiny(t, userArm(t, "      - counter: {kind: step}\n"))
+	for i, s := range samples[1:] {
+		if s.DivergenceSegment != "counter in system" {
+			t.Fatalf("request %d diverged at %q; want counter in system", i+1, s.DivergenceSegment)
+		}
+	}
+	if got := be.requests[3].Messages[0].Content; !strings.HasSuffix(got, "\n\nStep 4") {
+		t.Errorf("request 3's system prompt ends %q", got[max(len(got)-20, 0):])
+	}
+	line := "Step 2"
+	if want := int64(strings.Index(be.rendered[1], line) + len("Step ")); *samples[1].ExpectedCachedTokens != want {
+		t.Errorf("request 1 expected %d; want %d", *samples[1].ExpectedCachedTokens, want)
+	}
+}
+
+// Tools shuffled once per session keep one order in the session, not the harness's; shuffled
+// per request, a request whose order changed diverges in the tool list.
+func TestToolOrderPractice(t *testing.T) {
+	_, spec := runTiny(t, arm(t, "spec"))
+	_, once := runTiny(t, userArm(t, "      - tool_order: {order: session}\n"))
+	fixed, shuffled := toolNames(spec.requests[0]), toolNames(once.requests[0])
+	if slices.Equal(fixed, shuffled) || !slices.Equal(slices.Sorted(slices.Values(fixed)), slices.Sorted(slices.Values(shuffled))) {
+		t.Fatalf("session order %v; want a permutation of %v", shuffled, fixed)
+	}
+	for i, r := range once.requests {
+		if !slices.Equal(toolNames(r), shuffled) {
+			t.Fatalf("request %d order %v; want the session's %v", i, toolNames(r), shuffled)
+		}
+	}
+	samples, every := runTiny(t, userArm(t, "      - tool_order: {order: request}\n"))
+	changed := 0
+	for i := 1; i < len(samples); i++ {
+		if slices.Equal(toolNames(every.requests[i]), toolNames(every.requests[i-1])) {
+			continue
+		}
+		changed++
+		if samples[i].DivergenceSegment != "tools" {
+			t.Errorf("request %d: order changed, diverged at %q; want tools", i, samples[i].DivergenceSegment)
+		}
+	}
+	if changed == 0 {
+		t.Error("the order never changed from request to request")
+	}
+}
+
+// A reminder after the latest user message moves with it: the first request of turn 2 diverges
+// where the reminder stood (message 2), and every request carries it once.
+func TestInsertPractice(t *testing.T) {
+	samples, be := runTiny(t, userArm(t, "      - insert: {text: keep the todo list}\n"))
+	reminder := "<system-reminder>\nkeep the todo list\n</system-reminder>"
+	for i, r := range be.requests {
+		n := 0
+		for _, m := range r.Messages {
+			if m.Content == reminder {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("request %d carries the reminder %d times", i, n)
+		}
+	}
+	if got := be.requests[4].Messages[len(be.requests[4].Messages)-1].Content; got != reminder {
+		t.Errorf("turn 2's first request ends with %q; want the reminder", got)
+	}
+	if s := samples[1].DivergenceSegment; strings.HasSuffix(s, " 2") {
+		t.Errorf("request 1 diverged at %q, inside turn 1 where the reminder stays put", s)
+	}
+	if s := samples[4].DivergenceSegment; !strings.HasSuffix(s, " 2") {
+		t.Errorf("turn 2's first request diverged at %q; want where the reminder stood, message 2", s)
+	}
+}
