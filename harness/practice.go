@@ -24,7 +24,7 @@ import (
 // implemented lists the practices (package arms) the harness applies; [Supported] refuses an arm
 // with any other, so that no arm is run as if it applied a practice it does not.
 var implemented = map[string]bool{"prune": true, "keep_last": true, "reasoning": true,
-	"clock": true, "counter": true, "insert": true, "tool_order": true}
+	"clock": true, "counter": true, "insert": true, "tool_order": true, "window": true}
 
 // Supported returns an error naming the arm and its first practice the harness does not apply
 // yet, nil when it applies them all.
@@ -330,4 +330,66 @@ func (r *runner) advanceClock() {
 	if p := r.cfg.Arm.Find("clock"); p != nil && p.Clock.PerRequest > 0 {
 		r.clock = r.clock.Add(time.Duration(p.Clock.PerRequest))
 	}
+}
+
+// practiceWindow drops whole oldest messages after the person's first message once the request
+// passes the window practice's size (arms.Window), down to its target: an assistant message and
+// the tool results that answer it go together, and the latest user message and what follows it
+// always stay. What was dropped stays dropped (until a compaction starts the history afresh),
+// and its results leave the hygiene session's dedupe table (§2: no stub names them).
+func (r *runner) practiceWindow(system string, history []chat.Message) []chat.Message {
+	p := r.cfg.Arm.Find("window")
+	if p == nil {
+		return history
+	}
+	first, last := -1, -1
+	for i, m := range history {
+		if m.Role == chat.RoleUser && !m.Interjection {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	if first < 0 {
+		return history
+	}
+	size := func(m chat.Message) int {
+		n := EstimateTokens(m.Content) + EstimateTokens(m.Reasoning)
+		for _, tc := range m.ToolCalls {
+			n += EstimateTokens(tc.Name) + EstimateTokens(string(tc.Arguments))
+		}
+		return n
+	}
+	total := EstimateTokens(system)
+	for i, m := range history {
+		if i <= first || i >= r.windowFrom {
+			total += size(m)
+		}
+	}
+	start := max(r.windowFrom, first+1)
+	if total > p.Window.MaxTokens {
+		for start < last && total > p.Window.TargetTokens {
+			// One unit: a message and the tool results after it.
+			end := start + 1
+			for end < last && history[end].Role == chat.RoleTool {
+				end++
+			}
+			for _, m := range history[start:end] {
+				total -= size(m)
+				if m.Role == chat.RoleTool {
+					if id := r.resultOf[m.ToolCallID]; id != "" && !r.withdrawn[id] {
+						r.withdrawn[id] = true
+						r.hs.Withdraw(id)
+					}
+				}
+			}
+			start = end
+		}
+		r.windowFrom = start
+	}
+	if r.windowFrom <= first+1 {
+		return history
+	}
+	return append(slices.Clone(history[:first+1]), history[r.windowFrom:]...)
 }

@@ -1,12 +1,14 @@
 package harness_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	"lab/arms"
 	"lab/chat"
+	"lab/harness"
 )
 
 // userArm reads one arm from a YAML body as a user's file would hold it.
@@ -125,5 +127,37 @@ func TestInsertPractice(t *testing.T) {
 	}
 	if s := samples[4].DivergenceSegment; !strings.HasSuffix(s, " 2") {
 		t.Errorf("turn 2's first request diverged at %q; want where the reminder stood, message 2", s)
+	}
+}
+
+// A window that the session outgrows drops whole oldest messages after the first user message:
+// the first request that drops diverges right after that message, and every later request
+// keeps the person's first message.
+func TestWindowPractice(t *testing.T) {
+	_, full := runTiny(t, arm(t, "spec"))
+	sys := harness.EstimateTokens(full.requests[0].Messages[0].Content)
+	samples, be := runTiny(t, userArm(t, fmt.Sprintf("      - window: {max_tokens: %d, target_tokens: %d}\n", sys+300, sys+200)))
+	dropped := -1
+	for i, r := range be.requests {
+		if len(r.Messages) < len(full.requests[i].Messages) {
+			dropped = i
+			break
+		}
+	}
+	if dropped < 0 {
+		t.Fatal("the window never dropped a message")
+	}
+	for _, r := range be.requests[dropped:] {
+		if r.Messages[1].Content != full.requests[0].Messages[1].Content {
+			t.Fatalf("the person's first message is gone: %q", r.Messages[1].Content)
+		}
+	}
+	s := samples[dropped]
+	if s.DivergenceSegment != "message 2" && s.DivergenceSegment != "reasoning 2" && s.DivergenceSegment != "tool result 2" {
+		t.Errorf("request %d (the first that drops) diverged at %q; want message 2, right after the first user message", dropped, s.DivergenceSegment)
+	}
+	_, after, _ := strings.Cut(be.rendered[dropped], full.requests[0].Messages[1].Content)
+	if want := int64(len(be.rendered[dropped]) - len(after)); *s.ExpectedCachedTokens < want {
+		t.Errorf("request %d expected %d cached; want at least the %d bytes through the first user message", dropped, *s.ExpectedCachedTokens, want)
 	}
 }

@@ -218,6 +218,9 @@ type runner struct {
 	// pruned holds the tool call ids whose results the prune practice cleared: once pruned,
 	// always pruned.
 	pruned map[string]bool
+	// windowFrom is the history index from which the window practice keeps messages (0: it
+	// dropped none); the messages between the first user message and it are dropped for good.
+	windowFrom int
 	// resultOf maps a tool call's id to the id of the result the hygiene session gave it (§1);
 	// withdrawn holds the result ids a practice removed from the requests, which the hygiene
 	// session was told of ([hygiene.Session.Withdraw]).
@@ -449,7 +452,7 @@ func (r *runner) request() *chat.Request {
 	if !r.cfg.Arm.Measures.DateInNote {
 		system = r.buildSystem()
 	}
-	history := r.reasoningHistory()
+	history := r.practiceWindow(system, r.reasoningHistory())
 	history = r.practiceOnResults(history)
 	msgs := append([]chat.Message{{Role: chat.RoleSystem, Content: system}}, history...)
 	msgs = r.practiceInserts(msgs)
@@ -657,7 +660,7 @@ func (r *runner) compact(ctx context.Context, c *scenario.CompactStep) error {
 		content += "\n\n" + table
 	}
 	r.history = []chat.Message{{Role: chat.RoleUser, Content: content, Summary: true}}
-	r.pruned = nil
+	r.pruned, r.windowFrom = nil, 0
 	r.summary = summary
 	r.promptMode = r.mode
 	r.system = r.buildSystem()
