@@ -24,7 +24,8 @@ import (
 // implemented lists the practices (package arms) the harness applies; [Supported] refuses an arm
 // with any other, so that no arm is run as if it applied a practice it does not.
 var implemented = map[string]bool{"prune": true, "keep_last": true, "reasoning": true,
-	"clock": true, "counter": true, "insert": true, "tool_order": true, "window": true}
+	"clock": true, "counter": true, "insert": true, "tool_order": true, "window": true,
+	"tool_list_churn": true}
 
 // Supported returns an error naming the arm and its first practice the harness does not apply
 // yet, nil when it applies them all.
@@ -304,6 +305,7 @@ func (r *runner) practiceInserts(msgs []chat.Message) []chat.Message {
 // tool sorted by a hash of the seed, the repetition, its name and, for order request, the
 // request's index, so a session's order is the same on every run and stable when tools join.
 func (r *runner) practiceTools(list []chat.Tool) []chat.Tool {
+	list = r.churnTools(list)
 	p := r.cfg.Arm.Find("tool_order")
 	if p == nil || p.ToolOrder.Order == arms.OrderFixed {
 		return list
@@ -392,4 +394,49 @@ func (r *runner) practiceWindow(system string, history []chat.Message) []chat.Me
 		return history
 	}
 	return append(slices.Clone(history[:first+1]), history[r.windowFrom:]...)
+}
+
+// churnTools changes the tool list as the tool_list_churn practice says (arms.ToolListChurn):
+// at every Every-th request of the session (request Every, 2×Every, …) add puts one more tool
+// at the end of the list, remove takes Tool out until the next change (out after an odd number
+// of changes, back after an even one), and describe ends Tool's description with the session's
+// time at the latest change. Tool "" is the list's last tool. A call of a removed tool that
+// the scenario scripts still runs: the model names a tool it saw earlier.
+func (r *runner) churnTools(list []chat.Tool) []chat.Tool {
+	p := r.cfg.Arm.Find("tool_list_churn")
+	if p == nil || len(list) == 0 {
+		return list
+	}
+	c := p.ToolListChurn
+	changes := r.index / c.Every
+	if r.index%c.Every == 0 && changes > 0 {
+		r.churnedAt = r.clock
+	}
+	if changes == 0 {
+		return list
+	}
+	name := c.Tool
+	if name == "" {
+		name = list[len(list)-1].Name
+	}
+	out := slices.Clone(list)
+	switch c.Change {
+	case arms.ChurnAdd:
+		for k := 1; k <= changes; k++ {
+			out = append(out, chat.Tool{Name: fmt.Sprintf("extra_tool_%d", k),
+				Description: fmt.Sprintf("An extra tool that joined the list at request %d.", k*c.Every),
+				Parameters:  []byte(`{"type":"object","properties":{}}`)})
+		}
+	case arms.ChurnRemove:
+		if changes%2 == 1 {
+			out = slices.DeleteFunc(out, func(t chat.Tool) bool { return t.Name == name })
+		}
+	case arms.ChurnDescribe:
+		for i := range out {
+			if out[i].Name == name {
+				out[i].Description += " Updated " + r.churnedAt.Format(time.RFC3339) + "."
+			}
+		}
+	}
+	return out
 }

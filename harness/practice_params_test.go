@@ -161,3 +161,30 @@ func TestWindowPractice(t *testing.T) {
 		t.Errorf("request %d expected %d cached; want at least the %d bytes through the first user message", dropped, *s.ExpectedCachedTokens, want)
 	}
 }
+
+// A tool list that changes every 3 requests diverges in the tool list at requests 3 and 6 and
+// nowhere else in the tools: the description carries the time of each change.
+func TestToolListChurnPractice(t *testing.T) {
+	samples, be := runTiny(t, userArm(t, "      - tool_list_churn: {every: 3, change: describe, tool: read}\n"))
+	for i, s := range samples {
+		changed := i == 3 || i == 6
+		if (s.DivergenceSegment == "tools") != changed {
+			t.Errorf("request %d diverged at %q (a change: %v)", i, s.DivergenceSegment, changed)
+		}
+	}
+	desc := func(r *chat.Request) string {
+		for _, tl := range r.Tools {
+			if tl.Name == "read" {
+				return tl.Description
+			}
+		}
+		return ""
+	}
+	if d := desc(be.requests[3]); !strings.HasSuffix(d, " Updated 2026-11-05T23:50:00+01:00.") {
+		t.Errorf("request 3's read description ends %q", d[max(len(d)-40, 0):])
+	}
+	_, add := runTiny(t, userArm(t, "      - tool_list_churn: {every: 2, change: add}\n"))
+	if n0, n4 := len(add.requests[0].Tools), len(add.requests[4].Tools); n4 != n0+2 {
+		t.Errorf("add: %d tools at request 0, %d at request 4; want 2 more", n0, n4)
+	}
+}

@@ -218,6 +218,8 @@ type runner struct {
 	// pruned holds the tool call ids whose results the prune practice cleared: once pruned,
 	// always pruned.
 	pruned map[string]bool
+	// churnedAt is the session's time at the tool_list_churn practice's latest change.
+	churnedAt time.Time
 	// windowFrom is the history index from which the window practice keeps messages (0: it
 	// dropped none); the messages between the first user message and it are dropped for good.
 	windowFrom int
