@@ -97,6 +97,10 @@ func TestLoadUserFile(t *testing.T) {
 	if back["practices"].([]any)[0].(map[string]any)["clock"].(map[string]any)["per_request"] != "20s" {
 		t.Errorf("manifest JSON %s", list[0].JSON())
 	}
+	again, err := FromJSON(list[0].JSON())
+	if err != nil || again.Summary() != list[0].Summary() || again.Find("clock").Clock.PerRequest != list[0].Find("clock").Clock.PerRequest {
+		t.Errorf("read back from JSON: %v, %q; want %q", err, again.Summary(), list[0].Summary())
+	}
 	d := list[0].Describe()
 	for _, want := range []string{"practice clock: granularity minute, format \"2006-01-02 15:04\"", "place first_user", "measures: every measure of spec 3.2.0"} {
 		if !strings.Contains(d, want) {
