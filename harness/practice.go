@@ -14,6 +14,7 @@ import (
 	"lab/cachesim"
 	"lab/chat"
 	"lab/hygiene"
+	"lab/scenario"
 )
 
 // This file applies an arm's practices (package arms) to the request being built: what real
@@ -326,11 +327,30 @@ func (r *runner) practiceTools(list []chat.Tool) []chat.Tool {
 	return out
 }
 
-// advanceClock moves the session's clock on before a request by the clock practice's
-// per_request step (arms.Clock.PerRequest), as wall time passes between an agent's steps.
+// advanceClock moves the session's clock on before a request by the scenario's
+// clock_per_request and the clock practice's per_request step (arms.Clock.PerRequest), as wall
+// time passes between an agent's steps.
 func (r *runner) advanceClock() {
-	if p := r.cfg.Arm.Find("clock"); p != nil && p.Clock.PerRequest > 0 {
-		r.clock = r.clock.Add(time.Duration(p.Clock.PerRequest))
+	step := r.cfg.Scenario.PerRequest
+	if p := r.cfg.Arm.Find("clock"); p != nil {
+		step += time.Duration(p.Clock.PerRequest)
+	}
+	r.clock = r.clock.Add(step)
+}
+
+// moveClock runs a clock step: "+DURATION" moves the session's clock on from where the
+// per-request steps brought it; a time sets it, unless the per-request steps already passed it
+// (the clock never goes backwards). Without per-request steps both are the time the scenario
+// file computes (scenario.Step.At).
+func (r *runner) moveClock(st scenario.Step) {
+	if d, ok := strings.CutPrefix(*st.Clock, "+"); ok {
+		if v, err := time.ParseDuration(d); err == nil {
+			r.clock = r.clock.Add(v)
+			return
+		}
+	}
+	if st.At.After(r.clock) {
+		r.clock = st.At
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"lab/arms"
 	"lab/chat"
@@ -186,5 +187,24 @@ func TestToolListChurnPractice(t *testing.T) {
 	_, add := runTiny(t, userArm(t, "      - tool_list_churn: {every: 2, change: add}\n"))
 	if n0, n4 := len(add.requests[0].Tools), len(add.requests[4].Tools); n4 != n0+2 {
 		t.Errorf("add: %d tools at request 0, %d at request 4; want 2 more", n0, n4)
+	}
+}
+
+// The scenario's clock_per_request and the clock practice's per_request add up before every
+// request, and a "+DURATION" clock step moves on from where they brought the clock.
+func TestClockPerRequest(t *testing.T) {
+	sc := load(t, "testdata/tiny.yaml")
+	sc.PerRequest = 10 * time.Second
+	_, be := replay(t, sc, userArm(t, "      - clock: {granularity: second, place: latest_user, per_request: 5s}\n"))
+	for i, want := range map[int]string{0: "23:50:15", 3: "23:51:00", 4: "00:05:15"} {
+		found := false
+		for _, m := range be.requests[i].Messages {
+			if m.Role == chat.RoleUser && strings.Contains(m.Content, "Current time: ") {
+				found = found || strings.Contains(m.Content, want)
+			}
+		}
+		if !found {
+			t.Errorf("request %d: no clock line at %s", i, want)
+		}
 	}
 }

@@ -166,7 +166,7 @@ func RunSession(ctx context.Context, cfg SessionConfig) error {
 func (r *runner) event(ctx context.Context, st scenario.Step) error {
 	switch {
 	case st.Clock != nil:
-		r.clock = st.At
+		r.moveClock(st)
 	case st.User != nil:
 		return r.user(*st.User)
 	case st.Assistant != nil:

@@ -2,10 +2,12 @@ package scenario_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"lab/scenario"
 )
@@ -53,5 +55,30 @@ func TestAliasesLoad(t *testing.T) {
 	}
 	if got := string(sc.Steps[2].Assistant.Calls[0].Args); got != `{"path":"a"}` || sc.Steps[3].Assistant.Text != "Where is it?" {
 		t.Fatalf("aliases: args %s, text %q", got, sc.Steps[3].Assistant.Text)
+	}
+}
+
+// clock_per_request is a duration of 0 or more, and a wrong one names its line.
+func TestClockPerRequestField(t *testing.T) {
+	base := "name: t\nproject: p\nworkspace: w.txtar\nclock: \"2026-11-05T22:05:00+01:00\"\nclock_per_request: %s\nsteps:\n  - user: hi\n  - assistant: {text: ok}\n"
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "w.txtar"), []byte("-- a.txt --\na\n"), 0o644)
+	for _, tc := range []struct {
+		v    string
+		want time.Duration
+		err  string
+	}{{"20s", 20 * time.Second, ""}, {"soon", 0, ":5: clock_per_request \"soon\""}, {"-1s", 0, ":5: clock_per_request \"-1s\""}} {
+		path := filepath.Join(dir, "scenario.yaml")
+		os.WriteFile(path, []byte(fmt.Sprintf(base, tc.v)), 0o644)
+		sc, err := scenario.LoadScenario(path)
+		if tc.err == "" {
+			if err != nil || sc.PerRequest != tc.want {
+				t.Errorf("%s: %v, %v", tc.v, sc, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s: error %v; want …%s…", tc.v, err, tc.err)
+		}
 	}
 }

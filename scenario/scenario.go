@@ -43,6 +43,9 @@ type Scenario struct {
 	StartDir string `yaml:"start_dir"`
 	// Clock is the fake clock's start, RFC 3339 with a zone: the person's zone.
 	Clock string `yaml:"clock"`
+	// ClockPerRequest, when set, advances the fake clock by this much (Go duration syntax,
+	// "20s") before every request, as wall time passes between an agent's steps; "" means 0.
+	ClockPerRequest string `yaml:"clock_per_request"`
 	// Mode is the permission mode the session starts in (prompts/modes/<mode>.md); "" means
 	// "default".
 	Mode string `yaml:"mode"`
@@ -67,6 +70,8 @@ type Scenario struct {
 	Files []txtar.File `yaml:"-"`
 	// Start is Clock parsed.
 	Start time.Time `yaml:"-"`
+	// PerRequest is ClockPerRequest parsed.
+	PerRequest time.Duration `yaml:"-"`
 	// Source and Archive are the scenario file's and the workspace archive's bytes as read by
 	// [LoadScenario], for [Scenario.Digest].
 	Source  []byte `yaml:"-"`
@@ -318,6 +323,13 @@ func parseScenario(file string, data []byte) (*Scenario, error) {
 		return nil, bad(0, "clock %q: want an RFC 3339 time with a zone, such as 2026-11-05T22:05:00+01:00", s.Clock)
 	}
 	s.Start = start
+	if s.ClockPerRequest != "" {
+		d, err := time.ParseDuration(s.ClockPerRequest)
+		if err != nil || d < 0 {
+			return nil, bad(fileerr.TopKeyLine(data, "clock_per_request"), "clock_per_request %q: want a duration of 0 or more, such as 20s", s.ClockPerRequest)
+		}
+		s.PerRequest = d
+	}
 	if _, err := tools.Inside(s.StartDir); err != nil {
 		return nil, bad(0, "start_dir: %v", err)
 	}
