@@ -2,6 +2,8 @@ package metrics
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -215,4 +217,32 @@ func ReadManifest(path string) (*Manifest, error) {
 		return nil, fmt.Errorf("decode manifest %s: %w", path, err)
 	}
 	return &m, nil
+}
+
+// ArmDigests returns, per arm name, "sha256:<hex>" over the arm's definition in
+// [Manifest.ArmDefinitions] without the keys that do not change what is measured (source, the
+// file and line of its name; description), as compact JSON with sorted keys. Two runs whose
+// digests differ for one arm name measured two arms under that name. An arm without a
+// definition (a run made before they were recorded, or a definition that is not a JSON object)
+// is missing from the map: unknown.
+func (m *Manifest) ArmDigests() map[string]string {
+	out := map[string]string{}
+	if len(m.ArmDefinitions) != len(m.Arms) {
+		return out
+	}
+	for i, raw := range m.ArmDefinitions {
+		var def map[string]any
+		if err := json.Unmarshal(raw, &def); err != nil || def == nil {
+			continue
+		}
+		delete(def, "source")
+		delete(def, "description")
+		b, err := json.Marshal(def)
+		if err != nil {
+			continue
+		}
+		sum := sha256.Sum256(b)
+		out[m.Arms[i]] = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	return out
 }

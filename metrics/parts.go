@@ -284,7 +284,7 @@ func ReadParts(dir string) ([]Part, error) {
 // session k of the matrix), and the backend, model, driver, num_ctx and warm start that
 // measured them, and, where
 // both parts recorded them, the model file's digest, each scenario's content digest and the
-// other [SetupSettings]. Lab, server versions, URLs and hosts may differ between machines.
+// each arm's definition ([Manifest.ArmDigests]) and the other [SetupSettings]. Lab, server versions, URLs and hosts may differ between machines.
 func matrixDiff(a, b *Manifest) string {
 	var d []string
 	if !slices.Equal(a.Scenarios, b.Scenarios) {
@@ -321,6 +321,12 @@ func matrixDiff(a, b *Manifest) string {
 	for _, sc := range a.Scenarios {
 		if x, y := a.ScenarioDigests[sc], b.ScenarioDigests[sc]; x != "" && y != "" && x != y {
 			d = append(d, fmt.Sprintf("scenario %s content %s and %s", sc, x, y))
+		}
+	}
+	da, db := a.ArmDigests(), b.ArmDigests()
+	for _, arm := range a.Arms {
+		if x, y := da[arm], db[arm]; x != "" && y != "" && x != y {
+			d = append(d, fmt.Sprintf("arm %s definition %s and %s", arm, ShortDigest(x), ShortDigest(y)))
 		}
 	}
 	for _, k := range SetupSettings {

@@ -338,6 +338,14 @@ func (r *Rows) SetScenario(i int, name string) {
 	r.rows[i].lab = r.tables().label(l)
 }
 
+// SetArm renames row i's arm (a report's name for an arm defined more than once among the runs
+// it pools).
+func (r *Rows) SetArm(i int, name string) {
+	l := *r.rows[i].lab
+	l.Arm = name
+	r.rows[i].lab = r.tables().label(l)
+}
+
 // Select returns the rows whose index keep reports true, in order, as a new Rows sharing r's
 // interned strings (rows added to either later are interned into both tables).
 func (r *Rows) Select(keep func(i int) bool) *Rows {

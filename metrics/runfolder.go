@@ -472,6 +472,14 @@ func (f *RunFolder) loadPrior() (*prior, error) {
 			return nil, fmt.Errorf("resume %s: scenario %s's content changed since the run started (digest %s, now %s: its file, workspace, prompts or loop.json): a resumed run must be the same run", dir, sc, was, now)
 		}
 	}
+	// An arm read from a user's file (lab run --arms) is read again by path on a resume: an
+	// edit in between would measure another arm under the same name.
+	armWas, armNow := man.ArmDigests(), want.ArmDigests()
+	for _, name := range want.Arms {
+		if was, now := armWas[name], armNow[name]; was != "" && now != "" && was != now {
+			return nil, fmt.Errorf("resume %s: arm %s's definition changed since the run started (digest %s, now %s): a resumed run must be the same run", dir, name, ShortDigest(was), ShortDigest(now))
+		}
+	}
 	if man.ModelDigest != "" && want.ModelDigest != "" && man.ModelDigest != want.ModelDigest {
 		return nil, fmt.Errorf("resume %s: the model file changed since the run started (digest %s, now %s): a resumed run must be the same run", dir, man.ModelDigest, want.ModelDigest)
 	}

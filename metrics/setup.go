@@ -123,7 +123,8 @@ func (s Setup) Key() string {
 // Only scenarios both runs have are compared (one a run lacks is no difference of setup). A part
 // known in one run and unknown in the other is a difference (the lab cannot tell that they are
 // the same); a part unknown in both is not, and is named in unverified instead ("model file
-// digest", "scenario midnight content").
+// digest", "scenario midnight content"). Arms both runs have are compared by definition
+// ([Manifest.ArmDigests]): "arm prune-20k definition 1a2b… vs 3c4d…".
 func SetupDiff(a, b *Manifest) (diffs, unverified []string) {
 	pa, pb := SetupOf(a).Parts(), SetupOf(b).Parts()
 	for i := range pa {
@@ -145,6 +146,17 @@ func SetupDiff(a, b *Manifest) (diffs, unverified []string) {
 			unverified = append(unverified, "scenario "+sc+" content")
 		case da != db:
 			diffs = append(diffs, fmt.Sprintf("scenario %s content %s vs %s", sc, orUnknown(da), orUnknown(db)))
+		}
+	}
+	// An arm of one name defined otherwise in the two runs (an arm file edited between them) is
+	// another arm; a run that recorded no definitions (made before they were) cannot tell.
+	da, db := a.ArmDigests(), b.ArmDigests()
+	for _, arm := range a.Arms {
+		if !slices.Contains(b.Arms, arm) {
+			continue
+		}
+		if x, y := da[arm], db[arm]; x != y && x != "" && y != "" {
+			diffs = append(diffs, fmt.Sprintf("arm %s definition %s vs %s", arm, ShortDigest(x), ShortDigest(y)))
 		}
 	}
 	return diffs, unverified

@@ -1,6 +1,7 @@
 package metrics_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -144,12 +145,16 @@ func TestMergePartsHostsTagsAndDigests(t *testing.T) {
 		{"model file digest", func(m *metrics.Manifest) { m.ModelDigest = "sha256:ff" }},
 		{"scenario midnight content", func(m *metrics.Manifest) { m.ScenarioDigests = map[string]string{"midnight": "sha256:ee"} }},
 		{"ollama_flash_attention", func(m *metrics.Manifest) { m.Settings = map[string]string{"ollama_flash_attention": "1"} }},
+		{"arm spec definition", func(m *metrics.Manifest) {
+			m.ArmDefinitions = []json.RawMessage{json.RawMessage(`{"name":"spec","base":"plain"}`)}
+		}},
 	} {
 		dir := t.TempDir()
 		for i := 1; i <= 2; i++ {
 			p := mk(i, "X", &cores, nil)
 			p.Manifest.ModelDigest = "sha256:00"
 			p.Manifest.Settings = map[string]string{"ollama_flash_attention": "0"}
+			p.Manifest.Arms, p.Manifest.ArmDefinitions = []string{"spec"}, []json.RawMessage{json.RawMessage(`{"name":"spec","base":"spec"}`)}
 			if i == 2 {
 				tc.change(p.Manifest)
 			}
@@ -160,5 +165,30 @@ func TestMergePartsHostsTagsAndDigests(t *testing.T) {
 		if _, err := metrics.ReadParts(dir); err == nil || !strings.Contains(err.Error(), tc.field) {
 			t.Errorf("parts with different %s: %v; want an error naming it", tc.field, err)
 		}
+	}
+}
+
+// Two runs that define an arm of one name otherwise differ in that arm's definition; the source
+// line and description are not part of it, and a run without definitions cannot tell.
+func TestSetupDiffNamesArmDefinitions(t *testing.T) {
+	t.Parallel()
+	withArm := func(def string) *metrics.Manifest {
+		m := setupManifest()
+		m.Arms, m.ArmDefinitions = []string{"prune-20k"}, []json.RawMessage{json.RawMessage(def)}
+		return m
+	}
+	a := withArm(`{"name":"prune-20k","source":"a.yaml:1","practices":[{"prune":{"threshold_tokens":20000}}]}`)
+	b := withArm(`{"name":"prune-20k","source":"a.yaml:4","description":"x","practices":[{"prune":{"threshold_tokens":30000}}]}`)
+	d, _ := metrics.SetupDiff(a, b)
+	da, db := a.ArmDigests()["prune-20k"], b.ArmDigests()["prune-20k"]
+	if want := "arm prune-20k definition " + metrics.ShortDigest(da) + " vs " + metrics.ShortDigest(db); len(d) != 1 || d[0] != want {
+		t.Errorf("diffs %q; want [%q]", d, want)
+	}
+	c := withArm(`{"name":"prune-20k","source":"b.yaml:9","description":"y","practices":[{"prune":{"threshold_tokens":20000}}]}`)
+	if d, _ := metrics.SetupDiff(a, c); len(d) != 0 {
+		t.Errorf("same definition at another line: diffs %q", d)
+	}
+	if d, _ := metrics.SetupDiff(a, setupManifest()); len(d) != 0 {
+		t.Errorf("a run without the arm: diffs %q", d)
 	}
 }

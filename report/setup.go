@@ -61,13 +61,15 @@ func GroupSetups(runs []*metrics.Manifest, samples []metrics.Sample) []SetupGrou
 	}
 	for i := range groups {
 		g := &groups[i]
-		splitContents(g, len(g.Samples), func(i int) (string, string) { return g.Samples[i].RunID, g.Samples[i].Scenario },
+		splitContents(g, len(g.Samples), func(i int) (string, string, string) {
+			return g.Samples[i].RunID, g.Samples[i].Scenario, g.Samples[i].Arm
+		},
 			func() {
 				if g.shared {
 					g.Samples, g.shared = slices.Clone(g.Samples), false
 				}
 			},
-			func(i int, name string) { g.Samples[i].Scenario = name })
+			func(i int, sc, arm string) { g.Samples[i].Scenario, g.Samples[i].Arm = sc, arm })
 	}
 	return groups
 }
@@ -93,13 +95,13 @@ func groupSetupRows(runs []*metrics.Manifest, rows *metrics.Rows) []rowGroup {
 	}
 	for i := range groups {
 		g := &groups[i]
-		splitContents(&g.SetupGroup, g.rows.Len(), func(i int) (string, string) { return g.rows.RunID(i), g.rows.Scenario(i) },
+		splitContents(&g.SetupGroup, g.rows.Len(), func(i int) (string, string, string) { return g.rows.RunID(i), g.rows.Scenario(i), g.rows.Arm(i) },
 			func() {
 				if g.shared {
 					g.rows, g.shared = g.rows.Select(func(int) bool { return true }), false
 				}
 			},
-			func(i int, name string) { g.rows.SetScenario(i, name) })
+			func(i int, sc, arm string) { g.rows.SetScenario(i, sc); g.rows.SetArm(i, arm) })
 	}
 	return groups
 }
@@ -157,14 +159,17 @@ func setupLabel(i int) string {
 	return s
 }
 
-// splitContents renames the rows of a scenario with more than one content in g (see
-// [SetupGroup].Samples) and records in g.Info.Unknown what its runs did not record. The group has
-// n rows; at gives a row's run id and scenario, own is called once before the first rename
-// (the group's rows may be the caller's) and rename renames row i.
-func splitContents(g *SetupGroup, n int, at func(i int) (run, scenario string), own func(), rename func(i int, name string)) {
-	digest := map[string]map[string]string{} // run id → scenario → digest
+// splitContents renames the rows of a scenario with more than one content in g, and of an arm
+// with more than one definition (see [SetupGroup].Samples), and records in g.Info.Unknown what
+// its runs did not record. The group has n rows; at gives a row's run id, scenario and arm, own
+// is called once before the first rename (the group's rows may be the caller's), and rename
+// renames row i's scenario and arm (either may be unchanged).
+func splitContents(g *SetupGroup, n int, at func(i int) (run, scenario, arm string), own func(), rename func(i int, scenario, arm string)) {
+	scDigest := map[string]map[string]string{}  // run id → scenario → digest
+	armDigest := map[string]map[string]string{} // run id → arm → definition digest
 	for _, m := range g.Runs {
-		digest[m.RunID] = m.ScenarioDigests
+		scDigest[m.RunID] = m.ScenarioDigests
+		armDigest[m.RunID] = m.ArmDigests()
 		if len(m.ScenarioDigests) == 0 {
 			g.Info.Unknown = append(g.Info.Unknown, "scenario contents of run "+orDash(m.RunID))
 		}
@@ -175,33 +180,51 @@ func splitContents(g *SetupGroup, n int, at func(i int) (run, scenario string), 
 	if len(g.Runs) > 0 && g.Info.Setup.ModelDigest == "" {
 		g.Info.Unknown = append([]string{"model file digest"}, g.Info.Unknown...)
 	}
-	contents := map[string][]string{} // scenario → its distinct digests
-	for i := range n {
-		run, sc := at(i)
-		d := digest[run][sc]
-		if !slices.Contains(contents[sc], d) {
-			contents[sc] = append(contents[sc], d)
+	scContents := map[string][]string{} // scenario → its distinct digests
+	armContents := map[string][]string{}
+	add := func(m map[string][]string, key, d string) {
+		if !slices.Contains(m[key], d) {
+			m[key] = append(m[key], d)
 		}
 	}
+	for i := range n {
+		run, sc, arm := at(i)
+		add(scContents, sc, scDigest[run][sc])
+		add(armContents, arm, armDigest[run][arm])
+	}
 	renames := false
-	for _, ds := range contents {
+	for _, ds := range scContents {
 		renames = renames || len(ds) > 1
+	}
+	for _, ds := range armContents {
+		renames = renames || len(ds) > 1
+	}
+	names := func(run, sc, arm string) (string, string) {
+		if len(scContents[sc]) > 1 {
+			sc = ContentName(sc, scDigest[run][sc])
+		}
+		if len(armContents[arm]) > 1 {
+			arm = DefinitionName(arm, armDigest[run][arm])
+		}
+		return sc, arm
 	}
 	if renames {
 		own()
 		for i := range n {
-			if run, sc := at(i); len(contents[sc]) > 1 {
-				rename(i, ContentName(sc, digest[run][sc]))
+			run, sc, arm := at(i)
+			if nsc, narm := names(run, sc, arm); nsc != sc || narm != arm {
+				rename(i, nsc, narm)
 			}
 		}
 	}
-	// The runs' session records name the scenarios as the samples now do, so that [Sessions]
-	// still matches each session to its record: the group holds copies, the caller's manifests
-	// keep their own.
+	// The runs' session records name the scenarios and arms as the samples now do, so that
+	// [Sessions] still matches each session to its record: the group holds copies, the caller's
+	// manifests keep their own.
 	for i, m := range g.Runs {
 		renamed := false
 		for _, r := range m.Sessions {
-			renamed = renamed || len(contents[r.Scenario]) > 1
+			sc, arm := names(m.RunID, r.Scenario, r.Arm)
+			renamed = renamed || sc != r.Scenario || arm != r.Arm
 		}
 		if !renamed {
 			continue
@@ -209,12 +232,22 @@ func splitContents(g *SetupGroup, n int, at func(i int) (run, scenario string), 
 		c := *m
 		c.Sessions = slices.Clone(m.Sessions)
 		for j := range c.Sessions {
-			if r := &c.Sessions[j]; len(contents[r.Scenario]) > 1 {
-				r.Scenario = ContentName(r.Scenario, m.ScenarioDigests[r.Scenario])
-			}
+			r := &c.Sessions[j]
+			r.Scenario, r.Arm = names(m.RunID, r.Scenario, r.Arm)
 		}
 		g.Runs[i] = &c
 	}
+}
+
+// DefinitionName is the name a report gives arm name of definition digest
+// ([metrics.Manifest.ArmDigests]) when the runs it pools define the name more than once (an arm
+// file edited between runs): "prune-20k [definition 1a2b3c4d5e6f]", or "prune-20k [definition
+// unknown]" for a run that did not record it.
+func DefinitionName(name, digest string) string {
+	if digest == "" {
+		return name + " [definition unknown]"
+	}
+	return fmt.Sprintf("%s [definition %s]", name, metrics.ShortDigest(digest))
 }
 
 // ContentName is the name a report gives scenario name of content digest when the runs it

@@ -2,6 +2,8 @@ package report_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -232,5 +234,47 @@ func TestSetupDiffsNotSet(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(strings.Fields(text.String()), " "), "cache_breakpoints: A not set, B none") {
 		t.Errorf("text report does not tell an unset setting from \"none\":\n%s", text.String())
+	}
+}
+
+// An arm whose definition differs between runs of one setup (an arm file edited between them)
+// is two arms, each named by its definition's digest; an arm defined alike in both pools, and a
+// description or the line of its name does not count as a change of definition.
+func TestAnalyzeRunsSplitsArmDefinitions(t *testing.T) {
+	t.Parallel()
+	runs := setupRuns("llamacpp", "llamacpp", "sha256:aa", "sha256:aa")
+	for i, m := range runs {
+		m.Arms = []string{metrics.SpecArm, report.CliffArm}
+		m.ArmDefinitions = []json.RawMessage{
+			json.RawMessage(`{"name":"spec","base":"spec","source":"built-in"}`),
+			json.RawMessage(fmt.Sprintf(`{"name":"date-in-system-prompt","base":"spec","description":"run %d","source":"arms.yaml:%d","practices":[{"clock":{"granularity":"%s"}}]}`, i, i+1, []string{"day", "minute"}[i])),
+		}
+	}
+	a := report.AnalyzeRuns(runs, repsFixture())
+	if a.Setup == nil {
+		t.Fatalf("one setup expected, got %d", len(a.Setups))
+	}
+	if got := repsOf(a, "midnight", "spec"); len(got) != 3 {
+		t.Errorf("spec, defined alike: repetitions %v; want all 3 pooled", got)
+	}
+	d := runs[0].ArmDigests()[report.CliffArm]
+	one := report.DefinitionName(report.CliffArm, d)
+	if want := report.CliffArm + " [definition " + metrics.ShortDigest(d) + "]"; one != want || len(metrics.ShortDigest(d)) != 12 {
+		t.Errorf("definition name %q; want %q", one, want)
+	}
+	if got := repsOf(a, "midnight", one); !slices.Equal(got, []string{"r1/1", "r1/2"}) {
+		t.Errorf("%s: repetitions %v; want r1's", one, got)
+	}
+	if got := repsOf(a, "midnight", report.CliffArm); got != nil {
+		t.Errorf("one arm pooling two definitions: %v", got)
+	}
+	// The definition without its description and source is what counts.
+	runs[1].ArmDefinitions[1] = json.RawMessage(`{"name":"date-in-system-prompt","base":"spec","description":"other","source":"x.yaml:9","practices":[{"clock":{"granularity":"day"}}]}`)
+	if x, y := runs[0].ArmDigests()[report.CliffArm], runs[1].ArmDigests()[report.CliffArm]; x != y {
+		t.Errorf("same definition, other description and source: digests %s and %s", x, y)
+	}
+	a = report.AnalyzeRuns(runs, repsFixture())
+	if got := repsOf(a, "midnight", report.CliffArm); len(got) != 3 {
+		t.Errorf("arm defined alike: repetitions %v; want all 3 pooled", got)
 	}
 }
