@@ -361,42 +361,60 @@ func reuseChunks(cache, prompt []int32, minChunk int) (int64, []TokenRange) {
 func Parts(req *chat.Request, noteOpen string) []Part {
 	var parts []Part
 	for i, m := range req.Messages {
-		if len(m.Marks) > 0 && m.Item == "" && m.Role != chat.RoleAssistant {
-			parts = append(parts, markedParts(req, i, noteOpen)...)
-			continue
+		from := len(parts)
+		parts = messageParts(parts, req, i, noteOpen)
+		// A mark without text names the whole message with its practice ("window in message 2":
+		// the first message a window kept after its cut).
+		for _, mk := range m.Marks {
+			if mk.Text == "" {
+				for k := from; k < len(parts); k++ {
+					if parts[k].Name.Practice == "" {
+						parts[k].Name.Practice = mk.Practice
+					}
+				}
+			}
 		}
-		switch {
-		case m.Item != "":
-			parts = append(parts, Part{Name: Segment{Kind: Item, Index: i}, Text: m.Content})
-		case m.Role == chat.RoleSystem && i == 0:
-			parts = append(parts, Part{Name: Segment{Kind: SystemPrompt}, Text: m.Content})
-			if len(req.Tools) > 0 {
-				parts = append(parts, Part{Name: Segment{Kind: ToolList}, Text: req.Tools[len(req.Tools)-1].Description})
-			}
-		case m.Role == chat.RoleSystem:
-			parts = append(parts, Part{Name: Segment{Kind: SystemMessage, Index: i}, Text: m.Content})
-		case m.Role == "developer":
-			parts = append(parts, Part{Name: Segment{Kind: DeveloperMessage, Index: i}, Text: m.Content})
-		case m.Role == chat.RoleUser:
-			text, note := SplitNote(m.Content, noteOpen)
-			parts = append(parts, Part{Name: Segment{Kind: Message, Index: i}, Text: text})
-			if note != "" {
-				parts = append(parts, Part{Name: Segment{Kind: Note}, Text: note})
-			}
-		case m.Role == chat.RoleAssistant:
-			if m.Reasoning != "" {
-				parts = append(parts, Part{Name: Segment{Kind: Reasoning, Index: i}, Text: m.Reasoning})
-			}
-			text := m.Content
-			if text == "" && len(m.ToolCalls) > 0 {
-				text = `"` + m.ToolCalls[0].Name + `"`
-			}
-			parts = append(parts, Part{Name: Segment{Kind: Message, Index: i}, Text: text})
-		case m.Role == chat.RoleTool:
-			parts = append(parts, Part{Name: Segment{Kind: ToolResult, Index: i}, Text: m.Content})
-		default:
-			parts = append(parts, Part{Name: Segment{Kind: Message, Index: i}, Text: m.Content})
+	}
+	return parts
+}
+
+// messageParts appends the parts of message i of req to parts, as [Parts] names them.
+func messageParts(parts []Part, req *chat.Request, i int, noteOpen string) []Part {
+	m := req.Messages[i]
+	if len(m.Marks) > 0 && m.Item == "" && m.Role != chat.RoleAssistant {
+		return append(parts, markedParts(req, i, noteOpen)...)
+	}
+	switch {
+	case m.Item != "":
+		parts = append(parts, Part{Name: Segment{Kind: Item, Index: i}, Text: m.Content})
+	case m.Role == chat.RoleSystem && i == 0:
+		parts = append(parts, Part{Name: Segment{Kind: SystemPrompt}, Text: m.Content})
+		if len(req.Tools) > 0 {
+			parts = append(parts, Part{Name: Segment{Kind: ToolList}, Text: req.Tools[len(req.Tools)-1].Description})
 		}
+	case m.Role == chat.RoleSystem:
+		parts = append(parts, Part{Name: Segment{Kind: SystemMessage, Index: i}, Text: m.Content})
+	case m.Role == "developer":
+		parts = append(parts, Part{Name: Segment{Kind: DeveloperMessage, Index: i}, Text: m.Content})
+	case m.Role == chat.RoleUser:
+		text, note := SplitNote(m.Content, noteOpen)
+		parts = append(parts, Part{Name: Segment{Kind: Message, Index: i}, Text: text})
+		if note != "" {
+			parts = append(parts, Part{Name: Segment{Kind: Note}, Text: note})
+		}
+	case m.Role == chat.RoleAssistant:
+		if m.Reasoning != "" {
+			parts = append(parts, Part{Name: Segment{Kind: Reasoning, Index: i}, Text: m.Reasoning})
+		}
+		text := m.Content
+		if text == "" && len(m.ToolCalls) > 0 {
+			text = `"` + m.ToolCalls[0].Name + `"`
+		}
+		parts = append(parts, Part{Name: Segment{Kind: Message, Index: i}, Text: text})
+	case m.Role == chat.RoleTool:
+		parts = append(parts, Part{Name: Segment{Kind: ToolResult, Index: i}, Text: m.Content})
+	default:
+		parts = append(parts, Part{Name: Segment{Kind: Message, Index: i}, Text: m.Content})
 	}
 	return parts
 }

@@ -75,6 +75,8 @@ type Message struct {
 
 // Mark is a piece of a message's Content that a harness practice wrote: Practice is its name as
 // an arm file writes it ("clock", "counter", "insert"), Text the piece exactly as it appears.
+// A Mark whose Text is "" names the whole message: the window practice marks the first message
+// it kept after its cut, so that the request that cuts reads "window in message 2".
 type Mark struct {
 	Practice string
 	Text     string

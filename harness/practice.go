@@ -413,7 +413,12 @@ func (r *runner) practiceWindow(system string, history []chat.Message) []chat.Me
 	if r.windowFrom <= first+1 {
 		return history
 	}
-	return append(slices.Clone(history[:first+1]), history[r.windowFrom:]...)
+	out := append(slices.Clone(history[:first+1]), history[r.windowFrom:]...)
+	// The first message kept after the cut is where the prompt now differs from the one before
+	// the cut: the attribution names it with the practice (a mark without text).
+	kept := &out[first+1]
+	kept.Marks = append(slices.Clone(kept.Marks), chat.Mark{Practice: "window"})
+	return out
 }
 
 // churnTools changes the tool list as the tool_list_churn practice says (arms.ToolListChurn):

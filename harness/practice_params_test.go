@@ -154,8 +154,8 @@ func TestWindowPractice(t *testing.T) {
 		}
 	}
 	s := samples[dropped]
-	if s.DivergenceSegment != "message 2" && s.DivergenceSegment != "reasoning 2" && s.DivergenceSegment != "tool result 2" {
-		t.Errorf("request %d (the first that drops) diverged at %q; want message 2, right after the first user message", dropped, s.DivergenceSegment)
+	if s.DivergenceSegment != "window in message 2" && s.DivergenceSegment != "window in reasoning 2" && s.DivergenceSegment != "window in tool result 2" {
+		t.Errorf("request %d (the first that drops) diverged at %q; want the window's cut at message 2, right after the first user message", dropped, s.DivergenceSegment)
 	}
 	_, after, _ := strings.Cut(be.rendered[dropped], full.requests[0].Messages[1].Content)
 	if want := int64(len(be.rendered[dropped]) - len(after)); *s.ExpectedCachedTokens < want {
