@@ -261,3 +261,43 @@ func TestCheckRunsLabRunsConfiguration(t *testing.T) {
 			a.Backend, a.Model, a.ServerVersion, a.NumCtx, len(as), a.Settings, b.Backend, b.Model, b.ServerVersion, b.NumCtx, len(bs), b.Settings)
 	}
 }
+
+// A check file may name an arm of the user's own (--arms): a clock at minute granularity at the
+// end of the system prompt breaks no_divergence_before tools on midnight, attributed to the
+// clock line, and an arm the file does not define is an error naming the check file's line.
+func TestCheckNamesUserArms(t *testing.T) {
+	needSimTokenizer(t)
+	dir := t.TempDir()
+	armsFile := filepath.Join(dir, "arms.yaml")
+	os.WriteFile(armsFile, []byte(`arms:
+  - name: minute-clock
+    description: a time line at minute granularity at the end of the system prompt
+    practices:
+      - clock: {granularity: minute, place: system_end}
+`), 0o644)
+	file := filepath.Join(dir, "check.yaml")
+	os.WriteFile(file, []byte(`scenarios: [midnight]
+arms: [minute-clock]
+expect:
+  - scenario: midnight
+    arm: minute-clock
+    no_divergence_before: tools
+`), 0o644)
+	code, out, errOut := runLab(t, "check", file, "--arms", armsFile, "--quiet", "--format", "json")
+	if code != exitFailed {
+		t.Fatalf("exit %d; want 3\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	var res check.Result
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("stdout is not one JSON document: %v\n%s", err, out)
+	}
+	f := res.Expectations[0].Failures
+	if len(f) == 0 || f[0].Arm != "minute-clock" || f[0].DivergenceSegment != "clock in system" {
+		t.Errorf("failures %+v; want the user arm's requests, diverging at the clock in the system prompt", f)
+	}
+	// Without the arm file the arm is unknown: bad input naming the check file's line.
+	code, _, errOut = runLab(t, "check", file, "--quiet")
+	if code != exitBadInput || !strings.Contains(errOut, file+":2") || !strings.Contains(errOut, "minute-clock") {
+		t.Errorf("without --arms: exit %d, stderr %q; want 2 and %s:2 naming the arm", code, errOut, file)
+	}
+}
