@@ -10,6 +10,7 @@ import (
 	"lab/arms"
 	"lab/chat"
 	"lab/harness"
+	"lab/metrics"
 )
 
 // userArm reads one arm from a YAML body as a user's file would hold it.
@@ -20,6 +21,36 @@ func userArm(t *testing.T, body string) arms.Arm {
 		t.Fatal(err)
 	}
 	return list[0]
+}
+
+// firstTouch checks request i of a run as a practice's first touch: the sim's cached tokens
+// equal the lab's expected ones and wantCached (the bytes before the practice's first changed
+// byte, tinytokenizer.Bytes counting a byte a token), the re-read is the rest of the prompt, and
+// it diverged at segment.
+func firstTouch(t *testing.T, samples []metrics.Sample, i int, segment string, wantCached int) {
+	t.Helper()
+	s := samples[i]
+	if s.DivergenceSegment != segment {
+		t.Errorf("request %d diverged at %q; want %q", i, s.DivergenceSegment, segment)
+	}
+	if s.CachedTokens == nil || s.ExpectedCachedTokens == nil || s.RereadTokens == nil {
+		t.Fatalf("request %d: cached %v, expected %v, re-read %v; want all known", i, s.CachedTokens, s.ExpectedCachedTokens, s.RereadTokens)
+	}
+	if *s.CachedTokens != int64(wantCached) || *s.ExpectedCachedTokens != int64(wantCached) {
+		t.Errorf("request %d: cached %d, expected %d; want %d", i, *s.CachedTokens, *s.ExpectedCachedTokens, wantCached)
+	}
+	if want := s.PromptTokens - int64(wantCached); *s.RereadTokens != want {
+		t.Errorf("request %d: re-read %d; want %d (the prompt from the practice's change on)", i, *s.RereadTokens, want)
+	}
+}
+
+// commonPrefix is the length of the longest common prefix of a and b, in bytes.
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
 }
 
 func toolNames(req *chat.Request) []string {
@@ -91,8 +122,22 @@ func TestToolOrderPractice(t *testing.T) {
 	samples, every := runTiny(t, userArm(t, "      - tool_order: {order: request}\n"))
 	changed := 0
 	for i := 1; i < len(samples); i++ {
-		if slices.Equal(toolNames(every.requests[i]), toolNames(every.requests[i-1])) {
+		now, before := toolNames(every.requests[i]), toolNames(every.requests[i-1])
+		if slices.Equal(now, before) {
 			continue
+		}
+		if changed == 0 {
+			// The first reordered request re-reads from the first tool whose name differs
+			// (past the letters the two names share), the system text before it kept.
+			k := 0
+			for now[k] == before[k] {
+				k++
+			}
+			at := strings.Index(every.rendered[i], `"name": "`+now[k]+`"`) + len(`"name": "`) + commonPrefix(now[k], before[k])
+			firstTouch(t, samples, i, "tools", at)
+			if *samples[i].RereadToolsTokens == 0 || *samples[i].RereadSystemTokens != 0 {
+				t.Errorf("request %d: re-read %d in tools, %d in system; want tools only, nothing of the system text", i, *samples[i].RereadToolsTokens, *samples[i].RereadSystemTokens)
+			}
 		}
 		changed++
 		if samples[i].DivergenceSegment != "tools" {
@@ -126,9 +171,10 @@ func TestInsertPractice(t *testing.T) {
 	if s := samples[1].DivergenceSegment; strings.HasSuffix(s, " 2") {
 		t.Errorf("request 1 diverged at %q, inside turn 1 where the reminder stays put", s)
 	}
-	if s := samples[4].DivergenceSegment; !strings.HasSuffix(s, " 2") {
-		t.Errorf("turn 2's first request diverged at %q; want where the reminder stood, message 2", s)
-	}
+	// Turn 2's first request re-reads from where the reminder stood in the cache (message 2,
+	// right after its role header): the message there now is turn 1's first reply.
+	at := strings.Index(be.rendered[3], "<|im_start|>user\n"+reminder) + len("<|im_start|>")
+	firstTouch(t, samples, 4, "message 2", at)
 }
 
 // A window that the session outgrows drops whole oldest messages after the first user message:
@@ -184,6 +230,8 @@ func TestToolListChurnPractice(t *testing.T) {
 	if d := desc(be.requests[3]); !strings.HasSuffix(d, " Updated 2026-11-05T23:50:00+01:00.") {
 		t.Errorf("request 3's read description ends %q", d[max(len(d)-40, 0):])
 	}
+	// Request 3 re-reads from the rewritten description's timestamp on.
+	firstTouch(t, samples, 3, "tools", strings.Index(be.rendered[3], " Updated 2026-11-05T23:50:00+01:00."))
 	_, add := runTiny(t, userArm(t, "      - tool_list_churn: {every: 2, change: add}\n"))
 	if n0, n4 := len(add.requests[0].Tools), len(add.requests[4].Tools); n4 != n0+2 {
 		t.Errorf("add: %d tools at request 0, %d at request 4; want 2 more", n0, n4)
@@ -207,4 +255,53 @@ func TestClockPerRequest(t *testing.T) {
 			t.Errorf("request %d: no clock line at %s", i, want)
 		}
 	}
+}
+
+// A prune past its threshold replaces the oldest unprotected result in place: the first request
+// that prunes re-reads from the replaced result's text on, named by the practice; keep_last
+// does the same with its own text.
+func TestPruneAndKeepLastPractices(t *testing.T) {
+	for _, tc := range []struct {
+		body, segment, text string
+	}{
+		{"      - prune: {threshold_tokens: 20, protect_tokens: 10, minimum_tokens: 1}\n", "prune in tool result 3", "[Old tool result content cleared]"},
+		{"      - keep_last: {results: 1}\n", "keep_last in tool result 3", "[Older observation elided]"},
+	} {
+		samples, be := runTiny(t, userArm(t, tc.body))
+		for i := range 2 {
+			if strings.Contains(be.rendered[i], tc.text) {
+				t.Fatalf("%s: request %d already replaced a result", tc.segment, i)
+			}
+		}
+		// The re-read starts at the replacement, past any bytes it shares with the result it
+		// replaced (request 1's message 3).
+		at := strings.Index(be.rendered[2], "<tool_response>\n"+tc.text) + len("<tool_response>\n") + commonPrefix(tc.text, be.requests[1].Messages[3].Content)
+		firstTouch(t, samples, 2, tc.segment, at)
+		if *samples[2].RereadToolResultTokens == 0 {
+			t.Errorf("%s: nothing re-read in tool results", tc.segment)
+		}
+	}
+}
+
+// Reasoning never sent back re-reads each step's previous reply from where its reasoning stood
+// in the cache; kept for the last 2 messages only, the first reply to leave them re-reads from
+// there (request 2, message 2).
+func TestReasoningPractice(t *testing.T) {
+	// The cache holds the reply as generated, "<think>\n…" after the role header; the prompt
+	// sends it as a bare tool call (the two share "<t").
+	reply := "<|im_start|>assistant\n"
+	from := func(rendered string) int {
+		at := strings.Index(rendered, reply+"<tool_call>") + len(reply)
+		return at + commonPrefix(rendered[at:], "<think>\n")
+	}
+	samples, be := runTiny(t, userArm(t, "      - reasoning: {keep: never}\n"))
+	if strings.Contains(be.rendered[1], "I should look at the") {
+		t.Fatal("keep never: request 1 sends the first reply's reasoning back")
+	}
+	firstTouch(t, samples, 1, "message 2", from(be.rendered[1]))
+	samples, be = runTiny(t, userArm(t, "      - reasoning: {keep: last_messages, messages: 2}\n"))
+	if *samples[1].CachedTokens <= int64(len(be.rendered[0])) {
+		t.Errorf("last 2 messages: request 1 cached %d of the first request's %d bytes; want past them, into the reply", *samples[1].CachedTokens, len(be.rendered[0]))
+	}
+	firstTouch(t, samples, 2, "reasoning 2", from(be.rendered[2]))
 }
