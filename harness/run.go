@@ -96,14 +96,15 @@ type RunConfig struct {
 	// its own: a second repetition would otherwise find the first one's prefix cached.
 	Nonce func(session string) string
 	// Warm keeps the server's cache as each session finds it: no reset ([SessionConfig].Warm).
-	// The sessions then run one after another share one expected-cache model
-	// ([cachesim.Attributor]) in run order, so a session's first request is expected to find what
-	// the previous session's last request left (its cached tokens and their divergence, such as
-	// "tools" where the tool order differs between sessions). Where the lab cannot know what the
-	// server held when a session starts, that session's first request's expected cached tokens
-	// and divergence are null and its warnings say why ([WarningCacheUnknown]): every session of
-	// a run with two or more SlotBackends, the first session this call runs unless FreshCache,
-	// and the session after one that failed.
+	// A server reuses a prompt as far as it is the same from the first byte as what it holds
+	// (spec 3.2.0 §10), whichever session left it: the sessions then run one after another
+	// share one expected-cache model ([cachesim.Attributor]) in run order, so a session's first
+	// request is expected to find what the previous session's last request left (its cached
+	// tokens and their divergence, such as "tools" where the tool order differs between
+	// sessions). Where the lab cannot know what the server held when a session starts, that
+	// session's first request's expected cached tokens and divergence are null and its warnings
+	// say why ([WarningCacheUnknown]): every session of a run with two or more SlotBackends, the
+	// first session this call runs unless FreshCache, and the session after one that failed.
 	Warm bool
 	// FreshCache says the server's prompt cache is empty when [RunMatrix] starts and only this
 	// run uses it (the sim backend, made for the run, a resumed one included): a warm run's
