@@ -95,8 +95,23 @@ type RunConfig struct {
 	// session starts a cloud API's prompt cache cold (it cannot be emptied). Each session needs
 	// its own: a second repetition would otherwise find the first one's prefix cached.
 	Nonce func(session string) string
-	// Warm and Price are passed to every session (SessionConfig).
-	Warm  bool
+	// Warm keeps the server's cache as each session finds it: no reset ([SessionConfig].Warm).
+	// A server reuses a prompt as far as it is the same from the first byte as what it holds
+	// (spec 3.2.0 §10), whichever session left it: the sessions then run one after another
+	// share one expected-cache model ([cachesim.Attributor]) in run order, so a session's first
+	// request is expected to find what the previous session's last request left (its cached
+	// tokens and their divergence, such as "tools" where the tool order differs between
+	// sessions). Where the lab cannot know what the server held when a session starts, that
+	// session's first request's expected cached tokens and divergence are null and its warnings
+	// say why ([WarningCacheUnknown]): every session of a run with two or more SlotBackends, the
+	// first session this call runs unless FreshCache, and the session after one that failed.
+	Warm bool
+	// FreshCache says the server's prompt cache is empty when [RunMatrix] starts and only this
+	// run uses it (the sim backend, made for the run, a resumed one included): a warm run's
+	// first session is then expected to find an empty cache. Without it a warm run cannot know
+	// what the server held before its first session (an earlier run's prompt, another client's).
+	FreshCache bool
+	// Price is passed to every session ([SessionConfig].Price).
 	Price func(u *chat.Usage) (usd float64, ok bool)
 	// Now is the clock for the run id and the manifest; nil means time.Now.
 	Now func() time.Time
@@ -387,6 +402,7 @@ func RunMatrix(ctx context.Context, cfg RunConfig, runID string, kept []metrics.
 		}
 	}
 	wave := max(len(cfg.SlotBackends), 1)
+	warm := newWarmChain(cfg, wave)
 	for len(todo) > 0 {
 		n := min(wave, len(todo))
 		if err := ctx.Err(); err != nil {
@@ -399,7 +415,9 @@ func RunMatrix(ctx context.Context, cfg RunConfig, runID string, kept []metrics.
 			if err != nil {
 				return "", err
 			}
+			warm.start(&sc)
 			serr := RunSession(ctx, sc)
+			warm.end(serr)
 			release()
 			if err := finish(sc, rows, serr); err != nil {
 				return "", err
@@ -423,6 +441,7 @@ func RunMatrix(ctx context.Context, cfg RunConfig, runID string, kept []metrics.
 				}
 				return "", err
 			}
+			warm.start(&sc)
 			scs[k] = sc
 			releases = append(releases, release)
 		}
@@ -456,6 +475,67 @@ func RunMatrix(ctx context.Context, cfg RunConfig, runID string, kept []metrics.
 		return "", &SessionsError{Failed: len(failed), Total: sessions, Errs: failed}
 	}
 	return "", nil
+}
+
+// The reasons a warm session's first request has no expected cached tokens
+// ([SessionConfig].CacheUnknown).
+const (
+	cacheUnknownBefore   = "the server's cache before the run's first session is unknown: --warm resets nothing, and the server may hold an earlier run's or another client's prompt"
+	cacheUnknownResumed  = "the run was resumed: what the server's cache held after the sessions run before is unknown (--warm resets nothing)"
+	cacheUnknownParallel = "sessions run at once on the server's slots (--parallel): with --warm, what a slot held when the session started is not followed"
+	cacheUnknownFailed   = "the previous session failed: what its last request left in the server's cache is unknown (--warm resets nothing)"
+)
+
+// warmChain follows a warm run's server cache from session to session ([RunConfig].Warm): the
+// expected-cache model the sessions run one after another share, and whether what it holds is
+// known when the next session starts. Its zero value (nil) does nothing: a run that resets the
+// server before every session.
+type warmChain struct {
+	// attrib is the shared model; nil when the sessions run at once (unknown stays set).
+	attrib *cachesim.Attributor
+	// unknown is why what the server holds when the next session starts is unknown; "" when
+	// attrib holds it.
+	unknown string
+}
+
+// newWarmChain returns the chain of cfg's run, whose sessions run wave at a time; nil without
+// cfg.Warm.
+func newWarmChain(cfg RunConfig, wave int) *warmChain {
+	if !cfg.Warm {
+		return nil
+	}
+	if wave > 1 {
+		return &warmChain{unknown: cacheUnknownParallel}
+	}
+	w := &warmChain{attrib: newAttributor(cfg.Tokenizer, cfg.NumCtx, cfg.Loop, cfg.Window, cfg.CacheReuse, cfg.HostCache)}
+	switch {
+	case cfg.FreshCache:
+	case cfg.Resume:
+		w.unknown = cacheUnknownResumed
+	default:
+		w.unknown = cacheUnknownBefore
+	}
+	return w
+}
+
+// start hands the next session the shared model and, when what it holds is unknown, why.
+func (w *warmChain) start(sc *SessionConfig) {
+	if w == nil {
+		return
+	}
+	sc.Cache, sc.CacheUnknown = w.attrib, w.unknown
+}
+
+// end records how the session ended: after a failure, what the server holds is unknown; after a
+// session that ended well, the shared model holds it.
+func (w *warmChain) end(err error) {
+	if w == nil || w.attrib == nil {
+		return
+	}
+	w.unknown = ""
+	if err != nil {
+		w.unknown = cacheUnknownFailed
+	}
 }
 
 // lockedWriter serializes the writes of sessions that run at once (one request body a line).

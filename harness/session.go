@@ -106,6 +106,21 @@ type SessionConfig struct {
 	PromptPrefix string
 	// Warm keeps the server's cache as the previous session left it: no Reset.
 	Warm bool
+	// Cache, when set, is the expected-cache model the session's expected cached tokens start
+	// from, which the session leaves as its last request left the server's cache: the sessions
+	// of a warm run that follow each other on one server share one, in run order
+	// ([RunConfig].Warm), so a session's first request is expected to find what the previous
+	// session left. nil starts from an empty cache (the server was reset before the session),
+	// in a model of the session's own. Its Tok, NumCtx, NoteOpen, Window, CacheReuse and
+	// HostCache are the caller's.
+	Cache *cachesim.Attributor
+	// CacheUnknown, when not "", says why what the server's cache holds when the session starts
+	// is unknown (a warm run's sessions at once, its first session on a server the lab did not
+	// start, the session after a failed one): the first request's expected cached tokens,
+	// divergence token and segment and chunk-reused tokens are then null (not 0, not a guess)
+	// and its warnings say why, starting with [WarningCacheUnknown]. Its re-read split, which
+	// follows the server's own cached count, and the requests after it are as always.
+	CacheUnknown string
 	// Price, when set, gives a request's price in US dollars from its usage (a pricing table);
 	// ok false leaves cost_usd null.
 	Price func(u *chat.Usage) (usd float64, ok bool)
@@ -603,14 +618,37 @@ func promptShrank(prevPrompt, prevBytes, prompt, reqBytes int64) string {
 // the reply the cache holds after it, take more tokens than the context window (cfg.NumCtx).
 func (r *runner) expect(req *chat.Request, res *chat.Result, s *metrics.Sample, warnings *[]string) error {
 	if r.attrib == nil {
-		r.attrib = &cachesim.Attributor{Tok: r.cfg.Tokenizer, NumCtx: r.cfg.NumCtx, NoteOpen: r.cfg.Loop.Note.Open, Window: r.cfg.Window, CacheReuse: r.cfg.CacheReuse, HostCache: r.cfg.HostCache}
+		r.attrib = r.cfg.Cache
+		if r.attrib == nil {
+			r.attrib = newAttributor(r.cfg.Tokenizer, r.cfg.NumCtx, r.cfg.Loop, r.cfg.Window, r.cfg.CacheReuse, r.cfg.HostCache)
+		}
 	}
 	a, err := r.attrib.Observe(req, res.Rendered, res.CacheText, res.PromptTokens)
 	if err != nil {
 		return err
 	}
 	*warnings = append(*warnings, row.SetAttribution(s, a)...)
+	if s.RequestIndex == 0 && r.cfg.CacheUnknown != "" && !a.Unknown {
+		// What the cache held before is unknown: so is what this request could reuse of it.
+		s.ExpectedCachedTokens, s.DivergenceToken, s.DivergenceSegment, s.ChunkReusedTokens = nil, nil, "", nil
+		*warnings = append(*warnings, WarningCacheUnknown+": "+r.cfg.CacheUnknown)
+	}
 	return nil
+}
+
+// WarningCacheUnknown starts the warning of a warm session's first request whose expected
+// cached tokens are null because what the server's cache held when the session started is
+// unknown ([SessionConfig].CacheUnknown).
+const WarningCacheUnknown = "cache state unknown"
+
+// newAttributor is the expected-cache model of a server with these settings, empty
+// ([RunConfig] and [SessionConfig] name each).
+func newAttributor(tok Tokenizer, numCtx int, loop *hygiene.Config, w cachesim.Window, reuse *int, host *cachesim.HostCache) *cachesim.Attributor {
+	a := &cachesim.Attributor{Tok: tok, NumCtx: numCtx, Window: w, CacheReuse: reuse, HostCache: host}
+	if loop != nil {
+		a.NoteOpen = loop.Note.Open
+	}
+	return a
 }
 
 // compactionSystem is the system prompt of the practice arm's separate compaction request.

@@ -66,7 +66,12 @@ type Sample struct {
 	// reused: the longest common token prefix of this prompt and what the server's cache held
 	// after the previous request, computed by the lab from the server's own rendering and the
 	// served model's tokenizer. 0 is a real value (a cold cache); nil when it cannot be computed
-	// (a cloud API shows no rendering, or no tokenizer was given); ExpectedUnknown is then true.
+	// (a cloud API shows no rendering, or no tokenizer was given; ExpectedUnknown is then true),
+	// and nil on the first request of a warm session (lab run --warm) whose start the lab cannot
+	// know: what the server's cache held then is unknown (sessions at once on a server's slots, a
+	// resumed run, the first session on a server the lab did not make, the session after a
+	// failed one). Such a row's Warnings start with "cache state unknown: " and the reason; its
+	// ExpectedUnknown is false (the rendering is known: its re-read split is kept).
 	ExpectedCachedTokens *int64 `parquet:"expected_cached_tokens,optional" json:"expected_cached_tokens"`
 	// DivergenceToken is the 0-based index of the first prompt token that differs from what the
 	// server's cache held; nil when the whole cache matched (the prompt only extended it).
@@ -186,9 +191,11 @@ type Sample struct {
 	// ExpectedUnknown is true when the lab could not compute what a perfect prefix cache could
 	// have reused, because the backend shows neither the prompt as the server rendered it nor its
 	// tokens (cloud APIs): ExpectedCachedTokens, the divergence token, ReasoningTokensSent and the
-	// reread_*_tokens split are then nil. New rows write it equal to ExpectedCachedTokens == nil;
-	// it stays for readers of older files, where those columns were 0 on such rows. False in runs
-	// made before the column existed, whose backends (Ollama, sim) always computed it.
+	// reread_*_tokens split are then nil. New rows write it equal to ExpectedCachedTokens == nil
+	// but for a warm session's first request whose cache state is unknown (see
+	// ExpectedCachedTokens); it stays for readers of older files, where those columns were 0 on
+	// such rows. False in runs made before the column existed, whose backends (Ollama, sim)
+	// always computed it.
 	ExpectedUnknown bool `parquet:"expected_unknown" json:"expected_unknown"`
 	// RereadUnattributedTokens is the part of the re-read split no segment holds: tokens the
 	// server counted beyond the lab tokenizer's count of the rendered prompt (a tokenizer that

@@ -225,6 +225,10 @@ type Analysis struct {
 	// different setups are never pooled as repetitions. [Analysis.Groups] returns the analyses
 	// to show either way.
 	Setups []*Analysis `json:"setups,omitempty"`
+	// WarmStarts is what the first requests of the warm runs' sessions found in the server's
+	// cache ([WarmStarts]); nil when no run analysed is warm (or from [Analyze], which has no
+	// manifests).
+	WarmStarts *WarmStarts `json:"warm_starts,omitempty"`
 	// Servers sets each setup after the first beside the first as servers measuring one thing
 	// ([ServerComparison]), when the runs are of more than one setup ([AnalyzeRuns]); a pair
 	// that measured different things holds only why ([ServerComparison].Refused).
@@ -300,6 +304,7 @@ func analyze(rows *metrics.Rows, runs []*metrics.Manifest) *Analysis {
 		a.Scenarios = append(a.Scenarios, sc)
 	}
 	a.Claims = claims(rows, a, runs)
+	a.WarmStarts = warmStarts(rows, runs)
 	return a
 }
 

@@ -132,6 +132,9 @@ func (d *document) body(r *Report, a *Analysis, setup string) {
 		}
 		d.list(items...)
 	}
+	if a.WarmStarts != nil {
+		d.para("%s", a.WarmStarts.line())
+	}
 	claimsSection(d, r, a)
 	if len(a.Live) > 0 {
 		d.heading(2, "Live sessions: what the model did")

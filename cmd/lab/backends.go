@@ -189,6 +189,9 @@ type runBackend struct {
 	// cacheReuse is llama-server's --cache-reuse where the lab knows it (it started the server);
 	// nil otherwise ([harness.RunConfig].CacheReuse).
 	cacheReuse *int
+	// freshCache says the server's cache is empty when the run starts and only the run uses it
+	// (the sim, made for the run): [harness.RunConfig].FreshCache.
+	freshCache bool
 	// gguf is the model file the lab knows ("" when it does not): its digest is recorded.
 	gguf string
 	// stops release what the factory started (a server, a folder), last first.

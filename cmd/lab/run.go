@@ -176,7 +176,7 @@ shell that is not a sandbox, which may write anywhere your user can.`,
 	f.Var(&o.Remote.CacheRAM, "cache-ram", "with --backend llamacpp (the lab's own llama-server or --llamacpp PATH): llama-server's --cache-ram MiB, its host-memory prompt cache (default 0: off); recorded in the manifest and modelled in the expected cached tokens")
 	f.IntVar(&o.Remote.Parallel, "parallel", 1, "with --backend llamacpp: run this many sessions at once, each on its own slot of llama-server (the server the lab starts gets -np N, each slot --num-ctx tokens); recorded in the manifest")
 	f.StringVar(&o.Remote.Pricing, "pricing", "", "a pricing file replacing the embedded table (cost_usd of cloud runs)")
-	f.BoolVar(&o.Warm, "warm", false, "keep the server's cache as each session finds it: no reset and no nonce (the manifest records cache_state warm)")
+	f.BoolVar(&o.Warm, "warm", false, "keep the server's cache as each session finds it: no reset and no nonce (the manifest records cache_state warm); each session's first request is expected to find what the previous session left, or null where the lab cannot know (see README)")
 	f.Int64Var(&o.MaxReplyBytes, "max-reply-bytes", chat.DefaultMaxReplyBytes, "the most bytes one answer's reply (text, reasoning and tool calls' names and arguments) may hold: the backend stops reading past it and the request is an error row naming the limit, not retried")
 	f.StringArrayVar(&o.Tags, "tag", nil, "a label of the run, key=value (repeatable), recorded in the manifest and shown in the report; not part of the setup")
 	f.StringVar(&o.CacheModel, "cache-model", cachesim.ModelLlamaCpp, "with --backend sim: the cache model ("+strings.Join(cachesim.ModelNames, ", ")+")")
@@ -362,7 +362,7 @@ func runConfig(s *streams, o *runOptions, r checkedRun, b *runBackend) (harness.
 		Scenarios: r.scenarios, Arms: r.arms, Repeat: o.Repeat, ResultsDir: o.ResultsDir, RunID: o.RunID,
 		LabVersion: version(), Loop: r.loop, Backend: b.client, BackendName: o.Backend, Model: b.model,
 		ServerVersion: b.serverVersion, ServerURL: b.url, NumCtx: b.numCtx, Tokenizer: b.tok, Window: b.window,
-		CacheReuse: b.cacheReuse, SlotBackends: b.slots,
+		CacheReuse: b.cacheReuse, SlotBackends: b.slots, FreshCache: b.freshCache,
 		SaveRequests: o.SaveRequests, Settings: b.settings, Nonce: b.nonce, Warm: o.Warm, Price: b.price,
 		Driver: o.Live.driver(), ConstantCached: b.constantCached,
 		Warn: func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
@@ -526,6 +526,7 @@ func openSim(ctx context.Context, s *streams, o *runOptions, r checkedRun, b *ru
 	settings["cache_model"], settings["renderer"], settings["prefill"] = r.model.Name(), sim.Renderer, prefillSetting
 	b.client, b.tok, b.model, b.serverVersion = be, be.Tokenizer(), o.ModelName, "cachesim "+r.model.Name()
 	b.numCtx, b.window, b.settings, b.gguf = numCtx, cachesim.NewWindow(numCtx), settings, o.GGUF
+	b.freshCache = true // a new sim's cache is empty, and only this run uses it
 	return nil
 }
 
