@@ -62,6 +62,9 @@ type Attributor struct {
 	// reasoning holds the indexes of the messages that carried reasoning in the last observed
 	// request.
 	reasoning map[int]bool
+	// practiceSegs are the last observed request's segments written by a harness practice
+	// (Segment.Practice set), by byte offset in its rendering (boundsText).
+	practiceSegs []ByteSpan
 	// shifted is true when Window cut what the cache held after the last request, or HostCache
 	// restored a cached prompt into the slot: cacheTokens
 	// are then the kept tokens and cacheText is "" (their text is not a prefix of any prompt).
@@ -295,6 +298,12 @@ func (a *Attributor) Observe(req *chat.Request, rendered, cacheText string, prom
 		if d := at.DivergenceSegment; d.Kind == Message && a.reasoning[d.Index] && !reasoning[d.Index] {
 			at.DivergenceSegment.Kind = Reasoning
 		}
+		// Where the last prompt held a practice's text and this one holds something else there
+		// (a clock line that moved on to the next user message, a reminder re-sent further on),
+		// the practice's text is what the cache no longer matches: it names the divergence.
+		if old := SegmentAt(a.practiceSegs, divergeAt); old.Practice != "" && at.DivergenceSegment.Practice == "" && !a.shifted {
+			at.DivergenceSegment = old
+		}
 	}
 	held, heldTokens := rendered, prompt
 	if cacheText != "" {
@@ -319,6 +328,12 @@ func (a *Attributor) Observe(req *chat.Request, rendered, cacheText string, prom
 	}
 	a.cacheText, a.cacheTokens, a.reasoning = held, heldTokens, reasoning
 	a.boundsText, a.boundsAt = rendered, boundsAt
+	a.practiceSegs = a.practiceSegs[:0]
+	for _, sg := range segs {
+		if sg.Name.Practice != "" {
+			a.practiceSegs = append(a.practiceSegs, sg)
+		}
+	}
 	return at, nil
 }
 
@@ -441,6 +456,22 @@ func markedParts(req *chat.Request, i int, noteOpen string) []Part {
 			continue
 		}
 		text := p.Text
+		named := func(mk chat.Mark) Part {
+			seg := p.Name
+			seg.Practice = mk.Practice
+			return Part{Name: seg, Text: mk.Text}
+		}
+		// Marks written at the end of the text (chat.Mark.End) are found there, the last one
+		// last: never at an earlier occurrence of their text.
+		var tail []Part
+		for k := len(marks) - 1; k >= 0 && marks[k].End && marks[k].Text != ""; k-- {
+			trimmed := strings.TrimRight(text, " \t\r\n")
+			if !strings.HasSuffix(trimmed, marks[k].Text) {
+				break
+			}
+			tail = append([]Part{named(marks[k])}, tail...)
+			text, marks = trimmed[:len(trimmed)-len(marks[k].Text)], marks[:k]
+		}
 		for len(marks) > 0 {
 			j := strings.Index(text, marks[0].Text)
 			if j < 0 || marks[0].Text == "" {
@@ -449,15 +480,14 @@ func markedParts(req *chat.Request, i int, noteOpen string) []Part {
 			if before := text[:j]; strings.TrimSpace(before) != "" {
 				out = append(out, Part{Name: p.Name, Text: before})
 			}
-			seg := p.Name
-			seg.Practice = marks[0].Practice
-			out = append(out, Part{Name: seg, Text: marks[0].Text})
+			out = append(out, named(marks[0]))
 			text = text[j+len(marks[0].Text):]
 			marks = marks[1:]
 		}
 		if strings.TrimSpace(text) != "" || p.Name.Kind == ToolList {
 			out = append(out, Part{Name: p.Name, Text: text})
 		}
+		out = append(out, tail...)
 	}
 	return out
 }

@@ -587,3 +587,47 @@ func TestAttributorRestoreSlot(t *testing.T) {
 		t.Errorf("ExpectedCachedTokens after a refused restore = %d; want 0 (the slot is empty)", got.ExpectedCachedTokens)
 	}
 }
+
+// A line a practice wrote at the end of the system prompt is found there, not at an earlier
+// occurrence of its text: a counter whose line is a bare "3" in a prompt that mentions 3.
+func TestPracticeMarkAtTheEnd(t *testing.T) {
+	t.Parallel()
+	a := &cachesim.Attributor{Tok: tinytokenizer.Bytes{}, NoteOpen: "<session-note>"}
+	sys := func(n string) *chat.Request {
+		req := conversation("Keep 3 files open at most.\n\n" + n)
+		req.Messages[0].Marks = []chat.Mark{{Practice: "counter", Text: n, End: true}}
+		return req
+	}
+	first := sys("3")
+	observe(t, a, first, render(first))
+	got := observe(t, a, sys("4"), "")
+	if got.DivergenceSegment.String() != "counter in system" {
+		t.Errorf("diverged at %q; want counter in system", got.DivergenceSegment)
+	}
+	if want := int64(len("<|im_start|>system\nKeep 3 files open at most.\n\n")); got.ExpectedCachedTokens != want {
+		t.Errorf("expected %d cached; want %d, up to the counter", got.ExpectedCachedTokens, want)
+	}
+}
+
+// Where the last prompt held a practice's text and this one holds other text (a clock line at
+// the latest user message that moved on to the next one), the practice names the divergence,
+// not the segment that now stands there (the session note).
+func TestPracticeTextTheCacheNoLongerMatches(t *testing.T) {
+	t.Parallel()
+	a := &cachesim.Attributor{Tok: tinytokenizer.Bytes{}, NoteOpen: "<session-note>"}
+	line := "Current time: 23:59"
+	withLine := conversation("You are a coding agent.")
+	u := &withLine.Messages[1]
+	text, note := cachesim.SplitNote(u.Content, "<session-note>")
+	u.Content, u.Marks = text+"\n\n"+line+note, []chat.Mark{{Practice: "clock", Text: line, End: true}}
+	observe(t, a, withLine, render(withLine))
+	moved := conversation("You are a coding agent.", chat.Message{Role: chat.RoleAssistant, Content: "Done."},
+		chat.Message{Role: chat.RoleUser, Content: "Thanks.\n\n" + line, Marks: []chat.Mark{{Practice: "clock", Text: line, End: true}}})
+	got := observe(t, a, moved, "")
+	if got.DivergenceSegment.String() != "clock in message 1" {
+		t.Errorf("diverged at %q; want clock in message 1, the line the cache held", got.DivergenceSegment)
+	}
+	if want := int64(strings.Index(render(withLine), line)); got.ExpectedCachedTokens != want { // "\n\n" before the line and the note alike
+		t.Errorf("expected %d cached; want %d, up to where the line stood", got.ExpectedCachedTokens, want)
+	}
+}

@@ -80,6 +80,10 @@ type Message struct {
 type Mark struct {
 	Practice string
 	Text     string
+	// End says the practice wrote Text at the end of the message's text (before a session
+	// note), not at its start: the attribution finds it there, never at an earlier occurrence
+	// of the same text (a counter's bare "3" in a system prompt that mentions 3).
+	End bool
 }
 
 // ThinkingBlock is one Anthropic thinking or redacted_thinking content block, kept exactly as

@@ -234,7 +234,7 @@ func (lv *liveState) liveTurn(ctx context.Context, r *runner, between [][]scenar
 		}
 		lv.steps++
 		r.step++
-		req := r.request()
+		req := r.nextRequest()
 		req.Generate = lv.d.MaxTokens
 		lv.last = nil
 		if err := r.measure(turn, req, nil, metrics.KindStep); err != nil {

@@ -233,14 +233,16 @@ func placeLine(msgs []chat.Message, place arms.Place, practice, line, noteOpen s
 		} else {
 			text, note := cachesim.SplitNote(m.Content, noteOpen)
 			m.Content = text + "\n\n" + line + note
-			m.Marks = append(m.Marks, mark)
+			end := mark
+			end.End = true
+			m.Marks = append(m.Marks, end)
 		}
 		msgs[i] = m
 	}
 	users := func() (first, last int) {
 		first, last = -1, -1
 		for i, m := range msgs {
-			if m.Role == chat.RoleUser && m.Item == "" && !m.Interjection {
+			if personal(m) {
 				if first < 0 {
 					first = i
 				}
@@ -270,6 +272,23 @@ func placeLine(msgs []chat.Message, place arms.Place, practice, line, noteOpen s
 	return msgs
 }
 
+// written reports whether a practice wrote message m whole (an insert, an early clock block):
+// a mark that is all its content.
+func written(m chat.Message) bool {
+	for _, mk := range m.Marks {
+		if mk.Text != "" && mk.Text == m.Content {
+			return true
+		}
+	}
+	return false
+}
+
+// personal reports whether m is a message of the person's: a user message that is not an
+// interjection, a piece the lab keeps unread, nor a message a practice wrote ([written]).
+func personal(m chat.Message) bool {
+	return m.Role == chat.RoleUser && m.Item == "" && !m.Interjection && !written(m)
+}
+
 // practiceInserts puts the insert practices' messages into the request (arms.Insert): after the
 // latest user message, or at a fixed index of the messages after the system prompt.
 func (r *runner) practiceInserts(msgs []chat.Message) []chat.Message {
@@ -291,7 +310,7 @@ func (r *runner) practiceInserts(msgs []chat.Message) []chat.Message {
 			at = min(1+i, len(msgs))
 		} else {
 			for i := len(msgs) - 1; i > 0; i-- {
-				if msgs[i].Role == chat.RoleUser && !msgs[i].Interjection && msgs[i].Item == "" {
+				if personal(msgs[i]) {
 					at = i + 1
 					break
 				}

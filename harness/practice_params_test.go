@@ -150,7 +150,7 @@ func TestToolOrderPractice(t *testing.T) {
 }
 
 // A reminder after the latest user message moves with it: the first request of turn 2 diverges
-// where the reminder stood (message 2), and every request carries it once.
+// where the reminder stood (insert in message 2), and every request carries it once.
 func TestInsertPractice(t *testing.T) {
 	samples, be := runTiny(t, userArm(t, "      - insert: {text: keep the todo list}\n"))
 	reminder := "<system-reminder>\nkeep the todo list\n</system-reminder>"
@@ -172,9 +172,10 @@ func TestInsertPractice(t *testing.T) {
 		t.Errorf("request 1 diverged at %q, inside turn 1 where the reminder stays put", s)
 	}
 	// Turn 2's first request re-reads from where the reminder stood in the cache (message 2,
-	// right after its role header): the message there now is turn 1's first reply.
+	// right after its role header): the message there now is turn 1's first reply, and the
+	// reminder the cache no longer matches names the divergence.
 	at := strings.Index(be.rendered[3], "<|im_start|>user\n"+reminder) + len("<|im_start|>")
-	firstTouch(t, samples, 4, "message 2", at)
+	firstTouch(t, samples, 4, "insert in message 2", at)
 }
 
 // A window that the session outgrows drops whole oldest messages after the first user message:
@@ -304,4 +305,66 @@ func TestReasoningPractice(t *testing.T) {
 		t.Errorf("last 2 messages: request 1 cached %d of the first request's %d bytes; want past them, into the reply", *samples[1].CachedTokens, len(be.rendered[0]))
 	}
 	firstTouch(t, samples, 2, "reasoning 2", from(be.rendered[2]))
+}
+
+// A counter at the latest user message goes into the person's message, not into the reminder an
+// insert put after it; a clock at the first user message skips a reminder inserted before it.
+func TestLinesGoToThePersonsMessage(t *testing.T) {
+	_, be := runTiny(t, userArm(t, "      - counter: {kind: step, place: latest_user}\n      - insert: {text: one}\n"))
+	for i, r := range be.requests {
+		var person, one = -1, -1
+		for j, m := range r.Messages {
+			switch {
+			case strings.Contains(m.Content, "<system-reminder>\none\n"):
+				one = j
+				if strings.Contains(m.Content, "Step ") {
+					t.Errorf("request %d: the counter is in the reminder: %q", i, m.Content)
+				}
+			case m.Role == chat.RoleUser && strings.Contains(m.Content, fmt.Sprintf("Step %d", i+1)):
+				person = j
+			}
+		}
+		if person < 0 || one != person+1 {
+			t.Fatalf("request %d: the person's message with the counter at %d, the reminder at %d; want it right after", i, person, one)
+		}
+	}
+	_, be = runTiny(t, userArm(t, "      - clock: {place: first_user}\n      - insert: {text: early, at: \"0\"}\n"))
+	if m := be.requests[0].Messages[1]; !strings.Contains(m.Content, "early") || strings.Contains(m.Content, "Current") {
+		t.Errorf("message 1 %q; want the reminder alone", m.Content)
+	}
+	if m := be.requests[0].Messages[2]; !strings.Contains(m.Content, "Current") {
+		t.Errorf("message 2 %q; want the person's first message with the clock", m.Content)
+	}
+}
+
+// The clock moves on before every request the same way scripted and live, and a line updated per
+// turn shows the clock of the turn's first request, as a line updated per request does there.
+func TestClockPerRequestLiveAndPerTurn(t *testing.T) {
+	sc := load(t, "testdata/tiny.yaml")
+	a := userArm(t, "      - clock: {granularity: second, place: system_end, per_request: 1m}\n")
+	sandbox := t.TempDir()
+	sb, lb := newRecorder(t), newRecorder(t)
+	if _, err := session(t, sc, a, harness.Driver{}, sb, sandbox); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := session(t, sc, a, harness.Driver{Mode: harness.DriverLive, MaxTokens: 1 << 30, MaxSteps: 1000}, lb, sandbox); err != nil {
+		t.Fatal(err)
+	}
+	if len(sb.requests) != len(lb.requests) {
+		t.Fatalf("%d scripted requests, %d live", len(sb.requests), len(lb.requests))
+	}
+	for i := range sb.requests {
+		if s, l := sb.requests[i].Messages[0].Content, lb.requests[i].Messages[0].Content; s != l {
+			t.Errorf("request %d: system prompt scripted …%q, live …%q", i, s[max(len(s)-30, 0):], l[max(len(l)-30, 0):])
+		}
+	}
+	if s := sb.requests[0].Messages[0].Content; !strings.HasSuffix(s, "23:51:00") {
+		t.Errorf("request 0's clock …%q; want 23:51:00, a minute after the scenario's start", s[max(len(s)-30, 0):])
+	}
+	_, turn := runTiny(t, userArm(t, "      - clock: {granularity: second, place: system_end, per_request: 1m, update: turn}\n"))
+	for i, want := range map[int]string{0: "23:51:00", 3: "23:51:00"} {
+		if s := turn.requests[i].Messages[0].Content; !strings.HasSuffix(s, want) {
+			t.Errorf("update turn: request %d's clock …%q; want %s, the turn's first request's", i, s[max(len(s)-30, 0):], want)
+		}
+	}
 }

@@ -216,10 +216,12 @@ type runner struct {
 
 	notedDate string
 	// turnClock, turnPrompt and turnIndex are the clock, the last prompt tokens and the request
-	// index when the current turn's user message was written (practice lines updated per turn).
-	turnClock  time.Time
-	turnPrompt int64
-	turnIndex  int
+	// index at the current turn's first request (practice lines updated per turn), taken by
+	// [runner.nextRequest] once turnSnapped is false (a new turn began).
+	turnClock   time.Time
+	turnPrompt  int64
+	turnIndex   int
+	turnSnapped bool
 	// summary is the last compaction's summary ("" before the first).
 	summary string
 	// mode is the permission mode now, promptMode the one the system prompt names (§10.3: "its
@@ -445,7 +447,7 @@ func (r *runner) callTool(ctx context.Context, tc chat.ToolCall) string {
 func (r *runner) user(text string) error {
 	r.turn++
 	r.step = 0
-	r.turnClock, r.turnPrompt, r.turnIndex = r.clock, r.lastPrompt, r.index
+	r.turnSnapped = false
 	r.hs.BeginTurn()
 	changes := r.pending
 	r.pending = map[string]string{}
@@ -477,10 +479,20 @@ func (r *runner) request() *chat.Request {
 	return &chat.Request{Messages: msgs, Tools: r.practiceTools(r.tools), Think: true, CacheBreakpoints: CacheBreakpoints(r.cfg.Arm)}
 }
 
+// nextRequest builds the next request to send ([runner.request]) after moving the clock on by
+// the per-request steps ([runner.advanceClock]); the first of a turn records what practice lines
+// updated per turn show for the whole turn. Every request sent is built by it, scripted or live.
+func (r *runner) nextRequest() *chat.Request {
+	r.advanceClock()
+	if !r.turnSnapped {
+		r.turnClock, r.turnPrompt, r.turnIndex, r.turnSnapped = r.clock, r.lastPrompt, r.index, true
+	}
+	return r.request()
+}
+
 func (r *runner) assistant(ctx context.Context, a *scenario.AssistantStep) error {
 	r.step++
-	r.advanceClock()
-	req := r.request()
+	req := r.nextRequest()
 	msg := chat.Message{Role: chat.RoleAssistant, Reasoning: a.Reasoning, Content: a.Text}
 	for _, c := range a.Calls {
 		r.callSeq++
@@ -671,11 +683,12 @@ func (r *runner) compact(ctx context.Context, c *scenario.CompactStep) error {
 	var req *chat.Request
 	if m.CompactionNextTurn {
 		task := strings.NewReplacer("{{transcript}}", "", "{{previous_summary}}", "").Replace(tmpl)
-		req = r.request()
+		req = r.nextRequest()
 		req.Messages = append(req.Messages, chat.Message{Role: chat.RoleUser, Content: strings.TrimRight(task, "\n")})
 		// The task message starts a turn of its own (§8): nothing before it carries reasoning.
 		req.Messages = append(req.Messages[:1:1], hygiene.CurrentTurnReasoning(req.Messages[1:], m)...)
 	} else {
+		r.advanceClock() // a request of its own: the time passes as before any other
 		previous := ""
 		if r.summary != "" {
 			previous = "\n\nThe summary of the session before this part:\n" + r.summary
