@@ -301,3 +301,25 @@ expect:
 		t.Errorf("without --arms: exit %d, stderr %q; want 2 and %s:2 naming the arm", code, errOut, file)
 	}
 }
+
+// A run records --arms as an absolute path, so that a resume started from another folder reads
+// the same file.
+func TestRunRecordsTheArmsFileAbsolute(t *testing.T) {
+	needSimTokenizer(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "arms.yaml"), []byte("arms:\n  - name: mine\n    description: a day clock\n    practices:\n      - clock: {}\n"), 0o644)
+	t.Chdir(dir)
+	results := filepath.Join(dir, "results")
+	code, _, errOut := runLab(t, "run", "--backend", "sim", "--arms", "arms.yaml", "--arm", "mine", "--scenario", "midnight", "--results", results, "--run-id", "abs", "--quiet")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	man, err := metrics.ReadRunManifest(metrics.RunDir(results, "abs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flags map[string]string
+	if err := json.Unmarshal([]byte(man.Settings[settingRunFlags]), &flags); err != nil || flags["arms"] != filepath.Join(dir, "arms.yaml") {
+		t.Errorf("recorded --arms %q (%v); want %s", flags["arms"], err, filepath.Join(dir, "arms.yaml"))
+	}
+}

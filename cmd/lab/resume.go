@@ -154,7 +154,8 @@ func prepareRun(cmd *cobra.Command, o *runOptions) (*runCall, error) {
 			return
 		}
 		v := flagValue(fl)
-		if fl.Name == "scenario" && isScenarioPath(v) {
+		// A file named on the command line is read again by a resume, from wherever it runs.
+		if (fl.Name == "scenario" && isScenarioPath(v)) || (fl.Name == "arms" && v != "") {
 			if abs, err := filepath.Abs(v); err == nil {
 				v = abs
 			}
