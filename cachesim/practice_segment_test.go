@@ -10,7 +10,7 @@ import (
 // A practice's text inside a message is a segment of its own, named after the practice and
 // read back by ParseSegment.
 func TestPracticeSegments(t *testing.T) {
-	for _, name := range []string{"clock in message 1", "prune in tool result 5", "instructions in system"} {
+	for _, name := range []string{"clock in message 1", "prune in tool result 5", "instructions in system", "cwd in tools"} {
 		seg, err := ParseSegment(name)
 		if err != nil || seg.String() != name || seg.Practice == "" {
 			t.Errorf("ParseSegment(%q) = %+v, %v", name, seg, err)
