@@ -530,13 +530,14 @@ func namesPaths(name string) bool {
 // the instruction file's path and its text as the workspace holds it when the request is built
 // (source file: so an instructions or outside step that changed it changes the next request),
 // or what the last git step said (source git_status); "" when there is nothing to embed (no such
-// file, no git step yet). A file that cannot be read embeds nothing, with a warning.
+// file, no git step yet). A file that cannot be read embeds nothing, with a warning (once).
 func (r *runner) instructionsBlock(in *arms.Instructions) string {
 	value := r.gitStatus
 	if in.Source == arms.InstructionsFile {
 		text, ok, err := r.ws.Peek(in.File)
-		if err != nil && r.cfg.Warn != nil {
-			r.cfg.Warn(fmt.Errorf("%s/%s: the instructions practice: %w", r.cfg.Scenario.Name, r.cfg.Arm.Name, err))
+		if err != nil && r.cfg.Warn != nil && !r.warnedInstructions {
+			r.warnedInstructions = true
+			r.cfg.Warn(fmt.Errorf("%s/%s: the instructions practice embeds nothing: %w", r.cfg.Scenario.Name, r.cfg.Arm.Name, err))
 		}
 		if !ok {
 			return ""

@@ -245,3 +245,22 @@ func TestRewindStep(t *testing.T) {
 		t.Errorf("request 4's last reply %q; want the one after the rewind", r.Reasoning)
 	}
 }
+
+// With notes off (changes-in-system-prompt) the edit rebuilds the system prompt with the
+// file's new text, as the arm does for a plan or a mode: request 2 re-reads from the system
+// prompt, and no note carries it.
+func TestInstructionsStepWithNotesOff(t *testing.T) {
+	samples, be := steps(t, arm(t, "changes-in-system-prompt"))
+	block := "Instructions from AGENTS.md:\nKeep answers short. Name the function."
+	for i, r := range be.requests {
+		if has := strings.Contains(r.Messages[0].Content, block); has != (i >= 2) {
+			t.Fatalf("request %d: system prompt has the edit: %v", i, has)
+		}
+		if last := r.Messages[len(r.Messages)-1].Content; strings.Contains(last, "edited the instructions") {
+			t.Fatalf("request %d carries a note: %q", i, last)
+		}
+	}
+	if s := samples[2].DivergenceSegment; s != "system" {
+		t.Errorf("request 2 diverged at %q; want system", s)
+	}
+}

@@ -225,6 +225,9 @@ type runner struct {
 	// it, for an arm without notes (§10.3 off) and without an instructions practice of source
 	// file; "" before any such step. gitStatus is what git status says (the last git step).
 	instructions, gitStatus string
+	// warnedInstructions is set once a warning said the instructions practice could not read
+	// its file.
+	warnedInstructions bool
 	// replies marks, for each model reply of the current turn still in the history, where the
 	// history and the hygiene session's dedupe table stood before it, for a rewind step.
 	replies []replyMark
