@@ -327,9 +327,13 @@ const (
 
 // Cwd runs every session in a folder of its own (as harnesses started in a fresh temporary
 // folder, or a git worktree per task, do) and names its absolute path In the system prompt or
-// the tool descriptions, so the first request differs from one session to the next.
+// the tool descriptions, so the first request differs from one session to the next (the
+// harness's folder: /tmp/lab-session-<n>/<project>, n the session's place in the run from 1).
+// Spec 3.2.0 §11 names no absolute path in the prompt; the practice does on purpose.
 type Cwd struct {
-	// In is system_prompt (the default) or tool_descriptions.
+	// In is system_prompt (the default: a line at the system prompt's end) or
+	// tool_descriptions (the line ends the description of every tool that takes a path, and
+	// bash's).
 	In string `yaml:"in" json:"in"`
 	// Text is the line, {{value}} the absolute path (default "Working directory: {{value}}").
 	Text string `yaml:"text" json:"text"`
@@ -344,6 +348,8 @@ const (
 // Instructions embeds an instruction file (AGENTS.md, CLAUDE.md and the like) or the output of
 // git status in the system prompt, rebuilt whenever a scenario step changes it (the scenario's
 // `instructions` and `git` steps), instead of spec 3.2.0 §10.3's note on the next user message.
+// The file is read from the workspace as each request is built; git status is what the
+// scenario's last `git` step said (nothing is embedded before one).
 type Instructions struct {
 	// Source is file (the default) or git_status.
 	Source string `yaml:"source" json:"source"`

@@ -359,7 +359,8 @@ func reuseChunks(cache, prompt []int32, minChunk int) (int64, []TokenRange) {
 // [Attribution].DivergenceSegment names them, for [Segments]:
 //
 //   - the first message, when it is a system message: "system", then "tools" (anchored on the
-//     last tool's description) when the request has tools;
+//     last tool's description) when the request has tools, a practice's mark in a tool's
+//     description (chat.Tool.Marks) a segment of its own inside it ("cwd in tools");
 //   - a later system message (a second system prompt, or Claude Code's system message inside
 //     Anthropic's `messages`): "system N"; a message whose role is "developer" (OpenAI's
 //     developer message, where it stands): "developer N";
@@ -404,9 +405,7 @@ func messageParts(parts []Part, req *chat.Request, i int, noteOpen string) []Par
 		parts = append(parts, Part{Name: Segment{Kind: Item, Index: i}, Text: m.Content})
 	case m.Role == chat.RoleSystem && i == 0:
 		parts = append(parts, Part{Name: Segment{Kind: SystemPrompt}, Text: m.Content})
-		if len(req.Tools) > 0 {
-			parts = append(parts, Part{Name: Segment{Kind: ToolList}, Text: req.Tools[len(req.Tools)-1].Description})
-		}
+		parts = append(parts, toolParts(req.Tools)...)
 	case m.Role == chat.RoleSystem:
 		parts = append(parts, Part{Name: Segment{Kind: SystemMessage, Index: i}, Text: m.Content})
 	case m.Role == "developer":
@@ -434,6 +433,41 @@ func messageParts(parts []Part, req *chat.Request, i int, noteOpen string) []Par
 	return parts
 }
 
+// toolParts lists the tool list's parts: one [ToolList] part ending at the last tool's
+// description, and before it, for each practice mark in a description (chat.Tool.Marks), the
+// mark's text as a segment named with its practice ("cwd in tools") and the rest of that
+// description as the tool list's.
+func toolParts(list []chat.Tool) []Part {
+	if len(list) == 0 {
+		return nil
+	}
+	var out []Part
+	for _, t := range list {
+		if len(t.Marks) == 0 {
+			continue
+		}
+		text := t.Description
+		for _, mk := range t.Marks {
+			j := strings.Index(text, mk.Text)
+			if j < 0 || mk.Text == "" {
+				break
+			}
+			if before := text[:j]; strings.TrimSpace(before) != "" {
+				out = append(out, Part{Name: Segment{Kind: ToolList}, Text: before})
+			}
+			out = append(out, Part{Name: Segment{Kind: ToolList, Practice: mk.Practice}, Text: mk.Text})
+			text = text[j+len(mk.Text):]
+		}
+		if strings.TrimSpace(text) != "" {
+			out = append(out, Part{Name: Segment{Kind: ToolList}, Text: text})
+		}
+	}
+	if last := list[len(list)-1]; len(last.Marks) == 0 {
+		out = append(out, Part{Name: Segment{Kind: ToolList}, Text: last.Description})
+	}
+	return out
+}
+
 // markedParts lists the parts of message i, which carries practice marks (chat.Message.Marks):
 // its parts as [Parts] names them without marks, each cut around the marks' texts it holds, a
 // mark's text named with its practice inside the part's segment ("clock in message 1").
@@ -453,6 +487,12 @@ func markedParts(req *chat.Request, i int, noteOpen string) []Part {
 	marks := m.Marks
 	for _, p := range Parts(&one, noteOpen) {
 		if p.Name.Kind != NoSegment && i > 0 && p.Name.Index != i && p.Name.Kind.Indexed() {
+			continue
+		}
+		if p.Name.Kind == ToolList {
+			// The tool list's own marks are the tools' (chat.Tool.Marks): the message's are
+			// in its text.
+			out = append(out, p)
 			continue
 		}
 		text := p.Text

@@ -117,6 +117,10 @@ type Tool struct {
 	Description string
 	// Parameters is a JSON Schema object, encoded as it is sent.
 	Parameters json.RawMessage
+	// Marks name the pieces of Description a harness practice wrote (the cwd practice's
+	// working-directory line), for the re-read attribution, as [Message].Marks do for a
+	// message's Content. Backends do not send them.
+	Marks []Mark
 }
 
 // Request is one request to a model server: the whole conversation resent, system prompt first.

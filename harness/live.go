@@ -257,6 +257,7 @@ func (lv *liveState) liveTurn(ctx context.Context, r *runner, between [][]scenar
 			r.callSeq++
 			msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: "call_" + strconv.Itoa(r.callSeq), Name: tc.Name, Arguments: tc.Arguments})
 		}
+		r.beginReply()
 		r.history = append(r.history, msg)
 		for _, tc := range msg.ToolCalls {
 			out := r.runTool(turn, tc)

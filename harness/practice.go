@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"hash/fnv"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"lab/chat"
 	"lab/hygiene"
 	"lab/scenario"
+	"lab/tools"
 )
 
 // This file applies an arm's practices (package arms) to the request being built: what real
@@ -26,7 +28,7 @@ import (
 // with any other, so that no arm is run as if it applied a practice it does not.
 var implemented = map[string]bool{"prune": true, "keep_last": true, "reasoning": true,
 	"clock": true, "counter": true, "insert": true, "tool_order": true, "window": true,
-	"tool_list_churn": true}
+	"tool_list_churn": true, "cwd": true, "instructions": true}
 
 // Supported returns an error naming the arm and its first practice the harness does not apply
 // yet, nil when it applies them all.
@@ -185,12 +187,22 @@ func (r *runner) prune(p *arms.Prune, history []chat.Message, results []int) {
 // practiceLines writes the clock and counter practices' lines into the request being built
 // (arms.Clock, arms.Counter): into the system prompt (msgs[0]), the first or the latest user
 // message (before its session note, §10.3, which stays last), or an early block of its own
-// before the person's first message. Each line is marked with its practice's name.
+// before the person's first message; the cwd practice's line in the system prompt (at its end,
+// where the environment lines are) and the instructions practice's block at its place in the
+// system prompt ([runner.instructionsBlock]; none while it has nothing to embed). Each line is
+// marked with its practice's name.
 func (r *runner) practiceLines(msgs []chat.Message) []chat.Message {
 	for _, p := range r.cfg.Arm.Practices {
 		var line string
 		var place arms.Place
 		switch {
+		case p.Cwd != nil && p.Cwd.In == arms.CwdSystemPrompt:
+			line, place = r.cwdLine(p.Cwd), arms.PlaceSystemEnd
+		case p.Instructions != nil:
+			line, place = r.instructionsBlock(p.Instructions), p.Instructions.Place
+			if line == "" {
+				continue
+			}
 		case p.Clock != nil:
 			at := r.clock
 			if p.Clock.Update == arms.UpdateTurn {
@@ -325,7 +337,7 @@ func (r *runner) practiceInserts(msgs []chat.Message) []chat.Message {
 // tool sorted by a hash of the seed, the repetition, its name and, for order request, the
 // request's index, so a session's order is the same on every run and stable when tools join.
 func (r *runner) practiceTools(list []chat.Tool) []chat.Tool {
-	list = r.churnTools(list)
+	list = r.cwdTools(r.churnTools(list))
 	p := r.cfg.Arm.Find("tool_order")
 	if p == nil || p.ToolOrder.Order == arms.OrderFixed {
 		return list
@@ -483,4 +495,136 @@ func (r *runner) churnTools(list []chat.Tool) []chat.Tool {
 		}
 	}
 	return out
+}
+
+// SessionRoot is the folder the cwd practice's sessions run in: session n (0-based, its place
+// in the run's order, [MatrixSession].Number) in SessionRoot/lab-session-<n+1>.
+const SessionRoot = "/tmp"
+
+// SessionDir returns the absolute path the cwd practice names as session n's working directory
+// (arms.Cwd): [SessionRoot]/lab-session-<n+1>/<project>, as harnesses started in a fresh
+// temporary folder or a worktree per task name theirs. It is the same for a session from run
+// to run of the same matrix and differs from one session of a run to the next. Only the
+// practice's line names it: the tools' answers name the sandbox as for every other arm, so arms
+// differ by the practice alone.
+func SessionDir(n int, project string) string {
+	return path.Join(SessionRoot, fmt.Sprintf("lab-session-%d", n+1), project)
+}
+
+// cwdLine is the cwd practice's line: its text with the session's folder ([SessionDir]). Spec
+// 3.2.0 §11 names no absolute path in the prompt; the practice names one on purpose.
+func (r *runner) cwdLine(c *arms.Cwd) string {
+	return strings.ReplaceAll(c.Text, "{{value}}", SessionDir(r.cfg.Session, r.cfg.Scenario.Project))
+}
+
+// cwdTools ends, for the cwd practice with in tool_descriptions, the description of every tool
+// that resolves paths against the working directory (those whose arguments name a path, and
+// bash) with a blank line and the practice's line, marked.
+func (r *runner) cwdTools(list []chat.Tool) []chat.Tool {
+	p := r.cfg.Arm.Find("cwd")
+	if p == nil || p.Cwd.In != arms.CwdToolDescriptions {
+		return list
+	}
+	line := r.cwdLine(p.Cwd)
+	out := slices.Clone(list)
+	for i, t := range out {
+		if !namesPaths(t.Name) {
+			continue
+		}
+		out[i].Description = t.Description + "\n\n" + line
+		out[i].Marks = append(slices.Clone(t.Marks), chat.Mark{Practice: "cwd", Text: line})
+	}
+	return out
+}
+
+// namesPaths reports whether the built-in tool name takes a path argument (tools.PathArg) or
+// runs commands in a folder (bash).
+func namesPaths(name string) bool {
+	t := tools.Lookup(name)
+	if t == nil {
+		return false
+	}
+	if name == "bash" {
+		return true
+	}
+	return slices.ContainsFunc(t.Args, func(a tools.Arg) bool { return a.Kind == tools.PathArg })
+}
+
+// instructionsBlock is the instructions practice's block now (arms.Instructions): its text with
+// the instruction file's path and its text as the workspace holds it when the request is built
+// (source file: so an instructions or outside step that changed it changes the next request),
+// or what the last git step said (source git_status); "" when there is nothing to embed (no such
+// file, no git step yet). A file that cannot be read embeds nothing, with a warning (once).
+func (r *runner) instructionsBlock(in *arms.Instructions) string {
+	value := r.gitStatus
+	if in.Source == arms.InstructionsFile {
+		text, ok, err := r.ws.Peek(in.File)
+		if err != nil && r.cfg.Warn != nil && !r.warnedInstructions {
+			r.warnedInstructions = true
+			r.cfg.Warn(fmt.Errorf("%s/%s: the instructions practice embeds nothing: %w", r.cfg.Scenario.Name, r.cfg.Arm.Name, err))
+		}
+		if !ok {
+			return ""
+		}
+		value = text
+	}
+	value = strings.TrimRight(value, "\n")
+	if value == "" {
+		return ""
+	}
+	return strings.NewReplacer("{{file}}", in.File, "{{value}}", value).Replace(in.Text)
+}
+
+// editInstructions runs an instructions step: the person writes text to the instruction file
+// (the arm's instructions practice's file, else [scenario.DefaultInstructionsFile]). With the
+// practice of source file, its block, rebuilt for every request, carries the edit into the
+// system prompt; without it, the edit is a change of spec 3.2.0 §10.3: a note on the next user
+// message, or, with notes off, the system prompt rebuilt with it.
+func (r *runner) editInstructions(text string) error {
+	file := scenario.DefaultInstructionsFile
+	p := r.cfg.Arm.Find("instructions")
+	embedded := p != nil && p.Instructions.Source == arms.InstructionsFile
+	if embedded {
+		file = p.Instructions.File
+	}
+	if err := r.ws.Outside(file, text, false); err != nil {
+		return fmt.Errorf("instructions step: %w", err)
+	}
+	if embedded {
+		return nil
+	}
+	r.instructions = strings.TrimRight(text, "\n")
+	r.changed("instructions", text)
+	return nil
+}
+
+// replyMark is where a model reply of the current turn went into the session: the history's
+// length and the hygiene session's dedupe table before it.
+type replyMark struct {
+	at int
+	hs hygiene.Checkpoint
+}
+
+// beginReply records, before a model reply joins the history, where it goes (for [runner.rewind]).
+func (r *runner) beginReply() {
+	r.replies = append(r.replies, replyMark{at: len(r.history), hs: r.hs.Checkpoint()})
+}
+
+// rewind runs a rewind step: it takes back the last n requests of the current turn (at most as
+// many as it has sent since its user message or the last compaction), as an undo: the model's
+// replies to them and their tool results leave the history, and the reads and searches among
+// those results leave the dedupe table and the §7 files-read table (§2: no stub names them;
+// [hygiene.Session.RewindTo]). The next request then sends what the first request taken back
+// sent, a prefix of what the server's cache holds. What the calls did to the workspace stays
+// done, and their results stay stored (§1: ids are never reused).
+func (r *runner) rewind(n int) {
+	n = min(n, len(r.replies))
+	if n <= 0 {
+		return
+	}
+	m := r.replies[len(r.replies)-n]
+	r.replies = r.replies[:len(r.replies)-n]
+	r.history = r.history[:m.at]
+	r.windowFrom = min(r.windowFrom, len(r.history))
+	r.hs.RewindTo(m.hs)
 }

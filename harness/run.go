@@ -343,7 +343,7 @@ func RunMatrix(ctx context.Context, cfg RunConfig, runID string, kept []metrics.
 			}
 		}
 		sc := SessionConfig{
-			Scenario: scen, Arm: arm, Repetition: rep, RunID: runID, Loop: cfg.Loop, Backend: be,
+			Scenario: scen, Arm: arm, Repetition: rep, RunID: runID, Session: ms.Number, Loop: cfg.Loop, Backend: be,
 			BackendName: cfg.BackendName, Model: cfg.Model, ServerVersion: cfg.ServerVersion,
 			Tokenizer: cfg.Tokenizer, Sink: to, SandboxDir: sandbox.Dir, SandboxShown: sandbox.Shown, Warn: cfg.Warn, NumCtx: cfg.NumCtx, Window: cfg.Window, CacheReuse: cfg.CacheReuse,
 			HostCache: cfg.HostCache, Warm: cfg.Warm, Price: cfg.Price, Retry: cfg.Retry, Driver: cfg.Driver, ConstantCached: cfg.ConstantCached,

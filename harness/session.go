@@ -71,6 +71,9 @@ type SessionConfig struct {
 	// Repetition (1-based) and RunID are recorded in every sample.
 	Repetition int
 	RunID      string
+	// Session is the session's 0-based place in the run's order ([MatrixSession].Number): the
+	// cwd practice names the session's folder by it ([SessionDir]).
+	Session int
 	// Loop is loop.json's context section: the spec's texts and numbers.
 	Loop *hygiene.Config
 	// Backend sends the requests.
@@ -197,6 +200,14 @@ func (r *runner) event(ctx context.Context, st scenario.Step) error {
 		r.connect(st.MCP)
 	case st.Outside != nil:
 		return r.ws.Outside(st.Outside.Path, st.Outside.Content, st.Outside.Delete)
+	case st.Instructions != nil:
+		return r.editInstructions(*st.Instructions)
+	case st.Git != nil:
+		// Session state only: spec 3.2.0 §10.3 says no note for it (the model runs git status
+		// itself); an instructions practice with source git_status embeds it.
+		r.gitStatus = strings.TrimRight(*st.Git, "\n")
+	case st.Rewind != nil:
+		r.rewind(*st.Rewind)
 	}
 	return nil
 }
@@ -227,6 +238,16 @@ type runner struct {
 	// mode is the permission mode now, promptMode the one the system prompt names (§10.3: "its
 	// first line is in the prompt only as it was at the start").
 	mode, promptMode string
+	// instructions is the instruction file's text as the person's last instructions step wrote
+	// it, for an arm without notes (§10.3 off) and without an instructions practice of source
+	// file; "" before any such step. gitStatus is what git status says (the last git step).
+	instructions, gitStatus string
+	// warnedInstructions is set once a warning said the instructions practice could not read
+	// its file.
+	warnedInstructions bool
+	// replies marks, for each model reply of the current turn still in the history, where the
+	// history and the hygiene session's dedupe table stood before it, for a rewind step.
+	replies []replyMark
 	// plan is the person's plan now; mcp the instructions of MCP servers that connected late,
 	// mcpResults what each of their tools answers.
 	plan       string
@@ -305,6 +326,9 @@ func (r *runner) buildSystem() string {
 		}
 		for _, ins := range r.mcp {
 			b.WriteString(strings.TrimRight(ins, "\n") + "\n\n")
+		}
+		if r.instructions != "" {
+			b.WriteString("Instructions from " + scenario.DefaultInstructionsFile + ":\n" + r.instructions + "\n\n")
 		}
 	}
 	if m.RelativePaths {
@@ -448,6 +472,7 @@ func (r *runner) user(text string) error {
 	r.turn++
 	r.step = 0
 	r.turnSnapped = false
+	r.replies = nil
 	r.hs.BeginTurn()
 	changes := r.pending
 	r.pending = map[string]string{}
@@ -507,6 +532,7 @@ func (r *runner) assistant(ctx context.Context, a *scenario.AssistantStep) error
 	if err := r.measure(ctx, req, reply, metrics.KindStep); err != nil {
 		return err
 	}
+	r.beginReply()
 	r.history = append(r.history, msg)
 	for _, tc := range msg.ToolCalls {
 		out := r.runTool(ctx, tc)
@@ -713,7 +739,7 @@ func (r *runner) compact(ctx context.Context, c *scenario.CompactStep) error {
 		content += "\n\n" + table
 	}
 	r.history = []chat.Message{{Role: chat.RoleUser, Content: content, Summary: true}}
-	r.pruned, r.windowFrom = nil, 0
+	r.pruned, r.windowFrom, r.replies = nil, 0, nil
 	r.summary = summary
 	r.promptMode = r.mode
 	r.system = r.buildSystem()

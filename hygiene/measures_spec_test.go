@@ -364,3 +364,36 @@ func FuzzReadBracket(f *testing.F) {
 		}
 	})
 }
+
+// TestRewindToCheckpoint: taking back what came after a checkpoint inside a turn takes its reads
+// and searches out of the dedupe table and the §7 table, and keeps what came before.
+func TestRewindToCheckpoint(t *testing.T) {
+	s := newSession(t, Spec())
+	s.BeginTurn()
+	s.Read(ReadRequest{Path: "f", AbsPath: "/p/f", Content: []byte("x\n")}) // #0001
+	c := s.Checkpoint()
+	s.Read(ReadRequest{Path: "g", AbsPath: "/p/g", Content: []byte("y\n")}) // #0002, taken back
+	s.Read(ReadRequest{Path: "f", AbsPath: "/p/f", Content: []byte("x\n")}) // #0003, a stub of #0001
+	s.Search("glob", json.RawMessage(`{"pattern":"*"}`), "a")               // #0004, taken back
+	s.RewindTo(c)
+	if s.Turn() != 1 {
+		t.Fatalf("turn %d after RewindTo; want 1", s.Turn())
+	}
+	if got := s.Read(ReadRequest{Path: "g", AbsPath: "/p/g", Content: []byte("y\n")}); !strings.HasPrefix(got, "[#0005 g lines 1-1 of 1") || !strings.HasSuffix(got, "\n1: y") {
+		t.Fatalf("read after RewindTo = %q; want full", got)
+	}
+	if got := s.Read(ReadRequest{Path: "f", AbsPath: "/p/f", Content: []byte("x\n")}); !strings.Contains(got, "Unchanged since #0001") {
+		t.Fatalf("read of the file read before the checkpoint = %q; want a stub of #0001", got)
+	}
+	if got := s.Search("glob", json.RawMessage(`{"pattern":"*"}`), "a"); got != "[#0007]\na" {
+		t.Fatalf("search after RewindTo = %q; want full", got)
+	}
+	table := s.Compact()
+	if !strings.Contains(table, "| #0005 |") || strings.Contains(table, "#0002") || !strings.Contains(table, "| #0001 |") {
+		t.Fatalf("files-read table after RewindTo:\n%s", table)
+	}
+	s.RewindTo(c) // before the compaction: nothing left to take back
+	if got := s.Read(ReadRequest{Path: "f", AbsPath: "/p/f", Content: []byte("x\n")}); !strings.HasPrefix(got, "[#0008 f lines") || !strings.HasSuffix(got, "\n1: x") {
+		t.Fatalf("read after compaction = %q; want full", got)
+	}
+}

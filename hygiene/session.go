@@ -113,6 +113,45 @@ func (s *Session) Rewind(turn int) {
 	s.searches = dropAfter(s.searches, s.searchIdx, s.turn, func(e searchEntry) (string, int) { return e.key, e.turn })
 }
 
+// Checkpoint is where the dedupe table stood at one moment of a session ([Session.Checkpoint]):
+// how many reads and searches it held.
+type Checkpoint struct{ reads, searches int }
+
+// Checkpoint returns the dedupe table's state now, for [Session.RewindTo]: a harness takes one
+// before each model reply it adds to the history.
+func (s *Session) Checkpoint() Checkpoint {
+	return Checkpoint{reads: len(s.reads), searches: len(s.searches)}
+}
+
+// RewindTo takes back what the session inserted since c, as [Session.Rewind] does for whole
+// turns but at any point inside the current turn (an undo of the last requests): the reads and
+// searches inserted after c leave the dedupe table (§2: what a stub would point at is no longer
+// in the request) and the §7 files-read table. Their results stay stored and ids go on counting
+// (§1, §4); the turn does not change. A checkpoint taken before the last [Session.Compact] or
+// [Session.Rewind], which shortened the table below it, takes back only what came after them.
+func (s *Session) RewindTo(c Checkpoint) {
+	s.reads = dropFrom(s.reads, s.readIdx, c.reads, func(e readEntry) fileKey { return e.key })
+	s.searches = dropFrom(s.searches, s.searchIdx, c.searches, func(e searchEntry) string { return e.key })
+}
+
+// dropFrom removes entries[n:] and their places in idx (key → indexes into entries, oldest
+// first, so theirs are the last of each key's); it returns the shortened entries.
+func dropFrom[E any, K comparable](entries []E, idx map[K][]int, n int, key func(E) K) []E {
+	for len(entries) > max(n, 0) {
+		last := len(entries) - 1
+		k := key(entries[last])
+		if ix := idx[k]; len(ix) > 0 && ix[len(ix)-1] == last {
+			if len(ix) > 1 {
+				idx[k] = ix[:len(ix)-1]
+			} else {
+				delete(idx, k)
+			}
+		}
+		entries = entries[:last]
+	}
+	return entries
+}
+
 // dropAfter removes from the end of entries those whose turn is after turn, and their places in
 // idx (key → indexes into entries, oldest first); it returns the shortened entries.
 func dropAfter[E any, K comparable](entries []E, idx map[K][]int, turn int, keyTurn func(E) (K, int)) []E {

@@ -82,3 +82,44 @@ func TestClockPerRequestField(t *testing.T) {
 		}
 	}
 }
+
+// The instructions, git and rewind steps: a rewind takes back 1 to the turn's replies so far,
+// and what follows it is what followed the first reply it took back.
+func TestInstructionsGitRewindSteps(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "w.txtar"), []byte("-- a --\nx\n"), 0o644)
+	load := func(steps string) (*scenario.Scenario, error) {
+		p := filepath.Join(dir, "s.yaml")
+		os.WriteFile(p, []byte(base+steps), 0o644)
+		return scenario.LoadScenario(p)
+	}
+	reads := "  - assistant:\n      calls:\n        - read: {path: a}\n"
+	sc, err := load(reads + "  - instructions: Be brief.\n  - git: \"On branch main\\n\"\n" + reads + "  - rewind: 2\n" + reads +
+		"  - assistant:\n      calls:\n        - read: {path: AGENTS.md}\n  - assistant: {text: done}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := sc.Steps[2]; st.Instructions == nil || *st.Instructions != "Be brief." || st.Line != 10 {
+		t.Errorf("instructions step %+v", st)
+	}
+	if st := sc.Steps[3]; st.Git == nil || *st.Git != "On branch main\n" {
+		t.Errorf("git step %+v", st)
+	}
+	if st := sc.Steps[5]; st.Rewind == nil || *st.Rewind != 2 {
+		t.Errorf("rewind step %+v", st)
+	}
+	for _, tc := range []struct{ steps, want string }{
+		{reads + "  - rewind: 2\n", ":10: rewind: 2: want 1 to 1"},
+		{"  - rewind: 1\n", ":7: rewind: 1: want 1 to 0"},
+		{reads + "  - rewind: 0\n", ":10: rewind: 0: want 1 to 1"},
+		{reads + "  - rewind: two\n", ":10: rewind: want a whole number"},
+		{reads + "  - assistant: {text: done}\n  - user: again\n" + reads + "  - rewind: 2\n", ":15: rewind: 2: want 1 to 1"},
+		{reads + "  - rewind: 1\n  - user: again\n", ":11: two user steps in a row"},
+		{reads + "  - compact: {summary: s}\n  - rewind: 1\n", ":11: rewind: 1: want 1 to 0"},
+		{"  - instructions: {text: t}\n", ":7: instructions: want a string"},
+	} {
+		if _, err := load(tc.steps); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v; want %s", tc.steps, err, tc.want)
+		}
+	}
+}

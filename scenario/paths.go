@@ -90,6 +90,11 @@ func checkPaths(s *Scenario) error {
 				}
 				t.Add(p)
 			}
+		case st.Instructions != nil:
+			// The arm names the file; the check counts the default one.
+			if p := tools.ScriptPath(DefaultInstructionsFile); t.CanCreate(p) == "" {
+				t.Add(p)
+			}
 		case st.Assistant != nil:
 			for _, c := range st.Assistant.Calls {
 				if c.ExpectError || mcp[c.Tool] || !tools.Allowed(mode, c.Tool) {

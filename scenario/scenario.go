@@ -123,7 +123,8 @@ func (s *Scenario) Digest(loopJSON []byte) string {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
-// Step is one step of a scenario: exactly one of User, Assistant and Clock is set.
+// Step is one step of a scenario: exactly one of its kinds (User, Assistant, Clock, Compact,
+// Mode, Plan, MCP, Outside, Instructions, Git, Rewind) is set.
 type Step struct {
 	// User is what the person types; it starts a turn.
 	User *string
@@ -143,11 +144,27 @@ type Step struct {
 	MCP *MCPServer
 	// Outside is a file changed or deleted from outside the session.
 	Outside *OutsideChange
+	// Instructions is the person editing the instruction file: its new text, written to the
+	// arm's instructions practice's file in the workspace (AGENTS.md by default, and for an arm
+	// without the practice); spec 3.2.0 §10.3 says the edit in a note on the next user message.
+	Instructions *string
+	// Git is what `git status` says from now on (session state that an instructions practice
+	// with source git_status embeds); "" empties it.
+	Git *string
+	// Rewind takes back the last Rewind requests of the current turn as an undo: the model's
+	// replies to them with their tool results leave the history (at least 1, at most the
+	// assistant steps since the turn's user step or the last compaction).
+	Rewind *int
 	// Line is the step's line in the scenario file.
 	Line int
 	// At is the clock after a Clock step (set by [LoadScenario]).
 	At time.Time
 }
+
+// DefaultInstructionsFile is the instruction file an instructions step writes for an arm
+// whose instructions practice names none, or that has no such practice: AGENTS.md at the
+// project root (arms.Instructions.File's default).
+const DefaultInstructionsFile = "AGENTS.md"
 
 // ShellConfig is a scenario's `shell:` mapping: a real shell for the live driver.
 type ShellConfig struct {
@@ -354,6 +371,7 @@ func parseScenario(file string, data []byte) (*Scenario, error) {
 	now := start
 	prev := "" // kind of the previous user/assistant step
 	prevCalls := false
+	replies := 0 // assistant steps since the turn's user step or the last compaction
 	for i := range s.Steps {
 		st := &s.Steps[i]
 		switch {
@@ -376,7 +394,7 @@ func parseScenario(file string, data []byte) (*Scenario, error) {
 			if prev == "assistant" && prevCalls {
 				return nil, bad(st.Line, "user step after an assistant step with calls: the calls' results need an assistant step first")
 			}
-			prev, prevCalls = "user", false
+			prev, prevCalls, replies = "user", false, 0
 		case st.Assistant != nil:
 			if prev == "" {
 				return nil, bad(st.Line, "assistant step before any user step")
@@ -412,6 +430,20 @@ func parseScenario(file string, data []byte) (*Scenario, error) {
 				}
 			}
 			prev, prevCalls = "assistant", len(a.Calls) > 0
+			replies++
+		case st.Rewind != nil:
+			n := *st.Rewind
+			if n < 1 || n > replies {
+				return nil, bad(st.Line, "rewind: %d: want 1 to %d, the assistant steps since the turn's user step or the last compaction", n, replies)
+			}
+			// What follows is what followed the first reply taken back: an assistant step.
+			replies -= n
+			if replies == 0 {
+				prev, prevCalls = "user", false
+			} else {
+				prev, prevCalls = "assistant", true
+			}
+		case st.Instructions != nil, st.Git != nil:
 		case st.Mode != nil:
 			if !modeExists(*st.Mode) {
 				return nil, bad(st.Line, "mode %q: no prompts/modes/%s.md (the modes are %s)", *st.Mode, *st.Mode, strings.Join(Modes(), ", "))
@@ -437,6 +469,7 @@ func parseScenario(file string, data []byte) (*Scenario, error) {
 			if strings.TrimSpace(st.Compact.Summary) == "" {
 				return nil, bad(st.Line, "compact: empty summary (spec §7: a reply with no summary fails the compaction)")
 			}
+			replies = 0
 		}
 	}
 	if prev != "assistant" || prevCalls {
@@ -536,17 +569,24 @@ func (st *Step) UnmarshalYAML(n *yaml.Node) error {
 	n = resolve(n)
 	st.Line = n.Line
 	if n.Kind != yaml.MappingNode || len(n.Content) != 2 {
-		return &SyntaxError{Line: n.Line, Msg: "a step is a mapping with exactly one of user, assistant, clock, compact, mode, plan, mcp, outside"}
+		return &SyntaxError{Line: n.Line, Msg: "a step is a mapping with exactly one of user, assistant, clock, compact, mode, plan, mcp, outside, instructions, git, rewind"}
 	}
 	key, val := n.Content[0], resolve(n.Content[1])
 	switch key.Value {
-	case "user", "clock", "mode", "plan":
+	case "user", "clock", "mode", "plan", "instructions", "git":
 		if val.Kind != yaml.ScalarNode {
 			return &SyntaxError{Line: val.Line, Msg: key.Value + ": want a string"}
 		}
 		v := val.Value
-		field := map[string]**string{"user": &st.User, "clock": &st.Clock, "mode": &st.Mode, "plan": &st.Plan}[key.Value]
+		field := map[string]**string{"user": &st.User, "clock": &st.Clock, "mode": &st.Mode, "plan": &st.Plan,
+			"instructions": &st.Instructions, "git": &st.Git}[key.Value]
 		*field = &v
+	case "rewind":
+		n, err := strconv.Atoi(val.Value)
+		if val.Kind != yaml.ScalarNode || val.ShortTag() != "!!int" || err != nil {
+			return &SyntaxError{Line: val.Line, Msg: "rewind: want a whole number of requests"}
+		}
+		st.Rewind = &n
 	case "mcp":
 		var m MCPServer
 		if err := decodeStrict(val, &m, "server", "instructions", "tools"); err != nil {
@@ -586,7 +626,7 @@ func (st *Step) UnmarshalYAML(n *yaml.Node) error {
 		}
 		st.Assistant = &a
 	default:
-		return &SyntaxError{Line: key.Line, Msg: fmt.Sprintf("unknown step %q (want user, assistant, clock, compact, mode, plan, mcp or outside)", key.Value)}
+		return &SyntaxError{Line: key.Line, Msg: fmt.Sprintf("unknown step %q (want user, assistant, clock, compact, mode, plan, mcp, outside, instructions, git or rewind)", key.Value)}
 	}
 	return nil
 }

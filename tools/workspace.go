@@ -1146,6 +1146,22 @@ func (w *Workspace) Outside(p, content string, del bool) error {
 	return nil
 }
 
+// Peek reads the file at p (a path as a tool call gives it) for the harness itself, not as a
+// tool call: no result is inserted anywhere. It returns the file's text and true, or false when
+// there is no such file; an error, naming the absolute path, when p is outside the project or
+// cannot be read (a folder).
+func (w *Workspace) Peek(p string) (string, bool, error) {
+	abs, name, err := w.resolve(p)
+	if err != nil {
+		return "", false, err
+	}
+	data, ok, err := w.readIfExists(name)
+	if err != nil {
+		return "", false, fmt.Errorf("read %s: %w", abs, err)
+	}
+	return string(data), ok, nil
+}
+
 // Dir resolves a folder a call names (a path as a tool call gives it, "" for the project root)
 // as every tool resolves a path (spec 3.2.0 §11), and returns its absolute path; an error when it
 // is outside the project, is not there or is not a folder, naming the absolute path.
