@@ -2,6 +2,7 @@ package cachesim
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"lab/chat"
@@ -41,6 +42,10 @@ type Attributor struct {
 	// unknown (the chunk reuse is then not modelled and Attribution.ChunkReusedTokens is nil), 0
 	// where it is off.
 	CacheReuse *int
+	// Order is the provider's render order of the system prompt and the tool list
+	// ([OrderOf] the cache model; the zero value is Qwen3's, [SystemThenTools]): the order of
+	// the segments [PartsInOrder] names in the rendered prompt.
+	Order RenderOrder
 	// HostCache is llama-server's host-memory prompt cache (--cache-ram), shared by the
 	// Attributors of the sessions that follow each other on the server: before each request the
 	// slot may save its prompt there and restore a cached one ([HostCache].Launch, for a request
@@ -63,9 +68,12 @@ type Attributor struct {
 	// request.
 	reasoning map[int]bool
 	// shifted is true when Window cut what the cache held after the last request, or HostCache
-	// restored a cached prompt into the slot: cacheTokens
+	// restored a cached prompt into the slot, or the cache keeps written prefixes: cacheTokens
 	// are then the kept tokens and cacheText is "" (their text is not a prefix of any prompt).
 	shifted bool
+	// written are the prefixes a cache that keeps them wrote ([Attributor.ObserveWrites]); nil
+	// until a request wrote through ObserveWrites.
+	written *prefixEntries
 }
 
 // Attribution is what [Attributor.Observe] measured about one request, all counts in tokens of
@@ -78,8 +86,10 @@ type Attribution struct {
 	// differ; see Warnings).
 	PromptTokens int64
 	// ExpectedCachedTokens is what a perfect prefix cache could reuse: the longest common token
-	// prefix of the prompt and what the cache held after the previous request, at most
-	// PromptTokens − 1 (a server evaluates at least the last prompt token to sample from it).
+	// prefix of the prompt and what the cache held after the previous request (for a cache that
+	// keeps written prefixes, [Attributor.ObserveWrites], the longest of them that starts the
+	// prompt), at most PromptTokens − 1 (a server evaluates at least the last prompt token to
+	// sample from it).
 	ExpectedCachedTokens int64
 	// DivergenceToken is the 0-based index of the first prompt token that differs from what the
 	// cache held; nil when the prompt matched the whole cache or the cache was empty.
@@ -210,6 +220,28 @@ func (r *Reread) add(seg Segment, n int64) {
 // Unknown Attribution and remembers nothing. Errors are the tokenizer's, wrapped; the
 // Attributor's state is then unchanged.
 func (a *Attributor) Observe(req *chat.Request, rendered, cacheText string, promptTokens int64) (Attribution, error) {
+	return a.observe(req, rendered, cacheText, nil, promptTokens)
+}
+
+// ObserveWrites is [Attributor.Observe] for a cache that keeps prefixes of the prompt at the
+// places a request marks, not the whole sequence (chat.Result.CacheWrites: the Anthropic
+// Messages API's `cache_control` breakpoints, backends.md §6): writes are the token positions p
+// (0 < p ≤ the prompt's tokens; others are ignored) whose prefixes prompt[:p] the cache wrote
+// for this request, an empty slice when it wrote none. The reply is never cached. From then on
+// the expected cached tokens of a request are the longest prefix of its prompt that an earlier
+// request of the session wrote, at most the prompt less one token (a perfect lookup: any entry,
+// however far back; the provider's own lookup may find less, Anthropic's only within 20 blocks
+// of a breakpoint), and the divergence is counted against the longest entry the last request
+// that wrote one wrote. Errors are Observe's.
+func (a *Attributor) ObserveWrites(req *chat.Request, rendered string, writes []int, promptTokens int64) (Attribution, error) {
+	if writes == nil {
+		writes = []int{}
+	}
+	return a.observe(req, rendered, "", writes, promptTokens)
+}
+
+// observe is Observe (writes nil) and ObserveWrites.
+func (a *Attributor) observe(req *chat.Request, rendered, cacheText string, writes []int, promptTokens int64) (Attribution, error) {
 	if a.Tok == nil || rendered == "" {
 		return Attribution{Unknown: true}, nil
 	}
@@ -235,11 +267,15 @@ func (a *Attributor) Observe(req *chat.Request, rendered, cacheText string, prom
 	}
 	common := CommonPrefix(prompt, a.cacheTokens)
 	at.ExpectedCachedTokens = int64(min(common, max(len(prompt)-1, 0)))
+	if a.written != nil {
+		// A cache of written prefixes: only a whole entry is reused.
+		at.ExpectedCachedTokens = int64(min(a.written.longest(prompt), max(len(prompt)-1, 0)))
+	}
 	if a.CacheReuse != nil {
 		at.ExpectedCachedTokens, at.ReusedChunks = reuseChunks(a.cacheTokens, prompt, *a.CacheReuse)
 		at.ChunkReusedTokens = new(at.ExpectedCachedTokens - int64(min(common, max(len(prompt)-1, 0))))
 	}
-	segs := Segments(rendered, Parts(req, a.NoteOpen))
+	segs := Segments(rendered, PartsInOrder(req, a.NoteOpen, a.Order))
 	divergeAt := CommonPrefixBytes(rendered, a.cacheText)
 	reasoning := map[int]bool{}
 	for i, m := range req.Messages {
@@ -317,8 +353,27 @@ func (a *Attributor) Observe(req *chat.Request, rendered, cacheText string, prom
 				WarningContextOverflow, len(prompt), a.Window.NumCtx))
 		}
 	}
+	last := a.cacheTokens
 	a.cacheText, a.cacheTokens, a.reasoning = held, heldTokens, reasoning
 	a.boundsText, a.boundsAt = rendered, boundsAt
+	if writes != nil {
+		if a.written == nil {
+			a.written = &prefixEntries{}
+		}
+		a.written.write(prompt, writes)
+		deepest := 0
+		for _, p := range writes {
+			if p <= len(prompt) {
+				deepest = max(deepest, p)
+			}
+		}
+		// What the next request diverges from: this request's deepest entry, else the last
+		// one written; its text is not kept (as after a shift), only its tokens.
+		a.cacheText, a.cacheTokens, a.shifted = "", last, true
+		if deepest > 0 {
+			a.cacheTokens = slices.Clone(prompt[:deepest])
+		}
+	}
 	return at, nil
 }
 
@@ -340,11 +395,19 @@ func reuseChunks(cache, prompt []int32, minChunk int) (int64, []TokenRange) {
 	return int64(n), chunks
 }
 
-// Parts lists a request's pieces in the order a chat template renders them, named as
-// [Attribution].DivergenceSegment names them, for [Segments]:
+// Parts lists a request's pieces in the order Qwen3's chat template renders them
+// ([SystemThenTools]); it is [PartsInOrder] with that order.
+func Parts(req *chat.Request, noteOpen string) []Part {
+	return PartsInOrder(req, noteOpen, SystemThenTools)
+}
+
+// PartsInOrder lists a request's pieces in the order a provider's prompt renders them (order),
+// named as [Attribution].DivergenceSegment names them, for [Segments]:
 //
-//   - the first message, when it is a system message: "system", then "tools" (anchored on the
-//     last tool's description) when the request has tools;
+//   - with [ToolsThenSystem] (Anthropic), first "tools" (anchored on the last tool's
+//     description) when the request has tools;
+//   - the first message, when it is a system message: "system", then, with [SystemThenTools]
+//     (Qwen3's template, OpenAI), "tools" when the request has tools;
 //   - a later system message (a second system prompt, or Claude Code's system message inside
 //     Anthropic's `messages`): "system N"; a message whose role is "developer" (OpenAI's
 //     developer message, where it stands): "developer N";
@@ -358,11 +421,14 @@ func reuseChunks(cache, prompt []int32, minChunk int) (int64, []TokenRange) {
 //   - a message of any other role: "message N".
 //
 // N is the message's 0-based index in req.Messages.
-func Parts(req *chat.Request, noteOpen string) []Part {
+func PartsInOrder(req *chat.Request, noteOpen string, order RenderOrder) []Part {
 	var parts []Part
+	if order == ToolsThenSystem && len(req.Tools) > 0 {
+		parts = append(parts, toolsPart(req))
+	}
 	for i, m := range req.Messages {
 		if len(m.Marks) > 0 && m.Item == "" && m.Role != chat.RoleAssistant {
-			parts = append(parts, markedParts(req, i, noteOpen)...)
+			parts = append(parts, markedParts(req, i, noteOpen, order)...)
 			continue
 		}
 		switch {
@@ -370,8 +436,8 @@ func Parts(req *chat.Request, noteOpen string) []Part {
 			parts = append(parts, Part{Name: Segment{Kind: Item, Index: i}, Text: m.Content})
 		case m.Role == chat.RoleSystem && i == 0:
 			parts = append(parts, Part{Name: Segment{Kind: SystemPrompt}, Text: m.Content})
-			if len(req.Tools) > 0 {
-				parts = append(parts, Part{Name: Segment{Kind: ToolList}, Text: req.Tools[len(req.Tools)-1].Description})
+			if order == SystemThenTools && len(req.Tools) > 0 {
+				parts = append(parts, toolsPart(req))
 			}
 		case m.Role == chat.RoleSystem:
 			parts = append(parts, Part{Name: Segment{Kind: SystemMessage, Index: i}, Text: m.Content})
@@ -401,24 +467,28 @@ func Parts(req *chat.Request, noteOpen string) []Part {
 	return parts
 }
 
+// toolsPart is the request's tool list as a [Part], anchored on the last tool's description.
+func toolsPart(req *chat.Request) Part {
+	return Part{Name: Segment{Kind: ToolList}, Text: req.Tools[len(req.Tools)-1].Description}
+}
+
 // markedParts lists the parts of message i, which carries practice marks (chat.Message.Marks):
-// its parts as [Parts] names them without marks, each cut around the marks' texts it holds, a
-// mark's text named with its practice inside the part's segment ("clock in message 1").
-func markedParts(req *chat.Request, i int, noteOpen string) []Part {
+// its parts as [PartsInOrder] names them without marks, each cut around the marks' texts it
+// holds, a mark's text named with its practice inside the part's segment ("clock in message 1").
+// The tool list is among them only where order puts it after the first message.
+func markedParts(req *chat.Request, i int, noteOpen string, order RenderOrder) []Part {
 	m := req.Messages[i]
 	one := *req
 	bare := m
 	bare.Marks = nil
 	one.Messages = make([]chat.Message, i+1)
 	one.Messages[i] = bare
-	if i == 0 {
-		one.Messages[0] = bare
-	} else {
+	if i > 0 || order != SystemThenTools {
 		one.Tools = nil
 	}
 	var out []Part
 	marks := m.Marks
-	for _, p := range Parts(&one, noteOpen) {
+	for _, p := range PartsInOrder(&one, noteOpen, order) {
 		if p.Name.Kind != NoSegment && i > 0 && p.Name.Index != i && p.Name.Kind.Indexed() {
 			continue
 		}

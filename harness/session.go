@@ -99,6 +99,8 @@ type SessionConfig struct {
 	Window cachesim.Window
 	// CacheReuse is llama-server's --cache-reuse ([RunConfig].CacheReuse).
 	CacheReuse *int
+	// RenderOrder is the server's order of system prompt and tool list ([RunConfig].RenderOrder).
+	RenderOrder cachesim.RenderOrder
 	// HostCache is llama-server's host-memory prompt cache ([RunConfig].HostCache).
 	HostCache *cachesim.HostCache
 	// PromptPrefix, when set, is written first in every system prompt the session sends: a
@@ -598,14 +600,22 @@ func promptShrank(prevPrompt, prevBytes, prompt, reqBytes int64) string {
 // expect fills the expected cached tokens, the divergence, the re-read attribution and the
 // reasoning figures from the session's [cachesim.Attributor]: expected is the longest common token
 // prefix of this request's rendered prompt and what the server's cache held (the previous
-// rendered prompt followed by the reply as the model wrote it), at most the prompt less one
-// token. It marks the sample ContextOverflow, with a warning, when the prompt, or the prompt and
+// rendered prompt followed by the reply as the model wrote it; for a cache that keeps the
+// prefixes its breakpoints wrote, chat.Result.CacheWrites, the longest of them), at most the
+// prompt less one token. It marks the sample ContextOverflow, with a warning, when the prompt, or the prompt and
 // the reply the cache holds after it, take more tokens than the context window (cfg.NumCtx).
 func (r *runner) expect(req *chat.Request, res *chat.Result, s *metrics.Sample, warnings *[]string) error {
 	if r.attrib == nil {
-		r.attrib = &cachesim.Attributor{Tok: r.cfg.Tokenizer, NumCtx: r.cfg.NumCtx, NoteOpen: r.cfg.Loop.Note.Open, Window: r.cfg.Window, CacheReuse: r.cfg.CacheReuse, HostCache: r.cfg.HostCache}
+		r.attrib = &cachesim.Attributor{Tok: r.cfg.Tokenizer, NumCtx: r.cfg.NumCtx, NoteOpen: r.cfg.Loop.Note.Open, Window: r.cfg.Window, CacheReuse: r.cfg.CacheReuse, HostCache: r.cfg.HostCache, Order: r.cfg.RenderOrder}
 	}
-	a, err := r.attrib.Observe(req, res.Rendered, res.CacheText, res.PromptTokens)
+	var a cachesim.Attribution
+	var err error
+	if res.CacheWrites != nil {
+		// The cache keeps the prefixes the request's breakpoints wrote (the sim's anthropic model).
+		a, err = r.attrib.ObserveWrites(req, res.Rendered, res.CacheWrites, res.PromptTokens)
+	} else {
+		a, err = r.attrib.Observe(req, res.Rendered, res.CacheText, res.PromptTokens)
+	}
 	if err != nil {
 		return err
 	}

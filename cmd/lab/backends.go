@@ -189,6 +189,9 @@ type runBackend struct {
 	// cacheReuse is llama-server's --cache-reuse where the lab knows it (it started the server);
 	// nil otherwise ([harness.RunConfig].CacheReuse).
 	cacheReuse *int
+	// order is the sim's cache model's provider order of system prompt and tools
+	// ([harness.RunConfig].RenderOrder); the zero value, Qwen3's, for the servers.
+	order cachesim.RenderOrder
 	// gguf is the model file the lab knows ("" when it does not): its digest is recorded.
 	gguf string
 	// stops release what the factory started (a server, a folder), last first.
