@@ -22,7 +22,10 @@
 // With the anthropic cache model each request is looked up at its `cache_control` breakpoints
 // (chat.Request.CacheBreakpoints, the arm's placement, or Options.CacheBreakpoints), placed in the
 // rendered prompt where the anthropic backend places them, the turns of the prompt being the
-// content-block boundaries of the lookback ([cachesim.Anthropic.LookupTurns]).
+// content-block boundaries of the lookback ([cachesim.Anthropic.LookupTurns]). Its prompt is in
+// the Messages API's order, tools, then system, then messages ([cachesim.ToolsThenSystem]): the
+// renderer's tool block becomes a system turn of its own before the system prompt's. The other
+// cache models see the renderer's own order ([cachesim.OrderOf]).
 //
 // Cached tokens are reported with source chat.SourceSimulation.
 //
