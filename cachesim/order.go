@@ -4,7 +4,10 @@ import "strconv"
 
 // RenderOrder is the order in which a provider's prompt puts a request's system prompt and its
 // tool list before the messages: what a cache model's prefix is made of, and so which parts a
-// change in one of them re-reads. The zero value is [SystemThenTools].
+// change in one of them re-reads. The zero value is [SystemThenTools]. Both come before every
+// message in each order, so a change to either is a re-read of everything after it (spec 3.2.0
+// §10; §10.1 keeps the system prompt fixed, §10.4 the tool list); the order decides whether the
+// other of the two is re-read too.
 //
 // Sources: the Qwen3 chat template (Ollama v0.17.4 model/renderers/qwen3vl.go, the sim's
 // renderer; llama.cpp renders the same template); Anthropic's prompt caching ("prefix order
