@@ -2,6 +2,7 @@ package cachesim
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"lab/chat"
@@ -41,6 +42,10 @@ type Attributor struct {
 	// unknown (the chunk reuse is then not modelled and Attribution.ChunkReusedTokens is nil), 0
 	// where it is off.
 	CacheReuse *int
+	// Order is the provider's render order of the system prompt and the tool list
+	// ([OrderOf] the cache model; the zero value is Qwen3's, [SystemThenTools]): the order of
+	// the segments [PartsInOrder] names in the rendered prompt.
+	Order RenderOrder
 	// HostCache is llama-server's host-memory prompt cache (--cache-ram), shared by the
 	// Attributors of the sessions that follow each other on the server: before each request the
 	// slot may save its prompt there and restore a cached one ([HostCache].Launch, for a request
@@ -66,9 +71,12 @@ type Attributor struct {
 	// (Segment.Practice set), by byte offset in its rendering (boundsText).
 	practiceSegs []ByteSpan
 	// shifted is true when Window cut what the cache held after the last request, or HostCache
-	// restored a cached prompt into the slot: cacheTokens
+	// restored a cached prompt into the slot, or the cache keeps written prefixes: cacheTokens
 	// are then the kept tokens and cacheText is "" (their text is not a prefix of any prompt).
 	shifted bool
+	// written are the prefixes a cache that keeps them wrote ([Attributor.ObserveWrites]); nil
+	// until a request wrote through ObserveWrites.
+	written *prefixEntries
 }
 
 // Attribution is what [Attributor.Observe] measured about one request, all counts in tokens of
@@ -81,8 +89,10 @@ type Attribution struct {
 	// differ; see Warnings).
 	PromptTokens int64
 	// ExpectedCachedTokens is what a perfect prefix cache could reuse: the longest common token
-	// prefix of the prompt and what the cache held after the previous request, at most
-	// PromptTokens − 1 (a server evaluates at least the last prompt token to sample from it).
+	// prefix of the prompt and what the cache held after the previous request (for a cache that
+	// keeps written prefixes, [Attributor.ObserveWrites], the longest of them that starts the
+	// prompt), at most PromptTokens − 1 (a server evaluates at least the last prompt token to
+	// sample from it).
 	ExpectedCachedTokens int64
 	// DivergenceToken is the 0-based index of the first prompt token that differs from what the
 	// cache held; nil when the prompt matched the whole cache or the cache was empty.
@@ -213,6 +223,28 @@ func (r *Reread) add(seg Segment, n int64) {
 // Unknown Attribution and remembers nothing. Errors are the tokenizer's, wrapped; the
 // Attributor's state is then unchanged.
 func (a *Attributor) Observe(req *chat.Request, rendered, cacheText string, promptTokens int64) (Attribution, error) {
+	return a.observe(req, rendered, cacheText, nil, promptTokens)
+}
+
+// ObserveWrites is [Attributor.Observe] for a cache that keeps prefixes of the prompt at the
+// places a request marks, not the whole sequence (chat.Result.CacheWrites: the Anthropic
+// Messages API's `cache_control` breakpoints, backends.md §6): writes are the token positions p
+// (0 < p ≤ the prompt's tokens; others are ignored) whose prefixes prompt[:p] the cache wrote
+// for this request, an empty slice when it wrote none. The reply is never cached. From then on
+// the expected cached tokens of a request are the longest prefix of its prompt that an earlier
+// request of the session wrote, at most the prompt less one token (a perfect lookup: any entry,
+// however far back; the provider's own lookup may find less, Anthropic's only within 20 blocks
+// of a breakpoint), and the divergence is counted against the longest entry the last request
+// that wrote one wrote. Errors are Observe's.
+func (a *Attributor) ObserveWrites(req *chat.Request, rendered string, writes []int, promptTokens int64) (Attribution, error) {
+	if writes == nil {
+		writes = []int{}
+	}
+	return a.observe(req, rendered, "", writes, promptTokens)
+}
+
+// observe is Observe (writes nil) and ObserveWrites.
+func (a *Attributor) observe(req *chat.Request, rendered, cacheText string, writes []int, promptTokens int64) (Attribution, error) {
 	if a.Tok == nil || rendered == "" {
 		return Attribution{Unknown: true}, nil
 	}
@@ -238,11 +270,15 @@ func (a *Attributor) Observe(req *chat.Request, rendered, cacheText string, prom
 	}
 	common := CommonPrefix(prompt, a.cacheTokens)
 	at.ExpectedCachedTokens = int64(min(common, max(len(prompt)-1, 0)))
+	if a.written != nil {
+		// A cache of written prefixes: only a whole entry is reused.
+		at.ExpectedCachedTokens = int64(min(a.written.longest(prompt), max(len(prompt)-1, 0)))
+	}
 	if a.CacheReuse != nil {
 		at.ExpectedCachedTokens, at.ReusedChunks = reuseChunks(a.cacheTokens, prompt, *a.CacheReuse)
 		at.ChunkReusedTokens = new(at.ExpectedCachedTokens - int64(min(common, max(len(prompt)-1, 0))))
 	}
-	segs := Segments(rendered, Parts(req, a.NoteOpen))
+	segs := Segments(rendered, PartsInOrder(req, a.NoteOpen, a.Order))
 	divergeAt := CommonPrefixBytes(rendered, a.cacheText)
 	reasoning := map[int]bool{}
 	for i, m := range req.Messages {
@@ -326,12 +362,31 @@ func (a *Attributor) Observe(req *chat.Request, rendered, cacheText string, prom
 				WarningContextOverflow, len(prompt), a.Window.NumCtx))
 		}
 	}
+	last := a.cacheTokens
 	a.cacheText, a.cacheTokens, a.reasoning = held, heldTokens, reasoning
 	a.boundsText, a.boundsAt = rendered, boundsAt
 	a.practiceSegs = a.practiceSegs[:0]
 	for _, sg := range segs {
 		if sg.Name.Practice != "" {
 			a.practiceSegs = append(a.practiceSegs, sg)
+		}
+	}
+	if writes != nil {
+		if a.written == nil {
+			a.written = &prefixEntries{}
+		}
+		a.written.write(prompt, writes)
+		deepest := 0
+		for _, p := range writes {
+			if p <= len(prompt) {
+				deepest = max(deepest, p)
+			}
+		}
+		// What the next request diverges from: this request's deepest entry, else the last
+		// one written; its text is not kept (as after a shift), only its tokens.
+		a.cacheText, a.cacheTokens, a.shifted = "", last, true
+		if deepest > 0 {
+			a.cacheTokens = slices.Clone(prompt[:deepest])
 		}
 	}
 	return at, nil
@@ -355,12 +410,21 @@ func reuseChunks(cache, prompt []int32, minChunk int) (int64, []TokenRange) {
 	return int64(n), chunks
 }
 
-// Parts lists a request's pieces in the order a chat template renders them, named as
-// [Attribution].DivergenceSegment names them, for [Segments]:
+// Parts lists a request's pieces in the order Qwen3's chat template renders them
+// ([SystemThenTools]); it is [PartsInOrder] with that order.
+func Parts(req *chat.Request, noteOpen string) []Part {
+	return PartsInOrder(req, noteOpen, SystemThenTools)
+}
+
+// PartsInOrder lists a request's pieces in the order a provider's prompt renders them (order),
+// named as [Attribution].DivergenceSegment names them, for [Segments]:
 //
-//   - the first message, when it is a system message: "system", then "tools" (anchored on the
-//     last tool's description) when the request has tools, a practice's mark in a tool's
-//     description (chat.Tool.Marks) a segment of its own inside it ("cwd in tools");
+//   - with [ToolsThenSystem] (Anthropic), first "tools" (anchored on the last tool's
+//     description) when the request has tools;
+//   - the first message, when it is a system message: "system", then, with [SystemThenTools]
+//     (Qwen3's template, OpenAI), "tools" when the request has tools;
+//   - either way, a practice's mark in a tool's description (chat.Tool.Marks) is a segment of
+//     its own inside the tools ("cwd in tools");
 //   - a later system message (a second system prompt, or Claude Code's system message inside
 //     Anthropic's `messages`): "system N"; a message whose role is "developer" (OpenAI's
 //     developer message, where it stands): "developer N";
@@ -371,16 +435,20 @@ func reuseChunks(cache, prompt []int32, minChunk int) (int64, []TokenRange) {
 //     or the first tool call's name in quotes when it has no text);
 //   - a tool message (role tool): "tool result N";
 //   - a piece the lab keeps but does not read (chat.Message.Item set): "item N";
-//   - a message of any other role: "message N".
+//   - a message of any other role: "message N";
+//   - a practice's text inside a message (chat.Message.Marks) is a segment of its own inside the
+//     message's ("clock in message 1"), and a mark without text names the whole message
+//     ("window in message 2": the first message a window kept after its cut).
 //
 // N is the message's 0-based index in req.Messages.
-func Parts(req *chat.Request, noteOpen string) []Part {
+func PartsInOrder(req *chat.Request, noteOpen string, order RenderOrder) []Part {
 	var parts []Part
+	if order == ToolsThenSystem {
+		parts = append(parts, toolParts(req.Tools)...)
+	}
 	for i, m := range req.Messages {
 		from := len(parts)
-		parts = messageParts(parts, req, i, noteOpen)
-		// A mark without text names the whole message with its practice ("window in message 2":
-		// the first message a window kept after its cut).
+		parts = messageParts(parts, req, i, noteOpen, order)
 		for _, mk := range m.Marks {
 			if mk.Text == "" {
 				for k := from; k < len(parts); k++ {
@@ -394,18 +462,20 @@ func Parts(req *chat.Request, noteOpen string) []Part {
 	return parts
 }
 
-// messageParts appends the parts of message i of req to parts, as [Parts] names them.
-func messageParts(parts []Part, req *chat.Request, i int, noteOpen string) []Part {
+// messageParts appends the parts of message i of req to parts, as [PartsInOrder] names them.
+func messageParts(parts []Part, req *chat.Request, i int, noteOpen string, order RenderOrder) []Part {
 	m := req.Messages[i]
 	if len(m.Marks) > 0 && m.Item == "" && m.Role != chat.RoleAssistant {
-		return append(parts, markedParts(req, i, noteOpen)...)
+		return append(parts, markedParts(req, i, noteOpen, order)...)
 	}
 	switch {
 	case m.Item != "":
 		parts = append(parts, Part{Name: Segment{Kind: Item, Index: i}, Text: m.Content})
 	case m.Role == chat.RoleSystem && i == 0:
 		parts = append(parts, Part{Name: Segment{Kind: SystemPrompt}, Text: m.Content})
-		parts = append(parts, toolParts(req.Tools)...)
+		if order == SystemThenTools {
+			parts = append(parts, toolParts(req.Tools)...)
+		}
 	case m.Role == chat.RoleSystem:
 		parts = append(parts, Part{Name: Segment{Kind: SystemMessage, Index: i}, Text: m.Content})
 	case m.Role == "developer":
@@ -436,7 +506,7 @@ func messageParts(parts []Part, req *chat.Request, i int, noteOpen string) []Par
 // toolParts lists the tool list's parts: one [ToolList] part ending at the last tool's
 // description, and before it, for each practice mark in a description (chat.Tool.Marks), the
 // mark's text as a segment named with its practice ("cwd in tools") and the rest of that
-// description as the tool list's.
+// description as the tool list's. No tools, no parts.
 func toolParts(list []chat.Tool) []Part {
 	if len(list) == 0 {
 		return nil
@@ -469,29 +539,27 @@ func toolParts(list []chat.Tool) []Part {
 }
 
 // markedParts lists the parts of message i, which carries practice marks (chat.Message.Marks):
-// its parts as [Parts] names them without marks, each cut around the marks' texts it holds, a
-// mark's text named with its practice inside the part's segment ("clock in message 1").
-func markedParts(req *chat.Request, i int, noteOpen string) []Part {
+// its parts as [PartsInOrder] names them without marks, each cut around the marks' texts it
+// holds, a mark's text named with its practice inside the part's segment ("clock in message 1").
+// The tool list is among them only where order puts it after the first message; its marks are
+// the tools' own (chat.Tool.Marks), never the message's.
+func markedParts(req *chat.Request, i int, noteOpen string, order RenderOrder) []Part {
 	m := req.Messages[i]
 	one := *req
 	bare := m
 	bare.Marks = nil
 	one.Messages = make([]chat.Message, i+1)
 	one.Messages[i] = bare
-	if i == 0 {
-		one.Messages[0] = bare
-	} else {
+	if i > 0 || order != SystemThenTools {
 		one.Tools = nil
 	}
 	var out []Part
 	marks := m.Marks
-	for _, p := range Parts(&one, noteOpen) {
+	for _, p := range PartsInOrder(&one, noteOpen, order) {
 		if p.Name.Kind != NoSegment && i > 0 && p.Name.Index != i && p.Name.Kind.Indexed() {
 			continue
 		}
 		if p.Name.Kind == ToolList {
-			// The tool list's own marks are the tools' (chat.Tool.Marks): the message's are
-			// in its text.
 			out = append(out, p)
 			continue
 		}
@@ -524,7 +592,7 @@ func markedParts(req *chat.Request, i int, noteOpen string) []Part {
 			text = text[j+len(marks[0].Text):]
 			marks = marks[1:]
 		}
-		if strings.TrimSpace(text) != "" || p.Name.Kind == ToolList {
+		if strings.TrimSpace(text) != "" {
 			out = append(out, Part{Name: p.Name, Text: text})
 		}
 		out = append(out, tail...)

@@ -223,6 +223,12 @@ type Result struct {
 	// emulation: Rendered followed by the reply as the model would have written it. Empty when
 	// unknown.
 	CacheText string
+	// CacheWrites are the prompt positions, in tokens (0 < p ≤ PromptTokens), whose prefixes the
+	// server's cache wrote for later requests, where the cache keeps prefixes at the places a
+	// request marks instead of the whole sequence: the sim's anthropic model's `cache_control`
+	// breakpoints of at least its minimum cacheable prefix (backends.md §6). Empty (not nil):
+	// nothing written. nil where the cache holds CacheText (a server's slot).
+	CacheWrites []int
 	// Body is the request body sent, as JSON, for --save-requests.
 	Body json.RawMessage
 	// Usage is the provider's token accounting, normalised; nil when the backend has none (the

@@ -58,6 +58,10 @@ type RunConfig struct {
 	// ([cachesim.Attributor].CacheReuse): nil where the server has no chunk reuse or its setting
 	// is unknown.
 	CacheReuse *int
+	// RenderOrder is the order of system prompt and tool list in the server's prompt, for the
+	// segments of the expected cached tokens ([cachesim.Attributor].Order): the sim's cache
+	// model's provider order ([cachesim.OrderOf]); the zero value is Qwen3's template's.
+	RenderOrder cachesim.RenderOrder
 	// HostCache is llama-server's host-memory prompt cache (--cache-ram) for the expected cached
 	// tokens, shared by every session of the run ([cachesim.Attributor].HostCache), which run one
 	// at a time; nil where the server has none or it is not modelled. Not with SlotBackends.
@@ -346,7 +350,7 @@ func RunMatrix(ctx context.Context, cfg RunConfig, runID string, kept []metrics.
 			Scenario: scen, Arm: arm, Repetition: rep, RunID: runID, Session: ms.Number, Loop: cfg.Loop, Backend: be,
 			BackendName: cfg.BackendName, Model: cfg.Model, ServerVersion: cfg.ServerVersion,
 			Tokenizer: cfg.Tokenizer, Sink: to, SandboxDir: sandbox.Dir, SandboxShown: sandbox.Shown, Warn: cfg.Warn, NumCtx: cfg.NumCtx, Window: cfg.Window, CacheReuse: cfg.CacheReuse,
-			HostCache: cfg.HostCache, Warm: cfg.Warm, Price: cfg.Price, Retry: cfg.Retry, Driver: cfg.Driver, ConstantCached: cfg.ConstantCached,
+			RenderOrder: cfg.RenderOrder, HostCache: cfg.HostCache, Warm: cfg.Warm, Price: cfg.Price, Retry: cfg.Retry, Driver: cfg.Driver, ConstantCached: cfg.ConstantCached,
 			MaxReplyBytes: cfg.MaxReplyBytes, Requests: requests,
 			OnSample: func(s *metrics.Sample) {
 				mu.Lock()
@@ -507,7 +511,7 @@ func newWarmChain(cfg RunConfig, wave int) *warmChain {
 	if wave > 1 {
 		return &warmChain{unknown: cacheUnknownParallel}
 	}
-	w := &warmChain{attrib: newAttributor(cfg.Tokenizer, cfg.NumCtx, cfg.Loop, cfg.Window, cfg.CacheReuse, cfg.HostCache)}
+	w := &warmChain{attrib: newAttributor(cfg.Tokenizer, cfg.NumCtx, cfg.Loop, cfg.Window, cfg.CacheReuse, cfg.HostCache, cfg.RenderOrder)}
 	switch {
 	case cfg.FreshCache:
 	case cfg.Resume:

@@ -102,6 +102,8 @@ type SessionConfig struct {
 	Window cachesim.Window
 	// CacheReuse is llama-server's --cache-reuse ([RunConfig].CacheReuse).
 	CacheReuse *int
+	// RenderOrder is the server's order of system prompt and tool list ([RunConfig].RenderOrder).
+	RenderOrder cachesim.RenderOrder
 	// HostCache is llama-server's host-memory prompt cache ([RunConfig].HostCache).
 	HostCache *cachesim.HostCache
 	// PromptPrefix, when set, is written first in every system prompt the session sends: a
@@ -651,17 +653,25 @@ func promptShrank(prevPrompt, prevBytes, prompt, reqBytes int64) string {
 // expect fills the expected cached tokens, the divergence, the re-read attribution and the
 // reasoning figures from the session's [cachesim.Attributor]: expected is the longest common token
 // prefix of this request's rendered prompt and what the server's cache held (the previous
-// rendered prompt followed by the reply as the model wrote it), at most the prompt less one
-// token. It marks the sample ContextOverflow, with a warning, when the prompt, or the prompt and
+// rendered prompt followed by the reply as the model wrote it; for a cache that keeps the
+// prefixes its breakpoints wrote, chat.Result.CacheWrites, the longest of them), at most the
+// prompt less one token. It marks the sample ContextOverflow, with a warning, when the prompt, or the prompt and
 // the reply the cache holds after it, take more tokens than the context window (cfg.NumCtx).
 func (r *runner) expect(req *chat.Request, res *chat.Result, s *metrics.Sample, warnings *[]string) error {
 	if r.attrib == nil {
 		r.attrib = r.cfg.Cache
 		if r.attrib == nil {
-			r.attrib = newAttributor(r.cfg.Tokenizer, r.cfg.NumCtx, r.cfg.Loop, r.cfg.Window, r.cfg.CacheReuse, r.cfg.HostCache)
+			r.attrib = newAttributor(r.cfg.Tokenizer, r.cfg.NumCtx, r.cfg.Loop, r.cfg.Window, r.cfg.CacheReuse, r.cfg.HostCache, r.cfg.RenderOrder)
 		}
 	}
-	a, err := r.attrib.Observe(req, res.Rendered, res.CacheText, res.PromptTokens)
+	var a cachesim.Attribution
+	var err error
+	if res.CacheWrites != nil {
+		// The cache keeps the prefixes the request's breakpoints wrote (the sim's anthropic model).
+		a, err = r.attrib.ObserveWrites(req, res.Rendered, res.CacheWrites, res.PromptTokens)
+	} else {
+		a, err = r.attrib.Observe(req, res.Rendered, res.CacheText, res.PromptTokens)
+	}
 	if err != nil {
 		return err
 	}
@@ -681,8 +691,8 @@ const WarningCacheUnknown = "cache state unknown"
 
 // newAttributor is the expected-cache model of a server with these settings, empty
 // ([RunConfig] and [SessionConfig] name each).
-func newAttributor(tok Tokenizer, numCtx int, loop *hygiene.Config, w cachesim.Window, reuse *int, host *cachesim.HostCache) *cachesim.Attributor {
-	a := &cachesim.Attributor{Tok: tok, NumCtx: numCtx, Window: w, CacheReuse: reuse, HostCache: host}
+func newAttributor(tok Tokenizer, numCtx int, loop *hygiene.Config, w cachesim.Window, reuse *int, host *cachesim.HostCache, order cachesim.RenderOrder) *cachesim.Attributor {
+	a := &cachesim.Attributor{Tok: tok, NumCtx: numCtx, Window: w, CacheReuse: reuse, HostCache: host, Order: order}
 	if loop != nil {
 		a.NoteOpen = loop.Note.Open
 	}

@@ -38,25 +38,33 @@ type turn struct {
 	end, blocks int
 	// msgs are the indexes in the request of the messages rendered in it.
 	msgs []int
+	// tools and system say that the turn holds the tool list, the leading system prompt.
+	tools, system bool
 }
 
 // turns maps a rendering to its turns as the qwen3.5 renderer writes them (Ollama
-// model/renderers/qwen3vl.go): a first system turn when there are tools or a leading system
-// message (the system prompt, then the tool list); one turn per user, assistant or later system
-// message, consecutive tool results sharing one; then the generation prompt's turn (not
-// returned). marks are the rendering's turn markers. ok is false when the markers do not match
-// the messages (a message whose text holds a turn marker).
+// model/renderers/qwen3vl.go), in the provider's order (see inOrder): a first system turn when
+// there are tools or a leading system message (the system prompt, then the tool list), or in
+// [cachesim.ToolsThenSystem] with both a tools turn and then the system prompt's; one turn per
+// user, assistant or later system message, consecutive tool results sharing one; then the
+// generation prompt's turn (not returned). marks are the rendering's turn markers. ok is false
+// when the markers do not match the messages (a message whose text holds a turn marker).
 //
 // Blocks count as the anthropic backend encodes the messages (backend/anthropic EncodeMessages):
 // the system prompt one, each tool one; an assistant message one per thinking, text and tool
 // call; a tool result or user message one.
-func turns(r *rendering, tools []api.Tool, marks []cachesim.TurnMark) (out []turn, ok bool) {
+func turns(r *rendering, tools []api.Tool, marks []cachesim.TurnMark, order cachesim.RenderOrder) (out []turn, ok bool) {
 	first := 0
-	if len(tools) > 0 || len(r.msgs) > 0 && r.msgs[0].Role == "system" {
-		t := turn{blocks: len(tools)}
-		if len(r.msgs) > 0 && r.msgs[0].Role == "system" {
+	hasSystem := len(r.msgs) > 0 && r.msgs[0].Role == "system"
+	if order == cachesim.ToolsThenSystem && len(tools) > 0 && hasSystem {
+		out = append(out, turn{blocks: len(tools), tools: true}, turn{blocks: 1, msgs: []int{r.orig[0]}, system: true})
+		first = 1
+	} else if len(tools) > 0 || hasSystem {
+		t := turn{blocks: len(tools), tools: len(tools) > 0}
+		if hasSystem {
 			t.blocks++
 			t.msgs = []int{r.orig[0]}
+			t.system = true
 			first = 1
 		}
 		out = append(out, t)
@@ -99,20 +107,24 @@ func turns(r *rendering, tools []api.Tool, marks []cachesim.TurnMark) (out []tur
 
 // placeBreakpoints returns the token positions of the places (see the at* constants) in a
 // rendering of turns ts, and warnings for the places it cannot mark (as the anthropic backend
-// warns "nothing to mark"). The system prompt's end is the end of the first turn, which holds
-// the tool list after the system prompt: so "tools" marks the same place as "system" here (the
-// Messages API caches the tools before the system prompt; the sim's prompt is in Qwen3's order).
-func placeBreakpoints(places []string, ts []turn, r *rendering, tools []api.Tool) (pos []int, warnings []string) {
-	hasSystem := len(r.msgs) > 0 && r.msgs[0].Role == "system"
-	messages := ts // the turns of the messages after the system turn
-	if len(tools) > 0 || hasSystem {
-		messages = ts[1:]
+// warns "nothing to mark"). "tools" marks the end of the turn holding the tool list, "system"
+// the end of the one holding the system prompt: in the Messages API's order (tools, then
+// system: [cachesim.ToolsThenSystem]) two turns, the tools' first; in Qwen3's one turn, so the
+// two mark the same place there.
+func placeBreakpoints(places []string, ts []turn) (pos []int, warnings []string) {
+	messages := ts // the turns of the messages after the tools and the system prompt
+	for len(messages) > 0 && (messages[0].tools || messages[0].system) {
+		messages = messages[1:]
 	}
 	for _, p := range places {
 		at := -1
 		switch {
-		case p == atSystem && hasSystem, p == atTools && len(tools) > 0:
-			at = ts[0].end
+		case p == atSystem || p == atTools:
+			for _, t := range ts[:len(ts)-len(messages)] {
+				if p == atSystem && t.system || p == atTools && t.tools {
+					at = t.end
+				}
+			}
 		case p == atLastMessage && len(messages) > 0:
 			at = messages[len(messages)-1].end
 		default:

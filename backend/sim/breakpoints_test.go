@@ -39,13 +39,14 @@ func TestAnthropicHonoursTheArmsBreakpoints(t *testing.T) {
 		{sys, {Role: chat.RoleUser, Content: "Summary: main.go was read. Now read util.go."},
 			{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{call}}, {Role: chat.RoleTool, ToolCallID: "c1", ToolName: "read", Content: "package util"}},
 	}
-	// Token positions (bytes): the end of the system turn (the system prompt and the tool
-	// list) and the end of each request's last message (where its generation prompt starts).
+	// Token positions (bytes): the end of the system prompt's turn (after the tools' turn, in
+	// the Messages API's order) and the end of each request's last message (where its
+	// generation prompt starts).
 	rendered := make([]string, len(reqs))
 	for i, msgs := range reqs {
-		rendered[i] = render(t, &chat.Request{Messages: msgs, Tools: []chat.Tool{tool}, Think: true})
+		rendered[i] = renderAnthropic(t, &chat.Request{Messages: msgs, Tools: []chat.Tool{tool}, Think: true})
 	}
-	sysEnd := strings.Index(rendered[0][1:], "<|im_start|>") + 1
+	sysEnd := strings.Index(rendered[0], "<|im_start|>user")
 	end2 := strings.LastIndex(rendered[1], "<|im_start|>")
 	if sysEnd < cachesim.AnthropicMinTokens || rendered[2][:end2] != rendered[1][:end2] {
 		t.Fatalf("set-up: system turn %d tokens; request 3 extends request 2: %v", sysEnd, rendered[2][:end2] == rendered[1][:end2])
@@ -130,4 +131,20 @@ func TestAtMessageIsTheSegmentName(t *testing.T) {
 			t.Errorf("AtMessage(%d) = %q; the segment is %q", i, p, s)
 		}
 	}
+}
+
+// renderAnthropic returns the prompt the sim renders for req with the anthropic cache model: in
+// the Messages API's order (tools, system prompt, messages).
+func renderAnthropic(t *testing.T, req *chat.Request) string {
+	t.Helper()
+	m, _ := cachesim.NewModel(cachesim.ModelAnthropic, cachesim.Options{})
+	b, err := sim.New(sim.Options{Model: m, Tokenizer: tinytokenizer.Bytes{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := b.Send(context.Background(), req, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Rendered
 }

@@ -22,7 +22,10 @@
 // With the anthropic cache model each request is looked up at its `cache_control` breakpoints
 // (chat.Request.CacheBreakpoints, the arm's placement, or Options.CacheBreakpoints), placed in the
 // rendered prompt where the anthropic backend places them, the turns of the prompt being the
-// content-block boundaries of the lookback ([cachesim.Anthropic.LookupTurns]).
+// content-block boundaries of the lookback ([cachesim.Anthropic.LookupTurns]). Its prompt is in
+// the Messages API's order, tools, then system, then messages ([cachesim.ToolsThenSystem]): the
+// renderer's tool block becomes a system turn of its own before the system prompt's. The other
+// cache models see the renderer's own order ([cachesim.OrderOf]).
 //
 // Cached tokens are reported with source chat.SourceSimulation.
 //
@@ -110,6 +113,9 @@ type Backend struct {
 	window  cachesim.Window
 	// breakpoints is Options.CacheBreakpoints.
 	breakpoints []string
+	// order is the cache model's provider order of system prompt and tools
+	// ([cachesim.OrderOf]).
+	order cachesim.RenderOrder
 
 	// script is the scripted model's replies, in groups (see SetScript); group and next say
 	// which reply comes next.
@@ -299,7 +305,7 @@ func New(o Options) (*Backend, error) {
 	inc := &cachesim.Incremental{Tok: o.Tokenizer}
 	return &Backend{model: o.Model, tok: &recent{tok: o.Tokenizer}, whole: &recent{tok: inc}, inc: inc,
 		counter: turnCounter{tok: o.Tokenizer}, window: cachesim.NewWindow(o.NumCtx), breakpoints: o.CacheBreakpoints,
-		perToken: o.PrefillPerToken, prefill: o.Prefill, conv: conv}, nil
+		perToken: o.PrefillPerToken, prefill: o.Prefill, conv: conv, order: cachesim.OrderOf(o.Model.Name())}, nil
 }
 
 // Tokenizer returns the backend's tokenizer, which remembers the last few texts it encoded: give
@@ -356,7 +362,8 @@ func (b *Backend) Model() cachesim.Model { return b.model }
 // = Total = (prompt − cached) × PrefillPerToken, RequestBytes and Body (the /api/chat body the
 // Ollama backend would send), Rendered (the server's rendering, without the messages it dropped to
 // fit the window) and CacheText (Rendered and the reply), and Warnings for breakpoints that mark
-// nothing.
+// nothing. With the anthropic cache model CacheWrites are the breakpoints whose entries the model
+// wrote (the cache holds those prefixes of the prompt, not CacheText).
 func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -404,12 +411,14 @@ func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply
 	// The runner's input: the prompt truncated to the window.
 	input := b.window.Truncate(prompt)
 	var cached int64
-	if a, ok := b.model.(*cachesim.Anthropic); ok {
-		n, warnings, err := b.lookupAnthropic(a, req, creq, r)
+	var marked []int // the anthropic model's breakpoints, for the entries Store writes
+	a, anthropic := b.model.(*cachesim.Anthropic)
+	if anthropic {
+		n, pos, warnings, err := b.lookupAnthropic(a, req, creq, r)
 		if err != nil {
 			return res, err
 		}
-		cached, res.Warnings = int64(n), warnings
+		cached, marked, res.Warnings = int64(n), pos, warnings
 	} else {
 		cached = int64(b.model.Lookup(input))
 	}
@@ -435,6 +444,15 @@ func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply
 	// The slot after a text that reaches the window: truncated, then shifted.
 	heldNow, generatedNow, _ := b.window.Hold(held, generated)
 	b.model.Store(heldNow, generatedNow)
+	if anthropic {
+		// The entries Store wrote: the breakpoints of at least the minimum, within what it held.
+		res.CacheWrites = []int{}
+		for _, p := range marked {
+			if p >= a.MinTokens && p <= len(heldNow) && !slices.Contains(res.CacheWrites, p) {
+				res.CacheWrites = append(res.CacheWrites, p)
+			}
+		}
+	}
 	res.PromptTokens = int64(len(input))
 	res.CompletionTokens = int64(len(generated))
 	res.CachedTokens, res.CachedSource = &cached, chat.SourceSimulation
@@ -497,10 +515,11 @@ func collect() {
 }
 
 // lookupAnthropic looks the rendered prompt up in the anthropic model at the request's
-// breakpoints: Options.CacheBreakpoints, else the request's own, else DefaultBreakpoints; the
-// lookback's boundaries are the prompt's turns. When the turns cannot be told apart (a message
+// breakpoints (Options.CacheBreakpoints, else the request's own, else DefaultBreakpoints) and
+// returns the cached tokens and the breakpoints' token positions; the lookback's boundaries are
+// the prompt's turns. When the turns cannot be told apart (a message
 // whose text holds a turn marker) it is an error: the breakpoints have no place.
-func (b *Backend) lookupAnthropic(a *cachesim.Anthropic, req *chat.Request, creq *api.ChatRequest, r *rendering) (int, []string, error) {
+func (b *Backend) lookupAnthropic(a *cachesim.Anthropic, req *chat.Request, creq *api.ChatRequest, r *rendering) (cached int, pos []int, warnings []string, err error) {
 	places := b.breakpoints
 	if places == nil {
 		places = req.CacheBreakpoints
@@ -510,22 +529,22 @@ func (b *Backend) lookupAnthropic(a *cachesim.Anthropic, req *chat.Request, creq
 	}
 	_, marks, err := b.inc.EncodeTurns(r.text)
 	if err != nil {
-		return 0, nil, fmt.Errorf("sim: tokenize the prompt: %w", err)
+		return 0, nil, nil, fmt.Errorf("sim: tokenize the prompt: %w", err)
 	}
-	ts, ok := turns(r, creq.Tools, marks)
+	ts, ok := turns(r, creq.Tools, marks, b.order)
 	if !ok {
-		return 0, nil, fmt.Errorf("sim: anthropic cache: the rendered prompt has %d turn markers, not one per turn of its messages (a message holds %q): its cache breakpoints have no place", len(marks), turnMarker)
+		return 0, nil, nil, fmt.Errorf("sim: anthropic cache: the rendered prompt has %d turn markers, not one per turn of its messages (a message holds %q): its cache breakpoints have no place", len(marks), turnMarker)
 	}
-	pos, warnings := placeBreakpoints(places, ts, r, creq.Tools)
+	pos, warnings = placeBreakpoints(places, ts)
 	bounds := make([]cachesim.Boundary, len(ts))
 	for i, t := range ts {
 		bounds[i] = cachesim.Boundary{Pos: t.end, Blocks: t.blocks}
 	}
 	n, err := a.LookupTurns(r.tokens, pos, bounds)
 	if err != nil {
-		return 0, warnings, fmt.Errorf("sim: anthropic cache: %w", err)
+		return 0, nil, warnings, fmt.Errorf("sim: anthropic cache: %w", err)
 	}
-	return n, warnings, nil
+	return n, pos, warnings, nil
 }
 
 // Reset empties the cache model, so the next session starts cold.

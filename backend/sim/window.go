@@ -37,6 +37,9 @@ func (b *Backend) chatPrompt(creq *api.ChatRequest) (*rendering, error) {
 	if r.text, err = renderers.RenderWithRenderer(Renderer, creq.Messages, creq.Tools, creq.Think); err != nil {
 		return nil, err
 	}
+	if r.text, err = inOrder(r.text, creq.Messages, creq.Tools, b.order); err != nil {
+		return nil, err
+	}
 	if r.tokens, err = b.whole.Encode(r.text); err != nil {
 		return nil, err
 	}
@@ -58,6 +61,9 @@ func (b *Backend) chatPrompt(creq *api.ChatRequest) (*rendering, error) {
 		}
 		msgs, orig = append(msgs, creq.Messages[i:]...), append(orig, all[i:]...)
 		text, err := renderers.RenderWithRenderer(Renderer, msgs, creq.Tools, creq.Think)
+		if err == nil {
+			text, err = inOrder(text, msgs, creq.Tools, b.order)
+		}
 		if err != nil {
 			return nil, err
 		}

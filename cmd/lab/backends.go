@@ -192,6 +192,9 @@ type runBackend struct {
 	// freshCache says the server's cache is empty when the run starts and only the run uses it
 	// (the sim, made for the run): [harness.RunConfig].FreshCache.
 	freshCache bool
+	// order is the sim's cache model's provider order of system prompt and tools
+	// ([harness.RunConfig].RenderOrder); the zero value, Qwen3's, for the servers.
+	order cachesim.RenderOrder
 	// gguf is the model file the lab knows ("" when it does not): its digest is recorded.
 	gguf string
 	// stops release what the factory started (a server, a folder), last first.

@@ -95,3 +95,37 @@ func TestRunSimAnthropicBreakpoints(t *testing.T) {
 		}
 	}
 }
+
+// Each cache model sees the prompt in its provider's order, through lab run: at midnight
+// date-in-system-prompt rewrites its system prompt. On the anthropic model (tools, then system,
+// then messages) with a breakpoint after the tools, that request reads the tools from the cache
+// and re-reads no tool token, and the attribution names the divergence "system"; on the default
+// llamacpp model (Qwen3's order: the system prompt, then the tools) it re-reads the tools too.
+func TestRunSimProviderOrder(t *testing.T) {
+	at := func(rows []metrics.Sample) metrics.Sample {
+		t.Helper()
+		for _, r := range rows {
+			if r.DivergenceSegment == "system" {
+				return r
+			}
+		}
+		t.Fatal("no request diverges in the system prompt")
+		return metrics.Sample{}
+	}
+	rows, _ := simRows(t, "--arm", "date-in-system-prompt", "--cache-model", "anthropic", "--cache-breakpoints", "tools,system,last-message")
+	a := at(rows["date-in-system-prompt"])
+	// The cold first request re-reads the tools, named in their place (first).
+	if first := rows["date-in-system-prompt"][0]; *first.CachedTokens != 0 || *first.RereadToolsTokens == 0 || *first.RereadSystemTokens == 0 {
+		t.Errorf("anthropic, request 0: cached %d, re-read tools %d, system %d", *first.CachedTokens, *first.RereadToolsTokens, *first.RereadSystemTokens)
+	}
+	if *a.CachedTokens == 0 || *a.CachedTokens != *a.ExpectedCachedTokens || *a.RereadToolsTokens != 0 || *a.RereadSystemTokens == 0 {
+		t.Errorf("anthropic, request %d: cached %d, expected %d, re-read tools %d, system %d; want the tools cached, the system prompt re-read",
+			a.RequestIndex, *a.CachedTokens, *a.ExpectedCachedTokens, *a.RereadToolsTokens, *a.RereadSystemTokens)
+	}
+	rows, _ = simRows(t, "--arm", "date-in-system-prompt")
+	l := at(rows["date-in-system-prompt"])
+	if l.RequestIndex != a.RequestIndex || *l.RereadToolsTokens == 0 || *l.RereadSystemTokens == 0 {
+		t.Errorf("llamacpp, request %d (anthropic's %d): re-read tools %d, system %d; want both re-read",
+			l.RequestIndex, a.RequestIndex, *l.RereadToolsTokens, *l.RereadSystemTokens)
+	}
+}
