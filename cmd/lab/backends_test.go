@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"lab/cachesim"
 	"lab/backend/llamacpp"
 	"lab/internal/fakellama"
 	"lab/localserver"
@@ -400,5 +401,20 @@ func TestLlamaServerFlagsHelpNamesTheBackend(t *testing.T) {
 		if strings.HasPrefix(u, "with --llamacpp") || !strings.HasPrefix(u, "with --backend llamacpp") {
 			t.Errorf("--%s's help %q: want it to start \"with --backend llamacpp\" (the lab's own llama-server takes it too)", name, u)
 		}
+	}
+}
+
+// The run's configuration carries what the backend's factory found: the host-memory prompt cache
+// of a llama-server started with --cache-ram, its --cache-reuse, and the sim's render order and
+// fresh cache, so that the expected cached tokens model them.
+func TestRunConfigCarriesTheBackendsCacheModel(t *testing.T) {
+	reuse := 256
+	b := &runBackend{hostCache: &cachesim.HostCache{}, cacheReuse: &reuse, order: cachesim.ToolsThenSystem, freshCache: true, settings: map[string]string{}}
+	cfg, err := runConfig(&streams{out: io.Discard, err: io.Discard, getenv: func(string) string { return "" }}, &runOptions{}, checkedRun{}, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.HostCache != b.hostCache || cfg.CacheReuse != b.cacheReuse || cfg.RenderOrder != cachesim.ToolsThenSystem || !cfg.FreshCache {
+		t.Errorf("host cache %p (want %p), cache reuse %v, order %v, fresh %v", cfg.HostCache, b.hostCache, cfg.CacheReuse, cfg.RenderOrder, cfg.FreshCache)
 	}
 }

@@ -362,7 +362,7 @@ func runConfig(s *streams, o *runOptions, r checkedRun, b *runBackend) (harness.
 		Scenarios: r.scenarios, Arms: r.arms, Repeat: o.Repeat, ResultsDir: o.ResultsDir, RunID: o.RunID,
 		LabVersion: version(), Loop: r.loop, Backend: b.client, BackendName: o.Backend, Model: b.model,
 		ServerVersion: b.serverVersion, ServerURL: b.url, NumCtx: b.numCtx, Tokenizer: b.tok, Window: b.window,
-		CacheReuse: b.cacheReuse, RenderOrder: b.order, SlotBackends: b.slots, FreshCache: b.freshCache,
+		CacheReuse: b.cacheReuse, HostCache: b.hostCache, RenderOrder: b.order, SlotBackends: b.slots, FreshCache: b.freshCache,
 		SaveRequests: o.SaveRequests, Settings: b.settings, Nonce: b.nonce, Warm: o.Warm, Price: b.price,
 		Driver: o.Live.driver(), ConstantCached: b.constantCached,
 		Warn: func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
