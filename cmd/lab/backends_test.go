@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"lab/cachesim"
 	"lab/backend/llamacpp"
+	"lab/cachesim"
 	"lab/internal/fakellama"
 	"lab/localserver"
 	"lab/metrics"
