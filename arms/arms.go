@@ -248,7 +248,7 @@ type ToolListChurn struct {
 	// the tools of the MCP servers connected so far, so an MCP server's last tool once one has
 	// connected. lab run refuses a name that is neither a built-in tool nor an MCP tool of a
 	// scenario it runs.
-	Tool string `yaml:"tool" json:"tool"`
+	Tool string `yaml:"tool" json:"tool" empty:"the list's last tool"`
 }
 
 // The modes of a [Prune].
@@ -951,10 +951,16 @@ func (c *ToolListChurn) check(g given) error {
 	if err := atLeast(g, "every", &c.Every, 5, 1); err != nil {
 		return err
 	}
-	if g.has("tool") && c.Tool == "" {
+	if err := oneOf(g, "change", &c.Change, ChurnDescribe, ChurnAdd, ChurnRemove, ChurnDescribe); err != nil {
+		return err
+	}
+	switch {
+	case g.has("tool") && c.Change == ChurnAdd:
+		return perr("tool", "only with change: remove or describe (add adds a tool of its own)")
+	case g.has("tool") && c.Tool == "":
 		return perr("tool", "empty: name a tool (leave tool out for the list's last tool)")
 	}
-	return oneOf(g, "change", &c.Change, ChurnDescribe, ChurnAdd, ChurnRemove, ChurnDescribe)
+	return nil
 }
 
 // The defaults of a [Prune]'s protect_tokens and minimum_tokens: opencode's PRUNE_PROTECT and

@@ -206,6 +206,7 @@ func TestParseStrictMessages(t *testing.T) {
 		{arm("clock: {place: \"\"}"), 5, `clock: place: "": want system_start, system_end, first_user, latest_user, early_block`},
 		{arm("insert: {text: \"\"}"), 5, `insert: text: empty: want some text (leave text out for "Remember to keep the todo list up to date.")`},
 		{arm("tool_list_churn: {tool: \"\"}"), 5, "tool_list_churn: tool: empty: name a tool (leave tool out for the list's last tool)"},
+		{arm("tool_list_churn: {change: add, tool: read}"), 5, "tool_list_churn: tool: only with change: remove or describe (add adds a tool of its own)"},
 		// Required parameters.
 		{arm("keep_last: {}"), 5, "keep_last: results: missing (required)"},
 		{arm("keep_last: {results: 0}"), 5, "keep_last: results: 0: want at least 1"},
@@ -267,5 +268,27 @@ func TestParseDefaultsAndExplicitZeros(t *testing.T) {
 	}
 	if got := string(z.JSON()); !strings.Contains(got, `"prune":{"threshold_tokens":0,"protect_tokens":0,"protect_results":0,"minimum_tokens":0,`) {
 		t.Errorf("JSON of explicit zeros: %s", got)
+	}
+}
+
+// An empty tool says what it stands for, and an arm with fewer measures on than off names those on.
+func TestDescribeSaysWhatEmptyAndFewMean(t *testing.T) {
+	list, err := Parse("f.yaml", []byte("arms:\n  - name: churn\n    description: d\n    practices:\n      - tool_list_churn: {every: 2}\n"+
+		"  - name: plain-diffs\n    description: d\n    base: plain\n    measures: {diffs: true}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "churn (f.yaml:2): every measure; tool_list_churn (every 2, change describe, tool (the list's last tool))"
+	if got := list[0].Summary(); got != want {
+		t.Errorf("Summary %q; want %q", got, want)
+	}
+	if d := list[0].Describe(); !strings.Contains(d, "practice tool_list_churn: every 2, change describe, tool (the list's last tool)\n") {
+		t.Errorf("Describe:\n%s", d)
+	}
+	if got := list[1].Summary(); got != "plain-diffs (f.yaml:6): no measure but diffs" {
+		t.Errorf("Summary %q", got)
+	}
+	if d := list[1].Describe(); !strings.Contains(d, "  measures: none of spec 3.2.0 but diffs\n") {
+		t.Errorf("Describe:\n%s", d)
 	}
 }
