@@ -139,18 +139,9 @@ const (
 	UpdateTurn Update = "turn"
 )
 
-// Duration is a time.Duration written in Go syntax ("20s", "1m30s") in a file.
+// Duration is a time.Duration written in Go syntax ("20s", "1m30s") in a file (read by
+// [Parse], 0 or more) and in a manifest's arm definition (its text form).
 type Duration time.Duration
-
-// UnmarshalYAML reads Go duration syntax.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	v, err := time.ParseDuration(n.Value)
-	if err != nil || v < 0 {
-		return &fileerr.SyntaxError{Line: n.Line, Msg: fmt.Sprintf("%q: want a duration such as 20s or 1m30s", n.Value)}
-	}
-	*d = Duration(v)
-	return nil
-}
 
 // UnmarshalText reads Go duration syntax (a manifest's arm definition).
 func (d *Duration) UnmarshalText(b []byte) error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -63,8 +64,14 @@ func TestArmsFileUnsupportedPractice(t *testing.T) {
 		strings.Count(out, "note:") != 1 {
 		t.Errorf("lab arms --file: exit %d, stdout:\n%s", code, out)
 	}
+	code, out, errOut := runLab(t, "arms", "--file", file, "--json")
+	var defs []json.RawMessage
+	if code != exitOK || json.Unmarshal([]byte(out), &defs) != nil || len(defs) != 2 ||
+		errOut != `lab: warning: arm "timed" (`+file+`:4): lab run refuses this arm: the harness does not apply the practice clock yet`+"\n" {
+		t.Errorf("lab arms --file --json: exit %d, stdout %s, stderr %q", code, out, errOut)
+	}
 	results := t.TempDir()
-	code, _, errOut := runLab(t, "run", "--backend", "ollama", "--server", "http://127.0.0.1:1", "--arms", file, "--arm", "ok", "--results", results)
+	code, _, errOut = runLab(t, "run", "--backend", "ollama", "--server", "http://127.0.0.1:1", "--arms", file, "--arm", "ok", "--results", results)
 	want := `lab: arm "timed" (` + file + `:4): the harness does not apply the practice clock yet` + "\n"
 	if code != exitBadInput || errOut != want {
 		t.Errorf("lab run: exit %d, stderr %q; want 2, %q", code, errOut, want)
