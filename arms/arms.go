@@ -615,6 +615,9 @@ func parseArm(file string, n *yaml.Node) (Arm, error) {
 			*p = on
 			a.Switched[k.Value] = on
 		}
+		if len(a.Switched) == 0 {
+			a.Switched = nil // `measures: {}` switches nothing, as the manifest JSON says
+		}
 	}
 	if err := a.Measures.Validate(); err != nil {
 		return bad(nameLine, "arm %q: %v", a.Name, err)
