@@ -23,7 +23,9 @@ package arms
 import (
 	"bytes"
 	_ "embed"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"reflect"
 	"regexp"
@@ -137,18 +139,9 @@ const (
 	UpdateTurn Update = "turn"
 )
 
-// Duration is a time.Duration written in Go syntax ("20s", "1m30s") in a file.
+// Duration is a time.Duration written in Go syntax ("20s", "1m30s") in a file (read by
+// [Parse], 0 or more) and in a manifest's arm definition (its text form).
 type Duration time.Duration
-
-// UnmarshalYAML reads Go duration syntax.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	v, err := time.ParseDuration(n.Value)
-	if err != nil || v < 0 {
-		return &fileerr.SyntaxError{Line: n.Line, Msg: fmt.Sprintf("%q: want a duration such as 20s or 1m30s", n.Value)}
-	}
-	*d = Duration(v)
-	return nil
-}
 
 // UnmarshalText reads Go duration syntax (a manifest's arm definition).
 func (d *Duration) UnmarshalText(b []byte) error {
@@ -234,14 +227,19 @@ const (
 // ToolListChurn changes the tool list every Every requests, as harnesses whose tools come and go
 // (MCP servers reconnecting, tools filtered per step) or whose descriptions carry a timestamp.
 type ToolListChurn struct {
-	// Every is how many requests pass between changes (default 5).
+	// Every is how many requests pass between changes (default 5; at least 1).
 	Every int `yaml:"every" json:"every"`
 	// Change is add (a tool joins the end of the list), remove (Tool leaves the list, and comes
 	// back at the next change) or describe (the default: Tool's description ends with the time
 	// of the change).
 	Change string `yaml:"change" json:"change"`
-	// Tool is the tool removed or described ("" means the last tool of the list).
-	Tool string `yaml:"tool" json:"tool"`
+	// Tool is the tool removed or described. Left out (""), it is the last tool of the list as
+	// the harness builds it for the request, before any tool_order shuffle: the built-in tools
+	// in the harness's table order (recall last, when spec 3.2.0 §4's recall is on) followed by
+	// the tools of the MCP servers connected so far, so an MCP server's last tool once one has
+	// connected. lab run refuses a name that is neither a built-in tool nor an MCP tool of a
+	// scenario it runs.
+	Tool string `yaml:"tool" json:"tool" empty:"the list's last tool"`
 }
 
 // The modes of a [Prune].
@@ -256,7 +254,8 @@ const (
 // estimated as characters / 4, rounded, per result (opencode's Token.estimate).
 type Prune struct {
 	// ThresholdTokens is the tool output, in estimated tokens, past which the harness prunes
-	// (default ProtectTokens + MinimumTokens).
+	// (default ProtectTokens + MinimumTokens, as they run). Every parameter left out takes its
+	// default, whatever else is given, and an explicit 0 means 0 (no protection, no minimum).
 	ThresholdTokens int `yaml:"threshold_tokens" json:"threshold_tokens"`
 	// ProtectTokens is the newest tool output, in estimated tokens, never pruned (default 40000,
 	// opencode's PRUNE_PROTECT); a result that crosses the window is protected whole.
@@ -467,22 +466,35 @@ func line(source string) int {
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 
-// Parse reads an arm file's bytes (file names it in errors and in each arm's Source). Every
-// problem is a *fileerr.SyntaxError naming file and line: a key that is not the format's, a
-// practice that is not one of [PracticeNames], a parameter out of its range, two arms of one
-// name. Parameters left out take their defaults.
+// Parse reads an arm file's bytes (file names it in errors and in each arm's Source). The file
+// is read strictly: every problem is a *fileerr.SyntaxError naming file and line (only an empty
+// file has no line): a key given twice in one mapping, a second YAML document, a YAML alias, a key
+// that is not the format's, a practice that is not one of [PracticeNames], a parameter of the
+// wrong type or out of its range, a required parameter missing, two arms of one name. A parameter
+// left out takes its default; one given explicitly is checked, never replaced by the default.
 func Parse(file string, data []byte) ([]Arm, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); err != nil {
+	if err := dec.Decode(&doc); err == io.EOF {
+		return nil, &fileerr.SyntaxError{File: file, Msg: emptyMsg}
+	} else if err != nil {
 		return nil, fileerr.FromYAML(file, err)
 	}
-	if len(doc.Content) == 0 {
-		return nil, &fileerr.SyntaxError{File: file, Msg: "empty file: want arms: [...]"}
+	var second yaml.Node
+	if err := dec.Decode(&second); err == nil {
+		return nil, &fileerr.SyntaxError{File: file, Line: second.Line, Msg: "a second YAML document (after ---): an arm file holds one, `arms:` with a list of arms"}
+	} else if err != io.EOF {
+		return nil, fileerr.FromYAML(file, err)
+	}
+	if len(doc.Content) == 0 || (doc.Content[0].Kind == yaml.ScalarNode && doc.Content[0].Tag == "!!null") {
+		return nil, &fileerr.SyntaxError{File: file, Msg: emptyMsg}
+	}
+	if err := checkTree(doc.Content[0]); err != nil {
+		return nil, fileerr.FromYAML(file, err)
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
-		return nil, &fileerr.SyntaxError{File: file, Line: root.Line, Msg: "want a mapping with arms: [...]"}
+		return nil, &fileerr.SyntaxError{File: file, Line: root.Line, Msg: "want a mapping with `arms:` and a list of arms"}
 	}
 	var list *yaml.Node
 	for i := 0; i+1 < len(root.Content); i += 2 {
@@ -511,6 +523,34 @@ func Parse(file string, data []byte) ([]Arm, error) {
 		out = append(out, a)
 	}
 	return out, nil
+}
+
+const emptyMsg = "empty: want `arms:` with a list of arms"
+
+// checkTree walks a document's nodes: a key given twice in one mapping and a YAML alias are
+// errors at their line (yaml.v3's node API reports neither).
+func checkTree(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.AliasNode:
+		return &fileerr.SyntaxError{Line: n.Line, Msg: fmt.Sprintf("*%s: an arm file takes no YAML aliases: write the value out", n.Value)}
+	case yaml.MappingNode:
+		first := map[string]int{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if k.Kind == yaml.ScalarNode {
+				if l, ok := first[k.Value]; ok {
+					return &fileerr.SyntaxError{Line: k.Line, Msg: fmt.Sprintf("key %q given twice (first at line %d)", k.Value, l)}
+				}
+				first[k.Value] = k.Line
+			}
+		}
+	}
+	for _, c := range n.Content {
+		if err := checkTree(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func parseArm(file string, n *yaml.Node) (Arm, error) {
@@ -580,6 +620,9 @@ func parseArm(file string, n *yaml.Node) (Arm, error) {
 			}
 			*p = on
 			a.Switched[k.Value] = on
+		}
+		if len(a.Switched) == 0 {
+			a.Switched = nil // `measures: {}` switches nothing, as the manifest JSON says
 		}
 	}
 	if err := a.Measures.Validate(); err != nil {
@@ -678,26 +721,98 @@ func parsePractice(n *yaml.Node) (Practice, error) {
 	if !field.IsValid() {
 		return bad(k.Line, "unknown practice %q (want %s)", k.Value, strings.Join(PracticeNames(), ", "))
 	}
-	params := reflect.New(field.Type().Elem())
-	if !(v.Kind == yaml.ScalarNode && (v.Tag == "!!null" || v.Value == "")) {
+	t := field.Type().Elem()
+	params := reflect.New(t)
+	g := given{}
+	// A practice written with nothing after it ("- insert:") takes every default, as {} does.
+	if !(v.Kind == yaml.ScalarNode && v.Tag == "!!null") {
 		if v.Kind != yaml.MappingNode {
 			return bad(v.Line, "%s: want a mapping of its parameters", k.Value)
 		}
-		allowed := yamlKeys(field.Type().Elem())
+		allowed := yamlKeys(t)
 		for i := 0; i+1 < len(v.Content); i += 2 {
-			if pk := v.Content[i]; !slices.Contains(allowed, pk.Value) {
+			pk, pval := v.Content[i], v.Content[i+1]
+			j := slices.Index(allowed, pk.Value)
+			if j < 0 {
 				return bad(pk.Line, "%s: unknown parameter %q (want %s)", k.Value, pk.Value, strings.Join(allowed, ", "))
 			}
-		}
-		if err := v.Decode(params.Interface()); err != nil {
-			return Practice{}, err
+			if err := decodeParam(params.Elem().Field(j), pval); err != nil {
+				return bad(pk.Line, "%s: %s: %v", k.Value, pk.Value, err)
+			}
+			g[pk.Value] = pk.Line
 		}
 	}
 	field.Set(params)
-	if err := p.params().(interface{ check() error }).check(); err != nil {
-		return bad(k.Line, "%s: %v", k.Value, err)
+	if err := p.params().(interface{ check(given) error }).check(g); err != nil {
+		l := k.Line
+		var pe *paramError
+		if errors.As(err, &pe) && g[pe.key] > 0 {
+			l = g[pe.key]
+		}
+		return bad(l, "%s: %v", k.Value, err)
 	}
 	return p, nil
+}
+
+// given records the parameters a file gave a practice explicitly: each one's key and line. A
+// practice's check fills in the default of a parameter left out, and checks one given.
+type given map[string]int
+
+func (g given) has(key string) bool { _, ok := g[key]; return ok }
+
+// paramError is a problem with one parameter of a practice: the error points at the parameter's
+// line (the practice's when the file left the parameter out).
+type paramError struct{ key, msg string }
+
+func (e *paramError) Error() string { return e.key + ": " + e.msg }
+
+func perr(key, format string, args ...any) error {
+	return &paramError{key, fmt.Sprintf(format, args...)}
+}
+
+// decodeParam reads a parameter's value node into f: a string field takes any scalar, an integer
+// field a whole number, a [Duration] Go duration syntax of 0 or more. An error says what was
+// wanted and what the file gave.
+func decodeParam(f reflect.Value, n *yaml.Node) error {
+	want := "a string"
+	switch {
+	case f.Type() == reflect.TypeFor[Duration]():
+		want = "a duration such as 20s or 1m30s"
+	case f.Kind() == reflect.Int || f.Kind() == reflect.Int64:
+		want = "a whole number"
+	}
+	switch {
+	case n.Kind == yaml.MappingNode:
+		return fmt.Errorf("want %s, got a mapping", want)
+	case n.Kind == yaml.SequenceNode:
+		return fmt.Errorf("want %s, got a list", want)
+	case n.Kind != yaml.ScalarNode:
+		return fmt.Errorf("want %s", want)
+	case n.Tag == "!!null":
+		return fmt.Errorf("no value: want %s (leave the parameter out for its default)", want)
+	}
+	switch {
+	case f.Type() == reflect.TypeFor[Duration]():
+		d, err := time.ParseDuration(n.Value)
+		if err != nil {
+			return fmt.Errorf("want %s, got %q", want, n.Value)
+		}
+		if d < 0 {
+			return fmt.Errorf("%s: want 0 or more", n.Value)
+		}
+		f.Set(reflect.ValueOf(Duration(d)))
+	case f.Kind() == reflect.String:
+		f.SetString(n.Value)
+	case f.Kind() == reflect.Int || f.Kind() == reflect.Int64:
+		var x int64
+		if n.ShortTag() != "!!int" || n.Decode(&x) != nil || f.OverflowInt(x) {
+			return fmt.Errorf("want %s, got %q", want, n.Value)
+		}
+		f.SetInt(x)
+	default:
+		return fmt.Errorf("unsupported parameter type %s", f.Type()) // a new field's type: teach decodeParam
+	}
+	return nil
 }
 
 func yamlKeys(t reflect.Type) []string {
@@ -708,8 +823,9 @@ func yamlKeys(t reflect.Type) []string {
 	return out
 }
 
-func oneOf[T ~string](what string, v *T, def T, allowed ...T) error {
-	if *v == "" {
+// oneOf sets *v to def when the file left key out, and checks it is one of allowed.
+func oneOf[T ~string](g given, key string, v *T, def T, allowed ...T) error {
+	if !g.has(key) {
 		*v = def
 	}
 	if !slices.Contains(allowed, *v) {
@@ -717,27 +833,48 @@ func oneOf[T ~string](what string, v *T, def T, allowed ...T) error {
 		for i, a := range allowed {
 			s[i] = string(a)
 		}
-		return fmt.Errorf("%s: %q: want %s", what, *v, strings.Join(s, ", "))
+		return perr(key, "%q: want %s", *v, strings.Join(s, ", "))
 	}
 	return nil
 }
 
-func atLeast(what string, v *int, def, min int) error {
-	if *v == 0 {
+// atLeast sets *v to def when the file left key out, and checks it is at least min.
+func atLeast(g given, key string, v *int, def, min int) error {
+	if !g.has(key) {
 		*v = def
 	}
 	if *v < min {
-		return fmt.Errorf("%s: %d: want at least %d", what, *v, min)
+		return perr(key, "%d: want at least %d", *v, min)
 	}
 	return nil
 }
 
-func valueText(what string, v *string, def string) error {
-	if *v == "" {
+// required checks that the file gave key, which has no default.
+func required(g given, key string) error {
+	if !g.has(key) {
+		return perr(key, "missing (required)")
+	}
+	return nil
+}
+
+// someText sets *v to def when the file left key out, and refuses an empty one given.
+func someText(g given, key string, v *string, def string) error {
+	if !g.has(key) {
 		*v = def
 	}
+	if *v == "" {
+		return perr(key, "empty: want some text (leave %s out for %q)", key, def)
+	}
+	return nil
+}
+
+// valueText is [someText] for a text that must hold {{value}}.
+func valueText(g given, key string, v *string, def string) error {
+	if err := someText(g, key, v, def); err != nil {
+		return err
+	}
 	if !strings.Contains(*v, "{{value}}") {
-		return fmt.Errorf("%s: %q has no {{value}}", what, *v)
+		return perr(key, "%q has no {{value}}", *v)
 	}
 	return nil
 }
@@ -750,20 +887,20 @@ var Layouts = map[string]string{
 	"day":    "Monday, 2006-01-02",
 }
 
-func (c *Clock) check() error {
-	if err := oneOf("granularity", &c.Granularity, "day", "second", "minute", "hour", "day"); err != nil {
+func (c *Clock) check(g given) error {
+	if err := oneOf(g, "granularity", &c.Granularity, "day", "second", "minute", "hour", "day"); err != nil {
 		return err
 	}
-	if c.Format == "" {
-		c.Format = Layouts[c.Granularity]
-	}
-	if err := valueText("text", &c.Text, "Current time: {{value}}"); err != nil {
+	if err := someText(g, "format", &c.Format, Layouts[c.Granularity]); err != nil {
 		return err
 	}
-	if err := oneOf("place", &c.Place, PlaceSystemStart, places...); err != nil {
+	if err := valueText(g, "text", &c.Text, "Current time: {{value}}"); err != nil {
 		return err
 	}
-	return oneOf("update", &c.Update, UpdateRequest, UpdateRequest, UpdateTurn)
+	if err := oneOf(g, "place", &c.Place, PlaceSystemStart, places...); err != nil {
+		return err
+	}
+	return oneOf(g, "update", &c.Update, UpdateRequest, UpdateRequest, UpdateTurn)
 }
 
 // Truncate cuts t to the clock's granularity in t's own zone.
@@ -786,36 +923,52 @@ func (c *Clock) Line(t time.Time) string {
 	return strings.ReplaceAll(c.Text, "{{value}}", c.Truncate(t).Format(c.Format))
 }
 
-func (c *Counter) check() error {
-	if err := oneOf("kind", &c.Kind, CounterTokensLeft, CounterTokensLeft, CounterStep); err != nil {
+func (c *Counter) check(g given) error {
+	if err := oneOf(g, "kind", &c.Kind, CounterTokensLeft, CounterTokensLeft, CounterStep); err != nil {
 		return err
 	}
-	if err := atLeast("budget", &c.Budget, 128000, 1); err != nil {
+	if err := atLeast(g, "budget", &c.Budget, 128000, 1); err != nil {
 		return err
 	}
 	def := "{{value}} tokens left"
 	if c.Kind == CounterStep {
 		def = "Step {{value}}"
 	}
-	if err := valueText("text", &c.Text, def); err != nil {
+	if err := valueText(g, "text", &c.Text, def); err != nil {
 		return err
 	}
-	if err := oneOf("place", &c.Place, PlaceSystemEnd, places...); err != nil {
+	if err := oneOf(g, "place", &c.Place, PlaceSystemEnd, places...); err != nil {
 		return err
 	}
-	return oneOf("update", &c.Update, UpdateRequest, UpdateRequest, UpdateTurn)
+	return oneOf(g, "update", &c.Update, UpdateRequest, UpdateRequest, UpdateTurn)
 }
 
-func (o *ToolOrder) check() error {
-	return oneOf("order", &o.Order, OrderSession, OrderFixed, OrderSession, OrderRequest)
+func (o *ToolOrder) check(g given) error {
+	return oneOf(g, "order", &o.Order, OrderSession, OrderFixed, OrderSession, OrderRequest)
 }
 
-func (c *ToolListChurn) check() error {
-	if err := atLeast("every", &c.Every, 5, 1); err != nil {
+func (c *ToolListChurn) check(g given) error {
+	if err := atLeast(g, "every", &c.Every, 5, 1); err != nil {
 		return err
 	}
-	return oneOf("change", &c.Change, ChurnDescribe, ChurnAdd, ChurnRemove, ChurnDescribe)
+	if err := oneOf(g, "change", &c.Change, ChurnDescribe, ChurnAdd, ChurnRemove, ChurnDescribe); err != nil {
+		return err
+	}
+	switch {
+	case g.has("tool") && c.Change == ChurnAdd:
+		return perr("tool", "only with change: remove or describe (add adds a tool of its own)")
+	case g.has("tool") && c.Tool == "":
+		return perr("tool", "empty: name a tool (leave tool out for the list's last tool)")
+	}
+	return nil
 }
+
+// The defaults of a [Prune]'s protect_tokens and minimum_tokens: opencode's PRUNE_PROTECT and
+// PRUNE_MINIMUM, in estimated tokens.
+const (
+	DefaultPruneProtect = 40000
+	DefaultPruneMinimum = 20000
+)
 
 // PrunedText is the default text of a pruned tool result (opencode's).
 const PrunedText = "[Old tool result content cleared]"
@@ -823,60 +976,69 @@ const PrunedText = "[Old tool result content cleared]"
 // ElidedText is the default text of a result [KeepLast] elided.
 const ElidedText = "[Older observation elided]"
 
-func (p *Prune) check() error {
-	if p.ProtectTokens < 0 || p.ProtectResults < 0 || p.MinimumTokens < 0 || p.ThresholdTokens < 0 {
-		return fmt.Errorf("threshold_tokens, protect_tokens, protect_results and minimum_tokens: want 0 or more")
+func (p *Prune) check(g given) error {
+	for _, f := range []struct {
+		key string
+		v   *int
+	}{{"threshold_tokens", &p.ThresholdTokens}, {"protect_tokens", &p.ProtectTokens}, {"protect_results", &p.ProtectResults}, {"minimum_tokens", &p.MinimumTokens}} {
+		if *f.v < 0 {
+			return perr(f.key, "%d: want 0 or more", *f.v)
+		}
 	}
-	if p.ProtectTokens == 0 && p.ProtectResults == 0 {
-		p.ProtectTokens = 40000
+	// An omitted parameter takes its default whatever else is given; an explicit 0 means 0.
+	if !g.has("protect_tokens") {
+		p.ProtectTokens = DefaultPruneProtect
 	}
-	if p.MinimumTokens == 0 && p.ThresholdTokens == 0 {
-		p.MinimumTokens = 20000
+	if !g.has("minimum_tokens") {
+		p.MinimumTokens = DefaultPruneMinimum
 	}
-	if p.ThresholdTokens == 0 {
+	if !g.has("threshold_tokens") {
 		p.ThresholdTokens = p.ProtectTokens + p.MinimumTokens
 	}
-	if p.Text == "" {
-		p.Text = PrunedText
+	if err := someText(g, "text", &p.Text, PrunedText); err != nil {
+		return err
 	}
-	return oneOf("mode", &p.Mode, PruneBatch, PruneBatch, PruneEveryRequest)
+	return oneOf(g, "mode", &p.Mode, PruneBatch, PruneBatch, PruneEveryRequest)
 }
 
-func (k *KeepLast) check() error {
-	if k.Text == "" {
-		k.Text = ElidedText
+func (k *KeepLast) check(g given) error {
+	if err := required(g, "results"); err != nil {
+		return err
 	}
 	if k.Results < 1 {
-		return fmt.Errorf("results: %d: want at least 1", k.Results)
+		return perr("results", "%d: want at least 1", k.Results)
 	}
-	return nil
+	return someText(g, "text", &k.Text, ElidedText)
 }
 
-func (w *Window) check() error {
-	if w.MaxTokens < 1 {
-		return fmt.Errorf("max_tokens: %d: want at least 1", w.MaxTokens)
+func (w *Window) check(g given) error {
+	if err := required(g, "max_tokens"); err != nil {
+		return err
 	}
-	if err := atLeast("target_tokens", &w.TargetTokens, w.MaxTokens, 1); err != nil {
+	if w.MaxTokens < 1 {
+		return perr("max_tokens", "%d: want at least 1", w.MaxTokens)
+	}
+	if err := atLeast(g, "target_tokens", &w.TargetTokens, w.MaxTokens, 1); err != nil {
 		return err
 	}
 	if w.TargetTokens > w.MaxTokens {
-		return fmt.Errorf("target_tokens: %d: want at most max_tokens (%d)", w.TargetTokens, w.MaxTokens)
+		return perr("target_tokens", "%d: want at most max_tokens (%d)", w.TargetTokens, w.MaxTokens)
 	}
 	return nil
 }
 
-func (in *Insert) check() error {
-	if err := oneOf("role", &in.Role, InsertSystemReminder, InsertSystemReminder, InsertUser, InsertSystem); err != nil {
+func (in *Insert) check(g given) error {
+	if err := oneOf(g, "role", &in.Role, InsertSystemReminder, InsertSystemReminder, InsertUser, InsertSystem); err != nil {
 		return err
 	}
-	if in.Text == "" {
-		in.Text = "Remember to keep the todo list up to date."
+	if err := someText(g, "text", &in.Text, "Remember to keep the todo list up to date."); err != nil {
+		return err
 	}
-	if in.At == "" {
+	if !g.has("at") {
 		in.At = AfterLatestUser
 	}
 	if _, ok := in.Index(); !ok && in.At != AfterLatestUser {
-		return fmt.Errorf("at: %q: want after_latest_user or an index (0 or more)", in.At)
+		return perr("at", "%q: want after_latest_user or an index (0 or more)", in.At)
 	}
 	return nil
 }
@@ -890,39 +1052,45 @@ func (in *Insert) Index() (int, bool) {
 	return n, true
 }
 
-func (c *Cwd) check() error {
-	if err := oneOf("in", &c.In, CwdSystemPrompt, CwdSystemPrompt, CwdToolDescriptions); err != nil {
+func (c *Cwd) check(g given) error {
+	if err := oneOf(g, "in", &c.In, CwdSystemPrompt, CwdSystemPrompt, CwdToolDescriptions); err != nil {
 		return err
 	}
-	return valueText("text", &c.Text, "Working directory: {{value}}")
+	return valueText(g, "text", &c.Text, "Working directory: {{value}}")
 }
 
-func (in *Instructions) check() error {
-	if err := oneOf("source", &in.Source, InstructionsFile, InstructionsFile, InstructionsGitStatus); err != nil {
+func (in *Instructions) check(g given) error {
+	if err := oneOf(g, "source", &in.Source, InstructionsFile, InstructionsFile, InstructionsGitStatus); err != nil {
 		return err
 	}
-	if in.File == "" {
-		in.File = "AGENTS.md"
+	if err := someText(g, "file", &in.File, "AGENTS.md"); err != nil {
+		return err
 	}
-	if err := oneOf("place", &in.Place, PlaceSystemEnd, PlaceSystemStart, PlaceSystemEnd); err != nil {
+	if err := oneOf(g, "place", &in.Place, PlaceSystemEnd, PlaceSystemStart, PlaceSystemEnd); err != nil {
 		return err
 	}
 	def := "Instructions from {{file}}:\n{{value}}"
 	if in.Source == InstructionsGitStatus {
 		def = "git status:\n{{value}}"
 	}
-	return valueText("text", &in.Text, def)
+	return valueText(g, "text", &in.Text, def)
 }
 
-func (r *Reasoning) check() error {
-	if err := oneOf("keep", &r.Keep, "", ReasoningNever, ReasoningThisTurn, ReasoningAllTurns, ReasoningLastMessages); err != nil {
-		return fmt.Errorf("%v", strings.Replace(err.Error(), `"": `, "missing: ", 1))
+func (r *Reasoning) check(g given) error {
+	policies := []string{ReasoningNever, ReasoningThisTurn, ReasoningAllTurns, ReasoningLastMessages}
+	if !g.has("keep") {
+		return perr("keep", "missing (required): want %s", strings.Join(policies, ", "))
 	}
-	if r.Keep == ReasoningLastMessages && r.Messages < 1 {
-		return fmt.Errorf("messages: %d: want at least 1 with keep: last_messages", r.Messages)
+	if err := oneOf(g, "keep", &r.Keep, "", policies...); err != nil {
+		return err
 	}
-	if r.Keep != ReasoningLastMessages && r.Messages != 0 {
-		return fmt.Errorf("messages: only with keep: last_messages")
+	switch {
+	case r.Keep == ReasoningLastMessages && !g.has("messages"):
+		return perr("messages", "missing (required with keep: last_messages)")
+	case r.Keep == ReasoningLastMessages && r.Messages < 1:
+		return perr("messages", "%d: want at least 1", r.Messages)
+	case r.Keep != ReasoningLastMessages && g.has("messages"):
+		return perr("messages", "only with keep: last_messages")
 	}
 	return nil
 }

@@ -27,7 +27,9 @@ var practiceDocs = map[string]string{
 func PracticeDoc(name string) string { return practiceDocs[name] }
 
 // Parameters returns the practice's parameters as "key value" pairs, in the order its type
-// declares them, every default filled in ("granularity minute, place first_user, ...").
+// declares them, every default filled in ("granularity minute, place first_user, ..."). A
+// parameter left empty says what that means, from its field's `empty` tag ("tool (the list's
+// last tool)").
 func (p Practice) Parameters() string {
 	v := reflect.ValueOf(p.params())
 	if !v.IsValid() {
@@ -40,7 +42,9 @@ func (p Practice) Parameters() string {
 		val := ""
 		switch x := f.Interface().(type) {
 		case string:
-			if strings.ContainsAny(x, " \n\"{") {
+			if x == "" && v.Type().Field(i).Tag.Get("empty") != "" {
+				val = "(" + v.Type().Field(i).Tag.Get("empty") + ")"
+			} else if strings.ContainsAny(x, " \n\"{") {
 				val = fmt.Sprintf("%q", x)
 			} else {
 				val = x
@@ -74,6 +78,17 @@ func (a Arm) Off() []string {
 	return out
 }
 
+// on lists the measures on in the arm's Measures, by [MeasureNames] name.
+func (a Arm) on() []string {
+	var out []string
+	for _, name := range MeasureNames() {
+		if MeasureOn(a.Measures, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 // Describe writes what the arm does, on several lines: its name and source, its description,
 // the measures it switches off, and each practice with its parameters and what it stands for.
 func (a Arm) Describe() string {
@@ -83,6 +98,8 @@ func (a Arm) Describe() string {
 		b.WriteString("  measures: every measure of spec 3.2.0\n")
 	} else if len(off) == len(MeasureNames()) {
 		b.WriteString("  measures: none (every measure off)\n")
+	} else if on := a.on(); len(on) < len(off) {
+		fmt.Fprintf(&b, "  measures: none of spec 3.2.0 but %s\n", strings.Join(on, ", "))
 	} else {
 		fmt.Fprintf(&b, "  measures: spec 3.2.0 but %s off\n", strings.Join(off, ", "))
 	}
@@ -118,8 +135,8 @@ func FromJSON(raw json.RawMessage) (Arm, error) {
 	return a, nil
 }
 
-// Summary is the arm on one line: its name and source, the measures off, and each practice with
-// its parameters ("prune-opencode (arms.yaml:2): every measure; prune (threshold_tokens 60000, …)").
+// Summary is the arm on one line: its name and source, the measures off (or, when fewer are on
+// than off, the measures on: "no measure but diffs"), and each practice with its parameters ("prune-opencode (arms.yaml:2): every measure; prune (threshold_tokens 60000, …)").
 func (a Arm) Summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s (%s): ", a.Name, a.Source)
@@ -128,6 +145,8 @@ func (a Arm) Summary() string {
 		b.WriteString("every measure")
 	case len(off) == len(MeasureNames()):
 		b.WriteString("no measure")
+	case len(a.on()) < len(off):
+		b.WriteString("no measure but " + strings.Join(a.on(), ", "))
 	default:
 		b.WriteString("every measure but " + strings.Join(off, ", "))
 	}

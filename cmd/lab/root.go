@@ -8,14 +8,18 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"lab/arms"
+	"lab/harness"
+	"lab/internal/fileerr"
 	"lab/localserver"
 	"lab/scenario"
+	"lab/tools"
 )
 
 // Exit codes: 0 ok; 1 could not run; 2 bad input (flags, scenario files); 3 ran, and found an
@@ -155,10 +159,12 @@ func newArmsCmd(s *streams) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "arms",
 		Short: "List the arms (named sets of measures and practices) lab run can compare",
-		Long: `List the arms lab run can compare: the built-in ones, one line each, and with --file the
-arms of a user's YAML file, each with the measures it switches off and every practice with its
-parameters (defaults filled in) and the harness behaviour it stands for. The file is checked as
-lab run --arms checks it: an error names the file and the line.`,
+		Long: `List the arms lab run can compare. Without --file: the built-in ones, one line each. With
+--file: only the arms of that YAML file (lab run --arms adds them to the built-in ones), each
+with the measures it switches off, every practice with its parameters (defaults filled in) and
+the harness behaviour it stands for, and a note on anything lab run refuses in it. The file is
+checked as lab run --arms checks it: an error names the file and the line. --json prints the
+same arms (the built-in ones, or only the file's) as the manifest records them.`,
 		Example: `  lab arms
   lab arms --file my-arms.yaml
   lab arms --file my-arms.yaml --json`,
@@ -167,7 +173,7 @@ lab run --arms checks it: an error names the file and the line.`,
 			list := arms.Builtin()
 			if file != "" {
 				var err error
-				if list, err = loadArmsFile(file); err != nil {
+				if list, err = loadArmsFile("--file", file); err != nil {
 					return err
 				}
 			}
@@ -175,6 +181,9 @@ lab run --arms checks it: an error names the file and the line.`,
 				defs := make([]json.RawMessage, len(list))
 				for i, a := range list {
 					defs[i] = a.JSON()
+					for _, n := range armNotes(a) {
+						fmt.Fprintf(s.err, "lab: warning: arm %q (%s): %s\n", a.Name, a.Source, n)
+					}
 				}
 				enc := json.NewEncoder(s.out)
 				enc.SetIndent("", "  ")
@@ -186,6 +195,9 @@ lab run --arms checks it: an error names the file and the line.`,
 						fmt.Fprintln(s.out)
 					}
 					fmt.Fprint(s.out, a.Describe())
+					for _, n := range armNotes(a) {
+						fmt.Fprintf(s.out, "  note: %s\n", n)
+					}
 				}
 				return nil
 			}
@@ -196,28 +208,99 @@ lab run --arms checks it: an error names the file and the line.`,
 			return tw.Flush()
 		},
 	}
-	c.Flags().StringVar(&file, "file", "", "a YAML arm file (lab run --arms): show what each of its arms does")
+	c.Flags().StringVar(&file, "file", "", "a YAML arm file (lab run --arms): show only its arms, what each does")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the arms' definitions as JSON, as the manifest records them")
 	return c
 }
 
-// loadArmsFile reads a user's arm file; a problem in it is bad input naming the file and line.
-func loadArmsFile(file string) ([]arms.Arm, error) {
+// harnessSupports refuses an arm naming a practice the harness does not apply yet
+// ([harness.Supported]); tests put a fake in its place.
+var harnessSupports = harness.Supported
+
+// loadArmsFile reads a user's arm file, given with flag (lab run's and lab check's --arms, lab
+// arms' --file): a problem in it is bad input naming the file and line.
+func loadArmsFile(flag, file string) ([]arms.Arm, error) {
 	list, err := arms.Load(file)
 	if err != nil {
-		return nil, badInput("--arms: %v", err)
+		var se *fileerr.SyntaxError
+		if errors.As(err, &se) {
+			return nil, &usageError{err} // it names the file already
+		}
+		return nil, badInput("%s: %v", flag, err)
 	}
 	return list, nil
 }
 
-// knownArms returns the built-in arms and, with file set, the arms of that file after them.
+// knownArms returns the built-in arms and, with file set (--arms), the arms of that file after
+// them. An arm of the file that names a practice the harness does not apply yet is bad input,
+// refused here, before any backend opens.
 func knownArms(file string) ([]arms.Arm, error) {
 	if file == "" {
 		return arms.Builtin(), nil
 	}
-	extra, err := loadArmsFile(file)
+	extra, err := loadArmsFile("--arms", file)
 	if err != nil {
 		return nil, err
 	}
+	for _, a := range extra {
+		if err := harnessSupports(a); err != nil {
+			return nil, &usageError{err}
+		}
+	}
 	return arms.Known(extra), nil
+}
+
+// churnToolNotes checks the tool each arm's tool_list_churn practice names (arms.ToolListChurn)
+// against the tool lists of the scenarios run: a name that is neither a built-in tool
+// ([tools.Names]) nor a tool of an MCP server of one of the scenarios is an error; a name
+// missing from one scenario's list for that arm (bash without a shell, recall with spec 3.2.0
+// §4 off, another scenario's MCP tool) is a warning, one per arm and scenario: the practice
+// changes nothing there.
+func churnToolNotes(selected []arms.Arm, scs []*scenario.Scenario) (warnings []string, err error) {
+	for _, a := range selected {
+		p := a.Find("tool_list_churn")
+		if p == nil || p.ToolListChurn.Tool == "" || p.ToolListChurn.Change == arms.ChurnAdd {
+			continue
+		}
+		name := p.ToolListChurn.Tool
+		known := slices.Contains(tools.Names(), name)
+		var missing []string
+		for _, sc := range scs {
+			offered := false
+			for _, t := range tools.ToolList(a.Measures, sc.HasShell()) {
+				offered = offered || t.Name == name
+			}
+			for _, st := range sc.Steps {
+				if st.MCP != nil {
+					for _, t := range st.MCP.Tools {
+						offered = offered || t.Name == name
+					}
+				}
+			}
+			known = known || offered
+			if !offered {
+				missing = append(missing, sc.Name)
+			}
+		}
+		if !known {
+			return nil, badInput("arm %q (%s): tool_list_churn: tool %q is neither a tool of the harness (%s) nor a tool of an MCP server of the scenarios run", a.Name, a.Source, name, strings.Join(tools.Names(), ", "))
+		}
+		for _, sc := range missing {
+			warnings = append(warnings, fmt.Sprintf("arm %q (%s): tool_list_churn: tool %q is not in scenario %s's tool list for this arm: the practice changes nothing there", a.Name, a.Source, name, sc))
+		}
+	}
+	return warnings, nil
+}
+
+// armNotes are the lines lab arms --file adds under an arm: a practice lab run refuses (the
+// harness does not apply it yet), a tool_list_churn tool that is no built-in tool.
+func armNotes(a arms.Arm) []string {
+	var out []string
+	if err := harnessSupports(a); err != nil {
+		out = append(out, "lab run refuses this arm: "+strings.TrimPrefix(err.Error(), fmt.Sprintf("arm %q (%s): ", a.Name, a.Source)))
+	}
+	if p := a.Find("tool_list_churn"); p != nil && p.ToolListChurn.Tool != "" && p.ToolListChurn.Change != arms.ChurnAdd && !slices.Contains(tools.Names(), p.ToolListChurn.Tool) {
+		out = append(out, fmt.Sprintf("tool_list_churn: tool %q is not a tool of the harness (%s): lab run refuses it unless a scenario's MCP server offers it", p.ToolListChurn.Tool, strings.Join(tools.Names(), ", ")))
+	}
+	return out
 }

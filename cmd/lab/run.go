@@ -291,6 +291,13 @@ func openRunBackend(ctx context.Context, s *streams, o *runOptions, b *runBacken
 	if err != nil {
 		return none, &usageError{err}
 	}
+	warnings, err := churnToolNotes(selected, scs)
+	if err != nil {
+		return none, err
+	}
+	for _, w := range warnings {
+		fmt.Fprintln(s.err, "lab: warning:", w)
+	}
 	loop, err := hygiene.ParseConfig(lab.LoopJSON)
 	if err != nil {
 		return none, err
