@@ -456,8 +456,9 @@ func (r *runner) practiceWindow(system string, history []chat.Message) []chat.Me
 // at every Every-th request of the session (request Every, 2×Every, …) add puts one more tool
 // at the end of the list, remove takes Tool out until the next change (out after an odd number
 // of changes, back after an even one), and describe ends Tool's description with the session's
-// time at the latest change. Tool "" is the list's last tool. A call of a removed tool that
-// the scenario scripts still runs: the model names a tool it saw earlier.
+// time at the latest change. Tool "" is the list's last tool in the harness's order, before any
+// tool_order shuffle. A call of a removed tool that the scenario scripts still runs: the model
+// names a tool it saw earlier.
 func (r *runner) churnTools(list []chat.Tool) []chat.Tool {
 	p := r.cfg.Arm.Find("tool_list_churn")
 	if p == nil || len(list) == 0 {
