@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"reflect"
 	"regexp"
 	"slices"
@@ -1065,6 +1066,11 @@ func (in *Instructions) check(g given) error {
 	}
 	if err := someText(g, "file", &in.File, "AGENTS.md"); err != nil {
 		return err
+	}
+	// A path in the workspace, relative to the project root (spec 3.2.0 §11), as the
+	// scenario's own paths are: never outside it.
+	if clean := path.Clean(in.File); path.IsAbs(in.File) || clean == ".." || strings.HasPrefix(clean, "../") || clean == "." {
+		return perr("file", "%q: want a path relative to the project root, inside it (such as AGENTS.md or docs/AGENTS.md)", in.File)
 	}
 	if err := oneOf(g, "place", &in.Place, PlaceSystemEnd, PlaceSystemStart, PlaceSystemEnd); err != nil {
 		return err

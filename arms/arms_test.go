@@ -195,6 +195,9 @@ func TestParseStrictMessages(t *testing.T) {
 		{arm("prune: {threshold_tokens: [1]}"), 5, "prune: threshold_tokens: want a whole number, got a list"},
 		{arm("clock: {text: {a: 1}}"), 5, "clock: text: want a string, got a mapping"},
 		{arm("counter:\n          budget:"), 6, "counter: budget: no value: want a whole number (leave the parameter out for its default)"},
+		// An instruction file outside the project.
+		{arm("instructions:\n          file: ../AGENTS.md"), 6, `instructions: file: "../AGENTS.md": want a path relative to the project root, inside it (such as AGENTS.md or docs/AGENTS.md)`},
+		{arm("instructions: {file: /etc/motd}"), 5, `instructions: file: "/etc/motd": want a path relative to the project root, inside it (such as AGENTS.md or docs/AGENTS.md)`},
 		// Ranges, at the parameter's own line.
 		{arm("tool_list_churn:\n          change: add\n          every: -3"), 7, "tool_list_churn: every: -3: want at least 1"},
 		{arm("tool_list_churn: {every: 0}"), 5, "tool_list_churn: every: 0: want at least 1"},

@@ -327,7 +327,10 @@ func (a *Attributor) observe(req *chat.Request, rendered, cacheText string, writ
 				}
 			}
 		} else {
-			at.DivergenceSegment = SegmentAt(segs, divergeAt)
+			// A prompt that is all of it a prefix of what the cache held (a request sent again
+			// after an undo) differs in its last token only: the token that ends the rendering
+			// merges across its end, and the last segment names it.
+			at.DivergenceSegment = SegmentAt(segs, min(divergeAt, len(rendered)-1))
 		}
 		// A message that carried reasoning last time and carries none now (a new turn: spec
 		// 3.2.0 §8, and the template drops it) diverges where its reasoning was.
@@ -353,6 +356,7 @@ func (a *Attributor) observe(req *chat.Request, rendered, cacheText string, writ
 		at.Warnings = append(at.Warnings, fmt.Sprintf("%s: the prompt (%d tokens) and the reply take %d tokens, more than the context window of %d: the server truncates or shifts its context, which empties its KV cache for the next request",
 			WarningContextOverflow, len(prompt), used, n))
 	}
+	lastShifted := a.shifted
 	a.shifted = false
 	if kept, _, cut := a.Window.Hold(heldTokens, nil); cut {
 		held, heldTokens, a.shifted = "", kept, true
@@ -362,7 +366,7 @@ func (a *Attributor) observe(req *chat.Request, rendered, cacheText string, writ
 				WarningContextOverflow, len(prompt), a.Window.NumCtx))
 		}
 	}
-	last := a.cacheTokens
+	last, lastText := a.cacheTokens, a.cacheText
 	a.cacheText, a.cacheTokens, a.reasoning = held, heldTokens, reasoning
 	a.boundsText, a.boundsAt = rendered, boundsAt
 	a.practiceSegs = a.practiceSegs[:0]
@@ -383,10 +387,20 @@ func (a *Attributor) observe(req *chat.Request, rendered, cacheText string, writ
 			}
 		}
 		// What the next request diverges from: this request's deepest entry, else the last
-		// one written; its text is not kept (as after a shift), only its tokens.
-		a.cacheText, a.cacheTokens, a.shifted = "", last, true
+		// one written. Its text, for naming the divergence by byte as after any request (a
+		// practice's text included), is the rendering up to the last segment end within the
+		// entry: a breakpoint ends a segment but for the template's closing tokens, which lie
+		// in the next segment's span, so a prompt that differs there is named by that segment
+		// either way. An entry that holds no whole segment keeps its tokens only (as after a
+		// shift).
+		a.cacheText, a.cacheTokens, a.shifted = lastText, last, lastShifted
 		if deepest > 0 {
-			a.cacheTokens = slices.Clone(prompt[:deepest])
+			a.cacheText, a.cacheTokens, a.shifted = "", slices.Clone(prompt[:deepest]), true
+			for _, sg := range segs {
+				if n, ok := boundsAt[sg.End]; ok && n <= int64(deepest) && sg.End > len(a.cacheText) {
+					a.cacheText, a.shifted = rendered[:sg.End], false
+				}
+			}
 		}
 	}
 	return at, nil

@@ -94,3 +94,35 @@ func TestAttributorObserveWrites(t *testing.T) {
 		t.Fatalf("third request: expected %d (want %d), divergence %v at %q, err %v", at.ExpectedCachedTokens, len(sys), at.DivergenceToken, at.DivergenceSegment, err)
 	}
 }
+
+// On a cache that keeps written prefixes, a practice's text still names the divergence: the
+// entry at the end of the system turn holds the system text with its clock line, which the next
+// prompt no longer has ("clock in system", where a token position would name what stands there
+// now, message 1).
+func TestObserveWritesNamesPractices(t *testing.T) {
+	t.Parallel()
+	a := &cachesim.Attributor{Tok: tinytokenizer.Bytes{}}
+	turn := func(role, text string) string { return "<|im_start|>" + role + "\n" + text + "<|im_end|>\n" }
+	req := func(clock string) (*chat.Request, string, int) {
+		sys := "You are terse."
+		var marks []chat.Mark
+		if clock != "" {
+			sys += "\n\n" + clock
+			marks = []chat.Mark{{Practice: "clock", Text: clock, End: true}}
+		}
+		r := &chat.Request{Messages: []chat.Message{
+			{Role: chat.RoleSystem, Content: sys, Marks: marks},
+			{Role: chat.RoleUser, Content: "Hi"},
+		}}
+		return r, turn("system", sys) + turn("user", "Hi") + "<|im_start|>assistant\n", len(turn("system", sys))
+	}
+	r1, p1, sysEnd := req("Time: 23:59")
+	if _, err := a.ObserveWrites(r1, p1, []int{sysEnd}, -1); err != nil {
+		t.Fatal(err)
+	}
+	r2, p2, _ := req("")
+	at, err := a.ObserveWrites(r2, p2, nil, -1)
+	if err != nil || at.DivergenceSegment.String() != "clock in system" || at.ExpectedCachedTokens != 0 {
+		t.Errorf("second request: diverged at %q, expected %d, err %v; want clock in system, 0 (the one entry holds the clock line)", at.DivergenceSegment, at.ExpectedCachedTokens, err)
+	}
+}

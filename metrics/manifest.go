@@ -221,7 +221,8 @@ func ReadManifest(path string) (*Manifest, error) {
 
 // ArmDigests returns, per arm name, "sha256:<hex>" over the arm's definition in
 // [Manifest.ArmDefinitions] without the keys that do not change what is measured (source, the
-// file and line of its name; description), as compact JSON with sorted keys. Two runs whose
+// file and line of its name; description; base and switched, how the file wrote the measures,
+// whose effect measures_on lists), as compact JSON with sorted keys. Two runs whose
 // digests differ for one arm name measured two arms under that name. An arm without a
 // definition (a run made before they were recorded, or a definition that is not a JSON object)
 // is missing from the map: unknown.
@@ -235,8 +236,11 @@ func (m *Manifest) ArmDigests() map[string]string {
 		if err := json.Unmarshal(raw, &def); err != nil || def == nil {
 			continue
 		}
-		delete(def, "source")
-		delete(def, "description")
+		// What runs is the measures on and the practices: how the file wrote the measures
+		// (a base and its switches, one that switches nothing included) is not.
+		for _, k := range []string{"source", "description", "base", "switched"} {
+			delete(def, k)
+		}
 		b, err := json.Marshal(def)
 		if err != nil {
 			continue

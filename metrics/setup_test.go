@@ -146,7 +146,7 @@ func TestMergePartsHostsTagsAndDigests(t *testing.T) {
 		{"scenario midnight content", func(m *metrics.Manifest) { m.ScenarioDigests = map[string]string{"midnight": "sha256:ee"} }},
 		{"ollama_flash_attention", func(m *metrics.Manifest) { m.Settings = map[string]string{"ollama_flash_attention": "1"} }},
 		{"arm spec definition", func(m *metrics.Manifest) {
-			m.ArmDefinitions = []json.RawMessage{json.RawMessage(`{"name":"spec","base":"plain"}`)}
+			m.ArmDefinitions = []json.RawMessage{json.RawMessage(`{"name":"spec","base":"plain","measures_on":[]}`)}
 		}},
 	} {
 		dir := t.TempDir()
@@ -154,7 +154,7 @@ func TestMergePartsHostsTagsAndDigests(t *testing.T) {
 			p := mk(i, "X", &cores, nil)
 			p.Manifest.ModelDigest = "sha256:00"
 			p.Manifest.Settings = map[string]string{"ollama_flash_attention": "0"}
-			p.Manifest.Arms, p.Manifest.ArmDefinitions = []string{"spec"}, []json.RawMessage{json.RawMessage(`{"name":"spec","base":"spec"}`)}
+			p.Manifest.Arms, p.Manifest.ArmDefinitions = []string{"spec"}, []json.RawMessage{json.RawMessage(`{"name":"spec","base":"spec","measures_on":["stubs"]}`)}
 			if i == 2 {
 				tc.change(p.Manifest)
 			}
@@ -190,5 +190,21 @@ func TestSetupDiffNamesArmDefinitions(t *testing.T) {
 	}
 	if d, _ := metrics.SetupDiff(a, setupManifest()); len(d) != 0 {
 		t.Errorf("a run without the arm: diffs %q", d)
+	}
+}
+
+// How an arm file wrote its measures does not change the arm: a base and a switch that switches
+// nothing digest as the same measures on.
+func TestArmDigestIsWhatRuns(t *testing.T) {
+	t.Parallel()
+	m := func(def string) string {
+		man := &metrics.Manifest{Arms: []string{"a"}, ArmDefinitions: []json.RawMessage{json.RawMessage(def)}}
+		return man.ArmDigests()["a"]
+	}
+	plain := m(`{"name":"a","base":"spec","measures_on":["stubs","caps"]}`)
+	switched := m(`{"name":"a","base":"spec","switched":{"date_in_note":true},"measures_on":["stubs","caps"]}`)
+	other := m(`{"name":"a","base":"spec","measures_on":["stubs"]}`)
+	if plain == "" || plain != switched || plain == other {
+		t.Errorf("digests: plain %s, with a no-op switch %s, with a measure off %s; want the first two equal, the third not", plain, switched, other)
 	}
 }

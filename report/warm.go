@@ -28,8 +28,9 @@ type WarmStarts struct {
 	// expected count is known, summed; ExpectedUnknown is the number whose expected count is
 	// null (what the server held when the session started was unknown: sessions at once, a
 	// resumed run, the first session on a server the lab did not make; or no rendering).
-	ExpectedCachedTokens int64 `json:"expected_cached_tokens"`
-	ExpectedUnknown      int   `json:"expected_unknown"`
+	// ExpectedCachedTokens is nil (JSON null) when no first request's expected count is known.
+	ExpectedCachedTokens *int64 `json:"expected_cached_tokens"`
+	ExpectedUnknown      int    `json:"expected_unknown"`
 }
 
 // warmStarts returns the first requests' figures of the rows of runs whose manifest says
@@ -58,7 +59,10 @@ func warmStarts(rows *metrics.Rows, runs []*metrics.Manifest) *WarmStarts {
 			w.CachedTokens += c
 		}
 		if e, ok := metrics.Int64(s.ExpectedCachedTokens); ok {
-			w.ExpectedCachedTokens += e
+			if w.ExpectedCachedTokens == nil {
+				w.ExpectedCachedTokens = new(int64)
+			}
+			*w.ExpectedCachedTokens += e
 		} else {
 			w.ExpectedUnknown++
 		}
@@ -78,8 +82,11 @@ func (w *WarmStarts) line() string {
 	if w.CachedUnknown > 0 {
 		fmt.Fprintf(&b, " (%d with no cached count)", w.CachedUnknown)
 	}
-	known := w.Sessions - w.ExpectedUnknown
-	fmt.Fprintf(&b, "; the lab expected %s over the %d whose start it knew", thousands(w.ExpectedCachedTokens), known)
+	if w.ExpectedCachedTokens != nil {
+		fmt.Fprintf(&b, "; the lab expected %s over the %d whose start it knew", thousands(*w.ExpectedCachedTokens), w.Sessions-w.ExpectedUnknown)
+	} else {
+		b.WriteString("; the lab knew none of their starts")
+	}
 	if w.ExpectedUnknown > 0 {
 		fmt.Fprintf(&b, " (%d unknown: what the server held when the session started, see the rows' warnings)", w.ExpectedUnknown)
 	}

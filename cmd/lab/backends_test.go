@@ -418,3 +418,16 @@ func TestRunConfigCarriesTheBackendsCacheModel(t *testing.T) {
 		t.Errorf("host cache %p (want %p), cache reuse %v, order %v, fresh %v", cfg.HostCache, b.hostCache, cfg.CacheReuse, cfg.RenderOrder, cfg.FreshCache)
 	}
 }
+
+// --warm on the sim is refused for the cache models that keep every prompt they saw: the
+// expected cached tokens, which follow the last request's cache, would not bound what they reuse
+// across sessions. llamacpp and anthropic run.
+func TestWarmRefusesCacheModelsThatKeepEveryPrompt(t *testing.T) {
+	for _, model := range []string{cachesim.ModelVLLM, cachesim.ModelOpenAI, cachesim.ModelIdeal} {
+		args := []string{"run", "--backend", "sim", "--warm", "--cache-model", model, "--scenario", "midnight", "--arm", "spec", "--results", t.TempDir()}
+		code, _, errOut := runLab(t, args...)
+		if code != exitBadInput || !strings.Contains(errOut, "--warm with --cache-model "+model) {
+			t.Errorf("lab %s: exit %d, %q; want 2 naming --warm and the model", strings.Join(args, " "), code, errOut)
+		}
+	}
+}
