@@ -159,6 +159,10 @@ func RunSession(ctx context.Context, cfg SessionConfig) error {
 		return err
 	}
 	defer ws.Remove()
+	if cfg.Arm.Find("cwd") != nil {
+		// The model was told the session runs there: a call naming it reaches the project.
+		ws.Alias = SessionDir(cfg.Session, sc.Project)
+	}
 	if r, ok := cfg.Backend.(Resetter); ok && !cfg.Warm {
 		if err := retryDo(ctx, cfg.Retry, r.Reset); err != nil {
 			return fmt.Errorf("reset the server's cache before %s/%s: %w", sc.Name, cfg.Arm.Name, err)

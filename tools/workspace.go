@@ -38,6 +38,10 @@ type Workspace struct {
 	// sandbox's parent directory, as if the project lived at ~/<project>, so no call ever
 	// reaches the machine's real home. A "~/…" path outside Root is refused like any other.
 	Home string
+	// Alias, when set, is another absolute path the project is known by: the folder a harness
+	// practice told the model the session runs in (the cwd practice). A path a call gives under
+	// it resolves as the same path under Root; answers still name Root.
+	Alias string
 
 	// hostRoot and hostHome are Root and Home as they really are on the machine (the same paths
 	// when the sandbox is shown where it is).
@@ -208,6 +212,10 @@ func (w *Workspace) dir() (*os.Root, error) {
 // is what keeps a tool inside, whatever changed in between.
 func (w *Workspace) resolve(p string) (abs, name string, err error) {
 	abs = hygiene.ResolvePath(p, w.Root, w.Home)
+	if w.Alias != "" && filepath.IsAbs(p) && within(w.Alias, filepath.Clean(p)) {
+		rel, _ := filepath.Rel(w.Alias, filepath.Clean(p))
+		abs = filepath.Join(w.Root, rel)
+	}
 	if !within(w.Root, abs) {
 		return "", "", fmt.Errorf("%s is outside the project", abs)
 	}

@@ -382,3 +382,19 @@ func TestWorkspaceLinkPastTheSandboxNamesTheShownPath(t *testing.T) {
 		t.Errorf("read up.txt = %q names the real folder %s or reads the file", got, filepath.Dir(real))
 	}
 }
+
+// A path under the workspace's Alias (the folder the cwd practice told the model it runs in)
+// reaches the project; the answer names the project as always, and a path beside the alias is
+// still outside.
+func TestWorkspaceAlias(t *testing.T) {
+	ws, hs := newWS(t, hygiene.Spec(), "main.go", "package main\n")
+	ws.Alias = "/tmp/lab-session-3/p"
+	out := ws.Run(hs, "read", json.RawMessage(`{"path":"/tmp/lab-session-3/p/main.go"}`))
+	if !strings.Contains(out, "package main") {
+		t.Errorf("read through the alias: %q; want the file", out)
+	}
+	out = ws.Run(hs, "read", json.RawMessage(`{"path":"/tmp/lab-session-3/other.go"}`))
+	if !strings.Contains(out, "outside the project") {
+		t.Errorf("read beside the alias: %q; want outside the project", out)
+	}
+}
