@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -386,5 +387,54 @@ func TestInterruptThenResume(t *testing.T) {
 		if s.RunID != "cut" {
 			t.Fatalf("a row of run %q", s.RunID)
 		}
+	}
+}
+
+// A run of arms from a user's file resumes with the arms its manifest recorded: the file moved
+// away or edited since changes nothing, and the resumed rows of the user's arm are those of an
+// uninterrupted run.
+func TestResumeUsesTheRecordedArms(t *testing.T) {
+	needTokenizer(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "mine.yaml")
+	os.WriteFile(file, []byte("arms:\n  - name: mine\n    description: a minute clock\n    practices:\n      - clock: {granularity: minute}\n"), 0o644)
+	results := filepath.Join(dir, "results")
+	args := []string{"run", "--backend", "sim", "--scenario", "midnight", "--arms", file, "--arm", "spec,mine", "--repeat", "2", "--results", results}
+	if code, _, errOut := runLab(t, append(args, "--run-id", "whole", "--quiet")...); code != 0 {
+		t.Fatalf("whole run: exit %d: %s", code, errOut)
+	}
+	_, want, err := metrics.ReadRun(metrics.RunDir(results, "whole"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out bytes.Buffer
+	if code := run(ctx, append(args, "--run-id", "cut"), &out, &cancelAfter{n: 30, cancel: cancel}); code != exitError {
+		t.Fatalf("interrupted run: exit %d; stdout %s", code, out.String())
+	}
+	// The file goes away; one of the same name says something else.
+	os.Rename(file, file+".old")
+	os.WriteFile(file, []byte("arms:\n  - name: mine\n    description: an hour clock\n    practices:\n      - clock: {granularity: hour}\n"), 0o644)
+	run := metrics.RunDir(results, "cut")
+	if code, stdout, errOut := runLab(t, "run", "--resume", run, "--quiet"); code != 0 {
+		t.Fatalf("resume: exit %d\n%s\n%s", code, stdout, errOut)
+	}
+	_, got, err := metrics.ReadRun(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("resumed run: %d rows; want %d", len(got), len(want))
+	}
+	cached := func(ss []metrics.Sample) map[string]int64 {
+		m := map[string]int64{}
+		for _, s := range ss {
+			m[fmt.Sprintf("%s/%d/%d", s.Arm, s.Repetition, s.RequestIndex)] = *s.ExpectedCachedTokens
+		}
+		return m
+	}
+	if w, g := cached(want), cached(got); !maps.Equal(w, g) {
+		t.Errorf("the resumed run's expected cached tokens differ from the uninterrupted run's: the edited file was read")
 	}
 }

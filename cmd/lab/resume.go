@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"lab/arms"
 	"lab/chat"
 	"lab/harness"
 	"lab/metrics"
@@ -70,6 +71,10 @@ type runCall struct {
 	retry  harness.RetryPolicy
 	resume bool
 	flags  map[string]string
+	// armsFromRun are a resumed run's arms of a user's file (--arms) as its manifest defines
+	// them (arm_definitions): the run carries on with the arms it started with, wherever the
+	// file is now and whatever it says.
+	armsFromRun []arms.Arm
 }
 
 // prepareRun validates the reliability flags and, with --resume, sets every other flag as the
@@ -131,7 +136,22 @@ func prepareRun(cmd *cobra.Command, o *runOptions) (*runCall, error) {
 			flags = map[string]string{"scenario": strings.Join(man.Scenarios, ","), "arm": strings.Join(man.Arms, ","),
 				"repeat": strconv.Itoa(man.Repetitions), "backend": man.Backend, "model": man.Model}
 		}
+		if flags["arms"] != "" && len(man.ArmDefinitions) == len(man.Arms) {
+			call.armsFromRun = []arms.Arm{}
+			for i, raw := range man.ArmDefinitions {
+				a, err := arms.FromJSON(raw)
+				if err != nil {
+					return nil, badInput("--resume %s: arm %s's definition: %v", r.Resume, man.Arms[i], err)
+				}
+				if a.Source != arms.BuiltinFile {
+					call.armsFromRun = append(call.armsFromRun, a)
+				}
+			}
+		}
 		for _, name := range slices.Sorted(maps.Keys(flags)) {
+			if name == "arms" && call.armsFromRun != nil {
+				continue // the definitions stand for the file (recorded again as it was)
+			}
 			fl := f.Lookup(name)
 			if fl == nil || slices.Contains(notRecorded, name) {
 				return nil, badInput("--resume %s: the run was started with --%s, which this lab run does not take", r.Resume, name)

@@ -287,6 +287,15 @@ func openRunBackend(ctx context.Context, s *streams, o *runOptions, b *runBacken
 	if err != nil {
 		return none, err
 	}
+	if o.call != nil && o.call.armsFromRun != nil {
+		// A resume: the arms of the user's file as the run recorded them.
+		for _, a := range o.call.armsFromRun {
+			if err := harnessSupports(a); err != nil {
+				return none, &usageError{err}
+			}
+		}
+		known = arms.Known(o.call.armsFromRun)
+	}
 	selected, err := arms.Select(known, o.Arm)
 	if err != nil {
 		return none, &usageError{err}
