@@ -110,12 +110,12 @@ func TestInstructionsGitRewindSteps(t *testing.T) {
 	}
 	for _, tc := range []struct{ steps, want string }{
 		{reads + "  - rewind: 2\n", ":10: rewind: 2: want 1 to 1"},
-		{"  - rewind: 1\n", ":7: rewind: 1: want 1 to 0"},
+		{"  - rewind: 1\n", ":7: rewind: 1: nothing to take back"},
 		{reads + "  - rewind: 0\n", ":10: rewind: 0: want 1 to 1"},
 		{reads + "  - rewind: two\n", ":10: rewind: want a whole number"},
 		{reads + "  - assistant: {text: done}\n  - user: again\n" + reads + "  - rewind: 2\n", ":15: rewind: 2: want 1 to 1"},
-		{reads + "  - rewind: 1\n  - user: again\n", ":11: two user steps in a row"},
-		{reads + "  - compact: {summary: s}\n  - rewind: 1\n", ":11: rewind: 1: want 1 to 0"},
+		{reads + "  - rewind: 1\n  - user: again\n", ":11: user step right after a rewind: the request taken back is sent again, and an assistant step answers it first"},
+		{reads + "  - compact: {summary: s}\n  - rewind: 1\n", ":11: rewind: 1: nothing to take back"},
 		{"  - instructions: {text: t}\n", ":7: instructions: want a string"},
 	} {
 		if _, err := load(tc.steps); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -372,8 +372,13 @@ func parseScenario(file string, data []byte) (*Scenario, error) {
 	prev := "" // kind of the previous user/assistant step
 	prevCalls := false
 	replies := 0 // assistant steps since the turn's user step or the last compaction
+	rewound := false // a rewind came last among the user, assistant, compact and rewind steps
 	for i := range s.Steps {
 		st := &s.Steps[i]
+		afterRewind := rewound
+		if st.User != nil || st.Assistant != nil || st.Compact != nil {
+			rewound = false
+		}
 		switch {
 		case st.Clock != nil:
 			at, err := advance(now, *st.Clock)
@@ -387,6 +392,9 @@ func parseScenario(file string, data []byte) (*Scenario, error) {
 		case st.User != nil:
 			if strings.TrimSpace(*st.User) == "" {
 				return nil, bad(st.Line, "user: empty message")
+			}
+			if afterRewind {
+				return nil, bad(st.Line, "user step right after a rewind: the request taken back is sent again, and an assistant step answers it first")
 			}
 			if prev == "user" {
 				return nil, bad(st.Line, "two user steps in a row: the first has no assistant reply")
@@ -433,11 +441,15 @@ func parseScenario(file string, data []byte) (*Scenario, error) {
 			replies++
 		case st.Rewind != nil:
 			n := *st.Rewind
-			if n < 1 || n > replies {
-				return nil, bad(st.Line, "rewind: %d: want 1 to %d, the assistant steps since the turn's user step or the last compaction", n, replies)
+			switch {
+			case replies == 0:
+				return nil, bad(st.Line, "rewind: %d: nothing to take back: no assistant step since the turn's user step, the last compaction or the last rewind", n)
+			case n < 1 || n > replies:
+				return nil, bad(st.Line, "rewind: %d: want 1 to %d, the assistant steps since the turn's user step, the last compaction or the last rewind", n, replies)
 			}
 			// What follows is what followed the first reply taken back: an assistant step.
 			replies -= n
+			rewound = true
 			if replies == 0 {
 				prev, prevCalls = "user", false
 			} else {
