@@ -371,7 +371,7 @@ func parseScenario(file string, data []byte) (*Scenario, error) {
 	now := start
 	prev := "" // kind of the previous user/assistant step
 	prevCalls := false
-	replies := 0 // assistant steps since the turn's user step or the last compaction
+	replies := 0     // assistant steps since the turn's user step or the last compaction
 	rewound := false // a rewind came last among the user, assistant, compact and rewind steps
 	for i := range s.Steps {
 		st := &s.Steps[i]
