@@ -204,6 +204,14 @@ func TestLoadRejects(t *testing.T) {
 	if _, err := Load(p); err == nil {
 		t.Error("Load(garbage) = nil error")
 	}
+	// Another family's model on the qwen3 architecture has another pre-tokenizer: refused.
+	llama := filepath.Join(t.TempDir(), "llama.gguf")
+	if err := gguf.WriteModel(llama, tinytokenizer.Write(t, true), gguf.ModelOptions{HiddenSize: 4, Layers: 1, FeedForward: 4, Heads: 1, KVHeads: 1, HeadDim: 4, Family: gguf.Llama31}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(llama); err == nil || !strings.Contains(err.Error(), `"llama-bpe"`) {
+		t.Errorf("Load(a llama3.1 model) = %v; want an error naming its pre-tokenizer", err)
+	}
 }
 
 // tinyTokenizer is the tokenizer of a GGUF file written with tinytokenizer's vocabulary (merges
