@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -14,7 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ollama/ollama/api"
+
 	"lab/gguf"
+	"lab/metrics"
 )
 
 // familyTexts are the sample strings each family's model is tokenized on: prose, Go code, runs
@@ -230,4 +234,157 @@ func getJSON(ctx context.Context, url string, out any) error {
 		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// TestFamilyModelsOllamaLive registers each non-Qwen3 family's synthetic model with the lab's
+// cached Ollama build (its own server, state folder and port; no RENDERER or PARSER, so Ollama
+// picks a Go template itself) and checks which template it took, which runner serves the
+// architecture, and that its prompt_eval_count of each sample text sent raw is the npm package's
+// count plus the beginning-of-sequence token where the family adds one. Gemma 3's runs of
+// newlines and tabs are the known exception: Ollama's own SentencePiece (v0.17.4) splits the
+// text at added tokens in id order, so "\n" (107) is cut out before "\n\n\n" (109) can match,
+// where llama.cpp and Hugging Face take the longest added token. Skipped by -short, when the
+// ollama binary is not cached, and without npm or node.
+func TestFamilyModelsOllamaLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a real ollama server")
+	}
+	cache := testCacheDir(t)
+	bin, err := BinaryPath(DefaultBuildOptions(cache))
+	if err != nil {
+		t.Skip(err)
+	}
+	if !isFile(bin) {
+		t.Skipf("no cached ollama binary at %s (lab server prepare builds it)", bin)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skipf("node not found: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	s, err := Start(ctx, StartOptions{Binary: bin, Dir: t.TempDir(), Log: testLog{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+
+	for _, tc := range []struct {
+		fam gguf.Family
+		// template is a marker of the Go template Ollama detects from the GGUF's chat template
+		// (template/index.json: gemma3-instruct, llama3-instruct), "" for none: then the
+		// model's template is {{ .Prompt }}, the last user message as it is.
+		template string
+		// engine is true when Ollama's own engine runs the architecture, false for its
+		// llama.cpp runner.
+		engine bool
+		// skip are the indexes of familyTexts whose count is known to differ.
+		skip []int
+	}{
+		{gguf.DeepSeekV3, "", false, nil},
+		{gguf.Gemma3, "<start_of_turn>model", true, []int{2}},
+		{gguf.Llama31, "<|start_header_id|>assistant<|end_header_id|>", false, nil},
+		{gguf.GPTOSS, "", false, nil},
+	} {
+		t.Run(string(tc.fam), func(t *testing.T) {
+			prep, err := PrepareModel(ctx, Setup{CacheDir: cache, Model: gguf.ModelOptions{Family: tc.fam}, Log: testLog{t}})
+			if errors.Is(err, ErrNoNPM) {
+				t.Skip(err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			vocab, err := gguf.ReadFamilyVocab(prep.TokenizerDir, tc.fam)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := npmTokenize(ctx, node, prep.TokenizerDir, familyTexts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, runner := ollamaRawCounts(ctx, t, s, prep.GGUF, string(tc.fam))
+			bos := 0
+			if vocab.AddBOS {
+				bos = 1
+			}
+			for i := range familyTexts {
+				if slices.Contains(tc.skip, i) {
+					t.Logf("text %d: ollama %d tokens, npm %d + %d (a known difference)", i, got[i], len(want[i]), bos)
+					continue
+				}
+				if got[i] != len(want[i])+bos {
+					t.Errorf("text %d: ollama prompt_eval_count %d; want the npm package's %d + %d", i, got[i], len(want[i]), bos)
+				}
+			}
+			if engine := strings.Contains(runner, "--ollama-engine"); engine != tc.engine {
+				t.Errorf("runner %q: Ollama's own engine %v; want %v", runner, engine, tc.engine)
+			}
+			show, err := s.client().Show(ctx, &api.ShowRequest{Model: "fam-" + string(tc.fam)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.template == "" && show.Template != "{{ .Prompt }}" || tc.template != "" && !strings.Contains(show.Template, tc.template) {
+				t.Errorf("template %q; want one with %q (\"\" for {{ .Prompt }})", tail(show.Template, 80), tc.template)
+			}
+			if show.Renderer != "" || show.Parser != "" {
+				t.Errorf("renderer %q, parser %q; want none", show.Renderer, show.Parser)
+			}
+			if tc.fam == gguf.Gemma3 {
+				nl, err := ollamaGenerateCount(ctx, s, "fam-"+string(tc.fam), "\n\n\n")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if nl != 3+bos {
+					t.Errorf(`"\n\n\n": ollama %d tokens; the known split gives 3 + %d`, nl, bos)
+				}
+			}
+		})
+	}
+}
+
+// ollamaRawCounts registers the GGUF at path as fam-<name> (no renderer, no parser), sends each
+// of familyTexts raw and returns the prompt_eval_counts and the runner's command line from the
+// server's log.
+func ollamaRawCounts(ctx context.Context, t *testing.T, s *Server, path, name string) ([]int, string) {
+	t.Helper()
+	digest, err := metrics.DigestFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.uploadBlob(ctx, digest, path); err != nil {
+		t.Fatal(err)
+	}
+	stream := false
+	model := "fam-" + name
+	if err := s.client().Create(ctx, &api.CreateRequest{Model: model, Files: map[string]string{filepath.Base(path): digest}, Stream: &stream},
+		func(api.ProgressResponse) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	var counts []int
+	for _, text := range familyTexts {
+		n, err := ollamaGenerateCount(ctx, s, model, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts = append(counts, n)
+	}
+	logText, _ := os.ReadFile(s.LogPath)
+	runner := ""
+	for _, line := range strings.Split(string(logText), "\n") {
+		if strings.Contains(line, `msg="starting runner"`) && strings.Contains(line, "--model") {
+			runner = line // the last one started: this model's
+		}
+	}
+	return counts, runner
+}
+
+// ollamaGenerateCount sends text raw to model (one token predicted) and returns the server's
+// prompt_eval_count.
+func ollamaGenerateCount(ctx context.Context, s *Server, model, text string) (int, error) {
+	stream := false
+	var n int
+	err := s.client().Generate(ctx, &api.GenerateRequest{Model: model, Prompt: text, Raw: true, Stream: &stream,
+		Options: map[string]any{"num_predict": 1, "num_ctx": 2048, "temperature": 0}},
+		func(r api.GenerateResponse) error { n = r.PromptEvalCount; return nil })
+	return n, err
 }
