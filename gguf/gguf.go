@@ -6,7 +6,7 @@
 // [WriteModel] writes the file, byte-identical for the same options and tokenizer.
 //
 // The layout follows the GGUF format as github.com/ollama/ollama/fs/ggml writes it (v0.17.4) and
-// the key names of llama.cpp's qwen3, llama and gemma3 architectures.
+// the key names of llama.cpp's qwen3, deepseek2, gemma3 and llama architectures.
 package gguf
 
 import (
@@ -194,7 +194,7 @@ type Vocab struct {
 	// beginning-of-sequence token (bos_token, else Pad: Qwen3 has none).
 	EOS, Pad, BOS uint32
 	// HasPad is false when neither tokenizer_config.json nor the family names a padding token
-	// (Llama 3.1, DeepSeek V3 without pad_token): the file then has no padding_token_id.
+	// (Llama 3.1): the file then has no padding_token_id.
 	HasPad bool
 	// AddBOS is tokenizer.ggml.add_bos_token: whether the tokenizer starts a text with BOS.
 	AddBOS bool
@@ -494,6 +494,20 @@ func modelContents(v *Vocab, o ModelOptions) (ggml.KV, []*ggml.Tensor) {
 		kv["llama.vocab_size"] = uint32(len(v.Tokens))
 	case "gemma3":
 		kv["gemma3.attention.sliding_window"] = uint32(GemmaSlidingWindow)
+	case "deepseek2":
+		// Multi-head latent attention in the layout Ollama's converter writes (one attn_kv_b,
+		// not the split attn_k_b/attn_v_b), every layer dense, no experts.
+		kv["deepseek2.attention.head_count_kv"] = uint32(o.Heads)
+		kv["deepseek2.rope.dimension_count"] = uint32(o.HeadDim / 2)
+		kv["deepseek2.attention.q_lora_rank"] = uint32(o.HiddenSize)
+		kv["deepseek2.attention.kv_lora_rank"] = uint32(o.HiddenSize)
+		kv["deepseek2.leading_dense_block_count"] = uint32(o.Layers)
+		kv["deepseek2.expert_count"] = uint32(0)
+		kv["deepseek2.expert_used_count"] = uint32(0)
+		kv["deepseek2.expert_shared_count"] = uint32(0)
+		kv["deepseek2.expert_feed_forward_length"] = uint32(o.FeedForward)
+		kv["deepseek2.expert_weights_scale"] = float32(1)
+		kv["deepseek2.rope.scaling.factor"] = float32(1)
 	}
 
 	h, q, k, ff := uint64(o.HiddenSize), uint64(o.Heads*o.HeadDim), uint64(o.KVHeads*o.HeadDim), uint64(o.FeedForward)
@@ -507,6 +521,9 @@ func modelContents(v *Vocab, o ModelOptions) (ggml.KV, []*ggml.Tensor) {
 	ts := []*ggml.Tensor{
 		matrix("token_embd.weight", h, nv),
 		norm("output_norm.weight", h),
+	}
+	if arch == "deepseek2" {
+		return kv, append(ts, deepseek2Tensors(o, nv, matrix, norm)...)
 	}
 	for i := range o.Layers {
 		p := fmt.Sprintf("blk.%d.", i)
@@ -536,6 +553,34 @@ func modelContents(v *Vocab, o ModelOptions) (ggml.KV, []*ggml.Tensor) {
 		}
 	}
 	return kv, ts
+}
+
+// deepseek2Tensors are the output projection and the layers of a dense deepseek2 model: queries
+// through a rank-HiddenSize projection, keys and values through a latent of rank HiddenSize
+// plus the rope part of each key (half of HeadDim), as llama.cpp's and Ollama's deepseek2 read
+// them. llama.cpp requires output.weight (it does not tie it to token_embd).
+func deepseek2Tensors(o ModelOptions, nv uint64, matrix func(string, ...uint64) *ggml.Tensor, norm func(string, uint64) *ggml.Tensor) []*ggml.Tensor {
+	h, heads, hd, ff := uint64(o.HiddenSize), uint64(o.Heads), uint64(o.HeadDim), uint64(o.FeedForward)
+	rope, nope, qLora, kvLora := hd/2, hd-hd/2, h, h
+	ts := []*ggml.Tensor{matrix("output.weight", h, nv)}
+	for i := range o.Layers {
+		p := fmt.Sprintf("blk.%d.", i)
+		ts = append(ts,
+			norm(p+"attn_norm.weight", h),
+			matrix(p+"attn_q_a.weight", h, qLora),
+			norm(p+"attn_q_a_norm.weight", qLora),
+			matrix(p+"attn_q_b.weight", qLora, heads*hd),
+			matrix(p+"attn_kv_a_mqa.weight", h, kvLora+rope),
+			norm(p+"attn_kv_a_norm.weight", kvLora),
+			matrix(p+"attn_kv_b.weight", kvLora, heads*(nope+hd)),
+			matrix(p+"attn_output.weight", heads*hd, h),
+			norm(p+"ffn_norm.weight", h),
+			matrix(p+"ffn_gate.weight", h, ff),
+			matrix(p+"ffn_up.weight", h, ff),
+			matrix(p+"ffn_down.weight", ff, h),
+		)
+	}
+	return ts
 }
 
 // newTensor describes one tensor whose bytes are generated when it is written.

