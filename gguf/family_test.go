@@ -170,8 +170,8 @@ func TestWriteModelLlama31Family(t *testing.T) {
 			t.Errorf("llama model has %s", tn.Name)
 		}
 	}
-	if arch, real := GPTOSS.Architecture(); arch != "llama" || real {
-		t.Errorf("GPTOSS.Architecture() = %s, %v; want llama, a stand-in", arch, real)
+	if arch, real := GPTOSS.Architecture(); arch != "gpt-oss" || !real {
+		t.Errorf("GPTOSS.Architecture() = %s, %v; want gpt-oss, real", arch, real)
 	}
 	if arch, real := DeepSeekV3.Architecture(); arch != "deepseek2" || !real {
 		t.Errorf("DeepSeekV3.Architecture() = %s, %v; want deepseek2, real", arch, real)
@@ -283,6 +283,65 @@ func TestWriteModelDeepSeekV3Family(t *testing.T) {
 		"blk.1.attn_kv_b.weight":      {16, 24},
 		"blk.1.attn_output.weight":    {16, 16},
 		"blk.1.ffn_gate.weight":       {16, 24},
+	} {
+		if got := shapes[name]; !slices.Equal(got, want) {
+			t.Errorf("tensor %s shape %v; want %v", name, got, want)
+		}
+	}
+}
+
+// gpt-oss's model has attention biases and sinks, a router and experts, and a sliding window.
+func TestWriteModelGPTOSSFamily(t *testing.T) {
+	t.Parallel()
+	tj := map[string]any{
+		"model": map[string]any{"type": "BPE", "vocab": map[string]int{"a": 0, "b": 1, "ab": 2}, "merges": []string{"a b"}},
+		"added_tokens": []map[string]any{
+			{"id": 3, "content": "<|startoftext|>", "special": true},
+			{"id": 4, "content": "<|endoftext|>", "special": true},
+			{"id": 5, "content": "<|return|>", "special": true},
+		},
+	}
+	cfg := map[string]any{"bos_token": "<|startoftext|>", "eos_token": "<|return|>", "pad_token": "<|endoftext|>"}
+	p := filepath.Join(t.TempDir(), "o.gguf")
+	if err := WriteModel(p, writeTokenizer(t, tj, cfg), ModelOptions{HiddenSize: 16, Layers: 2, FeedForward: 24, Heads: 2, KVHeads: 1, HeadDim: 8, ContextLength: 256, Family: GPTOSS}); err != nil {
+		t.Fatal(err)
+	}
+	g := tinytokenizer.DecodeGGUF(t, p)
+	kv := g.KV()
+	for key, want := range map[string]any{
+		"general.architecture":               "gpt-oss",
+		"gpt-oss.attention.sliding_window":   uint32(128),
+		"gpt-oss.expert_count":               uint32(4),
+		"gpt-oss.expert_used_count":          uint32(2),
+		"gpt-oss.expert_feed_forward_length": uint32(24),
+		"gpt-oss.rope.freq_base":             float32(150000),
+		"tokenizer.ggml.pre":                 "gpt-4o",
+		"tokenizer.ggml.bos_token_id":        uint32(3),
+		"tokenizer.ggml.eos_token_id":        uint32(5),
+		"tokenizer.ggml.padding_token_id":    uint32(4),
+		"tokenizer.ggml.add_bos_token":       false,
+	} {
+		if got := kv[key]; got != want {
+			t.Errorf("key %s = %#v; want %#v", key, got, want)
+		}
+	}
+	shapes := map[string][]uint64{}
+	for _, tn := range g.Tensors().Items() {
+		shapes[tn.Name] = tn.Shape
+	}
+	if len(shapes) != 3+19*2 {
+		t.Errorf("%d tensors; want 41", len(shapes))
+	}
+	for name, want := range map[string][]uint64{
+		"output.weight":                    {16, 6},
+		"blk.0.attn_q.bias":                {16},
+		"blk.0.attn_k.weight":              {16, 8},
+		"blk.0.attn_sinks.weight":          {2},
+		"blk.0.post_attention_norm.weight": {16},
+		"blk.0.ffn_gate_inp.weight":        {16, 4},
+		"blk.1.ffn_gate_exps.weight":       {16, 24, 4},
+		"blk.1.ffn_down_exps.weight":       {24, 16, 4},
+		"blk.1.ffn_down_exps.bias":         {16, 4},
 	} {
 		if got := shapes[name]; !slices.Equal(got, want) {
 			t.Errorf("tensor %s shape %v; want %v", name, got, want)

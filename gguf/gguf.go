@@ -6,7 +6,7 @@
 // [WriteModel] writes the file, byte-identical for the same options and tokenizer.
 //
 // The layout follows the GGUF format as github.com/ollama/ollama/fs/ggml writes it (v0.17.4) and
-// the key names of llama.cpp's qwen3, deepseek2, gemma3 and llama architectures.
+// the key names of llama.cpp's qwen3, deepseek2, gemma3, llama and gpt-oss architectures.
 package gguf
 
 import (
@@ -508,6 +508,13 @@ func modelContents(v *Vocab, o ModelOptions) (ggml.KV, []*ggml.Tensor) {
 		kv["deepseek2.expert_feed_forward_length"] = uint32(o.FeedForward)
 		kv["deepseek2.expert_weights_scale"] = float32(1)
 		kv["deepseek2.rope.scaling.factor"] = float32(1)
+	case "gpt-oss":
+		kv["gpt-oss.attention.sliding_window"] = uint32(GPTOSSSlidingWindow)
+		kv["gpt-oss.rope.dimension_count"] = uint32(o.HeadDim)
+		kv["gpt-oss.expert_count"] = uint32(gptossExperts)
+		kv["gpt-oss.expert_used_count"] = uint32(gptossExpertsUsed)
+		kv["gpt-oss.expert_feed_forward_length"] = uint32(o.FeedForward)
+		kv["gpt-oss.rope.scaling.factor"] = float32(1)
 	}
 
 	h, q, k, ff := uint64(o.HiddenSize), uint64(o.Heads*o.HeadDim), uint64(o.KVHeads*o.HeadDim), uint64(o.FeedForward)
@@ -522,8 +529,11 @@ func modelContents(v *Vocab, o ModelOptions) (ggml.KV, []*ggml.Tensor) {
 		matrix("token_embd.weight", h, nv),
 		norm("output_norm.weight", h),
 	}
-	if arch == "deepseek2" {
+	switch arch {
+	case "deepseek2":
 		return kv, append(ts, deepseek2Tensors(o, nv, matrix, norm)...)
+	case "gpt-oss":
+		return kv, append(ts, gptossTensors(o, nv, matrix, norm)...)
 	}
 	for i := range o.Layers {
 		p := fmt.Sprintf("blk.%d.", i)
@@ -578,6 +588,45 @@ func deepseek2Tensors(o ModelOptions, nv uint64, matrix func(string, ...uint64) 
 			matrix(p+"ffn_gate.weight", h, ff),
 			matrix(p+"ffn_up.weight", h, ff),
 			matrix(p+"ffn_down.weight", ff, h),
+		)
+	}
+	return ts
+}
+
+// gptossExperts and gptossExpertsUsed are the synthetic gpt-oss model's experts per layer and
+// experts routed to per token (gpt-oss 20B has 32 and 4).
+const gptossExperts, gptossExpertsUsed = 4, 2
+
+// gptossTensors are the output projection and the layers of a gpt-oss model as llama.cpp's and
+// Ollama's gpt-oss read them: attention with biases and one sink per head, then a router and
+// gptossExperts experts (gate, up, down, with biases) behind post_attention_norm. llama.cpp
+// requires output.weight (it does not tie it to token_embd). Biases are random like the
+// matrices.
+func gptossTensors(o ModelOptions, nv uint64, matrix func(string, ...uint64) *ggml.Tensor, norm func(string, uint64) *ggml.Tensor) []*ggml.Tensor {
+	h, q, k, ff, e := uint64(o.HiddenSize), uint64(o.Heads*o.HeadDim), uint64(o.KVHeads*o.HeadDim), uint64(o.FeedForward), uint64(gptossExperts)
+	ts := []*ggml.Tensor{matrix("output.weight", h, nv)}
+	for i := range o.Layers {
+		p := fmt.Sprintf("blk.%d.", i)
+		ts = append(ts,
+			norm(p+"attn_norm.weight", h),
+			matrix(p+"attn_q.weight", h, q),
+			matrix(p+"attn_q.bias", q),
+			matrix(p+"attn_k.weight", h, k),
+			matrix(p+"attn_k.bias", k),
+			matrix(p+"attn_v.weight", h, k),
+			matrix(p+"attn_v.bias", k),
+			matrix(p+"attn_output.weight", q, h),
+			matrix(p+"attn_output.bias", h),
+			matrix(p+"attn_sinks.weight", uint64(o.Heads)),
+			norm(p+"post_attention_norm.weight", h),
+			matrix(p+"ffn_gate_inp.weight", h, e),
+			matrix(p+"ffn_gate_inp.bias", e),
+			matrix(p+"ffn_gate_exps.weight", h, ff, e),
+			matrix(p+"ffn_gate_exps.bias", ff, e),
+			matrix(p+"ffn_up_exps.weight", h, ff, e),
+			matrix(p+"ffn_up_exps.bias", ff, e),
+			matrix(p+"ffn_down_exps.weight", ff, h, e),
+			matrix(p+"ffn_down_exps.bias", h, e),
 		)
 	}
 	return ts

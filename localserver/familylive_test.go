@@ -313,7 +313,7 @@ func TestFamilyModelsOllamaLive(t *testing.T) {
 		{gguf.DeepSeekV3, "", true, []int{1}},
 		{gguf.Gemma3, "<start_of_turn>model", true, []int{2}},
 		{gguf.Llama31, "<|start_header_id|>assistant<|end_header_id|>", false, nil},
-		{gguf.GPTOSS, "", false, nil},
+		{gguf.GPTOSS, "", true, nil},
 	} {
 		t.Run(string(tc.fam), func(t *testing.T) {
 			prep, err := PrepareModel(ctx, Setup{CacheDir: cache, Model: gguf.ModelOptions{Family: tc.fam}, Log: testLog{t}})

@@ -204,7 +204,7 @@ into the cache). Families and the architecture each is written as:
   deepseek-v3  deepseek2 (latent attention, dense layers, no experts; V3's original template)
   gemma3       gemma3    (6 layers by default: 5 sliding-window, 1 global)
   llama3.1     llama     (the package's chat template is Llama 3's short one)
-  gpt-oss      llama     (a stand-in for gptoss; the package has no chat template)`,
+  gpt-oss      gpt-oss   (sinks, 4 experts, 128-token window; the package has no chat template)`,
 		Example: `  lab model synth --out /tmp/qwen3-synth.gguf
   lab model synth --hidden 256 --layers 4 --out big.gguf   # slower prefill, closer to a real model
   lab model synth --family gemma3 --out /tmp/gemma3-synth.gguf`,
