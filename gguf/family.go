@@ -72,8 +72,6 @@ type familySpec struct {
 	npm string
 	// arch is general.architecture (see [Family.Architecture]).
 	arch string
-	// real says whether arch is the family's own architecture, not a stand-in.
-	real bool
 	// ropeBase and rmsEps are the family's rope.freq_base and layer_norm_rms_epsilon.
 	ropeBase, rmsEps float32
 	// pre is tokenizer.ggml.pre: the name under which llama.cpp (llama-vocab.cpp) and Ollama
@@ -90,30 +88,27 @@ type familySpec struct {
 
 // familySpecs holds each family's [familySpec].
 var familySpecs = map[Family]familySpec{
-	Qwen3: {npm: "qwen3", arch: "qwen3", real: true, ropeBase: qwen3RopeBase, rmsEps: qwen3RMSEpsilon,
+	Qwen3: {npm: "qwen3", arch: "qwen3", ropeBase: qwen3RopeBase, rmsEps: qwen3RMSEpsilon,
 		pre: "qwen2", addBOS: false, eos: "<|im_end|>", pad: "<|endoftext|>"},
-	DeepSeekV3: {npm: "deepseek_v3", arch: "deepseek2", real: true, ropeBase: 10000, rmsEps: 1e-6,
+	DeepSeekV3: {npm: "deepseek_v3", arch: "deepseek2", ropeBase: 10000, rmsEps: 1e-6,
 		pre: "deepseek-v3", addBOS: true, eos: "<｜end▁of▁sentence｜>"},
-	Gemma3: {npm: "gemma3", arch: "gemma3", real: true, ropeBase: 1e6, rmsEps: 1e-6,
+	Gemma3: {npm: "gemma3", arch: "gemma3", ropeBase: 1e6, rmsEps: 1e-6,
 		pre: "", addBOS: true, eos: "<end_of_turn>", pad: "<pad>"},
-	Llama31: {npm: "llama3_1", arch: "llama", real: true, ropeBase: 500000, rmsEps: 1e-5,
+	Llama31: {npm: "llama3_1", arch: "llama", ropeBase: 500000, rmsEps: 1e-5,
 		pre: "llama-bpe", addBOS: true, eos: "<|eot_id|>"},
-	GPTOSS: {npm: "gptoss", arch: "gpt-oss", real: true, ropeBase: 150000, rmsEps: 1e-5,
+	GPTOSS: {npm: "gptoss", arch: "gpt-oss", ropeBase: 150000, rmsEps: 1e-5,
 		pre: "gpt-4o", addBOS: false, eos: "<|return|>", pad: "<|endoftext|>"},
 }
 
-// Architecture returns general.architecture of f's synthetic model and whether it is the
-// family's own: every family's is, in a reduced form — qwen3 (Qwen3), deepseek2 (DeepSeek V3:
-// multi-head latent attention, every layer dense, no experts), gemma3 (Gemma 3), llama
-// (Llama 3.1) and gpt-oss (gpt-oss: attention sinks, 4 experts of which 2 are used, every
-// other layer a 128-token sliding window). qwen3, deepseek2, gemma3 and gpt-oss run in
-// Ollama's own engine, llama in its llama.cpp runner (the architecture is not one Ollama's
-// engine requires). On the qwen3 architecture, as a stand-in, Ollama's engine would split every
-// vocabulary with Qwen's regex. real is false for none today; it marks a stand-in.
-func (f Family) Architecture() (arch string, real bool) {
-	s := familySpecs[f.OrQwen3()]
-	return s.arch, s.real
-}
+// Architecture returns general.architecture of f's synthetic model: the family's own, in a
+// reduced form — qwen3 (Qwen3), deepseek2 (DeepSeek V3: multi-head latent attention, every
+// layer dense, no experts), gemma3 (Gemma 3), llama (Llama 3.1) and gpt-oss (gpt-oss:
+// attention sinks, 4 experts of which 2 are used, every other layer a 128-token sliding
+// window). qwen3, deepseek2, gemma3 and gpt-oss run in Ollama's own engine, llama in its
+// llama.cpp runner (the architecture is not one Ollama's engine requires). The qwen3
+// architecture cannot stand in for another family's: Ollama's engine would split every
+// vocabulary with Qwen's regex.
+func (f Family) Architecture() string { return familySpecs[f.OrQwen3()].arch }
 
 // GemmaSlidingWindow is the sliding window of the synthetic Gemma 3 model's local layers, in
 // tokens (gemma3.attention.sliding_window; Gemma 3 4B and larger use 1,024). Every sixth layer

@@ -170,14 +170,10 @@ func TestWriteModelLlama31Family(t *testing.T) {
 			t.Errorf("llama model has %s", tn.Name)
 		}
 	}
-	if arch, real := GPTOSS.Architecture(); arch != "gpt-oss" || !real {
-		t.Errorf("GPTOSS.Architecture() = %s, %v; want gpt-oss, real", arch, real)
-	}
-	if arch, real := DeepSeekV3.Architecture(); arch != "deepseek2" || !real {
-		t.Errorf("DeepSeekV3.Architecture() = %s, %v; want deepseek2, real", arch, real)
-	}
-	if arch, real := Family("").Architecture(); arch != "qwen3" || !real {
-		t.Errorf(`Family("").Architecture() = %s, %v; want qwen3, real`, arch, real)
+	for f, want := range map[Family]string{"": "qwen3", DeepSeekV3: "deepseek2", Gemma3: "gemma3", Llama31: "llama", GPTOSS: "gpt-oss"} {
+		if got := f.Architecture(); got != want {
+			t.Errorf("%q.Architecture() = %s; want %s", f, got, want)
+		}
 	}
 	// Without a bos_token as well, there is nothing to write as BOS: an error naming the file.
 	delete(cfg, "bos_token")

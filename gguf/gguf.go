@@ -446,9 +446,6 @@ func modelContents(v *Vocab, o ModelOptions) (ggml.KV, []*ggml.Tensor) {
 	}
 	spec := familySpecs[v.Family]
 	arch, name := spec.arch, "lab synthetic "+string(v.Family)
-	if !spec.real {
-		name += " (" + arch + " architecture)"
-	}
 	kv := ggml.KV{
 		"general.architecture":                     arch,
 		"general.name":                             name,

@@ -129,7 +129,7 @@ func modelKey(o gguf.ModelOptions) string {
 	o = o.WithDefaults()
 	arch := ""
 	if o.Family != "" {
-		arch, _ = o.Family.Architecture()
+		arch = o.Family.Architecture()
 	}
 	b, _ := json.Marshal(struct {
 		Format    int
