@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ollama/ollama/fs/ggml"
+
 	"lab/internal/tinytokenizer"
 )
 
@@ -341,6 +343,20 @@ func TestWriteModelGPTOSSFamily(t *testing.T) {
 	} {
 		if got := shapes[name]; !slices.Equal(got, want) {
 			t.Errorf("tensor %s shape %v; want %v", name, got, want)
+		}
+	}
+	// With F16 the matrices are float16; biases, sinks and norms stay float32.
+	p16 := filepath.Join(t.TempDir(), "o16.gguf")
+	if err := WriteModel(p16, writeTokenizer(t, tj, cfg), ModelOptions{HiddenSize: 16, Layers: 2, FeedForward: 24, Heads: 2, KVHeads: 1, HeadDim: 8, ContextLength: 256, Family: GPTOSS, F16: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tn := range tinytokenizer.DecodeGGUF(t, p16).Tensors().Items() {
+		want := ggml.TensorTypeF16
+		if strings.HasSuffix(tn.Name, ".bias") || strings.HasSuffix(tn.Name, "_norm.weight") || strings.HasSuffix(tn.Name, "attn_sinks.weight") {
+			want = ggml.TensorTypeF32
+		}
+		if tn.Kind != uint32(want) {
+			t.Errorf("f16 gpt-oss: tensor %s kind %d; want %d", tn.Name, tn.Kind, want)
 		}
 	}
 }

@@ -530,7 +530,10 @@ func modelContents(v *Vocab, o ModelOptions) (ggml.KV, []*ggml.Tensor) {
 	case "deepseek2":
 		return kv, append(ts, deepseek2Tensors(o, nv, matrix, norm)...)
 	case "gpt-oss":
-		return kv, append(ts, gptossTensors(o, nv, matrix, norm)...)
+		vector := func(name string, shape ...uint64) *ggml.Tensor {
+			return newTensor(name, shape, o.Seed, false, false)
+		}
+		return kv, append(ts, gptossTensors(o, nv, matrix, vector, norm)...)
 	}
 	for i := range o.Layers {
 		p := fmt.Sprintf("blk.%d.", i)
@@ -597,9 +600,10 @@ const gptossExperts, gptossExpertsUsed = 4, 2
 // gptossTensors are the output projection and the layers of a gpt-oss model as llama.cpp's and
 // Ollama's gpt-oss read them: attention with biases and one sink per head, then a router and
 // gptossExperts experts (gate, up, down, with biases) behind post_attention_norm. llama.cpp
-// requires output.weight (it does not tie it to token_embd). Biases are random like the
-// matrices.
-func gptossTensors(o ModelOptions, nv uint64, matrix func(string, ...uint64) *ggml.Tensor, norm func(string, uint64) *ggml.Tensor) []*ggml.Tensor {
+// requires output.weight (it does not tie it to token_embd). Biases and sinks (vector) are
+// random like the matrices but stay float32 with F16, as the norms do: ggml adds them to, and
+// softmaxes them with, float32 activations.
+func gptossTensors(o ModelOptions, nv uint64, matrix, vector func(string, ...uint64) *ggml.Tensor, norm func(string, uint64) *ggml.Tensor) []*ggml.Tensor {
 	h, q, k, ff, e := uint64(o.HiddenSize), uint64(o.Heads*o.HeadDim), uint64(o.KVHeads*o.HeadDim), uint64(o.FeedForward), uint64(gptossExperts)
 	ts := []*ggml.Tensor{matrix("output.weight", h, nv)}
 	for i := range o.Layers {
@@ -607,23 +611,23 @@ func gptossTensors(o ModelOptions, nv uint64, matrix func(string, ...uint64) *gg
 		ts = append(ts,
 			norm(p+"attn_norm.weight", h),
 			matrix(p+"attn_q.weight", h, q),
-			matrix(p+"attn_q.bias", q),
+			vector(p+"attn_q.bias", q),
 			matrix(p+"attn_k.weight", h, k),
-			matrix(p+"attn_k.bias", k),
+			vector(p+"attn_k.bias", k),
 			matrix(p+"attn_v.weight", h, k),
-			matrix(p+"attn_v.bias", k),
+			vector(p+"attn_v.bias", k),
 			matrix(p+"attn_output.weight", q, h),
-			matrix(p+"attn_output.bias", h),
-			matrix(p+"attn_sinks.weight", uint64(o.Heads)),
+			vector(p+"attn_output.bias", h),
+			vector(p+"attn_sinks.weight", uint64(o.Heads)),
 			norm(p+"post_attention_norm.weight", h),
 			matrix(p+"ffn_gate_inp.weight", h, e),
-			matrix(p+"ffn_gate_inp.bias", e),
+			vector(p+"ffn_gate_inp.bias", e),
 			matrix(p+"ffn_gate_exps.weight", h, ff, e),
-			matrix(p+"ffn_gate_exps.bias", ff, e),
+			vector(p+"ffn_gate_exps.bias", ff, e),
 			matrix(p+"ffn_up_exps.weight", h, ff, e),
-			matrix(p+"ffn_up_exps.bias", ff, e),
+			vector(p+"ffn_up_exps.bias", ff, e),
 			matrix(p+"ffn_down_exps.weight", ff, h, e),
-			matrix(p+"ffn_down_exps.bias", h, e),
+			vector(p+"ffn_down_exps.bias", h, e),
 		)
 	}
 	return ts
