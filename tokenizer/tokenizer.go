@@ -52,7 +52,9 @@ type Tokenizer struct {
 
 // Load reads the tokenizer of the qwen3 GGUF file at ggufPath (from [gguf.WriteModel] or any
 // Qwen3 GGUF). It fails, naming the file, when the file is not a GGUF, is not a qwen3 or qwen3moe
-// model, or has no vocabulary.
+// model, holds another tokenizer than Qwen3's (tokenizer.ggml.model other than gpt2, or a
+// tokenizer.ggml.pre other than qwen2: another family's synthetic model on the qwen3
+// architecture, [gguf.Family]), or has no vocabulary.
 func Load(ggufPath string) (*Tokenizer, error) {
 	f, err := os.Open(ggufPath)
 	if err != nil {
@@ -66,6 +68,9 @@ func Load(ggufPath string) (*Tokenizer, error) {
 	kv := g.KV()
 	if a := kv.Architecture(); a != "qwen3" && a != "qwen3moe" {
 		return nil, fmt.Errorf("load tokenizer from %s: architecture %q, want qwen3", ggufPath, a)
+	}
+	if m, pre := kv.String("tokenizer.ggml.model"), kv.String("tokenizer.ggml.pre"); m != "gpt2" || pre != "" && pre != "qwen2" {
+		return nil, fmt.Errorf("load tokenizer from %s: tokenizer.ggml.model %q, pre %q: not Qwen3's (gpt2, qwen2)", ggufPath, m, pre)
 	}
 	v := &ollamatok.Vocabulary{
 		Values: kv.Strings("tokenizer.ggml.tokens"),

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ollama/ollama/fs/ggml"
+
 	"lab/gguf"
 	"lab/internal/tinytokenizer"
 	"lab/localserver"
@@ -203,6 +205,29 @@ func TestLoadRejects(t *testing.T) {
 	os.WriteFile(p, []byte("not a gguf"), 0o644)
 	if _, err := Load(p); err == nil {
 		t.Error("Load(garbage) = nil error")
+	}
+	// Another family's model: refused by its architecture.
+	llama := filepath.Join(t.TempDir(), "llama.gguf")
+	if err := gguf.WriteModel(llama, tinytokenizer.Write(t, true), gguf.ModelOptions{HiddenSize: 4, Layers: 1, FeedForward: 4, Heads: 1, KVHeads: 1, HeadDim: 4, Family: gguf.Llama31}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(llama); err == nil || !strings.Contains(err.Error(), `"llama"`) {
+		t.Errorf("Load(a llama3.1 model) = %v; want an error naming its architecture", err)
+	}
+	// Another vocabulary on the qwen3 architecture: refused by its pre-tokenizer.
+	other := filepath.Join(t.TempDir(), "other.gguf")
+	f, err := os.Create(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := ggml.KV{"general.architecture": "qwen3", "tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre": "deepseek-v3",
+		"tokenizer.ggml.tokens": []string{"a"}, "tokenizer.ggml.token_type": []int32{1}, "tokenizer.ggml.merges": []string{}}
+	if err := ggml.WriteGGUF(f, kv, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := Load(other); err == nil || !strings.Contains(err.Error(), `"deepseek-v3"`) {
+		t.Errorf("Load(qwen3 architecture, deepseek-v3 pre-tokenizer) = %v; want an error naming the pre-tokenizer", err)
 	}
 }
 

