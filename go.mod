@@ -3,6 +3,7 @@ module lab
 go 1.26.0
 
 require (
+	github.com/ardanlabs/jinja v1.8.0
 	github.com/aymanbagabas/go-udiff v0.4.1
 	github.com/bmatcuk/doublestar/v4 v4.10.4
 	github.com/google/go-cmp v0.7.0

