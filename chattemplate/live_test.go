@@ -1,6 +1,7 @@
 package chattemplate
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"lab/backend/llamacpp"
+	"lab/backend/ollama"
 	"lab/chat"
 	"lab/gguf"
 	"lab/localserver"
@@ -21,8 +23,9 @@ import (
 // loopback port, sends every case as the lab's llamacpp backend builds it to /apply-template,
 // and checks that Render gives the same bytes (or fails where the server refused) and that
 // testdata holds the same answer; with -update it rewrites testdata/<family>/ instead (the
-// GGUF's template, its tokens, the answers). Skipped by -short and when the server or a
-// family's model is not in the cache.
+// GGUF's template, its tokens, the answers). With CHATTEMPLATE_REQUESTS naming a file that
+// lab run --save-requests wrote, every request in it is compared too (not recorded). Skipped by
+// -short and when the server or a family's model is not in the cache.
 func TestLlamaServerLive(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts a real llama-server per family")
@@ -86,6 +89,9 @@ func TestLlamaServerLive(t *testing.T) {
 				}
 				writeFile(t, filepath.Join(dir, "tokens.json"), b.String())
 			}
+			if path := os.Getenv("CHATTEMPLATE_REQUESTS"); path != "" {
+				compareSaved(ctx, t, client, tmpl, path)
+			}
 			for _, c := range cases {
 				req := c.requestFor(t)
 				want, serverErr := applyTemplate(ctx, t, client, req, c.noGenerationPrompt)
@@ -124,6 +130,49 @@ func TestLlamaServerLive(t *testing.T) {
 			}
 		})
 	}
+}
+
+// compareSaved renders every request of a --save-requests file (one JSON object a line, the
+// Ollama-shaped request in "body") with tmpl and on the server, and reports each difference.
+func compareSaved(ctx context.Context, t *testing.T, client *llamacpp.Client, tmpl *Template, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	same, refused, n := 0, 0, 0
+	for line := 1; sc.Scan(); line++ {
+		var rec struct {
+			Body json.RawMessage `json:"body"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			t.Fatalf("%s:%d: %v", path, line, err)
+		}
+		req, err := ollama.DecodeChatRequest(rec.Body)
+		if err != nil {
+			t.Fatalf("%s:%d: %v", path, line, err)
+		}
+		n++
+		want, serverErr := applyTemplate(ctx, t, client, req, false)
+		got, err := tmpl.Render(req, Options{})
+		switch {
+		case serverErr != "" && err != nil:
+			refused++
+		case serverErr != "" || err != nil:
+			t.Errorf("%s:%d: llama-server error %q, Render error %v", path, line, serverErr, err)
+		case got != want:
+			t.Errorf("%s:%d: %s", path, line, firstDiff(got, want))
+		default:
+			same++
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %d requests, %d identical, %d refused by both", path, n, same, refused)
 }
 
 // applyTemplate is the server's rendering of req as the llamacpp backend sends it, or the
