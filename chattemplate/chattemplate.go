@@ -3,9 +3,13 @@
 // POST /apply-template answers for the same request, byte for byte.
 //
 // The Jinja engine is github.com/ardanlabs/jinja, a pure-Go engine written for GGUF chat
-// templates. On the lab's midnight scenario (48 requests with tools, tool calls and reasoning)
-// its output equals the cached llama-server's (llama.cpp's own common/jinja engine) for all
-// five synthetic families; the recorded outputs in testdata keep that checked.
+// templates. On every request of every scenario and arm (5,083, with tools, tool calls,
+// tool results and reasoning) its output equals the cached llama-server's (llama.cpp's own
+// Jinja engine) for all five synthetic families; the recorded outputs in testdata keep that
+// checked. Two differences are known, both in tojson, so both reach only a template that
+// serialises tools or arguments with it (Qwen3's): a float whose value is an integer is written
+// as an integer ("minimum": 0.0 becomes 0, llama.cpp keeps 0.0), and U+2028 and U+2029 are
+// escaped (llama.cpp writes them raw).
 //
 // What llama-server does around the engine, and this package with it:
 //   - the messages are those the lab's llamacpp backend sends (role, content, reasoning_content,
