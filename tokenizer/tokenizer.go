@@ -404,28 +404,43 @@ const hugePiece = 1 << 20
 // Ollama's BytePairEncoding.Encode holds a text's every pre-tokenizer split at once (the text
 // as runes, 4 bytes a byte, each split as a string, and the regular expression's matches), over
 // 10 bytes live per byte of text; a chunk bounds that to about a megabyte whatever the text's
-// length. The ids are the same (see safeCut).
+// length. The ids are the same (see safeCut). The byte-level families tokenized as llama.cpp
+// does are cut the same way (safeCutLlama: their pre-tokenizer holds each code point in several
+// copies and each word as a string);
+// a SentencePiece text (Gemma 3's, already cut at every line feed, a token of its own) is not.
 const chunkBytes = 64 << 10
 
-// encodeChunks tokenizes text, which holds no special token, with Ollama's tokenizer in chunks
-// of at least size bytes cut where safeCut allows; a text with no safe cut past size is
+// encodeChunks tokenizes text, which holds no special token, with Ollama's tokenizer (or, for
+// another family than Qwen3, llama.cpp's) in chunks of at least size bytes cut where safeCut
+// (safeCutLlama) allows; a text with no safe cut past size, or a SentencePiece text, is
 // tokenized whole. The ids are exactly those of one call on the whole text.
 func (t *Tokenizer) encodeChunks(text string, size int) ([]int32, error) {
-	if t.lv != nil {
+	if t.lv != nil && (t.lv.spm || len(text) <= size) {
+		// A SentencePiece text is merged whole: no place in it is safe to cut at.
 		return t.lv.encode(text, nil)
 	}
 	if len(text) <= size {
 		return t.bpe.Encode(text, false)
 	}
+	cut := safeCut
+	if t.lv != nil {
+		cut = safeCutLlama
+	}
 	var ids []int32
 	for len(text) > 0 {
 		end := len(text)
 		if len(text) > size {
-			if e := safeCut(text, size); e > 0 {
+			if e := cut(text, size); e > 0 {
 				end = e
 			}
 		}
-		got, err := t.bpe.Encode(text[:end], false)
+		var got []int32
+		var err error
+		if t.lv != nil {
+			got, err = t.lv.encode(text[:end], nil)
+		} else {
+			got, err = t.bpe.Encode(text[:end], false)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -433,6 +448,25 @@ func (t *Tokenizer) encodeChunks(text string, size int) ([]int32, error) {
 		text = text[end:]
 	}
 	return ids, nil
+}
+
+// safeCutLlama is [safeCut] for the byte-level pre-tokenizers of llama.cpp's families
+// (preTokenizerExprs: DeepSeek V3's, Llama 3's, gpt-4o's): the first byte offset e >= from (and
+// > 0) right after a line feed followed by an ASCII letter, or -1. No expression matches a line
+// feed followed by a letter: the letter runs' optional first character excludes \r and \n
+// (DeepSeek's punctuation-then-letters alternative takes no line feed either), the
+// punctuation runs take line feeds after them (and, for gpt-4o, '/') but no letter, and the
+// white space ending in that line feed is matched by `\s*[\r\n]+`, which comes before the
+// only lookahead, `\s+(?!\S)`; digits and CJK runs (DeepSeek's first two expressions) hold
+// neither. So every expression splits there, on the collapsed text too (ASCII stays as it is),
+// and the two sides split as they do in the whole text.
+func safeCutLlama(text string, from int) int {
+	for e := max(from, 1); e < len(text); e++ {
+		if text[e-1] == '\n' && asciiLetter(text[e]) {
+			return e
+		}
+	}
+	return -1
 }
 
 // safeCut returns the first byte offset e >= from (and > 0) at which the qwen3 pre-tokenizer
