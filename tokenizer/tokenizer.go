@@ -406,8 +406,8 @@ const hugePiece = 1 << 20
 // 10 bytes live per byte of text; a chunk bounds that to about a megabyte whatever the text's
 // length. The ids are the same (see safeCut). The byte-level families tokenized as llama.cpp
 // does are cut the same way (safeCutLlama: their pre-tokenizer holds each code point in several
-// copies and each word as a string);
-// a SentencePiece text (Gemma 3's, already cut at every line feed, a token of its own) is not.
+// copies and each word as a string); a SentencePiece text (Gemma 3's, already cut at every line
+// feed, a token of its own) is not.
 const chunkBytes = 64 << 10
 
 // encodeChunks tokenizes text, which holds no special token, with Ollama's tokenizer (or, for
