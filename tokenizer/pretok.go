@@ -10,8 +10,9 @@ import (
 )
 
 // preTokenizer splits a text (holding no special token) into the words a byte-level BPE
-// tokenizes one by one, as llama.cpp's unicode_regex_split does (src/unicode.cpp, the llama.cpp
-// vendored by Ollama v0.17.4, the same code as llama-server b11669's): each of its regular
+// tokenizes one by one, as llama.cpp's unicode_regex_split does (src/unicode.cpp as Ollama
+// v0.17.4 vendors it, with the one change of llama-server b11669's that the lab's tests found,
+// see collapsedClasses): each of its regular
 // expressions in turn splits every piece the previous one left (matches and the gaps between
 // them both become pieces), on a "collapsed" copy of the text where every code point of 128
 // and above stands for its class — white space, a letter, a number, punctuation, a mark, a
