@@ -17,9 +17,9 @@ import (
 // them both become pieces), on a "collapsed" copy of the text where every code point of 128
 // and above stands for its class — white space, a letter, a number, punctuation, a mark, a
 // symbol, or other — and each \p{...} of the expression for the class's stand-in and its ASCII
-// members. Splitting the collapsed text is what makes llama.cpp's counts differ from Hugging
-// Face's in a few places (gpt-4o's expression has no \p{M}, so a Devanagari vowel sign ends a
-// word); this type reproduces them.
+// members. The expressions as llama.cpp rewrites them make its counts differ from Hugging
+// Face's in a few places (gpt-4o's has no \p{M}, so a Devanagari vowel sign ends a word); this
+// type reproduces llama.cpp's.
 type preTokenizer struct {
 	steps []preStep
 	// collapse is whether any step needs the collapsed text.
