@@ -6,6 +6,7 @@ require (
 	github.com/ardanlabs/jinja v1.8.0
 	github.com/aymanbagabas/go-udiff v0.4.1
 	github.com/bmatcuk/doublestar/v4 v4.10.4
+	github.com/dlclark/regexp2 v1.11.4
 	github.com/google/go-cmp v0.7.0
 	github.com/ollama/ollama v0.17.4
 	github.com/parquet-go/parquet-go v0.32.0
@@ -30,7 +31,6 @@ require (
 	github.com/andybalholm/brotli v1.1.1 // indirect
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
 	github.com/buger/jsonparser v1.1.1 // indirect
-	github.com/dlclark/regexp2 v1.11.4 // indirect
 	github.com/emirpasic/gods/v2 v2.0.0-alpha // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/google/uuid v1.6.0 // indirect

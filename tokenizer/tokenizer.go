@@ -1,8 +1,22 @@
-// Package tokenizer counts tokens exactly as a served Qwen3 model does: [Load] builds a
-// [Tokenizer] from a GGUF file's tokenizer.ggml.* keys (the synthetic model's, or any Qwen3
-// GGUF), [LoadJSON] the same one from the tokenizer.json and tokenizer_config.json the synthetic
-// model is written from. Both use Ollama's byte-pair encoder (github.com/ollama/ollama/tokenizer,
-// v0.17.4) with the qwen3 pre-tokenizer, so a count here is the count the server's prefill sees.
+// Package tokenizer counts tokens exactly as a served model does, for each of the lab's model
+// families (lab/gguf.Family): [Load] builds a [Tokenizer] from a GGUF file's tokenizer.ggml.*
+// keys (a synthetic model's, or any GGUF of those families), [LoadFamilyJSON] (and [LoadJSON]
+// for Qwen3) the same one from the tokenizer.json and tokenizer_config.json the synthetic model
+// is written from.
+//
+// Qwen3 is counted with Ollama's byte-pair encoder (github.com/ollama/ollama/tokenizer, v0.17.4)
+// and the qwen3 pre-tokenizer, so a count is the count Ollama's prefill sees (llama-server's
+// differs on a few texts, such as a code fence before a blank line: 0.05 to 0.1 % of the lab's
+// markdown files, measured).
+//
+// The other families — DeepSeek V3, Gemma 3, Llama 3.1, gpt-oss — are counted as llama.cpp's
+// tokenizer (src/llama-vocab.cpp and src/unicode.cpp, llama-server b11669) counts them: a
+// byte-level BPE with the family's pre-tokenizer (DeepSeek V3's three expressions, Llama 3's,
+// gpt-4o's), ignore_merges where llama.cpp sets it (Llama 3), or a SentencePiece vocabulary
+// merged by score with byte fallback (Gemma 3); llama-server's /tokenize gives the same ids on
+// the lab's sample texts and files. Ollama counts some of them otherwise (its DeepSeek V3 and
+// Gemma 3 tokenizers have bugs of their own: see the family findings), so for those families a
+// count here is llama-server's, not Ollama's.
 package tokenizer
 
 import (
@@ -24,16 +38,23 @@ const qwen3Pretokenizer = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+
 // emptied and refilled.
 const memoLimit = 64 << 20
 
-// Tokenizer counts tokens exactly as a served qwen3 model does: it is built from the GGUF file's
-// own tokenizer.ggml.* keys with Ollama's tokenizer package and the qwen3 pre-tokenizer, and adds
-// a beginning/end-of-sequence token only where the file says to (the synthetic model adds none).
+// Tokenizer counts tokens exactly as a served model does: a Qwen3 model as Ollama does (built
+// from the GGUF file's own tokenizer.ggml.* keys with Ollama's tokenizer package and the qwen3
+// pre-tokenizer; special tokens cut out in id order, as Ollama does), any other family as
+// llama-server does (llama.cpp's tokenizer over the same keys; special tokens — control,
+// user-defined and unknown — cut out longest first). It adds a beginning/end-of-sequence token
+// only where the file says to (tokenizer.ggml.add_bos_token: the synthetic Qwen3 and gpt-oss
+// models add none, DeepSeek V3, Gemma 3 and Llama 3.1 add BOS, as llama-server does to a
+// prompt rendered by their chat templates).
 //
 // Encode memoises: text is split at special tokens (where the pre-tokenizer splits anyway) and
 // each piece between them is tokenized once, so a long conversation costs only its new messages.
 // A Tokenizer is safe for concurrent use.
 type Tokenizer struct {
-	bpe      ollamatok.BytePairEncoding
-	specials []string // control and user-defined tokens, in id order
+	bpe ollamatok.BytePairEncoding
+	// lv, when not nil, tokenizes instead of bpe, as llama.cpp does (every family but Qwen3).
+	lv       *llamaVocab
+	specials []string // control and user-defined tokens, in id order (for lv: see newLlamaTokenizer)
 	// scanSafe caches scanOK's answer, computed once.
 	scanOnce sync.Once
 	scanSafe bool
@@ -50,11 +71,16 @@ type Tokenizer struct {
 	hugeIDs  []int32
 }
 
-// Load reads the tokenizer of the qwen3 GGUF file at ggufPath (from [gguf.WriteModel] or any
-// Qwen3 GGUF). It fails, naming the file, when the file is not a GGUF, is not a qwen3 or qwen3moe
-// model, holds another tokenizer than Qwen3's (tokenizer.ggml.model other than gpt2, or a
-// tokenizer.ggml.pre other than qwen2: another family's synthetic model on the qwen3
-// architecture, [gguf.Family]), or has no vocabulary.
+// Load reads the tokenizer of the GGUF file at ggufPath (from [gguf.WriteModel] or any GGUF of
+// the same families). A Qwen3 file (architecture qwen3 or qwen3moe, tokenizer.ggml.model gpt2,
+// pre qwen2) gets Ollama's byte-pair encoder with the qwen3 pre-tokenizer, as before families
+// existed; any other file llama.cpp's tokenizer as llama-server runs it (see [Tokenizer]): a
+// byte-level BPE (model gpt2) with pre deepseek-v3, llama-bpe (llama3, llama-v3) or gpt-4o
+// (llama4), or a SentencePiece vocabulary with scores (model llama: Gemma 3's). It fails,
+// naming the file, when the file is not a GGUF, holds Qwen's pre-tokenizer on another
+// architecture than qwen3 or another pre-tokenizer on the qwen3 architecture (Ollama's qwen3
+// engine would split it with Qwen's regex: another family's vocabulary, see [gguf.Family]),
+// names a model or pre-tokenizer the lab does not reproduce, or has no vocabulary.
 func Load(ggufPath string) (*Tokenizer, error) {
 	f, err := os.Open(ggufPath)
 	if err != nil {
@@ -66,15 +92,39 @@ func Load(ggufPath string) (*Tokenizer, error) {
 		return nil, fmt.Errorf("load tokenizer from %s: %w", ggufPath, err)
 	}
 	kv := g.KV()
-	if a := kv.Architecture(); a != "qwen3" && a != "qwen3moe" {
-		return nil, fmt.Errorf("load tokenizer from %s: architecture %q, want qwen3", ggufPath, a)
+	m, pre := kv.String("tokenizer.ggml.model"), kv.String("tokenizer.ggml.pre")
+	qwenArch := kv.Architecture() == "qwen3" || kv.Architecture() == "qwen3moe"
+	qwenVocab := m == "gpt2" && (pre == "" || pre == "qwen2")
+	switch {
+	case qwenVocab && !qwenArch:
+		return nil, fmt.Errorf("load tokenizer from %s: architecture %q, want qwen3 for Qwen3's tokenizer (gpt2, qwen2)", ggufPath, kv.Architecture())
+	case qwenArch && !qwenVocab:
+		return nil, fmt.Errorf("load tokenizer from %s: tokenizer.ggml.model %q, pre %q on the qwen3 architecture: not Qwen3's (gpt2, qwen2)", ggufPath, m, pre)
 	}
-	if m, pre := kv.String("tokenizer.ggml.model"), kv.String("tokenizer.ggml.pre"); m != "gpt2" || pre != "" && pre != "qwen2" {
-		return nil, fmt.Errorf("load tokenizer from %s: tokenizer.ggml.model %q, pre %q: not Qwen3's (gpt2, qwen2)", ggufPath, m, pre)
+	tokens, types := kv.Strings("tokenizer.ggml.tokens"), kv.Ints("tokenizer.ggml.token_type")
+	if len(tokens) == 0 || len(types) != len(tokens) {
+		return nil, fmt.Errorf("load tokenizer from %s: %d tokens with %d types", ggufPath, len(tokens), len(types))
+	}
+	if !qwenVocab {
+		var scores []float32
+		if m == "llama" {
+			if scores = kv.Floats("tokenizer.ggml.scores"); len(scores) != len(tokens) {
+				return nil, fmt.Errorf("load tokenizer from %s: %d tokens with %d scores", ggufPath, len(tokens), len(scores))
+			}
+		}
+		t, err := newLlamaTokenizer(llamaSpec{
+			model: m, pre: pre, tokens: tokens, types: types, merges: kv.Strings("tokenizer.ggml.merges"), scores: scores,
+			addBOS: kv.Bool("tokenizer.ggml.add_bos_token", true), addEOS: kv.Bool("tokenizer.ggml.add_eos_token", false),
+			bos: int32(kv.Uint("tokenizer.ggml.bos_token_id")), eos: int32(kv.Uint("tokenizer.ggml.eos_token_id")),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("load tokenizer from %s: %w", ggufPath, err)
+		}
+		return t, nil
 	}
 	v := &ollamatok.Vocabulary{
-		Values: kv.Strings("tokenizer.ggml.tokens"),
-		Types:  kv.Ints("tokenizer.ggml.token_type"),
+		Values: tokens,
+		Types:  types,
 		Merges: kv.Strings("tokenizer.ggml.merges"),
 		AddBOS: kv.Bool("tokenizer.ggml.add_bos_token", true),
 		BOS:    []int32{int32(kv.Uint("tokenizer.ggml.bos_token_id"))},
@@ -84,10 +134,68 @@ func Load(ggufPath string) (*Tokenizer, error) {
 			kv.Ints("tokenizer.ggml.eos_token_ids")...,
 		),
 	}
-	if len(v.Values) == 0 || len(v.Types) != len(v.Values) {
-		return nil, fmt.Errorf("load tokenizer from %s: %d tokens with %d types", ggufPath, len(v.Values), len(v.Types))
-	}
 	return newTokenizer(v), nil
+}
+
+// llamaSpec is what a tokenizer run as llama.cpp's is built from: a GGUF file's
+// tokenizer.ggml.* keys.
+type llamaSpec struct {
+	model, pre     string
+	tokens         []string
+	types          []int32
+	merges         []string
+	scores         []float32
+	addBOS, addEOS bool
+	bos, eos       int32
+}
+
+// newLlamaTokenizer builds a tokenizer that counts as llama.cpp's: its special tokens (control,
+// user-defined and unknown) are cut out longest first, as llama_vocab's
+// tokenizer_st_partition does, and the text between them is tokenized by a [llamaVocab].
+func newLlamaTokenizer(s llamaSpec) (*Tokenizer, error) {
+	if n := int32(len(s.tokens)); s.bos < 0 || s.bos >= n || s.eos < 0 || s.eos >= n {
+		return nil, fmt.Errorf("bos_token_id %d or eos_token_id %d out of range (%d tokens)", s.bos, s.eos, n)
+	}
+	t := &Tokenizer{addBOS: s.addBOS, addEOS: s.addEOS, bos: s.bos, eos: s.eos, memo: map[string][]int32{}}
+	switch s.model {
+	case "gpt2":
+		pt, err := newPreTokenizer(s.pre)
+		if err != nil {
+			return nil, err
+		}
+		if len(s.merges) == 0 {
+			return nil, fmt.Errorf("a byte-level BPE vocabulary with no merges")
+		}
+		t.lv = newLlamaVocab(s.tokens, s.types, s.merges, nil)
+		t.lv.pre = pt
+		if a, ok := preAliases[s.pre]; ok {
+			s.pre = a
+		}
+		t.lv.ignoreMerges = ignoreMergesPre[s.pre]
+	case "llama":
+		t.lv = newLlamaVocab(s.tokens, s.types, nil, s.scores)
+	default:
+		return nil, fmt.Errorf("tokenizer.ggml.model %q is not one the lab reproduces (gpt2, llama)", s.model)
+	}
+	for i, typ := range s.types {
+		if typ == tokenTypeControl || typ == tokenTypeUserDefined || typ == tokenTypeUnknown {
+			t.specials = append(t.specials, s.tokens[i])
+			t.ids = append(t.ids, int32(i))
+		}
+	}
+	// Longest first; of two as long, the lower id first (llama.cpp's std::sort leaves their order
+	// unspecified: two of one length cut apart only where they overlap).
+	order := make([]int, len(t.specials))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return len(t.specials[b]) - len(t.specials[a]) })
+	specials, ids := make([]string, len(order)), make([]int32, len(order))
+	for i, j := range order {
+		specials[i], ids[i] = t.specials[j], t.ids[j]
+	}
+	t.specials, t.ids = specials, ids
+	return t, nil
 }
 
 // newTokenizer builds the memoising tokenizer over a vocabulary with the qwen3 pre-tokenizer;
@@ -129,6 +237,9 @@ func (t *Tokenizer) split(text string) []piece {
 // scanOK reports whether the one-pass scan finds the same pieces as splitting in id order: when
 // every special token starts with '<' and none holds another (true of Qwen3's 26).
 func (t *Tokenizer) scanOK() bool {
+	if t.lv != nil {
+		return false // llama.cpp's order, longest first: splitInOrder
+	}
 	t.scanOnce.Do(func() {
 		t.scanSafe = true
 		for i, a := range t.specials {
@@ -295,25 +406,43 @@ const hugePiece = 1 << 20
 // Ollama's BytePairEncoding.Encode holds a text's every pre-tokenizer split at once (the text
 // as runes, 4 bytes a byte, each split as a string, and the regular expression's matches), over
 // 10 bytes live per byte of text; a chunk bounds that to about a megabyte whatever the text's
-// length. The ids are the same (see safeCut).
+// length. The ids are the same (see safeCut). The byte-level families tokenized as llama.cpp
+// does are cut the same way (safeCutLlama: their pre-tokenizer holds each code point in several
+// copies and each word as a string); a SentencePiece text (Gemma 3's, already cut at every line
+// feed, a token of its own) is not.
 const chunkBytes = 64 << 10
 
-// encodeChunks tokenizes text, which holds no special token, with Ollama's tokenizer in chunks
-// of at least size bytes cut where safeCut allows; a text with no safe cut past size is
+// encodeChunks tokenizes text, which holds no special token, with Ollama's tokenizer (or, for
+// another family than Qwen3, llama.cpp's) in chunks of at least size bytes cut where safeCut
+// (safeCutLlama) allows; a text with no safe cut past size, or a SentencePiece text, is
 // tokenized whole. The ids are exactly those of one call on the whole text.
 func (t *Tokenizer) encodeChunks(text string, size int) ([]int32, error) {
+	if t.lv != nil && (t.lv.spm || len(text) <= size) {
+		// A SentencePiece text is merged whole: no place in it is safe to cut at.
+		return t.lv.encode(text, nil)
+	}
 	if len(text) <= size {
 		return t.bpe.Encode(text, false)
+	}
+	cut := safeCut
+	if t.lv != nil {
+		cut = safeCutLlama
 	}
 	var ids []int32
 	for len(text) > 0 {
 		end := len(text)
 		if len(text) > size {
-			if e := safeCut(text, size); e > 0 {
+			if e := cut(text, size); e > 0 {
 				end = e
 			}
 		}
-		got, err := t.bpe.Encode(text[:end], false)
+		var got []int32
+		var err error
+		if t.lv != nil {
+			got, err = t.lv.encode(text[:end], nil)
+		} else {
+			got, err = t.bpe.Encode(text[:end], false)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -321,6 +450,25 @@ func (t *Tokenizer) encodeChunks(text string, size int) ([]int32, error) {
 		text = text[end:]
 	}
 	return ids, nil
+}
+
+// safeCutLlama is [safeCut] for the byte-level pre-tokenizers of llama.cpp's families
+// (preTokenizerExprs: DeepSeek V3's, Llama 3's, gpt-4o's): the first byte offset e >= from (and
+// > 0) right after a line feed followed by an ASCII letter, or -1. No expression matches a line
+// feed followed by a letter: the letter runs' optional first character excludes \r and \n
+// (DeepSeek's punctuation-then-letters alternative takes no line feed either), the
+// punctuation runs take line feeds after them (and, for gpt-4o, '/') but no letter, and the
+// white space ending in that line feed is matched by `\s*[\r\n]+`, which comes before the
+// only lookahead, `\s+(?!\S)`; digits and CJK runs (DeepSeek's first two expressions) hold
+// neither. So every expression splits there, on the collapsed text too (ASCII stays as it is),
+// and the two sides split as they do in the whole text.
+func safeCutLlama(text string, from int) int {
+	for e := max(from, 1); e < len(text); e++ {
+		if text[e-1] == '\n' && asciiLetter(text[e]) {
+			return e
+		}
+	}
+	return -1
 }
 
 // safeCut returns the first byte offset e >= from (and > 0) at which the qwen3 pre-tokenizer
@@ -356,11 +504,34 @@ func asciiLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 
 // encodeWhole tokenizes text in one call of Ollama's tokenizer, as the runner does, without the
 // memo (for tests).
 func (t *Tokenizer) encodeWhole(text string) ([]int32, error) {
-	return t.bpe.Encode(text, true)
+	if t.lv == nil {
+		return t.bpe.Encode(text, true)
+	}
+	var ids []int32
+	if t.addBOS {
+		ids = append(ids, t.bos)
+	}
+	for _, p := range t.splitInOrder(text) {
+		if p.id >= 0 {
+			ids = append(ids, p.id)
+			continue
+		}
+		var err error
+		if ids, err = t.lv.encode(p.text, ids); err != nil {
+			return nil, err
+		}
+	}
+	if t.addEOS {
+		ids = append(ids, t.eos)
+	}
+	return ids, nil
 }
 
 // Decode returns the text of ids.
 func (t *Tokenizer) Decode(ids []int32) (string, error) {
+	if t.lv != nil {
+		return t.lv.decode(ids)
+	}
 	n := int32(len(t.bpe.Vocabulary().Values))
 	for _, id := range ids {
 		if id < 0 || id >= n {

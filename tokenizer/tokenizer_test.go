@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -206,28 +207,116 @@ func TestLoadRejects(t *testing.T) {
 	if _, err := Load(p); err == nil {
 		t.Error("Load(garbage) = nil error")
 	}
-	// Another family's model: refused by its architecture.
-	llama := filepath.Join(t.TempDir(), "llama.gguf")
-	if err := gguf.WriteModel(llama, tinytokenizer.Write(t, true), gguf.ModelOptions{HiddenSize: 4, Layers: 1, FeedForward: 4, Heads: 1, KVHeads: 1, HeadDim: 4, Family: gguf.Llama31}); err != nil {
+	// Qwen3's vocabulary on another architecture, another vocabulary on the qwen3 architecture,
+	// a pre-tokenizer or model the lab does not reproduce: refused, naming what is wrong.
+	for _, tc := range []struct {
+		arch, model, pre, want string
+	}{
+		{"llama", "gpt2", "qwen2", `"llama"`},
+		{"qwen3", "gpt2", "deepseek-v3", `"deepseek-v3"`},
+		{"llama", "gpt2", "falcon", `"falcon"`},
+		{"bert", "bert", "", `"bert"`},
+	} {
+		p := filepath.Join(t.TempDir(), "other.gguf")
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kv := ggml.KV{"general.architecture": tc.arch, "tokenizer.ggml.model": tc.model, "tokenizer.ggml.pre": tc.pre,
+			"tokenizer.ggml.tokens": []string{"a", "b", "ab"}, "tokenizer.ggml.token_type": []int32{1, 1, 1}, "tokenizer.ggml.merges": []string{"a b"}}
+		if err := ggml.WriteGGUF(f, kv, nil); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		if _, err := Load(p); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), p) {
+			t.Errorf("Load(architecture %s, model %s, pre %s) = %v; want an error naming %s and the file", tc.arch, tc.model, tc.pre, err, tc.want)
+		}
+	}
+}
+
+// A llama3.1 model of the tiny vocabulary counts as llama.cpp does: BOS first (add_bos_token;
+// the tiny vocabulary's BOS is its padding token, <|endoftext|>), a word that is a token taken
+// whole (ignore_merges), " hi" as Ġ + hi.
+func TestLoadLlamaTiny(t *testing.T) {
+	t.Parallel()
+	tok := tinytokenizer.Write(t, true)
+	p := filepath.Join(t.TempDir(), "llama.gguf")
+	if err := gguf.WriteModel(p, tok, gguf.ModelOptions{HiddenSize: 4, Layers: 1, FeedForward: 4, Heads: 1, KVHeads: 1, HeadDim: 4, Family: gguf.Llama31}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Load(llama); err == nil || !strings.Contains(err.Error(), `"llama"`) {
-		t.Errorf("Load(a llama3.1 model) = %v; want an error naming its architecture", err)
-	}
-	// Another vocabulary on the qwen3 architecture: refused by its pre-tokenizer.
-	other := filepath.Join(t.TempDir(), "other.gguf")
-	f, err := os.Create(other)
+	tk, err := Load(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv := ggml.KV{"general.architecture": "qwen3", "tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre": "deepseek-v3",
-		"tokenizer.ggml.tokens": []string{"a"}, "tokenizer.ggml.token_type": []int32{1}, "tokenizer.ggml.merges": []string{}}
+	j, err := LoadFamilyJSON(tok, gguf.Llama31)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const text = "<|im_start|>ab hi\n<think>"
+	want := []int32{8, 9, 2, 3, 7, 4, 11}
+	for name, tk := range map[string]*Tokenizer{"Load": tk, "LoadFamilyJSON": j} {
+		if got := mustEncode(t, tk, text); !slices.Equal(got, want) {
+			t.Errorf("%s: Encode(%q) = %v; want %v", name, text, got, want)
+		}
+		if got, err := tk.encodeWhole(text); err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s: encodeWhole(%q) = %v, %v; want %v", name, text, got, err, want)
+		}
+	}
+	// Concurrent use: the memo, the pre-tokenizer's expressions.
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 50 {
+				s := fmt.Sprintf("%s%s<|im_end|>", strings.Repeat("ab hi ", (i+g)%5), strings.Repeat("\n", i%3))
+				a, errA := tk.Encode(s)
+				b, errB := j.Encode(s)
+				if errA != nil || errB != nil || !slices.Equal(a, b) || len(a) == 0 || a[0] != 8 {
+					t.Errorf("Encode(%q): %v (%v) and %v (%v); want the same, BOS first", s, a, errA, b, errB)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if s, err := tk.Decode(want); err != nil || s != "<|endoftext|>"+text {
+		t.Errorf("Decode = %q, %v", s, err)
+	}
+	if _, err := tk.Decode([]int32{12}); err == nil {
+		t.Error("Decode(an id out of range) = nil error")
+	}
+}
+
+// A SentencePiece vocabulary (tokenizer.ggml.model llama, Gemma 3's kind) counts as llama.cpp
+// does: special tokens cut out longest first ("\n\n" before "\n", whatever their ids), spaces
+// written as ▁, the highest-scoring pair merged first, and what forms no token as byte tokens.
+func TestLoadSentencePiece(t *testing.T) {
+	t.Parallel()
+	p := filepath.Join(t.TempDir(), "spm.gguf")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := []string{"<pad>", "<bos>", "<unk>", "▁", "a", "b", "ab", "▁ab", "\n", "\n\n", "<0x41>", "<0xC3>", "<0xA9>", "b▁"}
+	types := []int32{3, 3, 2, 1, 1, 1, 1, 1, 4, 4, 6, 6, 6, 1}
+	// "b▁" scores below "ab" and "▁ab": "ab ab" is ab + ▁ab, not a + b▁ + ab.
+	scores := []float32{0, 0, 0, -10, -10, -10, -1, -2, -10, -10, -10, -10, -10, -3}
+	kv := ggml.KV{"general.architecture": "gemma3", "tokenizer.ggml.model": "llama", "tokenizer.ggml.tokens": tokens,
+		"tokenizer.ggml.token_type": types, "tokenizer.ggml.scores": scores, "tokenizer.ggml.bos_token_id": uint32(1),
+		"tokenizer.ggml.eos_token_id": uint32(0), "tokenizer.ggml.add_bos_token": true, "tokenizer.ggml.add_space_prefix": false}
 	if err := ggml.WriteGGUF(f, kv, nil); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
-	if _, err := Load(other); err == nil || !strings.Contains(err.Error(), `"deepseek-v3"`) {
-		t.Errorf("Load(qwen3 architecture, deepseek-v3 pre-tokenizer) = %v; want an error naming the pre-tokenizer", err)
+	tk, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const text = "ab ab\n\n\nAé"
+	want := []int32{1, 6, 7, 9, 8, 10, 11, 12}
+	if got := mustEncode(t, tk, text); !slices.Equal(got, want) {
+		t.Errorf("Encode(%q) = %v; want %v", text, got, want)
+	}
+	if s, err := tk.Decode(want); err != nil || s != "<bos>"+text {
+		t.Errorf("Decode = %q, %v", s, err)
 	}
 }
 
