@@ -299,6 +299,12 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 			if o.GGUF != "" {
 				b.gguf = o.GGUF
 			}
+			if fam := o.Model.Family; otherFamily(fam) {
+				// Another family's synthetic model (lab run --family): llama-server renders its
+				// GGUF's own template and counts with its own tokenizer (/tokenize), so the expected
+				// cached tokens are the family's.
+				b.settings[settingFamily], b.settings[settingChatTemplate] = string(fam), localserver.LlamaChatTemplateOf(fam)
+			}
 		}
 		if !started && loopback(ro.BaseURL) {
 			// One run at a time on a llama-server, as on the lab's own: the lock is the address's.
