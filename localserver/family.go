@@ -18,6 +18,11 @@ type OllamaChat struct {
 	// Template says what renders the prompt: the built-in renderer, or the detected Go template
 	// (a stand-in for the family's own Jinja template where it is not the same format).
 	Template string
+	// NoSessions, when not "", says why the lab's sessions cannot be measured on the model in
+	// Ollama v0.17.4 (it can still be registered and served): a detected Go template without
+	// tools (Ollama refuses every request that offers tools, HTTP 400 "does not support
+	// tools"), or a tokenizer that repeats text.
+	NoSessions string
 }
 
 // ChatTemplateOllamaTemplate is Ollama v0.17.4's template of a model for which it detects none
@@ -31,10 +36,13 @@ const ChatTemplateOllamaTemplate = "{{ .Prompt }}"
 //   - deepseek-v3: the built-in deepseek3.1 renderer and deepseek3 parser: DeepSeek V3.1's format
 //     (a `</think>` after `<｜Assistant｜>`, its own tool block), a stand-in for the V3 template
 //     the GGUF holds, which Ollama detects no Go template for (the prompt would be the last
-//     message alone).
-//   - gemma3: no renderer; the gemma3-instruct Go template Ollama detects.
+//     message alone). Its sessions cannot be measured: Ollama's tokenizer repeats text.
+//   - gemma3: no renderer; the gemma3-instruct Go template Ollama detects (no tools).
 //   - llama3.1: no renderer; the llama3-instruct Go template Ollama detects (Llama 3's, as the
-//     GGUF's).
+//     GGUF's; no tools).
+//
+// Gemma 3's and Llama 3.1's sessions cannot be measured either ([OllamaChat].NoSessions): the
+// lab's sessions offer tools.
 //
 // gpt-oss is an error: its GGUF has no chat template, Ollama detects none and its harmony path
 // needs one, so the prompt would be the last message alone.
@@ -44,11 +52,13 @@ func OllamaChatOf(f gguf.Family) (OllamaChat, error) {
 		return OllamaChat{Renderer: modelRenderer, Parser: modelParser, Template: "Ollama's built-in qwen3.5 renderer"}, nil
 	case gguf.DeepSeekV3:
 		return OllamaChat{Renderer: "deepseek3.1", Parser: "deepseek3",
-			Template: "Ollama's built-in deepseek3.1 renderer (DeepSeek V3.1's format, a stand-in for the GGUF's V3 template)"}, nil
+			Template: "Ollama's built-in deepseek3.1 renderer (DeepSeek V3.1's format, a stand-in for the GGUF's V3 template)",
+			NoSessions: "Ollama's byte-pair encoder repeats text with DeepSeek V3's three-pattern pre-tokenizer (tokenizer/bytepairencoding.go split): " +
+				"midnight's second request, 7,706 characters, became 92,523 tokens, cut to num_ctx"}, nil
 	case gguf.Gemma3:
-		return OllamaChat{Template: "Ollama's gemma3-instruct Go template, detected from the GGUF's"}, nil
+		return OllamaChat{Template: "Ollama's gemma3-instruct Go template, detected from the GGUF's", NoSessions: "its template has no tools, and Ollama refuses every request that offers some (\"does not support tools\"), as the lab's sessions do"}, nil
 	case gguf.Llama31:
-		return OllamaChat{Template: "Ollama's llama3-instruct Go template, detected from the GGUF's (Llama 3's)"}, nil
+		return OllamaChat{Template: "Ollama's llama3-instruct Go template, detected from the GGUF's (Llama 3's)", NoSessions: "its template has no tools, and Ollama refuses every request that offers some (\"does not support tools\"), as the lab's sessions do"}, nil
 	case gguf.GPTOSS:
 		return OllamaChat{}, fmt.Errorf("family %s on Ollama: the GGUF has no chat template (the npm package has none), so Ollama detects none "+
 			"and its harmony renderer stays off: the prompt would be the last message alone (%s); serve it on llama-server (--server llamacpp)", f, ChatTemplateOllamaTemplate)

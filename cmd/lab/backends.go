@@ -338,6 +338,11 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 			b.settings["cache_reuse"] = "unknown"
 			b.settings["cache_ram"] = "unknown"
 		}
+		// The token the server adds before every prompt (a BOS: Llama 3.1, Gemma 3, DeepSeek V3;
+		// none for Qwen3) starts every rendered prompt the lab counts.
+		if _, err := c.ReadStartToken(ctx); err != nil {
+			return fmt.Errorf("llama-server's start token: %w", err)
+		}
 		b.client, b.tok = c, c.Tokenizer()
 		// The server's own tokenizer (/tokenize), not the lab's reading of the same GGUF: on
 		// the midnight scenario the latter counted one token more than llama.cpp from its 20th
@@ -358,6 +363,9 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 				ck, err := newClient(k)
 				if err != nil {
 					return &usageError{err}
+				}
+				if _, err := ck.ReadStartToken(ctx); err != nil {
+					return fmt.Errorf("llama-server's start token: %w", err)
 				}
 				b.slots = append(b.slots, ck)
 			}

@@ -25,8 +25,10 @@ const (
 // serve its synthetic model: the model name lab-<family>-synth unless --model is given, the
 // family's default depth unless --layers is. Another family is for the lab's own servers only
 // (--backend ollama without --server, --backend llamacpp without --base-url, --llamacpp and
-// --gguf): anything else is bad input naming the flag, as is gpt-oss on Ollama (no chat
-// template: localserver.OllamaChatOf).
+// --gguf): anything else is bad input naming the flag, as are gpt-oss on Ollama (no chat
+// template: localserver.OllamaChatOf) and every other family on Ollama v0.17.4
+// (OllamaChat.NoSessions: no tools in gemma3's and llama3.1's detected templates, DeepSeek V3's
+// repeated text).
 func checkFamily(o *runOptions, changed func(string) bool) error {
 	fam, err := gguf.ParseFamily(o.Family)
 	if err != nil {
@@ -44,8 +46,12 @@ func checkFamily(o *runOptions, changed func(string) bool) error {
 		return badInput("--family %s serves the lab's synthetic model on its own llama-server; --base-url, --llamacpp and --gguf serve your own", fam)
 	}
 	if o.Backend == "ollama" {
-		if _, err := localserver.OllamaChatOf(fam); err != nil {
+		format, err := localserver.OllamaChatOf(fam)
+		if err != nil {
 			return badInput("--family: %v", err)
+		}
+		if format.NoSessions != "" {
+			return badInput("--family %s on Ollama (%s): %s; run it with --backend llamacpp, whose --jinja renders the GGUF's own template", fam, format.Template, format.NoSessions)
 		}
 	}
 	o.Model.Family = fam

@@ -92,6 +92,7 @@ func TestRunFamilyBadInput(t *testing.T) {
 		{[]string{"--server", "http://127.0.0.1:1", "--family", "gemma3"}, "--server"},
 		{[]string{"--backend", "llamacpp", "--base-url", "http://127.0.0.1:1", "--family", "llama3.1"}, "--base-url"},
 		{[]string{"--family", "gpt-oss"}, "no chat template"},
+		{[]string{"--family", "gemma3"}, "does not support tools"},
 	} {
 		args := append([]string{"run", "--scenario", "midnight", "--arm", "spec", "--results", t.TempDir()}, tc.args...)
 		code, _, errOut := runLab(t, args...)
