@@ -111,7 +111,7 @@ func TestRunFamilyBadInput(t *testing.T) {
 func TestCheckFamilyDefaults(t *testing.T) {
 	t.Parallel()
 	none := func(string) bool { return false }
-	o := &runOptions{Backend: "ollama", Family: "gemma3", ModelName: "lab-qwen3-synth", Model: gguf.DefaultModelOptions()}
+	o := &runOptions{Backend: "llamacpp", Family: "gemma3", ModelName: "lab-qwen3-synth", Model: gguf.DefaultModelOptions()}
 	if err := checkFamily(o, none); err != nil {
 		t.Fatal(err)
 	}
