@@ -77,6 +77,26 @@ func LlamaChatTemplateOf(f gguf.Family) string {
 	return "the GGUF's tokenizer.chat_template (" + f.OrQwen3().TokenizerPackage() + "), llama-server --jinja"
 }
 
+// LlamaNoSessions says why the lab's sessions cannot be measured on the synthetic model of
+// family f in llama-server b11669 --jinja, "" when they can (Qwen3, DeepSeek V3, Llama 3.1:
+// midnight's first turn measured, expected equal to cached on every request):
+//
+//   - gemma3: the GGUF's template raises "Conversation roles must alternate
+//     user/assistant/user/assistant/..." at a tool result or two assistant messages in a row,
+//     which every session of the lab has (/apply-template answers HTTP 400);
+//   - gpt-oss: no template, so llama-server's ChatML fallback, whose rendering of a reply lacks
+//     the model's end-of-generation token (<|return|>): the lab cannot write a reply into the
+//     cache, and every request would re-read the previous one's.
+func LlamaNoSessions(f gguf.Family) string {
+	switch f.OrQwen3() {
+	case gguf.Gemma3:
+		return "Gemma 3's chat template raises \"Conversation roles must alternate user/assistant\" at a tool result or two assistant messages in a row, which every lab session has"
+	case gguf.GPTOSS:
+		return "the GGUF has no chat template, and llama-server's ChatML fallback renders replies without gpt-oss's end token <|return|>, so the lab cannot write a reply into the cache"
+	}
+	return ""
+}
+
 // FamilyOfModelFile returns the family of a synthetic model file by its name in the cache,
 // lab-<family>-synth-<key>.gguf ([PrepareModel] with the default model name); [gguf.Qwen3] for
 // any other name (the Qwen3 model's lab-qwen3-synth-<key>.gguf, a user's own file).

@@ -28,7 +28,7 @@ const (
 // --gguf): anything else is bad input naming the flag, as are gpt-oss on Ollama (no chat
 // template: localserver.OllamaChatOf) and every other family on Ollama v0.17.4
 // (OllamaChat.NoSessions: no tools in gemma3's and llama3.1's detected templates, DeepSeek V3's
-// repeated text).
+// repeated text), and gemma3 and gpt-oss on llama-server (localserver.LlamaNoSessions).
 func checkFamily(o *runOptions, changed func(string) bool) error {
 	fam, err := gguf.ParseFamily(o.Family)
 	if err != nil {
@@ -53,6 +53,9 @@ func checkFamily(o *runOptions, changed func(string) bool) error {
 		if format.NoSessions != "" {
 			return badInput("--family %s on Ollama (%s): %s; run it with --backend llamacpp, whose --jinja renders the GGUF's own template", fam, format.Template, format.NoSessions)
 		}
+	}
+	if why := localserver.LlamaNoSessions(fam); o.Backend == "llamacpp" && why != "" {
+		return badInput("--family %s on llama-server: %s", fam, why)
 	}
 	o.Model.Family = fam
 	if !changed("layers") {

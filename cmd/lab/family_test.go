@@ -93,6 +93,8 @@ func TestRunFamilyBadInput(t *testing.T) {
 		{[]string{"--backend", "llamacpp", "--base-url", "http://127.0.0.1:1", "--family", "llama3.1"}, "--base-url"},
 		{[]string{"--family", "gpt-oss"}, "no chat template"},
 		{[]string{"--family", "gemma3"}, "does not support tools"},
+		{[]string{"--backend", "llamacpp", "--family", "gemma3"}, "roles must alternate"},
+		{[]string{"--backend", "llamacpp", "--family", "gpt-oss"}, "<|return|>"},
 	} {
 		args := append([]string{"run", "--scenario", "midnight", "--arm", "spec", "--results", t.TempDir()}, tc.args...)
 		code, _, errOut := runLab(t, args...)
@@ -111,12 +113,14 @@ func TestRunFamilyBadInput(t *testing.T) {
 func TestCheckFamilyDefaults(t *testing.T) {
 	t.Parallel()
 	none := func(string) bool { return false }
-	o := &runOptions{Backend: "llamacpp", Family: "gemma3", ModelName: "lab-qwen3-synth", Model: gguf.DefaultModelOptions()}
+	m := gguf.DefaultModelOptions()
+	m.Layers = 5 // a value the run's flags did not give
+	o := &runOptions{Backend: "llamacpp", Family: "deepseek-v3", ModelName: "lab-qwen3-synth", Model: m}
 	if err := checkFamily(o, none); err != nil {
 		t.Fatal(err)
 	}
-	if o.ModelName != "lab-gemma3-synth" || o.Model.Layers != gguf.GemmaDefaultLayers || o.Model.Family != gguf.Gemma3 {
-		t.Errorf("gemma3: model %q, layers %d, family %q; want lab-gemma3-synth, %d, gemma3", o.ModelName, o.Model.Layers, o.Model.Family, gguf.GemmaDefaultLayers)
+	if want := gguf.DefaultModelOptions().Layers; o.ModelName != "lab-deepseek-v3-synth" || o.Model.Layers != want || o.Model.Family != gguf.DeepSeekV3 {
+		t.Errorf("deepseek-v3: model %q, layers %d, family %q; want lab-deepseek-v3-synth, %d, deepseek-v3", o.ModelName, o.Model.Layers, o.Model.Family, want)
 	}
 	o = &runOptions{Backend: "llamacpp", Family: "llama3.1", ModelName: "mine", Model: gguf.ModelOptions{Layers: 3}}
 	if err := checkFamily(o, func(f string) bool { return f == "model" || f == "layers" }); err != nil {
