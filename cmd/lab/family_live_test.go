@@ -16,19 +16,12 @@ import (
 	"lab/metrics"
 )
 
-// liveFamilies are the families the live tests serve on each backend: on llama-server Llama 3.1,
-// the smallest of the other families' files; on Ollama Gemma 3 (a detected Go template) and
-// DeepSeek V3 (the deepseek3.1 renderer), which it registers but cannot run the lab's sessions
-// on (localserver.OllamaChat.NoSessions).
-var liveFamilies = map[string]gguf.Family{"llamacpp": gguf.Llama31, "ollama": gguf.Gemma3}
-
-// familyCache returns a cache folder for a live run of another family: links to the lab's
+// familyCache returns a cache folder for a live run of liveFamily on backend: links to the lab's
 // cache's ollama build, llama.cpp, npm packages and models, but no shared servers' folders, so
 // that the run starts servers of its own and leaves `lab server start`'s alone. It skips the
 // test when the family's model or what the backend needs is not in the lab's cache.
-func familyCache(t *testing.T, backend string) string {
+func familyCache(t *testing.T, backend string, liveFamily gguf.Family) string {
 	t.Helper()
-	liveFamily := liveFamilies[backend]
 	labCache, err := localserver.DefaultCacheDir(os.Getenv)
 	if err != nil {
 		t.Skip(err)
@@ -88,7 +81,8 @@ func firstTurnOfMidnight(t *testing.T) string {
 }
 
 // TestFamilyRunLive runs midnight's first turn (spec arm) with lab run --backend llamacpp
-// --family llama3.1 (a llama-server started for the run, from the cached build) and checks the
+// --family llama3.1, then deepseek-v3 (a llama-server started for each run, from the cached
+// build: the two other families whose sessions run there) and checks the
 // rows: every request's cached tokens are the server's figure, and the expected cached tokens
 // are known (its own tokenizer, the GGUF's template, the BOS it adds) and equal to them. The
 // manifest records the family and what renders its prompt. (No other family's sessions run on
@@ -100,12 +94,14 @@ func TestFamilyRunLive(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		backend, source string
+		family          gguf.Family
 	}{
-		{"llamacpp", "response"},
+		{"llamacpp", "response", gguf.Llama31},
+		{"llamacpp", "response", gguf.DeepSeekV3},
 	} {
-		t.Run(tc.backend, func(t *testing.T) {
-			liveFamily := liveFamilies[tc.backend]
-			cache := familyCache(t, tc.backend)
+		t.Run(string(tc.family), func(t *testing.T) {
+			liveFamily := tc.family
+			cache := familyCache(t, tc.backend, liveFamily)
 			results := t.TempDir()
 			code, out, errOut := runLab(t, "run", "--backend", tc.backend, "--family", string(liveFamily), "--cache", cache,
 				"--scenario", firstTurnOfMidnight(t), "--arm", "spec", "--results", results, "--run-id", "fam", "--quiet")
@@ -162,7 +158,7 @@ func TestFamilyOllamaLive(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts a real ollama server")
 	}
-	cache := familyCache(t, "ollama")
+	cache := familyCache(t, "ollama", gguf.Gemma3)
 	if m, _ := filepath.Glob(filepath.Join(cache, "models", "lab-deepseek-v3-synth-*.gguf")); len(m) == 0 {
 		t.Skip("no deepseek-v3 model in the cache (lab server prepare --family deepseek-v3 writes it)")
 	}
