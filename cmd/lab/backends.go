@@ -339,9 +339,13 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 			b.settings["cache_ram"] = "unknown"
 		}
 		// The token the server adds before every prompt (a BOS: Llama 3.1, Gemma 3, DeepSeek V3;
-		// none for Qwen3) starts every rendered prompt the lab counts.
+		// none for Qwen3) starts every rendered prompt the lab counts. A server that does not
+		// say (an older build without pieces) is counted as before, without one.
+		startTokenUnknown := func(err error) {
+			fmt.Fprintf(s.err, "lab: warning: llama-server's start token is unknown (%v): where its model adds a BOS, the expected cached tokens are one short\n", err)
+		}
 		if _, err := c.ReadStartToken(ctx); err != nil {
-			return fmt.Errorf("llama-server's start token: %w", err)
+			startTokenUnknown(err)
 		}
 		b.client, b.tok = c, c.Tokenizer()
 		// The server's own tokenizer (/tokenize), not the lab's reading of the same GGUF: on
@@ -365,7 +369,7 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 					return &usageError{err}
 				}
 				if _, err := ck.ReadStartToken(ctx); err != nil {
-					return fmt.Errorf("llama-server's start token: %w", err)
+					startTokenUnknown(err)
 				}
 				b.slots = append(b.slots, ck)
 			}
