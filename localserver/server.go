@@ -302,13 +302,25 @@ func (p ModelParams) String() string {
 // call recorded for the same file's digest and parameters in <Dir>/created.json. It takes about
 // a second for a 45 MB file.
 func (s *Server) CreateModel(ctx context.Context, name, ggufPath string) error {
-	return s.createModel(ctx, name, ggufPath, nil)
+	return s.createModel(ctx, name, ggufPath, nil, gguf.Qwen3)
 }
 
 // CreateModelWith is [Server.CreateModel] with the model's parameters given: the name is
 // registered again when it was registered with others.
 func (s *Server) CreateModelWith(ctx context.Context, name, ggufPath string, p ModelParams) error {
-	return s.createModel(ctx, name, ggufPath, &p)
+	return s.createModel(ctx, name, ggufPath, &p, gguf.Qwen3)
+}
+
+// CreateFamilyModel is [Server.CreateModel] for the synthetic model of family f: the Modelfile's
+// RENDERER and PARSER are the family's ([OllamaChatOf]; none for a family rendered with the Go
+// template Ollama detects), and p, when not nil, its parameters as [Server.CreateModelWith]
+// takes them. An error for a family Ollama cannot render (gpt-oss) names the reason, before
+// anything is sent. For [gguf.Qwen3] it is CreateModel (or CreateModelWith) itself.
+func (s *Server) CreateFamilyModel(ctx context.Context, name, ggufPath string, f gguf.Family, p *ModelParams) error {
+	if _, err := OllamaChatOf(f); err != nil {
+		return fmt.Errorf("create model %s: %w", name, err)
+	}
+	return s.createModel(ctx, name, ggufPath, p, f)
 }
 
 // ModelParams returns the parameters [Server.CreateModel] registered name with on this server
@@ -351,7 +363,11 @@ func (s *Server) records() (map[string]created, error) {
 	return recs, nil
 }
 
-func (s *Server) createModel(ctx context.Context, name, ggufPath string, params *ModelParams) error {
+func (s *Server) createModel(ctx context.Context, name, ggufPath string, params *ModelParams, fam gguf.Family) error {
+	format, err := OllamaChatOf(fam)
+	if err != nil {
+		return fmt.Errorf("create model %s: %w", name, err)
+	}
 	digest, err := metrics.DigestFile(ggufPath)
 	if err != nil {
 		return fmt.Errorf("create model %s: %w", name, err)
@@ -399,8 +415,8 @@ func (s *Server) createModel(ctx context.Context, name, ggufPath string, params 
 	req := &api.CreateRequest{
 		Model:      name,
 		Files:      map[string]string{filepath.Base(ggufPath): digest},
-		Renderer:   modelRenderer,
-		Parser:     modelParser,
+		Renderer:   format.Renderer,
+		Parser:     format.Parser,
 		Parameters: want.options(),
 		Stream:     &stream,
 	}

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"lab/gguf"
 )
 
 // The local servers the lab prepares, starts and supervises (`lab server ... --server KIND`).
@@ -149,9 +151,13 @@ func (s *Shared) String() string {
 
 // StartShared starts the shared server of kind in its folder under the cache ([SharedOllamaDir],
 // [SharedLlamaDir]) and leaves it running, or returns the one already running there
-// (Already true). Ollama gets the synthetic model registered with [DefaultModelParams] at
-// o.CtxSize; llama-server serves the synthetic
-// model (or o.LlamaModel with o.LlamaBinary) with one slot at o.CtxSize.
+// (Already true). Ollama gets the synthetic model of o.Setup.Model.Family registered with
+// [DefaultModelParams] at o.CtxSize and the family's renderer ([Server.CreateFamilyModel]); a
+// running Ollama gets another family's model registered too (Already still true). llama-server
+// serves the synthetic model (or o.LlamaModel with o.LlamaBinary) with one slot at o.CtxSize; a
+// running one that serves another family's model ([FamilyOfModelFile]) than the non-Qwen3
+// family asked for is an error naming it. A family Ollama cannot render ([OllamaChatOf]) is an
+// error before anything starts.
 func StartShared(ctx context.Context, o ServerOptions, kind string) (*Shared, error) {
 	cache := o.Setup.CacheDir
 	if cache == "" {
@@ -159,8 +165,24 @@ func StartShared(ctx context.Context, o ServerOptions, kind string) (*Shared, er
 	}
 	switch kind {
 	case KindOllama:
+		fam := o.Setup.Model.Family.OrQwen3()
+		if _, err := OllamaChatOf(fam); err != nil {
+			return nil, fmt.Errorf("start: %w", err)
+		}
 		if srv, err := Attach(ctx, SharedOllamaDir(cache)); err == nil {
-			return &Shared{Kind: kind, Ollama: srv, Already: true}, nil
+			if fam == gguf.Qwen3 {
+				return &Shared{Kind: kind, Ollama: srv, Already: true}, nil
+			}
+			// Another family's model joins the running server under its own name.
+			prep, err := PrepareModel(ctx, o.Setup)
+			if err != nil {
+				return nil, err
+			}
+			params := DefaultModelParams(o.CtxSize)
+			if err := srv.CreateFamilyModel(ctx, prep.ModelName, prep.GGUF, fam, &params); err != nil {
+				return nil, err
+			}
+			return &Shared{Kind: kind, Ollama: srv, Already: true, ModelName: prep.ModelName}, nil
 		}
 		prep, err := Prepare(ctx, o.Setup)
 		if err != nil {
@@ -170,12 +192,16 @@ func StartShared(ctx context.Context, o ServerOptions, kind string) (*Shared, er
 		if err != nil {
 			return nil, err
 		}
-		if err := srv.CreateModelWith(ctx, prep.ModelName, prep.GGUF, DefaultModelParams(o.CtxSize)); err != nil {
+		params := DefaultModelParams(o.CtxSize)
+		if err := srv.CreateFamilyModel(ctx, prep.ModelName, prep.GGUF, fam, &params); err != nil {
 			return nil, errors.Join(err, srv.Stop())
 		}
 		return &Shared{Kind: kind, Ollama: srv, ModelName: prep.ModelName}, nil
 	case KindLlamaCpp:
 		if ls, err := AttachLlamaServer(ctx, SharedLlamaDir(cache)); err == nil {
+			if fam := o.Setup.Model.Family.OrQwen3(); o.LlamaModel == "" && fam != gguf.Qwen3 && FamilyOfModelFile(ls.ModelPath) != fam {
+				return nil, fmt.Errorf("start: the running llama-server (%s) serves %s, not the %s model: lab server stop --server llamacpp first", ls.URL, ls.ModelPath, fam)
+			}
 			return &Shared{Kind: kind, Llama: ls, Already: true}, nil
 		}
 		ls, err := StartOwnLlama(ctx, o, SharedLlamaDir(cache))
@@ -274,8 +300,8 @@ type RunLlama struct {
 func (r *RunLlama) Release() error { return r.release() }
 
 // OpenRunLlama returns the llama-server a run measures on: without o.LlamaBinary and
-// o.LlamaModel, the shared one
-// when it is running (after taking its use lock [LockURL], waiting for another run that holds it; log gets
+// o.LlamaModel, the shared one when it is running and serves the family of o.Setup.Model
+// ([FamilyOfModelFile]) (after taking its use lock [LockURL], waiting for another run that holds it; log gets
 // the waiting line); else one started for the run ([StartOwnLlama]) in a new folder
 // <CacheDir>/llama-server-runs/<UTC time>-<random>, whose log is kept after [RunLlama.Release].
 func OpenRunLlama(ctx context.Context, o ServerOptions, log io.Writer) (*RunLlama, error) {
@@ -286,7 +312,8 @@ func OpenRunLlama(ctx context.Context, o ServerOptions, log io.Writer) (*RunLlam
 	if o.LlamaBinary != "" || o.LlamaModel != "" || len(o.LlamaArgs) > 0 {
 		// A user's own binary or model, or settings of the run's own (--cache-reuse), start a
 		// server for the run; the shared server serves the lab's own model as it was started.
-	} else if ls, err := AttachLlamaServer(ctx, SharedLlamaDir(cache)); err == nil {
+	} else if ls, err := AttachLlamaServer(ctx, SharedLlamaDir(cache)); err == nil && FamilyOfModelFile(ls.ModelPath) == o.Setup.Model.Family.OrQwen3() {
+		// The shared server serves the run's family (another family's run starts its own).
 		unlock, err := LockURL(ctx, cache, ls.URL, log)
 		if err != nil {
 			return nil, err

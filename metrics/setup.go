@@ -31,12 +31,14 @@ import (
 //   - cache_reuse, parallel, cache_ram (llama-server --cache-reuse, -np, --cache-ram): chunk
 //     reuse after the common prefix, sessions at once on their own slots, the host-memory
 //     prompt cache: each changes cached tokens.
+//   - family, chat_template (lab run --family, set for a family other than Qwen3 only): another
+//     vocabulary, architecture and conversation format; families never pool.
 var SetupSettings = []string{
 	"driver", "cache_model", "renderer", "prefill",
 	"model_hidden", "model_layers", "generic_build", "ollama_flash_attention",
 	"max_steps", "max_tokens", "turn_timeout", "seed", "temperature",
 	"profile", "api", "thinking", "cache_breakpoints", "pricing", "render",
-	"cache_reuse", "parallel", "cache_ram",
+	"cache_reuse", "parallel", "cache_ram", "family", "chat_template",
 }
 
 // Setup is what a run measured with: the runs of one setup are repetitions of one experiment

@@ -80,6 +80,10 @@ type Client struct {
 	// eos is the model's end-of-generation token as text (/props eos_token), read once by
 	// [Client.ReplyText].
 	eos string
+	// bos is the text of the token the server puts before every prompt it tokenizes (the
+	// model's BOS where its GGUF says add_bos_token), as [Client.ReadStartToken] read it; ""
+	// before, and for a model without one.
+	bos string
 	// temperature and seed sample the live generations.
 	temperature float64
 	seed        int64
@@ -387,6 +391,10 @@ func (c *Client) Measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 	if res.Rendered, err = c.Render(ctx, body); err != nil {
 		return res, err
 	}
+	// The tokens the server prefills start with its BOS where the model adds one (Llama 3.1,
+	// Gemma 3, DeepSeek V3; not Qwen3), which /apply-template's prompt lacks: the rendered
+	// prompt the lab counts starts with it too ([Client.ReadStartToken]).
+	res.Rendered = c.bos + res.Rendered
 
 	start := time.Now()
 	resp, err := c.post(ctx, http.MethodPost, "/v1/chat/completions", body)
@@ -460,7 +468,42 @@ func (c *Client) output(ctx context.Context, req *chat.Request, rendered string,
 	if c.opts.Output != nil {
 		return c.opts.Output(reply), nil
 	}
-	return c.ReplyText(ctx, req, rendered, reply)
+	return c.ReplyText(ctx, req, strings.TrimPrefix(rendered, c.bos), reply)
+}
+
+// ReadStartToken asks the server which token it adds before every prompt it tokenizes (the
+// one token of an empty text tokenized with `add_special`, POST /tokenize with `with_pieces`)
+// and returns its text: the model's BOS where its GGUF says add_bos_token (Llama 3.1's
+// <|begin_of_text|>, Gemma 3's <bos>), "" for a model without one (Qwen3). From then on the
+// client's Result.Rendered and CacheText start with it, so that the lab counts the tokens the
+// server prefills, and the generation emulation leaves it to the server. Without the call they
+// are the server's rendering as it is. Errors: the server's answer, or more than one token.
+func (c *Client) ReadStartToken(ctx context.Context) (string, error) {
+	body, err := marshal(map[string]any{"content": "", "add_special": true, "parse_special": true, "with_pieces": true})
+	if err != nil {
+		return "", err
+	}
+	var out struct {
+		Tokens []json.RawMessage `json:"tokens"`
+	}
+	if err := c.getJSON(ctx, http.MethodPost, "/tokenize", body, &out); err != nil {
+		return "", err
+	}
+	switch len(out.Tokens) {
+	case 0:
+		c.bos = ""
+		return "", nil
+	case 1:
+		var p struct {
+			Piece *string `json:"piece"`
+		}
+		if err := json.Unmarshal(out.Tokens[0], &p); err != nil || p.Piece == nil {
+			return "", &chat.APIError{Backend: backendName, URL: c.endpoint("/tokenize"), StatusCode: http.StatusOK, Body: "the start token has no piece: " + quote(out.Tokens[0])}
+		}
+		c.bos = *p.Piece
+		return c.bos, nil
+	}
+	return "", &chat.APIError{Backend: backendName, URL: c.endpoint("/tokenize"), StatusCode: http.StatusOK, Body: fmt.Sprintf("an empty text tokenized with add_special gave %d tokens; want 0 or 1", len(out.Tokens))}
 }
 
 // ReplyText returns the text the model writes after the generation prompt when it answers req
@@ -619,6 +662,8 @@ type completionRequest struct {
 // emulate sends the raw completion that leaves the slot's cache holding text: n_predict 0
 // evaluates the prompt into the cache and generates nothing (README, /completion).
 func (c *Client) emulate(ctx context.Context, text string) error {
+	// The server adds the BOS the rendered prompt starts with ([Client.startToken]) itself.
+	text = strings.TrimPrefix(text, c.bos)
 	body, err := marshal(completionRequest{Prompt: text, NPredict: 0, CachePrompt: true, IDSlot: max(c.opts.Slot, -1)})
 	if err != nil {
 		return err

@@ -48,6 +48,9 @@ type fake struct {
 	// render, when set, is what /apply-template answers for a request body; nil answers the
 	// constant rendered.
 	render func(body []byte) string
+	// bos, when set, is the start token's piece /tokenize gives an empty text with add_special
+	// (a model that adds a BOS); unset, an empty text has no tokens.
+	bos string
 
 	mu    sync.Mutex
 	calls []call
@@ -123,6 +126,16 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		json.Unmarshal(body.Bytes(), &req)
 		if req["content"] == "pieces" {
 			answer(0, "tokenize_pieces.json")
+			return
+		}
+		if req["content"] == "" && req["add_special"] == true {
+			w.Header().Set("Content-Type", "application/json")
+			if f.bos == "" {
+				io.WriteString(w, `{"tokens":[]}`)
+				return
+			}
+			b, _ := json.Marshal(map[string]any{"tokens": []map[string]any{{"id": 128000, "piece": f.bos}}})
+			w.Write(b)
 			return
 		}
 		answer(0, "tokenize.json")
@@ -753,5 +766,36 @@ func TestNoReuseOfAClosingConnection(t *testing.T) {
 	}
 	if n := len(f.got()); n != 9 {
 		t.Errorf("%d requests answered; want 9 (render, chat, emulation, three times)", n)
+	}
+}
+
+// With ReadStartToken, the rendered prompt and the cache text start with the BOS the server adds
+// (Llama 3.1's <|begin_of_text|>), and the generation emulation sends the prompt without it (the
+// server adds it); a model without one (Qwen3) leaves them as the server renders them.
+func TestReadStartToken(t *testing.T) {
+	t.Parallel()
+	for _, bos := range []string{"<|begin_of_text|>", ""} {
+		f := &fake{chat: "stream_text.sse", bos: bos}
+		c := start(t, f, Options{Output: qwenOutput})
+		got, err := c.ReadStartToken(context.Background())
+		if err != nil || got != bos {
+			t.Fatalf("ReadStartToken = %q, %v; want %q", got, err, bos)
+		}
+		res, err := c.Send(context.Background(), request(), &chat.Reply{Content: "Done."})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Rendered != bos+rendered || !strings.HasPrefix(res.CacheText, bos+rendered) {
+			t.Errorf("bos %q: Rendered %q, CacheText %q; want both to start with the BOS and the rendering", bos, res.Rendered, res.CacheText)
+		}
+		calls := f.got()
+		last := calls[len(calls)-1]
+		var comp struct {
+			Prompt string `json:"prompt"`
+		}
+		json.Unmarshal(last.Body, &comp)
+		if last.Path != "/completion" || comp.Prompt != strings.TrimPrefix(res.CacheText, bos) {
+			t.Errorf("bos %q: emulation %s prompt %q; want /completion of the cache text without the BOS", bos, last.Path, comp.Prompt)
+		}
 	}
 }

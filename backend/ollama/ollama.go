@@ -38,6 +38,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -61,6 +62,10 @@ type Client struct {
 	temperature float64
 	// renderer is the model's renderer as /api/show reported it ([Client.Renderer]).
 	renderer string
+	// noThinking is true when /api/show listed the model's capabilities without "thinking"
+	// (a Go template without .Think, such as Llama 3's or Gemma 3's): Ollama refuses `think`
+	// for such a model (HTTP 400 "does not support thinking"), so requests do not send it.
+	noThinking bool
 
 	logPath string
 	log     *CacheLog
@@ -153,8 +158,14 @@ func (c *Client) CheckModel(ctx context.Context) error {
 		return fmt.Errorf("model %q: %w", c.model, c.wrap(err))
 	}
 	c.renderer = resp.Renderer
+	c.noThinking = len(resp.Capabilities) > 0 && !slices.Contains(resp.Capabilities, "thinking")
 	return nil
 }
+
+// Thinks reports whether requests ask the model to think (`think`) when the harness asks:
+// false once [Client.CheckModel] found a model without the "thinking" capability, true
+// otherwise.
+func (c *Client) Thinks() bool { return !c.noThinking }
 
 // Renderer returns the renderer the server turns the model's messages into its prompt with, as
 // /api/show reported it to [Client.CheckModel] (its "renderer" field: the Modelfile's RENDERER,
@@ -198,13 +209,14 @@ func (c *Client) wrap(err error) error {
 
 // ChatRequest converts a lab request to Ollama's /api/chat request: messages with `thinking` for
 // reasoning (omitted when empty), tool calls with their arguments in the order written, and the
-// pinned options (for req.Generate > 0: num_predict Generate, the live temperature and seed).
+// pinned options (for req.Generate > 0: num_predict Generate, the live temperature and seed);
+// `think` when req.Think and the model thinks ([Client.Thinks]).
 func (c *Client) ChatRequest(req *chat.Request) (*api.ChatRequest, error) {
 	out := &api.ChatRequest{Model: c.model, Options: c.options(), KeepAlive: c.keep()}
 	if req.Generate > 0 {
 		out.Options = c.generateOptions(req.Generate)
 	}
-	if req.Think {
+	if req.Think && !c.noThinking {
 		out.Think = &api.ThinkValue{Value: true}
 	}
 	for _, m := range req.Messages {

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"lab/chat"
 )
 
 // CheckModel keeps the renderer /api/show names: the report names the chat template's rules
@@ -31,6 +33,39 @@ func TestCheckModelKeepsTheRenderer(t *testing.T) {
 		}
 		if got := c.Renderer(); got != renderer {
 			t.Errorf("renderer %q; want %q", got, renderer)
+		}
+		srv.Close()
+	}
+}
+
+// A model whose capabilities lack "thinking" (a Go template without .Think: Ollama's
+// llama3-instruct, gemma3-instruct) gets no `think`, which Ollama would refuse; one with it,
+// or a server that lists no capabilities, gets it when the request asks.
+func TestNoThinkForAModelThatCannot(t *testing.T) {
+	for _, tc := range []struct {
+		caps  []string
+		think bool
+	}{
+		{[]string{"completion", "tools", "thinking"}, true},
+		{[]string{"completion"}, false},
+		{nil, true},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			json.NewEncoder(w).Encode(map[string]any{"capabilities": tc.caps})
+		}))
+		c, err := New(srv.URL, "m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.CheckModel(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		req, err := c.ChatRequest(&chat.Request{Think: true, Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := req.Think != nil && req.Think.Bool(); got != tc.think || c.Thinks() != tc.think {
+			t.Errorf("capabilities %v: think %v, Thinks %v; want %v", tc.caps, got, c.Thinks(), tc.think)
 		}
 		srv.Close()
 	}

@@ -299,6 +299,12 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 			if o.GGUF != "" {
 				b.gguf = o.GGUF
 			}
+			if fam := o.Model.Family; otherFamily(fam) {
+				// Another family's synthetic model (lab run --family): llama-server renders its
+				// GGUF's own template and counts with its own tokenizer (/tokenize), so the expected
+				// cached tokens are the family's.
+				b.settings[settingFamily], b.settings[settingChatTemplate] = string(fam), localserver.LlamaChatTemplateOf(fam)
+			}
 		}
 		if !started && loopback(ro.BaseURL) {
 			// One run at a time on a llama-server, as on the lab's own: the lock is the address's.
@@ -332,6 +338,15 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 			b.settings["cache_reuse"] = "unknown"
 			b.settings["cache_ram"] = "unknown"
 		}
+		// The token the server adds before every prompt (a BOS: Llama 3.1, Gemma 3, DeepSeek V3;
+		// none for Qwen3) starts every rendered prompt the lab counts. A server that does not
+		// say (an older build without pieces) is counted as before, without one.
+		startTokenUnknown := func(err error) {
+			fmt.Fprintf(s.err, "lab: warning: llama-server's start token is unknown (%v): where its model adds a BOS, the expected cached tokens are one short\n", err)
+		}
+		if _, err := c.ReadStartToken(ctx); err != nil {
+			startTokenUnknown(err)
+		}
 		b.client, b.tok = c, c.Tokenizer()
 		// The server's own tokenizer (/tokenize), not the lab's reading of the same GGUF: on
 		// the midnight scenario the latter counted one token more than llama.cpp from its 20th
@@ -352,6 +367,9 @@ func openRemote(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 				ck, err := newClient(k)
 				if err != nil {
 					return &usageError{err}
+				}
+				if _, err := ck.ReadStartToken(ctx); err != nil {
+					startTokenUnknown(err)
 				}
 				b.slots = append(b.slots, ck)
 			}

@@ -78,3 +78,59 @@ func TestModelSynthFamilyLayers(t *testing.T) {
 		t.Errorf("the test's folder %s does not match the package %s", models, got)
 	}
 }
+
+// lab run --family: another family is for the lab's own servers only, gpt-oss not on Ollama,
+// and an unknown name is bad input; each error names the flag.
+func TestRunFamilyBadInput(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--family", "mistral"}, `"mistral"`},
+		{[]string{"--backend", "sim", "--family", "gemma3"}, "--backend sim"},
+		{[]string{"--server", "http://127.0.0.1:1", "--family", "gemma3"}, "--server"},
+		{[]string{"--backend", "llamacpp", "--base-url", "http://127.0.0.1:1", "--family", "llama3.1"}, "--base-url"},
+		{[]string{"--family", "gpt-oss"}, "no chat template"},
+		{[]string{"--family", "gemma3"}, "does not support tools"},
+		{[]string{"--backend", "llamacpp", "--family", "gemma3"}, "roles must alternate"},
+		{[]string{"--backend", "llamacpp", "--family", "gpt-oss"}, "<|return|>"},
+	} {
+		args := append([]string{"run", "--scenario", "midnight", "--arm", "spec", "--results", t.TempDir()}, tc.args...)
+		code, _, errOut := runLab(t, args...)
+		if code != exitBadInput || !strings.Contains(errOut, "--family") || !strings.Contains(errOut, tc.want) {
+			t.Errorf("lab %s: exit %d, stderr %q; want %d naming --family and %q", strings.Join(args, " "), code, errOut, exitBadInput, tc.want)
+		}
+	}
+	code, _, errOut := runLab(t, "server", "start", "--family", "gpt-oss", "--cache", t.TempDir())
+	if code != exitBadInput || !strings.Contains(errOut, "llamacpp") {
+		t.Errorf("lab server start --family gpt-oss: exit %d, stderr %q; want %d pointing to llama-server", code, errOut, exitBadInput)
+	}
+}
+
+// checkFamily gives another family's run its model name and depth unless the flags say
+// otherwise; Qwen3 leaves the options as they are.
+func TestCheckFamilyDefaults(t *testing.T) {
+	t.Parallel()
+	none := func(string) bool { return false }
+	m := gguf.DefaultModelOptions()
+	m.Layers = 5 // a value the run's flags did not give
+	o := &runOptions{Backend: "llamacpp", Family: "deepseek-v3", ModelName: "lab-qwen3-synth", Model: m}
+	if err := checkFamily(o, none); err != nil {
+		t.Fatal(err)
+	}
+	if want := gguf.DefaultModelOptions().Layers; o.ModelName != "lab-deepseek-v3-synth" || o.Model.Layers != want || o.Model.Family != gguf.DeepSeekV3 {
+		t.Errorf("deepseek-v3: model %q, layers %d, family %q; want lab-deepseek-v3-synth, %d, deepseek-v3", o.ModelName, o.Model.Layers, o.Model.Family, want)
+	}
+	o = &runOptions{Backend: "llamacpp", Family: "llama3.1", ModelName: "mine", Model: gguf.ModelOptions{Layers: 3}}
+	if err := checkFamily(o, func(f string) bool { return f == "model" || f == "layers" }); err != nil {
+		t.Fatal(err)
+	}
+	if o.ModelName != "mine" || o.Model.Layers != 3 {
+		t.Errorf("llama3.1 with --model and --layers: model %q, layers %d; want mine, 3", o.ModelName, o.Model.Layers)
+	}
+	o = &runOptions{Backend: "sim", Family: "qwen3", ModelName: "lab-qwen3-synth", Model: gguf.DefaultModelOptions()}
+	if err := checkFamily(o, none); err != nil || o.Model.Family != "" || o.ModelName != "lab-qwen3-synth" {
+		t.Errorf("qwen3 on sim: %v, family %q, model %q; want the options unchanged", err, o.Model.Family, o.ModelName)
+	}
+}

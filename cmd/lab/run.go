@@ -58,7 +58,9 @@ type runOptions struct {
 	CacheDir     string
 	GenericBuild bool
 	Model        gguf.ModelOptions
-	Quiet        bool
+	// Family is --family: the synthetic model's family (gguf.ParseFamily), Qwen3 by default.
+	Family string
+	Quiet  bool
 	// Backend is ollama (a real server) or sim (backend/sim: render, tokenize, cache model).
 	Backend string
 	// CacheModel is the sim's cache model (cachesim.NewModel).
@@ -155,7 +157,7 @@ shell that is not a sandbox, which may write anywhere your user can.`,
 	f.BoolVar(&o.SaveRequests, "save-requests", false, "also write every request body sent to requests-0001-of-0001.jsonl (requests-i-of-n.jsonl with --shard i/n)")
 	f.StringVar(&o.ServerURL, "server", "", "use this running Ollama server instead of the local one")
 	f.StringVar(&o.ServerLog, "server-log", "", "that server's log, written with OLLAMA_DEBUG=1 (for cached tokens)")
-	f.StringVar(&o.ModelName, "model", localserver.DefaultModelName, "model name on the server")
+	f.StringVar(&o.ModelName, "model", localserver.DefaultModelName, "model name on the server (lab-<family>-synth with --family)")
 	f.StringVar(&o.GGUF, "gguf", "", "with --server: the model's GGUF file, for counting tokens as the server does")
 	f.IntVar(&o.NumCtx, "num-ctx", gguf.DefaultContextLength, "context length pinned for the whole run, in tokens (Ollama num_ctx; the synthetic model's context_length); a prompt plus reply longer than this makes Ollama truncate or shift its context, which empties the KV cache (--backend sim does the same)")
 	f.StringVar(&o.CacheDir, "cache", "", "cache folder for the built server and model (default $LAB_CACHE or ~/.cache/lab)")
@@ -180,6 +182,7 @@ shell that is not a sandbox, which may write anywhere your user can.`,
 	f.Int64Var(&o.MaxReplyBytes, "max-reply-bytes", chat.DefaultMaxReplyBytes, "the most bytes one answer's reply (text, reasoning and tool calls' names and arguments) may hold: the backend stops reading past it and the request is an error row naming the limit, not retried")
 	f.StringArrayVar(&o.Tags, "tag", nil, "a label of the run, key=value (repeatable), recorded in the manifest and shown in the report; not part of the setup")
 	f.StringVar(&o.CacheModel, "cache-model", cachesim.ModelLlamaCpp, "with --backend sim: the cache model ("+strings.Join(cachesim.ModelNames, ", ")+")")
+	f.StringVar(&o.Family, "family", string(gguf.Qwen3), "the synthetic model's family: qwen3, deepseek-v3, gemma3, llama3.1 or gpt-oss, served as lab-<family>-synth with the GGUF's own chat template; of the others, deepseek-v3 and llama3.1 run on the lab's own llama-server (--backend llamacpp), the rest nowhere yet (lab run says why: Ollama v0.17.4 cannot run the lab's sessions on any of them), recorded in the manifest (family, chat_template)")
 	addModelFlags(c, &o.Model)
 	addReliabilityFlags(c, &o.Reliability)
 	addLiveFlags(c, &o.Live)
@@ -193,7 +196,7 @@ var runFlagGroups = []flagGroup{
 	{"What to run", []string{"scenario", "arm", "arms", "repeat", "shard"}},
 	{"Server and backend", []string{"backend", "server", "server-log", "base-url", "profile", "api", "key-file",
 		"llamacpp", "cache-reuse", "cache-ram", "parallel", "cache-breakpoints", "thinking", "pricing", "cache-model", "calibration", "warm", "cache", "generic-build"}},
-	{"The model", []string{"model", "gguf", "num-ctx", "hidden", "layers", "ffn", "seed", "f16"}},
+	{"The model", []string{"model", "family", "gguf", "num-ctx", "hidden", "layers", "ffn", "seed", "f16"}},
 	{"The driver and its bounds", []string{"driver", "max-steps", "max-tokens", "turn-timeout", "sampling-seed", "temperature",
 		"tool-timeout", "unsandboxed-shell", "max-reply-bytes"}},
 	{"Reliability", []string{"retries", "request-timeout", "resume"}},
@@ -336,6 +339,9 @@ func openRunBackend(ctx context.Context, s *streams, o *runOptions, b *runBacken
 	if changed == nil {
 		changed = func(string) bool { return false }
 	}
+	if err := checkFamily(o, changed); err != nil {
+		return none, err
+	}
 	if err := o.Live.check(o.Backend, changed); err != nil {
 		return none, err
 	}
@@ -441,13 +447,18 @@ func openOllama(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 	if err := client.CheckModel(ctx); err != nil {
 		return err
 	}
-	if gguf != "" {
+	fam := o.Model.Family.OrQwen3()
+	switch {
+	case otherFamily(fam):
+		// No tokenizer: the rows' expected cached tokens are null, and the manifest says why.
+		fmt.Fprintf(s.err, "lab: note: %s\n", ollamaFamilyExpected(fam))
+	case gguf != "":
 		t, err := tokenizer.Load(gguf)
 		if err != nil {
 			return err
 		}
 		b.tok = t
-	} else {
+	default:
 		fmt.Fprintln(s.err, "lab: warning: no --gguf for this server's model: expected cached tokens will be 0")
 	}
 	b.client, b.model, b.url, b.serverVersion, b.gguf = client, o.ModelName, url, serverVersion, gguf
@@ -464,6 +475,14 @@ func openOllama(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 	}
 	if r := client.Renderer(); r != "" {
 		b.settings["renderer"] = r // the report names the chat template's rules from it
+	}
+	if otherFamily(fam) {
+		format, err := localserver.OllamaChatOf(fam)
+		if err != nil {
+			return badInput("--family: %v", err)
+		}
+		b.settings[settingFamily], b.settings[settingChatTemplate] = string(fam), format.Template
+		b.settings[settingExpectedUnknown] = ollamaFamilyExpected(fam)
 	}
 	return nil
 }
@@ -583,13 +602,14 @@ func localServer(ctx context.Context, cache string, generic bool, m gguf.ModelOp
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	fam := m.Family.OrQwen3()
 	if srv, err := localserver.Attach(ctx, sharedServerDir(cache)); err == nil {
 		// One run at a time on the shared server: a run resets its cache.
 		unlock, err := srv.Lock(ctx, log)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		if err := srv.CreateModel(ctx, prep.ModelName, prep.GGUF); err != nil {
+		if err := srv.CreateFamilyModel(ctx, prep.ModelName, prep.GGUF, fam, nil); err != nil {
 			unlock()
 			return nil, nil, nil, err
 		}
@@ -611,7 +631,7 @@ func localServer(ctx context.Context, cache string, generic bool, m gguf.ModelOp
 		}
 		os.RemoveAll(dir)
 	}
-	if err := srv.CreateModel(ctx, prep.ModelName, prep.GGUF); err != nil {
+	if err := srv.CreateFamilyModel(ctx, prep.ModelName, prep.GGUF, fam, nil); err != nil {
 		stop()
 		return nil, nil, nil, err
 	}

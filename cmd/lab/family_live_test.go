@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ollama/ollama/api"
+
+	"lab/gguf"
+	"lab/localserver"
+	"lab/metrics"
+)
+
+// familyCache returns a cache folder for a live run of liveFamily on backend: links to the lab's
+// cache's ollama build, llama.cpp, npm packages and models, but no shared servers' folders, so
+// that the run starts servers of its own and leaves `lab server start`'s alone. It skips the
+// test when the family's model or what the backend needs is not in the lab's cache.
+func familyCache(t *testing.T, backend string, liveFamily gguf.Family) string {
+	t.Helper()
+	labCache, err := localserver.DefaultCacheDir(os.Getenv)
+	if err != nil {
+		t.Skip(err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(labCache, "models", "lab-"+string(liveFamily)+"-synth-*.gguf")); len(m) == 0 {
+		t.Skipf("no %s model in %s (lab server prepare --family %s writes it)", liveFamily, labCache, liveFamily)
+	}
+	switch backend {
+	case "ollama":
+		bin, err := localserver.BinaryPath(localserver.DefaultBuildOptions(labCache))
+		if err != nil {
+			t.Skip(err)
+		}
+		if _, err := os.Stat(bin); err != nil {
+			t.Skipf("no cached ollama binary (lab server prepare builds it): %v", err)
+		}
+	case "llamacpp":
+		key, err := localserver.LlamaCacheKey(localserver.LlamaCppVersion)
+		if err != nil {
+			t.Skip(err)
+		}
+		if _, err := os.Stat(filepath.Join(labCache, "llama.cpp", key)); err != nil {
+			t.Skipf("llama-server %s is not in the cache (lab server prepare --server llamacpp fetches it): %v", localserver.LlamaCppVersion, err)
+		}
+	}
+	cache := t.TempDir()
+	for _, d := range []string{"ollama", "llama.cpp", "npm", "models"} {
+		if err := os.Symlink(filepath.Join(labCache, d), filepath.Join(cache, d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cache
+}
+
+// firstTurnOfMidnight writes midnight's first turn (its steps up to the second user message)
+// as a scenario file of its own beside its workspace, and returns its path.
+func firstTurnOfMidnight(t *testing.T) string {
+	t.Helper()
+	src := filepath.Join("..", "..", "scenarios", "midnight")
+	b, err := os.ReadFile(filepath.Join(src, "scenario.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(string(b), "# ------------------------------------------------------------------ turn 2")
+	if i < 0 {
+		t.Fatal("midnight's scenario.yaml has no turn 2 marker")
+	}
+	ws, err := os.ReadFile(filepath.Join(src, "workspace.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "workspace.txtar"), ws, 0o644)
+	path := filepath.Join(dir, "scenario.yaml")
+	os.WriteFile(path, b[:i], 0o644)
+	return path
+}
+
+// TestFamilyRunLive runs midnight's first turn (spec arm) with lab run --backend llamacpp
+// --family llama3.1, then deepseek-v3 (a llama-server started for each run, from the cached
+// build: the two other families whose sessions run there) and checks the
+// rows: every request's cached tokens are the server's figure, and the expected cached tokens
+// are known (its own tokenizer, the GGUF's template, the BOS it adds) and equal to them. The
+// manifest records the family and what renders its prompt. (No other family's sessions run on
+// Ollama v0.17.4: TestFamilyOllamaLive.) Skipped with -short and when llama-server or the
+// family's model are not cached.
+func TestFamilyRunLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a real server per backend")
+	}
+	for _, tc := range []struct {
+		backend, source string
+		family          gguf.Family
+	}{
+		{"llamacpp", "response", gguf.Llama31},
+		{"llamacpp", "response", gguf.DeepSeekV3},
+	} {
+		t.Run(string(tc.family), func(t *testing.T) {
+			liveFamily := tc.family
+			cache := familyCache(t, tc.backend, liveFamily)
+			results := t.TempDir()
+			code, out, errOut := runLab(t, "run", "--backend", tc.backend, "--family", string(liveFamily), "--cache", cache,
+				"--scenario", firstTurnOfMidnight(t), "--arm", "spec", "--results", results, "--run-id", "fam", "--quiet")
+			if code != 0 {
+				t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errOut)
+			}
+			man, samples, err := metrics.ReadRun(metrics.RunDir(results, "fam"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("manifest: model %s, settings %v", man.Model, man.Settings)
+			if man.Settings[settingFamily] != string(liveFamily) || man.Settings[settingChatTemplate] == "" {
+				t.Errorf("manifest family %q, chat_template %q; want %s and what renders it", man.Settings[settingFamily], man.Settings[settingChatTemplate], liveFamily)
+			}
+			if setup := metrics.SetupOf(man); setup.Settings[settingFamily] != string(liveFamily) {
+				t.Errorf("setup settings %v; want the family among them", setup.Settings)
+			}
+			if !strings.Contains(man.Model, "lab-"+string(liveFamily)+"-synth") {
+				t.Errorf("model %q; want the family's synthetic model", man.Model)
+			}
+			if len(samples) < 3 {
+				t.Fatalf("%d rows; want the first turn's requests", len(samples))
+			}
+			for i, s := range samples {
+				t.Logf("request %d: prompt %d, cached %v, expected %v (unknown %v)", i, s.PromptTokens, deref(s.CachedTokens), deref(s.ExpectedCachedTokens), s.ExpectedUnknown)
+				if s.Error != "" {
+					t.Errorf("request %d: %s", i, s.Error)
+					continue
+				}
+				if s.PromptTokens <= 0 || s.CachedTokens == nil || s.CachedSource != tc.source {
+					t.Errorf("request %d: prompt %d, cached %v from %q; want both figures, cached from %s", i, s.PromptTokens, s.CachedTokens, s.CachedSource, tc.source)
+					continue
+				}
+				if s.ExpectedCachedTokens == nil {
+					t.Errorf("request %d: expected cached tokens unknown", i)
+					continue
+				}
+				// The server's BOS counted (Llama 3.1 adds one): cached equals expected exactly, and
+				// the lab counts the prompt as the server does.
+				if *s.CachedTokens != *s.ExpectedCachedTokens || strings.Contains(s.Warnings, "the lab's tokenizer counts") {
+					t.Errorf("request %d: cached %d, expected %d, warnings %q; want equal, the prompt counted alike", i, *s.CachedTokens, *s.ExpectedCachedTokens, s.Warnings)
+				}
+			}
+		})
+	}
+}
+
+// TestFamilyOllamaLive starts the lab's Ollama with lab server start --family gemma3 (in a cache
+// of its own) and registers DeepSeek V3's model beside it, then checks what Ollama renders each
+// with (/api/show): Gemma 3 with no renderer and the Go template it detects (Gemma's turns),
+// DeepSeek V3 with the deepseek3.1 renderer; and that lab run refuses both families on Ollama,
+// naming why. Skipped with -short and when the ollama build or the models are not cached.
+func TestFamilyOllamaLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a real ollama server")
+	}
+	cache := familyCache(t, "ollama", gguf.Gemma3)
+	if m, _ := filepath.Glob(filepath.Join(cache, "models", "lab-deepseek-v3-synth-*.gguf")); len(m) == 0 {
+		t.Skip("no deepseek-v3 model in the cache (lab server prepare --family deepseek-v3 writes it)")
+	}
+	for _, fam := range []gguf.Family{gguf.Gemma3, gguf.DeepSeekV3} {
+		code, out, errOut := runLab(t, "server", "start", "--server", "ollama", "--family", string(fam), "--cache", cache)
+		if code != 0 {
+			t.Fatalf("lab server start --family %s: exit %d\nstdout %s\nstderr %s", fam, code, out, errOut)
+		}
+		t.Logf("start --family %s: %s", fam, out)
+	}
+	defer runLab(t, "server", "stop", "--cache", cache)
+	srv, err := localserver.Attach(context.Background(), localserver.SharedOllamaDir(cache))
+	if err != nil {
+		t.Fatal(err)
+	}
+	show := func(name string) *api.ShowResponse {
+		t.Helper()
+		u, _ := url.Parse(srv.URL)
+		r, err := api.NewClient(u, http.DefaultClient).Show(context.Background(), &api.ShowRequest{Model: name})
+		if err != nil {
+			t.Fatalf("show %s: %v", name, err)
+		}
+		return r
+	}
+	g := show("lab-gemma3-synth")
+	// Ollama v0.17.4's /api/show gives the renderer and parser in the Modelfile only.
+	if strings.Contains(g.Modelfile, "\nRENDERER ") || !strings.Contains(g.Template, "<start_of_turn>") {
+		t.Errorf("gemma3: modelfile %q, template %.200q; want no renderer and Gemma's turns", g.Modelfile, g.Template)
+	}
+	d := show("lab-deepseek-v3-synth")
+	if !strings.Contains(d.Modelfile, "\nRENDERER deepseek3.1\n") || !strings.Contains(d.Modelfile, "\nPARSER deepseek3\n") {
+		t.Errorf("deepseek-v3: modelfile %q; want RENDERER deepseek3.1, PARSER deepseek3", d.Modelfile)
+	}
+	for fam, why := range map[gguf.Family]string{gguf.Gemma3: "does not support tools", gguf.DeepSeekV3: "repeats text"} {
+		code, _, errOut := runLab(t, "run", "--backend", "ollama", "--family", string(fam), "--cache", cache, "--scenario", "midnight", "--arm", "spec", "--results", t.TempDir(), "--quiet")
+		if code != exitBadInput || !strings.Contains(errOut, why) {
+			t.Errorf("lab run --family %s on Ollama: exit %d, stderr %q; want %d naming %q", fam, code, errOut, exitBadInput, why)
+		}
+	}
+}
