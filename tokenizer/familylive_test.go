@@ -1,13 +1,10 @@
 package tokenizer
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,30 +13,9 @@ import (
 	"unicode/utf8"
 
 	"lab/gguf"
+	"lab/internal/livetest"
 	"lab/localserver"
 )
-
-// postJSON posts body to url and decodes the answer into out.
-func postJSON(ctx context.Context, url string, body, out any) error {
-	b, err := json.Marshal(body)
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("POST %s: %s", url, resp.Status)
-	}
-	return json.NewDecoder(resp.Body).Decode(out)
-}
 
 // randomFamilyTexts returns n random texts of chunkFragments and tk's special tokens (valid
 // UTF-8 only: JSON would send an invalid byte as U+FFFD), from a fixed seed.
@@ -115,7 +91,7 @@ func TestFamilyTokenizersLlamaServerLive(t *testing.T) {
 			var rendered struct {
 				Prompt string `json:"prompt"`
 			}
-			if err := postJSON(ctx, srv.URL+"/apply-template", map[string]any{"messages": familyMessages}, &rendered); err != nil {
+			if err := livetest.PostJSON(ctx, srv.URL+"/apply-template", map[string]any{"messages": familyMessages}, &rendered); err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("rendered: %q", rendered.Prompt)
@@ -129,7 +105,7 @@ func TestFamilyTokenizersLlamaServerLive(t *testing.T) {
 				var want struct {
 					Tokens []int32 `json:"tokens"`
 				}
-				if err := postJSON(ctx, srv.URL+"/tokenize", map[string]any{"content": text}, &want); err != nil {
+				if err := livetest.PostJSON(ctx, srv.URL+"/tokenize", map[string]any{"content": text}, &want); err != nil {
 					t.Fatal(err)
 				}
 				ids := mustEncode(t, tk, text)
@@ -154,7 +130,7 @@ func TestFamilyTokenizersLlamaServerLive(t *testing.T) {
 			var comp struct {
 				TokensEvaluated int `json:"tokens_evaluated"`
 			}
-			if err := postJSON(ctx, srv.URL+"/completion", map[string]any{"prompt": rendered.Prompt, "n_predict": 1, "cache_prompt": false}, &comp); err != nil {
+			if err := livetest.PostJSON(ctx, srv.URL+"/completion", map[string]any{"prompt": rendered.Prompt, "n_predict": 1, "cache_prompt": false}, &comp); err != nil {
 				t.Fatal(err)
 			}
 			if n := len(mustEncode(t, tk, rendered.Prompt)); comp.TokensEvaluated != n {
