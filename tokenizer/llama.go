@@ -63,6 +63,18 @@ type symbol struct {
 	start, n   int
 }
 
+// mergeRight merges symbol right into its left neighbour left, as both of llama.cpp's merge
+// loops do: left takes right's bytes and next, right is emptied (n 0: skipped from then on).
+func mergeRight(syms []symbol, left, right int) {
+	l, r := &syms[left], &syms[right]
+	l.n += r.n
+	r.n = 0
+	l.next = r.next
+	if r.next >= 0 {
+		syms[r.next].prev = left
+	}
+}
+
 // bigram is a candidate merge of two adjacent symbols; for BPE key is the merge's rank (lower
 // first), for SentencePiece the score of the merged token (higher first); ties go to the left.
 type bigram struct {
@@ -159,12 +171,7 @@ func (v *llamaVocab) encodeBPEWord(word string, ids []int32) []int32 {
 		if l.n == 0 || r.n == 0 || l.n+r.n != bg.size || word[l.start:l.start+l.n+r.n] != bg.text {
 			continue
 		}
-		l.n += r.n
-		r.n = 0
-		l.next = r.next
-		if r.next >= 0 {
-			syms[r.next].prev = bg.left
-		}
+		mergeRight(syms, bg.left, bg.right)
 		add(l.prev, bg.left)
 		add(bg.left, l.next)
 	}
@@ -212,12 +219,7 @@ func (v *llamaVocab) encodeSPM(text string, ids []int32) []int32 {
 		if l.n == 0 || r.n == 0 || l.n+r.n != bg.size {
 			continue
 		}
-		l.n += r.n
-		r.n = 0
-		l.next = r.next
-		if r.next >= 0 {
-			syms[r.next].prev = bg.left
-		}
+		mergeRight(syms, bg.left, bg.right)
 		add(l.prev, bg.left)
 		add(bg.left, l.next)
 	}
