@@ -102,6 +102,19 @@ func NewModel(name string, o Options) (Model, error) {
 	}
 }
 
+// KeepsEveryPrompt reports whether the cache model named keeps every sequence it stored and
+// reuses a prefix of any of them (ideal, vllm, openai), rather than one slot (llamacpp) or the
+// prefixes its breakpoints wrote (anthropic, which [Attributor.ObserveWrites] follows). An
+// [Attributor] follows the last request's cache: across sessions that share a cache (lab run
+// --warm) its expected figure would not bound what such a model reuses.
+func KeepsEveryPrompt(name string) bool {
+	switch name {
+	case ModelIdeal, ModelVLLM, ModelOpenAI:
+		return true
+	}
+	return false
+}
+
 func concat(a, b []int32) []int32 {
 	out := make([]int32, 0, len(a)+len(b))
 	return append(append(out, a...), b...)

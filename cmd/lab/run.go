@@ -352,11 +352,7 @@ func openRunBackend(ctx context.Context, s *streams, o *runOptions, b *runBacken
 	if err != nil {
 		return none, badInput("--cache-model: %v", err)
 	}
-	// The lab's expected cached tokens follow what the cache held after the last request (and,
-	// for anthropic, the prefixes its breakpoints wrote). These models keep every prompt they
-	// saw: across warm sessions they find prefixes of any earlier one, which the expected figure
-	// would not know, so it would no longer bound what the cache could reuse.
-	if n := cacheModel.Name(); o.Backend == "sim" && o.Warm && (n == cachesim.ModelVLLM || n == cachesim.ModelOpenAI || n == cachesim.ModelIdeal) {
+	if n := cacheModel.Name(); o.Backend == "sim" && o.Warm && cachesim.KeepsEveryPrompt(n) {
 		return none, badInput("--warm with --cache-model %s: that model keeps every earlier session's prompts, and the lab's expected cached tokens follow only the last request's: use --cache-model llamacpp or anthropic", n)
 	}
 	if n := cacheModel.Name(); o.Backend == "sim" && changed("num-ctx") && cloudCacheModel(n) {
