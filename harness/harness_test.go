@@ -63,21 +63,13 @@ func runTiny(t *testing.T, arm arms.Arm) ([]metrics.Sample, *renderBackend) {
 	return replay(t, sc, arm)
 }
 
-// replay runs a scenario through the harness with renderBackend and tinytokenizer.Bytes.
+// replay runs a scenario through the harness with a new renderBackend and
+// tinytokenizer.Bytes, as the run's first session ([replayOn]).
 func replay(t *testing.T, sc *scenario.Scenario, arm arms.Arm) ([]metrics.Sample, *renderBackend) {
 	t.Helper()
-	loop := loopConfig(t)
 	conv, _ := ollama.New("http://127.0.0.1:1", "m")
 	be := &renderBackend{conv: conv}
-	sink := &metrics.MemorySink{}
-	err := harness.RunSession(context.Background(), harness.SessionConfig{
-		Scenario: sc, Arm: arm, Repetition: 1, RunID: "t", Loop: loop, Backend: be,
-		Tokenizer: tinytokenizer.Bytes{}, Sink: sink, SandboxDir: t.TempDir(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sink.Samples(), be
+	return replayOn(t, be, sc, arm, 0), be
 }
 
 func arm(t *testing.T, name string) arms.Arm {
