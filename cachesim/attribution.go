@@ -104,6 +104,12 @@ type Attribution struct {
 	// A message that carried reasoning in the previous request and carries none now diverges at
 	// "reasoning N": the template dropped its reasoning there.
 	DivergenceSegment Segment
+	// Excerpt shows the first differing byte: what the KV cache held there (the previous
+	// prompt and the reply the model generated, as the server holds it) against what this
+	// prompt renders; nil when DivergenceToken is, or when the cache's text is not known (after
+	// a context shift, a host-cache restore, or a cache of written prefixes whose entry ends
+	// within a segment).
+	Excerpt *Excerpt
 	// ReasoningTokensSent is the number of prompt tokens that are reasoning sent back: the sum of
 	// the tokenized Reasoning of every message of the request.
 	ReasoningTokensSent int64
@@ -342,6 +348,9 @@ func (a *Attributor) observe(req *chat.Request, rendered, cacheText string, writ
 		// the practice's text is what the cache no longer matches: it names the divergence.
 		if old := SegmentAt(a.practiceSegs, divergeAt); old.Practice != "" && at.DivergenceSegment.Practice == "" && !a.shifted {
 			at.DivergenceSegment = old
+		}
+		if !a.shifted && a.cacheText != "" {
+			at.Excerpt = ExcerptAt(a.cacheText, rendered, divergeAt)
 		}
 	}
 	held, heldTokens := rendered, prompt

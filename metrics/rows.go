@@ -7,7 +7,7 @@ import (
 
 // Rows is a compact, append-only table of samples for readers that aggregate many rows (lab
 // report, lab compare): per row it holds only the columns a report's tables and charts read, in
-// 152 bytes (a [Sample] with its nullable figures takes about 650) and without a heap object
+// 160 bytes (a [Sample] with its nullable figures takes about 650) and without a heap object
 // per nullable figure.
 //
 // Held per row: the labels shared by the rows of one session (run id, scenario, arm, backend,
@@ -16,7 +16,7 @@ import (
 // measured: 0 is unknown, as in [Sample]), the nullable figures cached, expected cached, reread,
 // the eight reread_*_tokens of the split, reasoning tokens sent, completion, reasoning tokens
 // generated, load time and cost (a bit set says which are known: a null stays null), the
-// divergence token and segment, cached source, end reason and error (interned), the time to first
+// divergence token, segment and excerpt, cached source, end reason and error (interned), the time to first
 // token (to the microsecond: a row read back has it in whole microseconds; one of 2³¹ µs or more,
 // about 36 minutes, is not held), and the flags context overflow, repeated call and expected
 // unknown. Not held: warnings, usage fields, cache writes, total time, request bytes and retries;
@@ -70,7 +70,7 @@ const (
 	fExpectedUnknown
 )
 
-// compactRow is one row of a [Rows]: 152 bytes. Token counts are int32 (a prompt of more than
+// compactRow is one row of a [Rows]: 160 bytes. Token counts are int32 (a prompt of more than
 // 2³¹ − 1 tokens is no real request); a row with one beyond that range keeps them all in
 // rowTables.wide instead, so that no figure is ever cut. Times and the cost stay 64-bit.
 type compactRow struct {
@@ -84,6 +84,7 @@ type compactRow struct {
 	div                  int32  // 1 + the divergence token, when wide is 0; 0 when it is null
 	ttftUs               int32  // the time to first token in microseconds; 0 when unknown
 	seg, src, end, err   uint32 // ids in rowTables.strs; 0 is ""
+	excerpt              uint32 // the divergence excerpt's id in rowTables.strs
 	wide                 uint32 // 1 + the index of the row's figures in rowTables.wide; 0 when they fit here
 	known                uint16
 	flags                uint8
@@ -159,6 +160,7 @@ func (r *Rows) Append(s *Sample) {
 		prefill: s.PrefillNs,
 		rep:     s.Repetition, req: s.RequestIndex, turn: s.Turn, step: s.Step,
 		seg: t.id(s.DivergenceSegment), src: t.id(s.CachedSource), end: t.id(s.EndReason), err: t.id(s.Error),
+		excerpt: t.id(s.DivergenceExcerpt),
 	}
 	if !s.StartedAt.IsZero() {
 		c.started = s.StartedAt.UnixNano()
@@ -244,7 +246,7 @@ func (r *Rows) Load(i int, b *SampleBuf) *Sample {
 		ServerVersion: c.lab.ServerVersion, Kind: c.lab.Kind, Driver: c.lab.Driver,
 		Repetition: c.rep, RequestIndex: c.req, Turn: c.turn, Step: c.step,
 		PromptTokens: r.PromptTokens(i), PrefillNs: c.prefill, TTFTNs: int64(c.ttftUs) * 1e3,
-		DivergenceSegment: strs[c.seg], CachedSource: strs[c.src], EndReason: strs[c.end], Error: strs[c.err],
+		DivergenceSegment: strs[c.seg], DivergenceExcerpt: strs[c.excerpt], CachedSource: strs[c.src], EndReason: strs[c.end], Error: strs[c.err],
 		ContextOverflow: c.flags&fOverflow != 0, RepeatedCall: c.flags&fRepeated != 0, ExpectedUnknown: c.flags&fExpectedUnknown != 0,
 	}
 	if c.started != 0 {

@@ -109,7 +109,9 @@ func TestRowsBytesPerRow(t *testing.T) {
 	full := float64(heap()-before) / n
 	runtime.KeepAlive(samples)
 	t.Logf("Rows: %.0f B/row; []Sample: %.0f B/row (pointer fields shared)", perRow, full)
-	if perRow > 160 {
-		t.Errorf("Rows holds %.0f B per row; want at most 160", perRow)
+	// 160 bytes of compactRow (the divergence excerpt's id took it from 152) and a little for
+	// the tables.
+	if perRow > 168 {
+		t.Errorf("Rows holds %.0f B per row; want at most 168", perRow)
 	}
 }

@@ -215,6 +215,12 @@ type Sample struct {
 	// header that named a parent session, or a system prompt of its own beside the session's).
 	// False on every row of the lab's own harness, and left out of the row's JSON then.
 	SideRequest bool `parquet:"side_request" json:"side_request,omitempty"`
+	// DivergenceExcerpt shows the first differing byte of the prompt against what the KV cache
+	// held (the previous prompt and the reply the model generated), as a JSON object
+	// {"before": the bytes both share just before it, "cached": what the cache held from there,
+	// "prompt": what the prompt has} of at most 40 and 60 bytes each (cachesim.Excerpt);
+	// "" when no divergence token is known or the cache's text is not (after a context shift).
+	DivergenceExcerpt string `parquet:"divergence_excerpt,optional" json:"divergence_excerpt,omitempty"`
 }
 
 // Upgrade makes a row read from a file written before its columns were nullable say unknown

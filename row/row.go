@@ -174,7 +174,7 @@ func SetReread(s *metrics.Sample) {
 }
 
 // SetAttribution copies an attribution of the request's cache use ([cachesim.Attributor]) into
-// its row: expected cached tokens, the first divergence and its segment, reasoning tokens sent,
+// its row: expected cached tokens, the first divergence, its segment and excerpt, reasoning tokens sent,
 // the tokens chunk reuse supplies (chunk_reused_tokens, null where it is not modelled), the
 // context overflow mark, and the split of the measured re-read tokens by segment kind (the
 // range [cached_tokens, prompt_tokens) by token position, less the reused chunks,
@@ -185,7 +185,7 @@ func SetReread(s *metrics.Sample) {
 // warnings.
 func SetAttribution(s *metrics.Sample, a cachesim.Attribution) []string {
 	s.ExpectedCachedTokens, s.ReasoningTokensSent, s.ChunkReusedTokens = nil, nil, nil
-	s.DivergenceToken, s.DivergenceSegment = nil, ""
+	s.DivergenceToken, s.DivergenceSegment, s.DivergenceExcerpt = nil, "", ""
 	for _, p := range s.RereadSplit() {
 		*p = nil
 	}
@@ -196,6 +196,12 @@ func SetAttribution(s *metrics.Sample, a cachesim.Attribution) []string {
 	s.ExpectedUnknown = false
 	s.ExpectedCachedTokens = new(a.ExpectedCachedTokens)
 	s.DivergenceToken, s.DivergenceSegment = a.DivergenceToken, a.DivergenceSegment.String()
+	if a.Excerpt != nil {
+		b, err := json.Marshal(a.Excerpt)
+		if err == nil { // a struct of three strings always marshals
+			s.DivergenceExcerpt = string(b)
+		}
+	}
 	s.ReasoningTokensSent = new(a.ReasoningTokensSent)
 	s.ChunkReusedTokens = clone(a.ChunkReusedTokens)
 	s.ContextOverflow = a.ContextOverflow
