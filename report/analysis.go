@@ -233,6 +233,9 @@ type Analysis struct {
 	// ([ServerComparison]), when the runs are of more than one setup ([AnalyzeRuns]); a pair
 	// that measured different things holds only why ([ServerComparison].Refused).
 	Servers []ServerComparison `json:"servers,omitempty"`
+	// Templates is what the chat template did to the KV cache, per scenario of this setup
+	// ([TemplateEffect]); the report's "What the template does" sets the setups side by side.
+	Templates []TemplateEffect `json:"templates,omitempty"`
 }
 
 // Analyze computes the analysis of samples (of one run or of several merged: repetitions of
@@ -305,6 +308,7 @@ func analyze(rows *metrics.Rows, runs []*metrics.Manifest) *Analysis {
 	}
 	a.Claims = claims(rows, a, runs)
 	a.WarmStarts = warmStarts(rows, runs)
+	a.Templates = templateEffects(rows, runs)
 	return a
 }
 

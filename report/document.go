@@ -106,6 +106,7 @@ func buildDocument(r *Report) *document {
 	for i := range r.Analysis.Servers {
 		d.servers(r, &r.Analysis.Servers[i])
 	}
+	d.templates(groups)
 	for _, a := range groups {
 		label := ""
 		if len(groups) > 1 {

@@ -129,6 +129,9 @@ func templateOf(m *metrics.Manifest, model string) Template {
 		default:
 			return Template{Name: "Ollama's " + r + " renderer", Source: "the run's renderer setting"}
 		}
+		if t := m.Settings["chat_template"]; t != "" {
+			return Template{Name: t, Source: "the run's chat_template setting"}
+		}
 	}
 	lower := strings.ToLower(model)
 	if slices.ContainsFunc(qwen3Family, func(f string) bool { return strings.Contains(lower, f) }) {

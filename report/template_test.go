@@ -1,0 +1,89 @@
+package report_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"lab/metrics"
+	"lab/report"
+)
+
+// The template table splits each arm's re-read tokens where the template decides them, names
+// the kinds of segment the prompts diverged in with the excerpt of the request that re-read the
+// most, and checks §8's sentence from spec against reasoning-never.
+func TestTemplateEffects(t *testing.T) {
+	t.Parallel()
+	row := func(arm string, idx, turn, step int32, kind string, reread int64, seg, excerpt string) metrics.Sample {
+		return metrics.Sample{RunID: "r", Scenario: "s", Arm: arm, Repetition: 1, RequestIndex: idx, Turn: turn, Step: step, Kind: kind,
+			Backend: "llamacpp", ServerVersion: "b1", Model: "m", PromptTokens: 1000, CachedTokens: new(1000 - reread),
+			ExpectedCachedTokens: new(1000 - reread), RereadTokens: new(reread), DivergenceSegment: seg, DivergenceExcerpt: excerpt}
+	}
+	ex := `{"before":"<|im_start|>assistant\n","cached":"<think>\nplan</think>","prompt":"<tool_call>"}`
+	var samples []metrics.Sample
+	for _, arm := range []string{metrics.SpecArm, report.ReasoningNeverArm} {
+		newUser := int64(100)
+		if arm == metrics.SpecArm {
+			newUser = 700
+		}
+		samples = append(samples,
+			row(arm, 0, 1, 1, metrics.KindStep, 1000, "", ""),
+			row(arm, 1, 1, 2, metrics.KindStep, 40, "message 2", ex),
+			row(arm, 2, 1, 3, metrics.KindStep, 60, "message 4", ex),
+			row(arm, 3, 2, 1, metrics.KindStep, newUser, "reasoning 2", ""),
+			row(arm, 4, 2, 2, metrics.KindCompaction, 900, "system", ""),
+			row(arm, 5, 2, 3, metrics.KindStep, 800, "message 1", ""),
+		)
+	}
+	runs := []*metrics.Manifest{{RunID: "r", Backend: "llamacpp", ServerVersion: "b1", Complete: true,
+		Settings: map[string]string{"family": "deepseek-v3", "chat_template": "the GGUF's"}}}
+	a := report.AnalyzeRuns(runs, samples)
+	if len(a.Templates) != 1 {
+		t.Fatalf("templates %+v; want one scenario", a.Templates)
+	}
+	e := a.Templates[0]
+	if e.Family != "deepseek-v3" || e.Template != "the GGUF's" || len(e.Arms) != 2 || e.Arms[0].Arm != metrics.SpecArm {
+		t.Fatalf("effect %+v", e)
+	}
+	spec := e.Arms[0]
+	if w := spec.WithinTurn; w.Requests != 2 || w.Reread == nil || *w.Reread != 50 || len(w.Divergences) != 1 ||
+		w.Divergences[0].Segment != "message" || w.Divergences[0].Requests != 2 || w.Divergences[0].Reread != 100 ||
+		w.Divergences[0].Example == nil || w.Divergences[0].Step != 3 || w.Divergences[0].Example.Prompt != "<tool_call>" {
+		t.Errorf("inside a turn %+v", w)
+	}
+	if n := spec.NewUserMessage; n.Requests != 1 || *n.Reread != 700 || n.Divergences[0].Segment != "reasoning" || n.Divergences[0].Example != nil {
+		t.Errorf("new user message %+v", n)
+	}
+	// The compaction request and the first after it.
+	if c := spec.Compaction; c.Requests != 2 || *c.Reread != 850 {
+		t.Errorf("compaction %+v", c)
+	}
+	c := e.Section8
+	if c == nil || c.Verdict != report.VerdictDoesNotHold || c.Spec != 700 || c.Never != 100 || !strings.Contains(c.Why, "diverging first in reasoning") {
+		t.Fatalf("§8 %+v", c)
+	}
+	var b bytes.Buffer
+	if err := report.Markdown(&b, &report.Report{Runs: runs, Analysis: a}); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, want := range []string{
+		"## What the template does",
+		"| llamacpp b1 | deepseek-v3 | s | spec | 50 (2) | 700 (1) | 850 (2) |",
+		"llamacpp b1, deepseek-v3, s: §8 does not hold — at 1 new user message spec re-read 700 tokens per request, reasoning-never 100",
+		"spec, inside a turn: diverged in message on 2 requests, 100 re-read tokens; at turn 1 step 3: after `&lt;|im_start|&gt;assistant\\n` the cache held `&lt;think&gt;\\nplan&lt;/think&gt;`, the template rendered `&lt;tool_call&gt;`",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+	// Spec re-reading no more than reasoning-never at new user messages holds.
+	for i := range samples {
+		if samples[i].Arm == metrics.SpecArm && samples[i].RequestIndex == 3 {
+			samples[i].RereadTokens, samples[i].CachedTokens = new(int64(101)), new(int64(899))
+		}
+	}
+	if c := report.AnalyzeRuns(runs, samples).Templates[0].Section8; c == nil || c.Verdict != report.VerdictHolds {
+		t.Errorf("§8 %+v; want holds", c)
+	}
+}
