@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
 	"lab/cachesim"
 )
@@ -140,18 +139,17 @@ func divergenceItem(arm, part string, dv TemplateDivergence) string {
 	return s
 }
 
-// quoteExcerpt shows excerpt text in code, with line breaks and tabs escaped and, for the text
-// before a divergence, its start marked as cut; "(nothing)" for "".
+// quoteExcerpt shows excerpt text as a Go-quoted string (line breaks and tabs escaped) and, for
+// the text before a divergence, its start marked as cut; "(nothing)" for "".
 func quoteExcerpt(s string, before bool) string {
 	if s == "" {
 		return "(nothing)"
 	}
 	q := strconv.Quote(s)
-	q = strings.ReplaceAll(q[1:len(q)-1], "`", "'")
 	if before && len(s) >= cachesim.ExcerptBefore-3 {
 		q = "…" + q
 	} else if !before && len(s) >= cachesim.ExcerptAfter-3 {
 		q += "…"
 	}
-	return "`" + q + "`"
+	return q
 }
