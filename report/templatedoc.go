@@ -83,10 +83,12 @@ func (d *document) templates(groups []*Analysis) {
 				}
 			}
 		}
+		name := fmt.Sprintf("%s · %s · %s (%s)", templateSetupName(en.setup, en.one), orDash(en.effect.Family), en.effect.Scenario, orDash(en.effect.Template))
 		if len(items) == 0 {
+			d.para("%s: no request of these parts diverged from what the KV cache held: what they re-read is what the conversation added after it.", name)
 			continue
 		}
-		d.para("%s · %s · %s (%s):", templateSetupName(en.setup, en.one), orDash(en.effect.Family), en.effect.Scenario, orDash(en.effect.Template))
+		d.para("%s:", name)
 		d.list(items...)
 	}
 }
