@@ -4,7 +4,7 @@
 GO ?= go
 BIN := bin/lab
 
-.PHONY: run test setup build server vet fuzz stress clean agents
+.PHONY: run test setup build server vet fuzz stress clean agents families
 
 # The main job: midnight with the spec and date-in-system-prompt arms on each real local server
 # (Ollama, then llama-server), then one report with the two servers side by side. RUN_ID names
@@ -14,6 +14,22 @@ run: setup build
 	./$(BIN) run --backend ollama --run-id $(RUN_ID)-ollama
 	./$(BIN) run --backend llamacpp --run-id $(RUN_ID)-llamacpp
 	./$(BIN) report --out results/servers-$(RUN_ID) results/run_id=$(RUN_ID)-ollama results/run_id=$(RUN_ID)-llamacpp
+
+# What the chat template does, per model family and server: midnight with the spec and
+# reasoning-never arms for each family's synthetic model (lab server prepare --family) on each
+# real local server, then one report whose "What the template does" sets them side by side
+# (results/families-$(RUN_ID)). The lists are the families each server measures (lab run
+# --family says why the others are refused).
+FAMILIES_OLLAMA ?= qwen3
+FAMILIES_LLAMACPP ?= qwen3 deepseek-v3 llama3.1
+FAMILY_SCENARIO ?= midnight
+families: setup build
+	./$(BIN) server prepare --family all
+	set -e; for f in $(FAMILIES_OLLAMA); do \
+		./$(BIN) run --backend ollama --family $$f --scenario $(FAMILY_SCENARIO) --arm spec,reasoning-never --run-id $(RUN_ID)-ollama-$$f; done
+	set -e; for f in $(FAMILIES_LLAMACPP); do \
+		./$(BIN) run --backend llamacpp --family $$f --scenario $(FAMILY_SCENARIO) --arm spec,reasoning-never --run-id $(RUN_ID)-llamacpp-$$f; done
+	./$(BIN) report --out results/families-$(RUN_ID) $(foreach f,$(FAMILIES_OLLAMA),results/run_id=$(RUN_ID)-ollama-$(f)) $(foreach f,$(FAMILIES_LLAMACPP),results/run_id=$(RUN_ID)-llamacpp-$(f))
 
 test: setup server
 	$(GO) mod tidy -diff || { echo "go mod tidy: go.mod or go.sum is not tidy (run go mod tidy)"; exit 1; }
