@@ -41,6 +41,7 @@ func TestFamilyOfModelFile(t *testing.T) {
 		"/c/models/lab-llama3.1-synth-5dc3d4904979.gguf":    gguf.Llama31,
 		"/c/models/lab-deepseek-v3-synth-5e971e385fd7.gguf": gguf.DeepSeekV3,
 		"/c/models/lab-gpt-oss-synth-40570e925f44.gguf":     gguf.GPTOSS,
+		"/c/models/lab-llama3.2-synth-5b27daad783a.gguf":    gguf.Llama32,
 		"/home/me/gemma-3-27b.gguf":                         gguf.Qwen3,
 	} {
 		if got := FamilyOfModelFile(path); got != want {
