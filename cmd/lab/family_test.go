@@ -129,6 +129,12 @@ func TestCheckFamilyDefaults(t *testing.T) {
 	if o.ModelName != "mine" || o.Model.Layers != 3 {
 		t.Errorf("llama3.1 with --model and --layers: model %q, layers %d; want mine, 3", o.ModelName, o.Model.Layers)
 	}
+	for _, backend := range []string{"ollama", "llamacpp"} {
+		o = &runOptions{Backend: backend, Family: "llama3.2", ModelName: "lab-qwen3-synth", Model: gguf.DefaultModelOptions()}
+		if err := checkFamily(o, none); err != nil || o.ModelName != "lab-llama3.2-synth" || o.Model.Family != gguf.Llama32 {
+			t.Errorf("llama3.2 on %s: %v, model %q, family %q; want lab-llama3.2-synth, llama3.2", backend, err, o.ModelName, o.Model.Family)
+		}
+	}
 	o = &runOptions{Backend: "sim", Family: "qwen3", ModelName: "lab-qwen3-synth", Model: gguf.DefaultModelOptions()}
 	if err := checkFamily(o, none); err != nil || o.Model.Family != "" || o.ModelName != "lab-qwen3-synth" {
 		t.Errorf("qwen3 on sim: %v, family %q, model %q; want the options unchanged", err, o.Model.Family, o.ModelName)
