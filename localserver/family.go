@@ -50,14 +50,17 @@ const ChatTemplateOllamaTemplate = "{{ .Prompt }}"
 //
 //   - gemma3: no renderer; the gemma3-instruct Go template Ollama detects (no tools).
 //
-//   - llama3.1: no renderer; the llama3-instruct Go template Ollama detects (Llama 3's, as the
-//     GGUF's; no tools).
-//
 //   - llama3.2: no renderer or parser; the lab's own Go template in Llama 3.2's format
 //     ([Llama32OllamaTemplate]), since Ollama has no template with tools for it.
 //
-// Gemma 3's and Llama 3.1's sessions cannot be measured either ([OllamaChat].NoSessions): the
-// lab's sessions offer tools.
+//   - llama3.1: the same Go template, Llama 3.2's format, a stand-in for Llama 3.1's (nearly
+//     the same: Llama 3.1's writes the date "26 Jul 2024" unless told otherwise): the npm
+//     package and so the GGUF have Llama 3's short template, and the llama3-instruct Go
+//     template Ollama detects from it has no tools. The two vocabularies are one but for the
+//     added tokens' names, and both end a turn with <|eot_id|>.
+//
+// Gemma 3's sessions cannot be measured either ([OllamaChat].NoSessions): the lab's sessions
+// offer tools.
 //
 // gpt-oss is an error: its GGUF has no chat template, Ollama detects none and its harmony path
 // needs one, so the prompt would be the last message alone.
@@ -73,7 +76,8 @@ func OllamaChatOf(f gguf.Family) (OllamaChat, error) {
 	case gguf.Gemma3:
 		return OllamaChat{Template: "Ollama's gemma3-instruct Go template, detected from the GGUF's", NoSessions: "its template has no tools, and Ollama refuses every request that offers some (\"does not support tools\"), as the lab's sessions do"}, nil
 	case gguf.Llama31:
-		return OllamaChat{Template: "Ollama's llama3-instruct Go template, detected from the GGUF's (Llama 3's)", NoSessions: "its template has no tools, and Ollama refuses every request that offers some (\"does not support tools\"), as the lab's sessions do"}, nil
+		return OllamaChat{GoTemplate: Llama32OllamaTemplate, ReplyEnd: "<|eot_id|>",
+			Template: "the lab's Go template in Llama 3.2's format (localserver.Llama32OllamaTemplate), a stand-in for Llama 3.1's own: the GGUF has Llama 3's template, without tools, and Ollama's llama3-instruct detected from it refuses tools"}, nil
 	case gguf.Llama32:
 		return OllamaChat{GoTemplate: Llama32OllamaTemplate, ReplyEnd: "<|eot_id|>",
 			Template: "the lab's Go template in Llama 3.2's format (localserver.Llama32OllamaTemplate: JSON compact with sorted keys, contents untrimmed, parallel tool calls one a line)"}, nil

@@ -18,7 +18,7 @@ func TestOllamaChatOf(t *testing.T) {
 		{gguf.Qwen3, "qwen3.5", "qwen3.5", "qwen3.5"},
 		{gguf.DeepSeekV3, "deepseek3.1", "deepseek3", "stand-in for the GGUF's V3 template"},
 		{gguf.Gemma3, "", "", "gemma3-instruct"},
-		{gguf.Llama31, "", "", "llama3-instruct"},
+		{gguf.Llama31, "", "", "a stand-in for Llama 3.1's own"},
 		{gguf.Llama32, "", "", "the lab's Go template in Llama 3.2's format"},
 	} {
 		c, err := OllamaChatOf(tc.f)
@@ -26,8 +26,10 @@ func TestOllamaChatOf(t *testing.T) {
 			t.Errorf("OllamaChatOf(%q) = %+v, %v; want renderer %q, parser %q, a template naming %q", tc.f, c, err, tc.renderer, tc.parser, tc.template)
 		}
 	}
-	if c, _ := OllamaChatOf(gguf.Llama32); c.GoTemplate != Llama32OllamaTemplate || c.ReplyEnd != "<|eot_id|>" || c.NoSessions != "" {
-		t.Errorf("OllamaChatOf(llama3.2) = %+v; want the lab's template, reply end <|eot_id|>, sessions", c)
+	for _, f := range []gguf.Family{gguf.Llama32, gguf.Llama31} {
+		if c, _ := OllamaChatOf(f); c.GoTemplate != Llama32OllamaTemplate || c.ReplyEnd != "<|eot_id|>" || c.NoSessions != "" {
+			t.Errorf("OllamaChatOf(%s) = %+v; want the lab's Llama 3.2 template, reply end <|eot_id|>, sessions", f, c)
+		}
 	}
 	if _, err := OllamaChatOf(gguf.GPTOSS); err == nil || !strings.Contains(err.Error(), "no chat template") {
 		t.Errorf("OllamaChatOf(gpt-oss) error %v; want one saying the GGUF has no chat template", err)

@@ -431,9 +431,9 @@ func (c *Client) output(ctx context.Context, req *chat.Request, rendered string,
 // it); the text is that rendering past what it shares with rendered, up to and including the
 // first reply end. When the template's assistant message starts with its generation prompt
 // (Llama 3.2's header), the cache then holds the next request's prefix exactly. Errors: the
-// rendering's, a rendering that shares less than the messages before the reply with rendered
-// (a template that renders the history otherwise once a reply follows it), or one without the
-// reply end after the shared part.
+// rendering's, a rendering that parts from rendered before its last reply end (the history
+// rendered otherwise once a reply follows it, as a template that writes the server's date
+// does across midnight), or one without the reply end after the shared part.
 func (c *Client) ReplyText(ctx context.Context, req *chat.Request, rendered string, reply *chat.Reply) (string, error) {
 	if c.replyEnd == "" {
 		return "", errors.New("ollama: ReplyText needs the reply's end token (WithReplyEnd)")
@@ -463,6 +463,11 @@ func (c *Client) ReplyText(ctx context.Context, req *chat.Request, rendered stri
 	k := 0
 	for k < len(after) && k < len(rendered) && after[k] == rendered[k] {
 		k++
+	}
+	if strings.Contains(rendered[k:], c.replyEnd) {
+		// The renderings part before the last turn of the prompt: the history is rendered
+		// otherwise now (a template that writes the date, rendered again after midnight).
+		return "", fmt.Errorf("ollama: the server renders the messages before the reply otherwise once the reply follows them (%d bytes shared of %d)", k, len(rendered))
 	}
 	end := strings.Index(after[k:], c.replyEnd)
 	if end < 0 {

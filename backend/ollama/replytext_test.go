@@ -109,12 +109,21 @@ func TestReplyTextFromTheServersTemplate(t *testing.T) {
 		t.Errorf("without WithReplyEnd: %q, %v; want Qwen3's output", res.CacheText, err)
 	}
 
+	// A history rendered otherwise than in the prompt (a date header after midnight): an error.
+	if _, err := c.ReplyText(ctx, req, strings.Replace(rendered, "S<|eot_id|>", "T<|eot_id|>", 1), &chat.Reply{Content: "Done."}); err == nil || !strings.Contains(err.Error(), "otherwise") {
+		t.Errorf("history rendered otherwise: error %v; want one saying so", err)
+	}
+
 	// A template whose turns have no end token: an error naming it, and no cache fill.
 	var raw2 []string
 	bad := llamaLikeServer(t, "", &raw2)
 	defer bad.Close()
 	b, _ := New(bad.URL, "m", WithReplyEnd("<|eot_id|>"))
-	if err := b.FillCache(ctx, req, &chat.Reply{Content: "Done."}, &chat.Result{Rendered: rendered}); err == nil || !strings.Contains(err.Error(), `no reply end "<|eot_id|>"`) || len(raw2) != 0 {
+	badRendered, err := b.Render(ctx, creq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.FillCache(ctx, req, &chat.Reply{Content: "Done."}, &chat.Result{Rendered: badRendered}); err == nil || !strings.Contains(err.Error(), `no reply end "<|eot_id|>"`) || len(raw2) != 0 {
 		t.Errorf("no end token: error %v, %d raw prompts; want an error naming it and none sent", err, len(raw2))
 	}
 }

@@ -26,10 +26,10 @@ const (
 // family's default depth unless --layers is. Another family is for the lab's own servers only
 // (--backend ollama without --server, --backend llamacpp without --base-url, --llamacpp and
 // --gguf): anything else is bad input naming the flag, as are gpt-oss on Ollama (no chat
-// template: localserver.OllamaChatOf) and every other family on Ollama v0.17.4 but llama3.2,
-// which the lab registers with a Go template of its own (OllamaChat.NoSessions: no tools in
-// gemma3's and llama3.1's detected templates, DeepSeek V3's repeated text), and gemma3 and
-// gpt-oss on llama-server (localserver.LlamaNoSessions).
+// template: localserver.OllamaChatOf) and every other family on Ollama v0.17.4 but llama3.2
+// and llama3.1, which the lab registers with a Go template of its own (OllamaChat.NoSessions:
+// no tools in gemma3's detected template, DeepSeek V3's repeated text), and gemma3 and gpt-oss
+// on llama-server (localserver.LlamaNoSessions).
 func checkFamily(o *runOptions, changed func(string) bool) error {
 	fam, err := gguf.ParseFamily(o.Family)
 	if err != nil {
@@ -69,8 +69,8 @@ func checkFamily(o *runOptions, changed func(string) bool) error {
 }
 
 // ollamaFamilyExpected is why an Ollama run of family f (not Qwen3, nor a family registered
-// with the lab's own template and its reply end, localserver.OllamaChat.ReplyEnd: Llama 3.2,
-// counted with its tokenizer) has no expected cached tokens: the lab's tokenizer counts Qwen3 only, Ollama's own engine counts some families
+// with the lab's own template and its reply end, localserver.OllamaChat.ReplyEnd: Llama 3.2
+// and 3.1, counted with their tokenizers) has no expected cached tokens: the lab's tokenizer counts Qwen3 only, Ollama's own engine counts some families
 // differently from their tokenizers (DeepSeek V3's repeated text, Gemma 3's whitespace tokens),
 // and the reply the lab writes into the cache is in Qwen3's output format.
 func ollamaFamilyExpected(f gguf.Family) string {
