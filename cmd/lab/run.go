@@ -342,6 +342,9 @@ func openRunBackend(ctx context.Context, s *streams, o *runOptions, b *runBacken
 	if err := checkFamily(o, changed); err != nil {
 		return none, err
 	}
+	if err := checkFamilyScenarios(o, scs); err != nil {
+		return none, err
+	}
 	if err := o.Live.check(o.Backend, changed); err != nil {
 		return none, err
 	}
