@@ -42,17 +42,13 @@ const ChatTemplateOllamaTemplate = "{{ .Prompt }}"
 // families' live tests, Ollama v0.17.4):
 //
 //   - qwen3: the built-in qwen3.5 renderer and parser (Qwen3-VL's format, the lab's reference).
-//
 //   - deepseek-v3: the built-in deepseek3.1 renderer and deepseek3 parser: DeepSeek V3.1's format
 //     (a `</think>` after `<｜Assistant｜>`, its own tool block), a stand-in for the V3 template
 //     the GGUF holds, which Ollama detects no Go template for (the prompt would be the last
 //     message alone). Its sessions cannot be measured: Ollama's tokenizer repeats text.
-//
 //   - gemma3: no renderer; the gemma3-instruct Go template Ollama detects (no tools).
-//
 //   - llama3.2: no renderer or parser; the lab's own Go template in Llama 3.2's format
 //     ([Llama32OllamaTemplate]), since Ollama has no template with tools for it.
-//
 //   - llama3.1: the same Go template, Llama 3.2's format, a stand-in for Llama 3.1's (nearly
 //     the same: Llama 3.1's writes the date "26 Jul 2024" unless told otherwise): the npm
 //     package and so the GGUF have Llama 3's short template, and the llama3-instruct Go
