@@ -159,32 +159,32 @@ func ollamaRender(ctx context.Context, t *testing.T, s *Server, req *api.ChatReq
 func sameLlama32Format(got, want string) string {
 	g, w := strings.Split(got, "<|eot_id|>"), strings.Split(want, "<|eot_id|>")
 	if len(g) != len(w) {
-		return "turns: " + itoa(len(g)) + " in Ollama's, " + itoa(len(w)) + " in the Jinja template's"
+		return "turns: " + llama32Itoa(len(g)) + " in Ollama's, " + llama32Itoa(len(w)) + " in the Jinja template's"
 	}
 	for i := range g {
 		gh, gb, _ := strings.Cut(g[i], "<|end_header_id|>\n\n")
 		wh, wb, _ := strings.Cut(w[i], "<|end_header_id|>\n\n")
 		if gh != wh {
-			return "turn " + itoa(i) + ": header " + quote(gh) + ", the Jinja template " + quote(wh)
+			return "turn " + llama32Itoa(i) + ": header " + llama32Quote(gh) + ", the Jinja template " + llama32Quote(wh)
 		}
-		if sameBody(gb, wb) {
+		if sameLlama32Body(gb, wb) {
 			continue
 		}
 		gp, wp := strings.Split(gb, "\n\n"), strings.Split(wb, "\n\n")
 		if len(gp) != len(wp) {
-			return "turn " + itoa(i) + " (" + quote(gh) + "): " + itoa(len(gp)) + " paragraphs, the Jinja template " + itoa(len(wp))
+			return "turn " + llama32Itoa(i) + " (" + llama32Quote(gh) + "): " + llama32Itoa(len(gp)) + " paragraphs, the Jinja template " + llama32Itoa(len(wp))
 		}
 		for j := range gp {
-			if !sameBody(gp[j], wp[j]) {
-				return "turn " + itoa(i) + " paragraph " + itoa(j) + ": " + quote(gp[j][:min(200, len(gp[j]))]) + ", the Jinja template " + quote(wp[j][:min(200, len(wp[j]))])
+			if !sameLlama32Body(gp[j], wp[j]) {
+				return "turn " + llama32Itoa(i) + " paragraph " + llama32Itoa(j) + ": " + llama32Quote(gp[j][:min(200, len(gp[j]))]) + ", the Jinja template " + llama32Quote(wp[j][:min(200, len(wp[j]))])
 			}
 		}
 	}
 	return ""
 }
 
-// sameBody reports whether a and b are equal, equal trimmed, or the same JSON value.
-func sameBody(a, b string) bool {
+// sameLlama32Body reports whether a and b are equal, equal trimmed, or the same JSON value.
+func sameLlama32Body(a, b string) bool {
 	if a == b || strings.TrimSpace(a) == b {
 		return true
 	}
@@ -195,11 +195,11 @@ func sameBody(a, b string) bool {
 	return reflect.DeepEqual(x, y)
 }
 
-func quote(s string) string {
+func llama32Quote(s string) string {
 	var b bytes.Buffer
 	e := json.NewEncoder(&b)
 	e.SetEscapeHTML(false)
 	e.Encode(s)
 	return strings.TrimSpace(b.String())
 }
-func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+func llama32Itoa(n int) string { b, _ := json.Marshal(n); return string(b) }

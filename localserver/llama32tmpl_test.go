@@ -19,21 +19,21 @@ import (
 // reads (v0.17.4 template.go: templateMessage, templateToolCall with the arguments as a map that
 // prints as compact JSON) and its two functions it calls.
 type (
-	tmplMessage struct {
+	goTmplMessage struct {
 		Role, Content string
-		ToolCalls     []tmplCall
+		ToolCalls     []goTmplCall
 	}
-	tmplCall     struct{ Function tmplFunction }
-	tmplFunction struct {
+	goTmplCall     struct{ Function goTmplFunction }
+	goTmplFunction struct {
 		Name      string
-		Arguments tmplArgs
+		Arguments goTmplArgs
 	}
-	tmplArgs map[string]any
+	goTmplArgs map[string]any
 )
 
-func (a tmplArgs) String() string { b, _ := json.Marshal(map[string]any(a)); return string(b) }
+func (a goTmplArgs) String() string { b, _ := json.Marshal(map[string]any(a)); return string(b) }
 
-var tmplFuncs = template.FuncMap{
+var goTmplFuncs = template.FuncMap{
 	"json":        func(v any) string { b, _ := json.Marshal(v); return string(b) },
 	"currentDate": func(...string) string { return time.Now().Format("2006-01-02") },
 }
@@ -45,7 +45,7 @@ var tmplFuncs = template.FuncMap{
 // (sameLlama32Format: the JSON's spelling and the Jinja template's trimming aside). The live
 // test (TestLlama32OllamaLive) renders on Ollama itself.
 func TestLlama32OllamaTemplate(t *testing.T) {
-	tmpl, err := template.New("").Option("missingkey=zero").Funcs(tmplFuncs).Parse(Llama32OllamaTemplate)
+	tmpl, err := template.New("").Option("missingkey=zero").Funcs(goTmplFuncs).Parse(Llama32OllamaTemplate)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestLlama32OllamaTemplate(t *testing.T) {
 		{Role: chat.RoleAssistant, Content: "dropped", ToolCalls: []chat.ToolCall{{ID: "c1", Name: "read", Arguments: json.RawMessage(`{"path":"a.go","offset":3}`)}}},
 		{Role: chat.RoleTool, ToolCallID: "c1", Content: "1: package a\n"}, {Role: chat.RoleUser, Content: "Thanks"}}}
 	for name, req := range map[string]*chat.Request{"no tools": noTools, "tools": withTools} {
-		data := map[string]any{"Messages": tmplMessages(req)}
+		data := map[string]any{"Messages": goTmplMessages(req)}
 		if len(req.Tools) > 0 {
 			var tools []map[string]any
 			for _, tl := range req.Tools {
@@ -92,15 +92,15 @@ func TestLlama32OllamaTemplate(t *testing.T) {
 	}
 }
 
-// tmplMessages is req's messages as Ollama's template package gives them to a template.
-func tmplMessages(req *chat.Request) []tmplMessage {
-	var out []tmplMessage
+// goTmplMessages is req's messages as Ollama's template package gives them to a template.
+func goTmplMessages(req *chat.Request) []goTmplMessage {
+	var out []goTmplMessage
 	for _, m := range req.Messages {
-		tm := tmplMessage{Role: string(m.Role), Content: m.Content}
+		tm := goTmplMessage{Role: string(m.Role), Content: m.Content}
 		for _, tc := range m.ToolCalls {
-			var args tmplArgs
+			var args goTmplArgs
 			json.Unmarshal(tc.Arguments, &args)
-			tm.ToolCalls = append(tm.ToolCalls, tmplCall{Function: tmplFunction{Name: tc.Name, Arguments: args}})
+			tm.ToolCalls = append(tm.ToolCalls, goTmplCall{Function: goTmplFunction{Name: tc.Name, Arguments: args}})
 		}
 		out = append(out, tm)
 	}
