@@ -123,10 +123,12 @@ func TestLlama32OllamaLive(t *testing.T) {
 			runner = line
 		}
 	}
+	t.Logf("runner: %s", runner)
 	if runner == "" || strings.Contains(runner, "--ollama-engine") {
 		t.Errorf("runner %q; want the llama.cpp runner (no --ollama-engine)", runner)
 	}
 	line, err := clog.Next(5 * time.Second)
+	t.Logf("cache line: %+v", line)
 	if err != nil || line == nil || line.Prompt != 8 {
 		t.Errorf("cache log: %+v, %v; want a line with prompt=8 (BOS and 7 tokens)", line, err)
 	}
