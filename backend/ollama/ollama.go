@@ -71,6 +71,10 @@ type Client struct {
 	log     *CacheLog
 	logWait time.Duration
 
+	// replyEnd, when not "", makes the client take a reply's text from the server's own
+	// rendering of it ([WithReplyEnd], [Client.ReplyText]) instead of [Qwen3Output].
+	replyEnd string
+
 	// args and tools memoise the decoding of tool-call arguments and tool parameters: a session
 	// resends the same ones on every request. The decoded values are only read afterwards. args
 	// is keyed by the SHA-256 of the arguments' JSON, which may be megabytes.
@@ -100,6 +104,12 @@ func (c *Client) SetSeed(seed int64) { c.seed = int(seed) }
 // client reads the new `msg="loading cache slot" … prompt=N used=U` line: U is the number of
 // prompt tokens the server reused from its KV cache. Without a log, cached tokens are unknown.
 func WithServerLog(path string) Option { return func(c *Client) { c.logPath = path } }
+
+// WithReplyEnd makes the client write a reply into the cache as the model's own chat template
+// renders it, up to and including end, the token that ends a generated reply (<|eot_id|> for a
+// Llama 3.2 template): [Client.ReplyText], instead of [Qwen3Output]. For a model registered
+// with a Go template of another format than Qwen3's.
+func WithReplyEnd(end string) Option { return func(c *Client) { c.replyEnd = end } }
 
 // WithHTTPClient sets the HTTP client (default: one with no overall timeout; requests end with
 // their context).
@@ -388,17 +398,88 @@ func (c *Client) Measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 
 	if req.Generate > 0 {
 		// The cache holds the real generation. Its text is rebuilt from the parsed reply in
-		// Qwen3's output format (the server does not return the raw tokens): exact for a reply
+		// Qwen3's output format, or the model template's ([WithReplyEnd]; the server does not
+		// return the raw tokens): exact for a reply
 		// the model ended itself, an approximation for one cut off at num_predict.
-		res.CacheText = res.Rendered + Qwen3Output(res.Reply)
+		out, err := c.output(ctx, req, res.Rendered, res.Reply)
+		if err != nil {
+			if ctx.Err() != nil {
+				return res, ctx.Err()
+			}
+			res.Warnings = append(res.Warnings, "what the model wrote is not known as the server holds it (cache text unknown): "+err.Error())
+			return res, nil
+		}
+		res.CacheText = res.Rendered + out
 		return res, nil
 	}
 	return res, nil
 }
 
+// output is the text reply leaves in the cache after the prompt rendered: [Client.ReplyText]
+// with [WithReplyEnd], else [Qwen3Output].
+func (c *Client) output(ctx context.Context, req *chat.Request, rendered string, reply *chat.Reply) (string, error) {
+	if c.replyEnd == "" {
+		return Qwen3Output(reply), nil
+	}
+	return c.ReplyText(ctx, req, rendered, reply)
+}
+
+// ReplyText returns the text the model writes after the prompt rendered (req's rendering, its
+// generation prompt included) when it answers req with reply, taken from the server's own
+// template ([WithReplyEnd]): the server renders req's messages followed by reply as an
+// assistant message and a tool result after it (as the next request of a tool loop renders
+// it); the text is that rendering past what it shares with rendered, up to and including the
+// first reply end. When the template's assistant message starts with its generation prompt
+// (Llama 3.2's header), the cache then holds the next request's prefix exactly. Errors: the
+// rendering's, a rendering that parts from rendered before its last reply end (the history
+// rendered otherwise once a reply follows it, as a template that writes the server's date
+// does across midnight), or one without the reply end after the shared part.
+func (c *Client) ReplyText(ctx context.Context, req *chat.Request, rendered string, reply *chat.Reply) (string, error) {
+	if c.replyEnd == "" {
+		return "", errors.New("ollama: ReplyText needs the reply's end token (WithReplyEnd)")
+	}
+	next := *req
+	next.Generate = 0
+	next.Messages = append(slices.Clone(req.Messages), chat.Message{Role: chat.RoleAssistant, Reasoning: reply.Reasoning, Content: reply.Content, ToolCalls: reply.ToolCalls})
+	// The tool results only end the assistant message; their text is never used.
+	if len(reply.ToolCalls) == 0 {
+		next.Messages = append(next.Messages, chat.Message{Role: chat.RoleTool, ToolCallID: "next", Content: "."})
+	}
+	for i, tc := range reply.ToolCalls {
+		id := tc.ID
+		if id == "" {
+			id = fmt.Sprintf("next-%d", i)
+		}
+		next.Messages = append(next.Messages, chat.Message{Role: chat.RoleTool, ToolCallID: id, ToolName: tc.Name, Content: "."})
+	}
+	creq, err := c.ChatRequest(&next)
+	if err != nil {
+		return "", err
+	}
+	after, err := c.Render(ctx, creq)
+	if err != nil {
+		return "", err
+	}
+	k := 0
+	for k < len(after) && k < len(rendered) && after[k] == rendered[k] {
+		k++
+	}
+	if strings.Contains(rendered[k:], c.replyEnd) {
+		// The renderings part before the last turn of the prompt: the history is rendered
+		// otherwise now (a template that writes the date, rendered again after midnight).
+		return "", fmt.Errorf("ollama: the server renders the messages before the reply otherwise once the reply follows them (%d bytes shared of %d)", k, len(rendered))
+	}
+	end := strings.Index(after[k:], c.replyEnd)
+	if end < 0 {
+		return "", fmt.Errorf("ollama: the server's rendering of the reply has no reply end %q after the %d bytes it shares with the prompt", c.replyEnd, k)
+	}
+	return after[k : k+end+len(c.replyEnd)], nil
+}
+
 // FillCache emulates the generation of reply after the measured request res
 // (harness.CacheFiller): a raw /api/generate of res.Rendered followed by [Qwen3Output] of reply
-// (the format of Ollama's qwen3.5 renderer, whose generation prompt ends in "<think>\n"), which
+// (the format of Ollama's qwen3.5 renderer, whose generation prompt ends in "<think>\n"; with
+// [WithReplyEnd], the reply as the model's template renders it: [Client.ReplyText]), which
 // leaves the runner's cache holding that text; it then sets res.CacheText to it. It does nothing
 // for a live request or a nil reply. Sending it again leaves the same cache (the same raw
 // prompt), so it may be tried again after a failure without measuring the request again.
@@ -406,7 +487,11 @@ func (c *Client) FillCache(ctx context.Context, req *chat.Request, reply *chat.R
 	if req.Generate > 0 || reply == nil {
 		return nil
 	}
-	text := res.Rendered + Qwen3Output(reply)
+	out, err := c.output(ctx, req, res.Rendered, reply)
+	if err != nil {
+		return fmt.Errorf("generation emulation: %w", err)
+	}
+	text := res.Rendered + out
 	if err := c.emulate(ctx, text); err != nil {
 		return err
 	}

@@ -4,7 +4,9 @@ import (
 	"fmt"
 
 	"lab/gguf"
+	"lab/harness"
 	"lab/localserver"
+	"lab/scenario"
 )
 
 // The manifest settings of a run of another family's synthetic model than Qwen3's (lab run
@@ -26,9 +28,10 @@ const (
 // family's default depth unless --layers is. Another family is for the lab's own servers only
 // (--backend ollama without --server, --backend llamacpp without --base-url, --llamacpp and
 // --gguf): anything else is bad input naming the flag, as are gpt-oss on Ollama (no chat
-// template: localserver.OllamaChatOf) and every other family on Ollama v0.17.4
-// (OllamaChat.NoSessions: no tools in gemma3's and llama3.1's detected templates, DeepSeek V3's
-// repeated text), and gemma3 and gpt-oss on llama-server (localserver.LlamaNoSessions).
+// template: localserver.OllamaChatOf) and every other family on Ollama v0.17.4 but llama3.2
+// and llama3.1, which the lab registers with a Go template of its own (OllamaChat.NoSessions:
+// no tools in gemma3's detected template, DeepSeek V3's repeated text), and gemma3 and gpt-oss
+// on llama-server (localserver.LlamaNoSessions).
 func checkFamily(o *runOptions, changed func(string) bool) error {
 	fam, err := gguf.ParseFamily(o.Family)
 	if err != nil {
@@ -67,8 +70,9 @@ func checkFamily(o *runOptions, changed func(string) bool) error {
 	return nil
 }
 
-// ollamaFamilyExpected is why an Ollama run of family f (not Qwen3) has no expected cached
-// tokens: the lab's tokenizer counts Qwen3 only, Ollama's own engine counts some families
+// ollamaFamilyExpected is why an Ollama run of family f (not Qwen3, nor a family registered
+// with the lab's own template and its reply end, localserver.OllamaChat.ReplyEnd: Llama 3.2
+// and 3.1, counted with their tokenizers) has no expected cached tokens: the lab's tokenizer counts Qwen3 only, Ollama's own engine counts some families
 // differently from their tokenizers (DeepSeek V3's repeated text, Gemma 3's whitespace tokens),
 // and the reply the lab writes into the cache is in Qwen3's output format.
 func ollamaFamilyExpected(f gguf.Family) string {
@@ -78,3 +82,24 @@ func ollamaFamilyExpected(f gguf.Family) string {
 
 // otherFamily reports whether f is another family than Qwen3 (the lab's reference model).
 func otherFamily(f gguf.Family) bool { return f.OrQwen3() != gguf.Qwen3 }
+
+// checkFamilyScenarios refuses a scripted run of Llama 3.2 on llama-server whose scenarios
+// script two tool calls or more in one reply: the GGUF's template raises "This model only
+// supports single tool-calls at once!" on such a message, so the session would stop at the
+// request after it (HTTP 400). The error names the scenario and the step's line. Of the lab's
+// own scenarios only reasoning-tool-loops has no such reply. On Ollama the lab's template writes
+// every call (localserver.Llama32OllamaTemplate).
+func checkFamilyScenarios(o *runOptions, scs []*scenario.Scenario) error {
+	if o.Model.Family != gguf.Llama32 || o.Backend != "llamacpp" || o.Live.Driver == harness.DriverLive {
+		return nil
+	}
+	for _, sc := range scs {
+		for _, st := range sc.Steps {
+			if st.Assistant != nil && len(st.Assistant.Calls) > 1 {
+				return badInput("--family %s on llama-server: scenario %s has a reply with %d tool calls (line %d), which Llama 3.2's chat template refuses (\"This model only supports single tool-calls at once!\"); "+
+					"run a scenario without parallel calls (reasoning-tool-loops), or --backend ollama, whose template for it writes every call", gguf.Llama32, sc.Name, len(st.Assistant.Calls), st.Line)
+			}
+		}
+	}
+	return nil
+}

@@ -9,6 +9,7 @@ import (
 
 	"lab/gguf"
 	"lab/internal/tinytokenizer"
+	"lab/scenario"
 )
 
 func TestParseFamilies(t *testing.T) {
@@ -95,6 +96,7 @@ func TestRunFamilyBadInput(t *testing.T) {
 		{[]string{"--family", "gemma3"}, "does not support tools"},
 		{[]string{"--backend", "llamacpp", "--family", "gemma3"}, "roles must alternate"},
 		{[]string{"--backend", "llamacpp", "--family", "gpt-oss"}, "<|return|>"},
+		{[]string{"--backend", "llamacpp", "--family", "llama3.2"}, "scenario midnight has a reply with 2 tool calls (line "},
 	} {
 		args := append([]string{"run", "--scenario", "midnight", "--arm", "spec", "--results", t.TempDir()}, tc.args...)
 		code, _, errOut := runLab(t, args...)
@@ -129,8 +131,42 @@ func TestCheckFamilyDefaults(t *testing.T) {
 	if o.ModelName != "mine" || o.Model.Layers != 3 {
 		t.Errorf("llama3.1 with --model and --layers: model %q, layers %d; want mine, 3", o.ModelName, o.Model.Layers)
 	}
+	for _, backend := range []string{"ollama", "llamacpp"} {
+		o = &runOptions{Backend: backend, Family: "llama3.2", ModelName: "lab-qwen3-synth", Model: gguf.DefaultModelOptions()}
+		if err := checkFamily(o, none); err != nil || o.ModelName != "lab-llama3.2-synth" || o.Model.Family != gguf.Llama32 {
+			t.Errorf("llama3.2 on %s: %v, model %q, family %q; want lab-llama3.2-synth, llama3.2", backend, err, o.ModelName, o.Model.Family)
+		}
+	}
 	o = &runOptions{Backend: "sim", Family: "qwen3", ModelName: "lab-qwen3-synth", Model: gguf.DefaultModelOptions()}
 	if err := checkFamily(o, none); err != nil || o.Model.Family != "" || o.ModelName != "lab-qwen3-synth" {
 		t.Errorf("qwen3 on sim: %v, family %q, model %q; want the options unchanged", err, o.Model.Family, o.ModelName)
+	}
+}
+
+// Llama 3.2 on llama-server takes a scenario without parallel tool calls (reasoning-tool-loops),
+// and any scenario on Ollama, whose template for it writes every call.
+func TestCheckFamilyScenariosLlama32(t *testing.T) {
+	t.Parallel()
+	loops, err := loadScenarios("reasoning-tool-loops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	midnight, err := loadScenarios("midnight")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		backend string
+		scs     []*scenario.Scenario
+		ok      bool
+	}{{"llamacpp", loops, true}, {"llamacpp", midnight, false}, {"ollama", midnight, true}} {
+		o := &runOptions{Backend: tc.backend, Model: gguf.ModelOptions{Family: gguf.Llama32}}
+		if err := checkFamilyScenarios(o, tc.scs); (err == nil) != tc.ok {
+			t.Errorf("%s, %s: %v; want ok %v", tc.backend, tc.scs[0].Name, err, tc.ok)
+		}
+	}
+	o := &runOptions{Backend: "llamacpp", Model: gguf.ModelOptions{Family: gguf.Llama31}}
+	if err := checkFamilyScenarios(o, midnight); err != nil {
+		t.Errorf("llama3.1 (its template drops tool calls): %v", err)
 	}
 }

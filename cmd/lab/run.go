@@ -182,7 +182,7 @@ shell that is not a sandbox, which may write anywhere your user can.`,
 	f.Int64Var(&o.MaxReplyBytes, "max-reply-bytes", chat.DefaultMaxReplyBytes, "the most bytes one answer's reply (text, reasoning and tool calls' names and arguments) may hold: the backend stops reading past it and the request is an error row naming the limit, not retried")
 	f.StringArrayVar(&o.Tags, "tag", nil, "a label of the run, key=value (repeatable), recorded in the manifest and shown in the report; not part of the setup")
 	f.StringVar(&o.CacheModel, "cache-model", cachesim.ModelLlamaCpp, "with --backend sim: the cache model ("+strings.Join(cachesim.ModelNames, ", ")+")")
-	f.StringVar(&o.Family, "family", string(gguf.Qwen3), "the synthetic model's family: qwen3, deepseek-v3, gemma3, llama3.1 or gpt-oss, served as lab-<family>-synth with the GGUF's own chat template; of the others, deepseek-v3 and llama3.1 run on the lab's own llama-server (--backend llamacpp), the rest nowhere yet (lab run says why: Ollama v0.17.4 cannot run the lab's sessions on any of them), recorded in the manifest (family, chat_template)")
+	f.StringVar(&o.Family, "family", string(gguf.Qwen3), "the synthetic model's family: qwen3, deepseek-v3, gemma3, llama3.1, llama3.2 or gpt-oss, served as lab-<family>-synth with the GGUF's own chat template; of the others, deepseek-v3, llama3.1 and llama3.2 run on the lab's own llama-server (--backend llamacpp; llama3.2's template refuses two tool calls in a message, so only scenarios without parallel calls), llama3.2 and llama3.1 on the lab's Ollama too (with a Go template of the lab's in Llama 3.2's format), the rest nowhere yet (lab run says why: Ollama v0.17.4 cannot run the lab's sessions on them), recorded in the manifest (family, chat_template)")
 	addModelFlags(c, &o.Model)
 	addReliabilityFlags(c, &o.Reliability)
 	addLiveFlags(c, &o.Live)
@@ -342,6 +342,9 @@ func openRunBackend(ctx context.Context, s *streams, o *runOptions, b *runBacken
 	if err := checkFamily(o, changed); err != nil {
 		return none, err
 	}
+	if err := checkFamilyScenarios(o, scs); err != nil {
+		return none, err
+	}
 	if err := o.Live.check(o.Backend, changed); err != nil {
 		return none, err
 	}
@@ -431,7 +434,20 @@ func openOllama(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 			modelParams = mp.String()
 		}
 	}
-	client, err := ollama.New(url, o.ModelName, ollama.WithNumCtx(o.NumCtx), ollama.WithServerLog(logPath), ollama.WithTemperature(o.Live.Temperature))
+	fam := o.Model.Family.OrQwen3()
+	opts := []ollama.Option{ollama.WithNumCtx(o.NumCtx), ollama.WithServerLog(logPath), ollama.WithTemperature(o.Live.Temperature)}
+	var format localserver.OllamaChat
+	if otherFamily(fam) {
+		var err error
+		if format, err = localserver.OllamaChatOf(fam); err != nil {
+			return badInput("--family: %v", err)
+		}
+		if format.ReplyEnd != "" {
+			// The lab's own template (Llama 3.2's format): replies are written as it renders them.
+			opts = append(opts, ollama.WithReplyEnd(format.ReplyEnd))
+		}
+	}
+	client, err := ollama.New(url, o.ModelName, opts...)
 	if err != nil {
 		return &usageError{err}
 	}
@@ -443,8 +459,15 @@ func openOllama(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 	if err := client.CheckModel(ctx); err != nil {
 		return err
 	}
-	fam := o.Model.Family.OrQwen3()
 	switch {
+	case otherFamily(fam) && format.ReplyEnd != "" && gguf != "":
+		// A family in Ollama's llama.cpp runner with the lab's template: its tokenizer counts
+		// as that runner does.
+		t, err := tokenizer.Load(gguf)
+		if err != nil {
+			return err
+		}
+		b.tok = t
 	case otherFamily(fam):
 		// No tokenizer: the rows' expected cached tokens are null, and the manifest says why.
 		fmt.Fprintf(s.err, "lab: note: %s\n", ollamaFamilyExpected(fam))
@@ -473,12 +496,10 @@ func openOllama(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 		b.settings["renderer"] = r // the report names the chat template's rules from it
 	}
 	if otherFamily(fam) {
-		format, err := localserver.OllamaChatOf(fam)
-		if err != nil {
-			return badInput("--family: %v", err)
-		}
 		b.settings[settingFamily], b.settings[settingChatTemplate] = string(fam), format.Template
-		b.settings[settingExpectedUnknown] = ollamaFamilyExpected(fam)
+		if b.tok == nil {
+			b.settings[settingExpectedUnknown] = ollamaFamilyExpected(fam)
+		}
 	}
 	return nil
 }

@@ -105,7 +105,7 @@ func newServerCmd(s *streams) *cobra.Command {
 	start.Flags().StringVar(&llamaModel, "gguf", "", "with --llamacpp: the GGUF model file to serve")
 	start.Flags().IntVar(&llamaCtx, "num-ctx", gguf.DefaultContextLength, "the context length in tokens: llama-server -c, or the num_ctx Ollama's model is registered with")
 	aliasFlag(start.Flags(), "ctx-size", "num-ctx")
-	start.Flags().StringVar(&startFamily, "family", string(gguf.Qwen3), "the synthetic model's family: qwen3, deepseek-v3, gemma3, llama3.1 or gpt-oss (not on Ollama: no chat template); Ollama registers it as lab-<family>-synth beside any other, a llama-server serves one model")
+	start.Flags().StringVar(&startFamily, "family", string(gguf.Qwen3), "the synthetic model's family: qwen3, deepseek-v3, gemma3, llama3.1, llama3.2 or gpt-oss (not on Ollama: no chat template); Ollama registers it as lab-<family>-synth beside any other, a llama-server serves one model")
 	addModelFlags(start, &m)
 	stop := &cobra.Command{
 		Use:   "stop",
@@ -199,7 +199,7 @@ own npm tokenizer package; lab server start --family serves one of them.`,
 			return nil
 		},
 	}
-	prepare.Flags().StringVar(&families, "family", string(gguf.Qwen3), "the model families whose synthetic models to write: a comma-separated list of qwen3, deepseek-v3, gemma3, llama3.1, gpt-oss, or all")
+	prepare.Flags().StringVar(&families, "family", string(gguf.Qwen3), "the model families whose synthetic models to write: a comma-separated list of qwen3, deepseek-v3, gemma3, llama3.1, llama3.2, gpt-oss, or all")
 	prepare.Flags().StringVar(&kind, "server", "all", "the servers to prepare: ollama, llamacpp or all")
 	prepare.Flags().BoolVar(&generic, "generic-build", false, "build Ollama without -march=native")
 	addModelFlags(prepare, &m)
@@ -223,6 +223,7 @@ into the cache). Families and the architecture each is written as:
   deepseek-v3  deepseek2 (latent attention, dense layers, no experts; V3's original template)
   gemma3       gemma3    (6 layers by default: 5 sliding-window, 1 global)
   llama3.1     llama     (the package's chat template is Llama 3's short one)
+  llama3.2     llama     (Llama 3.1's vocabulary; Llama 3.2's template: tools, dated header)
   gpt-oss      gpt-oss   (sinks, 4 experts, 128-token window; the package has no chat template)`,
 		Example: `  lab model synth --out /tmp/qwen3-synth.gguf
   lab model synth --hidden 256 --layers 4 --out big.gguf   # slower prefill, closer to a real model
@@ -257,7 +258,7 @@ into the cache). Families and the architecture each is written as:
 	}
 	synth.Flags().StringVar(&out, "out", "", "the GGUF file to write")
 	synth.Flags().StringVar(&cache, "cache", "", "cache folder for the tokenizer (default $LAB_CACHE or ~/.cache/lab)")
-	synth.Flags().StringVar(&family, "family", string(gguf.Qwen3), "the model family: qwen3, deepseek-v3, gemma3, llama3.1 or gpt-oss")
+	synth.Flags().StringVar(&family, "family", string(gguf.Qwen3), "the model family: qwen3, deepseek-v3, gemma3, llama3.1, llama3.2 or gpt-oss")
 	addModelFlags(synth, &m)
 	c.AddCommand(synth)
 	return c
