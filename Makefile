@@ -15,14 +15,15 @@ run: setup build
 	./$(BIN) run --backend llamacpp --run-id $(RUN_ID)-llamacpp
 	./$(BIN) report --out results/servers-$(RUN_ID) results/run_id=$(RUN_ID)-ollama results/run_id=$(RUN_ID)-llamacpp
 
-# What the chat template does, per model family and server: midnight with the spec and
+# What the chat template does, per model family and server: reasoning-tool-loops (three turns,
+# one tool call per step: Llama 3.2's template refuses two) with the spec and
 # reasoning-never arms for each family's synthetic model (lab server prepare --family) on each
 # real local server, then one report whose "What the template does" sets them side by side
 # (results/families-$(RUN_ID)). The lists are the families each server measures (lab run
 # --family says why the others are refused).
-FAMILIES_OLLAMA ?= qwen3
-FAMILIES_LLAMACPP ?= qwen3 deepseek-v3 llama3.1
-FAMILY_SCENARIO ?= midnight
+FAMILIES_OLLAMA ?= qwen3 llama3.1 llama3.2
+FAMILIES_LLAMACPP ?= qwen3 deepseek-v3 llama3.1 llama3.2
+FAMILY_SCENARIO ?= reasoning-tool-loops
 families: setup build
 	./$(BIN) server prepare --family all
 	set -e; for f in $(FAMILIES_OLLAMA); do \
