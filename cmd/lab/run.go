@@ -63,7 +63,7 @@ type runOptions struct {
 	// simTemplate is set by checkFamily for --backend sim with --family given: the sim renders
 	// with the family's chat template as llama-server --jinja does (openSim).
 	simTemplate bool
-	Quiet  bool
+	Quiet       bool
 	// Backend is ollama (a real server) or sim (backend/sim: render, tokenize, cache model).
 	Backend string
 	// CacheModel is the sim's cache model (cachesim.NewModel).
