@@ -267,3 +267,44 @@ func TestFamilyChunksEqualWhole(t *testing.T) {
 		})
 	}
 }
+
+// Bare adds no token of its own: a family whose tokenizer adds BOS (DeepSeek V3, Gemma 3,
+// Llama 3.1) gives the same ids without it, and the BOS written as text at the start of a
+// prompt (how the llamacpp backend counts a rendered prompt) becomes that one token; a family
+// that adds none (Qwen3, gpt-oss) counts as before.
+func TestFamilyBareAddsNothing(t *testing.T) {
+	const text = "Hello, world: 12345 ✓\n\n\tdone"
+	for _, fam := range gguf.Families() {
+		tk, dir := familyTokenizer(t, fam)
+		v, err := gguf.ReadFamilyVocab(dir, fam)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full, err := tk.Encode(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bare := tk.Bare()
+		got, err := bare.Encode(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := full
+		if v.AddBOS {
+			if len(full) == 0 || full[0] != int32(v.BOS) {
+				t.Fatalf("%s: %v does not start with BOS %d", fam, full, v.BOS)
+			}
+			want = full[1:]
+			withText, err := bare.Encode(v.Tokens[v.BOS] + text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(withText, full) {
+				t.Errorf("%s: BOS as text then the text: %v; want %v", fam, withText, full)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: Bare: %v; want %v", fam, got, want)
+		}
+	}
+}
