@@ -308,3 +308,36 @@ func TestFamilyBareAddsNothing(t *testing.T) {
 		}
 	}
 }
+
+// LoadFamilyJSONLlama counts Qwen3 as llama-server does (llama.cpp's qwen2 pre-tokenizer),
+// where LoadFamilyJSON counts as Ollama does: a code fence before a blank line is two tokens of
+// llama-server's ("```", "\n\n" merged as "```\n\n"), three of Ollama's. Other families are the
+// same tokenizer either way.
+func TestFamilyJSONLlamaCountsQwen3AsLlamaServer(t *testing.T) {
+	dir := familyTokenizerDir(t, gguf.Qwen3)
+	ollama, err := LoadFamilyJSON(dir, gguf.Qwen3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	llama, err := LoadFamilyJSONLlama(dir, gguf.Qwen3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const text = "text\n```\n\nmore"
+	o, _ := ollama.Encode(text)
+	l, _ := llama.Encode(text)
+	// The ids of llama-server's /tokenize and the npm package (the family findings), and Ollama's.
+	if want := []int32{1318, 198, 13874, 19324, 6384}; !slices.Equal(l, want) {
+		t.Errorf("%q: llama.cpp's counting %v; want %v", text, l, want)
+	}
+	if want := []int32{1318, 198, 63, 13874, 271, 6384}; !slices.Equal(o, want) {
+		t.Errorf("%q: Ollama's counting %v; want %v", text, o, want)
+	}
+	for _, s := range []string{"<|im_start|>user\nHello, world: 12345<|im_end|>\n", familyLongTexts(t)[0]} {
+		o, _ := ollama.Encode(s)
+		l, _ := llama.Encode(s)
+		if len(l) == 0 || len(o) == 0 || (len(s) < 100 && !slices.Equal(o, l)) {
+			t.Errorf("%.40q: ollama %d tokens, llama.cpp %d", s, len(o), len(l))
+		}
+	}
+}

@@ -7,7 +7,8 @@
 // Qwen3 is counted with Ollama's byte-pair encoder (github.com/ollama/ollama/tokenizer, v0.17.4)
 // and the qwen3 pre-tokenizer, so a count is the count Ollama's prefill sees (llama-server's
 // differs on a few texts, such as a code fence before a blank line: 0.05 to 0.1 % of the lab's
-// markdown files, measured).
+// markdown files, measured);
+// [LoadFamilyJSONLlama] counts it as llama-server does instead, for the sim of llama-server.
 //
 // The other families — DeepSeek V3, Gemma 3, Llama 3.1, gpt-oss — are counted as llama.cpp's
 // tokenizer (src/llama-vocab.cpp and src/unicode.cpp, llama-server b11669) counts them: a

