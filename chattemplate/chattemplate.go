@@ -97,6 +97,20 @@ const indentedJSONFilter = "lab_tojson_indented"
 // Source is the template text compiled ([ChatML] for a model without one).
 func (t *Template) Source() string { return t.src }
 
+// Tokens are the special tokens the template was compiled with.
+func (t *Template) Tokens() Tokens { return t.tokens }
+
+// StartToken is the text of the token llama-server's tokenizer puts before every prompt it
+// prefills: BOS where the tokenizer adds it (Tokens.AddBOS), "" otherwise. llama-server's
+// rendered prompt lacks it ([Template.Render] removes the template's own); the lab's llamacpp
+// backend writes it first in the prompt it counts ([lab/backend/llamacpp.Client.ReadStartToken]).
+func (t *Template) StartToken() string {
+	if t.tokens.AddBOS {
+		return t.tokens.BOS
+	}
+	return ""
+}
+
 // Options say how one request is rendered.
 type Options struct {
 	// NoGenerationPrompt renders the messages without the assistant's opening

@@ -31,8 +31,9 @@ import (
 //   - cache_reuse, parallel, cache_ram (llama-server --cache-reuse, -np, --cache-ram): chunk
 //     reuse after the common prefix, sessions at once on their own slots, the host-memory
 //     prompt cache: each changes cached tokens.
-//   - family, chat_template (lab run --family, set for a family other than Qwen3 only): another
-//     vocabulary, architecture and conversation format; families never pool.
+//   - family, chat_template (lab run --family: on a server set for a family other than Qwen3
+//     only, on the sim for any family given, Qwen3's too): another vocabulary, architecture and
+//     conversation format; families never pool.
 var SetupSettings = []string{
 	"driver", "cache_model", "renderer", "prefill",
 	"model_hidden", "model_layers", "generic_build", "ollama_flash_attention",

@@ -315,3 +315,77 @@ func TestLlama32VocabularyIsLlama31s(t *testing.T) {
 		t.Errorf("<|python_tag|>: Llama 3.1's package %v, Llama 3.2's %v; want many ids and [BOS 128010]", x, y)
 	}
 }
+
+// Bare adds no token of its own: a family whose tokenizer adds BOS (DeepSeek V3, Gemma 3,
+// Llama 3.1) gives the same ids without it, and the BOS written as text at the start of a
+// prompt (how the llamacpp backend counts a rendered prompt) becomes that one token; a family
+// that adds none (Qwen3, gpt-oss) counts as before.
+func TestFamilyBareAddsNothing(t *testing.T) {
+	const text = "Hello, world: 12345 ✓\n\n\tdone"
+	for _, fam := range gguf.Families() {
+		tk, dir := familyTokenizer(t, fam)
+		v, err := gguf.ReadFamilyVocab(dir, fam)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full, err := tk.Encode(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bare := tk.Bare()
+		got, err := bare.Encode(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := full
+		if v.AddBOS {
+			if len(full) == 0 || full[0] != int32(v.BOS) {
+				t.Fatalf("%s: %v does not start with BOS %d", fam, full, v.BOS)
+			}
+			want = full[1:]
+			withText, err := bare.Encode(v.Tokens[v.BOS] + text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(withText, full) {
+				t.Errorf("%s: BOS as text then the text: %v; want %v", fam, withText, full)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: Bare: %v; want %v", fam, got, want)
+		}
+	}
+}
+
+// LoadFamilyJSONLlama counts Qwen3 as llama-server does (llama.cpp's qwen2 pre-tokenizer),
+// where LoadFamilyJSON counts as Ollama does: a code fence before a blank line is two tokens of
+// llama-server's ("```", "\n\n" merged as "```\n\n"), three of Ollama's. Other families are the
+// same tokenizer either way.
+func TestFamilyJSONLlamaCountsQwen3AsLlamaServer(t *testing.T) {
+	dir := familyTokenizerDir(t, gguf.Qwen3)
+	ollama, err := LoadFamilyJSON(dir, gguf.Qwen3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	llama, err := LoadFamilyJSONLlama(dir, gguf.Qwen3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const text = "text\n```\n\nmore"
+	o, _ := ollama.Encode(text)
+	l, _ := llama.Encode(text)
+	// The ids of llama-server's /tokenize and the npm package (the family findings), and Ollama's.
+	if want := []int32{1318, 198, 13874, 19324, 6384}; !slices.Equal(l, want) {
+		t.Errorf("%q: llama.cpp's counting %v; want %v", text, l, want)
+	}
+	if want := []int32{1318, 198, 63, 13874, 271, 6384}; !slices.Equal(o, want) {
+		t.Errorf("%q: Ollama's counting %v; want %v", text, o, want)
+	}
+	for _, s := range []string{"<|im_start|>user\nHello, world: 12345<|im_end|>\n", familyLongTexts(t)[0]} {
+		o, _ := ollama.Encode(s)
+		l, _ := llama.Encode(s)
+		if len(l) == 0 || len(o) == 0 || (len(s) < 100 && !slices.Equal(o, l)) {
+			t.Errorf("%.40q: ollama %d tokens, llama.cpp %d", s, len(o), len(l))
+		}
+	}
+}

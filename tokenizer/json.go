@@ -51,3 +51,27 @@ func LoadFamilyJSON(dir string, f gguf.Family) (*Tokenizer, error) {
 	}
 	return newTokenizer(voc), nil
 }
+
+// LoadFamilyJSONLlama is [LoadFamilyJSON] counting as llama-server does for every family, Qwen3
+// included: Qwen3's vocabulary with llama.cpp's tokenizer and its qwen2 pre-tokenizer
+// (src/llama-vocab.cpp LLAMA_VOCAB_PRE_TYPE_QWEN2, b11669), not Ollama's byte-pair encoder,
+// which counts some texts otherwise (a code fence before a blank line, a no-break space); no
+// BOS added, as the synthetic GGUF says. For the other families it is [LoadFamilyJSON]. The sim
+// counts with it where it stands for llama-server (lab run --backend sim --family).
+func LoadFamilyJSONLlama(dir string, f gguf.Family) (*Tokenizer, error) {
+	if f.OrQwen3() != gguf.Qwen3 {
+		return LoadFamilyJSON(dir, f)
+	}
+	v, err := gguf.ReadFamilyVocab(dir, f)
+	if err != nil {
+		return nil, fmt.Errorf("load tokenizer from %s: %w", dir, err)
+	}
+	t, err := newLlamaTokenizer(llamaSpec{
+		model: v.Model, pre: v.Pre, tokens: v.Tokens, types: v.Types, merges: v.Merges,
+		bos: int32(v.Pad), eos: int32(v.EOS),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load tokenizer from %s: %w", dir, err)
+	}
+	return t, nil
+}

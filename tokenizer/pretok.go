@@ -76,6 +76,12 @@ var preTokenizerExprs = map[string][]string{
 		`[一-龥぀-ゟ゠-ヿ]+`,
 		"[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
 	},
+	// LLAMA_VOCAB_PRE_TYPE_QWEN2 (qwen2): Qwen2's expression (tokenizer.json's) with the
+	// case-insensitive contractions spelt out, digits one at a time. Only [LoadFamilyJSONLlama]
+	// runs it: the lab counts Qwen3 as Ollama does otherwise.
+	"qwen2": {
+		`(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`,
+	},
 	// LLAMA_VOCAB_PRE_TYPE_LLAMA3 (llama-bpe, llama3, llama-v3): Llama 3's expression with the
 	// case-insensitive contractions spelt out (llama.cpp runs it as hand-written code,
 	// unicode_regex_split_custom_llama3, meant to be the same).

@@ -7,7 +7,8 @@
 // Qwen3 is counted with Ollama's byte-pair encoder (github.com/ollama/ollama/tokenizer, v0.17.4)
 // and the qwen3 pre-tokenizer, so a count is the count Ollama's prefill sees (llama-server's
 // differs on a few texts, such as a code fence before a blank line: 0.05 to 0.1 % of the lab's
-// markdown files, measured).
+// markdown files, measured);
+// [LoadFamilyJSONLlama] counts it as llama-server does instead, for the sim of llama-server.
 //
 // The other families — DeepSeek V3, Gemma 3, Llama 3.1, gpt-oss — are counted as llama.cpp's
 // tokenizer (src/llama-vocab.cpp and src/unicode.cpp, llama-server b11669) counts them: a
@@ -321,6 +322,15 @@ func (t *Tokenizer) splitInOrder(text string) []piece {
 		ps = next
 	}
 	return ps
+}
+
+// Bare returns a tokenizer over the same vocabulary that adds no beginning- or end-of-sequence
+// token of its own: llama-server's /tokenize with add_special false, for a prompt whose start
+// token is written in its text (the llamacpp backend's rendered prompt: BOS, then the chat
+// template's rendering). For a tokenizer that adds none it counts as t does. It has a memo of its
+// own and is safe for concurrent use.
+func (t *Tokenizer) Bare() *Tokenizer {
+	return &Tokenizer{bpe: t.bpe, lv: t.lv, specials: t.specials, ids: t.ids, bos: t.bos, eos: t.eos, memo: map[string][]int32{}}
 }
 
 // Encode returns the token ids of text as the server's tokenizer produces them for a prompt:

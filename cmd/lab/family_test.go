@@ -80,8 +80,9 @@ func TestModelSynthFamilyLayers(t *testing.T) {
 	}
 }
 
-// lab run --family: another family is for the lab's own servers only, gpt-oss not on Ollama,
-// and an unknown name is bad input; each error names the flag.
+// lab run --family: another family is for the lab's own servers and the sim only (the sim's with
+// the llamacpp cache model and no --gguf), gpt-oss not on Ollama, and an unknown name is bad
+// input; each error names the flag.
 func TestRunFamilyBadInput(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -89,7 +90,9 @@ func TestRunFamilyBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"--family", "mistral"}, `"mistral"`},
-		{[]string{"--backend", "sim", "--family", "gemma3"}, "--backend sim"},
+		{[]string{"--backend", "sim", "--family", "deepseek-v3", "--cache-model", "vllm"}, "--cache-model llamacpp"},
+		{[]string{"--backend", "sim", "--family", "qwen3", "--gguf", "/nonexistent.gguf"}, "--gguf"},
+		{[]string{"--backend", "openai", "--base-url", "http://127.0.0.1:1", "--family", "gemma3"}, "--backend openai"},
 		{[]string{"--server", "http://127.0.0.1:1", "--family", "gemma3"}, "--server"},
 		{[]string{"--backend", "llamacpp", "--base-url", "http://127.0.0.1:1", "--family", "llama3.1"}, "--base-url"},
 		{[]string{"--family", "gpt-oss"}, "no chat template"},

