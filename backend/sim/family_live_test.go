@@ -75,8 +75,9 @@ func TestFamilyRenderingsLlamaServerLive(t *testing.T) {
 				}
 			}
 			for _, name := range familyScenarios {
-				got := familySession(t, tmpl, name)
-				rec := recordedFamily{Server: version}
+				// The server renders strftime_now with its local time, as the sim does by default.
+				got := familySession(t, tmpl, name, time.Time{})
+				rec := recordedFamily{Server: version, Date: time.Now().Format(time.DateOnly)}
 				same := 0
 				for i, g := range got {
 					var r recordedRequest
@@ -147,7 +148,11 @@ func encodeRecorded(t *testing.T, rec recordedFamily) []byte {
 		}
 		return strings.TrimSuffix(l.String(), "\n")
 	}
-	b.WriteString(`{"server": ` + line(rec.Server) + `, "requests": [` + "\n")
+	b.WriteString(`{"server": ` + line(rec.Server))
+	if rec.Date != "" {
+		b.WriteString(`, "date": ` + line(rec.Date))
+	}
+	b.WriteString(`, "requests": [` + "\n")
 	for i, r := range rec.Requests {
 		b.WriteString(line(r))
 		if i < len(rec.Requests)-1 {

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	lab "lab"
 	"lab/arms"
@@ -41,6 +42,11 @@ var familyScenarios = []string{"midnight", "long-compaction", "mode-switch"}
 type recordedFamily struct {
 	// Server is the llama-server that answered (its /props build).
 	Server string `json:"server"`
+	// Date is the server's local date when it answered (time.DateOnly): what strftime_now gave
+	// a template that writes the date (Llama 3.2's "Today Date"), which the sim's rendering
+	// must be given to compare on another day. "" in a recording made before the field (of a
+	// template that writes no date).
+	Date string `json:"date,omitempty"`
 	// Requests are the answers, one per request.
 	Requests []recordedRequest `json:"requests"`
 }
@@ -122,14 +128,14 @@ func (r *recorder) Send(ctx context.Context, req *chat.Request, reply *chat.Repl
 // familySession runs scenario name under arm spec through the sim with tmpl (the tokenizer
 // counts bytes: the rendering does not depend on it, nor do the scripted requests) and returns
 // what it sent, up to the request that failed, if one did (a template that refuses it).
-func familySession(t *testing.T, tmpl *chattemplate.Template, name string) []sent {
+func familySession(t *testing.T, tmpl *chattemplate.Template, name string, now time.Time) []sent {
 	t.Helper()
-	got, _ := familySessionRows(t, tmpl, name)
+	got, _ := familySessionRows(t, tmpl, name, now)
 	return got
 }
 
 // familySessionRows is familySession that also returns the session's rows.
-func familySessionRows(t *testing.T, tmpl *chattemplate.Template, name string) ([]sent, []metrics.Sample) {
+func familySessionRows(t *testing.T, tmpl *chattemplate.Template, name string, now time.Time) ([]sent, []metrics.Sample) {
 	t.Helper()
 	loop, err := hygiene.ParseConfig(lab.LoopJSON)
 	if err != nil {
@@ -144,7 +150,11 @@ func familySessionRows(t *testing.T, tmpl *chattemplate.Template, name string) (
 		t.Fatal(err)
 	}
 	m, _ := cachesim.NewModel(cachesim.ModelLlamaCpp, cachesim.Options{})
-	be, err := sim.New(sim.Options{Model: m, Tokenizer: tinytokenizer.Bytes{}, Template: tmpl})
+	o := sim.Options{Model: m, Tokenizer: tinytokenizer.Bytes{}, Template: tmpl}
+	if !now.IsZero() {
+		o.TemplateNow = func() time.Time { return now }
+	}
+	be, err := sim.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +204,15 @@ func TestFamilyRenderingsAsLlamaServer(t *testing.T) {
 				if err := json.Unmarshal(b, &rec); err != nil {
 					t.Fatalf("%s: %v", path, err)
 				}
-				got := familySession(t, tmpl, name)
+				// The day llama-server rendered the recording, at noon: strftime_now's date.
+				var now time.Time
+				if rec.Date != "" {
+					if now, err = time.ParseInLocation(time.DateOnly, rec.Date, time.Local); err != nil {
+						t.Fatalf("%s: date: %v", path, err)
+					}
+					now = now.Add(12 * time.Hour)
+				}
+				got := familySession(t, tmpl, name, now)
 				if len(got) != len(rec.Requests) {
 					t.Errorf("%s: %d requests sent, %d recorded", name, len(got), len(rec.Requests))
 				}
@@ -261,7 +279,7 @@ func TestFamilyCachedIsExpected(t *testing.T) {
 		if !ok {
 			t.Fatalf("chattemplate/testdata has no %s", fam)
 		}
-		_, rows := familySessionRows(t, tmpl, "midnight")
+		_, rows := familySessionRows(t, tmpl, "midnight", time.Time{})
 		if len(rows) != 48 {
 			t.Fatalf("%s: %d rows; want midnight's 48", fam, len(rows))
 		}

@@ -113,6 +113,9 @@ type Options struct {
 	// llama-server's -c (a prompt that does not fit is refused, as the server refuses it), not
 	// Ollama's window.
 	Template *chattemplate.Template
+	// TemplateNow is the clock a chat template's strftime_now reads (Llama 3.2's "Today
+	// Date"), as llama-server's reads the server's local time; nil is time.Now.
+	TemplateNow func() time.Time
 }
 
 // Backend simulates a server: renders, tokenizes and applies a cache model. Not safe for
@@ -151,6 +154,7 @@ type Backend struct {
 	// tmpl is Options.Template; llama builds the llamacpp backend's request bodies for it (it
 	// never connects) and numCtx is llama-server's -c (0: unlimited).
 	tmpl   *chattemplate.Template
+	now    func() time.Time // Options.TemplateNow
 	llama  *llamacpp.Client
 	numCtx int
 }

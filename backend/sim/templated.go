@@ -30,7 +30,7 @@ func newTemplated(o Options) (*Backend, error) {
 	// special tokens, so a session still costs about what it appends.
 	return &Backend{model: o.Model, tok: &recent{tok: o.Tokenizer}, whole: &recent{tok: o.Tokenizer},
 		perToken: o.PrefillPerToken, prefill: o.Prefill, order: cachesim.OrderOf(o.Model.Name()),
-		tmpl: o.Template, llama: llama, numCtx: o.NumCtx}, nil
+		tmpl: o.Template, now: o.TemplateNow, llama: llama, numCtx: o.NumCtx}, nil
 }
 
 // sendTemplated is [Backend.Send] with a chat template (Options.Template): what llama-server
@@ -68,7 +68,7 @@ func (b *Backend) sendTemplated(req *chat.Request, reply *chat.Reply) (*chat.Res
 		}
 		res.Reply = reply
 	}
-	text, err := b.tmpl.Render(req, chattemplate.Options{})
+	text, err := b.tmpl.Render(req, chattemplate.Options{Now: b.templateNow()})
 	if err != nil {
 		return res, fmt.Errorf("sim: the chat template refuses the request (llama-server answers HTTP 400): %w", err)
 	}
@@ -94,7 +94,7 @@ func (b *Backend) sendTemplated(req *chat.Request, reply *chat.Reply) (*chat.Res
 		return res, nil
 	}
 	history := func(r *chat.Request) (string, error) {
-		return b.tmpl.Render(r, chattemplate.Options{NoGenerationPrompt: true})
+		return b.tmpl.Render(r, chattemplate.Options{NoGenerationPrompt: true, Now: b.templateNow()})
 	}
 	out, err := llamacpp.ReplyTextWith(history, b.tmpl.Tokens().EOS, req, text, reply)
 	if err != nil {
@@ -116,4 +116,12 @@ func (b *Backend) sendTemplated(req *chat.Request, reply *chat.Reply) (*chat.Res
 	res.CacheText = res.Rendered + out
 	res.CompletionTokens = int64(len(full) - n)
 	return res, nil
+}
+
+// templateNow is the time strftime_now formats for this request: Options.TemplateNow's, else now.
+func (b *Backend) templateNow() time.Time {
+	if b.now != nil {
+		return b.now()
+	}
+	return time.Now()
 }
