@@ -62,6 +62,9 @@ type Client struct {
 	temperature float64
 	// renderer is the model's renderer as /api/show reported it ([Client.Renderer]).
 	renderer string
+	// replyEnds, when not empty, makes FillCache write a reply as the server renders it back,
+	// cut after the first of them ([WithReplyEnds]); empty: as Qwen3 writes it.
+	replyEnds []string
 	// noThinking is true when /api/show listed the model's capabilities without "thinking"
 	// (a Go template without .Think, such as Llama 3's or Gemma 3's): Ollama refuses `think`
 	// for such a model (HTTP 400 "does not support thinking"), so requests do not send it.
@@ -100,6 +103,15 @@ func (c *Client) SetSeed(seed int64) { c.seed = int(seed) }
 // client reads the new `msg="loading cache slot" … prompt=N used=U` line: U is the number of
 // prompt tokens the server reused from its KV cache. Without a log, cached tokens are unknown.
 func WithServerLog(path string) Option { return func(c *Client) { c.logPath = path } }
+
+// WithReplyEnds makes [Client.FillCache] write a scripted reply into the cache as the server's
+// own renderer renders it back ([Client.ReplyText]), cut after the first of ends (the model's
+// end-of-generation texts in that format, such as DeepSeek's <｜end▁of▁sentence｜>), instead of
+// as Qwen3 writes it ([Qwen3Output], the default, for the qwen3.5 renderer). For a model served
+// with another renderer than Qwen3's.
+func WithReplyEnds(ends ...string) Option {
+	return func(c *Client) { c.replyEnds = slices.Clone(ends) }
+}
 
 // WithHTTPClient sets the HTTP client (default: one with no overall timeout; requests end with
 // their context).
@@ -398,7 +410,8 @@ func (c *Client) Measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 
 // FillCache emulates the generation of reply after the measured request res
 // (harness.CacheFiller): a raw /api/generate of res.Rendered followed by [Qwen3Output] of reply
-// (the format of Ollama's qwen3.5 renderer, whose generation prompt ends in "<think>\n"), which
+// (the format of Ollama's qwen3.5 renderer, whose generation prompt ends in "<think>\n"), or,
+// with [WithReplyEnds], by [Client.ReplyText] of it, which
 // leaves the runner's cache holding that text; it then sets res.CacheText to it. It does nothing
 // for a live request or a nil reply. Sending it again leaves the same cache (the same raw
 // prompt), so it may be tried again after a failure without measuring the request again.
@@ -406,12 +419,70 @@ func (c *Client) FillCache(ctx context.Context, req *chat.Request, reply *chat.R
 	if req.Generate > 0 || reply == nil {
 		return nil
 	}
-	text := res.Rendered + Qwen3Output(reply)
+	out := Qwen3Output(reply)
+	if len(c.replyEnds) > 0 {
+		var err error
+		if out, err = c.ReplyText(ctx, req, res.Rendered, reply); err != nil {
+			return fmt.Errorf("generation emulation: %w", err)
+		}
+	}
+	text := res.Rendered + out
 	if err := c.emulate(ctx, text); err != nil {
 		return err
 	}
 	res.CacheText = text
 	return nil
+}
+
+// ReplyText returns the text the model writes after the prompt rendered (req's rendering, its
+// generation prompt included) when it answers req with reply, taken from the server's own
+// renderer (`_debug_render_only`), as [WithReplyEnds] asks: the messages followed by reply as an
+// assistant message and a tool result after it (as the next request of a tool loop renders
+// them; a final reply is rendered the same way) are rendered, and the text is that rendering
+// past what it shares with rendered, up to and including the first of the end texts after it —
+// what a generation ends with. Where the renderer writes the reply's turn after the whole of
+// rendered (deepseek3.1, functiongemma: the generation prompt is the start of the assistant
+// message), the cache then holds the next request's prompt up to the reply's end exactly;
+// where it does not (a generation prompt the history renders otherwise), the text is what the
+// model writes past the shared part, and the next request diverges where the renderer does.
+// Errors: the rendering's, or a reply rendered without any end text.
+func (c *Client) ReplyText(ctx context.Context, req *chat.Request, rendered string, reply *chat.Reply) (string, error) {
+	next := *req
+	next.Messages = append(slices.Clone(req.Messages), chat.Message{Role: chat.RoleAssistant, Reasoning: reply.Reasoning, Content: reply.Content, ToolCalls: reply.ToolCalls})
+	// The tool results only end the assistant message; their text is never used.
+	if len(reply.ToolCalls) == 0 {
+		next.Messages = append(next.Messages, chat.Message{Role: chat.RoleTool, ToolCallID: "next", Content: "."})
+	}
+	for i, tc := range reply.ToolCalls {
+		id := tc.ID
+		if id == "" {
+			id = fmt.Sprintf("next-%d", i)
+		}
+		next.Messages = append(next.Messages, chat.Message{Role: chat.RoleTool, ToolCallID: id, ToolName: tc.Name, Content: "."})
+	}
+	creq, err := c.ChatRequest(&next)
+	if err != nil {
+		return "", err
+	}
+	after, err := c.Render(ctx, creq)
+	if err != nil {
+		return "", err
+	}
+	k := 0
+	for k < len(after) && k < len(rendered) && after[k] == rendered[k] {
+		k++
+	}
+	msg := after[k:]
+	end := -1
+	for _, e := range c.replyEnds {
+		if i := strings.Index(msg, e); i >= 0 && (end < 0 || i+len(e) < end) {
+			end = i + len(e)
+		}
+	}
+	if end < 0 {
+		return "", fmt.Errorf("ollama: the server's rendering of the reply has none of its end texts %q", c.replyEnds)
+	}
+	return msg[:end], nil
 }
 
 // noPromptCount is the warning of an answer whose done message has no prompt_eval_count (or 0):

@@ -431,7 +431,16 @@ func openOllama(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 			modelParams = mp.String()
 		}
 	}
-	client, err := ollama.New(url, o.ModelName, ollama.WithNumCtx(o.NumCtx), ollama.WithServerLog(logPath), ollama.WithTemperature(o.Live.Temperature))
+	opts := []ollama.Option{ollama.WithNumCtx(o.NumCtx), ollama.WithServerLog(logPath), ollama.WithTemperature(o.Live.Temperature)}
+	if fam := o.Model.Family.OrQwen3(); otherFamily(fam) {
+		format, err := localserver.OllamaChatOf(fam)
+		if err != nil {
+			return badInput("--family: %v", err)
+		}
+		// The reply is written into the cache as the family's renderer renders it back.
+		opts = append(opts, ollama.WithReplyEnds(format.ReplyEnds...))
+	}
+	client, err := ollama.New(url, o.ModelName, opts...)
 	if err != nil {
 		return &usageError{err}
 	}
@@ -445,9 +454,14 @@ func openOllama(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 	}
 	fam := o.Model.Family.OrQwen3()
 	switch {
-	case otherFamily(fam):
-		// No tokenizer: the rows' expected cached tokens are null, and the manifest says why.
-		fmt.Fprintf(s.err, "lab: note: %s\n", ollamaFamilyExpected(fam))
+	case otherFamily(fam) && gguf != "":
+		// Counted as the runner that serves the model tokenizes it: Ollama's own engine's
+		// tokenizer (Gemma 3) or llama.cpp's (a llama stand-in).
+		t, err := tokenizer.LoadOllama(gguf)
+		if err != nil {
+			return err
+		}
+		b.tok = t
 	case gguf != "":
 		t, err := tokenizer.Load(gguf)
 		if err != nil {
@@ -478,7 +492,10 @@ func openOllama(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 			return badInput("--family: %v", err)
 		}
 		b.settings[settingFamily], b.settings[settingChatTemplate] = string(fam), format.Template
-		b.settings[settingExpectedUnknown] = ollamaFamilyExpected(fam)
+		b.settings[settingTokenCounter] = format.Tokens
+		if format.StandIn != "" {
+			b.settings[settingArchitecture] = format.StandIn + " (a stand-in for " + fam.Architecture() + ")"
+		}
 	}
 	return nil
 }
