@@ -84,7 +84,9 @@ const (
 //     vocabulary (FunctionGemma's own adds them), so they are tokenized as text. The model
 //     keeps the gemma3 architecture (Ollama's own engine, sliding-window layers); the lab
 //     counts with Ollama's own SentencePiece, whose whitespace-run tokens differ from
-//     llama.cpp's.
+//     llama.cpp's. Ollama's SentencePiece takes time far worse than linear in the prompt
+//     (7,202 tokens 38 s, 11,581 tokens 125 s, measured in process), so only short sessions
+//     are practical.
 //   - llama3.1: no renderer; the llama3-instruct Go template Ollama detects (Llama 3's, as the
 //     GGUF's; no tools), so its sessions cannot be measured ([OllamaChat].NoSessions): the
 //     lab's sessions offer tools.
