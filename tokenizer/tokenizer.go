@@ -16,7 +16,9 @@
 // merged by score with byte fallback (Gemma 3); llama-server's /tokenize gives the same ids on
 // the lab's sample texts and files. Ollama counts some of them otherwise (its DeepSeek V3 and
 // Gemma 3 tokenizers have bugs of their own: see the family findings), so for those families a
-// count here is llama-server's, not Ollama's.
+// count of [Load] is llama-server's, not Ollama's. [LoadOllama] counts as Ollama v0.17.4's runner
+// for the file does: Gemma 3 with Ollama's own SentencePiece (its engine's), a file on an
+// architecture of the llama.cpp runner (a llama stand-in) as llama.cpp does.
 package tokenizer
 
 import (
