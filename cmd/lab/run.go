@@ -182,7 +182,7 @@ shell that is not a sandbox, which may write anywhere your user can.`,
 	f.Int64Var(&o.MaxReplyBytes, "max-reply-bytes", chat.DefaultMaxReplyBytes, "the most bytes one answer's reply (text, reasoning and tool calls' names and arguments) may hold: the backend stops reading past it and the request is an error row naming the limit, not retried")
 	f.StringArrayVar(&o.Tags, "tag", nil, "a label of the run, key=value (repeatable), recorded in the manifest and shown in the report; not part of the setup")
 	f.StringVar(&o.CacheModel, "cache-model", cachesim.ModelLlamaCpp, "with --backend sim: the cache model ("+strings.Join(cachesim.ModelNames, ", ")+")")
-	f.StringVar(&o.Family, "family", string(gguf.Qwen3), "the synthetic model's family: qwen3, deepseek-v3, gemma3, llama3.1 or gpt-oss, served as lab-<family>-synth with the GGUF's own chat template; of the others, deepseek-v3 and llama3.1 run on the lab's own llama-server (--backend llamacpp), the rest nowhere yet (lab run says why: Ollama v0.17.4 cannot run the lab's sessions on any of them), recorded in the manifest (family, chat_template)")
+	f.StringVar(&o.Family, "family", string(gguf.Qwen3), "the synthetic model's family: qwen3, deepseek-v3, gemma3, llama3.1 or gpt-oss, served as lab-<family>-synth; of the others, deepseek-v3 and llama3.1 run on the lab's own llama-server (--backend llamacpp, the GGUF's own chat template), deepseek-v3 and gemma3 on the lab's own Ollama (built-in renderers deepseek3.1 and functiongemma; DeepSeek V3 on a llama stand-in), the rest nowhere yet (lab run says why), recorded in the manifest (family, chat_template, and on Ollama token_counter)")
 	addModelFlags(c, &o.Model)
 	addReliabilityFlags(c, &o.Reliability)
 	addLiveFlags(c, &o.Live)
