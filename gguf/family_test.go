@@ -363,3 +363,61 @@ func TestWriteModelGPTOSSFamily(t *testing.T) {
 		}
 	}
 }
+
+// DeepSeek V3's vocabulary on the llama stand-in: the llama architecture's keys and layers (tied
+// output, no query/key norms), the family's tokenizer keys unchanged, and a name saying so; a
+// stand-in other than llama is refused.
+func TestWriteModelStandInLlama(t *testing.T) {
+	t.Parallel()
+	tj := map[string]any{
+		"model": map[string]any{"type": "BPE", "vocab": map[string]int{"<｜begin▁of▁sentence｜>": 0, "<｜end▁of▁sentence｜>": 1, "a": 2, "b": 3, "ab": 4}, "merges": []string{"a b"}},
+		"added_tokens": []map[string]any{
+			{"id": 0, "content": "<｜begin▁of▁sentence｜>", "special": true},
+			{"id": 1, "content": "<｜end▁of▁sentence｜>", "special": true},
+		},
+	}
+	cfg := map[string]any{"bos_token": "<｜begin▁of▁sentence｜>", "eos_token": "<｜end▁of▁sentence｜>"}
+	dir := writeTokenizer(t, tj, cfg)
+	o := ModelOptions{HiddenSize: 16, Layers: 2, FeedForward: 24, Heads: 2, KVHeads: 1, HeadDim: 8, ContextLength: 256, Family: DeepSeekV3, StandIn: StandInLlama}
+	if got := o.Arch(); got != "llama" {
+		t.Errorf("Arch() = %q; want llama", got)
+	}
+	if got := (ModelOptions{Family: DeepSeekV3}).Arch(); got != "deepseek2" {
+		t.Errorf("Arch() without a stand-in = %q; want deepseek2", got)
+	}
+	p := filepath.Join(t.TempDir(), "d.gguf")
+	if err := WriteModel(p, dir, o); err != nil {
+		t.Fatal(err)
+	}
+	g := tinytokenizer.DecodeGGUF(t, p)
+	kv := g.KV()
+	for key, want := range map[string]any{
+		"general.architecture":            "llama",
+		"general.name":                    "lab synthetic deepseek-v3 on the llama architecture (a stand-in)",
+		"llama.attention.head_count":      uint32(2),
+		"llama.attention.head_count_kv":   uint32(1),
+		"llama.rope.dimension_count":      uint32(8),
+		"llama.vocab_size":                uint32(5),
+		"llama.rope.freq_base":            float32(10000),
+		"tokenizer.ggml.model":            "gpt2",
+		"tokenizer.ggml.pre":              "deepseek-v3",
+		"tokenizer.ggml.add_bos_token":    true,
+		"tokenizer.ggml.eos_token_id":     uint32(1),
+		"deepseek2.attention.q_lora_rank": nil,
+	} {
+		if got := kv[key]; got != want {
+			t.Errorf("key %s = %#v; want %#v", key, got, want)
+		}
+	}
+	names := map[string]bool{}
+	for _, tn := range g.Tensors().Items() {
+		names[tn.Name] = true
+	}
+	if len(names) != 2+9*2 || !names["blk.1.attn_q.weight"] || names["output.weight"] || names["blk.0.attn_q_norm.weight"] || names["blk.0.attn_q_a.weight"] {
+		t.Errorf("tensors %v; want llama's 9 per layer, a tied output and no latent attention", names)
+	}
+	o.StandIn = "qwen3"
+	if err := WriteModel(filepath.Join(t.TempDir(), "q.gguf"), dir, o); err == nil || !strings.Contains(err.Error(), `stand-in architecture "qwen3"`) {
+		t.Errorf("stand-in qwen3: error %v; want one naming it", err)
+	}
+}

@@ -53,6 +53,25 @@ type ModelOptions struct {
 	// [ModelOptions.WithDefaults] keeps it "" so that the Qwen3 model's options encode as they
 	// did before families existed (a cache key of them is unchanged).
 	Family Family `json:",omitempty"`
+	// StandIn, when not "", is a stand-in architecture written instead of the family's own
+	// ([Family.Architecture]): only [StandInLlama], which puts the family's vocabulary on the
+	// llama architecture (the layers of the Llama 3.1 model) so that Ollama v0.17.4 serves it in
+	// its llama.cpp runner, whose tokenizer is llama.cpp's, rather than its own engine (whose
+	// byte-pair encoder repeats text with DeepSeek V3's pre-tokenizer). "" keeps the options'
+	// encoding, and so every cache key of them, as it was.
+	StandIn string `json:",omitempty"`
+}
+
+// StandInLlama is the one stand-in architecture [ModelOptions].StandIn takes: llama.
+const StandInLlama = "llama"
+
+// Arch returns general.architecture of the model o describes: the stand-in when o has one, else
+// the family's own ([Family.Architecture]).
+func (o ModelOptions) Arch() string {
+	if o.StandIn != "" {
+		return o.StandIn
+	}
+	return o.Family.Architecture()
 }
 
 // DefaultContextLength is the synthetic model's context_length and the num_ctx a run pins by
@@ -126,6 +145,9 @@ func (o ModelOptions) validate() error {
 	}
 	if _, err := ParseFamily(string(o.Family)); err != nil {
 		return fmt.Errorf("check model options: %w", err)
+	}
+	if o.StandIn != "" && o.StandIn != StandInLlama {
+		return fmt.Errorf("check model options: stand-in architecture %q: want %q or none", o.StandIn, StandInLlama)
 	}
 	return nil
 }
@@ -446,6 +468,9 @@ func modelContents(v *Vocab, o ModelOptions) (ggml.KV, []*ggml.Tensor) {
 	}
 	spec := familySpecs[v.Family]
 	arch, name := spec.arch, "lab synthetic "+string(v.Family)
+	if o.StandIn != "" && o.StandIn != arch {
+		arch, name = o.StandIn, name+" on the "+o.StandIn+" architecture (a stand-in)"
+	}
 	kv := ggml.KV{
 		"general.architecture":                     arch,
 		"general.name":                             name,

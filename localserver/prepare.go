@@ -129,7 +129,7 @@ func modelKey(o gguf.ModelOptions) string {
 	o = o.WithDefaults()
 	arch := ""
 	if o.Family != "" {
-		arch = o.Family.Architecture()
+		arch = o.Arch()
 	}
 	b, _ := json.Marshal(struct {
 		Format    int

@@ -166,9 +166,12 @@ func StartShared(ctx context.Context, o ServerOptions, kind string) (*Shared, er
 	switch kind {
 	case KindOllama:
 		fam := o.Setup.Model.Family.OrQwen3()
-		if _, err := OllamaChatOf(fam); err != nil {
+		format, err := OllamaChatOf(fam)
+		if err != nil {
 			return nil, fmt.Errorf("start: %w", err)
 		}
+		// Written as Ollama serves the family: its stand-in architecture, if any.
+		o.Setup.Model = format.ModelOptions(o.Setup.Model)
 		if srv, err := Attach(ctx, SharedOllamaDir(cache)); err == nil {
 			if fam == gguf.Qwen3 {
 				return &Shared{Kind: kind, Ollama: srv, Already: true}, nil

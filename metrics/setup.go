@@ -39,7 +39,7 @@ var SetupSettings = []string{
 	"model_hidden", "model_layers", "generic_build", "ollama_flash_attention",
 	"max_steps", "max_tokens", "turn_timeout", "seed", "temperature",
 	"profile", "api", "thinking", "cache_breakpoints", "pricing", "render",
-	"cache_reuse", "parallel", "cache_ram", "family", "chat_template",
+	"cache_reuse", "parallel", "cache_ram", "family", "chat_template", "token_counter", "model_architecture",
 }
 
 // Setup is what a run measured with: the runs of one setup are repetitions of one experiment

@@ -17,7 +17,9 @@
 // merged by score with byte fallback (Gemma 3); llama-server's /tokenize gives the same ids on
 // the lab's sample texts and files. Ollama counts some of them otherwise (its DeepSeek V3 and
 // Gemma 3 tokenizers have bugs of their own: see the family findings), so for those families a
-// count here is llama-server's, not Ollama's.
+// count of [Load] is llama-server's, not Ollama's. [LoadOllama] counts as Ollama v0.17.4's runner
+// for the file does: Gemma 3 with Ollama's own SentencePiece (its engine's), a file on an
+// architecture of the llama.cpp runner (a llama stand-in) as llama.cpp does.
 package tokenizer
 
 import (
@@ -54,7 +56,10 @@ const memoLimit = 64 << 20
 type Tokenizer struct {
 	bpe ollamatok.BytePairEncoding
 	// lv, when not nil, tokenizes instead of bpe, as llama.cpp does (every family but Qwen3).
-	lv       *llamaVocab
+	lv *llamaVocab
+	// spm, when not nil, tokenizes instead of bpe: Ollama's own SentencePiece, as Ollama's
+	// engine runs a Gemma 3 model ([LoadOllama]).
+	spm      *ollamatok.SentencePiece
 	specials []string // control and user-defined tokens, in id order (for lv: see newLlamaTokenizer)
 	// scanSafe caches scanOK's answer, computed once.
 	scanOnce sync.Once
@@ -136,6 +141,65 @@ func Load(ggufPath string) (*Tokenizer, error) {
 		),
 	}
 	return newTokenizer(v), nil
+}
+
+// LoadOllama reads the tokenizer of the GGUF file at ggufPath as Ollama v0.17.4 tokenizes a
+// prompt for it, which depends on the runner the file's architecture is served in:
+//
+//   - an architecture Ollama's own engine requires (fs/ggml KV.OllamaEngineRequired): that
+//     engine's Go tokenizer, which the lab runs in process — Qwen3's ([Load]: Ollama's byte-pair
+//     encoder with the qwen3 pre-tokenizer), or, for Gemma 3 (architecture gemma3,
+//     tokenizer.ggml.model llama), Ollama's SentencePiece built as model/models/gemma3 builds
+//     it (special tokens cut out in id order, so "\n" before "\n\n": whitespace runs count
+//     otherwise than in llama.cpp);
+//   - any other architecture (llama: the llama.cpp runner, as the lab leaves OLLAMA_NEW_ENGINE
+//     unset): llama.cpp's tokenizer, [Load].
+//
+// Other files of Ollama's engine are an error naming the file and the architecture: the lab
+// does not reproduce Ollama's deepseek2 tokenizer (its byte-pair encoder repeats text with
+// DeepSeek V3's three expressions) nor its gpt-oss one.
+func LoadOllama(ggufPath string) (*Tokenizer, error) {
+	f, err := os.Open(ggufPath)
+	if err != nil {
+		return nil, fmt.Errorf("load tokenizer: %w", err)
+	}
+	defer f.Close()
+	g, err := ggml.Decode(f, -1)
+	if err != nil {
+		return nil, fmt.Errorf("load tokenizer from %s: %w", ggufPath, err)
+	}
+	kv := g.KV()
+	arch := kv.Architecture()
+	switch {
+	case !kv.OllamaEngineRequired(), arch == "qwen3", arch == "qwen3moe":
+		return Load(ggufPath)
+	case arch != "gemma3" || kv.String("tokenizer.ggml.model") != "llama":
+		return nil, fmt.Errorf("load tokenizer from %s: architecture %q, tokenizer.ggml.model %q runs in Ollama's own engine, whose tokenizer for it the lab does not reproduce (qwen3 and gemma3 only)", ggufPath, arch, kv.String("tokenizer.ggml.model"))
+	}
+	// As github.com/ollama/ollama/model/models/gemma3 New builds it (v0.17.4).
+	v := &ollamatok.Vocabulary{
+		Values: kv.Strings("tokenizer.ggml.tokens"),
+		Scores: kv.Floats("tokenizer.ggml.scores"),
+		Types:  kv.Ints("tokenizer.ggml.token_type"),
+		Merges: kv.Strings("tokenizer.ggml.merges"),
+		AddBOS: kv.Bool("tokenizer.ggml.add_bos_token", true),
+		BOS:    []int32{int32(kv.Uint("tokenizer.ggml.bos_token_id"))},
+		AddEOS: kv.Bool("tokenizer.ggml.add_eos_token", false),
+		EOS:    append([]int32{int32(kv.Uint("tokenizer.ggml.eos_token_id"))}, kv.Ints("tokenizer.ggml.eos_token_ids")...),
+	}
+	if n := len(v.Values); n == 0 || len(v.Types) != n || len(v.Scores) != n {
+		return nil, fmt.Errorf("load tokenizer from %s: %d tokens with %d types and %d scores", ggufPath, n, len(v.Types), len(v.Scores))
+	}
+	v.EOS = append(v.EOS, int32(kv.Uint("tokenizer.ggml.eot_token_id", 106)))
+	spm := ollamatok.NewSentencePiece(v)
+	t := &Tokenizer{spm: &spm, addBOS: v.AddBOS, addEOS: v.AddEOS, bos: v.BOS[0], eos: v.EOS[0], memo: map[string][]int32{}}
+	for i, typ := range v.Types {
+		if typ == ollamatok.TOKEN_TYPE_CONTROL || typ == ollamatok.TOKEN_TYPE_USER_DEFINED {
+			t.specials = append(t.specials, v.Values[i])
+			t.ids = append(t.ids, int32(i))
+		}
+	}
+	return t, nil
 }
 
 // llamaSpec is what a tokenizer run as llama.cpp's is built from: a GGUF file's
@@ -238,8 +302,8 @@ func (t *Tokenizer) split(text string) []piece {
 // scanOK reports whether the one-pass scan finds the same pieces as splitting in id order: when
 // every special token starts with '<' and none holds another (true of Qwen3's 26).
 func (t *Tokenizer) scanOK() bool {
-	if t.lv != nil {
-		return false // llama.cpp's order, longest first: splitInOrder
+	if t.lv != nil || t.spm != nil {
+		return false // llama.cpp's order (longest first) or Ollama's SentencePiece's: splitInOrder
 	}
 	t.scanOnce.Do(func() {
 		t.scanSafe = true
@@ -431,6 +495,9 @@ func (t *Tokenizer) encodeChunks(text string, size int) ([]int32, error) {
 		// A SentencePiece text is merged whole: no place in it is safe to cut at.
 		return t.lv.encode(text, nil)
 	}
+	if t.spm != nil {
+		return t.spm.Encode(text, false)
+	}
 	if len(text) <= size {
 		return t.bpe.Encode(text, false)
 	}
@@ -514,6 +581,9 @@ func asciiLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 
 // encodeWhole tokenizes text in one call of Ollama's tokenizer, as the runner does, without the
 // memo (for tests).
 func (t *Tokenizer) encodeWhole(text string) ([]int32, error) {
+	if t.spm != nil {
+		return t.spm.Encode(text, true)
+	}
 	if t.lv == nil {
 		return t.bpe.Encode(text, true)
 	}
@@ -541,6 +611,15 @@ func (t *Tokenizer) encodeWhole(text string) ([]int32, error) {
 func (t *Tokenizer) Decode(ids []int32) (string, error) {
 	if t.lv != nil {
 		return t.lv.decode(ids)
+	}
+	if t.spm != nil {
+		n := int32(len(t.spm.Vocabulary().Values))
+		for _, id := range ids {
+			if id < 0 || id >= n {
+				return "", fmt.Errorf("decode tokens: id %d out of range", id)
+			}
+		}
+		return t.spm.Decode(ids)
 	}
 	n := int32(len(t.bpe.Vocabulary().Values))
 	for _, id := range ids {

@@ -62,6 +62,9 @@ type Client struct {
 	temperature float64
 	// renderer is the model's renderer as /api/show reported it ([Client.Renderer]).
 	renderer string
+	// replyEnds, when not empty, makes FillCache write a reply as the server renders it back,
+	// cut after the first of them ([WithReplyEnds]); empty: as Qwen3 writes it.
+	replyEnds []string
 	// noThinking is true when /api/show listed the model's capabilities without "thinking"
 	// (a Go template without .Think, such as Llama 3's or Gemma 3's): Ollama refuses `think`
 	// for such a model (HTTP 400 "does not support thinking"), so requests do not send it.
@@ -70,10 +73,6 @@ type Client struct {
 	logPath string
 	log     *CacheLog
 	logWait time.Duration
-
-	// replyEnd, when not "", makes the client take a reply's text from the server's own
-	// rendering of it ([WithReplyEnd], [Client.ReplyText]) instead of [Qwen3Output].
-	replyEnd string
 
 	// args and tools memoise the decoding of tool-call arguments and tool parameters: a session
 	// resends the same ones on every request. The decoded values are only read afterwards. args
@@ -105,11 +104,14 @@ func (c *Client) SetSeed(seed int64) { c.seed = int(seed) }
 // prompt tokens the server reused from its KV cache. Without a log, cached tokens are unknown.
 func WithServerLog(path string) Option { return func(c *Client) { c.logPath = path } }
 
-// WithReplyEnd makes the client write a reply into the cache as the model's own chat template
-// renders it, up to and including end, the token that ends a generated reply (<|eot_id|> for a
-// Llama 3.2 template): [Client.ReplyText], instead of [Qwen3Output]. For a model registered
-// with a Go template of another format than Qwen3's.
-func WithReplyEnd(end string) Option { return func(c *Client) { c.replyEnd = end } }
+// WithReplyEnds makes [Client.FillCache] write a scripted reply into the cache as the server's
+// own renderer renders it back ([Client.ReplyText]), cut after the first of ends (the model's
+// end-of-generation texts in that format, such as DeepSeek's <｜end▁of▁sentence｜>), instead of
+// as Qwen3 writes it ([Qwen3Output], the default, for the qwen3.5 renderer). For a model served
+// with another renderer than Qwen3's.
+func WithReplyEnds(ends ...string) Option {
+	return func(c *Client) { c.replyEnds = slices.Clone(ends) }
+}
 
 // WithHTTPClient sets the HTTP client (default: one with no overall timeout; requests end with
 // their context).
@@ -398,7 +400,7 @@ func (c *Client) Measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 
 	if req.Generate > 0 {
 		// The cache holds the real generation. Its text is rebuilt from the parsed reply in
-		// Qwen3's output format, or the model template's ([WithReplyEnd]; the server does not
+		// Qwen3's output format, or the model renderer's ([WithReplyEnds]; the server does not
 		// return the raw tokens): exact for a reply
 		// the model ended itself, an approximation for one cut off at num_predict.
 		out, err := c.output(ctx, req, res.Rendered, res.Reply)
@@ -416,9 +418,9 @@ func (c *Client) Measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 }
 
 // output is the text reply leaves in the cache after the prompt rendered: [Client.ReplyText]
-// with [WithReplyEnd], else [Qwen3Output].
+// with [WithReplyEnds], else [Qwen3Output].
 func (c *Client) output(ctx context.Context, req *chat.Request, rendered string, reply *chat.Reply) (string, error) {
-	if c.replyEnd == "" {
+	if len(c.replyEnds) == 0 {
 		return Qwen3Output(reply), nil
 	}
 	return c.ReplyText(ctx, req, rendered, reply)
@@ -426,17 +428,21 @@ func (c *Client) output(ctx context.Context, req *chat.Request, rendered string,
 
 // ReplyText returns the text the model writes after the prompt rendered (req's rendering, its
 // generation prompt included) when it answers req with reply, taken from the server's own
-// template ([WithReplyEnd]): the server renders req's messages followed by reply as an
-// assistant message and a tool result after it (as the next request of a tool loop renders
-// it); the text is that rendering past what it shares with rendered, up to and including the
-// first reply end. When the template's assistant message starts with its generation prompt
-// (Llama 3.2's header), the cache then holds the next request's prefix exactly. Errors: the
-// rendering's, a rendering that parts from rendered before its last reply end (the history
-// rendered otherwise once a reply follows it, as a template that writes the server's date
-// does across midnight), or one without the reply end after the shared part.
+// renderer or template ([WithReplyEnds]): the server renders req's messages followed by reply
+// as an assistant message and a tool result after it (as the next request of a tool loop
+// renders it); the text is that rendering past what it shares with rendered, up to and
+// including the first of the reply ends. Where the renderer writes the history otherwise than
+// its generation prompt (deepseek3.1's `</think>` where the prompt ends `<think>`), the text
+// starts where the two part, so the cache holds what the model writes past the shared part and
+// the next request diverges where the renderer does; where the template's assistant message
+// starts with its generation prompt (Llama 3.2's header), the cache holds the next request's
+// prefix exactly. Errors: the rendering's, a rendering that parts from rendered before one of
+// the reply ends in it (the history rendered otherwise once a reply follows it, as a template
+// that writes the server's date does across midnight), or one without a reply end after the
+// shared part.
 func (c *Client) ReplyText(ctx context.Context, req *chat.Request, rendered string, reply *chat.Reply) (string, error) {
-	if c.replyEnd == "" {
-		return "", errors.New("ollama: ReplyText needs the reply's end token (WithReplyEnd)")
+	if len(c.replyEnds) == 0 {
+		return "", errors.New("ollama: ReplyText needs the reply's end texts (WithReplyEnds)")
 	}
 	next := *req
 	next.Generate = 0
@@ -464,22 +470,28 @@ func (c *Client) ReplyText(ctx context.Context, req *chat.Request, rendered stri
 	for k < len(after) && k < len(rendered) && after[k] == rendered[k] {
 		k++
 	}
-	if strings.Contains(rendered[k:], c.replyEnd) {
-		// The renderings part before the last turn of the prompt: the history is rendered
-		// otherwise now (a template that writes the date, rendered again after midnight).
-		return "", fmt.Errorf("ollama: the server renders the messages before the reply otherwise once the reply follows them (%d bytes shared of %d)", k, len(rendered))
+	msg := after[k:]
+	end := -1
+	for _, e := range c.replyEnds {
+		if strings.Contains(rendered[k:], e) {
+			// The renderings part before the last turn of the prompt: the history is rendered
+			// otherwise now (a template that writes the date, rendered again after midnight).
+			return "", fmt.Errorf("ollama: the server renders the messages before the reply otherwise once the reply follows them (%d bytes shared of %d)", k, len(rendered))
+		}
+		if i := strings.Index(msg, e); i >= 0 && (end < 0 || i+len(e) < end) {
+			end = i + len(e)
+		}
 	}
-	end := strings.Index(after[k:], c.replyEnd)
 	if end < 0 {
-		return "", fmt.Errorf("ollama: the server's rendering of the reply has no reply end %q after the %d bytes it shares with the prompt", c.replyEnd, k)
+		return "", fmt.Errorf("ollama: the server's rendering of the reply has none of its end texts %q after the %d bytes it shares with the prompt", c.replyEnds, k)
 	}
-	return after[k : k+end+len(c.replyEnd)], nil
+	return msg[:end], nil
 }
 
 // FillCache emulates the generation of reply after the measured request res
 // (harness.CacheFiller): a raw /api/generate of res.Rendered followed by [Qwen3Output] of reply
 // (the format of Ollama's qwen3.5 renderer, whose generation prompt ends in "<think>\n"; with
-// [WithReplyEnd], the reply as the model's template renders it: [Client.ReplyText]), which
+// [WithReplyEnds], the reply as the model's renderer or template renders it: [Client.ReplyText]), which
 // leaves the runner's cache holding that text; it then sets res.CacheText to it. It does nothing
 // for a live request or a nil reply. Sending it again leaves the same cache (the same raw
 // prompt), so it may be tried again after a failure without measuring the request again.

@@ -19,6 +19,13 @@ const (
 	// settingChatTemplate says what renders the prompt (localserver.OllamaChatOf,
 	// localserver.LlamaChatTemplateOf), part of the setup.
 	settingChatTemplate = "chat_template"
+	// settingTokenCounter says, on Ollama, which runner tokenizes the prompt and how the lab
+	// counts the same tokens for the expected cached tokens (localserver.OllamaChat.Tokens),
+	// part of the setup.
+	settingTokenCounter = "token_counter"
+	// settingArchitecture is the served model's architecture on Ollama when it is a stand-in
+	// for the family's own (localserver.OllamaChat.StandIn), part of the setup.
+	settingArchitecture = "model_architecture"
 	// settingExpectedUnknown says why the rows' expected cached tokens are null (bookkeeping:
 	// it follows from the backend and the family).
 	settingExpectedUnknown = "expected_unknown"
@@ -26,13 +33,12 @@ const (
 
 // checkFamily checks --family of lab run and, for a family other than Qwen3, makes the options
 // serve its synthetic model: the model name lab-<family>-synth unless --model is given, the
-// family's default depth unless --layers is. Another family is for the lab's own servers only
-// (--backend ollama without --server, --backend llamacpp without --base-url, --llamacpp and
-// --gguf): anything else is bad input naming the flag, as are gpt-oss on Ollama (no chat
-// template: localserver.OllamaChatOf) and every other family on Ollama v0.17.4 but llama3.2
-// and llama3.1, which the lab registers with a Go template of its own (OllamaChat.NoSessions:
-// no tools in gemma3's detected template, DeepSeek V3's repeated text), and gemma3 and gpt-oss
-// on llama-server (localserver.LlamaNoSessions).
+// family's default depth unless --layers is, and on Ollama the family's stand-in architecture
+// (localserver.OllamaChat.StandIn: DeepSeek V3 on llama). Another family is for the lab's own
+// servers only (--backend ollama without --server, --backend llamacpp without --base-url,
+// --llamacpp and --gguf): anything else is bad input naming the flag, as are gpt-oss on Ollama
+// (no chat template: localserver.OllamaChatOf), and gemma3 and gpt-oss on llama-server
+// (localserver.LlamaNoSessions).
 //
 // On the sim a --family given, Qwen3's included, makes it stand for llama-server --jinja serving
 // that family's model (openSim): it needs the llamacpp cache model and no --gguf. Without
@@ -66,6 +72,7 @@ func checkFamily(o *runOptions, changed func(string) bool) error {
 	case o.Backend == "llamacpp" && (o.Remote.BaseURL != "" || o.Remote.LlamaServer != "" || o.GGUF != ""):
 		return badInput("--family %s serves the lab's synthetic model on its own llama-server; --base-url, --llamacpp and --gguf serve your own", fam)
 	}
+	o.Model.Family = fam
 	if o.Backend == "ollama" {
 		format, err := localserver.OllamaChatOf(fam)
 		if err != nil {
@@ -74,11 +81,11 @@ func checkFamily(o *runOptions, changed func(string) bool) error {
 		if format.NoSessions != "" {
 			return badInput("--family %s on Ollama (%s): %s; run it with --backend llamacpp, whose --jinja renders the GGUF's own template", fam, format.Template, format.NoSessions)
 		}
+		o.Model = format.ModelOptions(o.Model)
 	}
 	if why := localserver.LlamaNoSessions(fam); o.Backend == "llamacpp" && why != "" {
 		return badInput("--family %s on llama-server: %s", fam, why)
 	}
-	o.Model.Family = fam
 	if !changed("layers") {
 		o.Model.Layers = gguf.ModelOptions{Family: fam}.WithDefaults().Layers
 	}
@@ -88,14 +95,11 @@ func checkFamily(o *runOptions, changed func(string) bool) error {
 	return nil
 }
 
-// ollamaFamilyExpected is why an Ollama run of family f (not Qwen3, nor a family registered
-// with the lab's own template and its reply end, localserver.OllamaChat.ReplyEnd: Llama 3.2
-// and 3.1, counted with their tokenizers) has no expected cached tokens: the lab's tokenizer counts Qwen3 only, Ollama's own engine counts some families
-// differently from their tokenizers (DeepSeek V3's repeated text, Gemma 3's whitespace tokens),
-// and the reply the lab writes into the cache is in Qwen3's output format.
+// ollamaFamilyExpected is why an Ollama run of family f (not Qwen3) has no expected cached
+// tokens: the lab does not know the model file, so it cannot count the tokens as the runner
+// that serves it does (tokenizer.LoadOllama).
 func ollamaFamilyExpected(f gguf.Family) string {
-	return fmt.Sprintf("expected cached tokens are null on Ollama for family %s: the lab counts Qwen3's tokens only, "+
-		"Ollama v0.17.4 tokenizes some families unlike their own tokenizers, and the lab writes a scripted reply into the cache in Qwen3's output format", f)
+	return fmt.Sprintf("expected cached tokens are null on Ollama for family %s: the lab does not know the model file, so it cannot count its tokens as Ollama's runner does", f)
 }
 
 // simChatTemplate says, for the manifest's chat_template setting, what the sim renders family

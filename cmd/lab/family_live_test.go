@@ -80,14 +80,18 @@ func firstTurnOfMidnight(t *testing.T) string {
 	return path
 }
 
-// TestFamilyRunLive runs midnight's first turn (spec arm) with lab run --backend llamacpp
-// --family llama3.1, then deepseek-v3 (a llama-server started for each run, from the cached
-// build: the two other families whose sessions run there) and checks the
-// rows: every request's cached tokens are the server's figure, and the expected cached tokens
-// are known (its own tokenizer, the GGUF's template, the BOS it adds) and equal to them. The
-// manifest records the family and what renders its prompt. (No other family's sessions run on
-// Ollama v0.17.4: TestFamilyOllamaLive.) Skipped with -short and when llama-server or the
-// family's model are not cached.
+// TestFamilyRunLive runs midnight's first turn (spec arm) with lab run --family on the lab's own
+// servers, a server started for each run from the cached build: llama-server (--backend
+// llamacpp) for llama3.1 and deepseek-v3, Ollama (--backend ollama) for deepseek-v3 (the
+// deepseek3.1 renderer, the model on the llama stand-in in Ollama's llama.cpp runner) and gemma3
+// (the functiongemma renderer, Ollama's own engine), and checks the rows: every request's cached
+// tokens are the server's figure (the answer's, or Ollama's debug log), and the expected cached
+// tokens are known (counted as the server tokenizes: llama-server's /tokenize, or package
+// tokenizer as Ollama's runner does, the BOS it adds) and equal to them. The manifest records
+// the family, what renders its prompt and, on Ollama, what counts its tokens. Gemma 3 on Ollama
+// takes minutes (its prefill is slow, and its sliding-window cache re-reads the whole prompt on
+// every generation emulation after a tool result). Skipped with -short and when the server or
+// the family's model are not cached.
 func TestFamilyRunLive(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts a real server per backend")
@@ -98,8 +102,10 @@ func TestFamilyRunLive(t *testing.T) {
 	}{
 		{"llamacpp", "response", gguf.Llama31},
 		{"llamacpp", "response", gguf.DeepSeekV3},
+		{"ollama", "server_log", gguf.DeepSeekV3},
+		{"ollama", "server_log", gguf.Gemma3},
 	} {
-		t.Run(string(tc.family), func(t *testing.T) {
+		t.Run(tc.backend+"/"+string(tc.family), func(t *testing.T) {
 			liveFamily := tc.family
 			cache := familyCache(t, tc.backend, liveFamily)
 			results := t.TempDir()
@@ -115,6 +121,9 @@ func TestFamilyRunLive(t *testing.T) {
 			t.Logf("manifest: model %s, settings %v", man.Model, man.Settings)
 			if man.Settings[settingFamily] != string(liveFamily) || man.Settings[settingChatTemplate] == "" {
 				t.Errorf("manifest family %q, chat_template %q; want %s and what renders it", man.Settings[settingFamily], man.Settings[settingChatTemplate], liveFamily)
+			}
+			if tc.backend == "ollama" && (man.Settings[settingTokenCounter] == "" || (liveFamily == gguf.DeepSeekV3) != strings.HasPrefix(man.Settings[settingArchitecture], "llama")) {
+				t.Errorf("manifest token_counter %q, model_architecture %q; want what counts the tokens, and the llama stand-in for DeepSeek V3 only", man.Settings[settingTokenCounter], man.Settings[settingArchitecture])
 			}
 			if setup := metrics.SetupOf(man); setup.Settings[settingFamily] != string(liveFamily) {
 				t.Errorf("setup settings %v; want the family among them", setup.Settings)
@@ -151,9 +160,11 @@ func TestFamilyRunLive(t *testing.T) {
 
 // TestFamilyOllamaLive starts the lab's Ollama with lab server start --family gemma3 (in a cache
 // of its own) and registers DeepSeek V3's model beside it, then checks what Ollama renders each
-// with (/api/show): Gemma 3 with no renderer and the Go template it detects (Gemma's turns),
-// DeepSeek V3 with the deepseek3.1 renderer; and that lab run refuses both families on Ollama,
-// naming why. Skipped with -short and when the ollama build or the models are not cached.
+// with (/api/show): Gemma 3 with the functiongemma renderer and parser, DeepSeek V3 with the
+// deepseek3.1 renderer and deepseek3 parser on the llama stand-in architecture, which Ollama
+// serves in its llama.cpp runner (the runner's command line in the log has no --ollama-engine);
+// and that lab run still refuses Llama 3.1 on Ollama (its detected template has no tools).
+// Skipped with -short and when the ollama build or the models are not cached.
 func TestFamilyOllamaLive(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts a real ollama server")
@@ -174,28 +185,46 @@ func TestFamilyOllamaLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	u, _ := url.Parse(srv.URL)
+	client := api.NewClient(u, http.DefaultClient)
 	show := func(name string) *api.ShowResponse {
 		t.Helper()
-		u, _ := url.Parse(srv.URL)
-		r, err := api.NewClient(u, http.DefaultClient).Show(context.Background(), &api.ShowRequest{Model: name})
+		r, err := client.Show(context.Background(), &api.ShowRequest{Model: name})
 		if err != nil {
 			t.Fatalf("show %s: %v", name, err)
 		}
 		return r
 	}
-	g := show("lab-gemma3-synth")
 	// Ollama v0.17.4's /api/show gives the renderer and parser in the Modelfile only.
-	if strings.Contains(g.Modelfile, "\nRENDERER ") || !strings.Contains(g.Template, "<start_of_turn>") {
-		t.Errorf("gemma3: modelfile %q, template %.200q; want no renderer and Gemma's turns", g.Modelfile, g.Template)
+	g := show("lab-gemma3-synth")
+	if !strings.Contains(g.Modelfile, "\nRENDERER functiongemma\n") || !strings.Contains(g.Modelfile, "\nPARSER functiongemma\n") || g.ModelInfo["general.architecture"] != "gemma3" {
+		t.Errorf("gemma3: modelfile %q, architecture %v; want RENDERER and PARSER functiongemma on gemma3", g.Modelfile, g.ModelInfo["general.architecture"])
 	}
 	d := show("lab-deepseek-v3-synth")
-	if !strings.Contains(d.Modelfile, "\nRENDERER deepseek3.1\n") || !strings.Contains(d.Modelfile, "\nPARSER deepseek3\n") {
-		t.Errorf("deepseek-v3: modelfile %q; want RENDERER deepseek3.1, PARSER deepseek3", d.Modelfile)
+	if !strings.Contains(d.Modelfile, "\nRENDERER deepseek3.1\n") || !strings.Contains(d.Modelfile, "\nPARSER deepseek3\n") || d.ModelInfo["general.architecture"] != "llama" {
+		t.Errorf("deepseek-v3: modelfile %q, architecture %v; want RENDERER deepseek3.1, PARSER deepseek3 on the llama stand-in", d.Modelfile, d.ModelInfo["general.architecture"])
 	}
-	for fam, why := range map[gguf.Family]string{gguf.Gemma3: "does not support tools", gguf.DeepSeekV3: "repeats text"} {
-		code, _, errOut := runLab(t, "run", "--backend", "ollama", "--family", string(fam), "--cache", cache, "--scenario", "midnight", "--arm", "spec", "--results", t.TempDir(), "--quiet")
-		if code != exitBadInput || !strings.Contains(errOut, why) {
-			t.Errorf("lab run --family %s on Ollama: exit %d, stderr %q; want %d naming %q", fam, code, errOut, exitBadInput, why)
+	// Loading DeepSeek V3's model starts the llama.cpp runner.
+	stream := false
+	if err := client.Generate(context.Background(), &api.GenerateRequest{Model: "lab-deepseek-v3-synth", Prompt: "hi", Raw: true, Stream: &stream,
+		Options: map[string]any{"num_predict": 1, "num_ctx": 2048}}, func(api.GenerateResponse) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	log, err := os.ReadFile(srv.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runner string
+	for _, line := range strings.Split(string(log), "\n") {
+		if strings.Contains(line, "starting runner") && strings.Contains(line, " --model ") {
+			runner = line
 		}
+	}
+	if runner == "" || strings.Contains(runner, "--ollama-engine") {
+		t.Errorf("deepseek-v3's runner line %q; want the llama.cpp runner (no --ollama-engine)", runner)
+	}
+	code, _, errOut := runLab(t, "run", "--backend", "ollama", "--family", "llama3.1", "--cache", cache, "--scenario", "midnight", "--arm", "spec", "--results", t.TempDir(), "--quiet")
+	if code != exitBadInput || !strings.Contains(errOut, "does not support tools") {
+		t.Errorf("lab run --family llama3.1 on Ollama: exit %d, stderr %q; want %d naming \"does not support tools\"", code, errOut, exitBadInput)
 	}
 }

@@ -96,7 +96,7 @@ func TestRunFamilyBadInput(t *testing.T) {
 		{[]string{"--server", "http://127.0.0.1:1", "--family", "gemma3"}, "--server"},
 		{[]string{"--backend", "llamacpp", "--base-url", "http://127.0.0.1:1", "--family", "llama3.1"}, "--base-url"},
 		{[]string{"--family", "gpt-oss"}, "no chat template"},
-		{[]string{"--family", "gemma3"}, "does not support tools"},
+		{[]string{"--family", "llama3.1"}, "does not support tools"},
 		{[]string{"--backend", "llamacpp", "--family", "gemma3"}, "roles must alternate"},
 		{[]string{"--backend", "llamacpp", "--family", "gpt-oss"}, "<|return|>"},
 		{[]string{"--backend", "llamacpp", "--family", "llama3.2"}, "scenario midnight has a reply with 2 tool calls (line "},
@@ -126,6 +126,17 @@ func TestCheckFamilyDefaults(t *testing.T) {
 	}
 	if want := gguf.DefaultModelOptions().Layers; o.ModelName != "lab-deepseek-v3-synth" || o.Model.Layers != want || o.Model.Family != gguf.DeepSeekV3 {
 		t.Errorf("deepseek-v3: model %q, layers %d, family %q; want lab-deepseek-v3-synth, %d, deepseek-v3", o.ModelName, o.Model.Layers, o.Model.Family, want)
+	}
+	if o.Model.StandIn != "" {
+		t.Errorf("deepseek-v3 on llama-server: stand-in %q; want its own architecture", o.Model.StandIn)
+	}
+	// On Ollama DeepSeek V3 is written on the llama stand-in (the llama.cpp runner); Gemma 3 keeps
+	// its own architecture.
+	for fam, want := range map[string]string{"deepseek-v3": gguf.StandInLlama, "gemma3": ""} {
+		o = &runOptions{Backend: "ollama", Family: fam, ModelName: "lab-qwen3-synth", Model: gguf.DefaultModelOptions()}
+		if err := checkFamily(o, none); err != nil || o.Model.StandIn != want || o.ModelName != "lab-"+fam+"-synth" {
+			t.Errorf("%s on Ollama: %v, stand-in %q, model %q; want %q, lab-%s-synth", fam, err, o.Model.StandIn, o.ModelName, want, fam)
+		}
 	}
 	o = &runOptions{Backend: "llamacpp", Family: "llama3.1", ModelName: "mine", Model: gguf.ModelOptions{Layers: 3}}
 	if err := checkFamily(o, func(f string) bool { return f == "model" || f == "layers" }); err != nil {

@@ -199,7 +199,8 @@ func runProxy(ctx context.Context, s *streams, o *proxyOptions) (err error) {
 		if o.GGUF == "" {
 			return badInput("--render ollama needs --gguf, the served model's file (its tokenizer); it is the default only for lab server start's server")
 		}
-		tok, err := tokenizer.Load(o.GGUF)
+		// Counted as Ollama's runner for the file tokenizes it (Ollama's own engine or llama.cpp).
+		tok, err := tokenizer.LoadOllama(o.GGUF)
 		if err != nil {
 			return badInput("--gguf: %v", err)
 		}

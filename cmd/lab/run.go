@@ -187,7 +187,7 @@ shell that is not a sandbox, which may write anywhere your user can.`,
 	f.Int64Var(&o.MaxReplyBytes, "max-reply-bytes", chat.DefaultMaxReplyBytes, "the most bytes one answer's reply (text, reasoning and tool calls' names and arguments) may hold: the backend stops reading past it and the request is an error row naming the limit, not retried")
 	f.StringArrayVar(&o.Tags, "tag", nil, "a label of the run, key=value (repeatable), recorded in the manifest and shown in the report; not part of the setup")
 	f.StringVar(&o.CacheModel, "cache-model", cachesim.ModelLlamaCpp, "with --backend sim: the cache model ("+strings.Join(cachesim.ModelNames, ", ")+")")
-	f.StringVar(&o.Family, "family", string(gguf.Qwen3), "the synthetic model's family: qwen3, deepseek-v3, gemma3, llama3.1, llama3.2 or gpt-oss, served as lab-<family>-synth with the GGUF's own chat template; of the others, deepseek-v3, llama3.1 and llama3.2 run on the lab's own llama-server (--backend llamacpp; llama3.2's template refuses two tool calls in a message, so only scenarios without parallel calls), llama3.2 and llama3.1 on the lab's Ollama too (with a Go template of the lab's in Llama 3.2's format), the rest nowhere yet (lab run says why: Ollama v0.17.4 cannot run the lab's sessions on them), with --backend sim, any family given (qwen3 too) is llama-server --jinja in process: the family's chat template and tokenizer, the llamacpp cache model (without --family the sim renders with Ollama's qwen3.5 renderer); recorded in the manifest (family, chat_template)")
+	f.StringVar(&o.Family, "family", string(gguf.Qwen3), "the synthetic model's family: qwen3, deepseek-v3, gemma3, llama3.1, llama3.2 or gpt-oss, served as lab-<family>-synth; of the others, deepseek-v3, llama3.1 and llama3.2 run on the lab's own llama-server (--backend llamacpp, the GGUF's own chat template; llama3.2's refuses two tool calls in a message, so only scenarios without parallel calls), deepseek-v3, gemma3, llama3.1 and llama3.2 on the lab's own Ollama (built-in renderers deepseek3.1 and functiongemma, DeepSeek V3 on a llama stand-in; a Go template of the lab's in Llama 3.2's format for the Llamas), the rest nowhere yet (lab run says why); with --backend sim, any family given (qwen3 too) is llama-server --jinja in process: the family's chat template and tokenizer, the llamacpp cache model (without --family the sim renders with Ollama's qwen3.5 renderer); recorded in the manifest (family, chat_template, and on Ollama token_counter)")
 	addModelFlags(c, &o.Model)
 	addReliabilityFlags(c, &o.Reliability)
 	addLiveFlags(c, &o.Live)
@@ -447,10 +447,8 @@ func openOllama(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 		if format, err = localserver.OllamaChatOf(fam); err != nil {
 			return badInput("--family: %v", err)
 		}
-		if format.ReplyEnd != "" {
-			// The lab's own template (Llama 3.2's format): replies are written as it renders them.
-			opts = append(opts, ollama.WithReplyEnd(format.ReplyEnd))
-		}
+		// The reply is written into the cache as the family's renderer or template renders it back.
+		opts = append(opts, ollama.WithReplyEnds(format.ReplyEnds...))
 	}
 	client, err := ollama.New(url, o.ModelName, opts...)
 	if err != nil {
@@ -465,10 +463,10 @@ func openOllama(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 		return err
 	}
 	switch {
-	case otherFamily(fam) && format.ReplyEnd != "" && gguf != "":
-		// A family in Ollama's llama.cpp runner with the lab's template: its tokenizer counts
-		// as that runner does.
-		t, err := tokenizer.Load(gguf)
+	case otherFamily(fam) && gguf != "":
+		// Counted as the runner that serves the model tokenizes it: Ollama's own engine's
+		// tokenizer (Gemma 3) or llama.cpp's (a llama stand-in).
+		t, err := tokenizer.LoadOllama(gguf)
 		if err != nil {
 			return err
 		}
@@ -502,6 +500,10 @@ func openOllama(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 	}
 	if otherFamily(fam) {
 		b.settings[settingFamily], b.settings[settingChatTemplate] = string(fam), format.Template
+		b.settings[settingTokenCounter] = format.Tokens
+		if format.StandIn != "" {
+			b.settings[settingArchitecture] = format.StandIn + " (a stand-in for " + fam.Architecture() + ")"
+		}
 		if b.tok == nil {
 			b.settings[settingExpectedUnknown] = ollamaFamilyExpected(fam)
 		}

@@ -105,7 +105,7 @@ func newServerCmd(s *streams) *cobra.Command {
 	start.Flags().StringVar(&llamaModel, "gguf", "", "with --llamacpp: the GGUF model file to serve")
 	start.Flags().IntVar(&llamaCtx, "num-ctx", gguf.DefaultContextLength, "the context length in tokens: llama-server -c, or the num_ctx Ollama's model is registered with")
 	aliasFlag(start.Flags(), "ctx-size", "num-ctx")
-	start.Flags().StringVar(&startFamily, "family", string(gguf.Qwen3), "the synthetic model's family: qwen3, deepseek-v3, gemma3, llama3.1, llama3.2 or gpt-oss (not on Ollama: no chat template); Ollama registers it as lab-<family>-synth beside any other, a llama-server serves one model")
+	start.Flags().StringVar(&startFamily, "family", string(gguf.Qwen3), "the synthetic model's family: qwen3, deepseek-v3, gemma3, llama3.1, llama3.2 or gpt-oss (not on Ollama: no chat template); Ollama registers it as lab-<family>-synth beside any other (deepseek-v3 on a llama stand-in architecture), a llama-server serves one model")
 	addModelFlags(start, &m)
 	stop := &cobra.Command{
 		Use:   "stop",
