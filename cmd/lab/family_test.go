@@ -96,7 +96,6 @@ func TestRunFamilyBadInput(t *testing.T) {
 		{[]string{"--server", "http://127.0.0.1:1", "--family", "gemma3"}, "--server"},
 		{[]string{"--backend", "llamacpp", "--base-url", "http://127.0.0.1:1", "--family", "llama3.1"}, "--base-url"},
 		{[]string{"--family", "gpt-oss"}, "no chat template"},
-		{[]string{"--family", "llama3.1"}, "does not support tools"},
 		{[]string{"--backend", "llamacpp", "--family", "gemma3"}, "roles must alternate"},
 		{[]string{"--backend", "llamacpp", "--family", "gpt-oss"}, "<|return|>"},
 		{[]string{"--backend", "llamacpp", "--family", "llama3.2"}, "scenario midnight has a reply with 2 tool calls (line "},
