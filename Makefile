@@ -21,7 +21,7 @@ run: setup build
 # real local server, then one report whose "What the template does" sets them side by side
 # (results/families-$(RUN_ID)). The lists are the families each server measures (lab run
 # --family says why the others are refused).
-FAMILIES_OLLAMA ?= qwen3 llama3.1 llama3.2
+FAMILIES_OLLAMA ?= qwen3 deepseek-v3 llama3.1 llama3.2
 FAMILIES_LLAMACPP ?= qwen3 deepseek-v3 llama3.1 llama3.2
 FAMILY_SCENARIO ?= reasoning-tool-loops
 families: setup build
