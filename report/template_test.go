@@ -87,3 +87,39 @@ func TestTemplateEffects(t *testing.T) {
 		t.Errorf("§8 %+v; want holds", c)
 	}
 }
+
+// An excerpt's text shows an ellipsis where it was cut (the excerpt's cut flags) and nowhere
+// else, whatever its length: shared text from the prompt's very start is whole, and a text cut
+// at a character boundary may be shorter than the limits.
+func TestTemplateExcerptEllipsis(t *testing.T) {
+	t.Parallel()
+	before := strings.Repeat("x", 38) // all the prompt held before the difference
+	long := strings.Repeat("y", 58)   // the rest of the cache, whole
+	rest := strings.Repeat("z", 30)   // a cut text, short of the limit
+	row := func(arm string, idx, step int32, excerpt string) metrics.Sample {
+		return metrics.Sample{RunID: "r", Scenario: "s", Arm: arm, Repetition: 1, RequestIndex: idx, Turn: 1, Step: step, Kind: metrics.KindStep,
+			Backend: "llamacpp", ServerVersion: "b1", Model: "m", PromptTokens: 100, CachedTokens: new(int64(90)),
+			RereadTokens: new(int64(10)), DivergenceSegment: "message 2", DivergenceExcerpt: excerpt}
+	}
+	samples := []metrics.Sample{
+		row(metrics.SpecArm, 0, 1, ""),
+		row(metrics.SpecArm, 1, 2, `{"before":"`+before+`","cached":"`+long+`","prompt":"b"}`),
+		row(report.ReasoningNeverArm, 0, 1, ""),
+		row(report.ReasoningNeverArm, 1, 2, `{"before":"`+rest+`","cached":"`+rest+`","prompt":"`+rest+`","before_cut":true,"cached_cut":true,"prompt_cut":true}`),
+	}
+	runs := []*metrics.Manifest{{RunID: "r", Backend: "llamacpp", ServerVersion: "b1", Complete: true,
+		Settings: map[string]string{"family": "llama3.2", "chat_template": "the GGUF's"}}}
+	var b bytes.Buffer
+	if err := report.Markdown(&b, &report.Report{Runs: runs, Analysis: report.AnalyzeRuns(runs, samples)}); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, want := range []string{
+		`after "` + before + `" the cache held "` + long + `", the template rendered "b"`,
+		`after …"` + rest + `" the cache held "` + rest + `"…, the template rendered "` + rest + `"…`,
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+}

@@ -3,8 +3,6 @@ package report
 import (
 	"fmt"
 	"strconv"
-
-	"lab/cachesim"
 )
 
 // templates lays out "What the template does": for every setup (server, family, chat template)
@@ -136,21 +134,23 @@ func divergenceItem(arm, part string, dv TemplateDivergence) string {
 	s += fmt.Sprintf(", %s re-read tokens", thousands(dv.Reread))
 	if e := dv.Example; e != nil {
 		s += fmt.Sprintf("; at turn %d step %d: after %s the cache held %s, the template rendered %s",
-			dv.Turn, dv.Step, quoteExcerpt(e.Before, true), quoteExcerpt(e.Cached, false), quoteExcerpt(e.Prompt, false))
+			dv.Turn, dv.Step, quoteExcerpt(e.Before, e.BeforeCut, true), quoteExcerpt(e.Cached, e.CachedCut, false), quoteExcerpt(e.Prompt, e.PromptCut, false))
 	}
 	return s
 }
 
-// quoteExcerpt shows excerpt text as a Go-quoted string (line breaks and tabs escaped) and, for
-// the text before a divergence, its start marked as cut; "(nothing)" for "".
-func quoteExcerpt(s string, before bool) string {
+// quoteExcerpt shows excerpt text as a Go-quoted string (line breaks and tabs escaped), an
+// ellipsis where it was cut (cut, from the excerpt's flags, [lab/cachesim.Excerpt]): before the start of the
+// text before a divergence, after the end of the others; "(nothing)" for "".
+func quoteExcerpt(s string, cut, before bool) string {
 	if s == "" {
 		return "(nothing)"
 	}
 	q := strconv.Quote(s)
-	if before && len(s) >= cachesim.ExcerptBefore-3 {
+	switch {
+	case cut && before:
 		q = "…" + q
-	} else if !before && len(s) >= cachesim.ExcerptAfter-3 {
+	case cut:
 		q += "…"
 	}
 	return q
