@@ -56,6 +56,9 @@ func (d *document) templates(groups []*Analysis) {
 		}
 		line := fmt.Sprintf("%s, %s, %s: §8 %s — at %d new user %s spec re-read %s tokens per request, reasoning-never %s",
 			templateSetupName(en.setup, en.one), orDash(en.effect.Family), en.effect.Scenario, c.Verdict, c.Requests, msgs, fmtF(c.Spec), fmtF(c.Never))
+		if c.NeverRequests != c.Requests {
+			line += fmt.Sprintf(" (at %d)", c.NeverRequests)
+		}
 		if c.Why != "" {
 			line += "; " + c.Why
 		}
@@ -68,11 +71,14 @@ func (d *document) templates(groups []*Analysis) {
 		"with the request that re-read the most: what the KV cache held — the earlier prompt and the reply the model generated — against what the template rendered):")
 	for _, en := range entries {
 		var items []string
+		known, divUnknown := 0, 0
 		for _, a := range en.effect.Arms {
 			for _, p := range []struct {
 				name string
 				part TemplatePart
 			}{{"inside a turn", a.WithinTurn}, {"new user message", a.NewUserMessage}, {"compaction", a.Compaction}} {
+				known += p.part.Requests - p.part.Unknown
+				divUnknown += p.part.DivergenceUnknown
 				for i, dv := range p.part.Divergences {
 					if i == 2 {
 						break
@@ -82,11 +88,21 @@ func (d *document) templates(groups []*Analysis) {
 			}
 		}
 		name := fmt.Sprintf("%s · %s · %s (%s)", templateSetupName(en.setup, en.one), orDash(en.effect.Family), en.effect.Scenario, orDash(en.effect.Template))
-		if len(items) == 0 {
+		switch {
+		case divUnknown > 0 && divUnknown == known:
+			d.para("%s: where these requests diverged from what the KV cache held is not known (the lab has no expected cached tokens for them).", name)
+			continue
+		case len(items) == 0 && divUnknown > 0:
+			d.para("%s: no request of these parts whose divergence is known diverged from what the KV cache held; %d requests' is not known.", name, divUnknown)
+			continue
+		case len(items) == 0:
 			d.para("%s: no request of these parts diverged from what the KV cache held: what they re-read is what the conversation added after it.", name)
 			continue
+		case divUnknown > 0:
+			d.para("%s (where %d requests diverged is not known):", name, divUnknown)
+		default:
+			d.para("%s:", name)
 		}
-		d.para("%s:", name)
 		d.list(items...)
 	}
 }
