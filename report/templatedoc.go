@@ -6,10 +6,12 @@ import (
 )
 
 // templates lays out "What the template does": for every setup (server, family, chat template)
-// and scenario where the template decides something — a scenario with a new user message or
-// compaction and more than the spec arm — the re-read tokens per request inside a turn, at a new
-// user message and at compaction per arm, the spec's §8 sentence checked, and each part's first
-// divergences with an excerpt of what the KV cache held against what the template rendered.
+// and scenario where §8's sentence can be checked (the spec and reasoning-never arms both ran,
+// with known re-read tokens at a new user message: [TemplateEffect].Section8), and every
+// scenario of a family other than Qwen3 whatever its arms, the re-read tokens per request inside
+// a turn, at a new user message and at compaction per arm, the spec's §8 sentence checked where
+// it can be, and each part's first divergences with an excerpt of what the KV cache held against
+// what the template rendered. It writes nothing when no setup has such a scenario.
 func (d *document) templates(groups []*Analysis) {
 	type entry struct {
 		setup  *Analysis
