@@ -22,8 +22,9 @@ type TemplateEffect struct {
 	// Scenario is the scenario's name.
 	Scenario string `json:"scenario"`
 	// Family is the model family of the setup's runs (their family setting, gguf.Family
-	// names), "qwen3" for the lab's Qwen3 model (runs before the setting, or without
-	// --family), "" when unknown (a model of a user's).
+	// names); without the setting "qwen3" when the runs' renderer is Ollama's qwen3.5 or the
+	// model's name says Qwen3 or QwQ (the lab's Qwen3 model, or a user's: qwen3:8b), else ""
+	// (unknown).
 	Family string `json:"family,omitempty"`
 	// Template says what rendered the prompts: the runs' chat_template setting, or the
 	// renderer's name; "" when the runs do not say.
