@@ -14,6 +14,13 @@ type Excerpt struct {
 	// after all the cache held).
 	Cached string `json:"cached"`
 	Prompt string `json:"prompt"`
+	// BeforeCut is true when shared text precedes Before (it starts after the texts' start);
+	// CachedCut and PromptCut when the text goes on after Cached or Prompt. A reader marks the
+	// cut ends from these, never from the lengths: a text may end short of the limits, and
+	// a cut at a character boundary may fall a few bytes short of them.
+	BeforeCut bool `json:"before_cut,omitempty"`
+	CachedCut bool `json:"cached_cut,omitempty"`
+	PromptCut bool `json:"prompt_cut,omitempty"`
 }
 
 // How much of each text an [Excerpt] shows, in bytes: before the first difference, and after it.
@@ -37,7 +44,11 @@ func ExcerptAt(cached, prompt string, at int) *Excerpt {
 	for start > from && (continues(prompt, start) || continues(cached, start)) {
 		start--
 	}
-	return &Excerpt{Before: prompt[from:start], Cached: cut(cached[start:], ExcerptAfter), Prompt: cut(prompt[start:], ExcerptAfter)}
+	e := &Excerpt{Before: prompt[from:start], Cached: cut(cached[start:], ExcerptAfter), Prompt: cut(prompt[start:], ExcerptAfter)}
+	e.BeforeCut = from > 0
+	e.CachedCut = len(e.Cached) < len(cached)-start
+	e.PromptCut = len(e.Prompt) < len(prompt)-start
+	return e
 }
 
 // cut returns the first n bytes of s or fewer, ending at a character boundary.

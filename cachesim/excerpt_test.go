@@ -46,3 +46,22 @@ func TestExcerptAtCharacterBoundaries(t *testing.T) {
 		t.Errorf("too long: %d %d", len(e.Cached), len(e.Prompt))
 	}
 }
+
+// The cut flags say where an excerpt's texts were cut, whatever their lengths: a text that ends
+// within the limits is whole, and a cut at a character boundary may fall short of them.
+func TestExcerptAtCutFlags(t *testing.T) {
+	// 38 shared bytes from the start: Before is all of them, not cut; the rests are whole.
+	whole := ExcerptAt(strings.Repeat("x", 38)+strings.Repeat("a", 58), strings.Repeat("x", 38)+"b", 38)
+	if whole == nil || whole.Before != strings.Repeat("x", 38) || whole.BeforeCut || whole.CachedCut || whole.PromptCut {
+		t.Errorf("whole: %+v", whole)
+	}
+	// At a character both begin alike ("é" C3 A9, "è" C3 A8) after 4-byte characters: Before
+	// starts at the next character boundary (3 bytes on) and ends at the difference's character
+	// (1 byte back), 36 bytes of 40; the prompt's rest is cut within a 4-byte character, at 57
+	// bytes of 60.
+	pre := "x" + strings.Repeat("😀", 15)
+	cut := ExcerptAt(pre+"é"+strings.Repeat("y", 70), pre+"è"+"xxx"+strings.Repeat("😀", 20), len(pre)+1)
+	if cut == nil || !cut.BeforeCut || !cut.CachedCut || !cut.PromptCut || len(cut.Before) != 36 || len(cut.Prompt) != 57 {
+		t.Errorf("cut: %+v (before %d bytes, prompt %d)", cut, len(cut.Before), len(cut.Prompt))
+	}
+}

@@ -218,7 +218,8 @@ type Sample struct {
 	// DivergenceExcerpt shows the first differing byte of the prompt against what the KV cache
 	// held (the previous prompt and the reply the model generated), as a JSON object
 	// {"before": the bytes both share just before it, "cached": what the cache held from there,
-	// "prompt": what the prompt has} of at most 40 and 60 bytes each (cachesim.Excerpt);
+	// "prompt": what the prompt has} of at most 40 and 60 bytes each, and "before_cut",
+	// "cached_cut", "prompt_cut" true where that text was cut (cachesim.Excerpt);
 	// "" when no divergence token is known or the cache's text is not (after a context shift).
 	DivergenceExcerpt string `parquet:"divergence_excerpt,optional" json:"divergence_excerpt,omitempty"`
 }

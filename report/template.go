@@ -22,8 +22,9 @@ type TemplateEffect struct {
 	// Scenario is the scenario's name.
 	Scenario string `json:"scenario"`
 	// Family is the model family of the setup's runs (their family setting, gguf.Family
-	// names), "qwen3" for the lab's Qwen3 model (runs before the setting, or without
-	// --family), "" when unknown (a model of a user's).
+	// names); without the setting "qwen3" when the runs' renderer is Ollama's qwen3.5 or the
+	// model's name says Qwen3 or QwQ (the lab's Qwen3 model, or a user's: qwen3:8b), else ""
+	// (unknown).
 	Family string `json:"family,omitempty"`
 	// Template says what rendered the prompts: the runs' chat_template setting, or the
 	// renderer's name; "" when the runs do not say.
@@ -58,6 +59,10 @@ type TemplatePart struct {
 	// Reread is the part's re-read tokens per request whose count is known, the mean; nil when
 	// none is.
 	Reread *float64 `json:"reread_per_request"`
+	// DivergenceUnknown counts the requests of known re-read tokens whose first divergence the
+	// lab could not compute (expected_cached_tokens null: a backend that shows no rendering, a
+	// warm session's first request); they are in no Divergences.
+	DivergenceUnknown int `json:"divergence_unknown,omitempty"`
 	// Divergences are where those requests first diverged from the KV cache, by the kind of
 	// segment, most re-read tokens first.
 	Divergences []TemplateDivergence `json:"divergences,omitempty"`
@@ -85,8 +90,10 @@ type TemplateDivergence struct {
 // previous turn's reasoning back during that turn) and the reasoning-never arm (which never did)
 // should re-read the same.
 type TemplateCheck struct {
-	// Requests counts the new-user-message requests of each arm whose re-read tokens are known.
-	Requests int `json:"requests"`
+	// Requests counts the spec arm's new-user-message requests whose re-read tokens are known,
+	// NeverRequests the reasoning-never arm's.
+	Requests      int `json:"requests"`
+	NeverRequests int `json:"never_requests"`
 	// Spec and Never are those requests' mean re-read tokens per request.
 	Spec  float64 `json:"spec_reread_per_request"`
 	Never float64 `json:"never_reread_per_request"`
@@ -134,8 +141,8 @@ func templateEffects(rows *metrics.Rows, runs []*metrics.Manifest) []TemplateEff
 		kind string
 	}
 	type partAcc struct {
-		requests, unknown int
-		sum               int64
+		requests, unknown, divUnknown int
+		sum                           int64
 	}
 	type divAcc struct {
 		TemplateDivergence
@@ -161,6 +168,9 @@ func templateEffects(rows *metrics.Rows, runs []*metrics.Manifest) []TemplateEff
 	var buf metrics.SampleBuf
 	for _, i := range idx {
 		s := rows.Load(i, &buf)
+		if s.Kind == metrics.KindProbe {
+			continue // outside the conversation: neither a part nor the request after a compaction
+		}
 		k := armKey{s.Scenario, s.Arm}
 		ss := session{k, s.RunID, s.Repetition}
 		part := templatePartOf(s, compacted[ss])
@@ -181,6 +191,10 @@ func templateEffects(rows *metrics.Rows, runs []*metrics.Manifest) []TemplateEff
 			continue
 		}
 		acc.sum += v
+		if s.ExpectedCachedTokens == nil {
+			acc.divUnknown++
+			continue
+		}
 		if s.DivergenceSegment == "" {
 			continue
 		}
@@ -216,7 +230,7 @@ func templateEffects(rows *metrics.Rows, runs []*metrics.Manifest) []TemplateEff
 			ta := TemplateArm{Arm: arm}
 			for part, dst := range map[int]*TemplatePart{1: &ta.WithinTurn, 2: &ta.NewUserMessage, 3: &ta.Compaction} {
 				acc := parts[k][part]
-				dst.Requests, dst.Unknown = acc.requests, acc.unknown
+				dst.Requests, dst.Unknown, dst.DivergenceUnknown = acc.requests, acc.unknown, acc.divUnknown
 				if n := acc.requests - acc.unknown; n > 0 {
 					dst.Reread = new(float64(acc.sum) / float64(n))
 				}
@@ -250,7 +264,8 @@ func section8(e *TemplateEffect) *TemplateCheck {
 		return nil
 	}
 	c := &TemplateCheck{Requests: spec.NewUserMessage.Requests - spec.NewUserMessage.Unknown,
-		Spec: *spec.NewUserMessage.Reread, Never: *never.NewUserMessage.Reread, Verdict: VerdictHolds}
+		NeverRequests: never.NewUserMessage.Requests - never.NewUserMessage.Unknown,
+		Spec:          *spec.NewUserMessage.Reread, Never: *never.NewUserMessage.Reread, Verdict: VerdictHolds}
 	if c.Spec > c.Never+TemplateCheckTolerance {
 		c.Verdict = VerdictDoesNotHold
 		c.Why = fmt.Sprintf("the spec arm re-read %s more tokens per new user message than reasoning-never", tok(c.Spec-c.Never))

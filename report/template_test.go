@@ -87,3 +87,91 @@ func TestTemplateEffects(t *testing.T) {
 		t.Errorf("§8 %+v; want holds", c)
 	}
 }
+
+// An excerpt's text shows an ellipsis where it was cut (the excerpt's cut flags) and nowhere
+// else, whatever its length: shared text from the prompt's very start is whole, and a text cut
+// at a character boundary may be shorter than the limits.
+func TestTemplateExcerptEllipsis(t *testing.T) {
+	t.Parallel()
+	before := strings.Repeat("x", 38) // all the prompt held before the difference
+	long := strings.Repeat("y", 58)   // the rest of the cache, whole
+	rest := strings.Repeat("z", 30)   // a cut text, short of the limit
+	row := func(arm string, idx, step int32, excerpt string) metrics.Sample {
+		return metrics.Sample{RunID: "r", Scenario: "s", Arm: arm, Repetition: 1, RequestIndex: idx, Turn: 1, Step: step, Kind: metrics.KindStep,
+			Backend: "llamacpp", ServerVersion: "b1", Model: "m", PromptTokens: 100, CachedTokens: new(int64(90)),
+			ExpectedCachedTokens: new(int64(90)), RereadTokens: new(int64(10)), DivergenceSegment: "message 2", DivergenceExcerpt: excerpt}
+	}
+	samples := []metrics.Sample{
+		row(metrics.SpecArm, 0, 1, ""),
+		row(metrics.SpecArm, 1, 2, `{"before":"`+before+`","cached":"`+long+`","prompt":"b"}`),
+		row(report.ReasoningNeverArm, 0, 1, ""),
+		row(report.ReasoningNeverArm, 1, 2, `{"before":"`+rest+`","cached":"`+rest+`","prompt":"`+rest+`","before_cut":true,"cached_cut":true,"prompt_cut":true}`),
+	}
+	runs := []*metrics.Manifest{{RunID: "r", Backend: "llamacpp", ServerVersion: "b1", Complete: true,
+		Settings: map[string]string{"family": "llama3.2", "chat_template": "the GGUF's"}}}
+	var b bytes.Buffer
+	if err := report.Markdown(&b, &report.Report{Runs: runs, Analysis: report.AnalyzeRuns(runs, samples)}); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, want := range []string{
+		`after "` + before + `" the cache held "` + long + `", the template rendered "b"`,
+		`after …"` + rest + `" the cache held "` + rest + `"…, the template rendered "` + rest + `"…`,
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+// Requests whose divergence the lab could not compute (no expected cached tokens, as from a
+// cloud API) are not said to have diverged nowhere; a probe, outside the conversation, is no
+// request after a compaction; §8's line gives each arm's count of known requests.
+func TestTemplateEffectsUnknowns(t *testing.T) {
+	t.Parallel()
+	row := func(arm string, idx, turn, step int32, kind string, reread *int64) metrics.Sample {
+		s := metrics.Sample{RunID: "r", Scenario: "s", Arm: arm, Repetition: 1, RequestIndex: idx, Turn: turn, Step: step, Kind: kind,
+			Backend: "openai", ServerVersion: "api", Model: "m", PromptTokens: 1000, RereadTokens: reread, ExpectedUnknown: true}
+		if reread != nil {
+			s.CachedTokens = new(1000 - *reread)
+		}
+		return s
+	}
+	samples := []metrics.Sample{
+		row(metrics.SpecArm, 0, 1, 1, metrics.KindStep, new(int64(1000))),
+		row(metrics.SpecArm, 1, 2, 1, metrics.KindStep, new(int64(500))),
+		row(metrics.SpecArm, 2, 3, 1, metrics.KindStep, new(int64(500))),
+		row(metrics.SpecArm, 3, 3, 2, metrics.KindCompaction, new(int64(900))),
+		row(metrics.SpecArm, 4, 3, 3, metrics.KindProbe, new(int64(7))),
+		row(metrics.SpecArm, 5, 3, 3, metrics.KindStep, new(int64(300))),
+		row(report.ReasoningNeverArm, 0, 1, 1, metrics.KindStep, new(int64(1000))),
+		row(report.ReasoningNeverArm, 1, 2, 1, metrics.KindStep, nil),
+		row(report.ReasoningNeverArm, 2, 3, 1, metrics.KindStep, new(int64(100))),
+	}
+	runs := []*metrics.Manifest{{RunID: "r", Backend: "openai", ServerVersion: "api", Complete: true}}
+	a := report.AnalyzeRuns(runs, samples)
+	e := a.Templates[0]
+	// The compaction request and the step after it; the probe between them is neither.
+	if c := e.Arms[0].Compaction; c.Requests != 2 || c.Reread == nil || *c.Reread != 600 || c.DivergenceUnknown != 2 || len(c.Divergences) != 0 {
+		t.Errorf("compaction %+v", c)
+	}
+	if c := e.Section8; c == nil || c.Requests != 2 || c.NeverRequests != 1 || c.Spec != 500 || c.Never != 100 {
+		t.Fatalf("§8 %+v", c)
+	}
+	var b bytes.Buffer
+	if err := report.Markdown(&b, &report.Report{Runs: runs, Analysis: a}); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, want := range []string{
+		"at 2 new user messages spec re-read 500 tokens per request, reasoning-never 100 (at 1);",
+		"where these requests diverged from what the KV cache held is not known",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "no request of these parts diverged") {
+		t.Errorf("report.md says requests of unknown divergence did not diverge:\n%s", md)
+	}
+}

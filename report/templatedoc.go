@@ -3,15 +3,15 @@ package report
 import (
 	"fmt"
 	"strconv"
-
-	"lab/cachesim"
 )
 
 // templates lays out "What the template does": for every setup (server, family, chat template)
-// and scenario where the template decides something — a scenario with a new user message or
-// compaction and more than the spec arm — the re-read tokens per request inside a turn, at a new
-// user message and at compaction per arm, the spec's §8 sentence checked, and each part's first
-// divergences with an excerpt of what the KV cache held against what the template rendered.
+// and scenario where §8's sentence can be checked (the spec and reasoning-never arms both ran,
+// with known re-read tokens at a new user message: [TemplateEffect].Section8), and every
+// scenario of a family other than Qwen3 whatever its arms, the re-read tokens per request inside
+// a turn, at a new user message and at compaction per arm, the spec's §8 sentence checked where
+// it can be, and each part's first divergences with an excerpt of what the KV cache held against
+// what the template rendered. It writes nothing when no setup has such a scenario.
 func (d *document) templates(groups []*Analysis) {
 	type entry struct {
 		setup  *Analysis
@@ -58,6 +58,9 @@ func (d *document) templates(groups []*Analysis) {
 		}
 		line := fmt.Sprintf("%s, %s, %s: §8 %s — at %d new user %s spec re-read %s tokens per request, reasoning-never %s",
 			templateSetupName(en.setup, en.one), orDash(en.effect.Family), en.effect.Scenario, c.Verdict, c.Requests, msgs, fmtF(c.Spec), fmtF(c.Never))
+		if c.NeverRequests != c.Requests {
+			line += fmt.Sprintf(" (at %d)", c.NeverRequests)
+		}
 		if c.Why != "" {
 			line += "; " + c.Why
 		}
@@ -70,11 +73,14 @@ func (d *document) templates(groups []*Analysis) {
 		"with the request that re-read the most: what the KV cache held — the earlier prompt and the reply the model generated — against what the template rendered):")
 	for _, en := range entries {
 		var items []string
+		known, divUnknown := 0, 0
 		for _, a := range en.effect.Arms {
 			for _, p := range []struct {
 				name string
 				part TemplatePart
 			}{{"inside a turn", a.WithinTurn}, {"new user message", a.NewUserMessage}, {"compaction", a.Compaction}} {
+				known += p.part.Requests - p.part.Unknown
+				divUnknown += p.part.DivergenceUnknown
 				for i, dv := range p.part.Divergences {
 					if i == 2 {
 						break
@@ -84,11 +90,21 @@ func (d *document) templates(groups []*Analysis) {
 			}
 		}
 		name := fmt.Sprintf("%s · %s · %s (%s)", templateSetupName(en.setup, en.one), orDash(en.effect.Family), en.effect.Scenario, orDash(en.effect.Template))
-		if len(items) == 0 {
+		switch {
+		case divUnknown > 0 && divUnknown == known:
+			d.para("%s: where these requests diverged from what the KV cache held is not known (the lab has no expected cached tokens for them).", name)
+			continue
+		case len(items) == 0 && divUnknown > 0:
+			d.para("%s: no request of these parts whose divergence is known diverged from what the KV cache held; %d requests' is not known.", name, divUnknown)
+			continue
+		case len(items) == 0:
 			d.para("%s: no request of these parts diverged from what the KV cache held: what they re-read is what the conversation added after it.", name)
 			continue
+		case divUnknown > 0:
+			d.para("%s (where %d requests diverged is not known):", name, divUnknown)
+		default:
+			d.para("%s:", name)
 		}
-		d.para("%s:", name)
 		d.list(items...)
 	}
 }
@@ -136,21 +152,23 @@ func divergenceItem(arm, part string, dv TemplateDivergence) string {
 	s += fmt.Sprintf(", %s re-read tokens", thousands(dv.Reread))
 	if e := dv.Example; e != nil {
 		s += fmt.Sprintf("; at turn %d step %d: after %s the cache held %s, the template rendered %s",
-			dv.Turn, dv.Step, quoteExcerpt(e.Before, true), quoteExcerpt(e.Cached, false), quoteExcerpt(e.Prompt, false))
+			dv.Turn, dv.Step, quoteExcerpt(e.Before, e.BeforeCut, true), quoteExcerpt(e.Cached, e.CachedCut, false), quoteExcerpt(e.Prompt, e.PromptCut, false))
 	}
 	return s
 }
 
-// quoteExcerpt shows excerpt text as a Go-quoted string (line breaks and tabs escaped) and, for
-// the text before a divergence, its start marked as cut; "(nothing)" for "".
-func quoteExcerpt(s string, before bool) string {
+// quoteExcerpt shows excerpt text as a Go-quoted string (line breaks and tabs escaped), an
+// ellipsis where it was cut (cut, from the excerpt's flags, [lab/cachesim.Excerpt]): before the start of the
+// text before a divergence, after the end of the others; "(nothing)" for "".
+func quoteExcerpt(s string, cut, before bool) string {
 	if s == "" {
 		return "(nothing)"
 	}
 	q := strconv.Quote(s)
-	if before && len(s) >= cachesim.ExcerptBefore-3 {
+	switch {
+	case cut && before:
 		q = "…" + q
-	} else if !before && len(s) >= cachesim.ExcerptAfter-3 {
+	case cut:
 		q += "…"
 	}
 	return q

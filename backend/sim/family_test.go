@@ -339,3 +339,34 @@ func TestTemplatedOptions(t *testing.T) {
 		t.Errorf("body %s: want the llamacpp backend's", res.Body)
 	}
 }
+
+// A reply the model generates (a live request, Generate > 0) carries tool calls without ids,
+// which the harness gives them only afterwards: the templated sim still writes the reply into
+// the cache, as llama-server's KV cache holds what the model generated.
+func TestTemplatedGeneratedToolCall(t *testing.T) {
+	for _, fam := range []gguf.Family{gguf.Qwen3, gguf.DeepSeekV3, gguf.Llama32} {
+		tmpl, ok := familyTemplate(t, fam)
+		if !ok {
+			t.Fatalf("chattemplate/testdata has no %s", fam)
+		}
+		m, _ := cachesim.NewModel(cachesim.ModelLlamaCpp, cachesim.Options{})
+		be, err := sim.New(sim.Options{Model: m, Tokenizer: tinytokenizer.Bytes{}, Template: tmpl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		be.SetScript([]chat.ScriptGroup{{Replies: []chat.Reply{{ToolCalls: []chat.ToolCall{{Name: "read", Arguments: json.RawMessage(`{"path":"go.mod"}`)}}}}}})
+		req := &chat.Request{Generate: 100,
+			Tools:    []chat.Tool{{Name: "read", Description: "Read a file.", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)}},
+			Messages: []chat.Message{{Role: chat.RoleSystem, Content: "You are a coding agent."}, {Role: chat.RoleUser, Content: "Read go.mod."}}}
+		res, err := be.Send(context.Background(), req, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", fam, err)
+		}
+		// DeepSeek V3's template writes an assistant message's calls only when its content is
+		// none, and llama-server hands it "": its reply is the end token alone.
+		out := strings.TrimPrefix(res.CacheText, res.Rendered)
+		if out == res.CacheText || !strings.HasSuffix(out, tmpl.Tokens().EOS) || fam != gguf.DeepSeekV3 && !strings.Contains(out, "go.mod") {
+			t.Errorf("%s: the cache holds %q after the prompt; want the generated call up to %q", fam, out, tmpl.Tokens().EOS)
+		}
+	}
+}
