@@ -1,6 +1,9 @@
 package cachesim
 
-import "unicode/utf8"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // Excerpt is a short view of where a prompt first differs from what the KV cache held: the bytes
 // both share just before the difference, then what each has from there. The texts are cut at
@@ -27,6 +30,9 @@ type Excerpt struct {
 const (
 	ExcerptBefore = 40
 	ExcerptAfter  = 60
+	// maxTagStart is how far back from the first difference an open tag may start for the
+	// excerpt to start the difference there.
+	maxTagStart = 24
 )
 
 // ExcerptAt returns the [Excerpt] of cached and prompt at byte at (their common prefix's length,
@@ -43,6 +49,12 @@ func ExcerptAt(cached, prompt string, at int) *Excerpt {
 	start := at
 	for start > from && (continues(prompt, start) || continues(cached, start)) {
 		start--
+	}
+	// A tag both texts begin the same way ("<t" of <think> and <tool_call>) starts the
+	// difference too, so that each side shows its tag whole.
+	if i := strings.LastIndexByte(prompt[from:start], '<'); i >= 0 && start-(from+i) <= maxTagStart &&
+		!strings.ContainsAny(prompt[from+i:start], "> \n") {
+		start = from + i
 	}
 	e := &Excerpt{Before: prompt[from:start], Cached: cut(cached[start:], ExcerptAfter), Prompt: cut(prompt[start:], ExcerptAfter)}
 	e.BeforeCut = from > 0

@@ -14,11 +14,16 @@ func TestExcerptAt(t *testing.T) {
 	if e == nil {
 		t.Fatal("nil excerpt")
 	}
-	if want := (strings.Repeat("a", 50) + "<t")[52-ExcerptBefore:]; e.Before != want {
+	// The shared "<t" of both tags starts the difference: each side shows its tag whole.
+	if want := strings.Repeat("a", 50)[52-ExcerptBefore:]; e.Before != want {
 		t.Errorf("Before %q, want %q", e.Before, want)
 	}
-	if e.Cached != "hink>\nplan\n</think>\n\n<tool_call>" || e.Prompt != "ool_call>" {
+	if e.Cached != "<think>\nplan\n</think>\n\n<tool_call>" || e.Prompt != "<tool_call>" {
 		t.Errorf("Cached %q Prompt %q", e.Cached, e.Prompt)
+	}
+	// A tag closed before the difference stays in the shared text.
+	if e := ExcerptAt("x <b>yy1", "x <b>yy2", 7); e == nil || e.Before != "x <b>yy" || e.Cached != "1" {
+		t.Errorf("closed tag: %+v", e)
 	}
 	if ExcerptAt("same", "same", 4) != nil {
 		t.Error("equal texts: want nil")
