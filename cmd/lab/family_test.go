@@ -156,8 +156,8 @@ func TestCheckFamilyDefaults(t *testing.T) {
 	}
 }
 
-// Llama 3.2 on llama-server takes a scenario without parallel tool calls (reasoning-tool-loops),
-// and any scenario on Ollama, whose template for it writes every call.
+// Llama 3.2 on llama-server and on the sim of it takes a scenario without parallel tool calls
+// (reasoning-tool-loops), and any scenario on Ollama, whose template for it writes every call.
 func TestCheckFamilyScenariosLlama32(t *testing.T) {
 	t.Parallel()
 	loops, err := loadScenarios("reasoning-tool-loops")
@@ -172,7 +172,7 @@ func TestCheckFamilyScenariosLlama32(t *testing.T) {
 		backend string
 		scs     []*scenario.Scenario
 		ok      bool
-	}{{"llamacpp", loops, true}, {"llamacpp", midnight, false}, {"ollama", midnight, true}} {
+	}{{"llamacpp", loops, true}, {"llamacpp", midnight, false}, {"sim", midnight, false}, {"sim", loops, true}, {"ollama", midnight, true}} {
 		o := &runOptions{Backend: tc.backend, Model: gguf.ModelOptions{Family: gguf.Llama32}}
 		if err := checkFamilyScenarios(o, tc.scs); (err == nil) != tc.ok {
 			t.Errorf("%s, %s: %v; want ok %v", tc.backend, tc.scs[0].Name, err, tc.ok)
