@@ -163,7 +163,7 @@ func TestFamilyRunLive(t *testing.T) {
 // with (/api/show): Gemma 3 with the functiongemma renderer and parser, DeepSeek V3 with the
 // deepseek3.1 renderer and deepseek3 parser on the llama stand-in architecture, which Ollama
 // serves in its llama.cpp runner (the runner's command line in the log has no --ollama-engine);
-// and that lab run still refuses Llama 3.1 on Ollama (its detected template has no tools).
+// and that lab run refuses gpt-oss on Ollama (no chat template, so no harmony).
 // Skipped with -short and when the ollama build or the models are not cached.
 func TestFamilyOllamaLive(t *testing.T) {
 	if testing.Short() {
@@ -223,8 +223,8 @@ func TestFamilyOllamaLive(t *testing.T) {
 	if runner == "" || strings.Contains(runner, "--ollama-engine") {
 		t.Errorf("deepseek-v3's runner line %q; want the llama.cpp runner (no --ollama-engine)", runner)
 	}
-	code, _, errOut := runLab(t, "run", "--backend", "ollama", "--family", "llama3.1", "--cache", cache, "--scenario", "midnight", "--arm", "spec", "--results", t.TempDir(), "--quiet")
-	if code != exitBadInput || !strings.Contains(errOut, "does not support tools") {
-		t.Errorf("lab run --family llama3.1 on Ollama: exit %d, stderr %q; want %d naming \"does not support tools\"", code, errOut, exitBadInput)
+	code, _, errOut := runLab(t, "run", "--backend", "ollama", "--family", "gpt-oss", "--cache", cache, "--scenario", "midnight", "--arm", "spec", "--results", t.TempDir(), "--quiet")
+	if code != exitBadInput || !strings.Contains(errOut, "no chat template") {
+		t.Errorf("lab run --family gpt-oss on Ollama: exit %d, stderr %q; want %d naming \"no chat template\"", code, errOut, exitBadInput)
 	}
 }
