@@ -88,16 +88,10 @@ type Tokenizer struct {
 // engine would split it with Qwen's regex: another family's vocabulary, see [gguf.Family]),
 // names a model or pre-tokenizer the lab does not reproduce, or has no vocabulary.
 func Load(ggufPath string) (*Tokenizer, error) {
-	f, err := os.Open(ggufPath)
+	kv, err := readKV(ggufPath)
 	if err != nil {
-		return nil, fmt.Errorf("load tokenizer: %w", err)
+		return nil, err
 	}
-	defer f.Close()
-	g, err := ggml.Decode(f, -1)
-	if err != nil {
-		return nil, fmt.Errorf("load tokenizer from %s: %w", ggufPath, err)
-	}
-	kv := g.KV()
 	m, pre := kv.String("tokenizer.ggml.model"), kv.String("tokenizer.ggml.pre")
 	qwenArch := kv.Architecture() == "qwen3" || kv.Architecture() == "qwen3moe"
 	qwenVocab := m == "gpt2" && (pre == "" || pre == "qwen2")
@@ -159,16 +153,10 @@ func Load(ggufPath string) (*Tokenizer, error) {
 // does not reproduce Ollama's deepseek2 tokenizer (its byte-pair encoder repeats text with
 // DeepSeek V3's three expressions) nor its gpt-oss one.
 func LoadOllama(ggufPath string) (*Tokenizer, error) {
-	f, err := os.Open(ggufPath)
+	kv, err := readKV(ggufPath)
 	if err != nil {
-		return nil, fmt.Errorf("load tokenizer: %w", err)
+		return nil, err
 	}
-	defer f.Close()
-	g, err := ggml.Decode(f, -1)
-	if err != nil {
-		return nil, fmt.Errorf("load tokenizer from %s: %w", ggufPath, err)
-	}
-	kv := g.KV()
 	arch := kv.Architecture()
 	switch {
 	case !kv.OllamaEngineRequired(), arch == "qwen3", arch == "qwen3moe":
@@ -632,4 +620,19 @@ func (t *Tokenizer) Decode(ids []int32) (string, error) {
 		return "", fmt.Errorf("decode tokens: %w", err)
 	}
 	return s, nil
+}
+
+// readKV reads the key-value metadata of the GGUF file at path (the tensors are not read);
+// errors name the file.
+func readKV(path string) (ggml.KV, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load tokenizer: %w", err)
+	}
+	defer f.Close()
+	g, err := ggml.Decode(f, -1)
+	if err != nil {
+		return nil, fmt.Errorf("load tokenizer from %s: %w", path, err)
+	}
+	return g.KV(), nil
 }
