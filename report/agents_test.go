@@ -105,7 +105,8 @@ func TestAgentsReport(t *testing.T) {
 		"| pi | 1.0 | 5 | 44.9% | 1160 (1 unknown) | 47.0% | 3/5 |",
 		"| codex | 0.1 | 0 | — | unknown | — | – | npm install: exit status 1 |",
 		"Not measured: npm install: exit status 1",
-		`byte 16: "{\"system\":\"date 1\",`, `→ "{\"system\":\"date 2\",`,
+		// Markdown: the Go-quoted bodies' backslashes escaped, so that they show.
+		`byte 16: "{\\"system\\":\\"date 1\\",`, `→ "{\\"system\\":\\"date 2\\",`,
 		"| s1 | 2 | 1300 | 40 | 1200 | 1160 | 3.1% | 3.3% | system |",
 		"| s2 (side) | 0 | 300 | 0 | 0 | 0 | 0.0% |",
 		"The script: 19 of 20 steps served.\n- turn 3 step 4 (run seq 1 3000): skipped, no tool for run\n",

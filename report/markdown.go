@@ -177,8 +177,9 @@ func cell(s string) string {
 }
 
 // htmlEscaper escapes what Markdown would pass through as HTML: a scenario named
-// "<script>" must show as text.
-var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+// "<script>" must show as text; and a backslash, which Markdown would read as escaping the
+// character after it (an excerpt's Go-quoted \" would show as a bare quote).
+var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `\`, `\\`)
 
-// escapeHTML escapes &, < and > in Markdown text.
+// escapeHTML escapes &, <, > and \ in Markdown text.
 func escapeHTML(s string) string { return htmlEscaper.Replace(s) }

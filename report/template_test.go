@@ -71,7 +71,7 @@ func TestTemplateEffects(t *testing.T) {
 		"## What the template does",
 		"| llamacpp b1 | deepseek-v3 | s | spec | 50 (2) | 700 (1) | 850 (2) |",
 		"llamacpp b1, deepseek-v3, s: §8 does not hold — at 1 new user message spec re-read 700 tokens per request, reasoning-never 100",
-		"spec, inside a turn: diverged in message on 2 requests, 100 re-read tokens; at turn 1 step 3: after \"&lt;|im_start|&gt;assistant\\n\" the cache held \"&lt;think&gt;\\nplan&lt;/think&gt;\", the template rendered \"&lt;tool_call&gt;\"",
+		"spec, inside a turn: diverged in message on 2 requests, 100 re-read tokens; at turn 1 step 3: after \"&lt;|im_start|&gt;assistant\\\\n\" the cache held \"&lt;think&gt;\\\\nplan&lt;/think&gt;\", the template rendered \"&lt;tool_call&gt;\"",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report.md lacks %q:\n%s", want, md)
