@@ -433,8 +433,9 @@ func (c *Client) output(ctx context.Context, req *chat.Request, rendered string,
 // renders it); the text is that rendering past what it shares with rendered, up to and
 // including the first of the reply ends. Where the renderer writes the history otherwise than
 // its generation prompt (deepseek3.1's `</think>` where the prompt ends `<think>`), the text
-// starts where the two part, so the cache holds what the model writes past the shared part and
-// the next request diverges where the renderer does; where the template's assistant message
+// starts where the two part, at the start of the tag they part in (`</think>…` after the
+// prompt's `<think>`, as a model closes the tag), so the next request diverges where the
+// renderer does; where the template's assistant message
 // starts with its generation prompt (Llama 3.2's header), the cache holds the next request's
 // prefix exactly. Errors: the rendering's, a rendering that parts from rendered before one of
 // the reply ends in it (the history rendered otherwise once a reply follows it, as a template
@@ -469,6 +470,14 @@ func (c *Client) ReplyText(ctx context.Context, req *chat.Request, rendered stri
 	k := 0
 	for k < len(after) && k < len(rendered) && after[k] == rendered[k] {
 		k++
+	}
+	if k < len(rendered) {
+		// The renderings part inside a tag the generation prompt opens and the history writes
+		// otherwise (deepseek3.1's "<think>" against "</think>"): the model's text starts at
+		// the history's tag, after all of the prompt.
+		if i := strings.LastIndexByte(rendered[:k], '<'); i >= 0 && k-i <= 24 && !strings.ContainsAny(rendered[i:k], "> \n") {
+			k = i
+		}
 	}
 	msg := after[k:]
 	end := -1

@@ -1,0 +1,45 @@
+package ollama
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"lab/chat"
+)
+
+// With thinking on, the deepseek3.1 renderer ends the generation prompt after a user message
+// with <think>, but renders the reply in the history after a bare </think>: the renderings part
+// inside the tag. The cache then holds what a model writes after <think> — the tag closed, then
+// the calls — not the history's text from the parting byte on ("<think>/think>").
+func TestFillCacheThinkTagOpenedByTheGenerationPrompt(t *testing.T) {
+	srv, _ := rendererServer(t, "deepseek3.1")
+	c, err := New(srv.URL, "m", WithReplyEnds("<｜end▁of▁sentence｜>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	req := &chat.Request{Think: true, Messages: []chat.Message{{Role: chat.RoleUser, Content: "Check a.go"}},
+		Tools: []chat.Tool{{Name: "read", Description: "Read a file.", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)}}}
+	creq, err := c.ChatRequest(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rendered, err := c.Render(ctx, creq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(rendered, "<｜Assistant｜><think>") {
+		t.Fatalf("generation prompt %q; want it to end <｜Assistant｜><think>", rendered[max(0, len(rendered)-40):])
+	}
+	reply := &chat.Reply{ToolCalls: []chat.ToolCall{{ID: "c1", Name: "read", Arguments: json.RawMessage(`{"path":"a.go"}`)}}}
+	res := &chat.Result{Rendered: rendered}
+	if err := c.FillCache(ctx, req, reply, res); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.TrimPrefix(res.CacheText, rendered)
+	if want := `</think><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>read<｜tool▁sep｜>{"path":"a.go"}<｜tool▁call▁end｜><｜tool▁calls▁end｜><｜end▁of▁sentence｜>`; got != want {
+		t.Errorf("cache text after the prompt %q; want %q", got, want)
+	}
+}
