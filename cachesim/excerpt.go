@@ -1,8 +1,9 @@
 package cachesim
 
 import (
-	"strings"
 	"unicode/utf8"
+
+	"lab/chat"
 )
 
 // Excerpt is a short view of where a prompt first differs from what the KV cache held: the bytes
@@ -52,10 +53,7 @@ func ExcerptAt(cached, prompt string, at int) *Excerpt {
 	}
 	// A tag both texts begin the same way ("<t" of <think> and <tool_call>) starts the
 	// difference too, so that each side shows its tag whole.
-	if i := strings.LastIndexByte(prompt[from:start], '<'); i >= 0 && start-(from+i) <= maxTagStart &&
-		!strings.ContainsAny(prompt[from+i:start], "> \n") {
-		start = from + i
-	}
+	start = from + chat.OpenTagStart(prompt[from:], start-from, maxTagStart)
 	e := &Excerpt{Before: prompt[from:start], Cached: cut(cached[start:], ExcerptAfter), Prompt: cut(prompt[start:], ExcerptAfter)}
 	e.BeforeCut = from > 0
 	e.CachedCut = len(e.Cached) < len(cached)-start

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -561,24 +560,7 @@ func ReplyTextWith(history func(*chat.Request) (string, error), eos string, req 
 		return "", fmt.Errorf("llamacpp: the server's rendering of the messages without the generation prompt is not the start of the prompt (%d bytes, %d shared)", len(h), commonPrefix(rendered, h))
 	}
 	gen := rendered[len(h):]
-	// A call without an id (a reply the model generated: the harness numbers its calls only
-	// afterwards) gets one here, its result's; the templates the lab renders write no call id.
-	calls := slices.Clone(reply.ToolCalls)
-	for i := range calls {
-		if calls[i].ID == "" {
-			calls[i].ID = "next-" + strconv.Itoa(i)
-		}
-	}
-	next := *req
-	next.Messages = append(slices.Clone(req.Messages), chat.Message{Role: chat.RoleAssistant, Reasoning: reply.Reasoning, Content: reply.Content, ToolCalls: calls})
-	// The tool results only end the assistant message; their text is never used.
-	if len(calls) == 0 {
-		next.Messages = append(next.Messages, chat.Message{Role: chat.RoleTool, ToolCallID: "next", Content: "."})
-	}
-	for _, tc := range calls {
-		next.Messages = append(next.Messages, chat.Message{Role: chat.RoleTool, ToolCallID: tc.ID, ToolName: tc.Name, Content: "."})
-	}
-	after, err := history(&next)
+	after, err := history(chat.Replied(req, reply))
 	if err != nil {
 		return "", err
 	}

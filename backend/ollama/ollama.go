@@ -445,21 +445,9 @@ func (c *Client) ReplyText(ctx context.Context, req *chat.Request, rendered stri
 	if len(c.replyEnds) == 0 {
 		return "", errors.New("ollama: ReplyText needs the reply's end texts (WithReplyEnds)")
 	}
-	next := *req
+	next := chat.Replied(req, reply)
 	next.Generate = 0
-	next.Messages = append(slices.Clone(req.Messages), chat.Message{Role: chat.RoleAssistant, Reasoning: reply.Reasoning, Content: reply.Content, ToolCalls: reply.ToolCalls})
-	// The tool results only end the assistant message; their text is never used.
-	if len(reply.ToolCalls) == 0 {
-		next.Messages = append(next.Messages, chat.Message{Role: chat.RoleTool, ToolCallID: "next", Content: "."})
-	}
-	for i, tc := range reply.ToolCalls {
-		id := tc.ID
-		if id == "" {
-			id = fmt.Sprintf("next-%d", i)
-		}
-		next.Messages = append(next.Messages, chat.Message{Role: chat.RoleTool, ToolCallID: id, ToolName: tc.Name, Content: "."})
-	}
-	creq, err := c.ChatRequest(&next)
+	creq, err := c.ChatRequest(next)
 	if err != nil {
 		return "", err
 	}
@@ -475,9 +463,7 @@ func (c *Client) ReplyText(ctx context.Context, req *chat.Request, rendered stri
 		// The renderings part inside a tag the generation prompt opens and the history writes
 		// otherwise (deepseek3.1's "<think>" against "</think>"): the model's text starts at
 		// the history's tag, after all of the prompt.
-		if i := strings.LastIndexByte(rendered[:k], '<'); i >= 0 && k-i <= 24 && !strings.ContainsAny(rendered[i:k], "> \n") {
-			k = i
-		}
+		k = chat.OpenTagStart(rendered, k, 24)
 	}
 	msg := after[k:]
 	end := -1
