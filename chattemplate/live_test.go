@@ -34,12 +34,8 @@ func TestLlamaServerLive(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	key, err := localserver.LlamaCacheKey(localserver.LlamaCppVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(cache, "llama.cpp", key, "bin", "llama-server")
-	if _, ok := localserver.PreparedOf(bin); !ok {
+	lp, ok := localserver.CachedLlamaServer(cache)
+	if !ok {
 		t.Skipf("llama-server %s is not in the cache %s (lab server prepare --server llamacpp fetches it)", localserver.LlamaCppVersion, cache)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -59,7 +55,7 @@ func TestLlamaServerLive(t *testing.T) {
 				t.Fatal(err)
 			}
 			tok := Tokens{BOS: vocab.Tokens[vocab.BOS], EOS: vocab.Tokens[vocab.EOS], AddBOS: vocab.AddBOS}
-			srv, err := localserver.StartLlamaServer(ctx, localserver.LlamaStartOptions{Binary: bin, Model: prep.GGUF, Dir: t.TempDir(), CtxSize: 4096})
+			srv, err := localserver.StartLlamaServer(ctx, localserver.LlamaStartOptions{Binary: lp.Binary, Model: prep.GGUF, Dir: t.TempDir(), CtxSize: 4096})
 			if err != nil {
 				t.Fatal(err)
 			}

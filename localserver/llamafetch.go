@@ -242,6 +242,13 @@ func readPreparedOrErr(root string) (*PreparedLlama, error) {
 	return p, nil
 }
 
+// CachedLlamaServer returns the llama-server [PrepareLlamaServer] left in the cache folder cache
+// at [LlamaCppVersion], without fetching anything; false when the cache holds none (a live test
+// then skips).
+func CachedLlamaServer(cache string) (*PreparedLlama, bool) {
+	return findPreparedLlama(filepath.Join(cache, "llama.cpp"), LlamaCppVersion)
+}
+
 // readPreparedLlama returns the llama-server unpacked at root when its prepared.json and wrapper
 // are there.
 func readPreparedLlama(root string) (*PreparedLlama, bool) {

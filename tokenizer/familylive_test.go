@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -56,11 +55,7 @@ func TestFamilyTokenizersLlamaServerLive(t *testing.T) {
 		t.Skip("-short: starts a real llama-server per family")
 	}
 	cache := testCacheDir(t)
-	key, err := localserver.LlamaCacheKey(localserver.LlamaCppVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lp, ok := localserver.PreparedOf(filepath.Join(cache, "llama.cpp", key, "bin", "llama-server"))
+	lp, ok := localserver.CachedLlamaServer(cache)
 	if !ok {
 		t.Skipf("llama-server %s is not in the cache %s (lab server prepare --server llamacpp fetches it)", localserver.LlamaCppVersion, cache)
 	}

@@ -31,12 +31,8 @@ func TestFamilyRenderingsLlamaServerLive(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	key, err := localserver.LlamaCacheKey(localserver.LlamaCppVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(cache, "llama.cpp", key, "bin", "llama-server")
-	if _, ok := localserver.PreparedOf(bin); !ok {
+	lp, ok := localserver.CachedLlamaServer(cache)
+	if !ok {
 		t.Skipf("llama-server %s is not in the cache %s (lab server prepare --server llamacpp fetches it)", localserver.LlamaCppVersion, cache)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -55,7 +51,7 @@ func TestFamilyRenderingsLlamaServerLive(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			srv, err := localserver.StartLlamaServer(ctx, localserver.LlamaStartOptions{Binary: bin, Model: prep.GGUF, Dir: t.TempDir(), CtxSize: 4096})
+			srv, err := localserver.StartLlamaServer(ctx, localserver.LlamaStartOptions{Binary: lp.Binary, Model: prep.GGUF, Dir: t.TempDir(), CtxSize: 4096})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -39,12 +39,8 @@ func familyCache(t *testing.T, backend string, liveFamily gguf.Family) string {
 			t.Skipf("no cached ollama binary (lab server prepare builds it): %v", err)
 		}
 	case "llamacpp":
-		key, err := localserver.LlamaCacheKey(localserver.LlamaCppVersion)
-		if err != nil {
-			t.Skip(err)
-		}
-		if _, err := os.Stat(filepath.Join(labCache, "llama.cpp", key)); err != nil {
-			t.Skipf("llama-server %s is not in the cache (lab server prepare --server llamacpp fetches it): %v", localserver.LlamaCppVersion, err)
+		if _, ok := localserver.CachedLlamaServer(labCache); !ok {
+			t.Skipf("llama-server %s is not in the cache (lab server prepare --server llamacpp fetches it)", localserver.LlamaCppVersion)
 		}
 	}
 	cache := t.TempDir()
