@@ -4,7 +4,7 @@
 GO ?= go
 BIN := bin/lab
 
-.PHONY: run test setup build server vet fuzz stress clean agents families
+.PHONY: run test setup build server vet fuzz stress clean agents families bench
 
 # The main job: midnight with the spec and date-in-system-prompt arms on each real local server
 # (Ollama, then llama-server), then one report with the two servers side by side. RUN_ID names
@@ -59,6 +59,11 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseCacheLine$$' -fuzztime $(FUZZTIME) ./backend/ollama
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./capture
 	$(GO) test -run '^$$' -fuzz '^FuzzRedactBody$$' -fuzztime $(FUZZTIME) ./capture
+
+# The speed and memory figures, each printed with the ratio it is judged by: Go benchmarks
+# (b.ReportMetric) and scripts that compare two figures measured in the same run, never timed
+# tests. Run it on a quiet machine; the figures of one run are compared with each other only.
+bench: build
 
 # The load and size scenarios (stress/): the real bin/lab as a child process against loopback fake
 # servers, each bounded in time; prints a table of figures and writes it as JSON under
