@@ -17,7 +17,9 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
+	stopProfile := startCPUProfile(os.Getenv, os.Stderr)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stopProfile()
 	stop()
 	os.Exit(code)
 }
