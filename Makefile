@@ -16,21 +16,21 @@ run: setup build
 	./$(BIN) report --out results/servers-$(RUN_ID) results/run_id=$(RUN_ID)-ollama results/run_id=$(RUN_ID)-llamacpp
 
 # What the chat template does, per model family and server: reasoning-tool-loops (three turns,
-# one tool call per step: Llama 3.2's template refuses two) with the spec and
-# reasoning-never arms for each family's synthetic model (lab server prepare --family) on each
-# real local server, then one report whose "What the template does" sets them side by side
+# one tool call per step: Llama 3.2's template refuses two) and compaction-in-loop (two of its
+# turns, compacted in the second: the compaction column) with the spec and reasoning-never arms
+# for each family's synthetic model (lab server prepare --family) on each real local server, then one report whose "What the template does" sets them side by side
 # (results/families-$(RUN_ID)). The lists are the families each server measures (lab run
 # --family says why the others are refused).
 FAMILIES_OLLAMA ?= qwen3 deepseek-v3 llama3.1 llama3.2
 FAMILIES_LLAMACPP ?= qwen3 deepseek-v3 llama3.1 llama3.2
-FAMILY_SCENARIO ?= reasoning-tool-loops
+FAMILY_SCENARIOS ?= reasoning-tool-loops compaction-in-loop
 families: setup build
 	./$(BIN) server prepare --family all
-	set -e; for f in $(FAMILIES_OLLAMA); do \
-		./$(BIN) run --backend ollama --family $$f --scenario $(FAMILY_SCENARIO) --arm spec,reasoning-never --run-id $(RUN_ID)-ollama-$$f; done
-	set -e; for f in $(FAMILIES_LLAMACPP); do \
-		./$(BIN) run --backend llamacpp --family $$f --scenario $(FAMILY_SCENARIO) --arm spec,reasoning-never --run-id $(RUN_ID)-llamacpp-$$f; done
-	./$(BIN) report --out results/families-$(RUN_ID) $(foreach f,$(FAMILIES_OLLAMA),results/run_id=$(RUN_ID)-ollama-$(f)) $(foreach f,$(FAMILIES_LLAMACPP),results/run_id=$(RUN_ID)-llamacpp-$(f))
+	set -e; for s in $(FAMILY_SCENARIOS); do for f in $(FAMILIES_OLLAMA); do \
+		./$(BIN) run --backend ollama --family $$f --scenario $$s --arm spec,reasoning-never --run-id $(RUN_ID)-ollama-$$f-$$s; done; done
+	set -e; for s in $(FAMILY_SCENARIOS); do for f in $(FAMILIES_LLAMACPP); do \
+		./$(BIN) run --backend llamacpp --family $$f --scenario $$s --arm spec,reasoning-never --run-id $(RUN_ID)-llamacpp-$$f-$$s; done; done
+	./$(BIN) report --out results/families-$(RUN_ID) $(foreach s,$(FAMILY_SCENARIOS),$(foreach f,$(FAMILIES_OLLAMA),results/run_id=$(RUN_ID)-ollama-$(f)-$(s)) $(foreach f,$(FAMILIES_LLAMACPP),results/run_id=$(RUN_ID)-llamacpp-$(f)-$(s)))
 
 test: setup server
 	$(GO) mod tidy -diff || { echo "go mod tidy: go.mod or go.sum is not tidy (run go mod tidy)"; exit 1; }

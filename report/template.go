@@ -74,6 +74,10 @@ type TemplateDivergence struct {
 	// Segment is the kind: "reasoning", "message", "tool result", "system", "tools", "note",
 	// "generation prompt", or a practice's segment ("clock in system").
 	Segment string `json:"segment"`
+	// Rule names the template's history rule the divergences show, read from each request's
+	// excerpt ([RuleSummary], [RuleReasoningDropped], "</think> left out"); "" when the
+	// excerpts show none the lab names. The requests of one segment kind are split by rule.
+	Rule string `json:"rule,omitempty"`
 	// Requests counts them; Reread sums their re-read tokens (known ones).
 	Requests int   `json:"requests"`
 	Reread   int64 `json:"reread_tokens"`
@@ -137,8 +141,8 @@ func templateEffects(rows *metrics.Rows, runs []*metrics.Manifest) []TemplateEff
 	type armKey struct{ scenario, arm string }
 	type divKey struct {
 		armKey
-		part int
-		kind string
+		part       int
+		kind, rule string
 	}
 	type partAcc struct {
 		requests, unknown, divUnknown int
@@ -173,6 +177,7 @@ func templateEffects(rows *metrics.Rows, runs []*metrics.Manifest) []TemplateEff
 		}
 		k := armKey{s.Scenario, s.Arm}
 		ss := session{k, s.RunID, s.Repetition}
+		afterCompaction := compacted[ss] && s.Kind != metrics.KindCompaction
 		part := templatePartOf(s, compacted[ss])
 		compacted[ss] = s.Kind == metrics.KindCompaction
 		if part == 0 {
@@ -198,21 +203,26 @@ func templateEffects(rows *metrics.Rows, runs []*metrics.Manifest) []TemplateEff
 		if s.DivergenceSegment == "" {
 			continue
 		}
-		dk := divKey{k, part, segmentKind(s.DivergenceSegment)}
+		var ex *cachesim.Excerpt
+		if s.DivergenceExcerpt != "" {
+			var e cachesim.Excerpt
+			if json.Unmarshal([]byte(s.DivergenceExcerpt), &e) == nil {
+				ex = &e
+			}
+		}
+		kind := segmentKind(s.DivergenceSegment)
+		dk := divKey{k, part, kind, historyRule(kind, afterCompaction, ex)}
 		d := divs[dk]
 		if d == nil {
-			d = &divAcc{TemplateDivergence: TemplateDivergence{Segment: dk.kind}, best: -1}
+			d = &divAcc{TemplateDivergence: TemplateDivergence{Segment: dk.kind, Rule: dk.rule}, best: -1}
 			divs[dk] = d
 			order = append(order, dk)
 		}
 		d.Requests++
 		d.Reread += v
-		if s.DivergenceExcerpt != "" && v > d.best {
-			var e cachesim.Excerpt
-			if json.Unmarshal([]byte(s.DivergenceExcerpt), &e) == nil {
-				d.best, d.Example = v, &e
-				d.Turn, d.Step, d.Repetition = s.Turn, s.Step, s.Repetition
-			}
+		if ex != nil && v > d.best {
+			d.best, d.Example = v, ex
+			d.Turn, d.Step, d.Repetition = s.Turn, s.Step, s.Repetition
 		}
 	}
 	family, template := templateSetting(runs, rows)

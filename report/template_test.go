@@ -47,7 +47,7 @@ func TestTemplateEffects(t *testing.T) {
 	}
 	spec := e.Arms[0]
 	if w := spec.WithinTurn; w.Requests != 2 || w.Reread == nil || *w.Reread != 50 || len(w.Divergences) != 1 ||
-		w.Divergences[0].Segment != "message" || w.Divergences[0].Requests != 2 || w.Divergences[0].Reread != 100 ||
+		w.Divergences[0].Segment != "message" || w.Divergences[0].Rule != report.RuleReasoningDropped || w.Divergences[0].Requests != 2 || w.Divergences[0].Reread != 100 ||
 		w.Divergences[0].Example == nil || w.Divergences[0].Step != 3 || w.Divergences[0].Example.Prompt != "<tool_call>" {
 		t.Errorf("inside a turn %+v", w)
 	}
@@ -57,6 +57,15 @@ func TestTemplateEffects(t *testing.T) {
 	// The compaction request and the first after it.
 	if c := spec.Compaction; c.Requests != 2 || *c.Reread != 850 {
 		t.Errorf("compaction %+v", c)
+	}
+	// The request after the compaction starts from the summary; the compaction request itself
+	// diverged in the system prompt, no rule the lab names.
+	rules := map[string]string{}
+	for _, d := range spec.Compaction.Divergences {
+		rules[d.Segment] = d.Rule
+	}
+	if len(rules) != 2 || rules["message"] != report.RuleSummary || rules["system"] != "" {
+		t.Errorf("compaction divergences %+v; want message (%s) and system (no rule)", spec.Compaction.Divergences, report.RuleSummary)
 	}
 	c := e.Section8
 	if c == nil || c.Verdict != report.VerdictDoesNotHold || c.Spec != 700 || c.Never != 100 || !strings.Contains(c.Why, "diverging first in reasoning") {
@@ -71,7 +80,7 @@ func TestTemplateEffects(t *testing.T) {
 		"## What the template does",
 		"| llamacpp b1 | deepseek-v3 | s | spec | 50 (2) | 700 (1) | 850 (2) |",
 		"llamacpp b1, deepseek-v3, s: §8 does not hold — at 1 new user message spec re-read 700 tokens per request, reasoning-never 100",
-		"spec, inside a turn: diverged in message on 2 requests, 100 re-read tokens; at turn 1 step 3: after \"&lt;|im_start|&gt;assistant\\\\n\" the cache held \"&lt;think&gt;\\\\nplan&lt;/think&gt;\", the template rendered \"&lt;tool_call&gt;\"",
+		"spec, inside a turn: diverged in message (reasoning dropped) on 2 requests, 100 re-read tokens; at turn 1 step 3: after \"&lt;|im_start|&gt;assistant\\\\n\" the cache held \"&lt;think&gt;\\\\nplan&lt;/think&gt;\", the template rendered \"&lt;tool_call&gt;\"",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report.md lacks %q:\n%s", want, md)

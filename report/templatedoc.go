@@ -142,10 +142,15 @@ func partCell(p TemplatePart) string {
 // fmtF formats a mean token count to whole tokens with thousands separators.
 func fmtF(v float64) string { return tok(v) }
 
-// divergenceItem is one divergence of the template list: "spec, new user message: reasoning,
-// 3 requests, 4,200 re-read tokens; turn 2 step 1: … `cache` vs `prompt`".
+// divergenceItem is one divergence of the template list: "spec, new user message: diverged in
+// reasoning (reasoning dropped) on 3 requests, 4,200 re-read tokens; at turn 2 step 1: after …
+// the cache held …, the template rendered …".
 func divergenceItem(arm, part string, dv TemplateDivergence) string {
-	s := fmt.Sprintf("%s, %s: diverged in %s on %d request", arm, part, dv.Segment, dv.Requests)
+	s := fmt.Sprintf("%s, %s: diverged in %s", arm, part, dv.Segment)
+	if dv.Rule != "" {
+		s += " (" + dv.Rule + ")"
+	}
+	s += fmt.Sprintf(" on %d request", dv.Requests)
 	if dv.Requests != 1 {
 		s += "s"
 	}

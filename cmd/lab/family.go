@@ -120,7 +120,7 @@ func otherFamily(f gguf.Family) bool { return f.OrQwen3() != gguf.Qwen3 }
 // script two tool calls or more in one reply: the GGUF's template raises "This model only
 // supports single tool-calls at once!" on such a message, so the session would stop at the
 // request after it (HTTP 400). The error names the scenario and the step's line. Of the lab's
-// own scenarios only reasoning-tool-loops has no such reply. On Ollama the lab's template writes
+// own scenarios only reasoning-tool-loops and compaction-in-loop have no such reply. On Ollama the lab's template writes
 // every call (localserver.Llama32OllamaTemplate).
 func checkFamilyScenarios(o *runOptions, scs []*scenario.Scenario) error {
 	if o.Model.Family != gguf.Llama32 || (o.Backend != "llamacpp" && o.Backend != "sim") || o.Live.Driver == harness.DriverLive {
@@ -130,7 +130,7 @@ func checkFamilyScenarios(o *runOptions, scs []*scenario.Scenario) error {
 		for _, st := range sc.Steps {
 			if st.Assistant != nil && len(st.Assistant.Calls) > 1 {
 				return badInput("--family %s on llama-server (and the sim of it): scenario %s has a reply with %d tool calls (line %d), which Llama 3.2's chat template refuses (\"This model only supports single tool-calls at once!\"); "+
-					"run a scenario without parallel calls (reasoning-tool-loops), or --backend ollama, whose template for it writes every call", gguf.Llama32, sc.Name, len(st.Assistant.Calls), st.Line)
+					"run a scenario without parallel calls (reasoning-tool-loops, compaction-in-loop), or --backend ollama, whose template for it writes every call", gguf.Llama32, sc.Name, len(st.Assistant.Calls), st.Line)
 			}
 		}
 	}
