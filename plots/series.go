@@ -171,7 +171,7 @@ const bandAlpha = 0x38
 
 // armLayer builds the plotters of one arm's series: a min–max band over repetitions where the
 // repetitions differ, one line per run of consecutive requests, and a point per request, each
-// thinned as th says ([ThinAbove]). It returns the plotters, whether it drew a band, and every
+// thinned as th says ([ThinAbove], [ThinGlyphColumns]). It returns the plotters, whether it drew a band, and every
 // line it drew (for label placement).
 func armLayer(arm string, i int, pts []point, th thinning) (layer []plot.Plotter, band bool, lines []plotter.XYs, err error) {
 	line, glyph := armStyle(i)
@@ -202,13 +202,19 @@ func armLayer(arm string, i int, pts []point, th thinning) (layer []plot.Plotter
 			band = true
 		}
 	}
-	var all plotter.XYs
+	var all plotter.XYs // the points whose glyphs are drawn
 	for _, run := range drawn {
 		xys := make(plotter.XYs, len(run))
 		for j, p := range run {
 			xys[j] = plotter.XY{X: float64(p.x), Y: p.mean}
 		}
-		all = append(all, xys...)
+		if th.on() {
+			for _, p := range th.glyphs(run) {
+				all = append(all, plotter.XY{X: float64(p.x), Y: p.mean})
+			}
+		} else {
+			all = append(all, xys...)
+		}
 		if len(xys) < 2 {
 			continue // a lone point: the scatter draws it
 		}

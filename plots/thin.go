@@ -24,6 +24,12 @@ const (
 	// data area's width in pixels at [PNGDPI] and [DefaultWidth] (about 1,000), so that a
 	// column is less than a pixel wide and the PNG shows what every point would.
 	ThinColumns = 1200
+	// ThinGlyphColumns is the number of columns a thinned chart draws its points (the glyphs
+	// of an arm's requests) in: in each, the point of the highest and of the lowest mean and
+	// every request the chart marks. At [DefaultWidth] a column is about a quarter of a glyph
+	// wide, so that the glyphs overlap as before and cover what every point's glyph would,
+	// but for points between the extremes of a column, which the line still passes through.
+	ThinGlyphColumns = 400
 	// lineChunk is the most points one stroke or one band polygon of a thinned chart holds;
 	// consecutive pieces share their end points, a line's pieces one segment, so that every
 	// vertex of the line is drawn with its join.
@@ -31,10 +37,11 @@ const (
 )
 
 // thinning says how a chart's series are drawn: width is the column width in requests (0: not
-// thinned, every point drawn as one line), keep the request indices kept in every column.
+// thinned, every point drawn as one line), glyph the width of a glyph column, keep the request
+// indices kept in every column.
 type thinning struct {
-	width int32
-	keep  map[int32]bool
+	width, glyph int32
+	keep         map[int32]bool
 }
 
 // thinningFor returns the thinning of a chart whose largest request index is maxX ([ThinAbove]),
@@ -44,7 +51,7 @@ func thinningFor(maxX int32, keep map[int32]bool) thinning {
 	if span <= ThinAbove {
 		return thinning{}
 	}
-	return thinning{width: int32((span + ThinColumns - 1) / ThinColumns), keep: keep}
+	return thinning{width: int32((span + ThinColumns - 1) / ThinColumns), glyph: int32((span + ThinGlyphColumns - 1) / ThinGlyphColumns), keep: keep}
 }
 
 // on reports whether the chart is thinned.
@@ -53,18 +60,37 @@ func (t thinning) on() bool { return t.width > 1 }
 // points returns the points of one run of consecutive requests (sorted by request index) that a
 // thinned chart draws, in order; pts itself when the chart is not thinned.
 func (t thinning) points(pts []point) []point {
-	if !t.on() || len(pts) <= 2 {
+	if !t.on() {
 		return pts
 	}
-	out := make([]point, 0, min(len(pts), 8*(len(pts)/int(t.width)+2)))
+	return t.pick(pts, t.width, true)
+}
+
+// glyphs returns the points of one run, as [thinning.points] returned them, whose glyphs a
+// thinned chart draws ([ThinGlyphColumns]); pts itself when the chart is not thinned.
+func (t thinning) glyphs(pts []point) []point {
+	if !t.on() || t.glyph <= t.width {
+		return pts
+	}
+	return t.pick(pts, t.glyph, false)
+}
+
+// pick returns the points of pts kept in columns of width requests: each column's points of the
+// highest and lowest mean and the requests of t.keep, and with all also its first and last point
+// and those of the highest maximum and lowest minimum.
+func (t thinning) pick(pts []point, width int32, all bool) []point {
+	if len(pts) <= 2 {
+		return pts
+	}
+	out := make([]point, 0, min(len(pts), 8*(len(pts)/int(width)+2)))
 	take := make([]int, 0, 8)
 	for from := 0; from < len(pts); {
-		col := pts[from].x / t.width
+		col := pts[from].x / width
 		to := from + 1
-		for to < len(pts) && pts[to].x/t.width == col {
+		for to < len(pts) && pts[to].x/width == col {
 			to++
 		}
-		take = append(take[:0], from, to-1)
+		take = take[:0]
 		hiMean, loMean, hi, lo := from, from, from, from
 		for j := from; j < to; j++ {
 			p := pts[j]
@@ -84,7 +110,10 @@ func (t thinning) points(pts []point) []point {
 				take = append(take, j)
 			}
 		}
-		take = append(take, hiMean, loMean, hi, lo)
+		take = append(take, hiMean, loMean)
+		if all {
+			take = append(take, from, to-1, hi, lo)
+		}
 		slices.Sort(take)
 		for _, j := range slices.Compact(take) {
 			out = append(out, pts[j])

@@ -11,7 +11,8 @@ import (
 )
 
 // A chart of at most ThinAbove requests is drawn point for point; above, each column keeps its
-// first and last point, its extremes of mean, minimum and maximum, and every kept request.
+// first and last point, its extremes of mean, minimum and maximum, and every kept request, and
+// each glyph column its extremes of mean and every kept request.
 func TestThinningKeepsEnvelope(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -62,10 +63,36 @@ func TestThinningKeepsEnvelope(t *testing.T) {
 				t.Errorf("column %d: extremes %+v kept; want %+v", c, kept[c], e)
 			}
 		}
+		glyphs := th.glyphs(got)
+		if limit := 2*(len(run)/int(th.glyph)+2) + len(keep); len(glyphs) > limit {
+			t.Errorf("run from %d: %d glyphs of %d points; want at most %d", run[0].x, len(glyphs), len(run), limit)
+		}
+		type span struct{ hi, lo float64 }
+		spans := func(ps []point) map[int32]span {
+			out := map[int32]span{}
+			for _, p := range ps {
+				c := p.x / th.glyph
+				e, ok := out[c]
+				if !ok {
+					e = span{p.mean, p.mean}
+				}
+				out[c] = span{max(e.hi, p.mean), min(e.lo, p.mean)}
+			}
+			return out
+		}
+		allSpans, glyphSpans := spans(run), spans(glyphs)
+		for c, e := range allSpans {
+			if glyphSpans[c] != e {
+				t.Errorf("glyph column %d: means %+v drawn; want %+v", c, glyphSpans[c], e)
+			}
+		}
 		for x := range keep {
 			in := slices.ContainsFunc(run, func(p point) bool { return p.x == x })
 			if in != slices.ContainsFunc(got, func(p point) bool { return p.x == x }) {
 				t.Errorf("kept request %d dropped", x)
+			}
+			if in != slices.ContainsFunc(glyphs, func(p point) bool { return p.x == x }) {
+				t.Errorf("kept request %d has no glyph", x)
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -50,9 +51,10 @@ func labBinary(b *testing.B) string {
 }
 
 // reportChild runs `lab report --out OUT args...` as a child process and returns its wall time in
-// seconds (from start to exit, as a user waits for it) and its peak resident set in MB (the
-// kernel's maxrss of the child, 1 MB = 2^20 bytes).
-func reportChild(b *testing.B, bin string, args ...string) (seconds, mb float64) {
+// seconds (from start to exit, as a user waits for it), the CPU time it used (user and system,
+// seconds: what a busy machine does not stretch) and its peak resident set in MB (the kernel's
+// maxrss of the child, 1 MB = 2^20 bytes).
+func reportChild(b *testing.B, bin string, args ...string) (seconds, cpu, mb float64) {
 	b.Helper()
 	cmd := exec.Command(bin, append([]string{"report", "--out", b.TempDir()}, args...)...)
 	var out strings.Builder
@@ -67,14 +69,19 @@ func reportChild(b *testing.B, bin string, args ...string) (seconds, mb float64)
 	if !ok {
 		b.Fatalf("no resource usage of the child on %s", runtime.GOOS)
 	}
-	return seconds, float64(ru.Maxrss) * 1024 / (1 << 20) // Linux reports maxrss in KiB
+	cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	return seconds, cpu, float64(ru.Maxrss) * 1024 / (1 << 20) // Linux reports maxrss in KiB
 }
 
 // BenchmarkReportSpeed runs `lab report` as a child process (LAB_BIN, or this package built into
 // a temporary folder) over a generated run of 100,000 rows (writeSyntheticRun) and over a glob
 // of 100 generated runs of 1,000 rows each ('results/run_id=*'), and reports per report its wall
 // time (wall-s) and peak resident set (peak-RSS-MB), each with its ratio to the target: wall/5s
-// and RSS/500MB, below 1 when lab report meets it. Each figure is the mean over b.N reports.
+// and RSS/500MB, below 1 when lab report meets it; and its CPU time (cpu-s, user and system),
+// which a machine busy with other work stretches less than the wall time. Each figure is the
+// mean over b.N reports. For the glob it also reports the runs in process watching what is read
+// (globReads): the most opens of any manifest or part (max-opens/file) and the bytes read of
+// them per byte they hold (bytes-read/byte), both 1 when each is read once. LAB_BIN is an absolute path or one relative to cmd/lab.
 //
 //	go test -run '^$' -bench BenchmarkReportSpeed -benchtime 3x ./cmd/lab/
 func BenchmarkReportSpeed(b *testing.B) {
@@ -82,37 +89,77 @@ func BenchmarkReportSpeed(b *testing.B) {
 	cases := []struct {
 		name string
 		args func(b *testing.B) []string
+		glob bool // the args are one glob pattern
 	}{
 		{fmt.Sprintf("rows=%d", reportTargetRows), func(b *testing.B) []string {
 			return []string{writeSyntheticRun(b, b.TempDir(), reportTargetRows)}
-		}},
+		}, false},
 		{fmt.Sprintf("runs=%d", reportGlobRuns), func(b *testing.B) []string {
 			results := b.TempDir()
 			for i := range reportGlobRuns {
 				writeSyntheticRunOf(b, results, fmt.Sprintf("r%03d", i), reportTargetRows/reportGlobRuns, 1)
 			}
 			return []string{filepath.Join(results, labmetrics.RunDirPrefix+"*")}
-		}},
+		}, true},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			args := c.args(b)
-			var wall, rss float64
+			var wall, cpu, rss float64
 			b.ResetTimer()
 			for range b.N {
-				s, mb := reportChild(b, bin, args...)
+				s, c, mb := reportChild(b, bin, args...)
 				wall += s
+				cpu += c
 				rss += mb
 			}
 			b.StopTimer()
 			wall /= float64(b.N)
+			cpu /= float64(b.N)
 			rss /= float64(b.N)
 			b.ReportMetric(wall, "wall-s")
 			b.ReportMetric(wall/reportTargetSeconds, "wall/5s")
+			b.ReportMetric(cpu, "cpu-s")
 			b.ReportMetric(rss, "peak-RSS-MB")
 			b.ReportMetric(rss/reportTargetMB, "RSS/500MB")
+			if c.glob {
+				opens, read := globReads(b, args[0])
+				b.ReportMetric(opens, "max-opens/file")
+				b.ReportMetric(read, "bytes-read/byte")
+			}
 		})
 	}
+}
+
+// globReads reports the runs that pattern names as lab report does, in process, watching its
+// reads of the folder the pattern is in (metrics.WatchReads), and returns the most times any
+// manifest or part was opened and the bytes read of them divided by their size: both 1 when
+// each is read once, whole.
+func globReads(b *testing.B, pattern string) (maxOpens, perByte float64) {
+	b.Helper()
+	stats := labmetrics.WatchReads(filepath.Dir(pattern))
+	dirs, err := expandRuns([]string{pattern}, io.Discard)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mans, all, lost, err := loadRuns(dirs, io.Discard)
+	if err != nil || lost != nil {
+		b.Fatal(err, lost)
+	}
+	if _, err := writeReportFiles(b.TempDir(), mans, all); err != nil {
+		b.Fatal(err)
+	}
+	stats.Stop()
+	var read, size int64
+	for name, f := range stats.Files() {
+		if !runFileRE.MatchString(path.Base(name)) {
+			continue
+		}
+		maxOpens = max(maxOpens, float64(f.Opens))
+		read += f.Bytes
+		size += f.Size
+	}
+	return maxOpens, float64(read) / float64(size)
 }
 
 // runFileRE matches the data files of a run folder that lab report reads: the part manifests and
