@@ -248,15 +248,11 @@ func collect(rows *[]Sample) rowsTo {
 	}
 }
 
-// growRows returns rows with room for n more, when n is a sane count.
+// growRows returns rows with room for n more, when n is a sane count, growing as append does (the
+// rows of many files read one after another are copied a bounded number of times).
 func growRows(rows []Sample, n int64) []Sample {
 	if n <= 0 || n > 1<<31 {
 		return rows
 	}
-	if free := cap(rows) - len(rows); int64(free) >= n {
-		return rows
-	}
-	out := make([]Sample, len(rows), len(rows)+int(n))
-	copy(out, rows)
-	return out
+	return slices.Grow(rows, int(n))
 }
