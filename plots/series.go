@@ -171,8 +171,8 @@ const bandAlpha = 0x38
 
 // armLayer builds the plotters of one arm's series: a min–max band over repetitions where the
 // repetitions differ, one line per run of consecutive requests, and a point per request, each
-// thinned as th says ([ThinAbove], [ThinGlyphColumns]). It returns the plotters, whether it drew a band, and every
-// line it drew (for label placement).
+// thinned as th says ([ThinAbove], [ThinGlyphColumns]). It returns the plotters, whether it
+// drew a band, and every line it drew (for label placement).
 func armLayer(arm string, i int, pts []point, th thinning) (layer []plot.Plotter, band bool, lines []plotter.XYs, err error) {
 	line, glyph := armStyle(i)
 	var drawn [][]point // the runs as drawn

@@ -21,7 +21,7 @@ const (
 	// band's envelope stay as they were), and every request the chart marks (a divergence).
 	ThinAbove = 2000
 	// ThinColumns is the number of columns a thinned chart's x axis is cut into: more than the
-	// data area's width in pixels at [PNGDPI] and [DefaultWidth] (about 1,000), so that a
+	// data area's width in pixels at [PNGDPI] and [DefaultWidth] (under 800), so that a
 	// column is less than a pixel wide and the PNG shows what every point would.
 	ThinColumns = 1200
 	// ThinGlyphColumns is the number of columns a thinned chart draws its points (the glyphs
