@@ -64,6 +64,10 @@ fuzz:
 # (b.ReportMetric) and scripts that compare two figures measured in the same run, never timed
 # tests. Run it on a quiet machine; the figures of one run are compared with each other only.
 bench: build
+# lab report as a child process over a generated run of 100,000 rows and a glob of 100 runs:
+# wall seconds (wall/5s), CPU seconds and peak RSS (RSS/500MB); for the glob, the most opens of
+# any manifest or part and the bytes read per byte (both 1: each read once).
+	LAB_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench '^BenchmarkReportSpeed$$' -benchtime 3x -timeout 30m ./cmd/lab/
 
 # The load and size scenarios (stress/): the real bin/lab as a child process against loopback fake
 # servers, each bounded in time; prints a table of figures and writes it as JSON under

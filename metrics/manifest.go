@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 )
 
@@ -192,7 +191,7 @@ func WriteManifest(path string, m *Manifest) error {
 // of the wrong type, is an error naming the file and line ("decode manifest path:3: …"; the
 // decoder's error names the field).
 func ReadManifest(path string) (*Manifest, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}

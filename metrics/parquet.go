@@ -401,19 +401,19 @@ func joinJournalErrors(errs []*JournalError) *JournalError {
 // cannot be opened or read) comes with no rows; errors.Is(err, fs.ErrNotExist) for a missing
 // journal.
 func ReadJournal(path string) ([]Sample, error) {
-	f, err := os.Open(path)
+	f, err := openRead(path)
 	if err != nil {
 		return nil, fmt.Errorf("read samples journal: %w", err)
 	}
 	defer f.Close()
 	// An open sink's exclusive lock makes the shared one fail.
-	ok, lerr := tryLock(f, false)
+	ok, lerr := tryLock(f.f, false)
 	return readJournal(f, path, lerr == nil && !ok)
 }
 
 // readJournal reads the journal f, at path, as [ReadJournal] does; inUse says a running sink
 // still writes it.
-func readJournal(f *os.File, path string, inUse bool) ([]Sample, error) {
+func readJournal(f io.Reader, path string, inUse bool) ([]Sample, error) {
 	var rows []Sample
 	if err := scanJournal(f, path, inUse, interner{}, collect(&rows)); err != nil {
 		var je *JournalError
@@ -451,12 +451,12 @@ func decodeJournalLine(line []byte, s *Sample) error {
 // a running run's [ParquetSink], which holds an exclusive advisory lock on it (flock; false
 // where the system has none, and for a missing journal).
 func JournalInUse(path string) bool {
-	f, err := os.Open(path)
+	f, err := openRead(path)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	ok, err := tryLock(f, false)
+	ok, err := tryLock(f.f, false)
 	return err == nil && !ok
 }
 
@@ -468,7 +468,7 @@ func JournalInUse(path string) bool {
 // cannot be read gives an error naming both files that does not match fs.ErrNotExist unless the
 // journal is missing too.
 func ReadSamples(path string) (rows []Sample, recovered bool, err error) {
-	recovered, err = scanSamples(path, interner{}, collect(&rows))
+	recovered, _, err = scanSamples(path, interner{}, collect(&rows))
 	var je *JournalError
 	if err != nil && !errors.As(err, &je) {
 		return nil, false, err

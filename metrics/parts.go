@@ -625,7 +625,7 @@ func appendRun(dir string, sink rowSink) (*Manifest, error) {
 		}
 		start := sink.n()
 		path := filepath.Join(dir, SamplesFile)
-		recovered, err := scanSamples(path, in, sink.to())
+		recovered, inUse, err := scanSamples(path, in, sink.to())
 		var je *JournalError
 		if err != nil && !errors.As(err, &je) {
 			sink.cut(start)
@@ -633,7 +633,7 @@ func appendRun(dir string, sink rowSink) (*Manifest, error) {
 		}
 		n := sink.n() - start
 		m.RowsRead = &RowsRead{Rows: n}
-		m.RowsRead.count(n, recovered, JournalPath(path), je)
+		m.RowsRead.count(n, recovered, inUse, JournalPath(path), je)
 		if je != nil {
 			return m, fmt.Errorf("read run %s: %w", dir, je)
 		}
@@ -658,7 +658,7 @@ func appendRun(dir string, sink rowSink) (*Manifest, error) {
 			to.reset = func() { fill = newSessionsFromRows(); reset() }
 		}
 		path := filepath.Join(dir, PartFile(p.Shard))
-		recovered, err := scanSamples(path, in, to)
+		recovered, inUse, err := scanSamples(path, in, to)
 		var je *JournalError
 		switch {
 		case errors.As(err, &je):
@@ -674,7 +674,7 @@ func appendRun(dir string, sink rowSink) (*Manifest, error) {
 		if fill != nil {
 			fill.fill(p.Manifest, n)
 		}
-		read.count(n, recovered, JournalPath(path), je)
+		read.count(n, recovered, inUse, JournalPath(path), je)
 		total += n
 	}
 	m := MergeParts(parts)
@@ -701,14 +701,21 @@ type RowsRead struct {
 	// Journals are the paths of the journals rows were read from (parts whose samples file is
 	// missing or has no readable footer: a killed run's), in the order read; nil when none.
 	Journals []string
+	// InUse are the journals of Journals that a running lab process still wrote when they were
+	// read ([JournalInUse]), in the same order; nil when none.
+	InUse []string
 }
 
 // count adds to r what one read of a samples file returned: n rows, from its journal at jpath
-// when recovered, and the journal lines je names as lost (nil: none).
-func (r *RowsRead) count(n int, recovered bool, jpath string, je *JournalError) {
+// when recovered (inUse: a running sink still writes it), and the journal lines je names as lost
+// (nil: none).
+func (r *RowsRead) count(n int, recovered, inUse bool, jpath string, je *JournalError) {
 	if recovered {
 		r.Journal += n
 		r.Journals = append(r.Journals, jpath)
+		if inUse {
+			r.InUse = append(r.InUse, jpath)
+		}
 	}
 	if je != nil {
 		r.Lost += len(je.Bad)

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"iter"
+	"slices"
 	"time"
 )
 
@@ -137,14 +138,14 @@ func (r *Rows) Len() int {
 	return len(r.rows)
 }
 
-// Grow makes room for n more rows (n ≤ 0 or above 2³¹: no change).
+// Grow makes room for n more rows (n ≤ 0 or above 2³¹: no change), growing as append does, so
+// that the rows of many runs read one after another are copied a bounded number of times, not
+// once per run.
 func (r *Rows) Grow(n int) {
-	if n <= 0 || n > 1<<31 || cap(r.rows)-len(r.rows) >= n {
+	if n <= 0 || n > 1<<31 {
 		return
 	}
-	out := make([]compactRow, len(r.rows), len(r.rows)+n)
-	copy(out, r.rows)
-	r.rows = out
+	r.rows = slices.Grow(r.rows, n)
 }
 
 // Truncate drops every row from the n-th on (0-based).

@@ -116,3 +116,34 @@ func TestRowsBytesPerRow(t *testing.T) {
 		t.Errorf("Rows holds %.0f B per row; want at most 168", perRow)
 	}
 }
+
+// The rows of 100 files read one after another (Grow by each file's count, then its rows) are
+// moved to a larger array a bounded number of times, not once per file; so are samples (growRows).
+func TestGrowIsAmortized(t *testing.T) {
+	t.Parallel()
+	var r Rows
+	var samples []Sample
+	moves, sampleMoves := 0, 0
+	s := Sample{RunID: "r", Scenario: "s", Arm: SpecArm, PromptTokens: 10}
+	for range 100 {
+		before, sbefore := cap(r.rows), cap(samples)
+		r.Grow(500)
+		samples = growRows(samples, 500)
+		if cap(r.rows) != before {
+			moves++
+		}
+		if cap(samples) != sbefore {
+			sampleMoves++
+		}
+		for range 500 {
+			r.Append(&s)
+			samples = append(samples, s)
+		}
+	}
+	if r.Len() != 50_000 || len(samples) != 50_000 {
+		t.Fatalf("%d rows, %d samples; want 50,000", r.Len(), len(samples))
+	}
+	if moves > 30 || sampleMoves > 30 {
+		t.Errorf("the rows moved %d times and the samples %d in 100 files; want at most 30 (growth by a factor)", moves, sampleMoves)
+	}
+}

@@ -68,7 +68,7 @@ const scanBatch = RowGroupRows
 // scanParquet reads the samples file at path as [ReadParquet] does, handing each row to to in file
 // order, [scanBatch] rows at a time. An error of to.add is returned wrapped in stopped.
 func scanParquet(path string, in interner, to rowsTo) error {
-	f, err := os.Open(path)
+	f, err := openRead(path)
 	if err != nil {
 		return fmt.Errorf("read samples %s: %w", path, err)
 	}
@@ -154,7 +154,7 @@ func readJournalLine(r *bufio.Reader, max int) (line []byte, long bool, err erro
 // sink still writes it), handing each row to to. It returns a [*JournalError] naming the lines
 // that held no sample when there were any, after every other row; an error of to.add is returned
 // wrapped in stopped.
-func scanJournal(f *os.File, path string, inUse bool, in interner, to rowsTo) error {
+func scanJournal(f io.Reader, path string, inUse bool, in interner, to rowsTo) error {
 	var bad []BadLine
 	kept := 0
 	r := bufio.NewReaderSize(f, 64<<10)
@@ -197,42 +197,43 @@ func scanJournal(f *os.File, path string, inUse bool, in interner, to rowsTo) er
 }
 
 // scanSamples reads the samples at path as [ReadSamples] does, handing each row to to: the Parquet
-// file when it reads, else its journal (recovered true). A Parquet file that fails after some
-// rows were handed on has them dropped (to.reset) before its journal is read. An error of to.add
-// is returned as it is.
-func scanSamples(path string, in interner, to rowsTo) (recovered bool, err error) {
+// file when it reads, else its journal (recovered true; inUse true when a running sink still
+// writes it, [JournalInUse]). A Parquet file that fails after some rows were handed on has them
+// dropped (to.reset) before its journal is read. An error of to.add is returned as it is.
+func scanSamples(path string, in interner, to rowsTo) (recovered, inUse bool, err error) {
 	err = scanParquet(path, in, to)
 	var st stopped
 	switch {
 	case err == nil:
-		return false, nil
+		return false, false, nil
 	case errors.As(err, &st):
-		return false, st.err
+		return false, false, st.err
 	}
-	jf, jerr := os.Open(JournalPath(path))
+	jf, jerr := openRead(JournalPath(path))
 	if jerr != nil {
 		if errors.Is(jerr, os.ErrNotExist) {
-			return false, err
+			return false, false, err
 		}
-		return false, fmt.Errorf("%v; and its journal: read samples journal: %w", err, jerr)
+		return false, false, fmt.Errorf("%v; and its journal: read samples journal: %w", err, jerr)
 	}
 	defer jf.Close()
 	if to.reset != nil {
 		to.reset()
 	}
 	// An open sink's exclusive lock makes the shared one fail.
-	ok, lerr := tryLock(jf, false)
-	jerr = scanJournal(jf, JournalPath(path), lerr == nil && !ok, in, to)
+	ok, lerr := tryLock(jf.f, false)
+	inUse = lerr == nil && !ok
+	jerr = scanJournal(jf, JournalPath(path), inUse, in, to)
 	var je *JournalError
 	switch {
 	case jerr == nil:
-		return true, nil
+		return true, inUse, nil
 	case errors.As(jerr, &st):
-		return true, st.err
+		return true, inUse, st.err
 	case errors.As(jerr, &je):
-		return true, jerr
+		return true, inUse, jerr
 	default:
-		return false, fmt.Errorf("%v; and its journal: %w", err, jerr)
+		return false, false, fmt.Errorf("%v; and its journal: %w", err, jerr)
 	}
 }
 
@@ -247,15 +248,11 @@ func collect(rows *[]Sample) rowsTo {
 	}
 }
 
-// growRows returns rows with room for n more, when n is a sane count.
+// growRows returns rows with room for n more, when n is a sane count, growing as append does (the
+// rows of many files read one after another are copied a bounded number of times).
 func growRows(rows []Sample, n int64) []Sample {
 	if n <= 0 || n > 1<<31 {
 		return rows
 	}
-	if free := cap(rows) - len(rows); int64(free) >= n {
-		return rows
-	}
-	out := make([]Sample, len(rows), len(rows)+int(n))
-	copy(out, rows)
-	return out
+	return slices.Grow(rows, int(n))
 }

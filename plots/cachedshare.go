@@ -55,9 +55,16 @@ func CachedShare(scenario string, samples []metrics.Sample) (*plot.Plot, error) 
 
 // CachedShareRows is [CachedShare] of the rows of a [metrics.Rows].
 func CachedShareRows(scenario string, rows *metrics.Rows) (*plot.Plot, error) {
+	p, _, err := cachedShare(scenario, rows)
+	return p, err
+}
+
+// cachedShare is [CachedShareRows], also returning the divergence markers it added (nil when
+// none).
+func cachedShare(scenario string, rows *metrics.Rows) (*plot.Plot, *divergenceMarks, error) {
 	seqs := sequences(scenario, rows)
 	if len(seqs) == 0 {
-		return nil, fmt.Errorf("plot cached share of scenario %q: %w", scenario, ErrNoSamples)
+		return nil, nil, fmt.Errorf("plot cached share of scenario %q: %w", scenario, ErrNoSamples)
 	}
 	measured := collect(seqs, perSample(func(s *metrics.Sample) (float64, bool) {
 		if s.CachedTokens == nil {
@@ -75,48 +82,54 @@ func CachedShareRows(scenario string, rows *metrics.Rows) (*plot.Plot, error) {
 	p.Y.Tick.Marker = percentTicks
 
 	arms := series{}.withArms(seqs).arms() // every arm with prompt tokens, as lineChart orders them
+	marks := divergences(seqs, arms, measured, expected)
+	maxX := max(measured.maxX(), expected.maxX())
+	keep := map[int32]bool{} // a thinned chart keeps every divergence point on its lines
+	for _, m := range marks.marks {
+		keep[int32(m.X)] = true
+	}
+	th := thinningFor(maxX, keep)
 	expDashes := []vg.Length{vg.Points(5), vg.Points(3)}
 	var lines []plotter.XYs
 	for i, arm := range slices.Backward(arms) { // spec's expected line on top
 		for _, run := range runs(expected[arm]) {
+			run = th.points(run)
 			xys := make(plotter.XYs, len(run))
 			for j, pt := range run {
 				xys[j] = plotter.XY{X: float64(pt.x), Y: pt.mean}
 			}
-			l, err := plotter.NewLine(xys)
-			if err != nil {
-				return nil, fmt.Errorf("plot expected share of arm %q: %w", arm, err)
+			for _, piece := range th.chunks(xys) {
+				l, err := plotter.NewLine(piece)
+				if err != nil {
+					return nil, nil, fmt.Errorf("plot expected share of arm %q: %w", arm, err)
+				}
+				l.Color = lighter(colorOf(i), 0.55)
+				l.Width = vg.Points(1.25)
+				l.Dashes = expDashes
+				p.Add(l)
 			}
-			l.Color = lighter(colorOf(i), 0.55)
-			l.Width = vg.Points(1.25)
-			l.Dashes = expDashes
-			p.Add(l)
 			lines = append(lines, xys)
 		}
 	}
-	drawn, maxX, err := lineChart(p, measured.withArms(seqs))
+	drawn, _, err := thinLineChart(p, measured.withArms(seqs), th)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	lines = append(lines, drawn...)
-	for _, pts := range expected {
-		for _, pt := range pts {
-			maxX = max(maxX, pt.x)
-		}
-	}
 	p.X.Min, p.X.Max = 0, float64(max(maxX, 1))
 	if len(expected) > 0 {
 		p.Legend.Add("expected", keyLine(draw.LineStyle{Color: grey(0.55), Width: vg.Points(1.25), Dashes: expDashes}))
 	}
 
-	marks := divergences(seqs, arms, measured, expected)
-	if len(marks.marks) > 0 {
+	if len(marks.marks) == 0 {
+		marks = nil
+	} else {
 		marks.lines = lines
 		p.Add(marks)
 		p.Legend.Add(fmt.Sprintf("diverged: segment (≥ %.0f %% lost)", 100*DivergenceMinLost), divergenceKey{})
 	}
 	p.Y.Min, p.Y.Max = 0, 100 // fixed, so charts of different runs compare at a glance
-	return p, nil
+	return p, marks, nil
 }
 
 // divergences finds the divergence points of every arm (see [DivergenceMinLost]) and groups

@@ -16,6 +16,11 @@
 //     name, each once) and [File] its path in [Dir] for each of [FileFormats]
 //     (results/run_id=<run-id>/plots/midnight-cached-share.svg, say).
 //
+// A chart whose x axis spans more than [ThinAbove] requests (a generated run, never a real run's
+// sessions) is drawn thinned: per column of [ThinColumns] its first and last points, its
+// extremes and every divergence, glyphs in [ThinGlyphColumns], lines and bands in short pieces,
+// so that its PNG draws in a fraction of a second; smaller charts are drawn point for point.
+//
 // Arms are ordered as metrics.SortArms orders them (spec first, drawn on top) and keep the same
 // colour and point shape in every chart of a scenario. Builders are deterministic: the same
 // samples give the same SVG, byte for byte, which the package's golden tests rely on.

@@ -170,47 +170,62 @@ func runs(pts []point) [][]point {
 const bandAlpha = 0x38
 
 // armLayer builds the plotters of one arm's series: a min–max band over repetitions where the
-// repetitions differ, one line per run of consecutive requests, and a point per request. It
-// returns the plotters, whether it drew a band, and every line it drew (for label placement).
-func armLayer(arm string, i int, pts []point) (layer []plot.Plotter, band bool, lines []plotter.XYs, err error) {
+// repetitions differ, one line per run of consecutive requests, and a point per request, each
+// thinned as th says ([ThinAbove], [ThinGlyphColumns]). It returns the plotters, whether it
+// drew a band, and every line it drew (for label placement).
+func armLayer(arm string, i int, pts []point, th thinning) (layer []plot.Plotter, band bool, lines []plotter.XYs, err error) {
 	line, glyph := armStyle(i)
+	var drawn [][]point // the runs as drawn
 	for _, run := range runs(pts) {
+		drawn = append(drawn, th.points(run))
+	}
+	for _, run := range drawn {
 		if len(run) >= 2 && slices.ContainsFunc(run, func(p point) bool { return p.hi > p.lo }) {
-			ring := make(plotter.XYs, 0, 2*len(run))
-			for _, p := range run {
-				ring = append(ring, plotter.XY{X: float64(p.x), Y: p.hi})
+			for _, piece := range th.bandChunks(run) {
+				ring := make(plotter.XYs, 0, 2*len(piece))
+				for _, p := range piece {
+					ring = append(ring, plotter.XY{X: float64(p.x), Y: p.hi})
+				}
+				for _, p := range slices.Backward(piece) {
+					ring = append(ring, plotter.XY{X: float64(p.x), Y: p.lo})
+				}
+				poly, err := plotter.NewPolygon(ring)
+				if err != nil {
+					return nil, false, nil, fmt.Errorf("plot band of arm %q: %w", arm, err)
+				}
+				c := colorOf(i)
+				c.A = bandAlpha
+				poly.Color = c
+				poly.LineStyle.Width = 0
+				layer = append(layer, poly)
 			}
-			for _, p := range slices.Backward(run) {
-				ring = append(ring, plotter.XY{X: float64(p.x), Y: p.lo})
-			}
-			poly, err := plotter.NewPolygon(ring)
-			if err != nil {
-				return nil, false, nil, fmt.Errorf("plot band of arm %q: %w", arm, err)
-			}
-			c := colorOf(i)
-			c.A = bandAlpha
-			poly.Color = c
-			poly.LineStyle.Width = 0
-			layer = append(layer, poly)
 			band = true
 		}
 	}
-	var all plotter.XYs
-	for _, run := range runs(pts) {
+	var all plotter.XYs // the points whose glyphs are drawn
+	for _, run := range drawn {
 		xys := make(plotter.XYs, len(run))
 		for j, p := range run {
 			xys[j] = plotter.XY{X: float64(p.x), Y: p.mean}
 		}
-		all = append(all, xys...)
+		if th.on() {
+			for _, p := range th.glyphs(run) {
+				all = append(all, plotter.XY{X: float64(p.x), Y: p.mean})
+			}
+		} else {
+			all = append(all, xys...)
+		}
 		if len(xys) < 2 {
 			continue // a lone point: the scatter draws it
 		}
-		l, err := plotter.NewLine(xys)
-		if err != nil {
-			return nil, false, nil, fmt.Errorf("plot arm %q: %w", arm, err)
+		for _, piece := range th.chunks(xys) {
+			l, err := plotter.NewLine(piece)
+			if err != nil {
+				return nil, false, nil, fmt.Errorf("plot arm %q: %w", arm, err)
+			}
+			l.LineStyle = line
+			layer = append(layer, l)
 		}
-		l.LineStyle = line
-		layer = append(layer, l)
 		lines = append(lines, xys)
 	}
 	if len(all) > 0 {
@@ -264,14 +279,31 @@ func tokenChart(title, yLabel string, s series) (*plot.Plot, error) {
 }
 
 // lineChart draws s on p, one line per arm in display order with spec drawn last (on top), adds
-// the legend entries and returns every line drawn. maxX is the largest request index.
+// the legend entries and returns every line drawn. maxX is the largest request index. A chart
+// of more than [ThinAbove] requests is thinned.
 func lineChart(p *plot.Plot, s series) (lines []plotter.XYs, maxX int32, err error) {
+	return thinLineChart(p, s, thinningFor(s.maxX(), nil))
+}
+
+// maxX returns the largest request index of s, 0 when s has no point.
+func (s series) maxX() int32 {
+	var m int32
+	for _, pts := range s {
+		if len(pts) > 0 {
+			m = max(m, pts[len(pts)-1].x)
+		}
+	}
+	return m
+}
+
+// thinLineChart is [lineChart] thinned as th says.
+func thinLineChart(p *plot.Plot, s series, th thinning) (lines []plotter.XYs, maxX int32, err error) {
 	arms := s.arms()
 	var layers [][]plot.Plotter
 	anyBand := false
 	maxReps := 0
 	for i, arm := range arms {
-		layer, band, ls, err := armLayer(arm, i, s[arm])
+		layer, band, ls, err := armLayer(arm, i, s[arm], th)
 		if err != nil {
 			return nil, 0, err
 		}

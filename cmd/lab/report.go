@@ -105,7 +105,7 @@ func loadRuns(dirs []string, warn io.Writer) (mans []*metrics.Manifest, all *met
 			return nil, nil, nil, badInput("%v", err)
 		}
 		for _, j := range m.RowsRead.Journals {
-			if metrics.JournalInUse(j) {
+			if slices.Contains(m.RowsRead.InUse, j) { // as it was read, without opening it again
 				fmt.Fprintf(warn, "lab: warning: %s: a lab process is still writing this part; its rows so far are read from this journal\n", j)
 				continue
 			}

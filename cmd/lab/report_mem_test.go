@@ -21,11 +21,18 @@ import (
 // writeSyntheticRun writes a run folder of the part layout into dir holding rows synthetic rows
 // written through the metrics sink: 3 scenarios × 4 arms × 3 repetitions, each session a run of
 // requests with growing prompts, a cache lost every 16th request (a divergence segment), a
+// prefill time that differs a little from repetition to repetition (as a server's does), a
 // warning on every 5th row, an error on every 97th and the usage fields every backend writes, so
 // that the string columns are as varied as a real run's. It returns the run folder.
 func writeSyntheticRun(tb testing.TB, dir string, rows int) string {
+	return writeSyntheticRunOf(tb, dir, "synthetic", rows, 1)
+}
+
+// writeSyntheticRunOf is [writeSyntheticRun] of the run id, split into shards parts (lab run
+// --shard i/n: session k of the matrix in part k mod shards + 1, each part with its manifest;
+// 1: one part, 1/1).
+func writeSyntheticRunOf(tb testing.TB, dir, id string, rows, shards int) string {
 	tb.Helper()
-	const id = "synthetic"
 	run := labmetrics.RunDir(dir, id)
 	if err := os.MkdirAll(run, 0o755); err != nil {
 		tb.Fatal(err)
@@ -35,16 +42,29 @@ func writeSyntheticRun(tb testing.TB, dir string, rows int) string {
 	const reps = 3
 	sessions := len(scenarios) * len(arms) * reps
 	per := (rows + sessions - 1) / sessions
-	sink, err := labmetrics.CreatePart(run, labmetrics.Shard{}, labmetrics.FileMeta{RunID: id})
-	if err != nil {
-		tb.Fatal(err)
+	shardOf := func(i int) labmetrics.Shard {
+		if shards == 1 {
+			return labmetrics.Shard{}
+		}
+		return labmetrics.Shard{Index: i, Count: shards}
+	}
+	sinks := make([]*labmetrics.ParquetSink, shards)
+	for i := range sinks {
+		sink, err := labmetrics.CreatePart(run, shardOf(i+1), labmetrics.FileMeta{RunID: id})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		sinks[i] = sink
 	}
 	start := time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC)
-	var records []labmetrics.SessionRecord
-	n := 0
+	records := make([][]labmetrics.SessionRecord, shards)
+	samples := make([]int, shards)
+	n, k := 0, 0
 	for _, sc := range scenarios {
 		for _, arm := range arms {
 			for rep := int32(1); rep <= reps && n < rows; rep++ {
+				part := k % shards
+				k++
 				rec := labmetrics.SessionRecord{Scenario: sc, Arm: arm, Repetition: int(rep), Complete: true}
 				for i := int32(0); i < int32(per) && n < rows; i++ {
 					prompt := int64(2000 + 37*i)
@@ -58,6 +78,7 @@ func writeSyntheticRun(tb testing.TB, dir string, rows int) string {
 						div = new(int64(i))
 					}
 					reread := prompt - cached
+					jitter := int64((int(i)*7919+int(rep)*104729)%5000) * 1000 // up to 5 ms, per repetition
 					s := &labmetrics.Sample{
 						RunID: id, Scenario: sc, Arm: arm, Repetition: rep, RequestIndex: i, Turn: 1 + i/8, Step: 1 + i%8,
 						Backend: "ollama", Model: "qwen3-synthetic:latest", ServerVersion: "0.17.4", Kind: labmetrics.KindStep,
@@ -68,7 +89,7 @@ func writeSyntheticRun(tb testing.TB, dir string, rows int) string {
 						RereadMessageTokens: new(reread - 10), RereadToolResultTokens: new(int64(0)), RereadReasoningTokens: new(int64(0)),
 						RereadNoteTokens: new(int64(0)), RereadOtherTokens: new(int64(10)), RereadUnattributedTokens: new(int64(0)),
 						ReasoningTokensSent: new(int64(0)), CompletionTokens: new(int64(64)), LoadNs: new(int64(0)),
-						TTFTNs: 40_000_000 + reread*1000, PrefillNs: reread * 1000, TotalNs: 90_000_000 + reread*1000,
+						TTFTNs: 40_000_000 + reread*1000 + jitter, PrefillNs: reread*1000 + jitter, TotalNs: 90_000_000 + reread*1000 + jitter,
 						RequestBytes: 8000 + 150*int64(i),
 						UsageFields:  `{"Completion":"eval_count","Prompt":"prompt_eval_count"}`,
 					}
@@ -78,24 +99,30 @@ func writeSyntheticRun(tb testing.TB, dir string, rows int) string {
 					if n%97 == 0 && n > 0 {
 						s.Error = fmt.Sprintf("request %d: read answer: unexpected EOF after %d bytes", i, 100+n%1000)
 					}
-					if err := sink.Write(s); err != nil {
+					if err := sinks[part].Write(s); err != nil {
 						tb.Fatal(err)
 					}
 					rec.Requests++
+					samples[part]++
 					n++
 				}
-				records = append(records, rec)
+				records[part] = append(records[part], rec)
 			}
 		}
 	}
-	if err := sink.Close(); err != nil {
-		tb.Fatal(err)
-	}
-	m := &labmetrics.Manifest{RunID: id, Scenarios: scenarios, Arms: arms, Repetitions: reps, Backend: "ollama",
-		Model: "qwen3-synthetic:latest", ServerVersion: "0.17.4", Complete: true, Samples: n, Sessions: records,
-		StartedAt: start, EndedAt: start.Add(time.Duration(n) * time.Second)}
-	if err := labmetrics.WriteManifest(filepath.Join(run, labmetrics.PartManifestFile(labmetrics.Shard{})), m); err != nil {
-		tb.Fatal(err)
+	for i, sink := range sinks {
+		if err := sink.Close(); err != nil {
+			tb.Fatal(err)
+		}
+		m := &labmetrics.Manifest{RunID: id, Scenarios: scenarios, Arms: arms, Repetitions: reps, Backend: "ollama",
+			Model: "qwen3-synthetic:latest", ServerVersion: "0.17.4", Complete: true, Samples: samples[i], Sessions: records[i],
+			StartedAt: start, EndedAt: start.Add(time.Duration(n) * time.Second)}
+		if shards > 1 {
+			m.Shard = new(shardOf(i + 1))
+		}
+		if err := labmetrics.WriteManifest(filepath.Join(run, labmetrics.PartManifestFile(shardOf(i+1))), m); err != nil {
+			tb.Fatal(err)
+		}
 	}
 	return run
 }
