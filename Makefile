@@ -64,6 +64,9 @@ fuzz:
 # (b.ReportMetric) and scripts that compare two figures measured in the same run, never timed
 # tests. Run it on a quiet machine; the figures of one run are compared with each other only.
 bench: build
+	$(GO) test -run '^$$' -bench '^BenchmarkCriticalPath$$' -benchtime 3000x -count 1 ./harness
+	$(GO) test -run '^$$' -bench '^BenchmarkProxyStreaming$$' -benchtime 20x -count 1 ./capture
+	$(GO) test -run '^$$' -bench '^BenchmarkProxyMemory$$' -benchtime 1x -count 1 ./capture
 
 # The load and size scenarios (stress/): the real bin/lab as a child process against loopback fake
 # servers, each bounded in time; prints a table of figures and writes it as JSON under

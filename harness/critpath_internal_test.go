@@ -30,16 +30,19 @@ import (
 // llama-server on the short one's prompt. The expected-cache work ([runner.expect]) runs beside
 // the request and is left out.
 
-// critSession is a synthetic coding session of about tokens tokens (a practice's estimate,
-// [EstimateTokens]: characters / 4) in the lab's scenario format: a workspace of Go files of
-// about 1,500 tokens each, turns of eight steps, each step with reasoning and one call (a read
-// of the next file, every third step a grep as well, every fifth a bash command with its
-// scripted output), and a text answer ending each turn; its last step but one is the step the
-// benchmark decides (a grep), the answer after it ends the session.
+// critSession is a synthetic coding session of about tokens tokens as the Qwen3 tokenizer counts
+// its rendered prompt (at least its smallest: the system prompt, the tool list, the person's
+// message and one step, about 3.8k), in the lab's scenario format: a workspace of Go files of 60
+// lines, turns of eight steps, each step with reasoning and one call (a read of the next file,
+// every third step a grep as well, every fifth a bash command with its scripted output; about
+// 2,100 tokens a step with its results), and a text answer ending each turn. The step before the
+// decided one reads one file alone in every session, so the new messages a step finds are the
+// same whatever the session's length; the decided step (a grep) is the last but one, and an
+// answer ends the session.
 func critSession(tb testing.TB, tokens int) *scenario.Scenario {
 	tb.Helper()
 	const fileLines = 60
-	steps := max(1, (tokens-2400)/1580)
+	steps := max(1, (tokens-3800)/2100)
 	var ws, sc strings.Builder
 	ws.WriteString("A synthetic Go project for the critical-path benchmark.\n")
 	for f := range steps {
@@ -184,23 +187,25 @@ func encoders(tb testing.TB) map[string]func(*chat.Request) (int, error) {
 }
 
 // BenchmarkCriticalPath times the client's critical path of one step ([critRunner.step]) in a
-// session of about 1k tokens and one of about 100k (critSession, the spec arm), alternated in
-// each iteration so both are measured under the same load, with each backend's encoding
+// session of about 1k tokens and one of about 100k (critSession, the spec arm; the short one is
+// the lab's smallest step: its system prompt and tool list alone are about 1.7k tokens), alternated
+// in each iteration so both are measured under the same load, with each backend's encoding
 // (sub-benchmarks llamacpp, ollama). Each iteration's step finds new messages since the previous
-// request (critRunner.renew), as a real step does. It reports ns per step of each session
-// (ns/step-1k, ns/step-100k), their ratio (ratio-100k/1k, the target: at most 1.5), the request
-// sizes (bytes-1k, bytes-100k) and, with the lab's llama-server in the cache (lab server prepare
-// --server llamacpp), the prefill time of the 1k session's prompt on it, cold (the median of 5,
-// prefill-ns, from the server's timings.prompt_ms) and each critical path as a share of it
-// (share-1k-%, share-100k-%; the target: under 1 %). Without the server (or with -short) those
-// three are not reported and the log says why.
+// request (critRunner.renew), as a real step does. It reports the median ns per step of each
+// session (ns/step-1k, ns/step-100k; their means as mean-ns/step-*), the ratio of the medians
+// (ratio-100k/1k, the target: at most 1.5), the request sizes (bytes-1k, bytes-100k) and, with
+// the lab's llama-server in the cache (lab server prepare --server llamacpp), the prefill time of
+// the 1k session's prompt on it, cold (the median of 5, prefill-ns, from the server's
+// timings.prompt_ms) and each critical path as a share of it (share-1k-%, share-100k-%; the
+// target: under 1 %). Without the server (or with -short) those three are not reported and the
+// log says why. The log states each figure against its target.
 func BenchmarkCriticalPath(b *testing.B) {
 	spec, err := arms.Select(arms.Builtin(), "spec")
 	if err != nil {
 		b.Fatal(err)
 	}
 	small, large := critSession(b, 1_000), critSession(b, 100_000)
-	prefill, why := coldPrefill(b, small, spec[0])
+	prefill, promptTokens, longTokens, why := coldPrefill(b, small, large, spec[0])
 	for _, name := range []string{"llamacpp", "ollama"} {
 		b.Run(name, func(b *testing.B) {
 			// A client for each session, as each session is sent through one client at a time.
@@ -238,71 +243,93 @@ func BenchmarkCriticalPath(b *testing.B) {
 			b.ReportMetric(mean(tl), "mean-ns/step-100k")
 			b.ReportMetric(float64(bs), "bytes-1k")
 			b.ReportMetric(float64(bl), "bytes-100k")
+			b.Logf("%s: critical path of a step %.1f µs (1k session, %d bytes) and %.1f µs (100k session, %d bytes), medians of %d: ratio %.2f (target at most 1.5: %s)",
+				name, ns/1e3, bs, nl/1e3, bl, len(ts), nl/ns, verdict(nl/ns <= 1.5))
 			if prefill <= 0 {
 				b.Log("no prefill figure: " + why)
 				return
 			}
-			b.ReportMetric(float64(prefill.Nanoseconds()), "prefill-ns")
-			b.ReportMetric(100*ns/float64(prefill.Nanoseconds()), "share-1k-%")
-			b.ReportMetric(100*nl/float64(prefill.Nanoseconds()), "share-100k-%")
+			pf := float64(prefill.Nanoseconds())
+			b.ReportMetric(pf, "prefill-ns")
+			b.ReportMetric(100*ns/pf, "share-1k-%")
+			b.ReportMetric(100*nl/pf, "share-100k-%")
+			b.ReportMetric(float64(promptTokens), "prompt-tokens-1k")
+			b.ReportMetric(float64(longTokens), "prompt-tokens-100k")
+			b.Logf("%s: cold prefill of the 1k session's prompt (%d tokens; the 100k session's: %d) %.1f ms: the critical path is %.4f %% of it (1k) and %.4f %% (100k) (target under 1 %%: %s)",
+				name, promptTokens, longTokens, pf/1e6, 100*ns/pf, 100*nl/pf, verdict(100*nl/pf < 1 && 100*ns/pf < 1))
 		})
 	}
 }
 
 // coldPrefill starts the lab's llama-server (from the cache, on the synthetic Qwen3 model) and
 // returns the median prefill time (timings.prompt_ms) of five cold sends of the request of sc's
-// last step (its slot erased before each); 0 and the reason when the server is not in the cache,
-// with -short, or when it fails.
-func coldPrefill(b *testing.B, sc *scenario.Scenario, arm arms.Arm) (time.Duration, string) {
+// decided step (its slot erased before each) and its prompt tokens as the server counted them,
+// and the tokens of long's decided request as the server renders and counts it (not sent); 0 and
+// the reason when the server is not in the cache, with -short, or when it fails.
+func coldPrefill(b *testing.B, sc, long *scenario.Scenario, arm arms.Arm) (prefill time.Duration, tokens, longTokens int64, why string) {
 	if testing.Short() {
-		return 0, "-short: the real llama-server is not started"
+		return 0, 0, 0, "-short: the real llama-server is not started"
 	}
 	cache, err := localserver.DefaultCacheDir(os.Getenv)
 	if err != nil {
-		return 0, err.Error()
+		return 0, 0, 0, err.Error()
 	}
 	lp, ok := localserver.CachedLlamaServer(cache)
 	if !ok {
-		return 0, fmt.Sprintf("llama-server %s is not in the cache %s (lab server prepare --server llamacpp fetches it)", localserver.LlamaCppVersion, cache)
+		return 0, 0, 0, fmt.Sprintf("llama-server %s is not in the cache %s (lab server prepare --server llamacpp fetches it)", localserver.LlamaCppVersion, cache)
 	}
 	models, _ := filepath.Glob(filepath.Join(cache, "models", localserver.DefaultModelName+"-*.gguf"))
 	if len(models) == 0 {
-		return 0, "no synthetic Qwen3 model in the cache " + cache + " (lab server prepare)"
+		return 0, 0, 0, "no synthetic Qwen3 model in the cache " + cache + " (lab server prepare)"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	prep, err := localserver.PrepareModel(ctx, localserver.Setup{CacheDir: cache})
 	if err != nil {
-		return 0, err.Error()
+		return 0, 0, 0, err.Error()
 	}
 	srv, err := localserver.StartLlamaServer(ctx, localserver.LlamaStartOptions{Binary: lp.Binary, Model: prep.GGUF, Dir: b.TempDir(), CtxSize: 8192})
 	if err != nil {
-		return 0, err.Error()
+		return 0, 0, 0, err.Error()
 	}
 	defer srv.Stop()
 	c, err := llamacpp.New(llamacpp.Options{BaseURL: srv.URL})
 	if err != nil {
-		return 0, err.Error()
+		return 0, 0, 0, err.Error()
 	}
 	cr := newCritRunner(b, sc, arm)
 	req, _, _ := cr.r.decided(cr.last)
 	var times []time.Duration
 	for range 5 {
 		if err := c.Reset(ctx); err != nil {
-			return 0, err.Error()
+			return 0, 0, 0, err.Error()
 		}
 		res, err := c.Measure(ctx, req, nil)
 		if err != nil {
-			return 0, err.Error()
+			return 0, 0, 0, err.Error()
 		}
 		if res.CachedTokens != nil && *res.CachedTokens != 0 {
-			return 0, fmt.Sprintf("the prompt was not cold: %d cached tokens", *res.CachedTokens)
+			return 0, 0, 0, fmt.Sprintf("the prompt was not cold: %d cached tokens", *res.CachedTokens)
 		}
 		times = append(times, res.Prefill)
-		b.Logf("cold prefill of the 1k session's prompt: %d tokens in %s", res.PromptTokens, res.Prefill)
+		tokens = res.PromptTokens
 	}
 	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
-	return times[len(times)/2], ""
+	lr := newCritRunner(b, long, arm)
+	lreq, _, _ := lr.r.decided(lr.last)
+	lbody, err := c.ChatBody(lreq)
+	if err != nil {
+		return 0, 0, 0, err.Error()
+	}
+	rendered, err := c.Render(ctx, lbody)
+	if err != nil {
+		return 0, 0, 0, err.Error()
+	}
+	ids, err := c.Tokenizer().Encode(rendered)
+	if err != nil {
+		return 0, 0, 0, err.Error()
+	}
+	return times[len(times)/2], tokens, int64(len(ids)), ""
 }
 
 // median is the middle of ds in nanoseconds (the mean of the two middle ones for an even count).
@@ -323,4 +350,12 @@ func mean(ds []time.Duration) float64 {
 		sum += d
 	}
 	return float64(sum.Nanoseconds()) / float64(len(ds))
+}
+
+// verdict says whether a target was met, in the benchmarks' log lines.
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
 }
