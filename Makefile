@@ -64,6 +64,15 @@ fuzz:
 # (b.ReportMetric) and scripts that compare two figures measured in the same run, never timed
 # tests. Run it on a quiet machine; the figures of one run are compared with each other only.
 bench: build
+# The client's critical path (a step decided to its request's bytes ready), for a 3.8k- and a
+# 95k-token session on each backend: the 100k/1k ratio (≤ 1.5) and the share of the lab's
+# llama-server's cold prefill of the smallest step, measured in the same run (< 1 %).
+	$(GO) test -run '^$$' -bench '^BenchmarkCriticalPath$$' -benchtime 3000x -count 1 ./harness
+# lab proxy against a fake upstream streaming at a fixed pace, 50 clients, direct and proxied
+# alternated: time to first token added at the 99th percentile (≤ 1 ms) and total time added
+# (< 1 %); then the live heap after 1k and 10k proxied requests (flat).
+	$(GO) test -run '^$$' -bench '^BenchmarkProxyStreaming$$' -benchtime 20x -count 1 ./capture
+	$(GO) test -run '^$$' -bench '^BenchmarkProxyMemory$$' -benchtime 1x -count 1 ./capture
 # lab report as a child process over a generated run of 100,000 rows and a glob of 100 runs:
 # wall seconds (wall/5s), CPU seconds and peak RSS (RSS/500MB); for the glob, the most opens of
 # any manifest or part and the bytes read per byte (both 1: each read once).

@@ -37,6 +37,11 @@ const DefaultLabel = "capture"
 // conversation in text.
 const DefaultMaxRequestBytes = 64 << 20
 
+// idleUpstreamConns is how many idle connections to the upstream the default transport keeps:
+// one per client of 256 harnesses or agents at once (http.DefaultTransport keeps 2 per host, so
+// a 50-client load would open a new connection for most requests).
+const idleUpstreamConns = 256
+
 // collectAfter is the request body size, in bytes, past which the recorder collects garbage once
 // it recorded the request.
 const collectAfter = 4 << 20
@@ -63,7 +68,9 @@ type Options struct {
 	// Progress, when set, receives one line per recorded request: its conversation, its index,
 	// prompt tokens and the cached share.
 	Progress io.Writer
-	// Transport carries the forwarded requests; nil is a clone of http.DefaultTransport.
+	// Transport carries the forwarded requests; nil is a clone of http.DefaultTransport that
+	// keeps up to [idleUpstreamConns] idle connections to the upstream, not its 2: clients at
+	// once then reuse their connections instead of each opening a new one per request.
 	Transport http.RoundTripper
 	// LabVersion and Settings are recorded in the manifest.
 	LabVersion string
@@ -231,7 +238,9 @@ func New(opts Options) (*Proxy, error) {
 	}
 	tr := opts.Transport
 	if tr == nil {
-		tr = http.DefaultTransport.(*http.Transport).Clone()
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = idleUpstreamConns
+		tr = t
 	}
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("capture: %w", err)
@@ -262,6 +271,9 @@ func New(opts Options) (*Proxy, error) {
 		},
 		Transport:     tr,
 		FlushInterval: -1,
+		// The buffer an answer is copied through, reused: ReverseProxy allocates 32 KiB per
+		// request without one.
+		BufferPool: copyBuffers{},
 		ModifyResponse: func(resp *http.Response) error {
 			if ex := exchangeOf(resp.Request.Context()); ex != nil {
 				ex.respond(resp)
@@ -278,6 +290,20 @@ func New(opts Options) (*Proxy, error) {
 	}
 	go p.record()
 	return p, nil
+}
+
+// copyBuffers is the proxy's httputil.BufferPool: 32 KiB buffers (ReverseProxy's own size),
+// reused from request to request.
+type copyBuffers struct{}
+
+var copyBufferPool = sync.Pool{New: func() any { return new([32 << 10]byte) }}
+
+func (copyBuffers) Get() []byte { return copyBufferPool.Get().(*[32 << 10]byte)[:] }
+
+func (copyBuffers) Put(b []byte) {
+	if cap(b) == 32<<10 {
+		copyBufferPool.Put((*[32 << 10]byte)(b[:32<<10]))
+	}
 }
 
 // Dir returns the capture's folder.

@@ -626,6 +626,7 @@ func (r *runner) rewind(n int) {
 	m := r.replies[len(r.replies)-n]
 	r.replies = r.replies[:len(r.replies)-n]
 	r.history = r.history[:m.at]
+	r.forgetSent()
 	r.windowFrom = min(r.windowFrom, len(r.history))
 	r.hs.RewindTo(m.hs)
 }

@@ -149,29 +149,39 @@ type SessionConfig struct {
 // sample per request to cfg.Sink. A backend error is recorded in a sample's error column and
 // ends the session with that error; samples already written stay.
 func RunSession(ctx context.Context, cfg SessionConfig) error {
+	r, err := newRunner(cfg)
+	if err != nil {
+		return err
+	}
+	defer r.ws.Remove()
+	if b, ok := cfg.Backend.(Resetter); ok && !cfg.Warm {
+		if err := retryDo(ctx, cfg.Retry, b.Reset); err != nil {
+			return fmt.Errorf("reset the server's cache before %s/%s: %w", cfg.Scenario.Name, cfg.Arm.Name, err)
+		}
+	}
+	return r.drv.run(ctx, r)
+}
+
+// newRunner sets up one session of cfg before its first step: the hygiene session, the
+// scenario's workspace in its sandbox (the caller removes it: ws.Remove), the tool list and the
+// system prompt, built once (§10.1).
+func newRunner(cfg SessionConfig) (*runner, error) {
 	sc := cfg.Scenario
 	hs, err := hygiene.NewSession(cfg.Loop, cfg.Arm.Measures)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	contextBlock, err := prompts.Text("blocks/context.md")
+	if err != nil {
+		return nil, err
 	}
 	ws, err := tools.NewSandboxWorkspace(sc.Files, tools.Sandbox{Dir: cfg.SandboxDir, Shown: cfg.SandboxShown}, sc.Project)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer ws.Remove()
 	if cfg.Arm.Find("cwd") != nil {
 		// The model was told the session runs there: a call naming it reaches the project.
 		ws.Alias = SessionDir(cfg.Session, sc.Project)
-	}
-	if r, ok := cfg.Backend.(Resetter); ok && !cfg.Warm {
-		if err := retryDo(ctx, cfg.Retry, r.Reset); err != nil {
-			return fmt.Errorf("reset the server's cache before %s/%s: %w", sc.Name, cfg.Arm.Name, err)
-		}
-	}
-
-	contextBlock, err := prompts.Text("blocks/context.md")
-	if err != nil {
-		return err
 	}
 	mode := sc.Mode
 	if mode == "" {
@@ -183,7 +193,7 @@ func RunSession(ctx context.Context, cfg SessionConfig) error {
 	r.tools = r.toolList()
 	r.system = r.buildSystem() // §10.1: built once, when the session starts
 	r.drv = newSessionDriver(cfg.Driver)
-	return r.drv.run(ctx, r)
+	return r, nil
 }
 
 // event runs one step of the scenario. The live driver runs every step but the assistant ones.
@@ -283,6 +293,9 @@ type runner struct {
 	step    int
 	index   int
 	callSeq int
+
+	// view is the last request's messages for an arm without practices ([runner.sentMessages]).
+	view sentView
 
 	// attrib follows the server's prefix cache from request to request, for the expected cached
 	// tokens and the re-read attribution; made by the first expect.
@@ -502,6 +515,11 @@ func (r *runner) request() *chat.Request {
 	if !r.cfg.Arm.Measures.DateInNote {
 		system = r.buildSystem()
 	}
+	if len(r.cfg.Arm.Practices) == 0 {
+		// No practice rewrites anything: the messages are the system prompt and the history as
+		// §8 sends it, grown from the previous request's (runner.sentMessages).
+		return &chat.Request{Messages: r.sentMessages(system), Tools: r.tools, Think: true, CacheBreakpoints: CacheBreakpoints(r.cfg.Arm)}
+	}
 	history := r.practiceWindow(system, r.reasoningHistory())
 	history = r.practiceOnResults(history)
 	msgs := append([]chat.Message{{Role: chat.RoleSystem, Content: system}}, history...)
@@ -509,6 +527,46 @@ func (r *runner) request() *chat.Request {
 	msgs = r.practiceLines(msgs)
 	return &chat.Request{Messages: msgs, Tools: r.practiceTools(r.tools), Think: true, CacheBreakpoints: CacheBreakpoints(r.cfg.Arm)}
 }
+
+// sentView is the messages of the last request an arm without practices built: the system
+// prompt, then the history's first hist messages as §8 sends them (hygiene.AppendTurnReasoning),
+// whose turn started after message start (hygiene.TurnStart). Requests share its array up to
+// their own length and never past it (their capacity is their length), so a later request
+// appends to it without changing an earlier one's messages.
+type sentView struct {
+	msgs        []chat.Message
+	hist, start int
+}
+
+// sentMessages returns the messages of the next request of an arm without practices: the system
+// prompt, then the history with the reasoning §8 says ([hygiene.CurrentTurnReasoning]). While
+// the history only grows within a turn, the previous request's messages are kept and the new
+// ones appended, so a step costs its new messages, not the whole conversation; a new turn (the
+// previous turn's reasoning leaves), a changed system prompt, a rewind or a compaction
+// ([runner.forgetSent]) builds them whole.
+func (r *runner) sentMessages(system string) []chat.Message {
+	h, v := r.history, &r.view
+	start := hygiene.TurnStart(h)
+	keep := v.msgs != nil && v.hist <= len(h) && v.start == start && v.msgs[0].Content == system
+	if keep && v.hist > 0 {
+		// The last message kept is still the history's (belt and braces: a change of the
+		// history other than an append forgets the view).
+		a, b := &v.msgs[v.hist], &h[v.hist-1]
+		keep = a.Role == b.Role && a.Content == b.Content && a.ToolCallID == b.ToolCallID
+	}
+	if !keep {
+		msgs := make([]chat.Message, 1, 1+len(h)+len(h)/2+8)
+		msgs[0] = chat.Message{Role: chat.RoleSystem, Content: system}
+		v.msgs, v.hist, v.start = msgs, 0, start
+	}
+	v.msgs = hygiene.AppendTurnReasoning(v.msgs, h, v.hist, start, r.cfg.Arm.Measures, nil)
+	v.hist = len(h)
+	return v.msgs[:len(v.msgs):len(v.msgs)]
+}
+
+// forgetSent drops the view of the last request's messages: the history changed other than by
+// growing (a rewind, a compaction).
+func (r *runner) forgetSent() { r.view = sentView{} }
 
 // nextRequest builds the next request to send ([runner.request]) after moving the clock on by
 // the per-request steps ([runner.advanceClock]); the first of a turn records what practice lines
@@ -522,6 +580,24 @@ func (r *runner) nextRequest() *chat.Request {
 }
 
 func (r *runner) assistant(ctx context.Context, a *scenario.AssistantStep) error {
+	req, msg, reply := r.decided(a)
+	if err := r.measure(ctx, req, reply, metrics.KindStep); err != nil {
+		return err
+	}
+	r.beginReply()
+	r.history = append(r.history, msg)
+	for _, tc := range msg.ToolCalls {
+		out := r.runTool(ctx, tc)
+		r.history = append(r.history, chat.Message{Role: chat.RoleTool, Content: out, ToolCallID: tc.ID, ToolName: tc.Name})
+	}
+	return nil
+}
+
+// decided is what follows from a scripted assistant step once it is decided, before anything is
+// sent: the request it is sent in ([runner.nextRequest]), the assistant message it leaves in the
+// history and the reply the server's cache is left holding. It is the harness's part of the
+// client's critical path (the request's bytes are the backend's part).
+func (r *runner) decided(a *scenario.AssistantStep) (*chat.Request, chat.Message, *chat.Reply) {
 	r.step++
 	req := r.nextRequest()
 	msg := chat.Message{Role: chat.RoleAssistant, Reasoning: a.Reasoning, Content: a.Text}
@@ -535,16 +611,7 @@ func (r *runner) assistant(ctx context.Context, a *scenario.AssistantStep) error
 		msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: "call_" + strconv.Itoa(r.callSeq), Name: c.Tool, Arguments: args})
 	}
 	reply := &chat.Reply{Reasoning: a.Reasoning, Content: a.Text, ToolCalls: msg.ToolCalls}
-	if err := r.measure(ctx, req, reply, metrics.KindStep); err != nil {
-		return err
-	}
-	r.beginReply()
-	r.history = append(r.history, msg)
-	for _, tc := range msg.ToolCalls {
-		out := r.runTool(ctx, tc)
-		r.history = append(r.history, chat.Message{Role: chat.RoleTool, Content: out, ToolCallID: tc.ID, ToolName: tc.Name})
-	}
-	return nil
+	return req, msg, reply
 }
 
 // measure sends one request and writes its sample: the server's figures, and the expected cached
@@ -753,6 +820,7 @@ func (r *runner) compact(ctx context.Context, c *scenario.CompactStep) error {
 		content += "\n\n" + table
 	}
 	r.history = []chat.Message{{Role: chat.RoleUser, Content: content, Summary: true}}
+	r.forgetSent()
 	r.pruned, r.windowFrom, r.replies = nil, 0, nil
 	r.summary = summary
 	r.promptMode = r.mode

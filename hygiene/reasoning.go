@@ -39,11 +39,17 @@ func CurrentTurnReasoning(history []chat.Message, m Measures) []chat.Message {
 // unchanged"). Messages share their ToolCalls and Thinking slices with history: callers must not
 // modify them.
 func CurrentTurnReasoningWith(history []chat.Message, m Measures, tags []TagPair) []chat.Message {
-	out := make([]chat.Message, len(history))
-	copy(out, history)
-	start := TurnStart(history)
-	for i := range out {
-		msg := &out[i]
+	return AppendTurnReasoning(make([]chat.Message, 0, len(history)), history, 0, TurnStart(history), m, tags)
+}
+
+// AppendTurnReasoning appends to dst the messages history[from:] as [CurrentTurnReasoningWith]
+// gives them for the whole history, whose [TurnStart] is start, and returns the extended slice:
+// so that a request whose history only grew since the previous one, in the same turn, is built
+// from the previous one's messages and its new ones (start unchanged). history is not changed.
+func AppendTurnReasoning(dst, history []chat.Message, from, start int, m Measures, tags []TagPair) []chat.Message {
+	for i := from; i < len(history); i++ {
+		dst = append(dst, history[i])
+		msg := &dst[len(dst)-1]
 		if msg.Role != chat.RoleAssistant {
 			continue
 		}
@@ -66,7 +72,7 @@ func CurrentTurnReasoningWith(history []chat.Message, m Measures, tags []TagPair
 			msg.Reasoning, msg.Thinking = "", nil
 		}
 	}
-	return out
+	return dst
 }
 
 // TurnStart returns the index in history of the message after which the current turn runs
@@ -80,13 +86,12 @@ func CurrentTurnReasoningWith(history []chat.Message, m Measures, tags []TagPair
 //     history afresh, so nothing before it carries reasoning, and neither does the summary
 //     itself (it is the harness's text, not a step of the turn).
 func TurnStart(history []chat.Message) int {
-	start := -1
-	for i, msg := range history {
-		if msg.Summary || (msg.Role == chat.RoleUser && !msg.Interjection) {
-			start = i
+	for i := len(history) - 1; i >= 0; i-- {
+		if msg := &history[i]; msg.Summary || (msg.Role == chat.RoleUser && !msg.Interjection) {
+			return i
 		}
 	}
-	return start
+	return -1
 }
 
 // TagPair is one pair of inline reasoning tags a model family writes around its reasoning in the

@@ -86,6 +86,8 @@ type Client struct {
 	// temperature and seed sample the live generations.
 	temperature float64
 	seed        int64
+	// cache keeps the last request's encoded messages ([Client.RequestBody]).
+	cache bodyCache
 }
 
 // SetSeed sets the sampling seed (llama-server `seed`) of the live generations that follow
@@ -175,12 +177,15 @@ type chatBody struct {
 // (Options.Temperature) and `seed` ([Client.SetSeed]) instead. An invalid message (see
 // openai.EncodeMessages) or tool parameters that are not JSON are errors naming the message or
 // tool.
+//
+// The messages, or the tool list, it encoded for the previous request at the same place and
+// unchanged are not encoded again ([Client.RequestBody], which gives the same bytes in pieces).
 func (c *Client) ChatBody(req *chat.Request) ([]byte, error) {
-	b, err := c.chatBody(req)
+	b, err := c.RequestBody(req)
 	if err != nil {
 		return nil, err
 	}
-	return marshal(b)
+	return b.Bytes(), nil
 }
 
 // chatBody is [Client.ChatBody] before its encoding.
@@ -233,7 +238,7 @@ func marshal(v any) ([]byte, error) {
 // post sends body to path and returns the response, or a *chat.APIError for a transport error
 // or a status other than 200 (the body then read and closed; its message, [errorMessage], and
 // Retry-After in the error), the key redacted.
-func (c *Client) post(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+func (c *Client) post(ctx context.Context, method, path string, body wire.Body) (*http.Response, error) {
 	h := http.Header{}
 	if c.key != "" {
 		h.Set("Authorization", "Bearer "+c.key)
@@ -244,7 +249,7 @@ func (c *Client) post(ctx context.Context, method, path string, body []byte) (*h
 		h.Set("Connection", "close")
 	}
 	ep := wire.Endpoint{Backend: backendName, URL: c.endpoint(path), Key: c.key}
-	resp, err := wire.Post(ctx, c.http, ep, method, c.endpoint(path), body, h)
+	resp, err := wire.PostBody(ctx, c.http, ep, method, c.endpoint(path), body, h)
 	if err != nil {
 		return nil, err
 	}
@@ -255,7 +260,7 @@ func (c *Client) post(ctx context.Context, method, path string, body []byte) (*h
 }
 
 // getJSON sends a request to path and decodes the JSON answer into out.
-func (c *Client) getJSON(ctx context.Context, method, path string, body []byte, out any) error {
+func (c *Client) getJSON(ctx context.Context, method, path string, body wire.Body, out any) error {
 	resp, err := c.post(ctx, method, path, body)
 	if err != nil {
 		return err
@@ -325,6 +330,11 @@ func (c *Client) redact(s string) string { return wire.Redact(s, c.key) }
 // Render returns the prompt text the server builds from a chat request body with its own chat
 // template (POST /apply-template, answer {"prompt": …}), without running the model.
 func (c *Client) Render(ctx context.Context, body []byte) (string, error) {
+	return c.render(ctx, wire.BodyOf(body))
+}
+
+// render is [Client.Render] of a body in pieces.
+func (c *Client) render(ctx context.Context, body wire.Body) (string, error) {
 	var out struct {
 		Prompt *string `json:"prompt"`
 	}
@@ -382,12 +392,15 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 // rendering, the measured request and, for a live request, the cache text of what the model
 // wrote. A scripted result's CacheText is "" until [Client.FillCache].
 func (c *Client) Measure(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
-	body, err := c.ChatBody(req)
+	body, err := c.RequestBody(req)
 	if err != nil {
 		return nil, err
 	}
-	res := &chat.Result{RequestBytes: int64(len(body)), Body: body}
-	if res.Rendered, err = c.Render(ctx, body); err != nil {
+	res := &chat.Result{RequestBytes: int64(body.Len())}
+	// The body's bytes in one piece, for the requests file, once the answer is in: joining them
+	// is not the request's work.
+	defer func() { res.Body = body.Bytes() }()
+	if res.Rendered, err = c.render(ctx, body); err != nil {
 		return res, err
 	}
 	// The tokens the server prefills start with its BOS where the model adds one (Llama 3.1,
@@ -485,7 +498,7 @@ func (c *Client) ReadStartToken(ctx context.Context) (string, error) {
 	var out struct {
 		Tokens []json.RawMessage `json:"tokens"`
 	}
-	if err := c.getJSON(ctx, http.MethodPost, "/tokenize", body, &out); err != nil {
+	if err := c.getJSON(ctx, http.MethodPost, "/tokenize", wire.BodyOf(body), &out); err != nil {
 		return "", err
 	}
 	switch len(out.Tokens) {
@@ -670,7 +683,7 @@ func (c *Client) emulate(ctx context.Context, text string) error {
 		return err
 	}
 	var out json.RawMessage
-	if err := c.getJSON(ctx, http.MethodPost, "/completion", body, &out); err != nil {
+	if err := c.getJSON(ctx, http.MethodPost, "/completion", wire.BodyOf(body), &out); err != nil {
 		return fmt.Errorf("generation emulation: %w", err)
 	}
 	return nil
@@ -691,7 +704,7 @@ func (c *Client) Reset(ctx context.Context) error {
 	var slots []slotInfo
 	var err error
 	if !c.opts.OwnSlot {
-		err = c.getJSON(ctx, http.MethodGet, "/slots", nil, &slots)
+		err = c.getJSON(ctx, http.MethodGet, "/slots", wire.Body{}, &slots)
 	}
 	var ae *chat.APIError
 	switch {
@@ -716,7 +729,7 @@ func (c *Client) Reset(ctx context.Context) error {
 		var out struct {
 			NErased *int64 `json:"n_erased"`
 		}
-		if err := c.getJSON(ctx, http.MethodPost, path, []byte("{}"), &out); err != nil {
+		if err := c.getJSON(ctx, http.MethodPost, path, wire.BodyOf([]byte("{}")), &out); err != nil {
 			if errors.As(err, &ae) && ae.StatusCode == http.StatusNotImplemented {
 				return fmt.Errorf("erase slot %d: llama-server refuses slot actions unless started with --slot-save-path DIR: %w", id, err)
 			}
@@ -753,7 +766,7 @@ func (c *Client) slotFile(ctx context.Context, action, filename string) (int, er
 		NSaved    *int `json:"n_saved"`
 		NRestored *int `json:"n_restored"`
 	}
-	if err := c.getJSON(ctx, http.MethodPost, "/slots/"+strconv.Itoa(id)+"?action="+action, body, &out); err != nil {
+	if err := c.getJSON(ctx, http.MethodPost, "/slots/"+strconv.Itoa(id)+"?action="+action, wire.BodyOf(body), &out); err != nil {
 		var ae *chat.APIError
 		if errors.As(err, &ae) && ae.StatusCode == http.StatusNotImplemented {
 			return 0, fmt.Errorf("%s slot %d: llama-server refuses slot actions unless started with --slot-save-path DIR: %w", action, id, err)
@@ -794,7 +807,7 @@ type Props struct {
 // *chat.APIError naming the address.
 func (c *Client) Props(ctx context.Context) (*Props, error) {
 	var raw json.RawMessage
-	if err := c.getJSON(ctx, http.MethodGet, "/props", nil, &raw); err != nil {
+	if err := c.getJSON(ctx, http.MethodGet, "/props", wire.Body{}, &raw); err != nil {
 		return nil, err
 	}
 	var p struct {
@@ -865,7 +878,7 @@ func (t *Tokenizer) Encode(text string) ([]int32, error) {
 	var out struct {
 		Tokens []json.RawMessage `json:"tokens"`
 	}
-	if err := t.c.getJSON(context.Background(), http.MethodPost, "/tokenize", body, &out); err != nil {
+	if err := t.c.getJSON(context.Background(), http.MethodPost, "/tokenize", wire.BodyOf(body), &out); err != nil {
 		return nil, err
 	}
 	ids := make([]int32, len(out.Tokens))

@@ -63,53 +63,72 @@ func EncodeMessagesWith(msgs []chat.Message, o EncodeOptions) ([]byte, error) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(`{"role":`)
-		writeString(&b, string(m.Role))
-		// Content is always written, "" included: llama-server, vLLM and OpenAI accept an empty
-		// string beside tool_calls, and a string keeps every message the same shape.
-		b.WriteString(`,"content":`)
-		writeString(&b, m.Content)
-		switch m.Role {
-		case chat.RoleSystem, chat.RoleUser:
-		case chat.RoleAssistant:
-			if o.ReasoningField != "" && (m.Reasoning != "" || (o.ReasoningOnToolCalls && len(m.ToolCalls) > 0)) {
-				b.WriteByte(',')
-				writeString(&b, o.ReasoningField)
-				b.WriteByte(':')
-				writeString(&b, m.Reasoning)
-			}
-			if len(m.ToolCalls) > 0 {
-				b.WriteString(`,"tool_calls":[`)
-				for j, tc := range m.ToolCalls {
-					if tc.ID == "" || tc.Name == "" {
-						return nil, fmt.Errorf("openai: message %d: a tool call needs an id and a name", i)
-					}
-					if j > 0 {
-						b.WriteByte(',')
-					}
-					b.WriteString(`{"id":`)
-					writeString(&b, tc.ID)
-					b.WriteString(`,"type":"function","function":{"name":`)
-					writeString(&b, tc.Name)
-					b.WriteString(`,"arguments":`)
-					writeString(&b, arguments(tc.Arguments))
-					b.WriteString(`}}`)
-				}
-				b.WriteByte(']')
-			}
-		case chat.RoleTool:
-			if m.ToolCallID == "" {
-				return nil, fmt.Errorf("openai: message %d: a tool message needs the tool_call_id of the call it answers", i)
-			}
-			b.WriteString(`,"tool_call_id":`)
-			writeString(&b, m.ToolCallID)
-		default:
-			return nil, fmt.Errorf("openai: message %d: unknown role %q", i, m.Role)
+		if err := writeMessage(&b, i, m, o); err != nil {
+			return nil, err
 		}
-		b.WriteByte('}')
 	}
 	b.WriteByte(']')
 	return b.Bytes(), nil
+}
+
+// AppendMessage appends to dst the element of [EncodeMessagesWith]'s array that message m is at
+// index i (the index names it in errors only): the same bytes, without a separating comma. Its
+// errors are EncodeMessagesWith's for that message.
+func AppendMessage(dst []byte, i int, m chat.Message, o EncodeOptions) ([]byte, error) {
+	b := bytes.NewBuffer(dst)
+	if err := writeMessage(b, i, m, o); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// writeMessage writes message m, at index i of the array, as [EncodeMessagesWith] does.
+func writeMessage(b *bytes.Buffer, i int, m chat.Message, o EncodeOptions) error {
+	b.WriteString(`{"role":`)
+	writeString(b, string(m.Role))
+	// Content is always written, "" included: llama-server, vLLM and OpenAI accept an empty
+	// string beside tool_calls, and a string keeps every message the same shape.
+	b.WriteString(`,"content":`)
+	writeString(b, m.Content)
+	switch m.Role {
+	case chat.RoleSystem, chat.RoleUser:
+	case chat.RoleAssistant:
+		if o.ReasoningField != "" && (m.Reasoning != "" || (o.ReasoningOnToolCalls && len(m.ToolCalls) > 0)) {
+			b.WriteByte(',')
+			writeString(b, o.ReasoningField)
+			b.WriteByte(':')
+			writeString(b, m.Reasoning)
+		}
+		if len(m.ToolCalls) > 0 {
+			b.WriteString(`,"tool_calls":[`)
+			for j, tc := range m.ToolCalls {
+				if tc.ID == "" || tc.Name == "" {
+					return fmt.Errorf("openai: message %d: a tool call needs an id and a name", i)
+				}
+				if j > 0 {
+					b.WriteByte(',')
+				}
+				b.WriteString(`{"id":`)
+				writeString(b, tc.ID)
+				b.WriteString(`,"type":"function","function":{"name":`)
+				writeString(b, tc.Name)
+				b.WriteString(`,"arguments":`)
+				writeString(b, arguments(tc.Arguments))
+				b.WriteString(`}}`)
+			}
+			b.WriteByte(']')
+		}
+	case chat.RoleTool:
+		if m.ToolCallID == "" {
+			return fmt.Errorf("openai: message %d: a tool message needs the tool_call_id of the call it answers", i)
+		}
+		b.WriteString(`,"tool_call_id":`)
+		writeString(b, m.ToolCallID)
+	default:
+		return fmt.Errorf("openai: message %d: unknown role %q", i, m.Role)
+	}
+	b.WriteByte('}')
+	return nil
 }
 
 // EncodeTools returns the Chat Completions `tools` array for tools, in order:
@@ -174,6 +193,6 @@ func arguments(raw json.RawMessage) string {
 
 // writeString writes s as a JSON string, HTML characters not escaped ([wire.Marshal]).
 func writeString(b *bytes.Buffer, s string) {
-	q, _ := wire.Marshal(s) // a string always encodes
-	b.Write(q)
+	b.Grow(len(s) + 2)
+	b.Write(wire.AppendString(b.AvailableBuffer(), s))
 }

@@ -124,16 +124,27 @@ func (e Endpoint) Error(status int, msg string) *chat.APIError {
 // timed-out context is returned as it is; any other transport failure is a *chat.APIError of
 // ep with no status. The response is returned whatever its status: see [StatusError].
 func Post(ctx context.Context, hc *http.Client, ep Endpoint, method, url string, body []byte, headers http.Header) (*http.Response, error) {
+	return PostBody(ctx, hc, ep, method, url, BodyOf(body), headers)
+}
+
+// PostBody is [Post] with a body held in pieces ([Body]; its zero value: none), sent as they
+// are, with its length as Content-Length.
+func PostBody(ctx context.Context, hc *http.Client, ep Endpoint, method, url string, body Body, headers http.Header) (*http.Response, error) {
 	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
+	if !body.None() {
+		rd = body.Reader()
 	}
 	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
 		return nil, ep.Error(0, err.Error())
 	}
-	if body != nil {
+	if !body.None() {
 		req.Header.Set("Content-Type", "application/json")
+		req.ContentLength = int64(body.Len())
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body.Reader()), nil }
+		if body.Len() == 0 {
+			req.Body, req.GetBody = http.NoBody, func() (io.ReadCloser, error) { return http.NoBody, nil }
+		}
 	}
 	for k, vs := range headers {
 		req.Header[k] = vs
@@ -221,3 +232,60 @@ func (e ReadError) Error() string { return "read stream: " + e.Err.Error() }
 
 // Unwrap returns the transport's error.
 func (e ReadError) Unwrap() error { return e.Err }
+
+// AppendString appends s to dst as a JSON string exactly as [Marshal] writes it (encoding/json
+// with HTML escaping off): `"` and `\` escaped with a backslash; \b, \f, \n, \r and \t as such;
+// other bytes below 0x20 as \u00XX; invalid UTF-8 as \ufffd; U+2028 and U+2029 as \u2028 and
+// \u2029 (encoding/json's appendString); everything else, <, > and & included, as it is. It
+// copies the runs that need no escape at once, so a long text costs about its bytes.
+func AppendString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
