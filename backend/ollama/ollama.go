@@ -65,6 +65,9 @@ type Client struct {
 	// replyEnds, when not empty, makes FillCache write a reply as the server renders it back,
 	// cut after the first of them ([WithReplyEnds]); empty: as Qwen3 writes it.
 	replyEnds []string
+	// reasonOpen and reasonClose, when set, wrap a reply's reasoning before the renderer's text
+	// of the reply ([WithReasoningTags]).
+	reasonOpen, reasonClose string
 	// noThinking is true when /api/show listed the model's capabilities without "thinking"
 	// (a Go template without .Think, such as Llama 3's or Gemma 3's): Ollama refuses `think`
 	// for such a model (HTTP 400 "does not support thinking"), so requests do not send it.
@@ -111,6 +114,16 @@ func WithServerLog(path string) Option { return func(c *Client) { c.logPath = pa
 // with another renderer than Qwen3's.
 func WithReplyEnds(ends ...string) Option {
 	return func(c *Client) { c.replyEnds = slices.Clone(ends) }
+}
+
+// WithReasoningTags makes [Client.ReplyText] write a reply's reasoning between open and close
+// before the renderer's text of the reply, as a thinking model writes it where the renderer's
+// generation prompt opens no reasoning and its history drops it (Ollama's lfm2-thinking
+// renderer: "<think>", "</think>"), so the next request parts from the cache where it would
+// after the model's own reply. Only for requests that ask the model to think ([Client.Thinks]),
+// and only when the renderer's text does not hold the reasoning already.
+func WithReasoningTags(open, close string) Option {
+	return func(c *Client) { c.reasonOpen, c.reasonClose = open, close }
 }
 
 // WithHTTPClient sets the HTTP client (default: one with no overall timeout; requests end with
@@ -480,7 +493,12 @@ func (c *Client) ReplyText(ctx context.Context, req *chat.Request, rendered stri
 	if end < 0 {
 		return "", fmt.Errorf("ollama: the server's rendering of the reply has none of its end texts %q after the %d bytes it shares with the prompt", c.replyEnds, k)
 	}
-	return msg[:end], nil
+	text := msg[:end]
+	if c.reasonOpen != "" && req.Think && !c.noThinking && reply.Reasoning != "" && !strings.Contains(text, reply.Reasoning) {
+		// The history drops the reasoning the model wrote first ([WithReasoningTags]).
+		text = c.reasonOpen + reply.Reasoning + c.reasonClose + text
+	}
+	return text, nil
 }
 
 // FillCache emulates the generation of reply after the measured request res
