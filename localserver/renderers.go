@@ -167,3 +167,23 @@ func (c OllamaChat) ModelName() string {
 	}
 	return "lab-" + string(fam) + "-" + c.Renderer + "-synth"
 }
+
+// OllamaChatOfRendererOn is [OllamaChatOfRenderer] on the synthetic model of family f instead
+// of the renderer's own Family: f's tokenizer, architecture and counter ([OllamaChatOf] f's
+// StandIn and Tokens), the renderer's reply ends, reasoning tags and NoSessions; Template says
+// the model is f's, given for it. For f the renderer's own family it is OllamaChatOfRenderer.
+// Errors: an unknown renderer, or a family Ollama cannot serve ([OllamaChatOf]: gpt-oss).
+func OllamaChatOfRendererOn(name string, f gguf.Family) (OllamaChat, error) {
+	c, err := OllamaChatOfRenderer(name)
+	if err != nil || f.OrQwen3() == c.Family.OrQwen3() {
+		return c, err
+	}
+	fc, err := OllamaChatOf(f)
+	if err != nil {
+		return OllamaChat{}, err
+	}
+	c.Template = "Ollama's built-in " + name + " renderer on the " + string(f.OrQwen3()) + " model (a stand-in chosen for it; the table's is " +
+		string(c.Family.OrQwen3()) + "'s): its control texts tokenized as " + string(f.OrQwen3()) + "'s vocabulary has them"
+	c.Family, c.StandIn, c.Tokens = f.OrQwen3(), fc.StandIn, fc.Tokens
+	return c, nil
+}

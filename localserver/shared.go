@@ -189,7 +189,10 @@ func StartShared(ctx context.Context, o ServerOptions, kind string) (*Shared, er
 		if o.Renderer != "" {
 			// The renderer's family's model file, registered under the renderer's name.
 			fam = format.Family.OrQwen3()
-			o.Setup.Model.Family, o.Setup.ModelName = format.Family, "" // the file lab-<family>-synth-<key>.gguf
+			o.Setup.Model.Family, o.Setup.ModelName = fam, "" // the file lab-<family>-synth-<key>.gguf
+			if fam == gguf.Qwen3 {
+				o.Setup.Model.Family = "" // the Qwen3 model's own file, as without a family
+			}
 			name = format.ModelName()
 		}
 		// Written as Ollama serves the family: its stand-in architecture, if any.

@@ -176,15 +176,30 @@ func (c *Client) Version(ctx context.Context) (string, error) {
 
 // CheckModel asks the server whether it serves the client's model (/api/show); a
 // *chat.APIError naming the address and the model when it does not. It keeps the model's
-// renderer from the answer ([Client.Renderer]).
+// renderer from the answer ([Client.Renderer]): its "renderer" field, which Ollama v0.17.4
+// leaves empty, else the Modelfile's RENDERER line.
 func (c *Client) CheckModel(ctx context.Context) error {
 	resp, err := c.api.Show(ctx, &api.ShowRequest{Model: c.model})
 	if err != nil {
 		return fmt.Errorf("model %q: %w", c.model, c.wrap(err))
 	}
 	c.renderer = resp.Renderer
+	if c.renderer == "" {
+		c.renderer = modelfileLine(resp.Modelfile, "RENDERER")
+	}
 	c.noThinking = len(resp.Capabilities) > 0 && !slices.Contains(resp.Capabilities, "thinking")
 	return nil
+}
+
+// modelfileLine returns the argument of the Modelfile's first line that starts with the
+// instruction word ("RENDERER qwen3.5" → "qwen3.5"), "" when it has none.
+func modelfileLine(modelfile, word string) string {
+	for line := range strings.SplitSeq(modelfile, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), word+" "); ok {
+			return strings.TrimSpace(rest)
+		}
+	}
+	return ""
 }
 
 // Thinks reports whether requests ask the model to think (`think`) when the harness asks:
