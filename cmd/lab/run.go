@@ -70,7 +70,7 @@ type runOptions struct {
 	// format is set by checkFamily for --backend ollama on the lab's own server: how it serves
 	// the model (localserver.OllamaChatOf, or OllamaChatOfRendererOn with --renderer).
 	format localserver.OllamaChat
-	Quiet       bool
+	Quiet  bool
 	// Backend is ollama (a real server) or sim (backend/sim: render, tokenize, cache model).
 	Backend string
 	// CacheModel is the sim's cache model (cachesim.NewModel).
