@@ -20,17 +20,24 @@ run: setup build
 # reasoning-never arms for each family's synthetic model (lab server prepare --family) on each
 # real local server, then one report whose "What the template does" sets them side by side
 # (results/families-$(RUN_ID)). The lists are the families each server measures (lab run
-# --family says why the others are refused).
+# --family says why the others are refused), and Ollama's other built-in renderers (lab run
+# --renderer, each on its family's model or the Qwen3 model as a stand-in; the families' own,
+# qwen3.5 and deepseek3.1, are their families' runs; functiongemma's Gemma 3 is too slow on
+# Ollama, and olmo3-think and olmo3-32b-think refuse tools).
 FAMILIES_OLLAMA ?= qwen3 deepseek-v3 llama3.1 llama3.2
+FAMILIES_OLLAMA_RENDERERS ?= qwen3-coder qwen3-vl-instruct qwen3-vl-thinking cogito olmo3 olmo3.1 nemotron-3-nano glm-4.7 glm-ocr lfm2 lfm2-thinking
 FAMILIES_LLAMACPP ?= qwen3 deepseek-v3 llama3.1 llama3.2
 FAMILY_SCENARIO ?= reasoning-tool-loops
 families: setup build
-	./$(BIN) server prepare --family all
+	./$(BIN) server prepare --family all --renderer all
 	set -e; for f in $(FAMILIES_OLLAMA); do \
 		./$(BIN) run --backend ollama --family $$f --scenario $(FAMILY_SCENARIO) --arm spec,reasoning-never --run-id $(RUN_ID)-ollama-$$f; done
+	set -e; for r in $(FAMILIES_OLLAMA_RENDERERS); do \
+		./$(BIN) run --backend ollama --renderer $$r --scenario $(FAMILY_SCENARIO) --arm spec,reasoning-never --run-id $(RUN_ID)-ollama-renderer-$$r; done
 	set -e; for f in $(FAMILIES_LLAMACPP); do \
 		./$(BIN) run --backend llamacpp --family $$f --scenario $(FAMILY_SCENARIO) --arm spec,reasoning-never --run-id $(RUN_ID)-llamacpp-$$f; done
-	./$(BIN) report --out results/families-$(RUN_ID) $(foreach f,$(FAMILIES_OLLAMA),results/run_id=$(RUN_ID)-ollama-$(f)) $(foreach f,$(FAMILIES_LLAMACPP),results/run_id=$(RUN_ID)-llamacpp-$(f))
+	./$(BIN) report --out results/families-$(RUN_ID) $(foreach f,$(FAMILIES_OLLAMA),results/run_id=$(RUN_ID)-ollama-$(f)) \
+		$(foreach r,$(FAMILIES_OLLAMA_RENDERERS),results/run_id=$(RUN_ID)-ollama-renderer-$(r)) $(foreach f,$(FAMILIES_LLAMACPP),results/run_id=$(RUN_ID)-llamacpp-$(f))
 
 test: setup server
 	$(GO) mod tidy -diff || { echo "go mod tidy: go.mod or go.sum is not tidy (run go mod tidy)"; exit 1; }
