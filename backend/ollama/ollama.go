@@ -459,7 +459,10 @@ func (c *Client) output(ctx context.Context, req *chat.Request, rendered string,
 // renderer or template ([WithReplyEnds]): the server renders req's messages followed by reply
 // as an assistant message and a tool result after it (as the next request of a tool loop
 // renders it); the text is that rendering past what it shares with rendered, up to and
-// including the first of the reply ends. Where the renderer writes the history otherwise than
+// including the first of the reply ends. A request that does not ask the model to think, or a
+// model that cannot ([Client.Thinks]), gets the reply without its reasoning: the model writes
+// none (the glm-ocr renderer would otherwise render the scripted reasoning into its history).
+// Where the renderer writes the history otherwise than
 // its generation prompt (deepseek3.1's `</think>` where the prompt ends `<think>`), the text
 // starts where the two part, at the start of the tag they part in (`</think>…` after the
 // prompt's `<think>`, as a model closes the tag), so the next request diverges where the
@@ -472,6 +475,12 @@ func (c *Client) output(ctx context.Context, req *chat.Request, rendered string,
 func (c *Client) ReplyText(ctx context.Context, req *chat.Request, rendered string, reply *chat.Reply) (string, error) {
 	if len(c.replyEnds) == 0 {
 		return "", errors.New("ollama: ReplyText needs the reply's end texts (WithReplyEnds)")
+	}
+	if !req.Think || c.noThinking {
+		// A model that does not think writes no reasoning, whatever the script gives it.
+		r := *reply
+		r.Reasoning = ""
+		reply = &r
 	}
 	next := chat.Replied(req, reply)
 	next.Generate = 0

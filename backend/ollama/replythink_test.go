@@ -87,3 +87,33 @@ func TestFillCacheReasoningTheHistoryDrops(t *testing.T) {
 		}
 	}
 }
+
+// A model that does not think writes no reasoning: the glm-ocr renderer (whose parser does not
+// think, so Ollama gets no think value) renders a message's reasoning into the history when it
+// is given, but the cache holds the reply as the model writes it, an empty think block first.
+func TestFillCacheNoReasoningWithoutThinking(t *testing.T) {
+	srv, _ := rendererServer(t, "glm-ocr")
+	c, err := New(srv.URL, "m", WithReplyEnds("<|observation|>", "<|user|>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	req := &chat.Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "Check a.go"}},
+		Tools: []chat.Tool{{Name: "read", Description: "Read a file.", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)}}}
+	creq, err := c.ChatRequest(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rendered, err := c.Render(ctx, creq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply := &chat.Reply{Reasoning: "Read a.go first.", ToolCalls: []chat.ToolCall{{ID: "c1", Name: "read", Arguments: json.RawMessage(`{"path":"a.go"}`)}}}
+	res := &chat.Result{Rendered: rendered}
+	if err := c.FillCache(ctx, req, reply, res); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.TrimPrefix(res.CacheText, rendered), "<think></think>\n<tool_call>read<arg_key>path</arg_key><arg_value>a.go</arg_value></tool_call>\n<|observation|>"; got != want {
+		t.Errorf("cache text after the prompt %q; want %q", got, want)
+	}
+}
