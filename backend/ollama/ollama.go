@@ -30,6 +30,7 @@ package ollama
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -631,14 +632,25 @@ func (c *Client) emulate(ctx context.Context, text string) error {
 }
 
 // Reset unloads the model (keep_alive 0), which drops the server's KV cache, so the next
-// session starts cold. The next request loads it again with the same options.
+// session starts cold. The next request loads it again with the same options. Any other model
+// the server still lists as loaded (/api/ps: an earlier run's family or renderer on the same
+// server, whose runner may serve the same model file) is unloaded too, since Reset waits until
+// the server lists none; an error when that takes over 30 s.
 func (c *Client) Reset(ctx context.Context) error {
-	stream := false
-	g := &api.GenerateRequest{Model: c.model, Stream: &stream, KeepAlive: &api.Duration{Duration: 0}}
-	if err := c.api.Generate(ctx, g, func(api.GenerateResponse) error { return nil }); err != nil {
-		return fmt.Errorf("unload model: %w", c.wrap(err))
+	unloaded := map[string]bool{}
+	unload := func(model string) error {
+		stream := false
+		g := &api.GenerateRequest{Model: model, Stream: &stream, KeepAlive: &api.Duration{Duration: 0}}
+		if err := c.api.Generate(ctx, g, func(api.GenerateResponse) error { return nil }); err != nil {
+			return fmt.Errorf("unload model %s: %w", model, c.wrap(err))
+		}
+		unloaded[model] = true
+		return nil
 	}
-	// Wait until the server reports the model unloaded (/api/ps), so no later request finds it.
+	if err := unload(c.model); err != nil {
+		return err
+	}
+	// Wait until the server reports no model loaded (/api/ps), so no later request finds it.
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		ps, err := c.api.ListRunning(ctx)
@@ -647,6 +659,13 @@ func (c *Client) Reset(ctx context.Context) error {
 		}
 		if len(ps.Models) == 0 {
 			return c.skipCacheLog()
+		}
+		for _, m := range ps.Models {
+			if name := cmp.Or(m.Model, m.Name); !unloaded[name] {
+				if err := unload(name); err != nil {
+					return err
+				}
+			}
 		}
 		select {
 		case <-ctx.Done():
