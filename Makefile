@@ -18,19 +18,27 @@ run: setup build
 # What the chat template does, per model family and server: reasoning-tool-loops (three turns,
 # one tool call per step: Llama 3.2's template refuses two) and compaction-in-loop (two of its
 # turns, compacted in the second: the compaction column) with the spec and reasoning-never arms
-# for each family's synthetic model (lab server prepare --family) on each real local server, then one report whose "What the template does" sets them side by side
+# for each family's synthetic model (lab server prepare --family) on each real local server,
+# then one report whose "What the template does" sets them side by side
 # (results/families-$(RUN_ID)). The lists are the families each server measures (lab run
-# --family says why the others are refused).
+# --family says why the others are refused), and Ollama's other built-in renderers (lab run
+# --renderer, each on its family's model or the Qwen3 model as a stand-in; the families' own,
+# qwen3.5 and deepseek3.1, are their families' runs; functiongemma's Gemma 3 is too slow on
+# Ollama, and olmo3-think and olmo3-32b-think refuse tools).
 FAMILIES_OLLAMA ?= qwen3 deepseek-v3 llama3.1 llama3.2
+FAMILIES_OLLAMA_RENDERERS ?= qwen3-coder qwen3-vl-instruct qwen3-vl-thinking cogito olmo3 olmo3.1 nemotron-3-nano glm-4.7 glm-ocr lfm2 lfm2-thinking
 FAMILIES_LLAMACPP ?= qwen3 deepseek-v3 llama3.1 llama3.2
 FAMILY_SCENARIOS ?= reasoning-tool-loops compaction-in-loop
 families: setup build
-	./$(BIN) server prepare --family all
+	./$(BIN) server prepare --family all --renderer all
 	set -e; for s in $(FAMILY_SCENARIOS); do for f in $(FAMILIES_OLLAMA); do \
 		./$(BIN) run --backend ollama --family $$f --scenario $$s --arm spec,reasoning-never --run-id $(RUN_ID)-ollama-$$f-$$s; done; done
+	set -e; for s in $(FAMILY_SCENARIOS); do for r in $(FAMILIES_OLLAMA_RENDERERS); do \
+		./$(BIN) run --backend ollama --renderer $$r --scenario $$s --arm spec,reasoning-never --run-id $(RUN_ID)-ollama-renderer-$$r-$$s; done; done
 	set -e; for s in $(FAMILY_SCENARIOS); do for f in $(FAMILIES_LLAMACPP); do \
 		./$(BIN) run --backend llamacpp --family $$f --scenario $$s --arm spec,reasoning-never --run-id $(RUN_ID)-llamacpp-$$f-$$s; done; done
-	./$(BIN) report --out results/families-$(RUN_ID) $(foreach s,$(FAMILY_SCENARIOS),$(foreach f,$(FAMILIES_OLLAMA),results/run_id=$(RUN_ID)-ollama-$(f)-$(s)) $(foreach f,$(FAMILIES_LLAMACPP),results/run_id=$(RUN_ID)-llamacpp-$(f)-$(s)))
+	./$(BIN) report --out results/families-$(RUN_ID) $(foreach s,$(FAMILY_SCENARIOS),$(foreach f,$(FAMILIES_OLLAMA),results/run_id=$(RUN_ID)-ollama-$(f)-$(s)) \
+		$(foreach r,$(FAMILIES_OLLAMA_RENDERERS),results/run_id=$(RUN_ID)-ollama-renderer-$(r)-$(s)) $(foreach f,$(FAMILIES_LLAMACPP),results/run_id=$(RUN_ID)-llamacpp-$(f)-$(s)))
 
 test: setup server
 	$(GO) mod tidy -diff || { echo "go mod tidy: go.mod or go.sum is not tidy (run go mod tidy)"; exit 1; }

@@ -32,13 +32,22 @@ type OllamaChat struct {
 	// ReplyEnds are the texts a reply the model generates in this format ends with (its
 	// end-of-generation tokens as the renderer or GoTemplate writes them): the lab writes a
 	// scripted reply into the cache as the server renders it back, cut after the first of them
-	// (backend/ollama WithReplyEnds). nil for Qwen3, whose reply the lab writes as Qwen3 does
-	// (backend/ollama Qwen3Output).
+	// (backend/ollama WithReplyEnds). nil for Qwen3's thinking renderers (qwen3.5,
+	// qwen3-vl-thinking), whose reply the lab writes as Qwen3 does (backend/ollama Qwen3Output).
 	ReplyEnds []string
+	// ReasoningTags, when set, are the tags a thinking model writes its reasoning between at
+	// the start of its reply where the renderer's generation prompt opens none and its history
+	// drops the reasoning (lfm2-thinking's "<think>", "</think>"): the lab writes a scripted
+	// reply's reasoning so before the renderer's text of the reply (backend/ollama
+	// WithReasoningTags), so the next request parts from the cache where the model's would.
+	ReasoningTags [2]string
+	// Family is the family whose synthetic model is served in this format: its tokenizer and
+	// architecture (StandIn aside). For a renderer of another model than the lab has (GLM,
+	// OLMo, LFM2, Nemotron), the Qwen3 model, a stand-in that Template and Tokens name.
+	Family gguf.Family
 	// NoSessions, when not "", says why the lab's sessions cannot be measured on the model in
-	// Ollama v0.17.4 (it can still be registered and served): a detected Go template without
-	// tools (Ollama refuses every request that offers tools, HTTP 400 "does not support
-	// tools").
+	// Ollama v0.17.4 (it can still be registered and served): a parser without tool support
+	// (Ollama refuses every request that offers tools, HTTP 400 "does not support tools").
 	NoSessions string
 }
 
@@ -67,7 +76,8 @@ const (
 )
 
 // OllamaChatOf returns how Ollama v0.17.4 renders and tokenizes the synthetic model of family f
-// (measured with the families' live tests):
+// (measured with the families' live tests); for qwen3, deepseek-v3 and gemma3 it is the entry of
+// their renderer in [OllamaRenderers]:
 //
 //   - qwen3: the built-in qwen3.5 renderer and parser (Qwen3-VL's format, the lab's reference),
 //     Ollama's own engine; the lab counts with Ollama's byte-pair encoder (package tokenizer).
@@ -105,26 +115,19 @@ const (
 // gpt-oss is an error: its GGUF has no chat template, Ollama detects none and its harmony path
 // needs one, so the prompt would be the last message alone.
 func OllamaChatOf(f gguf.Family) (OllamaChat, error) {
-	switch f.OrQwen3() {
+	switch f = f.OrQwen3(); f {
 	case gguf.Qwen3:
-		return OllamaChat{Renderer: modelRenderer, Parser: modelParser, Template: "Ollama's built-in qwen3.5 renderer",
-			Tokens: "Ollama's own engine (qwen3): Ollama's byte-pair encoder, counted in process (package tokenizer)"}, nil
+		return OllamaChatOfRenderer(modelRenderer)
 	case gguf.DeepSeekV3:
-		return OllamaChat{Renderer: "deepseek3.1", Parser: "deepseek3", StandIn: gguf.StandInLlama,
-			Template:  "Ollama's built-in deepseek3.1 renderer (DeepSeek V3.1's format, a stand-in for the GGUF's V3 template)",
-			Tokens:    "Ollama's llama.cpp runner (the model on the llama architecture, a stand-in for deepseek2, whose engine repeats text): llama.cpp's tokenizer with DeepSeek V3's pre-tokenizer, counted as llama.cpp does (package tokenizer)",
-			ReplyEnds: []string{deepseekEnd}}, nil
+		return OllamaChatOfRenderer("deepseek3.1")
 	case gguf.Gemma3:
-		return OllamaChat{Renderer: "functiongemma", Parser: "functiongemma",
-			Template:  "Ollama's built-in functiongemma renderer (FunctionGemma's format, Gemma 3 270M's function calling; its control texts are plain text in Gemma 3's vocabulary)",
-			Tokens:    "Ollama's own engine (gemma3): Ollama's SentencePiece, counted in process with github.com/ollama/ollama/tokenizer (package tokenizer)",
-			ReplyEnds: []string{gemmaEndOfTurn, gemmaFunctionResponse}}, nil
+		return OllamaChatOfRenderer("functiongemma")
 	case gguf.Llama31:
-		return OllamaChat{GoTemplate: Llama32OllamaTemplate, ReplyEnds: []string{llamaEndOfTurn},
+		return OllamaChat{GoTemplate: Llama32OllamaTemplate, ReplyEnds: []string{llamaEndOfTurn}, Family: f,
 			Template: "the lab's Go template in Llama 3.2's format (localserver.Llama32OllamaTemplate), a stand-in for Llama 3.1's own: the GGUF has Llama 3's template, without tools, and Ollama's llama3-instruct detected from it refuses tools",
 			Tokens:   "Ollama's llama.cpp runner: llama.cpp's tokenizer, counted as llama.cpp does (package tokenizer)"}, nil
 	case gguf.Llama32:
-		return OllamaChat{GoTemplate: Llama32OllamaTemplate, ReplyEnds: []string{llamaEndOfTurn},
+		return OllamaChat{GoTemplate: Llama32OllamaTemplate, ReplyEnds: []string{llamaEndOfTurn}, Family: f,
 			Template: "the lab's Go template in Llama 3.2's format (localserver.Llama32OllamaTemplate: JSON compact with sorted keys, contents untrimmed, parallel tool calls one a line)",
 			Tokens:   "Ollama's llama.cpp runner: llama.cpp's tokenizer, counted as llama.cpp does (package tokenizer)"}, nil
 	case gguf.GPTOSS:

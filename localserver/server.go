@@ -230,6 +230,8 @@ type created struct {
 	// Template is the sha256 of the Go template registered with it (OllamaChat.GoTemplate),
 	// "" for none.
 	Template string `json:"template,omitempty"`
+	// Chat is the RENDERER and PARSER registered with it, "renderer/parser" ("/" for none).
+	Chat string `json:"chat,omitempty"`
 }
 
 // ModelParams are the parameters [Server.CreateModel] gives the model it registers, as a
@@ -307,13 +309,13 @@ func (p ModelParams) String() string {
 // call recorded for the same file's digest and parameters in <Dir>/created.json. It takes about
 // a second for a 45 MB file.
 func (s *Server) CreateModel(ctx context.Context, name, ggufPath string) error {
-	return s.createModel(ctx, name, ggufPath, nil, gguf.Qwen3)
+	return s.CreateFamilyModel(ctx, name, ggufPath, gguf.Qwen3, nil)
 }
 
 // CreateModelWith is [Server.CreateModel] with the model's parameters given: the name is
 // registered again when it was registered with others.
 func (s *Server) CreateModelWith(ctx context.Context, name, ggufPath string, p ModelParams) error {
-	return s.createModel(ctx, name, ggufPath, &p, gguf.Qwen3)
+	return s.CreateFamilyModel(ctx, name, ggufPath, gguf.Qwen3, &p)
 }
 
 // CreateFamilyModel is [Server.CreateModel] for the synthetic model of family f: the Modelfile's
@@ -322,10 +324,19 @@ func (s *Server) CreateModelWith(ctx context.Context, name, ggufPath string, p M
 // takes them. An error for a family Ollama cannot render (gpt-oss) names the reason, before
 // anything is sent. For [gguf.Qwen3] it is CreateModel (or CreateModelWith) itself.
 func (s *Server) CreateFamilyModel(ctx context.Context, name, ggufPath string, f gguf.Family, p *ModelParams) error {
-	if _, err := OllamaChatOf(f); err != nil {
+	format, err := OllamaChatOf(f)
+	if err != nil {
 		return fmt.Errorf("create model %s: %w", name, err)
 	}
-	return s.createModel(ctx, name, ggufPath, p, f)
+	return s.CreateChatModel(ctx, name, ggufPath, format, p)
+}
+
+// CreateChatModel is [Server.CreateFamilyModel] with the format given: the Modelfile's
+// RENDERER, PARSER and TEMPLATE are format's (a built-in renderer of [OllamaRenderers], say,
+// on the model file of its Family). The name is registered again when it was registered with
+// another renderer, parser or template.
+func (s *Server) CreateChatModel(ctx context.Context, name, ggufPath string, format OllamaChat, p *ModelParams) error {
+	return s.createModel(ctx, name, ggufPath, p, format)
 }
 
 // ModelParams returns the parameters [Server.CreateModel] registered name with on this server
@@ -368,11 +379,7 @@ func (s *Server) records() (map[string]created, error) {
 	return recs, nil
 }
 
-func (s *Server) createModel(ctx context.Context, name, ggufPath string, params *ModelParams, fam gguf.Family) error {
-	format, err := OllamaChatOf(fam)
-	if err != nil {
-		return fmt.Errorf("create model %s: %w", name, err)
-	}
+func (s *Server) createModel(ctx context.Context, name, ggufPath string, params *ModelParams, format OllamaChat) error {
 	digest, err := metrics.DigestFile(ggufPath)
 	if err != nil {
 		return fmt.Errorf("create model %s: %w", name, err)
@@ -402,7 +409,8 @@ func (s *Server) createModel(ctx context.Context, name, ggufPath string, params 
 		sum := sha256.Sum256([]byte(format.GoTemplate))
 		tmplSum = hex.EncodeToString(sum[:])
 	}
-	if rec, ok := recs[full]; ok && rec.GGUF == digest && rec.Params != nil && *rec.Params == want && rec.Template == tmplSum {
+	chatKey := format.Renderer + "/" + format.Parser
+	if rec, ok := recs[full]; ok && rec.GGUF == digest && rec.Params != nil && *rec.Params == want && rec.Template == tmplSum && rec.Chat == chatKey {
 		if d, err := s.listedDigest(ctx, full); err == nil && d == rec.Manifest {
 			if rec.Path == ggufPath {
 				return nil
@@ -438,7 +446,7 @@ func (s *Server) createModel(ctx context.Context, name, ggufPath string, params 
 	if err != nil {
 		return fmt.Errorf("create model %s: %w", name, err)
 	}
-	recs[full] = created{GGUF: digest, Manifest: d, Path: ggufPath, Params: &want, Template: tmplSum}
+	recs[full] = created{GGUF: digest, Manifest: d, Path: ggufPath, Params: &want, Template: tmplSum, Chat: chatKey}
 	return writeRecords(recPath, recs, name)
 }
 

@@ -58,6 +58,19 @@ type ServerOptions struct {
 	CtxSize int
 	// LlamaArgs are extra llama-server arguments.
 	LlamaArgs []string
+	// Renderer, when not "", is the Ollama built-in renderer ([OllamaRenderers]) the model is
+	// registered with, on the synthetic model of the renderer's family (Setup.Model.Family is
+	// then that family), under its own name ([OllamaChat.ModelName]); "" is the family's own
+	// format ([OllamaChatOf]).
+	Renderer string
+}
+
+// ollamaChat returns the format Ollama serves o's model in: o.Renderer's, else the family's.
+func (o ServerOptions) ollamaChat() (OllamaChat, error) {
+	if o.Renderer != "" {
+		return OllamaChatOfRenderer(o.Renderer)
+	}
+	return OllamaChatOf(o.Setup.Model.Family)
 }
 
 func (o ServerOptions) llama() LlamaSetup {
@@ -152,8 +165,10 @@ func (s *Shared) String() string {
 // StartShared starts the shared server of kind in its folder under the cache ([SharedOllamaDir],
 // [SharedLlamaDir]) and leaves it running, or returns the one already running there
 // (Already true). Ollama gets the synthetic model of o.Setup.Model.Family registered with
-// [DefaultModelParams] at o.CtxSize and the family's renderer ([Server.CreateFamilyModel]); a
-// running Ollama gets another family's model registered too (Already still true). llama-server
+// [DefaultModelParams] at o.CtxSize and the family's renderer ([Server.CreateFamilyModel]), or
+// with o.Renderer the model of that renderer's family under the renderer's own name
+// ([OllamaChat.ModelName], [Server.CreateChatModel]); a running Ollama gets another family's or
+// renderer's model registered too (Already still true). llama-server
 // serves the synthetic model (or o.LlamaModel with o.LlamaBinary) with one slot at o.CtxSize; a
 // running one that serves another family's model ([FamilyOfModelFile]) than the non-Qwen3
 // family asked for is an error naming it. A family Ollama cannot render ([OllamaChatOf]) is an
@@ -165,27 +180,43 @@ func StartShared(ctx context.Context, o ServerOptions, kind string) (*Shared, er
 	}
 	switch kind {
 	case KindOllama:
-		fam := o.Setup.Model.Family.OrQwen3()
-		format, err := OllamaChatOf(fam)
+		format, err := o.ollamaChat()
 		if err != nil {
 			return nil, fmt.Errorf("start: %w", err)
 		}
+		fam := o.Setup.Model.Family.OrQwen3()
+		name := ""
+		if o.Renderer != "" {
+			// The renderer's family's model file, registered under the renderer's name.
+			fam = format.Family.OrQwen3()
+			o.Setup.Model.Family, o.Setup.ModelName = fam, "" // the file lab-<family>-synth-<key>.gguf
+			if fam == gguf.Qwen3 {
+				o.Setup.Model.Family = "" // the Qwen3 model's own file, as without a family
+			}
+			name = format.ModelName()
+		}
 		// Written as Ollama serves the family: its stand-in architecture, if any.
 		o.Setup.Model = format.ModelOptions(o.Setup.Model)
+		register := func(srv *Server, prep *Prepared) error {
+			if name == "" {
+				name = prep.ModelName
+			}
+			params := DefaultModelParams(o.CtxSize)
+			return srv.CreateChatModel(ctx, name, prep.GGUF, format, &params)
+		}
 		if srv, err := Attach(ctx, SharedOllamaDir(cache)); err == nil {
-			if fam == gguf.Qwen3 {
+			if fam == gguf.Qwen3 && o.Renderer == "" {
 				return &Shared{Kind: kind, Ollama: srv, Already: true}, nil
 			}
-			// Another family's model joins the running server under its own name.
+			// Another family's or renderer's model joins the running server under its own name.
 			prep, err := PrepareModel(ctx, o.Setup)
 			if err != nil {
 				return nil, err
 			}
-			params := DefaultModelParams(o.CtxSize)
-			if err := srv.CreateFamilyModel(ctx, prep.ModelName, prep.GGUF, fam, &params); err != nil {
+			if err := register(srv, prep); err != nil {
 				return nil, err
 			}
-			return &Shared{Kind: kind, Ollama: srv, Already: true, ModelName: prep.ModelName}, nil
+			return &Shared{Kind: kind, Ollama: srv, Already: true, ModelName: name}, nil
 		}
 		prep, err := Prepare(ctx, o.Setup)
 		if err != nil {
@@ -195,11 +226,10 @@ func StartShared(ctx context.Context, o ServerOptions, kind string) (*Shared, er
 		if err != nil {
 			return nil, err
 		}
-		params := DefaultModelParams(o.CtxSize)
-		if err := srv.CreateFamilyModel(ctx, prep.ModelName, prep.GGUF, fam, &params); err != nil {
+		if err := register(srv, prep); err != nil {
 			return nil, errors.Join(err, srv.Stop())
 		}
-		return &Shared{Kind: kind, Ollama: srv, ModelName: prep.ModelName}, nil
+		return &Shared{Kind: kind, Ollama: srv, ModelName: name}, nil
 	case KindLlamaCpp:
 		if ls, err := AttachLlamaServer(ctx, SharedLlamaDir(cache)); err == nil {
 			if fam := o.Setup.Model.Family.OrQwen3(); o.LlamaModel == "" && fam != gguf.Qwen3 && FamilyOfModelFile(ls.ModelPath) != fam {

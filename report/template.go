@@ -29,6 +29,9 @@ type TemplateEffect struct {
 	// Template says what rendered the prompts: the runs' chat_template setting, or the
 	// renderer's name; "" when the runs do not say.
 	Template string `json:"template,omitempty"`
+	// Renderer is the runs' renderer setting (an Ollama built-in renderer's name, "qwen3.5",
+	// "glm-4.7"), "" when they record none.
+	Renderer string `json:"renderer,omitempty"`
 	// Arms are the scenario's arms in [metrics.SortArms] order.
 	Arms []TemplateArm `json:"arms"`
 	// Section8 checks the spec's sentence (§8: "The common templates ... drop it there
@@ -226,13 +229,19 @@ func templateEffects(rows *metrics.Rows, runs []*metrics.Manifest) []TemplateEff
 		}
 	}
 	family, template := templateSetting(runs, rows)
+	renderer := ""
+	for _, m := range runs {
+		if r := m.Settings["renderer"]; r != "" {
+			renderer = r
+		}
+	}
 	scenarios := map[string][]string{}
 	for k := range parts {
 		scenarios[k.scenario] = append(scenarios[k.scenario], k.arm)
 	}
 	var out []TemplateEffect
 	for _, sc := range slices.Sorted(maps.Keys(scenarios)) {
-		e := TemplateEffect{Scenario: sc, Family: family, Template: template}
+		e := TemplateEffect{Scenario: sc, Family: family, Template: template, Renderer: renderer}
 		arms := scenarios[sc]
 		metrics.SortArms(arms)
 		for _, arm := range arms {

@@ -97,6 +97,39 @@ func TestTemplateEffects(t *testing.T) {
 	}
 }
 
+// A setup's renderer setting names the renderer beside the family in the table: two renderers
+// on one family's model are two rows of setups, told apart.
+func TestTemplateEffectsNameTheRenderer(t *testing.T) {
+	t.Parallel()
+	var samples []metrics.Sample
+	var runs []*metrics.Manifest
+	for i, renderer := range []string{"glm-4.7", "lfm2"} {
+		run := "r-" + renderer
+		for _, arm := range []string{metrics.SpecArm, report.ReasoningNeverArm} {
+			for j, ts := range [][2]int32{{1, 1}, {1, 2}, {2, 1}} {
+				samples = append(samples, metrics.Sample{RunID: run, Scenario: "s", Arm: arm, Repetition: 1, RequestIndex: int32(j), Turn: ts[0], Step: ts[1],
+					Kind: metrics.KindStep, Backend: "ollama", ServerVersion: "0.17.4", Model: "lab-qwen3-" + renderer + "-synth", PromptTokens: 1000,
+					CachedTokens: new(int64(900 - 100*i)), ExpectedCachedTokens: new(int64(900 - 100*i)), RereadTokens: new(int64(100 + 100*i))})
+			}
+		}
+		runs = append(runs, &metrics.Manifest{RunID: run, Backend: "ollama", ServerVersion: "0.17.4", Model: "lab-qwen3-" + renderer + "-synth", Complete: true,
+			Settings: map[string]string{"family": "qwen3", "chat_template": "Ollama's built-in " + renderer + " renderer", "renderer": renderer}})
+	}
+	var b bytes.Buffer
+	if err := report.Markdown(&b, &report.Report{Runs: runs, Analysis: report.AnalyzeRuns(runs, samples)}); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, want := range []string{
+		"| A: ollama 0.17.4 | qwen3, glm-4.7 renderer | s | spec | 100 (1) | 100 (1) | — |",
+		"| B: ollama 0.17.4 | qwen3, lfm2 renderer | s | reasoning-never | 200 (1) | 200 (1) | — |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+}
+
 // An excerpt's text shows an ellipsis where it was cut (the excerpt's cut flags) and nowhere
 // else, whatever its length: shared text from the prompt's very start is whole, and a text cut
 // at a character boundary may be shorter than the limits.

@@ -41,7 +41,7 @@ func (d *document) templates(groups []*Analysis) {
 	var rows [][]string
 	for _, en := range entries {
 		for _, a := range en.effect.Arms {
-			rows = append(rows, []string{templateSetupName(en.setup, en.one), orDash(en.effect.Family), en.effect.Scenario, a.Arm,
+			rows = append(rows, []string{templateSetupName(en.setup, en.one), templateFamilyCell(en.effect), en.effect.Scenario, a.Arm,
 				partCell(a.WithinTurn), partCell(a.NewUserMessage), partCell(a.Compaction)})
 		}
 	}
@@ -120,6 +120,16 @@ func templateSetupName(a *Analysis, one bool) string {
 		return a.Setup.Label + ": " + name
 	}
 	return name
+}
+
+// templateFamilyCell is the family of e in the table of "What the template does", with the
+// renderer that rendered it when the runs record one ("qwen3, glm-4.7 renderer"): renderers on one
+// family's model are setups of their own.
+func templateFamilyCell(e *TemplateEffect) string {
+	if e.Renderer == "" {
+		return orDash(e.Family)
+	}
+	return orDash(e.Family) + ", " + e.Renderer + " renderer"
 }
 
 // partCell is a [TemplatePart] in a table cell: "1,234 (12)", the mean re-read tokens per request

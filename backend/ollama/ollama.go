@@ -30,6 +30,7 @@ package ollama
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -65,6 +66,9 @@ type Client struct {
 	// replyEnds, when not empty, makes FillCache write a reply as the server renders it back,
 	// cut after the first of them ([WithReplyEnds]); empty: as Qwen3 writes it.
 	replyEnds []string
+	// reasonOpen and reasonClose, when set, wrap a reply's reasoning before the renderer's text
+	// of the reply ([WithReasoningTags]).
+	reasonOpen, reasonClose string
 	// noThinking is true when /api/show listed the model's capabilities without "thinking"
 	// (a Go template without .Think, such as Llama 3's or Gemma 3's): Ollama refuses `think`
 	// for such a model (HTTP 400 "does not support thinking"), so requests do not send it.
@@ -111,6 +115,16 @@ func WithServerLog(path string) Option { return func(c *Client) { c.logPath = pa
 // with another renderer than Qwen3's.
 func WithReplyEnds(ends ...string) Option {
 	return func(c *Client) { c.replyEnds = slices.Clone(ends) }
+}
+
+// WithReasoningTags makes [Client.ReplyText] write a reply's reasoning between open and close
+// before the renderer's text of the reply, as a thinking model writes it where the renderer's
+// generation prompt opens no reasoning and its history drops it (Ollama's lfm2-thinking
+// renderer: "<think>", "</think>"), so the next request parts from the cache where it would
+// after the model's own reply. Only for requests that ask the model to think ([Client.Thinks]),
+// and only when the renderer's text does not hold the reasoning already.
+func WithReasoningTags(open, close string) Option {
+	return func(c *Client) { c.reasonOpen, c.reasonClose = open, close }
 }
 
 // WithHTTPClient sets the HTTP client (default: one with no overall timeout; requests end with
@@ -163,15 +177,30 @@ func (c *Client) Version(ctx context.Context) (string, error) {
 
 // CheckModel asks the server whether it serves the client's model (/api/show); a
 // *chat.APIError naming the address and the model when it does not. It keeps the model's
-// renderer from the answer ([Client.Renderer]).
+// renderer from the answer ([Client.Renderer]): its "renderer" field, which Ollama v0.17.4
+// leaves empty, else the Modelfile's RENDERER line.
 func (c *Client) CheckModel(ctx context.Context) error {
 	resp, err := c.api.Show(ctx, &api.ShowRequest{Model: c.model})
 	if err != nil {
 		return fmt.Errorf("model %q: %w", c.model, c.wrap(err))
 	}
 	c.renderer = resp.Renderer
+	if c.renderer == "" {
+		c.renderer = modelfileLine(resp.Modelfile, "RENDERER")
+	}
 	c.noThinking = len(resp.Capabilities) > 0 && !slices.Contains(resp.Capabilities, "thinking")
 	return nil
+}
+
+// modelfileLine returns the argument of the Modelfile's first line that starts with the
+// instruction word ("RENDERER qwen3.5" → "qwen3.5"), "" when it has none.
+func modelfileLine(modelfile, word string) string {
+	for line := range strings.SplitSeq(modelfile, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), word+" "); ok {
+			return strings.TrimSpace(rest)
+		}
+	}
+	return ""
 }
 
 // Thinks reports whether requests ask the model to think (`think`) when the harness asks:
@@ -431,7 +460,10 @@ func (c *Client) output(ctx context.Context, req *chat.Request, rendered string,
 // renderer or template ([WithReplyEnds]): the server renders req's messages followed by reply
 // as an assistant message and a tool result after it (as the next request of a tool loop
 // renders it); the text is that rendering past what it shares with rendered, up to and
-// including the first of the reply ends. Where the renderer writes the history otherwise than
+// including the first of the reply ends. A request that does not ask the model to think, or a
+// model that cannot ([Client.Thinks]), gets the reply without its reasoning: the model writes
+// none (the glm-ocr renderer would otherwise render the scripted reasoning into its history).
+// Where the renderer writes the history otherwise than
 // its generation prompt (deepseek3.1's `</think>` where the prompt ends `<think>`), the text
 // starts where the two part, at the start of the tag they part in (`</think>…` after the
 // prompt's `<think>`, as a model closes the tag), so the next request diverges where the
@@ -444,6 +476,12 @@ func (c *Client) output(ctx context.Context, req *chat.Request, rendered string,
 func (c *Client) ReplyText(ctx context.Context, req *chat.Request, rendered string, reply *chat.Reply) (string, error) {
 	if len(c.replyEnds) == 0 {
 		return "", errors.New("ollama: ReplyText needs the reply's end texts (WithReplyEnds)")
+	}
+	if !req.Think || c.noThinking {
+		// A model that does not think writes no reasoning, whatever the script gives it.
+		r := *reply
+		r.Reasoning = ""
+		reply = &r
 	}
 	next := chat.Replied(req, reply)
 	next.Generate = 0
@@ -480,7 +518,12 @@ func (c *Client) ReplyText(ctx context.Context, req *chat.Request, rendered stri
 	if end < 0 {
 		return "", fmt.Errorf("ollama: the server's rendering of the reply has none of its end texts %q after the %d bytes it shares with the prompt", c.replyEnds, k)
 	}
-	return msg[:end], nil
+	text := msg[:end]
+	if c.reasonOpen != "" && req.Think && !c.noThinking && reply.Reasoning != "" && !strings.Contains(text, reply.Reasoning) {
+		// The history drops the reasoning the model wrote first ([WithReasoningTags]).
+		text = c.reasonOpen + reply.Reasoning + c.reasonClose + text
+	}
+	return text, nil
 }
 
 // FillCache emulates the generation of reply after the measured request res
@@ -589,14 +632,25 @@ func (c *Client) emulate(ctx context.Context, text string) error {
 }
 
 // Reset unloads the model (keep_alive 0), which drops the server's KV cache, so the next
-// session starts cold. The next request loads it again with the same options.
+// session starts cold. The next request loads it again with the same options. Any other model
+// the server still lists as loaded (/api/ps: an earlier run's family or renderer on the same
+// server, whose runner may serve the same model file) is unloaded too, since Reset waits until
+// the server lists none; an error when that takes over 30 s.
 func (c *Client) Reset(ctx context.Context) error {
-	stream := false
-	g := &api.GenerateRequest{Model: c.model, Stream: &stream, KeepAlive: &api.Duration{Duration: 0}}
-	if err := c.api.Generate(ctx, g, func(api.GenerateResponse) error { return nil }); err != nil {
-		return fmt.Errorf("unload model: %w", c.wrap(err))
+	unloaded := map[string]bool{}
+	unload := func(model string) error {
+		stream := false
+		g := &api.GenerateRequest{Model: model, Stream: &stream, KeepAlive: &api.Duration{Duration: 0}}
+		if err := c.api.Generate(ctx, g, func(api.GenerateResponse) error { return nil }); err != nil {
+			return fmt.Errorf("unload model %s: %w", model, c.wrap(err))
+		}
+		unloaded[model] = true
+		return nil
 	}
-	// Wait until the server reports the model unloaded (/api/ps), so no later request finds it.
+	if err := unload(c.model); err != nil {
+		return err
+	}
+	// Wait until the server reports no model loaded (/api/ps), so no later request finds it.
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		ps, err := c.api.ListRunning(ctx)
@@ -605,6 +659,13 @@ func (c *Client) Reset(ctx context.Context) error {
 		}
 		if len(ps.Models) == 0 {
 			return c.skipCacheLog()
+		}
+		for _, m := range ps.Models {
+			if name := cmp.Or(m.Model, m.Name); !unloaded[name] {
+				if err := unload(name); err != nil {
+					return err
+				}
+			}
 		}
 		select {
 		case <-ctx.Done():

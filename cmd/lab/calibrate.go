@@ -59,7 +59,11 @@ func runCalibrate(ctx context.Context, s *streams, o *calibrateOptions) error {
 		return err
 	}
 	name := localserver.DefaultModelName
-	srv, _, stop, err := localServer(ctx, cache, false, gguf.DefaultModelOptions(), name, s.err)
+	qwen3, err := localserver.OllamaChatOf(gguf.Qwen3)
+	if err != nil {
+		return err
+	}
+	srv, _, stop, err := localServer(ctx, cache, false, gguf.DefaultModelOptions(), name, name, qwen3, s.err)
 	if err != nil {
 		return err
 	}

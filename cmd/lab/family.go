@@ -48,6 +48,9 @@ func checkFamily(o *runOptions, changed func(string) bool) error {
 	if err != nil {
 		return badInput("--family: %v", err)
 	}
+	if o.Renderer != "" {
+		return checkRenderer(o, fam, changed)
+	}
 	if o.Backend == "sim" && changed("family") {
 		switch {
 		case o.CacheModel != cachesim.ModelLlamaCpp:
@@ -60,6 +63,11 @@ func checkFamily(o *runOptions, changed func(string) bool) error {
 			o.ModelName = familyModelName(fam)
 		}
 		return nil
+	}
+	if o.Backend == "ollama" && o.ServerURL == "" {
+		if o.format, err = localserver.OllamaChatOf(fam); err != nil {
+			return badInput("--family: %v", err)
+		}
 	}
 	if fam == gguf.Qwen3 {
 		return nil
@@ -74,14 +82,10 @@ func checkFamily(o *runOptions, changed func(string) bool) error {
 	}
 	o.Model.Family = fam
 	if o.Backend == "ollama" {
-		format, err := localserver.OllamaChatOf(fam)
-		if err != nil {
-			return badInput("--family: %v", err)
+		if o.format.NoSessions != "" {
+			return badInput("--family %s on Ollama (%s): %s; run it with --backend llamacpp, whose --jinja renders the GGUF's own template", fam, o.format.Template, o.format.NoSessions)
 		}
-		if format.NoSessions != "" {
-			return badInput("--family %s on Ollama (%s): %s; run it with --backend llamacpp, whose --jinja renders the GGUF's own template", fam, format.Template, format.NoSessions)
-		}
-		o.Model = format.ModelOptions(o.Model)
+		o.Model = o.format.ModelOptions(o.Model)
 	}
 	if why := localserver.LlamaNoSessions(fam); o.Backend == "llamacpp" && why != "" {
 		return badInput("--family %s on llama-server: %s", fam, why)
@@ -93,6 +97,66 @@ func checkFamily(o *runOptions, changed func(string) bool) error {
 		o.ModelName = familyModelName(fam)
 	}
 	return nil
+}
+
+// checkRenderer checks --renderer (with --family fam, when changed says it was given) and makes
+// the options serve the synthetic model of the renderer's family, or of fam, with that Ollama
+// built-in renderer (localserver.OllamaChatOfRendererOn): the model name
+// lab-<family>-<renderer>-synth (localserver.OllamaChat.ModelName) unless --model is given, the
+// family's default depth unless --layers is, its stand-in architecture if any. It is bad input
+// naming the flag on another backend than ollama, with --server (a server the lab did not
+// start), for an unknown renderer, and for one that cannot run the lab's sessions (its
+// NoSessions).
+func checkRenderer(o *runOptions, fam gguf.Family, changed func(string) bool) error {
+	switch {
+	case o.Backend != "ollama":
+		return badInput("--renderer %s is one of Ollama's built-in renderers: it is for --backend ollama (the lab's own Ollama), not --backend %s", o.Renderer, o.Backend)
+	case o.ServerURL != "":
+		return badInput("--renderer %s registers the lab's synthetic model on its own Ollama; with --server, --model names the server's model", o.Renderer)
+	}
+	var format localserver.OllamaChat
+	var err error
+	if changed("family") {
+		format, err = localserver.OllamaChatOfRendererOn(o.Renderer, fam)
+	} else {
+		format, err = localserver.OllamaChatOfRenderer(o.Renderer)
+	}
+	if err != nil {
+		return badInput("--renderer: %v", err)
+	}
+	if format.NoSessions != "" {
+		return badInput("--renderer %s on Ollama %s: %s", o.Renderer, localserver.OllamaVersion, format.NoSessions)
+	}
+	o.format = format
+	o.Model.Family = format.Family
+	if format.Family.OrQwen3() == gguf.Qwen3 {
+		o.Model.Family = "" // the Qwen3 model, as without --family
+	}
+	o.Model = format.ModelOptions(o.Model)
+	if !changed("layers") && otherFamily(o.Model.Family) {
+		o.Model.Layers = gguf.ModelOptions{Family: o.Model.Family}.WithDefaults().Layers
+	}
+	if !changed("model") {
+		o.ModelName = format.ModelName()
+	}
+	return nil
+}
+
+// modelFileName is the name the run's synthetic model file is written under in the cache
+// (localserver.Setup.ModelName): the model's name, but with --renderer the family's
+// (lab-<family>-synth), whose file every renderer of the family shares.
+func (o *runOptions) modelFileName() string {
+	if o.Renderer != "" {
+		return familyModelName(o.Model.Family)
+	}
+	return o.ModelName
+}
+
+// servesFormat reports whether the run serves the model in another format than the Qwen3
+// model's own (another family, or --renderer with a renderer other than the family's own): its
+// manifest then records the family, chat_template and token_counter settings.
+func (o *runOptions) servesFormat() bool {
+	return otherFamily(o.Model.Family) || (o.Renderer != "" && !o.format.IsFamilyFormat())
 }
 
 // ollamaFamilyExpected is why an Ollama run of family f (not Qwen3) has no expected cached

@@ -183,3 +183,89 @@ func TestCheckFamilyScenariosLlama32(t *testing.T) {
 		t.Errorf("llama3.1 (its template drops tool calls): %v", err)
 	}
 }
+
+// checkRenderer serves a renderer on its family's model under its own name, on the Qwen3 model
+// without a family (the default Qwen3 model file), or on --family's; the family's own
+// renderer is the family's run; anything but the lab's own Ollama, an unknown renderer and one
+// that cannot run the lab's sessions are bad input naming the flag.
+func TestCheckRenderer(t *testing.T) {
+	t.Parallel()
+	none := func(string) bool { return false }
+	for _, tc := range []struct {
+		renderer, family string
+		changed          func(string) bool
+		model            string
+		fam              gguf.Family
+		standIn          string
+		servesFormat     bool
+	}{
+		{"glm-4.7", "qwen3", none, "lab-qwen3-glm-4.7-synth", "", "", true},
+		{"cogito", "qwen3", none, "lab-deepseek-v3-cogito-synth", gguf.DeepSeekV3, gguf.StandInLlama, true},
+		{"qwen3.5", "qwen3", none, "lab-qwen3-synth", "", "", false},
+		{"deepseek3.1", "qwen3", none, "lab-deepseek-v3-synth", gguf.DeepSeekV3, gguf.StandInLlama, true},
+		{"glm-4.7", "deepseek-v3", func(f string) bool { return f == "family" }, "lab-deepseek-v3-glm-4.7-synth", gguf.DeepSeekV3, gguf.StandInLlama, true},
+	} {
+		o := &runOptions{Backend: "ollama", Renderer: tc.renderer, Family: tc.family, ModelName: "lab-qwen3-synth", Model: gguf.DefaultModelOptions()}
+		if err := checkFamily(o, tc.changed); err != nil {
+			t.Errorf("%s on %s: %v", tc.renderer, tc.family, err)
+			continue
+		}
+		if o.ModelName != tc.model || o.Model.Family != tc.fam || o.Model.StandIn != tc.standIn || o.format.Renderer != tc.renderer || o.servesFormat() != tc.servesFormat {
+			t.Errorf("%s on %s: model %q, family %q, stand-in %q, format %q, serves a format %v; want %q, %q, %q, %q, %v",
+				tc.renderer, tc.family, o.ModelName, o.Model.Family, o.Model.StandIn, o.format.Renderer, o.servesFormat(), tc.model, tc.fam, tc.standIn, tc.renderer, tc.servesFormat)
+		}
+		if file := familyModelName(o.Model.Family); o.modelFileName() != file {
+			t.Errorf("%s: model file %q; want the family's %q", tc.renderer, o.modelFileName(), file)
+		}
+	}
+	// The Qwen3 model's renderers keep the default Qwen3 model (its depth and file).
+	o := &runOptions{Backend: "ollama", Renderer: "lfm2", Family: "qwen3", ModelName: "lab-qwen3-synth", Model: gguf.DefaultModelOptions()}
+	if err := checkFamily(o, none); err != nil || o.Model != gguf.DefaultModelOptions() {
+		t.Errorf("lfm2: %v, model options %+v; want the default Qwen3 model's", err, o.Model)
+	}
+	for _, tc := range []struct {
+		o    runOptions
+		want []string
+	}{
+		{runOptions{Backend: "llamacpp", Renderer: "glm-4.7"}, []string{"--renderer", "--backend ollama", "llamacpp"}},
+		{runOptions{Backend: "sim", Renderer: "glm-4.7"}, []string{"--renderer", "--backend ollama", "sim"}},
+		{runOptions{Backend: "ollama", Renderer: "glm-4.7", ServerURL: "http://127.0.0.1:1"}, []string{"--renderer", "--server"}},
+		{runOptions{Backend: "ollama", Renderer: "glm-5"}, []string{"--renderer", `"glm-5"`, "glm-4.7"}},
+		{runOptions{Backend: "ollama", Renderer: "olmo3-think"}, []string{"--renderer olmo3-think", "does not support tools"}},
+	} {
+		o := tc.o
+		o.Family = "qwen3"
+		err := checkFamily(&o, none)
+		if err == nil {
+			t.Errorf("backend %s, renderer %s: no error", tc.o.Backend, tc.o.Renderer)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("backend %s, renderer %s: error %q; want it to name %q", tc.o.Backend, tc.o.Renderer, err, w)
+			}
+		}
+	}
+}
+
+func TestParseRenderers(t *testing.T) {
+	t.Parallel()
+	if got, err := parseRenderers("all"); err != nil || len(got) != 16 {
+		t.Errorf("parseRenderers(all) = %d, %v; want Ollama's 16", len(got), err)
+	}
+	got, err := parseRenderers("glm-4.7, lfm2,glm-4.7")
+	if err != nil || len(got) != 2 || got[0].Renderer != "glm-4.7" || got[1].Renderer != "lfm2" {
+		t.Errorf("parseRenderers(glm-4.7, lfm2,glm-4.7) = %v, %v; want glm-4.7 and lfm2", got, err)
+	}
+	if got, err := parseRenderers(""); err != nil || got != nil {
+		t.Errorf("parseRenderers(\"\") = %v, %v; want none", got, err)
+	}
+	code, _, errOut := runLab(t, "server", "prepare", "--renderer", "glm-4.7,glm-5")
+	if code != exitBadInput || !strings.Contains(errOut, `"glm-5"`) {
+		t.Errorf("lab server prepare --renderer glm-4.7,glm-5: exit %d, stderr %q; want %d naming glm-5", code, errOut, exitBadInput)
+	}
+	code, _, errOut = runLab(t, "server", "start", "--server", "llamacpp", "--renderer", "glm-4.7")
+	if code != exitBadInput || !strings.Contains(errOut, "--server ollama") {
+		t.Errorf("lab server start --server llamacpp --renderer glm-4.7: exit %d, stderr %q; want %d naming --server ollama", code, errOut, exitBadInput)
+	}
+}

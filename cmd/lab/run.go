@@ -63,7 +63,14 @@ type runOptions struct {
 	// simTemplate is set by checkFamily for --backend sim with --family given: the sim renders
 	// with the family's chat template as llama-server --jinja does (openSim).
 	simTemplate bool
-	Quiet       bool
+	// Renderer is --renderer: an Ollama built-in renderer (localserver.OllamaRenderers) to serve
+	// the synthetic model with, on the renderer's family unless --family is given; "" is the
+	// family's own format.
+	Renderer string
+	// format is set by checkFamily for --backend ollama on the lab's own server: how it serves
+	// the model (localserver.OllamaChatOf, or OllamaChatOfRendererOn with --renderer).
+	format localserver.OllamaChat
+	Quiet  bool
 	// Backend is ollama (a real server) or sim (backend/sim: render, tokenize, cache model).
 	Backend string
 	// CacheModel is the sim's cache model (cachesim.NewModel).
@@ -188,6 +195,7 @@ shell that is not a sandbox, which may write anywhere your user can.`,
 	f.StringArrayVar(&o.Tags, "tag", nil, "a label of the run, key=value (repeatable), recorded in the manifest and shown in the report; not part of the setup")
 	f.StringVar(&o.CacheModel, "cache-model", cachesim.ModelLlamaCpp, "with --backend sim: the cache model ("+strings.Join(cachesim.ModelNames, ", ")+")")
 	f.StringVar(&o.Family, "family", string(gguf.Qwen3), "the synthetic model's family: qwen3, deepseek-v3, gemma3, llama3.1, llama3.2 or gpt-oss, served as lab-<family>-synth; of the others, deepseek-v3, llama3.1 and llama3.2 run on the lab's own llama-server (--backend llamacpp, the GGUF's own chat template; llama3.2's refuses two tool calls in a message, so only scenarios without parallel calls), deepseek-v3, gemma3, llama3.1 and llama3.2 on the lab's own Ollama (built-in renderers deepseek3.1 and functiongemma, DeepSeek V3 on a llama stand-in; a Go template of the lab's in Llama 3.2's format for the Llamas), the rest nowhere yet (lab run says why); with --backend sim, any family given (qwen3 too) is llama-server --jinja in process: the family's chat template and tokenizer, the llamacpp cache model (without --family the sim renders with Ollama's qwen3.5 renderer); recorded in the manifest (family, chat_template, and on Ollama token_counter)")
+	f.StringVar(&o.Renderer, "renderer", "", "with --backend ollama: serve the synthetic model with this built-in renderer of Ollama's ("+strings.Join(localserver.RendererNames(), ", ")+"), registered as lab-<family>-<renderer>-synth (a family's own renderer, qwen3.5, deepseek3.1 or functiongemma, is its lab-<family>-synth) on the renderer's family (Qwen3 for the qwen3-* ones, DeepSeek V3 for cogito and deepseek3.1, Gemma 3 for functiongemma, else the Qwen3 model as a stand-in) unless --family is given; recorded in the manifest (renderer, chat_template, token_counter); olmo3-think and olmo3-32b-think are refused (lab run says why)")
 	addModelFlags(c, &o.Model)
 	addReliabilityFlags(c, &o.Reliability)
 	addLiveFlags(c, &o.Live)
@@ -201,7 +209,7 @@ var runFlagGroups = []flagGroup{
 	{"What to run", []string{"scenario", "arm", "arms", "repeat", "shard"}},
 	{"Server and backend", []string{"backend", "server", "server-log", "base-url", "profile", "api", "key-file",
 		"llamacpp", "cache-reuse", "cache-ram", "parallel", "cache-breakpoints", "thinking", "pricing", "cache-model", "calibration", "warm", "cache", "generic-build"}},
-	{"The model", []string{"model", "family", "gguf", "num-ctx", "hidden", "layers", "ffn", "seed", "f16"}},
+	{"The model", []string{"model", "family", "renderer", "gguf", "num-ctx", "hidden", "layers", "ffn", "seed", "f16"}},
 	{"The driver and its bounds", []string{"driver", "max-steps", "max-tokens", "turn-timeout", "sampling-seed", "temperature",
 		"tool-timeout", "unsandboxed-shell", "max-reply-bytes"}},
 	{"Reliability", []string{"retries", "request-timeout", "resume"}},
@@ -428,7 +436,7 @@ func openOllama(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 		if err != nil {
 			return err
 		}
-		srv, prep, stop, err := localServer(ctx, cache, o.GenericBuild, o.Model, o.ModelName, r.progress)
+		srv, prep, stop, err := localServer(ctx, cache, o.GenericBuild, o.Model, o.modelFileName(), o.ModelName, o.format, r.progress)
 		if err != nil {
 			return err
 		}
@@ -441,14 +449,16 @@ func openOllama(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 	}
 	fam := o.Model.Family.OrQwen3()
 	opts := []ollama.Option{ollama.WithNumCtx(o.NumCtx), ollama.WithServerLog(logPath), ollama.WithTemperature(o.Live.Temperature)}
-	var format localserver.OllamaChat
-	if otherFamily(fam) {
-		var err error
-		if format, err = localserver.OllamaChatOf(fam); err != nil {
-			return badInput("--family: %v", err)
-		}
+	format := o.format
+	if o.ServerURL != "" {
+		format = localserver.OllamaChat{} // a server the lab did not start: its model's own format
+	}
+	if len(format.ReplyEnds) > 0 {
 		// The reply is written into the cache as the family's renderer or template renders it back.
 		opts = append(opts, ollama.WithReplyEnds(format.ReplyEnds...))
+	}
+	if tags := format.ReasoningTags; tags[0] != "" {
+		opts = append(opts, ollama.WithReasoningTags(tags[0], tags[1]))
 	}
 	client, err := ollama.New(url, o.ModelName, opts...)
 	if err != nil {
@@ -498,7 +508,7 @@ func openOllama(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 	if r := client.Renderer(); r != "" {
 		b.settings["renderer"] = r // the report names the chat template's rules from it
 	}
-	if otherFamily(fam) {
+	if o.servesFormat() {
 		b.settings[settingFamily], b.settings[settingChatTemplate] = string(fam), format.Template
 		b.settings[settingTokenCounter] = format.Tokens
 		if format.StandIn != "" {
@@ -633,19 +643,18 @@ func reportRun(s *streams, dir string, man *metrics.Manifest, shard metrics.Shar
 // private one, serving the synthetic model m as name (built without -march=native when
 // generic). stop releases the shared server (its use lock, held from here so that two lab
 // processes take turns) or stops the private one.
-func localServer(ctx context.Context, cache string, generic bool, m gguf.ModelOptions, name string, log io.Writer) (*localserver.Server, *localserver.Prepared, func(), error) {
-	prep, err := localserver.Prepare(ctx, setup(cache, generic, m, name, log))
+func localServer(ctx context.Context, cache string, generic bool, m gguf.ModelOptions, file, name string, format localserver.OllamaChat, log io.Writer) (*localserver.Server, *localserver.Prepared, func(), error) {
+	prep, err := localserver.Prepare(ctx, setup(cache, generic, m, file, log))
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	fam := m.Family.OrQwen3()
 	if srv, err := localserver.Attach(ctx, sharedServerDir(cache)); err == nil {
 		// One run at a time on the shared server: a run resets its cache.
 		unlock, err := srv.Lock(ctx, log)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		if err := srv.CreateFamilyModel(ctx, prep.ModelName, prep.GGUF, fam, nil); err != nil {
+		if err := srv.CreateChatModel(ctx, name, prep.GGUF, format, nil); err != nil {
 			unlock()
 			return nil, nil, nil, err
 		}
@@ -667,7 +676,7 @@ func localServer(ctx context.Context, cache string, generic bool, m gguf.ModelOp
 		}
 		os.RemoveAll(dir)
 	}
-	if err := srv.CreateFamilyModel(ctx, prep.ModelName, prep.GGUF, fam, nil); err != nil {
+	if err := srv.CreateChatModel(ctx, name, prep.GGUF, format, nil); err != nil {
 		stop()
 		return nil, nil, nil, err
 	}

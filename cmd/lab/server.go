@@ -23,7 +23,7 @@ func addModelFlags(c *cobra.Command, m *gguf.ModelOptions) {
 }
 
 func newServerCmd(s *streams) *cobra.Command {
-	var cache, llamaBin, llamaModel, startKind, kind, families, startFamily string
+	var cache, llamaBin, llamaModel, startKind, kind, families, startFamily, renderers, startRenderer string
 	var generic bool
 	var llamaCtx int
 	m := gguf.DefaultModelOptions()
@@ -69,6 +69,20 @@ func newServerCmd(s *streams) *cobra.Command {
 			if err != nil {
 				return badInput("--family: %v", err)
 			}
+			renderer := ""
+			if startRenderer != "" {
+				if startKind != localserver.KindOllama {
+					return badInput("--renderer %s is one of Ollama's built-in renderers: it is for --server ollama, not %s", startRenderer, startKind)
+				}
+				if cmd.Flags().Changed("family") {
+					return badInput("--renderer %s serves the renderer's own family's model (lab run --renderer --family serves it on another); drop --family", startRenderer)
+				}
+				format, err := localserver.OllamaChatOfRenderer(startRenderer)
+				if err != nil {
+					return badInput("--renderer: %v", err)
+				}
+				renderer, fam = format.Renderer, format.Family.OrQwen3()
+			}
 			if fam != gguf.Qwen3 {
 				if llamaBin != "" {
 					return badInput("--family %s serves the lab's synthetic model; --llamacpp and --gguf serve your own", fam)
@@ -87,7 +101,9 @@ func newServerCmd(s *streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sh, err := localserver.StartShared(cmd.Context(), options(dir), startKind)
+			so := options(dir)
+			so.Renderer = renderer
+			sh, err := localserver.StartShared(cmd.Context(), so, startKind)
 			if err != nil {
 				return err
 			}
@@ -106,6 +122,7 @@ func newServerCmd(s *streams) *cobra.Command {
 	start.Flags().IntVar(&llamaCtx, "num-ctx", gguf.DefaultContextLength, "the context length in tokens: llama-server -c, or the num_ctx Ollama's model is registered with")
 	aliasFlag(start.Flags(), "ctx-size", "num-ctx")
 	start.Flags().StringVar(&startFamily, "family", string(gguf.Qwen3), "the synthetic model's family: qwen3, deepseek-v3, gemma3, llama3.1, llama3.2 or gpt-oss (not on Ollama: no chat template); Ollama registers it as lab-<family>-synth beside any other (deepseek-v3 on a llama stand-in architecture), a llama-server serves one model")
+	start.Flags().StringVar(&startRenderer, "renderer", "", "with --server ollama: register the synthetic model of the renderer's family with this built-in renderer of Ollama's ("+strings.Join(localserver.RendererNames(), ", ")+") as lab-<family>-<renderer>-synth, beside any other model")
 	addModelFlags(start, &m)
 	stop := &cobra.Command{
 		Use:   "stop",
@@ -170,6 +187,13 @@ own npm tokenizer package; lab server start --family serves one of them.`,
 			if err != nil {
 				return err
 			}
+			formats, err := parseRenderers(renderers)
+			if err != nil {
+				return err
+			}
+			if len(formats) > 0 && !slices.Contains(k, localserver.KindOllama) {
+				return badInput("--renderer names Ollama's built-in renderers: it prepares models for --server ollama (or all), not %s", kind)
+			}
 			p, err := localserver.PrepareServers(cmd.Context(), options(dir), k)
 			if err != nil {
 				return err
@@ -196,10 +220,30 @@ own npm tokenizer package; lab server start --family serves one of them.`,
 				}
 				fmt.Fprintf(s.out, "%-12s %s\n", fam, fp.GGUF)
 			}
+			for _, format := range formats {
+				if format.NoSessions != "" {
+					fmt.Fprintf(s.out, "renderer %-17s refused: %s\n", format.Renderer, format.NoSessions)
+					continue
+				}
+				// The model file as Ollama serves the renderer's family: its stand-in architecture, if any.
+				mf := m
+				mf.Family = format.Family
+				if format.Family.OrQwen3() == gguf.Qwen3 {
+					mf.Family = ""
+				} else if !cmd.Flags().Changed("layers") {
+					mf.Layers = 0
+				}
+				fp, err := localserver.PrepareModel(cmd.Context(), localserver.Setup{CacheDir: dir, Model: format.ModelOptions(mf), Log: s.err})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(s.out, "renderer %-17s %s on %s\n", format.Renderer, format.ModelName(), fp.GGUF)
+			}
 			return nil
 		},
 	}
 	prepare.Flags().StringVar(&families, "family", string(gguf.Qwen3), "the model families whose synthetic models to write: a comma-separated list of qwen3, deepseek-v3, gemma3, llama3.1, llama3.2, gpt-oss, or all")
+	prepare.Flags().StringVar(&renderers, "renderer", "", "Ollama's built-in renderers to prepare models for: a comma-separated list of "+strings.Join(localserver.RendererNames(), ", ")+", or all; writes (or reuses) each renderer's family's model file as Ollama serves it, which lab run --renderer and lab server start --renderer register as lab-<family>-<renderer>-synth (the renderers that cannot run the lab's sessions are named with the reason)")
 	prepare.Flags().StringVar(&kind, "server", "all", "the servers to prepare: ollama, llamacpp or all")
 	prepare.Flags().BoolVar(&generic, "generic-build", false, "build Ollama without -march=native")
 	addModelFlags(prepare, &m)
@@ -278,6 +322,29 @@ func parseFamilies(list string) ([]gguf.Family, error) {
 		}
 		if !slices.Contains(out, f) {
 			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// parseRenderers reads --renderer of lab server prepare: a comma-separated list of Ollama's
+// built-in renderers' names (localserver.OllamaChatOfRenderer), or "all" for every one; "" is
+// none; an unknown name is a bad-input error naming the flag.
+func parseRenderers(list string) ([]localserver.OllamaChat, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, nil
+	}
+	if strings.TrimSpace(list) == "all" {
+		return localserver.OllamaRenderers(), nil
+	}
+	var out []localserver.OllamaChat
+	for _, name := range strings.Split(list, ",") {
+		c, err := localserver.OllamaChatOfRenderer(strings.TrimSpace(name))
+		if err != nil {
+			return nil, badInput("--renderer: %v", err)
+		}
+		if !slices.ContainsFunc(out, func(o localserver.OllamaChat) bool { return o.Renderer == c.Renderer }) {
+			out = append(out, c)
 		}
 	}
 	return out, nil
