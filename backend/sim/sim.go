@@ -123,7 +123,8 @@ type Options struct {
 type Backend struct {
 	model cachesim.Model
 	// tok is the tokenizer given to the harness; whole tokenizes the backend's own prompts and
-	// cache texts incrementally (a step costs what it appends), remembering the last few.
+	// cache texts incrementally (a step costs what it appends), remembering the last few (with
+	// Qwen3's renderer it is inc, which tok shares with the harness's attribution).
 	tok, whole Tokenizer
 	perToken   time.Duration
 	prefill    *cachesim.PrefillModel
@@ -335,15 +336,28 @@ func New(o Options) (*Backend, error) {
 		return newTemplated(o)
 	}
 	inc := &cachesim.Incremental{Tok: o.Tokenizer}
-	return &Backend{model: o.Model, tok: &recent{tok: o.Tokenizer}, whole: &recent{tok: inc}, inc: inc,
+	return &Backend{model: o.Model, tok: &prompts{recent: recent{tok: o.Tokenizer}, inc: inc}, whole: inc, inc: inc,
 		counter: turnCounter{tok: o.Tokenizer}, window: cachesim.NewWindow(o.NumCtx), breakpoints: o.CacheBreakpoints,
 		perToken: o.PrefillPerToken, prefill: o.Prefill, conv: conv, order: cachesim.OrderOf(o.Model.Name())}, nil
 }
 
 // Tokenizer returns the backend's tokenizer, which remembers the last few texts it encoded: give
 // it to the harness (SessionConfig.Tokenizer) so the prompt and cache text the backend just
-// tokenized are not tokenized again. The ids it returns are shared; callers must not change them.
+// tokenized are not tokenized again. Without a chat template it is a
+// [cachesim.PromptTokenizer], whose Prompts is the backend's own incremental tokenizer of
+// prompts and cache texts: the harness's attribution finds them there. The ids it returns are
+// shared; callers must not change them.
 func (b *Backend) Tokenizer() Tokenizer { return b.tok }
+
+// prompts is the tokenizer [Backend.Tokenizer] returns without a chat template: recent, and the
+// backend's incremental tokenizer of whole prompts (cachesim.PromptTokenizer).
+type prompts struct {
+	recent
+	inc *cachesim.Incremental
+}
+
+// Prompts returns the backend's incremental tokenizer of prompts and cache texts.
+func (p *prompts) Prompts() *cachesim.Incremental { return p.inc }
 
 // recent remembers the ids of the last recentSize texts encoded, of at most recentMaxBytes each.
 type recent struct {
