@@ -151,6 +151,10 @@ type Backend struct {
 	toolsJSON json.RawMessage
 	// messageJSON caches the JSON of the previous request's messages, by messageKey.
 	messageJSON map[[sha256.Size]byte][]byte
+	// renderer renders the whole conversation, each message once while it stays the same;
+	// checkRender (tests only) checks every rendering against Ollama's renderer.
+	renderer    renderer
+	checkRender bool
 
 	// tmpl is Options.Template; llama builds the llamacpp backend's request bodies for it (it
 	// never connects) and numCtx is llama-server's -c (0: unlimited).

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/ollama/ollama/api"
@@ -21,7 +22,7 @@ type rendering struct {
 	tokens []int32
 }
 
-// chatPrompt renders creq as Ollama v0.17.4 builds the prompt of a chat request (server/prompt.go
+// chatPrompt renders creq (whose tool list's JSON is b.toolsJSON, from encode) as Ollama v0.17.4 builds the prompt of a chat request (server/prompt.go
 // chatPrompt, `truncate` on, its default): the whole conversation when its tokens fit num_ctx;
 // otherwise, for i = 1, 2, …, the system messages among the first i kept in front of messages
 // i… (the oldest dropped), until the rendering fits num_ctx or only the last message is left.
@@ -34,8 +35,13 @@ func (b *Backend) chatPrompt(creq *api.ChatRequest) (*rendering, error) {
 	}
 	r := &rendering{msgs: creq.Messages, orig: all}
 	var err error
-	if r.text, err = renderers.RenderWithRenderer(Renderer, creq.Messages, creq.Tools, creq.Think); err != nil {
+	if r.text, err = b.renderer.Render(creq.Messages, creq.Tools, b.toolsJSON, creq.Think); err != nil {
 		return nil, err
+	}
+	if b.checkRender {
+		if want, err := renderers.RenderWithRenderer(Renderer, creq.Messages, creq.Tools, creq.Think); err != nil || want != r.text {
+			return nil, fmt.Errorf("sim: the incremental rendering differs from Ollama's renderer's at byte %d (err %v)", cachesim.CommonPrefixBytes(want, r.text), err)
+		}
 	}
 	if r.text, err = inOrder(r.text, creq.Messages, creq.Tools, b.order); err != nil {
 		return nil, err
