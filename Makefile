@@ -63,7 +63,10 @@ fuzz:
 # The speed and memory figures, each printed with the ratio it is judged by: Go benchmarks
 # (b.ReportMetric) and scripts that compare two figures measured in the same run, never timed
 # tests. Run it on a quiet machine; the figures of one run are compared with each other only.
+# BENCH_BASE is the revision the sim matrix's CPU time is compared with (make bench BENCH_BASE=REV).
+BENCH_BASE ?= HEAD~1
 bench: build
+	scripts/bench-sim-matrix.sh $(BENCH_BASE) HEAD
 
 # The load and size scenarios (stress/): the real bin/lab as a child process against loopback fake
 # servers, each bounded in time; prints a table of figures and writes it as JSON under

@@ -137,7 +137,8 @@ func (in *Incremental) Count(text string) (int, error) {
 
 // closest returns the remembered text that shares the most tokens with text up to a turn
 // marker, and k, the index of the last of its markers that lies wholly within the common
-// prefix (-1: none); exact is true when it is text itself.
+// prefix (-1: none); exact is true when it is text itself. The newest texts are looked at
+// first, and a text that text is a prefix of ends the search (none can share more).
 func (in *Incremental) closest(text string) (base *tokenized, k int, exact bool) {
 	k = -1
 	for i := range in.texts {
@@ -148,7 +149,11 @@ func (in *Incremental) closest(text string) (base *tokenized, k int, exact bool)
 		if len(t.text) == len(text) && t.text == text {
 			return t, len(t.marks) - 1, true
 		}
-		common := CommonPrefixBytes(text, t.text)
+		prefix := strings.HasPrefix(t.text, text)
+		common := len(text)
+		if !prefix {
+			common = CommonPrefixBytes(text, t.text)
+		}
 		// The last marker that starts at or before the common prefix's end and lies wholly in it.
 		j := sort.SearchInts(t.marks, common+1) - 1
 		for j >= 0 && t.marks[j]+len(turnMarker) > common {
@@ -156,6 +161,9 @@ func (in *Incremental) closest(text string) (base *tokenized, k int, exact bool)
 		}
 		if j >= 0 && (base == nil || k < 0 || t.at[j] > base.at[k]) {
 			base, k = t, j
+		}
+		if prefix {
+			break
 		}
 	}
 	return base, k, false
