@@ -49,8 +49,6 @@ package sim
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,7 +56,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"time"
-	"unsafe"
 
 	"github.com/ollama/ollama/api"
 
@@ -149,8 +146,9 @@ type Backend struct {
 	// on almost every request, and encoding its schemas is a third of the body's cost.
 	tools     []chat.Tool
 	toolsJSON json.RawMessage
-	// messageJSON caches the JSON of the previous request's messages, by messageKey.
-	messageJSON map[[sha256.Size]byte][]byte
+	// sent are the previous request's messages, each with its JSON; spareSent is the list
+	// before it, whose room the next request's reuses.
+	sent, spareSent []sentMessage
 	// renderer renders the whole conversation, each message once while it stays the same;
 	// checkRender (tests only) checks every rendering against Ollama's renderer.
 	renderer    renderer
@@ -177,25 +175,29 @@ func (b *Backend) encode(req *chat.Request, creq *api.ChatRequest) ([]byte, erro
 		}
 		b.tools, b.toolsJSON = slices.Clone(req.Tools), j
 	}
-	// The messages: each one's JSON is reused from the previous request when the message is the
-	// same (a session resends its history), keyed by what the chat message holds.
+	// The messages: each one's JSON is reused from the previous request's message at the same
+	// place when the two are the same (a session resends its history).
 	var msgs [][]byte
 	each := len(req.Messages) == len(creq.Messages) && len(creq.Messages) > 0
 	if each {
-		next := make(map[[sha256.Size]byte][]byte, len(req.Messages))
-		for i, m := range req.Messages {
-			k := messageKey(&m)
-			j, ok := b.messageJSON[k]
-			if !ok {
+		next := slices.Grow(b.spareSent[:0], len(req.Messages))[:len(req.Messages)]
+		for i := range req.Messages {
+			m := &req.Messages[i]
+			var j []byte
+			if i < len(b.sent) && sameEncoding(&b.sent[i].m, m) {
+				j = b.sent[i].json
+			} else {
 				var err error
 				if j, err = json.Marshal(creq.Messages[i]); err != nil {
 					return nil, err
 				}
 			}
-			next[k] = j
+			next[i] = sentMessage{m: *m, json: j}
 			msgs = append(msgs, j)
 		}
-		b.messageJSON = next
+		// The list before this one is no longer read: cleared, it takes the next request's.
+		clear(b.sent)
+		b.sent, b.spareSent = next, b.sent
 	} else {
 		j, err := json.Marshal(creq.Messages)
 		if err != nil {
@@ -248,31 +250,26 @@ func (b *Backend) encode(req *chat.Request, creq *api.ChatRequest) ([]byte, erro
 	return append(body, head[o:]...), nil
 }
 
-// messageKey is a key that differs for any two chat messages that encode differently: the
-// SHA-256 of the fields the JSON is built from, each preceded by its length. A digest, not the
-// fields themselves, so that a message holding a tool argument of megabytes is not copied into
-// its key.
-func messageKey(m *chat.Message) [sha256.Size]byte {
-	h := sha256.New()
-	field := func(f []byte) {
-		var n [8]byte
-		binary.LittleEndian.PutUint64(n[:], uint64(len(f)))
-		h.Write(n[:])
-		h.Write(f)
+// sentMessage is a message of a request's body: the chat message and its JSON.
+type sentMessage struct {
+	m    chat.Message
+	json []byte
+}
+
+// sameEncoding reports whether chat messages a and b encode the same in the /api/chat body:
+// the fields the Ollama backend's conversion reads (ollama.Client.ChatRequest) are equal.
+func sameEncoding(a, b *chat.Message) bool {
+	if a.Role != b.Role || a.Content != b.Content || a.Reasoning != b.Reasoning || a.ToolCallID != b.ToolCallID ||
+		a.ToolName != b.ToolName || len(a.ToolCalls) != len(b.ToolCalls) {
+		return false
 	}
-	// The hash only reads the bytes of a string, so they are handed to it without a copy.
-	str := func(f string) { field(unsafe.Slice(unsafe.StringData(f), len(f))) }
-	for _, f := range []string{string(m.Role), m.Content, m.Reasoning, m.ToolCallID, m.ToolName} {
-		str(f)
+	for i := range a.ToolCalls {
+		x, y := &a.ToolCalls[i], &b.ToolCalls[i]
+		if x.ID != y.ID || x.Name != y.Name || !bytes.Equal(x.Arguments, y.Arguments) {
+			return false
+		}
 	}
-	for _, tc := range m.ToolCalls {
-		str(tc.ID)
-		str(tc.Name)
-		field(tc.Arguments)
-	}
-	var k [sha256.Size]byte
-	h.Sum(k[:0])
-	return k
+	return true
 }
 
 // SetScript gives the scripted model its replies for the session that follows, in groups: a
