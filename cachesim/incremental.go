@@ -46,6 +46,8 @@ type Incremental struct {
 	// incrementalMaxBytes is remembered only while it is the last asked for.
 	texts  [incrementalTexts]tokenized
 	newest int
+	// tail is the room the tokens after the shared marker are gathered in.
+	tail []int32
 }
 
 // tokenized is a text an [Incremental] remembers: its tokens, the byte offsets of its turn
@@ -57,6 +59,8 @@ type tokenized struct {
 	marks []int
 	at    []int
 	ok    bool
+	// arr is the array ids is a slice of.
+	arr *tokenArray
 }
 
 // incrementalTexts is how many texts an Incremental remembers: a backend asks for the prompt
@@ -142,12 +146,14 @@ func (in *Incremental) Count(text string) (int, error) {
 func (in *Incremental) closest(text string) (base *tokenized, k int, exact bool) {
 	k = -1
 	for i := range in.texts {
+		if t := &in.texts[i]; t.ok && len(t.text) == len(text) && t.text == text {
+			return t, len(t.marks) - 1, true
+		}
+	}
+	for i := range in.texts {
 		t := &in.texts[(in.newest-i+incrementalTexts)%incrementalTexts]
 		if !t.ok {
 			continue
-		}
-		if len(t.text) == len(text) && t.text == text {
-			return t, len(t.marks) - 1, true
 		}
 		prefix := strings.HasPrefix(t.text, text)
 		common := len(text)
@@ -170,6 +176,12 @@ func (in *Incremental) closest(text string) (base *tokenized, k int, exact bool)
 }
 
 // encode tokenizes text (see Encode) and remembers it as the newest text.
+//
+// Its tokens start with the closest remembered text's up to the shared marker, then the rest's.
+// When the rest's first tokens are the ones that text already has there, the rest is written
+// into that text's array after its last token any returned slice covers ([tokenArray]), so that
+// a text extending the last one (a prompt and its reply after the prompt) costs no copy of the
+// session; otherwise the tokens go to a new array, with room for such an extension.
 func (in *Incremental) encode(text string) (*tokenized, error) {
 	base, k, exact := in.closest(text)
 	if exact {
@@ -177,39 +189,87 @@ func (in *Incremental) encode(text string) (*tokenized, error) {
 		return base, nil
 	}
 	var t tokenized
-	start := 0
+	start, shared := 0, 0
 	if k >= 0 {
-		start = base.marks[k]
-		t.ids = append(t.ids, base.ids[:base.at[k]]...)
+		start, shared = base.marks[k], base.at[k]
 		t.marks = append(t.marks, base.marks[:k]...)
 		t.at = append(t.at, base.at[:k]...)
 	}
 	// Tokenize the rest piece by piece, each piece starting at a turn marker, to record them.
+	tail := in.tail[:0]
 	rest := text[start:]
 	for len(rest) > 0 {
 		end := PieceEnd(rest)
 		if strings.HasPrefix(rest, turnMarker) {
 			t.marks = append(t.marks, start)
-			t.at = append(t.at, len(t.ids))
+			t.at = append(t.at, shared+len(tail))
 		}
 		piece, err := in.Tok.Encode(rest[:end])
 		if err != nil {
 			return nil, err
 		}
-		t.ids = append(t.ids, piece...)
+		tail = append(tail, piece...)
 		start += end
 		rest = rest[end:]
 	}
+	in.tail = tail[:0]
+	if cap(tail) > incrementalMaxBytes/4 {
+		in.tail = nil // the room of a huge text's tokens is not kept for the next text
+	}
+	total := shared + len(tail)
+	var arr *tokenArray
+	if base != nil && k >= 0 {
+		arr = base.arr.extend(shared, tail)
+	}
+	if arr == nil {
+		room := total
+		if len(text) <= incrementalMaxBytes {
+			room += total/4 + 64
+		}
+		ids := make([]int32, total, room)
+		if k >= 0 {
+			copy(ids, base.ids[:shared])
+		}
+		copy(ids[shared:], tail)
+		arr = &tokenArray{ids: ids}
+	}
 	// Shared, not copied: a prompt of millions of tokens is held once. Its capacity is clipped so
 	// that a caller's append cannot write into a later call's tokens.
-	t.text, t.ids, t.ok = text, slices.Clip(t.ids), true
-	if t.ids == nil {
-		t.ids = []int32{}
-	}
+	t.text, t.ids, t.arr, t.ok = text, arr.ids[:total:total], arr, true
 	in.newest = (in.newest + 1) % incrementalTexts
 	in.texts[in.newest] = t
 	in.forgetLong(&in.texts[in.newest])
 	return &in.texts[in.newest], nil
+}
+
+// tokenArray is the array that remembered texts' tokens are slices of: ids[:len(ids)] are
+// tokens some returned slice covers, never written again; the room after them (up to
+// cap(ids)) is free.
+type tokenArray struct {
+	ids []int32
+}
+
+// extend returns the array holding the tokens ids[:shared] followed by tail when a's are those
+// up to its last written token (tail's first tokens are the ones a holds after shared) and the
+// rest fits in its free room, written there; nil otherwise.
+func (a *tokenArray) extend(shared int, tail []int32) *tokenArray {
+	if a == nil || shared > len(a.ids) {
+		return nil
+	}
+	total := shared + len(tail)
+	written := min(len(a.ids), total)
+	if !slices.Equal(a.ids[shared:written], tail[:written-shared]) {
+		return nil
+	}
+	if total > len(a.ids) {
+		if total > cap(a.ids) {
+			return nil
+		}
+		n := len(a.ids)
+		a.ids = a.ids[:total]
+		copy(a.ids[n:], tail[n-shared:])
+	}
+	return a
 }
 
 // forgetLong forgets every text longer than incrementalMaxBytes but last, the text just asked

@@ -182,3 +182,39 @@ func TestIncrementalRemembersSeveralTexts(t *testing.T) {
 		}
 	}
 }
+
+// A text asked for again is found even when a newer text it is a prefix of (its prompt, then
+// the prompt and the reply) was asked for after it: it is not tokenized again.
+func TestIncrementalFindsAPrefixAskedBefore(t *testing.T) {
+	prompt := "<|im_start|>system\nrules<|im_end|>\n<|im_start|>user\nask<|im_end|>\n<|im_start|>assistant\n"
+	tok := &wordTokenizer{}
+	inc := &Incremental{Tok: tok}
+	first, _ := inc.Encode(prompt)
+	inc.Encode(prompt + "the reply<|im_end|>")
+	calls := tok.calls
+	again, _ := inc.Encode(prompt)
+	if tok.calls != calls || &again[0] != &first[0] {
+		t.Errorf("the prompt was tokenized again (%d calls) or copied", tok.calls-calls)
+	}
+}
+
+// The prompt and its reply, asked for after the prompt, are one array: the reply's tokens are
+// written after the prompt's, whose slice is unchanged; a text that then departs from both
+// inside the reply gets an array of its own, and neither earlier slice changes.
+func TestIncrementalExtendsInPlace(t *testing.T) {
+	prompt := "<|im_start|>system\nrules<|im_end|>\n<|im_start|>user\nask<|im_end|>\n<|im_start|>assistant "
+	whole := &wordTokenizer{}
+	inc := &Incremental{Tok: &wordTokenizer{}}
+	p, _ := inc.Encode(prompt)
+	keep := slices.Clone(p)
+	c, _ := inc.Encode(prompt + "the reply<|im_end|>")
+	if &c[0] != &p[0] {
+		t.Errorf("the prompt and its reply were copied into a new array")
+	}
+	n, _ := inc.Encode(prompt + "another answer<|im_end|>\n<|im_start|>user\nmore<|im_end|>\n")
+	wantC, _ := whole.Encode(prompt + "the reply<|im_end|>")
+	wantN, _ := whole.Encode(prompt + "another answer<|im_end|>\n<|im_start|>user\nmore<|im_end|>\n")
+	if !slices.Equal(p, keep) || !slices.Equal(c, wantC) || !slices.Equal(n, wantN) {
+		t.Errorf("tokens changed: prompt %v (want %v), reply %v (want %v), next %v (want %v)", p, keep, c, wantC, n, wantN)
+	}
+}

@@ -20,8 +20,8 @@ import (
 // decides whether an assistant message keeps its reasoning; whether it is the last message;
 // whether the messages next to it are tool results). The text is byte for byte the renderer's
 // ([renderers.RenderWithRenderer] with [Renderer]); the sim's tests check it on every request of
-// every scenario under every arm. A message with images, which the sim never sends, is rendered
-// by Ollama's renderer itself. Not safe for concurrent use.
+// every scenario under every arm. A conversation with images, which the sim never sends, is
+// rendered by Ollama's renderer itself. Not safe for concurrent use.
 type renderer struct {
 	// head is the system turn, rendered from headOf.
 	head   string
@@ -60,13 +60,15 @@ type around struct {
 }
 
 // Render returns the rendering of msgs and tools with think, as
-// renderers.RenderWithRenderer(Renderer, msgs, tools, think) does. toolsJSON is the tool list as
-// JSON (json.Marshal of tools), which tells whether the tool list is the one of the system turn
+// renderers.RenderWithRenderer(Renderer, msgs, tools, think) does, followed by after (the reply
+// the cache holds after it, in the same string). toolsJSON is the tool list as JSON
+// (json.Marshal of tools), which tells whether the tool list is the one of the system turn
 // already rendered.
-func (r *renderer) Render(msgs []api.Message, tools []api.Tool, toolsJSON []byte, think *api.ThinkValue) (string, error) {
+func (r *renderer) Render(msgs []api.Message, tools []api.Tool, toolsJSON []byte, think *api.ThinkValue, after string) (string, error) {
 	for _, m := range msgs {
 		if len(m.Images) > 0 {
-			return renderWithOllama(msgs, tools, think)
+			text, err := renderers.RenderWithRenderer(Renderer, msgs, tools, think)
+			return text + after, err
 		}
 	}
 	isThinking := true
@@ -118,11 +120,12 @@ func (r *renderer) Render(msgs []api.Message, tools []api.Tool, toolsJSON []byte
 		size += len(next[i].text)
 	}
 	var sb strings.Builder
-	sb.Grow(size)
+	sb.Grow(size + len(after))
 	sb.WriteString(r.head)
 	for i := range next {
 		sb.WriteString(next[i].text)
 	}
+	sb.WriteString(after)
 	// The list before this one is no longer read: its room takes the next request's, cleared so
 	// that it holds no message of a past request.
 	clear(r.msgs)
@@ -147,11 +150,6 @@ func sameMessage(a, b *api.Message) bool {
 		}
 	}
 	return true
-}
-
-// renderWithOllama is Ollama's own qwen3.5 renderer.
-func renderWithOllama(msgs []api.Message, tools []api.Tool, think *api.ThinkValue) (string, error) {
-	return renderers.RenderWithRenderer(Renderer, msgs, tools, think)
 }
 
 // systemTurn is what Qwen3VLRenderer.Render writes before the messages: with tools, the system

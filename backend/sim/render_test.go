@@ -144,8 +144,9 @@ func TestIncrementalRenderingFollowsEveryChange(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := r.Render(msgs, tools, toolsJSON, think)
-		if err != nil || got != want {
+		after := []string{"", "reply<|im_end|>"}[step%2]
+		got, err := r.Render(msgs, tools, toolsJSON, think, after)
+		if err != nil || got != want+after {
 			t.Fatalf("step %d (%d messages): the incremental rendering differs (err %v)\ngot  %q\nwant %q", step, len(msgs), err, got, want)
 		}
 	}

@@ -456,7 +456,11 @@ func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply
 			defer tighten()()
 		}
 	}
-	r, err := b.chatPrompt(creq)
+	var out string // the reply as the model writes it, which the cache holds after the prompt
+	if reply != nil {
+		out = ollama.Qwen3Output(reply)
+	}
+	r, err := b.chatPrompt(creq, out)
 	if err != nil {
 		return res, fmt.Errorf("sim: render: %w", err)
 	}
@@ -482,7 +486,7 @@ func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply
 	held, generated := prompt, []int32(nil)
 	res.CacheText = rendered
 	if reply != nil {
-		res.CacheText = rendered + ollama.Qwen3Output(reply)
+		res.CacheText = r.withReply
 		// What the server holds after the generation emulation: the cache text tokenized whole,
 		// as the Ollama backend's raw generate request leaves it and as the harness counts it.
 		// Its tokens after the prompt are the generated ones. Where the reply's first token
