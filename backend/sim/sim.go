@@ -4,8 +4,12 @@
 //  1. converts the request as the Ollama backend does ([ollama.Client.ChatRequest]) and renders it
 //     in process with Ollama's own qwen3.5 renderer (github.com/ollama/ollama/model/renderers,
 //     the renderer the served Qwen3 model uses in Ollama v0.17.4), so the prompt text is what the
-//     real server would build;
-//  2. tokenizes it with the given tokenizer (the served model's: tokenizer.LoadJSON);
+//     real server would build; its code is applied message by message ([renderer]), so that a
+//     session's request renders only the messages that changed or whose surroundings the
+//     template reads changed;
+//  2. tokenizes it with the given tokenizer (the served model's: tokenizer.LoadJSON), reusing the
+//     tokens of a remembered prompt up to the last turn both share ([cachesim.Incremental], which
+//     [Backend.Tokenizer] shares with the harness's attribution);
 //  3. asks the cache model (lab/cachesim) how many leading tokens it reuses (Lookup), then leaves
 //     the cache as a real generation would (Store: the rendered prompt followed by the scripted
 //     reply as Qwen3 writes it, ollama.Qwen3Output, tokenized as one text: what the Ollama
@@ -126,8 +130,8 @@ type Backend struct {
 	perToken   time.Duration
 	prefill    *cachesim.PrefillModel
 	conv       *ollama.Client
-	// inc is whole's incremental tokenizer, asked for the turn markers of a prompt; counter
-	// counts the renderings chatPrompt tries.
+	// inc is the incremental tokenizer (whole, without a chat template), asked for the turn
+	// markers of a prompt; counter counts the renderings chatPrompt tries.
 	inc     *cachesim.Incremental
 	counter turnCounter
 	window  cachesim.Window
