@@ -142,7 +142,8 @@ func (in *Incremental) Count(text string) (int, error) {
 // closest returns the remembered text that shares the most tokens with text up to a turn
 // marker, and k, the index of the last of its markers that lies wholly within the common
 // prefix (-1: none); exact is true when it is text itself. The newest texts are looked at
-// first, and a text that text is a prefix of ends the search (none can share more).
+// first, and one that text is a prefix of (none can share more) or that is a prefix of text
+// ends the search. Which one it returns changes the cost of a text, never its tokens.
 func (in *Incremental) closest(text string) (base *tokenized, k int, exact bool) {
 	k = -1
 	for i := range in.texts {
@@ -168,7 +169,9 @@ func (in *Incremental) closest(text string) (base *tokenized, k int, exact bool)
 		if j >= 0 && (base == nil || k < 0 || t.at[j] > base.at[k]) {
 			base, k = t, j
 		}
-		if prefix {
+		if prefix || common == len(t.text) {
+			// text is a prefix of this text (none can share more), or this text of text (the
+			// prompt its cache text or the next step extends): taken without looking further.
 			break
 		}
 	}
