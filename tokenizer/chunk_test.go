@@ -252,6 +252,24 @@ func TestMemoForgetsHugeText(t *testing.T) {
 	}
 }
 
+// lineEnd cuts where safeCut's first rule allows, at the first such place.
+func TestLineEnd(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want int
+	}{
+		{"", 0}, {"abc", 3}, {"ab\ncd", 3}, {"ab\n cd", 6}, {"ab\n\ncd", 4}, {"ab\n", 3},
+		{"\nx", 1}, {"a\n)b\nc", 2}, {"a\n\tb\nc", 5}, {"a\né", 4},
+	} {
+		if got := lineEnd(tc.text); got != tc.want {
+			t.Errorf("lineEnd(%q) = %d; want %d", tc.text, got, tc.want)
+		}
+		if e := lineEnd(tc.text); e < len(tc.text) && safeCut(tc.text, e) != e {
+			t.Errorf("lineEnd(%q) = %d, where safeCut does not cut", tc.text, e)
+		}
+	}
+}
+
 // TestLinesEqualWholeReal: a text tokenized in remembered lines (encodeLines) gives the ids of
 // the whole text, with the real Qwen3 tokenizer, on every file of the scenario library and each
 // prefix of it that ends inside a line (as the prompt up to a segment's end does), the lines of

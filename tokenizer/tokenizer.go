@@ -437,7 +437,7 @@ func (t *Tokenizer) encodePiece(text string) ([]int32, error) {
 		return ids, nil
 	}
 	var err error
-	if huge || t.lv != nil || t.spm != nil || len(text) <= lineChunk {
+	if huge || t.lv != nil || t.spm != nil {
 		ids, err = t.encodeChunks(text, chunkBytes)
 	} else {
 		ids, err = t.encodeLines(text)
@@ -468,24 +468,18 @@ func (t *Tokenizer) remember(text string, ids []int32) {
 	}
 }
 
-// lineChunk is the least length of the lines encodeLines cuts a text into.
-const lineChunk = 256
-
 // encodeLines tokenizes text, which holds no special token and at most hugePiece bytes, with
-// Ollama's byte-pair encoder in lines of at least lineChunk bytes cut where safeCut allows, each
-// looked up in the memo and remembered there: a text that differs from one tokenized before only
-// in its last lines (the prompt up to a segment's end inside a turn, a result cut short, a file
-// read again after an edit) costs those lines. The ids are those of one call on the whole text
-// (see safeCut).
+// Ollama's byte-pair encoder line by line, each line looked up in the memo and remembered
+// there: a line ends before a line feed's successor that is a printable non-space character
+// (0x21–0x7E), the first of the places safeCut allows, so the same line is the same memo entry
+// wherever it appears. A text that differs from one tokenized before only in some lines (the
+// prompt up to a segment's end inside a turn, a result cut short, a file read again after an
+// edit, a tool result quoted in another turn) costs those lines. The ids are those of one call
+// on the whole text (see safeCut).
 func (t *Tokenizer) encodeLines(text string) ([]int32, error) {
 	var ids []int32
 	for len(text) > 0 {
-		end := len(text)
-		if len(text) > lineChunk {
-			if e := safeCut(text, lineChunk); e > 0 {
-				end = e
-			}
-		}
+		end := lineEnd(text)
 		line := text[:end]
 		t.mu.Lock()
 		got, ok := t.memo[line]
@@ -503,6 +497,26 @@ func (t *Tokenizer) encodeLines(text string) ([]int32, error) {
 		text = text[end:]
 	}
 	return ids, nil
+}
+
+// lineEnd returns the end of text's first line for encodeLines: the first offset e > 0 right
+// after a line feed followed by a printable non-space ASCII character, or len(text).
+func lineEnd(text string) int {
+	from := 0
+	for {
+		j := strings.IndexByte(text[from:], '\n')
+		if j < 0 {
+			return len(text)
+		}
+		e := from + j + 1 // after the line feed
+		if e >= len(text) {
+			return len(text)
+		}
+		if c := text[e]; c >= 0x21 && c <= 0x7e {
+			return e
+		}
+		from = e
+	}
 }
 
 // hugePiece is the length in bytes past which a text between special tokens is remembered only
