@@ -198,14 +198,28 @@ func (in *Incremental) encode(text string) (*tokenized, error) {
 		t.marks = append(t.marks, base.marks[:k]...)
 		t.at = append(t.at, base.at[:k]...)
 	}
-	// Tokenize the rest piece by piece, each piece starting at a turn marker, to record them.
+	// Tokenize the rest piece by piece, each piece starting at a turn marker, to record them: into
+	// the room kept for it, or for a text longer than incrementalMaxBytes (whose tokens are not
+	// written into another text's array) straight after the shared tokens, so that its tokens
+	// are not held twice.
 	tail := in.tail[:0]
+	long := len(text) > incrementalMaxBytes
+	if long {
+		tail = nil
+		if k >= 0 {
+			tail = append(tail, base.ids[:shared]...)
+		}
+	}
+	offset := shared
+	if long {
+		offset = 0
+	}
 	rest := text[start:]
 	for len(rest) > 0 {
 		end := PieceEnd(rest)
 		if strings.HasPrefix(rest, turnMarker) {
 			t.marks = append(t.marks, start)
-			t.at = append(t.at, shared+len(tail))
+			t.at = append(t.at, offset+len(tail))
 		}
 		piece, err := in.Tok.Encode(rest[:end])
 		if err != nil {
@@ -215,21 +229,21 @@ func (in *Incremental) encode(text string) (*tokenized, error) {
 		start += end
 		rest = rest[end:]
 	}
-	in.tail = tail[:0]
-	if cap(tail) > incrementalMaxBytes/4 {
-		in.tail = nil // the room of a huge text's tokens is not kept for the next text
-	}
-	total := shared + len(tail)
 	var arr *tokenArray
-	if base != nil && k >= 0 {
-		arr = base.arr.extend(shared, tail)
+	total := offset + len(tail)
+	if long {
+		arr = &tokenArray{ids: tail}
+	} else {
+		in.tail = tail[:0]
+		if cap(tail) > incrementalMaxBytes/4 {
+			in.tail = nil // the room of a huge text's tokens is not kept for the next text
+		}
+		if base != nil && k >= 0 {
+			arr = base.arr.extend(shared, tail)
+		}
 	}
 	if arr == nil {
-		room := total
-		if len(text) <= incrementalMaxBytes {
-			room += total/4 + 64
-		}
-		ids := make([]int32, total, room)
+		ids := make([]int32, total, total+total/4+64)
 		if k >= 0 {
 			copy(ids, base.ids[:shared])
 		}

@@ -152,7 +152,7 @@ func (m *LlamaCpp) Store(prompt, generated []int32) {
 	// allocates nothing); it is never handed out.
 	m.slot = append(append(m.slot[:0], prompt...), generated...)
 }
-func (m *LlamaCpp) Reset()                          { m.slot = nil }
+func (m *LlamaCpp) Reset() { m.slot = nil }
 
 // VLLM is vLLM's automatic prefix cache with 16-token hash-chained blocks.
 type VLLM struct{ seqs [][]int32 }
