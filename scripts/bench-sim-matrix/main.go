@@ -67,18 +67,16 @@ func compare(oldBin, newBin string, n int, target float64) error {
 			if err != nil {
 				return fmt.Errorf("%s run %d (%s): %w", names[b], i+1, bins[b], err)
 			}
-			if want == nil && b == 0 {
+			if want == nil { // round 1 runs the old binary first: its rows are the reference
 				want = digest
 			}
-			if want != nil && !bytes.Equal(digest, want) {
+			if !bytes.Equal(digest, want) {
 				return fmt.Errorf("%s run %d wrote other rows than old run 1:\n%s", names[b], i+1, firstDiff(want, digest))
 			}
 			runs[b] = append(runs[b], r)
 			fmt.Printf("%s run %d: cpu %.2f s, wall %.2f s\n", names[b], i+1, r.cpu, r.wall)
 		}
 	}
-	// The new binary's first run may have come before the old one's first (never: round 1 runs
-	// old first), so every digest was compared with old run 1's.
 	med := func(rs []run, f func(run) float64) (m, lo, hi float64) {
 		v := make([]float64, len(rs))
 		for i, r := range rs {
