@@ -26,11 +26,13 @@ type rendering struct {
 
 // chatPrompt renders creq (whose tool list's JSON is b.toolsJSON, from encode) as Ollama
 // v0.17.4 builds the prompt of a chat request (server/prompt.go chatPrompt, `truncate` on, its
-// default), followed by reply (the generated text, for rendering.withReply): the whole conversation when its tokens fit num_ctx;
-// otherwise, for i = 1, 2, …, the system messages among the first i kept in front of messages
-// i… (the oldest dropped), until the rendering fits num_ctx or only the last message is left.
-// The text is what `_debug_render_only` returns, so the Ollama backend's Rendered is this
-// rendering too. Without a window the whole conversation is rendered.
+// default): the whole conversation when its tokens fit num_ctx; otherwise, for i = 1, 2, …,
+// the system messages among the first i kept in front of messages i… (the oldest dropped),
+// until the rendering fits num_ctx or only the last message is left. The text is what
+// `_debug_render_only` returns, so the Ollama backend's Rendered is this rendering too. Without
+// a window the whole conversation is rendered, by the incremental renderer; the shorter
+// renderings a window tries are Ollama's renderer's. reply (the generated text) follows the
+// rendering in rendering.withReply.
 func (b *Backend) chatPrompt(creq *api.ChatRequest, reply string) (*rendering, error) {
 	all := make([]int, len(creq.Messages))
 	for i := range all {
