@@ -71,7 +71,12 @@ fuzz:
 # The speed and memory figures, each printed with the ratio it is judged by: Go benchmarks
 # (b.ReportMetric) and scripts that compare two figures measured in the same run, never timed
 # tests. Run it on a quiet machine; the figures of one run are compared with each other only.
+# BENCH_BASE is the revision the sim matrix's CPU time is compared with (make bench BENCH_BASE=REV).
+BENCH_BASE ?= HEAD~1
 bench: build
+# The sim matrix's CPU and wall time against a build of BENCH_BASE, both binaries alternated,
+# five runs each, medians and the ratio (≤ 0.25), every run's rows compared.
+	scripts/bench-sim-matrix.sh $(BENCH_BASE) HEAD
 # The client's critical path (a step decided to its request's bytes ready), for a 3.8k- and a
 # 95k-token session on each backend: the 100k/1k ratio (≤ 1.5) and the share of the lab's
 # llama-server's cold prefill of the smallest step, measured in the same run (< 1 %).

@@ -54,14 +54,15 @@ type Attributor struct {
 	HostCache *HostCache
 
 	// cacheText is the text the cache held after the last observed request and cacheTokens its
-	// tokens; whole tokenizes prompts and cache texts, each step only what it appends; bounds
-	// tokenizes the prompt up to each segment's end, for the segments' token spans, and
-	// boundsText and boundsAt keep the last prompt and the token count up to each of its segment
-	// ends (by byte offset), which the next prompt reuses as far as the two are the same.
+	// tokens; whole tokenizes prompts and cache texts, each step only what it appends, and counts
+	// the prompt's tokens up to each segment's end, for the segments' token spans (Tok's
+	// [PromptTokenizer.Prompts] when it has one, made for wholeOf); boundsText and boundsAt keep
+	// the last prompt and the token count up to each of its segment ends (by byte offset), which
+	// the next prompt reuses as far as the two are the same.
 	cacheText   string
 	cacheTokens []int32
 	whole       *Incremental
-	bounds      *Incremental
+	wholeOf     Tokenizer
 	boundsText  string
 	boundsAt    map[int]int64
 	// reasoning holds the indexes of the messages that carried reasoning in the last observed
@@ -254,9 +255,13 @@ func (a *Attributor) observe(req *chat.Request, rendered, cacheText string, writ
 	if a.Tok == nil || rendered == "" {
 		return Attribution{Unknown: true}, nil
 	}
-	if a.whole == nil || a.whole.Tok != a.Tok {
-		a.whole = &Incremental{Tok: a.Tok}
-		a.bounds = &Incremental{Tok: a.Tok}
+	if a.whole == nil || a.wholeOf != a.Tok {
+		if p, ok := a.Tok.(PromptTokenizer); ok {
+			a.whole = p.Prompts()
+		} else {
+			a.whole = &Incremental{Tok: a.Tok}
+		}
+		a.wholeOf = a.Tok
 		a.boundsText, a.boundsAt = "", nil
 	}
 	prompt, err := a.whole.Encode(rendered)
@@ -308,11 +313,11 @@ func (a *Attributor) observe(req *chat.Request, rendered, cacheText string, writ
 		if i < len(segs)-1 {
 			n, ok := a.boundsAt[sg.End]
 			if !ok || sg.End > same {
-				ids, err := a.bounds.Encode(rendered[:sg.End])
+				c, err := a.whole.Count(rendered[:sg.End])
 				if err != nil {
 					return Attribution{}, fmt.Errorf("tokenize the prompt up to %s: %w", sg.Name, err)
 				}
-				n = int64(len(ids))
+				n = int64(c)
 			}
 			boundsAt[sg.End] = n
 			end = min(n, end)

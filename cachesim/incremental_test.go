@@ -111,3 +111,110 @@ func TestIncrementalHoldsLongPromptOnce(t *testing.T) {
 		t.Fatalf("the next text: %d tokens (err %v)", len(again), err)
 	}
 }
+
+// Count is len(Encode) for any text, a prefix of the last one ending inside a turn included, and
+// changes nothing: the next Encode still reuses the last text's tokens.
+func TestIncrementalCountEqualsEncode(t *testing.T) {
+	text := "<|im_start|>system\nbe good<|im_end|>\n<|im_start|>user\nhi there you<|im_end|>\n<|im_start|>assistant\nok then<|im_end|>\n"
+	whole := &wordTokenizer{}
+	inc := &Incremental{Tok: &wordTokenizer{}}
+	if _, err := inc.Encode(text); err != nil {
+		t.Fatal(err)
+	}
+	for end := 0; end <= len(text); end++ {
+		want, _ := whole.Encode(text[:end])
+		got, err := inc.Count(text[:end])
+		if err != nil || got != len(want) {
+			t.Fatalf("Count(text[:%d]) = %d, %v; want %d", end, got, err, len(want))
+		}
+	}
+	for _, other := range []string{"", "no markers", "<|im_start|>system\nbe bad", text + "<|im_start|>user\nmore"} {
+		want, _ := whole.Encode(other)
+		if got, err := inc.Count(other); err != nil || got != len(want) {
+			t.Errorf("Count(%q) = %d, %v; want %d", other, got, err, len(want))
+		}
+	}
+	tok := inc.Tok.(*wordTokenizer)
+	before := tok.bytes
+	if _, err := inc.Encode(text + "<|im_start|>user\nnext<|im_end|>\n"); err != nil {
+		t.Fatal(err)
+	}
+	// The step and the last turn, which the step's marker ends (its tokens may merge across its
+	// end), not the session.
+	if got := tok.bytes - before; got > 80 {
+		t.Errorf("after Count, the next step tokenized %d bytes; want the step's 30 and the last turn's 42", got)
+	}
+}
+
+// Texts asked for in turn (a prompt, then the prompt and its reply, then the next prompt) are
+// each found again without tokenizing, and each is exact whichever remembered text it starts
+// from.
+func TestIncrementalRemembersSeveralTexts(t *testing.T) {
+	prompt := "<|im_start|>system\nrules<|im_end|>\n<|im_start|>user\nask<|im_end|>\n<|im_start|>assistant\n"
+	cache := prompt + "the reply words<|im_end|>"
+	next := prompt + "the reply<|im_end|>\n<|im_start|>user\nmore<|im_end|>\n<|im_start|>assistant\n"
+	whole := &wordTokenizer{}
+	tok := &wordTokenizer{}
+	inc := &Incremental{Tok: tok}
+	for _, text := range []string{prompt, cache, next, prompt, cache, next, cache} {
+		want, _ := whole.Encode(text)
+		got, err := inc.Encode(text)
+		if err != nil || !slices.Equal(got, want) {
+			t.Fatalf("Encode(%q) = %v; want %v", text, got, want)
+		}
+	}
+	calls := tok.calls
+	for _, text := range []string{prompt, cache, next} {
+		if _, err := inc.Encode(text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tok.calls != calls {
+		t.Errorf("texts remembered were tokenized again: %d calls", tok.calls-calls)
+	}
+	// A long text is forgotten once another follows it.
+	long := turnMarker + strings.Repeat("w ", incrementalMaxBytes)
+	inc.Encode(long)
+	inc.Encode(prompt)
+	for _, r := range inc.texts {
+		if len(r.text) > incrementalMaxBytes {
+			t.Fatalf("a text of %d bytes is still held after the next", len(r.text))
+		}
+	}
+}
+
+// A text asked for again is found even when a newer text it is a prefix of (its prompt, then
+// the prompt and the reply) was asked for after it: it is not tokenized again.
+func TestIncrementalFindsAPrefixAskedBefore(t *testing.T) {
+	prompt := "<|im_start|>system\nrules<|im_end|>\n<|im_start|>user\nask<|im_end|>\n<|im_start|>assistant\n"
+	tok := &wordTokenizer{}
+	inc := &Incremental{Tok: tok}
+	first, _ := inc.Encode(prompt)
+	inc.Encode(prompt + "the reply<|im_end|>")
+	calls := tok.calls
+	again, _ := inc.Encode(prompt)
+	if tok.calls != calls || &again[0] != &first[0] {
+		t.Errorf("the prompt was tokenized again (%d calls) or copied", tok.calls-calls)
+	}
+}
+
+// The prompt and its reply, asked for after the prompt, are one array: the reply's tokens are
+// written after the prompt's, whose slice is unchanged; a text that then departs from both
+// inside the reply gets an array of its own, and neither earlier slice changes.
+func TestIncrementalExtendsInPlace(t *testing.T) {
+	prompt := "<|im_start|>system\nrules<|im_end|>\n<|im_start|>user\nask<|im_end|>\n<|im_start|>assistant "
+	whole := &wordTokenizer{}
+	inc := &Incremental{Tok: &wordTokenizer{}}
+	p, _ := inc.Encode(prompt)
+	keep := slices.Clone(p)
+	c, _ := inc.Encode(prompt + "the reply<|im_end|>")
+	if &c[0] != &p[0] {
+		t.Errorf("the prompt and its reply were copied into a new array")
+	}
+	n, _ := inc.Encode(prompt + "another answer<|im_end|>\n<|im_start|>user\nmore<|im_end|>\n")
+	wantC, _ := whole.Encode(prompt + "the reply<|im_end|>")
+	wantN, _ := whole.Encode(prompt + "another answer<|im_end|>\n<|im_start|>user\nmore<|im_end|>\n")
+	if !slices.Equal(p, keep) || !slices.Equal(c, wantC) || !slices.Equal(n, wantN) {
+		t.Errorf("tokens changed: prompt %v (want %v), reply %v (want %v), next %v (want %v)", p, keep, c, wantC, n, wantN)
+	}
+}

@@ -147,8 +147,12 @@ func (*LlamaCpp) Name() string { return ModelLlamaCpp }
 func (m *LlamaCpp) Lookup(prompt []int32) int {
 	return max(0, min(CommonPrefix(m.slot, prompt), len(prompt)-1))
 }
-func (m *LlamaCpp) Store(prompt, generated []int32) { m.slot = concat(prompt, generated) }
-func (m *LlamaCpp) Reset()                          { m.slot = nil }
+func (m *LlamaCpp) Store(prompt, generated []int32) {
+	// The slot's own array is written again (a session's slot only grows, and copying into it
+	// allocates nothing); it is never handed out.
+	m.slot = append(append(m.slot[:0], prompt...), generated...)
+}
+func (m *LlamaCpp) Reset() { m.slot = nil }
 
 // VLLM is vLLM's automatic prefix cache with 16-token hash-chained blocks.
 type VLLM struct{ seqs [][]int32 }

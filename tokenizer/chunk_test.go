@@ -251,3 +251,83 @@ func TestMemoForgetsHugeText(t *testing.T) {
 		t.Error("the ids of a long text differ on a second encoding")
 	}
 }
+
+// lineEnd cuts where safeCut's first rule allows, at the first such place.
+func TestLineEnd(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want int
+	}{
+		{"", 0}, {"abc", 3}, {"ab\ncd", 3}, {"ab\n cd", 6}, {"ab\n\ncd", 4}, {"ab\n", 3},
+		{"\nx", 1}, {"a\n)b\nc", 2}, {"a\n\tb\nc", 5}, {"a\né", 4},
+	} {
+		if got := lineEnd(tc.text); got != tc.want {
+			t.Errorf("lineEnd(%q) = %d; want %d", tc.text, got, tc.want)
+		}
+		if e := lineEnd(tc.text); e < len(tc.text) && safeCut(tc.text, e) != e {
+			t.Errorf("lineEnd(%q) = %d, where safeCut does not cut", tc.text, e)
+		}
+	}
+}
+
+// TestLinesEqualWholeReal: a text tokenized in remembered lines (encodeLines) gives the ids of
+// the whole text, with the real Qwen3 tokenizer, on every file of the scenario library and each
+// prefix of it that ends inside a line (as the prompt up to a segment's end does), the lines of
+// the texts before it already in the memo; and such a prefix costs its last lines, not the text.
+func TestLinesEqualWholeReal(t *testing.T) {
+	tk := realTokenizer(t)
+	root := filepath.Join("..", "scenarios")
+	n := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		n++
+		for _, p := range tk.split(string(b)) {
+			if p.id >= 0 {
+				continue
+			}
+			for _, end := range []int{len(p.text), len(p.text) - 1, len(p.text) * 2 / 3, len(p.text) / 3, 300, 257} {
+				if end <= 0 || end > len(p.text) {
+					continue
+				}
+				text := p.text[:end]
+				whole, err := tk.bpe.Encode(text, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := tk.encodeLines(text)
+				if err != nil || !slices.Equal(got, whole) {
+					t.Fatalf("%s[:%d]: lines give %d ids (err %v), the whole text %d; first difference at id %d", path, end, len(got), err, len(whole), commonPrefix(got, whole))
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 12 {
+		t.Fatalf("%d files in the scenario library; want at least 12", n)
+	}
+	var sb strings.Builder
+	for i := range 400 {
+		fmt.Fprintf(&sb, "line %d: the quick brown fox jumps over the lazy dog\n", i)
+	}
+	text := sb.String()
+	if _, err := tk.Encode(text); err != nil {
+		t.Fatal(err)
+	}
+	before := len(tk.memo)
+	if _, err := tk.Encode(text[:len(text)-20]); err != nil {
+		t.Fatal(err)
+	}
+	// The prefix itself and its last line, which the text did not have.
+	if added := len(tk.memo) - before; added > 2 {
+		t.Errorf("a prefix of a %d-byte text remembered %d new texts; want its last line (and itself)", len(text), added)
+	}
+}

@@ -419,7 +419,8 @@ func (t *Tokenizer) Encode(text string) ([]int32, error) {
 }
 
 // encodePiece tokenizes text that holds no special token, once per distinct text. A text longer
-// than hugePiece is remembered in a slot of its own that holds only the last such text.
+// than hugePiece is remembered in a slot of its own that holds only the last such text. A Qwen3
+// text missing from the memo is tokenized in lines (encodeLines), each remembered too.
 func (t *Tokenizer) encodePiece(text string) ([]int32, error) {
 	huge := len(text) > hugePiece
 	t.mu.Lock()
@@ -435,26 +436,87 @@ func (t *Tokenizer) encodePiece(text string) ([]int32, error) {
 	if ok {
 		return ids, nil
 	}
-	ids, err := t.encodeChunks(text, chunkBytes)
+	var err error
+	if huge || t.lv != nil || t.spm != nil {
+		ids, err = t.encodeChunks(text, chunkBytes)
+	} else {
+		ids, err = t.encodeLines(text)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("encode text: %w", err)
 	}
 	t.mu.Lock()
-	switch {
-	case huge:
+	if huge {
 		t.hugeText, t.hugeIDs = text, ids
-	case t.memoBytes+len(text) > memoLimit:
-		clear(t.memo)
-		t.memoBytes = 0
-		fallthrough
-	default:
-		if _, ok := t.memo[text]; !ok {
-			t.memo[text] = ids
-			t.memoBytes += len(text)
-		}
+	} else {
+		t.remember(text, ids)
 	}
 	t.mu.Unlock()
 	return ids, nil
+}
+
+// remember adds text's ids to the memo, emptying it first when it would pass memoLimit. t.mu
+// is held.
+func (t *Tokenizer) remember(text string, ids []int32) {
+	if t.memoBytes+len(text) > memoLimit {
+		clear(t.memo)
+		t.memoBytes = 0
+	}
+	if _, ok := t.memo[text]; !ok {
+		t.memo[text] = ids
+		t.memoBytes += len(text)
+	}
+}
+
+// encodeLines tokenizes text, which holds no special token and at most hugePiece bytes, with
+// Ollama's byte-pair encoder line by line, each line looked up in the memo and remembered
+// there: a line ends before a line feed's successor that is a printable non-space character
+// (0x21–0x7E), the first of the places safeCut allows, so the same line is the same memo entry
+// wherever it appears. A text that differs from one tokenized before only in some lines (the
+// prompt up to a segment's end inside a turn, a result cut short, a file read again after an
+// edit, a tool result quoted in another turn) costs those lines. The ids are those of one call
+// on the whole text (see safeCut).
+func (t *Tokenizer) encodeLines(text string) ([]int32, error) {
+	var ids []int32
+	for len(text) > 0 {
+		end := lineEnd(text)
+		line := text[:end]
+		t.mu.Lock()
+		got, ok := t.memo[line]
+		t.mu.Unlock()
+		if !ok {
+			var err error
+			if got, err = t.bpe.Encode(line, false); err != nil {
+				return nil, err
+			}
+			t.mu.Lock()
+			t.remember(line, got)
+			t.mu.Unlock()
+		}
+		ids = append(ids, got...)
+		text = text[end:]
+	}
+	return ids, nil
+}
+
+// lineEnd returns the end of text's first line for encodeLines: the first offset e > 0 right
+// after a line feed followed by a printable non-space ASCII character, or len(text).
+func lineEnd(text string) int {
+	from := 0
+	for {
+		j := strings.IndexByte(text[from:], '\n')
+		if j < 0 {
+			return len(text)
+		}
+		e := from + j + 1 // after the line feed
+		if e >= len(text) {
+			return len(text)
+		}
+		if c := text[e]; c >= 0x21 && c <= 0x7e {
+			return e
+		}
+		from = e
+	}
 }
 
 // hugePiece is the length in bytes past which a text between special tokens is remembered only

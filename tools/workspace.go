@@ -806,6 +806,9 @@ func (w *Workspace) grep(s *hygiene.Session, raw json.RawMessage, a CallArgs) (s
 	if err != nil {
 		return "", err
 	}
+	// Every match starts with the pattern's literal prefix, when it has one: a file or a line
+	// without it holds no match, and is not run through the pattern.
+	prefix, _ := re.LiteralPrefix()
 	var out []string
 	search := func(p, name string) error {
 		data, err := w.readFile(name)
@@ -815,11 +818,17 @@ func (w *Workspace) grep(s *hygiene.Session, raw json.RawMessage, a CallArgs) (s
 		if err != nil {
 			return err
 		}
+		if prefix != "" && !bytes.Contains(data, []byte(prefix)) {
+			return nil
+		}
 		for i, line := range hygiene.Lines(string(data)) {
 			if i%grepCheckLines == grepCheckLines-1 {
 				if err := w.alive(); err != nil {
 					return err
 				}
+			}
+			if prefix != "" && !strings.Contains(line, prefix) {
+				continue
 			}
 			if re.MatchString(line) {
 				out = append(out, fmt.Sprintf("%s:%d: %s", p, i+1, line))

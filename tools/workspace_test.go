@@ -398,3 +398,35 @@ func TestWorkspaceAlias(t *testing.T) {
 		t.Errorf("read beside the alias: %q; want outside the project", out)
 	}
 }
+
+// grep answers the lines a pattern matches whether or not the pattern starts with a literal (the
+// files and lines without it are skipped unread by the pattern): anchored, case-folded,
+// alternated and literal patterns give every matching line of every file, each file's in order.
+func TestGrepLiteralPrefixFindsEveryLine(t *testing.T) {
+	files := []string{
+		"a.go", "package a\n\nfunc Run() {}\nfunc run() {}\n// Run runs\n",
+		"b/b.go", "package b\nvar x = \"func Run\"\n",
+		"c.txt", "nothing here\n",
+	}
+	for _, tc := range []struct{ pattern, want string }{
+		{"func Run", "a.go:3: func Run() {}|b/b.go:2: var x = \"func Run\""},
+		{"^func", "a.go:3: func Run() {}|a.go:4: func run() {}"},
+		{"(?i)func run", "a.go:3: func Run() {}|a.go:4: func run() {}|b/b.go:2: var x = \"func Run\""},
+		{"Run|nothing", "a.go:3: func Run() {}|a.go:5: // Run runs|b/b.go:2: var x = \"func Run\"|c.txt:1: nothing here"},
+		{"package b$", "b/b.go:1: package b"},
+		{"zzz", ""},
+	} {
+		ws, hs := newWS(t, hygiene.Measures{}, files...)
+		args, _ := json.Marshal(map[string]string{"pattern": tc.pattern})
+		got := ws.Run(hs, "grep", args)
+		var lines []string
+		for _, l := range strings.Split(got, "\n") {
+			if rel, ok := strings.CutPrefix(l, ws.Root+"/"); ok {
+				lines = append(lines, rel)
+			}
+		}
+		if strings.Join(lines, "|") != tc.want {
+			t.Errorf("grep %q = %q; want the lines %q", tc.pattern, got, tc.want)
+		}
+	}
+}

@@ -260,6 +260,9 @@ func (c *Client) ChatRequest(req *chat.Request) (*api.ChatRequest, error) {
 	if req.Think && !c.noThinking {
 		out.Think = &api.ThinkValue{Value: true}
 	}
+	if len(req.Messages) > 0 {
+		out.Messages = make([]api.Message, 0, len(req.Messages))
+	}
 	for _, m := range req.Messages {
 		am := api.Message{Role: string(m.Role), Content: m.Content, Thinking: m.Reasoning, ToolName: m.ToolName, ToolCallID: m.ToolCallID}
 		for i, tc := range m.ToolCalls {

@@ -4,8 +4,12 @@
 //  1. converts the request as the Ollama backend does ([ollama.Client.ChatRequest]) and renders it
 //     in process with Ollama's own qwen3.5 renderer (github.com/ollama/ollama/model/renderers,
 //     the renderer the served Qwen3 model uses in Ollama v0.17.4), so the prompt text is what the
-//     real server would build;
-//  2. tokenizes it with the given tokenizer (the served model's: tokenizer.LoadJSON);
+//     real server would build; its code is applied message by message ([renderer]), so that a
+//     session's request renders only the messages that changed or whose surroundings the
+//     template reads changed;
+//  2. tokenizes it with the given tokenizer (the served model's: tokenizer.LoadJSON), reusing the
+//     tokens of a remembered prompt up to the last turn both share ([cachesim.Incremental], which
+//     [Backend.Tokenizer] shares with the harness's attribution);
 //  3. asks the cache model (lab/cachesim) how many leading tokens it reuses (Lookup), then leaves
 //     the cache as a real generation would (Store: the rendered prompt followed by the scripted
 //     reply as Qwen3 writes it, ollama.Qwen3Output, tokenized as one text: what the Ollama
@@ -49,8 +53,6 @@ package sim
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,7 +60,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"time"
-	"unsafe"
 
 	"github.com/ollama/ollama/api"
 
@@ -123,13 +124,14 @@ type Options struct {
 type Backend struct {
 	model cachesim.Model
 	// tok is the tokenizer given to the harness; whole tokenizes the backend's own prompts and
-	// cache texts incrementally (a step costs what it appends), remembering the last few.
+	// cache texts incrementally (a step costs what it appends), remembering the last few (with
+	// Qwen3's renderer it is inc, which tok shares with the harness's attribution).
 	tok, whole Tokenizer
 	perToken   time.Duration
 	prefill    *cachesim.PrefillModel
 	conv       *ollama.Client
-	// inc is whole's incremental tokenizer, asked for the turn markers of a prompt; counter
-	// counts the renderings chatPrompt tries.
+	// inc is the incremental tokenizer (whole, without a chat template), asked for the turn
+	// markers of a prompt; counter counts the renderings chatPrompt tries.
 	inc     *cachesim.Incremental
 	counter turnCounter
 	window  cachesim.Window
@@ -148,8 +150,13 @@ type Backend struct {
 	// on almost every request, and encoding its schemas is a third of the body's cost.
 	tools     []chat.Tool
 	toolsJSON json.RawMessage
-	// messageJSON caches the JSON of the previous request's messages, by messageKey.
-	messageJSON map[[sha256.Size]byte][]byte
+	// sent are the previous request's messages, each with its JSON; spareSent is the list
+	// before it, whose room the next request's reuses.
+	sent, spareSent []sentMessage
+	// renderer renders the whole conversation, each message once while it stays the same;
+	// checkRender (tests only) checks every rendering against Ollama's renderer.
+	renderer    renderer
+	checkRender bool
 
 	// tmpl is Options.Template; llama builds the llamacpp backend's request bodies for it (it
 	// never connects) and numCtx is llama-server's -c (0: unlimited).
@@ -172,25 +179,29 @@ func (b *Backend) encode(req *chat.Request, creq *api.ChatRequest) ([]byte, erro
 		}
 		b.tools, b.toolsJSON = slices.Clone(req.Tools), j
 	}
-	// The messages: each one's JSON is reused from the previous request when the message is the
-	// same (a session resends its history), keyed by what the chat message holds.
+	// The messages: each one's JSON is reused from the previous request's message at the same
+	// place when the two are the same (a session resends its history).
 	var msgs [][]byte
 	each := len(req.Messages) == len(creq.Messages) && len(creq.Messages) > 0
 	if each {
-		next := make(map[[sha256.Size]byte][]byte, len(req.Messages))
-		for i, m := range req.Messages {
-			k := messageKey(&m)
-			j, ok := b.messageJSON[k]
-			if !ok {
+		next := slices.Grow(b.spareSent[:0], len(req.Messages))[:len(req.Messages)]
+		for i := range req.Messages {
+			m := &req.Messages[i]
+			var j []byte
+			if i < len(b.sent) && sameEncoding(&b.sent[i].m, m) {
+				j = b.sent[i].json
+			} else {
 				var err error
 				if j, err = json.Marshal(creq.Messages[i]); err != nil {
 					return nil, err
 				}
 			}
-			next[k] = j
+			next[i] = sentMessage{m: *m, json: j}
 			msgs = append(msgs, j)
 		}
-		b.messageJSON = next
+		// The list before this one is no longer read: cleared, it takes the next request's.
+		clear(b.sent)
+		b.sent, b.spareSent = next, b.sent
 	} else {
 		j, err := json.Marshal(creq.Messages)
 		if err != nil {
@@ -243,31 +254,26 @@ func (b *Backend) encode(req *chat.Request, creq *api.ChatRequest) ([]byte, erro
 	return append(body, head[o:]...), nil
 }
 
-// messageKey is a key that differs for any two chat messages that encode differently: the
-// SHA-256 of the fields the JSON is built from, each preceded by its length. A digest, not the
-// fields themselves, so that a message holding a tool argument of megabytes is not copied into
-// its key.
-func messageKey(m *chat.Message) [sha256.Size]byte {
-	h := sha256.New()
-	field := func(f []byte) {
-		var n [8]byte
-		binary.LittleEndian.PutUint64(n[:], uint64(len(f)))
-		h.Write(n[:])
-		h.Write(f)
+// sentMessage is a message of a request's body: the chat message and its JSON.
+type sentMessage struct {
+	m    chat.Message
+	json []byte
+}
+
+// sameEncoding reports whether chat messages a and b encode the same in the /api/chat body:
+// the fields the Ollama backend's conversion reads (ollama.Client.ChatRequest) are equal.
+func sameEncoding(a, b *chat.Message) bool {
+	if a.Role != b.Role || a.Content != b.Content || a.Reasoning != b.Reasoning || a.ToolCallID != b.ToolCallID ||
+		a.ToolName != b.ToolName || len(a.ToolCalls) != len(b.ToolCalls) {
+		return false
 	}
-	// The hash only reads the bytes of a string, so they are handed to it without a copy.
-	str := func(f string) { field(unsafe.Slice(unsafe.StringData(f), len(f))) }
-	for _, f := range []string{string(m.Role), m.Content, m.Reasoning, m.ToolCallID, m.ToolName} {
-		str(f)
+	for i := range a.ToolCalls {
+		x, y := &a.ToolCalls[i], &b.ToolCalls[i]
+		if x.ID != y.ID || x.Name != y.Name || !bytes.Equal(x.Arguments, y.Arguments) {
+			return false
+		}
 	}
-	for _, tc := range m.ToolCalls {
-		str(tc.ID)
-		str(tc.Name)
-		field(tc.Arguments)
-	}
-	var k [sha256.Size]byte
-	h.Sum(k[:0])
-	return k
+	return true
 }
 
 // SetScript gives the scripted model its replies for the session that follows, in groups: a
@@ -335,15 +341,28 @@ func New(o Options) (*Backend, error) {
 		return newTemplated(o)
 	}
 	inc := &cachesim.Incremental{Tok: o.Tokenizer}
-	return &Backend{model: o.Model, tok: &recent{tok: o.Tokenizer}, whole: &recent{tok: inc}, inc: inc,
+	return &Backend{model: o.Model, tok: &prompts{recent: recent{tok: o.Tokenizer}, inc: inc}, whole: inc, inc: inc,
 		counter: turnCounter{tok: o.Tokenizer}, window: cachesim.NewWindow(o.NumCtx), breakpoints: o.CacheBreakpoints,
 		perToken: o.PrefillPerToken, prefill: o.Prefill, conv: conv, order: cachesim.OrderOf(o.Model.Name())}, nil
 }
 
 // Tokenizer returns the backend's tokenizer, which remembers the last few texts it encoded: give
 // it to the harness (SessionConfig.Tokenizer) so the prompt and cache text the backend just
-// tokenized are not tokenized again. The ids it returns are shared; callers must not change them.
+// tokenized are not tokenized again. Without a chat template it is a
+// [cachesim.PromptTokenizer], whose Prompts is the backend's own incremental tokenizer of
+// prompts and cache texts: the harness's attribution finds them there. The ids it returns are
+// shared; callers must not change them.
 func (b *Backend) Tokenizer() Tokenizer { return b.tok }
+
+// prompts is the tokenizer [Backend.Tokenizer] returns without a chat template: recent, and the
+// backend's incremental tokenizer of whole prompts (cachesim.PromptTokenizer).
+type prompts struct {
+	recent
+	inc *cachesim.Incremental
+}
+
+// Prompts returns the backend's incremental tokenizer of prompts and cache texts.
+func (p *prompts) Prompts() *cachesim.Incremental { return p.inc }
 
 // recent remembers the ids of the last recentSize texts encoded, of at most recentMaxBytes each.
 type recent struct {
@@ -441,7 +460,11 @@ func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply
 			defer tighten()()
 		}
 	}
-	r, err := b.chatPrompt(creq)
+	var out string // the reply as the model writes it, which the cache holds after the prompt
+	if reply != nil {
+		out = ollama.Qwen3Output(reply)
+	}
+	r, err := b.chatPrompt(creq, out)
 	if err != nil {
 		return res, fmt.Errorf("sim: render: %w", err)
 	}
@@ -467,7 +490,7 @@ func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply
 	held, generated := prompt, []int32(nil)
 	res.CacheText = rendered
 	if reply != nil {
-		res.CacheText = rendered + ollama.Qwen3Output(reply)
+		res.CacheText = r.withReply
 		// What the server holds after the generation emulation: the cache text tokenized whole,
 		// as the Ollama backend's raw generate request leaves it and as the harness counts it.
 		// Its tokens after the prompt are the generated ones. Where the reply's first token

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/ollama/ollama/api"
@@ -13,32 +14,46 @@ import (
 const turnMarker = cachesim.TurnMarker
 
 // rendering is a chat request as the server renders it: the messages it kept (msgs), the index
-// in the request of each (orig), the text and its tokens.
+// in the request of each (orig), the text and its tokens, and the text followed by the reply
+// chatPrompt was given (withReply; text is its first bytes, one string in memory).
 type rendering struct {
-	msgs   []api.Message
-	orig   []int
-	text   string
-	tokens []int32
+	msgs      []api.Message
+	orig      []int
+	text      string
+	tokens    []int32
+	withReply string
 }
 
-// chatPrompt renders creq as Ollama v0.17.4 builds the prompt of a chat request (server/prompt.go
-// chatPrompt, `truncate` on, its default): the whole conversation when its tokens fit num_ctx;
-// otherwise, for i = 1, 2, …, the system messages among the first i kept in front of messages
-// i… (the oldest dropped), until the rendering fits num_ctx or only the last message is left.
-// The text is what `_debug_render_only` returns, so the Ollama backend's Rendered is this
-// rendering too. Without a window the whole conversation is rendered.
-func (b *Backend) chatPrompt(creq *api.ChatRequest) (*rendering, error) {
+// chatPrompt renders creq (whose tool list's JSON is b.toolsJSON, from encode) as Ollama
+// v0.17.4 builds the prompt of a chat request (server/prompt.go chatPrompt, `truncate` on, its
+// default): the whole conversation when its tokens fit num_ctx; otherwise, for i = 1, 2, …,
+// the system messages among the first i kept in front of messages i… (the oldest dropped),
+// until the rendering fits num_ctx or only the last message is left. The text is what
+// `_debug_render_only` returns, so the Ollama backend's Rendered is this rendering too. Without
+// a window the whole conversation is rendered, by the incremental renderer; the shorter
+// renderings a window tries are Ollama's renderer's. reply (the generated text) follows the
+// rendering in rendering.withReply.
+func (b *Backend) chatPrompt(creq *api.ChatRequest, reply string) (*rendering, error) {
 	all := make([]int, len(creq.Messages))
 	for i := range all {
 		all[i] = i
 	}
 	r := &rendering{msgs: creq.Messages, orig: all}
 	var err error
-	if r.text, err = renderers.RenderWithRenderer(Renderer, creq.Messages, creq.Tools, creq.Think); err != nil {
+	if r.withReply, err = b.renderer.Render(creq.Messages, creq.Tools, b.toolsJSON, creq.Think, reply); err != nil {
 		return nil, err
 	}
-	if r.text, err = inOrder(r.text, creq.Messages, creq.Tools, b.order); err != nil {
+	r.text = r.withReply[:len(r.withReply)-len(reply)]
+	if b.checkRender {
+		if want, err := renderers.RenderWithRenderer(Renderer, creq.Messages, creq.Tools, creq.Think); err != nil || want != r.text {
+			return nil, fmt.Errorf("sim: the incremental rendering differs from Ollama's renderer's at byte %d (err %v)", cachesim.CommonPrefixBytes(want, r.text), err)
+		}
+	}
+	if text, err := inOrder(r.text, creq.Messages, creq.Tools, b.order); err != nil {
 		return nil, err
+	} else if text != r.text {
+		r.withReply = text + reply
+		r.text = r.withReply[:len(text)]
 	}
 	if r.tokens, err = b.whole.Encode(r.text); err != nil {
 		return nil, err
@@ -72,7 +87,7 @@ func (b *Backend) chatPrompt(creq *api.ChatRequest) (*rendering, error) {
 			return nil, err
 		}
 		if count <= n || i == last {
-			r = &rendering{msgs: msgs, orig: orig, text: text}
+			r = &rendering{msgs: msgs, orig: orig, text: text, withReply: text + reply}
 			if r.tokens, err = b.whole.Encode(text); err != nil {
 				return nil, err
 			}

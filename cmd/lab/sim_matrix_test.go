@@ -1,16 +1,11 @@
 package main
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/json"
-	"fmt"
 	"path/filepath"
-	"sort"
 	"testing"
-	"time"
 
 	"lab/internal/golden"
+	"lab/internal/rowdigest"
 	"lab/metrics"
 )
 
@@ -46,70 +41,12 @@ func TestSimMatrixRowsUnchanged(t *testing.T) {
 	golden.Check(t, "TestSimMatrixRowsUnchanged.golden", matrixDigests(t, samples))
 }
 
-// matrixDigests returns one line per session (scenario, arm, repetition, in that order): its row
-// count, its summed prompt, cached and re-read tokens (to make a change readable) and the SHA-256
-// of its rows' JSON in request order, with run_id, started_at and the durations cleared.
+// matrixDigests is rowdigest.Sessions without the divergence excerpt, a view of the texts these
+// digests predate; it is checked where it is made (cachesim.ExcerptAt) and read (report).
 func matrixDigests(t *testing.T, samples []metrics.Sample) []byte {
-	type key struct {
-		scenario, arm string
-		rep           int32
+	out, err := rowdigest.Sessions(samples, false)
+	if err != nil {
+		t.Fatal(err)
 	}
-	type session struct {
-		rows                     []metrics.Sample
-		prompt, cached, rereadTk int64
-	}
-	sessions := map[key]*session{}
-	for _, s := range samples {
-		k := key{s.Scenario, s.Arm, s.Repetition}
-		ss := sessions[k]
-		if ss == nil {
-			ss = &session{}
-			sessions[k] = ss
-		}
-		s.RunID = ""
-		s.StartedAt = time.Time{}
-		s.TTFTNs, s.PrefillNs, s.TotalNs, s.LoadNs, s.RetryWaitNs = 0, 0, 0, nil, 0
-		// The divergence excerpt is a view of the texts these digests predate; it is checked
-		// where it is made (cachesim.ExcerptAt) and read (report).
-		s.DivergenceExcerpt = ""
-		ss.rows = append(ss.rows, s)
-		ss.prompt += s.PromptTokens
-		if s.CachedTokens != nil {
-			ss.cached += *s.CachedTokens
-		}
-		if s.RereadTokens != nil {
-			ss.rereadTk += *s.RereadTokens
-		}
-	}
-	keys := make([]key, 0, len(sessions))
-	for k := range sessions {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, b := keys[i], keys[j]
-		if a.scenario != b.scenario {
-			return a.scenario < b.scenario
-		}
-		if a.arm != b.arm {
-			return a.arm < b.arm
-		}
-		return a.rep < b.rep
-	})
-	var buf bytes.Buffer
-	for _, k := range keys {
-		ss := sessions[k]
-		sort.SliceStable(ss.rows, func(i, j int) bool { return ss.rows[i].RequestIndex < ss.rows[j].RequestIndex })
-		h := sha256.New()
-		for i := range ss.rows {
-			line, err := json.Marshal(&ss.rows[i])
-			if err != nil {
-				t.Fatal(err)
-			}
-			h.Write(line)
-			h.Write([]byte{'\n'})
-		}
-		fmt.Fprintf(&buf, "%s %s %d: %d rows, prompt %d, cached %d, reread %d, %x\n",
-			k.scenario, k.arm, k.rep, len(ss.rows), ss.prompt, ss.cached, ss.rereadTk, h.Sum(nil)[:12])
-	}
-	return buf.Bytes()
+	return out
 }
