@@ -15,7 +15,7 @@ import (
 )
 
 // bodyCache keeps the encodings of the last request's messages and the fields around them, so
-// that the next request of the conversation encodes only what changed ([Client.RequestBody]): a
+// that the next request of the conversation encodes only what changed ([Client.RequestBodies]): a
 // message at the same index with the same fields (strings that share their bytes compare at
 // once) takes its encoding again. Not safe for concurrent use, as its Client.
 type bodyCache struct {
@@ -85,28 +85,16 @@ func sameTools(a, b []chat.Tool) bool {
 	return true
 }
 
-// RequestBody returns the /api/chat body of the measured request for req: json.Marshal of
-// [Client.ChatRequest]'s api.ChatRequest, byte for byte (what github.com/ollama/ollama/api's
-// Client.Chat sends, v0.17.4), as the pieces it is sent from (wire.Body): each message's
-// encoding and the fields around them. A message the client encoded for the previous request
-// at the same place, unchanged, is not converted or encoded again, nor is an unchanged tool
-// list, so that a conversation's next request costs the encoding of its new messages, not of
-// the whole conversation. Errors are ChatRequest's.
-func (c *Client) RequestBody(req *chat.Request) (wire.Body, error) {
-	body, _, err := c.bodies(req)
-	return body, err
-}
-
-// RenderBody is [RenderRequest] of [Client.ChatRequest] for req, byte for byte (the body that
-// asks the server for its rendering: `stream` false and `_debug_render_only` true), in pieces
-// as [Client.RequestBody] gives them, sharing its messages' encodings.
-func (c *Client) RenderBody(req *chat.Request) (wire.Body, error) {
-	_, body, err := c.bodies(req)
-	return body, err
-}
-
-// bodies returns [Client.RequestBody] and [Client.RenderBody] of req.
-func (c *Client) bodies(req *chat.Request) (chatBody, renderBody wire.Body, err error) {
+// RequestBodies returns the two /api/chat bodies [Client.Measure] sends for req, as the pieces
+// they are sent from (wire.Body): the measured request's, json.Marshal of [Client.ChatRequest]'s
+// api.ChatRequest byte for byte (what github.com/ollama/ollama/api's Client.Chat sent, v0.17.4),
+// and the rendering's, [RenderRequest] of it byte for byte (`stream` false and
+// `_debug_render_only` true). Both are each message's encoding between the fields around them,
+// and share the messages' pieces. A message the client encoded for the previous request at the
+// same place, unchanged in every field ChatRequest reads, is not converted or encoded again, nor
+// is an unchanged tool list, so that a conversation's next request costs the encoding of its new
+// messages, not of the whole conversation. Errors are ChatRequest's.
+func (c *Client) RequestBodies(req *chat.Request) (request, rendering wire.Body, err error) {
 	bc := &c.cache
 	// from is the first message whose piece is not the one parts holds at its place.
 	from := min(len(req.Messages), len(bc.parts))

@@ -81,7 +81,7 @@ type Client struct {
 	// is keyed by the SHA-256 of the arguments' JSON, which may be megabytes.
 	args  map[[sha256.Size]byte]api.ToolCallFunctionArguments
 	tools map[string]api.Tool
-	// cache keeps the last request's encoded messages ([Client.RequestBody]).
+	// cache keeps the last request's encoded messages ([Client.RequestBodies]).
 	cache bodyCache
 }
 
@@ -313,7 +313,7 @@ func (c *Client) Render(ctx context.Context, req *api.ChatRequest) (string, erro
 // Ollama api client's (its scanner's maxBufferSize in api/client.go, v0.17.4: 8 MB).
 const renderLineMin = 8_000_000
 
-// render sends body, a rendering request ([Client.RenderBody], [RenderRequest]), to /api/chat
+// render sends body, a rendering request ([Client.RequestBodies], [RenderRequest]), to /api/chat
 // and returns the answer's _debug_info.rendered_template.
 func (c *Client) render(ctx context.Context, body wire.Body) (string, error) {
 	// The answer's one line holds the prompt, which is about as long as the request's messages
@@ -440,7 +440,7 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 // rendering and the measured request. A scripted result's CacheText is "" until
 // [Client.FillCache].
 func (c *Client) Measure(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
-	body, renderBody, err := c.bodies(req)
+	body, renderBody, err := c.RequestBodies(req)
 	if err != nil {
 		return nil, err
 	}
