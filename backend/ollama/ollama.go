@@ -1,5 +1,8 @@
 // Package ollama is the lab's backend for an Ollama server (native /api/chat and /api/generate,
-// through github.com/ollama/ollama/api, v0.17.4).
+// v0.17.4). The /api/chat requests, the rendering and the measured one, are the lab's own: the
+// bytes github.com/ollama/ollama/api's Client.Chat sends, built from each message's kept
+// encoding ([Client.RequestBodies]) and posted in pieces (internal/wire), the answer read with the
+// lab's JSON-line reader; the other calls go through that api client.
 //
 // For every request [Client.Send] does three things:
 //
@@ -634,7 +637,8 @@ func (c *Client) FillCache(ctx context.Context, req *chat.Request, reply *chat.R
 // its prompt tokens are unknown, written as null.
 const noPromptCount = "the answer's done message has no prompt_eval_count: prompt tokens unknown"
 
-// answerCheck is the transport of the api client's HTTP client. It passes an HTTP 200 answer on
+// answerCheck is the transport of the api client's HTTP client (/api/generate, /api/show,
+// /api/version, /api/ps; /api/chat is [Client.chat]'s, which checks its answer alike). It passes an HTTP 200 answer on
 // only when its body is what Ollama answers, JSON or JSON lines ([chat.SniffAnswer]); anything
 // else fails the request with a *chat.APIError: an empty body a cut answer ([chat.CutError],
 // retried), an HTML page or any other body [chat.NotAnswerError] (not retried). The api client
