@@ -104,14 +104,18 @@ func (c *Client) RequestBodies(req *chat.Request) (request, rendering wire.Body,
 			continue
 		}
 		am, err := c.message(m)
-		if err != nil {
-			return wire.Body{}, wire.Body{}, err
+		var enc []byte
+		if err == nil {
+			// json.Marshal, as the api client encodes the request: its message list's element i
+			// is these bytes.
+			if enc, err = json.Marshal(am); err != nil {
+				err = fmt.Errorf("ollama: encode request: %w", err)
+			}
 		}
-		// json.Marshal, as the api client encodes the request: its message list's element i is
-		// these bytes.
-		enc, err := json.Marshal(am)
 		if err != nil {
-			return wire.Body{}, wire.Body{}, fmt.Errorf("ollama: encode request: %w", err)
+			// The messages before i may hold encodings parts does not: start again.
+			*bc = bodyCache{}
+			return wire.Body{}, wire.Body{}, err
 		}
 		if i > 0 {
 			enc = append(append(make([]byte, 0, len(enc)+1), ','), enc...)

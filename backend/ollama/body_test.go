@@ -173,6 +173,13 @@ func TestRequestBodyFollowsChanges(t *testing.T) {
 	check("a call's arguments in place")
 	req.Messages[3].ToolName = "grep"
 	check("a tool name")
+	req.Messages[0].Content = "sys again"
+	req.Messages[2].ToolCalls[0].Arguments = json.RawMessage(`{"path":`)
+	if _, _, err := c.RequestBodies(req); err == nil {
+		t.Fatal("arguments that are not JSON: no error")
+	}
+	req.Messages[2].ToolCalls[0].Arguments = args
+	check("after an error")
 	req.Messages = append(req.Messages, chat.Message{Role: chat.RoleUser, Content: "more"})
 	check("a message more")
 	req.Messages = req.Messages[:2]
