@@ -574,11 +574,12 @@ func (c *Client) ReplyText(ctx context.Context, req *chat.Request, rendered stri
 	}
 	next := chat.Replied(req, reply)
 	next.Generate = 0
-	creq, err := c.ChatRequest(next)
+	// The rendering's body from the kept encodings: next is req's messages and the reply's.
+	_, body, err := c.RequestBodies(next)
 	if err != nil {
 		return "", err
 	}
-	after, err := c.Render(ctx, creq)
+	after, err := c.render(ctx, body)
 	if err != nil {
 		return "", err
 	}
