@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -160,7 +159,8 @@ func (c *critRunner) step(encode func(*chat.Request) (int, error)) (int, error) 
 
 // encoders are the backends' request encodings: llama-server's /v1/chat/completions body as
 // [llamacpp.Client.Measure] sends it (in pieces, [llamacpp.Client.RequestBody]) and Ollama's
-// /api/chat body (its api.ChatRequest as JSON, as [ollama.Client.Measure] encodes it).
+// two /api/chat bodies, the rendering's and the measured request's, as [ollama.Client.Measure]
+// sends them (in pieces, [ollama.Client.RequestBodies]; the length is the measured one's).
 func encoders(tb testing.TB) map[string]func(*chat.Request) (int, error) {
 	lc, err := llamacpp.New(llamacpp.Options{BaseURL: "http://127.0.0.1:1"})
 	if err != nil {
@@ -176,12 +176,8 @@ func encoders(tb testing.TB) map[string]func(*chat.Request) (int, error) {
 			return body.Len(), err
 		},
 		"ollama": func(req *chat.Request) (int, error) {
-			creq, err := oc.ChatRequest(req)
-			if err != nil {
-				return 0, err
-			}
-			body, err := json.Marshal(creq)
-			return len(body), err
+			body, _, err := oc.RequestBodies(req)
+			return body.Len(), err
 		},
 	}
 }

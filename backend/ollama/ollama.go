@@ -1,5 +1,8 @@
 // Package ollama is the lab's backend for an Ollama server (native /api/chat and /api/generate,
-// through github.com/ollama/ollama/api, v0.17.4).
+// v0.17.4). The /api/chat requests, the rendering and the measured one, are the lab's own: the
+// bytes github.com/ollama/ollama/api's Client.Chat sends, built from each message's kept
+// encoding ([Client.RequestBodies]) and posted in pieces (internal/wire), the answer read with the
+// lab's JSON-line reader; the other calls go through that api client.
 //
 // For every request [Client.Send] does three things:
 //
@@ -39,11 +42,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/ollama/ollama/api"
+	"github.com/ollama/ollama/version"
 
 	"lab/chat"
 	"lab/internal/wire"
@@ -83,6 +88,8 @@ type Client struct {
 	// is keyed by the SHA-256 of the arguments' JSON, which may be megabytes.
 	args  map[[sha256.Size]byte]api.ToolCallFunctionArguments
 	tools map[string]api.Tool
+	// cache keeps the last request's encoded messages ([Client.RequestBodies]).
+	cache bodyCache
 }
 
 // Option configures a Client.
@@ -253,6 +260,28 @@ func (c *Client) wrap(err error) error {
 // pinned options (for req.Generate > 0: num_predict Generate, the live temperature and seed);
 // `think` when req.Think and the model thinks ([Client.Thinks]).
 func (c *Client) ChatRequest(req *chat.Request) (*api.ChatRequest, error) {
+	out := c.chatRequest(req)
+	if len(req.Messages) > 0 {
+		out.Messages = make([]api.Message, 0, len(req.Messages))
+	}
+	for i := range req.Messages {
+		am, err := c.message(&req.Messages[i])
+		if err != nil {
+			return nil, err
+		}
+		out.Messages = append(out.Messages, am)
+	}
+	tools, err := c.toolList(req.Tools)
+	if err != nil {
+		return nil, err
+	}
+	out.Tools = tools
+	return out, nil
+}
+
+// chatRequest is [Client.ChatRequest] without its messages and tools: the model, the options,
+// keep_alive and think.
+func (c *Client) chatRequest(req *chat.Request) *api.ChatRequest {
 	out := &api.ChatRequest{Model: c.model, Options: c.options(), KeepAlive: c.keep()}
 	if req.Generate > 0 {
 		out.Options = c.generateOptions(req.Generate)
@@ -260,26 +289,34 @@ func (c *Client) ChatRequest(req *chat.Request) (*api.ChatRequest, error) {
 	if req.Think && !c.noThinking {
 		out.Think = &api.ThinkValue{Value: true}
 	}
-	if len(req.Messages) > 0 {
-		out.Messages = make([]api.Message, 0, len(req.Messages))
-	}
-	for _, m := range req.Messages {
-		am := api.Message{Role: string(m.Role), Content: m.Content, Thinking: m.Reasoning, ToolName: m.ToolName, ToolCallID: m.ToolCallID}
-		for i, tc := range m.ToolCalls {
-			key := sha256.Sum256(tc.Arguments)
-			args, ok := c.args[key]
-			if !ok {
-				args = api.NewToolCallFunctionArguments()
-				if err := json.Unmarshal(tc.Arguments, &args); err != nil {
-					return nil, fmt.Errorf("ollama: tool call %s arguments: %w", tc.Name, err)
-				}
-				c.args[key] = args
+	return out
+}
+
+// message is m as [Client.ChatRequest] converts it: reasoning as `thinking`, tool calls with
+// their arguments in the order written and their index; an error for arguments that are not a
+// JSON object.
+func (c *Client) message(m *chat.Message) (api.Message, error) {
+	am := api.Message{Role: string(m.Role), Content: m.Content, Thinking: m.Reasoning, ToolName: m.ToolName, ToolCallID: m.ToolCallID}
+	for i, tc := range m.ToolCalls {
+		key := sha256.Sum256(tc.Arguments)
+		args, ok := c.args[key]
+		if !ok {
+			args = api.NewToolCallFunctionArguments()
+			if err := json.Unmarshal(tc.Arguments, &args); err != nil {
+				return api.Message{}, fmt.Errorf("ollama: tool call %s arguments: %w", tc.Name, err)
 			}
-			am.ToolCalls = append(am.ToolCalls, api.ToolCall{ID: tc.ID, Function: api.ToolCallFunction{Index: i, Name: tc.Name, Arguments: args}})
+			c.args[key] = args
 		}
-		out.Messages = append(out.Messages, am)
+		am.ToolCalls = append(am.ToolCalls, api.ToolCall{ID: tc.ID, Function: api.ToolCallFunction{Index: i, Name: tc.Name, Arguments: args}})
 	}
-	for _, t := range req.Tools {
+	return am, nil
+}
+
+// toolList is tools as [Client.ChatRequest] converts them (nil for none); an error for
+// parameters that are not a JSON schema object.
+func (c *Client) toolList(tools []chat.Tool) (api.Tools, error) {
+	var out api.Tools
+	for _, t := range tools {
 		key := t.Name + "\x00" + t.Description + "\x00" + string(t.Parameters)
 		tool, ok := c.tools[key]
 		if !ok {
@@ -290,25 +327,43 @@ func (c *Client) ChatRequest(req *chat.Request) (*api.ChatRequest, error) {
 			tool = api.Tool{Type: "function", Function: api.ToolFunction{Name: t.Name, Description: t.Description, Parameters: params}}
 			c.tools[key] = tool
 		}
-		out.Tools = append(out.Tools, tool)
+		out = append(out, tool)
 	}
 	return out, nil
 }
 
 // Render returns the prompt text the server builds from req with its own chat template
-// (`_debug_render_only`), without running the model.
+// (`_debug_render_only`: [RenderRequest]'s body), without running the model. Errors are those
+// of [Client.Measure]'s answer; an answer without _debug_info.rendered_template is a
+// *chat.APIError.
 func (c *Client) Render(ctx context.Context, req *api.ChatRequest) (string, error) {
-	r := *req
-	r.DebugRenderOnly = true
-	stream := false
-	r.Stream = &stream
+	body, err := RenderRequest(req)
+	if err != nil {
+		return "", err
+	}
+	return c.render(ctx, wire.BodyOf(body))
+}
+
+// renderLineMin is the longest line of a rendering's answer [Client.render] always reads: the
+// Ollama api client's (its scanner's maxBufferSize in api/client.go, v0.17.4: 8 MB).
+const renderLineMin = 8_000_000
+
+// render sends body, a rendering request ([Client.RequestBodies], [RenderRequest]), to /api/chat
+// and returns the answer's _debug_info.rendered_template.
+func (c *Client) render(ctx context.Context, body wire.Body) (string, error) {
+	// The answer's one line holds the prompt, which is about as long as the request's messages
+	// and tools and escaped alike: four times the body is room enough.
+	bound := max(renderLineMin, 4*int64(body.Len())+chat.WireFraming)
 	var rendered string
-	err := c.api.Chat(ctx, &r, func(resp api.ChatResponse) error {
-		if resp.DebugInfo != nil {
-			rendered = resp.DebugInfo.RenderedTemplate
+	_, _, err := c.chat(ctx, body, bound, func(l *answerLine) error {
+		if l.DebugInfo != nil {
+			rendered = l.DebugInfo.RenderedTemplate
 		}
 		return nil
 	})
+	if errors.Is(err, chat.ErrWireTooLong) {
+		return "", c.apiError(http.StatusOK, fmt.Sprintf("the rendering's answer has a line longer than %d bytes", bound))
+	}
 	if err != nil {
 		return "", c.wrap(err)
 	}
@@ -316,6 +371,89 @@ func (c *Client) Render(ctx context.Context, req *api.ChatRequest) (string, erro
 		return "", &chat.APIError{Backend: "ollama", URL: c.base.Redacted(), Body: "the server returned no _debug_info.rendered_template for a _debug_render_only request"}
 	}
 	return rendered, nil
+}
+
+// answerLine is one line of an /api/chat answer: api.ChatResponse, and the `error` of a request
+// the server refused or of a stream that failed (Ollama's server/routes.go writes
+// {"error": "…"}).
+type answerLine struct {
+	api.ChatResponse
+	Error string `json:"error"`
+}
+
+// chatHeaders are the headers the Ollama api client sends with a streamed request
+// (api/client.go stream, v0.17.4), Content-Type aside ([wire.PostBody] sets it).
+var chatHeaders = http.Header{
+	"Accept":     {"application/x-ndjson"},
+	"User-Agent": {fmt.Sprintf("ollama/%s (%s %s) Go/%s", version.Version, runtime.GOARCH, runtime.GOOS, runtime.Version())},
+}
+
+// chat posts body to /api/chat and gives fn each line of the answer, decoded, in order, until fn
+// returns an error, which chat returns as it is. It returns the number of lines read and the
+// answer's form (chat.AnswerJSON, one document, or chat.AnswerLines, a stream). The lines are
+// read by [wire.ReadLines]: a last line the body's end cut short is dropped (the stream then
+// lacks its done line), a line longer than max bytes stops reading with chat.ErrWireTooLong.
+// Errors, as the api client's Chat gives them and [Client.wrap] names them: a status other
+// than 200 a *chat.APIError with the status and the body's `error` ([wire.ErrorMessage]); an
+// HTTP 200 that is not JSON or JSON lines [chat.NotAnswerError] (an empty body "stream cut",
+// retried); a line with an `error` a *chat.APIError with no status; a line that is not JSON a
+// *chat.APIError with status 200 naming the line; a transport failure, or one while reading, a
+// *chat.APIError with no status; a canceled or timed-out context as it is.
+func (c *Client) chat(ctx context.Context, body wire.Body, max int64, fn func(*answerLine) error) (int, chat.AnswerForm, error) {
+	ep := wire.Endpoint{Backend: "ollama", URL: c.base.String()}
+	resp, err := wire.PostBody(ctx, c.http, ep, http.MethodPost, c.base.JoinPath("/api/chat").String(), body, chatHeaders)
+	if err != nil {
+		return 0, chat.AnswerOther, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, chat.AnswerOther, wire.StatusError(ep, resp, wire.ErrorMessage)
+	}
+	br := bufio.NewReaderSize(resp.Body, 64<<10)
+	head, err := chat.PeekAnswer(br)
+	if err != nil {
+		return 0, chat.AnswerOther, c.readError(ctx, err)
+	}
+	ctype := resp.Header.Get("Content-Type")
+	form := chat.SniffAnswer(ctype, head)
+	if form != chat.AnswerJSON && form != chat.AnswerLines {
+		return 0, form, chat.NotAnswerError("ollama", c.base.Redacted(), ctype, head)
+	}
+	n := 0
+	_, err = wire.ReadLines(br, max, func(line []byte) error {
+		n++
+		var l answerLine
+		if err := json.Unmarshal(line, &l); err != nil {
+			return c.apiError(http.StatusOK, fmt.Sprintf("answer line %d is not JSON: %v: %s", n, err, wire.Quote(line)))
+		}
+		if l.Error != "" {
+			return c.apiError(0, l.Error)
+		}
+		return fn(&l)
+	})
+	var re wire.ReadError
+	switch {
+	case err == nil, errors.Is(err, chat.ErrWireTooLong):
+	case ctx.Err() != nil:
+		return n, form, ctx.Err()
+	case errors.As(err, &re):
+		return n, form, c.readError(ctx, re.Err)
+	}
+	return n, form, err
+}
+
+// readError is a transport failure while reading an answer: the context's error when it ended,
+// else a *chat.APIError with no status (harness.Retryable retries it).
+func (c *Client) readError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return c.apiError(0, wire.ReadError{Err: err}.Error())
+}
+
+// apiError is a *chat.APIError of the server with status and body.
+func (c *Client) apiError(status int, body string) *chat.APIError {
+	return &chat.APIError{Backend: "ollama", URL: c.base.Redacted(), StatusCode: status, Body: body}
 }
 
 // Send renders req, sends it for real (the measurement), and emulates the generation of reply
@@ -337,16 +475,15 @@ func (c *Client) Send(ctx context.Context, req *chat.Request, reply *chat.Reply)
 // rendering and the measured request. A scripted result's CacheText is "" until
 // [Client.FillCache].
 func (c *Client) Measure(ctx context.Context, req *chat.Request, reply *chat.Reply) (*chat.Result, error) {
-	creq, err := c.ChatRequest(req)
+	body, renderBody, err := c.RequestBodies(req)
 	if err != nil {
 		return nil, err
 	}
-	body, err := json.Marshal(creq)
-	if err != nil {
-		return nil, fmt.Errorf("ollama: encode request: %w", err)
-	}
-	res := &chat.Result{RequestBytes: int64(len(body)), Body: body}
-	if res.Rendered, err = c.Render(ctx, creq); err != nil {
+	res := &chat.Result{RequestBytes: int64(body.Len())}
+	// The body's bytes in one piece, for the requests file, once the answer is in: joining them
+	// is not the request's work.
+	defer func() { res.Body = body.Bytes() }()
+	if res.Rendered, err = c.render(ctx, renderBody); err != nil {
 		return res, err
 	}
 	if err := c.skipCacheLog(); err != nil {
@@ -356,33 +493,23 @@ func (c *Client) Measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 	// The proxy's accumulator ([Capture]): lab proxy reads an answer as Send does.
 	var ca Capture
 	ca.count.Limit = req.ReplyLimit()
-	var form chat.AnswerForm
-	bound := &wire.LineBound{Max: min(chat.WireLimit(ca.count.Limit), apiMaxLine)}
 	start := time.Now()
-	actx := context.WithValue(context.WithValue(ctx, answerFormKey{}, &form), lineBoundKey{}, bound)
-	err = c.api.Chat(actx, creq, func(resp api.ChatResponse) error {
+	_, form, err := c.chat(ctx, body, chat.WireLimit(ca.count.Limit), func(l *answerLine) error {
 		if res.TTFT == 0 {
 			res.TTFT = time.Since(start)
 		}
-		if _, err := ca.take(&captureLine{Message: resp.Message, Done: resp.Done, Metrics: resp.Metrics}); err != nil {
+		if _, err := ca.take(&captureLine{Message: l.Message, Done: l.Done, Metrics: l.Metrics}); err != nil {
 			return fmt.Errorf("ollama: %w", err)
 		}
 		if ca.count.Over() {
-			// Stop reading: the api client closes the body, which drops the connection.
+			// Stop reading: closing the body drops the connection.
 			return ca.count.Err("ollama", c.base.Redacted())
 		}
 		return nil
 	})
-	if bound.Over {
-		// The api client ends quietly at a line it cannot hold (its scanner's error is not
-		// checked), or takes the part read for an error message: the line was longer than the
-		// reply limit allows, or than the client reads.
-		if bound.Max < apiMaxLine {
-			err = chat.ReplyTooLongError("ollama", c.base.Redacted(), ca.count.Limit)
-		} else {
-			err = &chat.APIError{Backend: "ollama", URL: c.base.Redacted(), StatusCode: 200,
-				Body: fmt.Sprintf("%s: a line of the answer is longer than %d bytes, the most the Ollama api client reads", chat.ReplyTooLong, apiMaxLine)}
-		}
+	if errors.Is(err, chat.ErrWireTooLong) {
+		// A line longer than the reply limit allows: not read whole.
+		err = chat.ReplyTooLongError("ollama", c.base.Redacted(), ca.count.Limit)
 	}
 	if req.Generate > 0 {
 		// What the model wrote, also when the stream broke off: a timeout keeps what came.
@@ -392,8 +519,8 @@ func (c *Client) Measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 	if err != nil {
 		return res, c.wrap(err)
 	}
-	// The api client ends a stream quietly when the body breaks off or the context ends (it does
-	// not check its scanner's error): an answer without its done message is a failure.
+	// An answer whose body ended (or whose last line was cut) before its done message is a
+	// failure; so is one whose context ended as it came.
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
@@ -488,11 +615,12 @@ func (c *Client) ReplyText(ctx context.Context, req *chat.Request, rendered stri
 	}
 	next := chat.Replied(req, reply)
 	next.Generate = 0
-	creq, err := c.ChatRequest(next)
+	// The rendering's body from the kept encodings: next is req's messages and the reply's.
+	_, body, err := c.RequestBodies(next)
 	if err != nil {
 		return "", err
 	}
-	after, err := c.Render(ctx, creq)
+	after, err := c.render(ctx, body)
 	if err != nil {
 		return "", err
 	}
@@ -556,19 +684,8 @@ func (c *Client) FillCache(ctx context.Context, req *chat.Request, reply *chat.R
 // its prompt tokens are unknown, written as null.
 const noPromptCount = "the answer's done message has no prompt_eval_count: prompt tokens unknown"
 
-// answerFormKey is the context key under which [Client.Send] gives [answerCheck] a
-// *chat.AnswerForm to set to the form of the measured request's answer.
-type answerFormKey struct{}
-
-// apiMaxLine is the longest line of an answer the Ollama api client reads (its scanner's
-// maxBufferSize in api/client.go, v0.17.4: 8 MB); a longer one ends its read quietly.
-const apiMaxLine = 8_000_000
-
-// lineBoundKey is the context key under which [Client.Send] gives [answerCheck] a
-// *wire.LineBound: how long one line of the answer may be ([wire.BoundLines]).
-type lineBoundKey struct{}
-
-// answerCheck is the transport of the api client's HTTP client. It passes an HTTP 200 answer on
+// answerCheck is the transport of the api client's HTTP client (/api/generate, /api/show,
+// /api/version, /api/ps; /api/chat is [Client.chat]'s, which checks its answer alike). It passes an HTTP 200 answer on
 // only when its body is what Ollama answers, JSON or JSON lines ([chat.SniffAnswer]); anything
 // else fails the request with a *chat.APIError: an empty body a cut answer ([chat.CutError],
 // retried), an HTML page or any other body [chat.NotAnswerError] (not retried). The api client
@@ -598,14 +715,8 @@ func (a answerCheck) RoundTrip(r *http.Request) (*http.Response, error) {
 	ctype := resp.Header.Get("Content-Type")
 	switch form := chat.SniffAnswer(ctype, head); form {
 	case chat.AnswerJSON, chat.AnswerLines:
-		if p, ok := r.Context().Value(answerFormKey{}).(*chat.AnswerForm); ok {
-			*p = form
-		}
 		var body io.Reader = br
-		if b, ok := r.Context().Value(lineBoundKey{}).(*wire.LineBound); ok {
-			body = wire.BoundLines(br, b)
-		}
-		if chat.SniffAnswer(ctype, head) == chat.AnswerLines {
+		if form == chat.AnswerLines {
 			body = wire.DropCutLine(body) // a stream: its last line may be cut
 		}
 		resp.Body = struct {
