@@ -309,8 +309,8 @@ func digestParts(parts []cachesim.Part) []cachesim.Part {
 // hashString writes s to h as it is: converting a text to bytes would copy it, and a buffer to
 // copy it through would be allocated per call (h, an interface, keeps the compiler from
 // proving the buffer stays on the stack: 32 KiB of garbage for every message of every request).
-// A hash's Write only reads what it is given (hash.Hash: "It never returns an error"; it keeps
-// no reference), so s's own bytes are passed.
+// io.Writer's contract makes that safe: "Write must not modify the slice data, even
+// temporarily. Implementations must not retain p." So s's own bytes are passed.
 func hashString(h hash.Hash, s string) {
 	if len(s) > 0 {
 		h.Write(unsafe.Slice(unsafe.StringData(s), len(s)))

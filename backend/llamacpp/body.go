@@ -116,6 +116,10 @@ func (c *Client) RequestBody(req *chat.Request) (wire.Body, error) {
 		}
 		enc, err := openai.AppendMessage(enc, i, *m, o)
 		if err != nil {
+			// The messages kept so far may already hold encodings that parts does not: drop
+			// them all, so that the next request encodes every message again. Bodies handed
+			// out keep their own arrays.
+			bc.msgs, bc.parts, bc.ends, bc.handed = nil, nil, nil, 0
 			return wire.Body{}, fmt.Errorf("llamacpp: %w", err)
 		}
 		// The message is kept with its own copy of its calls: a caller that changed them in
@@ -160,7 +164,13 @@ func (c *Client) RequestBody(req *chat.Request) (wire.Body, error) {
 		if err != nil {
 			return wire.Body{}, err
 		}
-		bc.tools, bc.toolsEnc = slices.Clone(req.Tools), enc
+		// Kept with their own parameters: a caller that changed them in place later would
+		// otherwise change what the next request is compared with.
+		kept := slices.Clone(req.Tools)
+		for j := range kept {
+			kept[j].Parameters = slices.Clone(kept[j].Parameters)
+		}
+		bc.tools, bc.toolsEnc = kept, enc
 	}
 	if len(bc.toolsEnc) > 0 {
 		body.Append(bc.toolsEnc)

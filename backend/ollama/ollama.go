@@ -746,10 +746,12 @@ func (c *Client) emulate(ctx context.Context, text string) error {
 }
 
 // Reset unloads the model (keep_alive 0), which drops the server's KV cache, so the next
-// session starts cold. The next request loads it again with the same options. Any other model
-// the server still lists as loaded (/api/ps: an earlier run's family or renderer on the same
-// server, whose runner may serve the same model file) is unloaded too, since Reset waits until
-// the server lists none; an error when that takes over 30 s.
+// session starts cold. The next request loads it again with the same options. Any other of the
+// lab's synthetic models the server still lists as loaded (/api/ps: an earlier run's family or
+// renderer on the same server, whose runner may serve the same model file) is unloaded too;
+// other models (a user's, on their own server) are left loaded. Reset waits until the server
+// lists none of those it unloaded; an error naming the ones still listed when that takes over
+// 30 s.
 func (c *Client) Reset(ctx context.Context) error {
 	unloaded := map[string]bool{}
 	unload := func(model string) error {
@@ -758,28 +760,37 @@ func (c *Client) Reset(ctx context.Context) error {
 		if err := c.api.Generate(ctx, g, func(api.GenerateResponse) error { return nil }); err != nil {
 			return fmt.Errorf("unload model %s: %w", model, c.wrap(err))
 		}
-		unloaded[model] = true
+		unloaded[withTag(model)] = true
 		return nil
 	}
 	if err := unload(c.model); err != nil {
 		return err
 	}
-	// Wait until the server reports no model loaded (/api/ps), so no later request finds it.
+	// Wait until the server reports neither the model nor another of the lab's synthetic models
+	// loaded (/api/ps), so no later request finds their cache; a model of the lab's another run
+	// left loaded (another family or renderer) is unloaded too, and a model of the user's is
+	// left alone.
+	var left []string
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		ps, err := c.api.ListRunning(ctx)
 		if err != nil {
 			return c.wrap(err)
 		}
-		if len(ps.Models) == 0 {
-			return c.skipCacheLog()
-		}
+		left = left[:0]
 		for _, m := range ps.Models {
-			if name := cmp.Or(m.Model, m.Name); !unloaded[name] {
+			name := cmp.Or(m.Model, m.Name)
+			if !unloaded[withTag(name)] && labModel(name) {
 				if err := unload(name); err != nil {
 					return err
 				}
 			}
+			if unloaded[withTag(name)] {
+				left = append(left, name)
+			}
+		}
+		if len(left) == 0 {
+			return c.skipCacheLog()
 		}
 		select {
 		case <-ctx.Done():
@@ -787,7 +798,24 @@ func (c *Client) Reset(ctx context.Context) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("ollama at %s: the model %s did not unload within 30 s", c.base, c.model)
+	return fmt.Errorf("ollama at %s: %s did not unload within 30 s", c.base, strings.Join(left, ", "))
+}
+
+// withTag is an Ollama model name with its tag, ":latest" where it has none: the name /api/ps
+// lists a model by.
+func withTag(name string) string {
+	if strings.Contains(name, ":") {
+		return name
+	}
+	return name + ":latest"
+}
+
+// labModel reports whether an Ollama model name is one of the lab's synthetic models
+// (lab-<family>[-<renderer>]-synth, with or without a tag): the models [Client.Reset] unloads
+// besides the client's own.
+func labModel(name string) bool {
+	base, _, _ := strings.Cut(name, ":")
+	return strings.HasPrefix(base, "lab-") && strings.HasSuffix(base, "-synth")
 }
 
 // Prefill empties the server's cache, sends text as a raw prompt and returns the server's count

@@ -12,12 +12,12 @@ import (
 	"github.com/ollama/ollama/api"
 )
 
-// Reset unloads the client's model and any other the server still lists as loaded (an earlier
-// run's renderer on the same server), then returns once /api/ps lists none; before, it waited
-// 30 s for the other model to go and failed.
-func TestResetUnloadsEveryLoadedModel(t *testing.T) {
+// Reset unloads the client's model and any other of the lab's models the server still lists as
+// loaded (an earlier run's renderer on the same server), leaves a user's model loaded, and
+// returns once /api/ps lists none of those it unloaded.
+func TestResetUnloadsTheLabsLoadedModels(t *testing.T) {
 	var mu sync.Mutex
-	loaded := []string{"lab-qwen3-glm-4.7-synth:latest", "lab-qwen3-lfm2-synth:latest"}
+	loaded := []string{"lab-qwen3-glm-4.7-synth:latest", "users-chat:8b", "lab-qwen3-lfm2-synth:latest"}
 	var unloads []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
@@ -51,7 +51,7 @@ func TestResetUnloadsEveryLoadedModel(t *testing.T) {
 	if err := c.Reset(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"lab-qwen3-lfm2-synth", "lab-qwen3-glm-4.7-synth:latest"}; !slices.Equal(unloads, want) || len(loaded) != 0 {
-		t.Errorf("unloaded %q, still loaded %q; want %q and none", unloads, loaded, want)
+	if want := []string{"lab-qwen3-lfm2-synth", "lab-qwen3-glm-4.7-synth:latest"}; !slices.Equal(unloads, want) || !slices.Equal(loaded, []string{"users-chat:8b"}) {
+		t.Errorf("unloaded %q, still loaded %q; want %q and the user's model alone", unloads, loaded, want)
 	}
 }
