@@ -890,9 +890,12 @@ func RedactURL(u *url.URL) string {
 }
 
 // layout is where the capture's files go in its folder: the results layout of lab run (one
-// part, 1/1, of the hive-partitioned layout results/run_id=<id>/).
+// part, 1/1, of the hive-partitioned layout results/run_id=<id>/). The part is written to its
+// journal as rows come and to its Parquet file at Close (metrics.CreateJournalPart), so that a
+// capture's memory does not grow with its rows: a Parquet writer holds every row group's
+// metadata until it writes the footer.
 func layout(dir string) (samples func(metrics.FileMeta) (*metrics.ParquetSink, error), manifest, requests string) {
 	s := metrics.Shard{Index: 1, Count: 1}
-	return func(meta metrics.FileMeta) (*metrics.ParquetSink, error) { return metrics.CreatePart(dir, s, meta) },
+	return func(meta metrics.FileMeta) (*metrics.ParquetSink, error) { return metrics.CreateJournalPart(dir, s, meta) },
 		filepath.Join(dir, metrics.PartManifestFile(s)), filepath.Join(dir, metrics.PartRequestsFile(s))
 }
