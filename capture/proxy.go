@@ -896,6 +896,8 @@ func RedactURL(u *url.URL) string {
 // metadata until it writes the footer.
 func layout(dir string) (samples func(metrics.FileMeta) (*metrics.ParquetSink, error), manifest, requests string) {
 	s := metrics.Shard{Index: 1, Count: 1}
-	return func(meta metrics.FileMeta) (*metrics.ParquetSink, error) { return metrics.CreateJournalPart(dir, s, meta) },
+	return func(meta metrics.FileMeta) (*metrics.ParquetSink, error) {
+			return metrics.CreateJournalPart(dir, s, meta)
+		},
 		filepath.Join(dir, metrics.PartManifestFile(s)), filepath.Join(dir, metrics.PartRequestsFile(s))
 }

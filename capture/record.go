@@ -143,6 +143,13 @@ func (r *recorder) process(ex *exchange) {
 	if conv.side != "" {
 		row.MarkSideRequest(s, conv.side)
 	}
+	if lost := r.groups.lost; lost != "" {
+		// A conversation the grouper dropped may have taken this request.
+		if s.Warnings != "" {
+			lost = s.Warnings + "; " + lost
+		}
+		s.Warnings = lost
+	}
 	if s.ExpectedUnknown {
 		// No rendering (a cloud API): name the segment by comparing the request with the
 		// conversation's previous one part by part; the token stays unknown.
