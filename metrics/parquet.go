@@ -283,8 +283,9 @@ func (p *ParquetSink) writeParquet(row Sample) error {
 }
 
 // writeFromJournal writes every row of the journal to p.w, in row groups of [RowGroupRows]
-// rows, reading the journal line by line (the rows are never held together). A line that holds
-// no sample is an error: the sink wrote every line itself. p.mu must be held.
+// rows, reading the journal line by line (the rows are never held together). Each line is
+// decoded once, into a reused row: the sink wrote every line itself, so a line that does not
+// decode, or a count of lines other than the rows written, is an error. p.mu must be held.
 func (p *ParquetSink) writeFromJournal() error {
 	if err := p.j.Sync(); err != nil {
 		return fmt.Errorf("sync %s: %w", p.jpath, err)
@@ -294,18 +295,29 @@ func (p *ParquetSink) writeFromJournal() error {
 		return fmt.Errorf("read samples journal: %w", err)
 	}
 	defer jf.Close()
+	r := bufio.NewReaderSize(jf, 64<<10)
+	rows := make([]Sample, 1)
 	n := 0
-	err = scanJournal(jf, p.jpath, false, interner{}, rowsTo{add: func(s *Sample) error {
-		if _, err := p.w.Write([]Sample{*s}); err != nil {
-			return err
+	for {
+		line, long, err := readJournalLine(r, MaxJournalLine)
+		if errors.Is(err, io.EOF) && len(line) == 0 && !long {
+			break
+		}
+		if err != nil || long {
+			return fmt.Errorf("write %s from its journal: %s:%d: a line cut short or too long (%v)", p.path, p.jpath, n+1, err)
+		}
+		rows[0] = Sample{}
+		if err := json.Unmarshal(line, &rows[0]); err != nil {
+			return fmt.Errorf("write %s from its journal: %s:%d: %w", p.path, p.jpath, n+1, err)
+		}
+		if _, err := p.w.Write(rows); err != nil {
+			return fmt.Errorf("write sample to %s: %w", p.path, err)
 		}
 		if n++; n%RowGroupRows == 0 {
-			return p.w.Flush()
+			if err := p.w.Flush(); err != nil {
+				return fmt.Errorf("flush row group to %s: %w", p.path, err)
+			}
 		}
-		return nil
-	}})
-	if err != nil {
-		return fmt.Errorf("write %s from its journal: %w", p.path, err)
 	}
 	if n != p.rows {
 		return fmt.Errorf("write %s from its journal: %d rows in %s, %d written to it", p.path, n, p.jpath, p.rows)
