@@ -39,12 +39,12 @@ type convState struct {
 	// first is the digest of the first request's message keys (keysDigest).
 	first [keySum]byte
 	// last is the last request's message keys followed by its reply's.
-	last []string
+	last []msgKey
 	// lastLen is the number of messages of the last request (without its reply).
 	lastLen int
 	// system is the system prompt of its last request: its leading system and developer
 	// messages' keys.
-	system []string
+	system []msgKey
 	// systemEnds is the first and last systemEnd bytes of its last request's system prompt
 	// (systemText), for related.
 	systemEnds [2]string
@@ -159,7 +159,7 @@ func (g *grouper) assign(key, side string, req *chat.Request) (c *conversation, 
 			}
 		}
 		rebuilt := false
-		if !slices.ContainsFunc(a[:shared], func(k string) bool { return !systemKey(k) }) {
+		if !slices.ContainsFunc(a[:shared], func(k msgKey) bool { return !systemKey(k) }) {
 			// Without a key, a system prompt rebuilt (a date in it that changed at midnight)
 			// before the conversation's whole history and its reply, with the same tools, is
 			// still that session (a sub-agent with the session's first message has tools of
@@ -260,12 +260,12 @@ func (g *grouper) evictedNote(c *conversation) string {
 // fingerprint is what a dropped conversation is known by (grouper.dropped): its key, or
 // without one the first message key after the system prompt of msgs (its last request's; ""
 // when there is none: no later request can share a message with it).
-func fingerprint(key string, msgs []string) string {
+func fingerprint(key string, msgs []msgKey) string {
 	if key != "" {
 		return "key\x00" + key
 	}
 	if ns := withoutSystem(msgs); len(ns) > 0 {
-		return "msg\x00" + ns[0]
+		return "msg\x00" + string(ns[0][:])
 	}
 	return ""
 }
@@ -372,7 +372,7 @@ func hasAssistant(msgs []chat.Message) bool {
 }
 
 // withoutSystem returns keys without the system and developer messages they start with.
-func withoutSystem(keys []string) []string {
+func withoutSystem(keys []msgKey) []msgKey {
 	for len(keys) > 0 && systemKey(keys[0]) {
 		keys = keys[1:]
 	}
@@ -381,12 +381,10 @@ func withoutSystem(keys []string) []string {
 
 // systemKey reports whether a message key (messageKey) is a system or developer message's:
 // both are the application's instructions (OpenAI's developer message is its system prompt).
-func systemKey(k string) bool {
-	return strings.HasPrefix(k, string(chat.RoleSystem)+"\x00") || strings.HasPrefix(k, string(chat.RoleDeveloper)+"\x00")
-}
+func systemKey(k msgKey) bool { return k[0] == 1 }
 
-func messageKeys(msgs []chat.Message) []string {
-	out := make([]string, len(msgs))
+func messageKeys(msgs []chat.Message) []msgKey {
+	out := make([]msgKey, len(msgs))
 	for i, m := range msgs {
 		out[i] = messageKey(m)
 	}
@@ -394,27 +392,34 @@ func messageKeys(msgs []chat.Message) []string {
 }
 
 // keySum is the bytes of a digest the grouper keeps: the first 16 of a SHA-256 (128 bits, so
-// that two different messages share one with a chance of 2^-64 after 2^32 of them).
+// that two different texts share one with a chance of 2^-64 after 2^32 of them).
 const keySum = 16
 
-// keysDigest is the digest of a sequence of message keys (each followed by a NUL).
-func keysDigest(keys []string) (d [keySum]byte) {
+// msgKey is a message's key (messageKey): its first byte 1 for a system or developer message, 0
+// for any other, then the first keySum-1 bytes of the SHA-256 of its role and what two
+// messages must share (120 bits). It is a value, 16 bytes held in place: a conversation keeps
+// one per message of its last request.
+type msgKey [keySum]byte
+
+// keysDigest is the digest of a sequence of message keys.
+func keysDigest(keys []msgKey) (d [keySum]byte) {
 	h := sha256.New()
 	for _, k := range keys {
-		hashString(h, k)
-		h.Write([]byte{0})
+		h.Write(k[:])
 	}
-	copy(d[:], h.Sum(nil))
+	var sum [sha256.Size]byte
+	copy(d[:], h.Sum(sum[:0]))
 	return d
 }
 
 // messageKey is what two messages must share to be the same message of a conversation: role,
 // text (surrounding white space trimmed), tool calls (name and compacted arguments) and the
-// tool call id a result answers. It is the role, a NUL and the first keySum bytes of the
-// SHA-256 of the rest: a conversation keeps the keys of its last request for as long as it is
-// held, so a key must not hold the message's text.
-func messageKey(m chat.Message) string {
+// tool call id a result answers, as a digest (msgKey): a conversation keeps the keys of its
+// last request for as long as it is held, so a key must not hold the message's text.
+func messageKey(m chat.Message) msgKey {
 	h := sha256.New()
+	hashString(h, string(m.Role))
+	h.Write([]byte{0})
 	hashString(h, strings.TrimSpace(m.Content))
 	h.Write([]byte{0})
 	hashString(h, m.ToolCallID)
@@ -430,7 +435,12 @@ func messageKey(m chat.Message) string {
 		}
 	}
 	var sum [sha256.Size]byte
-	return string(m.Role) + "\x00" + string(h.Sum(sum[:0])[:keySum])
+	var k msgKey
+	if m.Role == chat.RoleSystem || m.Role == chat.RoleDeveloper {
+		k[0] = 1
+	}
+	copy(k[1:], h.Sum(sum[:0]))
+	return k
 }
 
 // digestParts returns parts with each Text replaced by its digest (keySum bytes of its
@@ -458,7 +468,7 @@ func hashString(h hash.Hash, s string) {
 	}
 }
 
-func commonPrefix(a, b []string) int {
+func commonPrefix(a, b []msgKey) int {
 	n := min(len(a), len(b))
 	for i := 0; i < n; i++ {
 		if a[i] != b[i] {
