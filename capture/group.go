@@ -57,7 +57,7 @@ type convState struct {
 	toolNames string
 	// parts is the last request that succeeded, by part, for rows without a rendering
 	// (cachesim.FirstDifference), each text as its digest (digestParts); nil before the first.
-	parts []cachesim.Part
+	parts []partSum
 }
 
 // maxLiveConversations and idleRequests bound what the grouper holds: a conversation is
@@ -118,7 +118,7 @@ type grouper struct {
 	// latest is the conversation that had the latest request, by key.
 	latest map[string]*conversation
 	// dropped is the latest conversation dropped, by fingerprint (fingerprint).
-	dropped map[string]*conversation
+	dropped map[dropKey]*conversation
 	// recorded counts the requests recorded (update).
 	recorded int
 	// lost is set by assign: why the request's grouping may differ from what the dropped
@@ -137,7 +137,10 @@ func (g *grouper) assign(key, side string, req *chat.Request) (c *conversation, 
 	bestShared, bestExt, bestSame := 0, false, false
 	sysText := systemText(req.Messages)
 	g.lost = ""
-	gone := g.dropped[fingerprint(key, msgs)]
+	var gone *conversation
+	if fp, ok := fingerprint(key, msgs); ok {
+		gone = g.dropped[fp]
+	}
 	for i := len(g.live) - 1; i >= 0; i-- {
 		c := g.live[i]
 		if c.key != key || c.requests == 0 {
@@ -257,17 +260,23 @@ func (g *grouper) evictedNote(c *conversation) string {
 	return fmt.Sprintf("this request may continue %s, whose messages the proxy no longer holds (it keeps the %d conversations used last, none idle for %d requests): grouped without it, so its scenario, request_index and divergence_segment count from what the proxy still holds", c.name, maxLive, idle)
 }
 
-// fingerprint is what a dropped conversation is known by (grouper.dropped): its key, or
-// without one the first message key after the system prompt of msgs (its last request's; ""
-// when there is none: no later request can share a message with it).
-func fingerprint(key string, msgs []msgKey) string {
+// fingerprint is what a dropped conversation is known by (grouper.dropped): its key, or without
+// one the first message key after the system prompt of msgs (its last request's); ok is false
+// when there is none (no later request can share a message with it).
+func fingerprint(key string, msgs []msgKey) (fp dropKey, ok bool) {
 	if key != "" {
-		return "key\x00" + key
+		return dropKey{key: key}, true
 	}
 	if ns := withoutSystem(msgs); len(ns) > 0 {
-		return "msg\x00" + string(ns[0][:])
+		return dropKey{msg: ns[0]}, true
 	}
-	return ""
+	return dropKey{}, false
+}
+
+// dropKey is a fingerprint: a conversation key, or without one a message key.
+type dropKey struct {
+	key string
+	msg msgKey
 }
 
 // evict drops what the conversations idle for more than g.idle requests hold, then the least
@@ -275,9 +284,9 @@ func fingerprint(key string, msgs []msgKey) string {
 func (g *grouper) evict() {
 	maxLive, idle := g.limits()
 	drop := func(c *conversation) {
-		if fp := fingerprint(c.key, c.last); fp != "" {
+		if fp, ok := fingerprint(c.key, c.last); ok {
 			if g.dropped == nil {
-				g.dropped = map[string]*conversation{}
+				g.dropped = map[dropKey]*conversation{}
 			}
 			g.dropped[fp] = c
 		}
@@ -443,16 +452,39 @@ func messageKey(m chat.Message) msgKey {
 	return k
 }
 
-// digestParts returns parts with each Text replaced by its digest (keySum bytes of its
-// SHA-256), which is all
-// [cachesim.FirstDifference] compares: a conversation keeps its last request's parts.
-func digestParts(parts []cachesim.Part) []cachesim.Part {
-	out := make([]cachesim.Part, len(parts))
+// partSum is one part of a request (cachesim.DifferenceParts) as a conversation keeps it: its
+// name and the digest of its text (keySum bytes of its SHA-256), 40 bytes held in place.
+type partSum struct {
+	kind     cachesim.SegmentKind
+	index    int32
+	practice string
+	sum      [keySum]byte
+}
+
+// digestParts returns parts as a conversation keeps them: each name with its text's digest,
+// which is all [cachesim.FirstDifference] compares.
+func digestParts(parts []cachesim.Part) []partSum {
+	out := make([]partSum, len(parts))
 	for i, p := range parts {
 		h := sha256.New()
 		hashString(h, p.Text)
 		var sum [sha256.Size]byte
-		out[i] = cachesim.Part{Name: p.Name, Text: string(h.Sum(sum[:0])[:keySum])}
+		out[i] = partSum{kind: p.Name.Kind, index: int32(p.Name.Index), practice: p.Name.Practice}
+		copy(out[i].sum[:], h.Sum(sum[:0]))
+	}
+	return out
+}
+
+// asParts returns ps as cachesim.Parts, each Text its digest, for [cachesim.FirstDifference].
+func asParts(ps []partSum) []cachesim.Part {
+	texts := make([]byte, 0, len(ps)*keySum)
+	for _, p := range ps {
+		texts = append(texts, p.sum[:]...)
+	}
+	all := string(texts)
+	out := make([]cachesim.Part, len(ps))
+	for i, p := range ps {
+		out[i] = cachesim.Part{Name: cachesim.Segment{Kind: p.kind, Index: int(p.index), Practice: p.practice}, Text: all[i*keySum : (i+1)*keySum]}
 	}
 	return out
 }

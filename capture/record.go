@@ -156,7 +156,7 @@ func (r *recorder) process(ex *exchange) {
 		parts := digestParts(cachesim.DifferenceParts(req, r.opts.Attribution.NoteOpen))
 		if s.Error == "" {
 			if conv.parts != nil {
-				row.SetPartsDivergence(s, cachesim.FirstDifference(conv.parts, parts))
+				row.SetPartsDivergence(s, cachesim.FirstDifference(asParts(conv.parts), asParts(parts)))
 			}
 			conv.parts = parts
 		}
