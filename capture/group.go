@@ -312,7 +312,8 @@ func (g *grouper) update(c *conversation, req *chat.Request, reply *chat.Reply, 
 	defer g.evict()
 	g.recorded++
 	c.used = g.recorded
-	msgs := messageKeys(req.Messages)
+	// Room for the reply's key: the keys are held as long as the conversation is.
+	msgs := append(make([]msgKey, 0, len(req.Messages)+1), messageKeys(req.Messages)...)
 	if c.requests == 0 {
 		c.first = keysDigest(msgs)
 	}
