@@ -357,7 +357,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 		ex.body = body
-		_ = json.Unmarshal(body, &ex.env) // a body that is not JSON is the upstream's to refuse
+		// A body that is not JSON is the upstream's to refuse.
+		ex.validJSON = json.Unmarshal(body, &ex.env) == nil
 		ex.key = sessionKey(p.opts.SessionHeader, r.Header, &ex.env)
 		switch skip(api, &ex.env) {
 		case "fill":
@@ -512,6 +513,9 @@ type exchange struct {
 	// body is the request body, nil when it was longer than requestOver.
 	body []byte
 	env  envelope
+	// validJSON says body is valid JSON: its envelope decoded (json.Unmarshal checks the whole
+	// text before it decodes); false when it did not, which may be for another reason.
+	validJSON bool
 	// requestOver is the limit (Options.MaxRequestBytes) the body went past, 0 when it did not;
 	// requestLen is then the body's declared length (-1 when it declared none) and sent counts
 	// the bytes forwarded.

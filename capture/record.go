@@ -121,7 +121,8 @@ func (r *recorder) process(ex *exchange) {
 	// A credential-named field's value in the body is a secret like a header's, and every
 	// secret seen so far is redacted from this request's row too (a key sent once and echoed
 	// later).
-	body, bodySecrets := RedactBody(ex.body)
+	// A body whose envelope decoded is valid JSON: not scanned again to be told so.
+	body, bodySecrets := redactBody(ex.body, ex.validJSON || json.Valid(ex.body))
 	ex.secrets = append(ex.secrets, bodySecrets...)
 	r.seen.add(ex.secrets)
 	secrets := append(slices.Clone(r.seen.list), ex.secrets...)
