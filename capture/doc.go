@@ -72,9 +72,15 @@
 //     comparison, so a rebuilt system prompt stays in its session), which becomes the row's scenario ("conversation-0001"); the arm is the capture's
 //     label ([Options].Label, default "capture"), repetition 1, request_index the order within
 //     the conversation, turn the number of user messages and step the assistant messages since
-//     the last one, plus one. The row is written at once to a crash-safe samples file with its
-//     journal (metrics.CreatePart, the results layout of lab run), and a line printed on the
-//     progress writer. The manifest is written at New and at Close only, never per row, so a
+//     the last one, plus one. What the grouping holds is bounded: at most 256 conversations,
+//     none idle for 2,048 requests, each as message keys and digests (16 bytes a message,
+//     40 a part), never texts; a dropped conversation keeps its name and counts, and the row of
+//     a request that may continue it says so in its warnings ("this request may continue
+//     conversation-0012, whose messages the proxy no longer holds ..."). The row is written at
+//     once to the journal of the capture's samples file (metrics.CreateJournalPart, the results
+//     layout of lab run), which Close turns into the Parquet file, so that no Parquet writer
+//     holds a row group's metadata per 512 rows for as long as the capture runs, and a line
+//     printed on the progress writer. The manifest is written at New and at Close only, never per row, so a
 //     row's work does not grow with the capture: a row's columns say its conversation and how
 //     it ended, and a capture killed before Close reads every row answered so far, its
 //     conversations taken from the rows (metrics.Manifest.SessionsFromRows).

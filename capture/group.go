@@ -14,7 +14,9 @@ import (
 	"lab/chat"
 )
 
-// conversation is one group of recorded requests: a row's scenario.
+// conversation is one group of recorded requests: a row's scenario. What it needs to take more
+// requests is its *convState, nil once the grouper dropped it (evict); its name, key and
+// counts stay for the manifest's session records.
 type conversation struct {
 	// name is the rows' scenario: "conversation-0001", numbered in order of appearance.
 	name string
@@ -22,31 +24,53 @@ type conversation struct {
 	// by its messages.
 	key string
 	// requests is the number of requests recorded so far.
-	requests int
-	// first is the first request's messages; last the last request's followed by its reply
-	// (message keys, see messageKey).
-	first, last []string
-	// lastLen is the number of messages of the last request (without its reply).
-	lastLen    int
+	requests   int
 	lastFailed bool
+	// side says why it is a client's side request ("" for a session's own conversation).
+	side string
+	// used is the grouper's count of recorded requests when it recorded this one's last.
+	used int
+	*convState
+}
+
+// convState is what a conversation keeps to group later requests with it: message keys (see
+// messageKey) and digests, never texts.
+type convState struct {
+	// first is the digest of the first request's message keys (keysDigest).
+	first [keySum]byte
+	// last is the last request's message keys followed by its reply's.
+	last []msgKey
+	// lastLen is the number of messages of the last request (without its reply).
+	lastLen int
 	// system is the system prompt of its last request: its leading system and developer
 	// messages' keys.
-	system []string
+	system []msgKey
 	// systemEnds is the first and last systemEnd bytes of its last request's system prompt
 	// (systemText), for related.
 	systemEnds [2]string
 	// lastTexts are the role, trimmed text length and digest of each message of last (the
-	// reply's included), for extendedBy.
+	// reply's included), for extendedBy; kept for a conversation with a key only, the one case
+	// assign reads them.
 	lastTexts []textSig
 	// toolNames are its last request's tools' names, in order (toolNames); "" when it carried
 	// no tool list.
 	toolNames string
-	// side says why it is a client's side request ("" for a session's own conversation).
-	side string
 	// parts is the last request that succeeded, by part, for rows without a rendering
 	// (cachesim.FirstDifference), each text as its digest (digestParts); nil before the first.
-	parts []cachesim.Part
+	parts []partSum
 }
+
+// maxLiveConversations and idleRequests bound what the grouper holds: a conversation is
+// dropped (evict) once idleRequests requests were recorded since its last, or when more than
+// maxLiveConversations are held, the least recently used first. A capture in front of an agent
+// for hours then holds the messages' keys of the conversations still going (a coding session
+// and its side requests; the lab's 50-client load), not of every one it saw (a title request
+// is a conversation of its own, done after one request). A request that would have continued
+// a dropped conversation starts a new one, and its row says so (evictedNote).
+const (
+	maxLiveConversations = 256
+	idleRequests         = 2048
+)
 
 // grouper assigns requests to conversations:
 //
@@ -82,10 +106,26 @@ type conversation struct {
 //
 // Messages are compared by role, text, tool calls and tool call ids; reasoning is left out, as
 // harnesses and templates drop it from earlier turns (spec 3.2.0 §8).
+//
+// What it holds is bounded (maxLiveConversations, idleRequests): a conversation it dropped
+// keeps its name and counts, and a fingerprint (its key, or without one the first message
+// after its system prompt) by which a later request that may continue it is told: that
+// request's row is grouped without it and says so (lost).
 type grouper struct {
-	convs []*conversation
+	// convs are every conversation, in order of appearance; live those still held, in the
+	// same order.
+	convs, live []*conversation
 	// latest is the conversation that had the latest request, by key.
 	latest map[string]*conversation
+	// dropped is the latest conversation dropped, by fingerprint (fingerprint).
+	dropped map[dropKey]*conversation
+	// recorded counts the requests recorded (update).
+	recorded int
+	// lost is set by assign: why the request's grouping may differ from what the dropped
+	// conversations' messages would have given ("" when none could have taken it).
+	lost string
+	// maxLive and idle are maxLiveConversations and idleRequests unless set (tests).
+	maxLive, idle int
 }
 
 // assign returns the request's conversation, and whether it is new. The caller records the
@@ -96,8 +136,13 @@ func (g *grouper) assign(key, side string, req *chat.Request) (c *conversation, 
 	var best *conversation
 	bestShared, bestExt, bestSame := 0, false, false
 	sysText := systemText(req.Messages)
-	for i := len(g.convs) - 1; i >= 0; i-- {
-		c := g.convs[i]
+	g.lost = ""
+	var gone *conversation
+	if fp, ok := fingerprint(key, msgs); ok {
+		gone = g.dropped[fp]
+	}
+	for i := len(g.live) - 1; i >= 0; i-- {
+		c := g.live[i]
 		if c.key != key || c.requests == 0 {
 			continue
 		}
@@ -117,7 +162,7 @@ func (g *grouper) assign(key, side string, req *chat.Request) (c *conversation, 
 			}
 		}
 		rebuilt := false
-		if !slices.ContainsFunc(a[:shared], func(k string) bool { return !systemKey(k) }) {
+		if !slices.ContainsFunc(a[:shared], func(k msgKey) bool { return !systemKey(k) }) {
 			// Without a key, a system prompt rebuilt (a date in it that changed at midnight)
 			// before the conversation's whole history and its reply, with the same tools, is
 			// still that session (a sub-agent with the session's first message has tools of
@@ -131,7 +176,7 @@ func (g *grouper) assign(key, side string, req *chat.Request) (c *conversation, 
 			}
 			rebuilt = true
 		}
-		if slices.Equal(msgs, c.first) && (c.requests > 1 || !c.lastFailed) {
+		if keysDigest(msgs) == c.first && (c.requests > 1 || !c.lastFailed) {
 			continue // the session again, from its start
 		}
 		ext := shared >= lastLen || rebuilt
@@ -147,9 +192,24 @@ func (g *grouper) assign(key, side string, req *chat.Request) (c *conversation, 
 		}
 	}
 	if best != nil {
+		if gone != nil && !bestExt {
+			g.lost = g.evictedNote(gone)
+		}
 		return best, false
 	}
-	if prev := g.latest[key]; prev != nil && hasAssistant(req.Messages) && (slices.Equal(system, prev.system) ||
+	if gone != nil {
+		g.lost = g.evictedNote(gone)
+	}
+	prev := g.latest[key]
+	if prev != nil && prev.convState == nil {
+		// The latest conversation of the key was dropped: the rules below, which compare with
+		// its system prompt and tools, cannot be read.
+		if g.lost == "" {
+			g.lost = g.evictedNote(prev)
+		}
+		prev = nil
+	}
+	if prev != nil && hasAssistant(req.Messages) && (slices.Equal(system, prev.system) ||
 		related(sysText, prev.systemEnds) && toolNames(req.Tools) == prev.toolNames) {
 		// A history the client rewrote (Qwen Code's resumed session drops a reminder from its
 		// first user message), under the latest conversation's system prompt, or that prompt
@@ -158,7 +218,7 @@ func (g *grouper) assign(key, side string, req *chat.Request) (c *conversation, 
 		return prev, false
 	}
 	c = g.add(key)
-	switch prev := g.latest[key]; {
+	switch {
 	case side != "":
 		c.side = side
 	case knownSide(sysText) != "":
@@ -176,16 +236,86 @@ func (g *grouper) assign(key, side string, req *chat.Request) (c *conversation, 
 }
 
 func (g *grouper) add(key string) *conversation {
-	c := &conversation{name: fmt.Sprintf("conversation-%04d", len(g.convs)+1), key: key}
+	c := &conversation{name: fmt.Sprintf("conversation-%04d", len(g.convs)+1), key: key, convState: &convState{}}
 	g.convs = append(g.convs, c)
+	g.live = append(g.live, c)
 	return c
 }
 
-// update records req (answered with reply, nil when there was none) as c's latest request.
+// limits returns g.maxLive and g.idle, or their defaults maxLiveConversations and idleRequests.
+func (g *grouper) limits() (maxLive, idle int) {
+	maxLive, idle = g.maxLive, g.idle
+	if maxLive <= 0 {
+		maxLive = maxLiveConversations
+	}
+	if idle <= 0 {
+		idle = idleRequests
+	}
+	return maxLive, idle
+}
+
+// evictedNote is the warning of a row that may continue the dropped conversation c.
+func (g *grouper) evictedNote(c *conversation) string {
+	maxLive, idle := g.limits()
+	return fmt.Sprintf("this request may continue %s, whose messages the proxy no longer holds (it keeps the %d conversations used last, none idle for %d requests): grouped without it, so its scenario, request_index and divergence_segment count from what the proxy still holds", c.name, maxLive, idle)
+}
+
+// fingerprint is what a dropped conversation is known by (grouper.dropped): its key, or without
+// one the first message key after the system prompt of msgs (its last request's); ok is false
+// when there is none (no later request can share a message with it).
+func fingerprint(key string, msgs []msgKey) (fp dropKey, ok bool) {
+	if key != "" {
+		return dropKey{key: key}, true
+	}
+	if ns := withoutSystem(msgs); len(ns) > 0 {
+		return dropKey{msg: ns[0]}, true
+	}
+	return dropKey{}, false
+}
+
+// dropKey is a fingerprint: a conversation key, or without one a message key.
+type dropKey struct {
+	key string
+	msg msgKey
+}
+
+// evict drops what the conversations idle for more than g.idle requests hold, then the least
+// recently used beyond g.maxLive.
+func (g *grouper) evict() {
+	maxLive, idle := g.limits()
+	drop := func(c *conversation) {
+		if fp, ok := fingerprint(c.key, c.last); ok {
+			if g.dropped == nil {
+				g.dropped = map[dropKey]*conversation{}
+			}
+			g.dropped[fp] = c
+		}
+		c.convState = nil
+	}
+	g.live = slices.DeleteFunc(g.live, func(c *conversation) bool {
+		if g.recorded-c.used < idle {
+			return false
+		}
+		drop(c)
+		return true
+	})
+	for len(g.live) > maxLive {
+		lru := slices.MinFunc(g.live, func(a, b *conversation) int { return a.used - b.used })
+		drop(lru)
+		g.live = slices.DeleteFunc(g.live, func(c *conversation) bool { return c == lru })
+	}
+}
+
+// update records req (answered with reply, nil when there was none) as c's latest request, then
+// drops the conversations idle for too long or beyond the number held (evict).
 func (g *grouper) update(c *conversation, req *chat.Request, reply *chat.Reply, failed bool) {
-	msgs := messageKeys(req.Messages)
+	defer g.evict()
+	g.recorded++
+	c.used = g.recorded
+	// Room for the reply's key: the keys are held as long as the conversation is.
+	msgs := append(make([]msgKey, 0, len(req.Messages)+1), messageKeys(req.Messages)...)
 	if c.requests == 0 {
-		c.first = msgs
+		c.first = keysDigest(msgs)
 	}
 	c.requests++
 	c.lastLen = len(msgs)
@@ -203,6 +333,9 @@ func (g *grouper) update(c *conversation, req *chat.Request, reply *chat.Reply, 
 		msgs = append(msgs, messageKey(chat.Message{Role: chat.RoleAssistant, Content: reply.Content, ToolCalls: reply.ToolCalls}))
 	}
 	c.last = msgs
+	if c.key == "" {
+		return // lastTexts are read only under a key
+	}
 	c.lastTexts = c.lastTexts[:0]
 	for _, m := range req.Messages {
 		c.lastTexts = append(c.lastTexts, sigOf(m.Role, m.Content))
@@ -249,7 +382,7 @@ func hasAssistant(msgs []chat.Message) bool {
 }
 
 // withoutSystem returns keys without the system and developer messages they start with.
-func withoutSystem(keys []string) []string {
+func withoutSystem(keys []msgKey) []msgKey {
 	for len(keys) > 0 && systemKey(keys[0]) {
 		keys = keys[1:]
 	}
@@ -258,25 +391,45 @@ func withoutSystem(keys []string) []string {
 
 // systemKey reports whether a message key (messageKey) is a system or developer message's:
 // both are the application's instructions (OpenAI's developer message is its system prompt).
-func systemKey(k string) bool {
-	return strings.HasPrefix(k, string(chat.RoleSystem)+"\x00") || strings.HasPrefix(k, string(chat.RoleDeveloper)+"\x00")
-}
+func systemKey(k msgKey) bool { return k[0] == 1 }
 
-func messageKeys(msgs []chat.Message) []string {
-	out := make([]string, len(msgs))
+func messageKeys(msgs []chat.Message) []msgKey {
+	out := make([]msgKey, len(msgs))
 	for i, m := range msgs {
 		out[i] = messageKey(m)
 	}
 	return out
 }
 
+// keySum is the bytes of a digest the grouper keeps: the first 16 of a SHA-256 (128 bits, so
+// that two different texts share one with a chance of 2^-64 after 2^32 of them).
+const keySum = 16
+
+// msgKey is a message's key (messageKey): its first byte 1 for a system or developer message, 0
+// for any other, then the first keySum-1 bytes of the SHA-256 of its role and what two
+// messages must share (120 bits). It is a value, 16 bytes held in place: a conversation keeps
+// one per message of its last request.
+type msgKey [keySum]byte
+
+// keysDigest is the digest of a sequence of message keys.
+func keysDigest(keys []msgKey) (d [keySum]byte) {
+	h := sha256.New()
+	for _, k := range keys {
+		h.Write(k[:])
+	}
+	var sum [sha256.Size]byte
+	copy(d[:], h.Sum(sum[:0]))
+	return d
+}
+
 // messageKey is what two messages must share to be the same message of a conversation: role,
 // text (surrounding white space trimmed), tool calls (name and compacted arguments) and the
-// tool call id a result answers. It is the role, a NUL and the SHA-256 of the rest (32 bytes):
-// a conversation keeps the keys of its first and last requests for as long as the capture
-// runs, so a key must not hold the message's text.
-func messageKey(m chat.Message) string {
+// tool call id a result answers, as a digest (msgKey): a conversation keeps the keys of its
+// last request for as long as it is held, so a key must not hold the message's text.
+func messageKey(m chat.Message) msgKey {
 	h := sha256.New()
+	hashString(h, string(m.Role))
+	h.Write([]byte{0})
 	hashString(h, strings.TrimSpace(m.Content))
 	h.Write([]byte{0})
 	hashString(h, m.ToolCallID)
@@ -291,17 +444,48 @@ func messageKey(m chat.Message) string {
 			h.Write(tc.Arguments)
 		}
 	}
-	return string(m.Role) + "\x00" + string(h.Sum(nil))
+	var sum [sha256.Size]byte
+	var k msgKey
+	if m.Role == chat.RoleSystem || m.Role == chat.RoleDeveloper {
+		k[0] = 1
+	}
+	copy(k[1:], h.Sum(sum[:0]))
+	return k
 }
 
-// digestParts returns parts with each Text replaced by its SHA-256, which is all
-// [cachesim.FirstDifference] compares: a conversation keeps its last request's parts.
-func digestParts(parts []cachesim.Part) []cachesim.Part {
-	out := make([]cachesim.Part, len(parts))
+// partSum is one part of a request (cachesim.DifferenceParts) as a conversation keeps it: its
+// name and the digest of its text (keySum bytes of its SHA-256), 40 bytes held in place.
+type partSum struct {
+	kind     cachesim.SegmentKind
+	index    int32
+	practice string
+	sum      [keySum]byte
+}
+
+// digestParts returns parts as a conversation keeps them: each name with its text's digest,
+// which is all [cachesim.FirstDifference] compares.
+func digestParts(parts []cachesim.Part) []partSum {
+	out := make([]partSum, len(parts))
 	for i, p := range parts {
 		h := sha256.New()
 		hashString(h, p.Text)
-		out[i] = cachesim.Part{Name: p.Name, Text: string(h.Sum(nil))}
+		var sum [sha256.Size]byte
+		out[i] = partSum{kind: p.Name.Kind, index: int32(p.Name.Index), practice: p.Name.Practice}
+		copy(out[i].sum[:], h.Sum(sum[:0]))
+	}
+	return out
+}
+
+// asParts returns ps as cachesim.Parts, each Text its digest, for [cachesim.FirstDifference].
+func asParts(ps []partSum) []cachesim.Part {
+	texts := make([]byte, 0, len(ps)*keySum)
+	for _, p := range ps {
+		texts = append(texts, p.sum[:]...)
+	}
+	all := string(texts)
+	out := make([]cachesim.Part, len(ps))
+	for i, p := range ps {
+		out[i] = cachesim.Part{Name: cachesim.Segment{Kind: p.kind, Index: int(p.index), Practice: p.practice}, Text: all[i*keySum : (i+1)*keySum]}
 	}
 	return out
 }
@@ -317,7 +501,7 @@ func hashString(h hash.Hash, s string) {
 	}
 }
 
-func commonPrefix(a, b []string) int {
+func commonPrefix(a, b []msgKey) int {
 	n := min(len(a), len(b))
 	for i := 0; i < n; i++ {
 		if a[i] != b[i] {

@@ -357,7 +357,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 		ex.body = body
-		_ = json.Unmarshal(body, &ex.env) // a body that is not JSON is the upstream's to refuse
+		// A body that is not JSON is the upstream's to refuse.
+		ex.validJSON = json.Unmarshal(body, &ex.env) == nil
 		ex.key = sessionKey(p.opts.SessionHeader, r.Header, &ex.env)
 		switch skip(api, &ex.env) {
 		case "fill":
@@ -512,6 +513,9 @@ type exchange struct {
 	// body is the request body, nil when it was longer than requestOver.
 	body []byte
 	env  envelope
+	// validJSON says body is valid JSON: its envelope decoded (json.Unmarshal checks the whole
+	// text before it decodes); false when it did not, which may be for another reason.
+	validJSON bool
 	// requestOver is the limit (Options.MaxRequestBytes) the body went past, 0 when it did not;
 	// requestLen is then the body's declared length (-1 when it declared none) and sent counts
 	// the bytes forwarded.
@@ -890,9 +894,14 @@ func RedactURL(u *url.URL) string {
 }
 
 // layout is where the capture's files go in its folder: the results layout of lab run (one
-// part, 1/1, of the hive-partitioned layout results/run_id=<id>/).
+// part, 1/1, of the hive-partitioned layout results/run_id=<id>/). The part is written to its
+// journal as rows come and to its Parquet file at Close (metrics.CreateJournalPart), so that a
+// capture's memory does not grow with its rows: a Parquet writer holds every row group's
+// metadata until it writes the footer.
 func layout(dir string) (samples func(metrics.FileMeta) (*metrics.ParquetSink, error), manifest, requests string) {
 	s := metrics.Shard{Index: 1, Count: 1}
-	return func(meta metrics.FileMeta) (*metrics.ParquetSink, error) { return metrics.CreatePart(dir, s, meta) },
+	return func(meta metrics.FileMeta) (*metrics.ParquetSink, error) {
+			return metrics.CreateJournalPart(dir, s, meta)
+		},
 		filepath.Join(dir, metrics.PartManifestFile(s)), filepath.Join(dir, metrics.PartRequestsFile(s))
 }

@@ -121,7 +121,8 @@ func (r *recorder) process(ex *exchange) {
 	// A credential-named field's value in the body is a secret like a header's, and every
 	// secret seen so far is redacted from this request's row too (a key sent once and echoed
 	// later).
-	body, bodySecrets := RedactBody(ex.body)
+	// A body whose envelope decoded is valid JSON: not scanned again to be told so.
+	body, bodySecrets := redactBody(ex.body, ex.validJSON || json.Valid(ex.body))
 	ex.secrets = append(ex.secrets, bodySecrets...)
 	r.seen.add(ex.secrets)
 	secrets := append(slices.Clone(r.seen.list), ex.secrets...)
@@ -143,13 +144,20 @@ func (r *recorder) process(ex *exchange) {
 	if conv.side != "" {
 		row.MarkSideRequest(s, conv.side)
 	}
+	if lost := r.groups.lost; lost != "" {
+		// A conversation the grouper dropped may have taken this request.
+		if s.Warnings != "" {
+			lost = s.Warnings + "; " + lost
+		}
+		s.Warnings = lost
+	}
 	if s.ExpectedUnknown {
 		// No rendering (a cloud API): name the segment by comparing the request with the
 		// conversation's previous one part by part; the token stays unknown.
 		parts := digestParts(cachesim.DifferenceParts(req, r.opts.Attribution.NoteOpen))
 		if s.Error == "" {
 			if conv.parts != nil {
-				row.SetPartsDivergence(s, cachesim.FirstDifference(conv.parts, parts))
+				row.SetPartsDivergence(s, cachesim.FirstDifference(asParts(conv.parts), asParts(parts)))
 			}
 			conv.parts = parts
 		}

@@ -5,5 +5,5 @@ package metrics
 // sink and of the old layout's readers only (samples.parquet of results/<run-id>/). No
 // production code writes the old layout. It fails if either file exists (fs.ErrExist).
 func CreateParquet(path string, meta FileMeta) (*ParquetSink, error) {
-	return createParquet(path, JournalPath(path), writerOptions(meta, Shard{}))
+	return createParquet(path, JournalPath(path), writerOptions(meta, Shard{}), false)
 }

@@ -93,7 +93,8 @@ func writerOptions(meta FileMeta, s Shard, extra ...string) []parquet.WriterOpti
 // group. The writer keeps each row group's metadata (a column chunk, its statistics and page
 // index for each of ~50 columns: about 45 KB) until Close writes the footer, so row groups of
 // 16 rows made the heap grow by ~3 KB a request (26 MiB over 10,000 requests); 512 rows keep
-// both the buffered rows (~0.5 MB) and that growth (~90 B a request) small.
+// both the buffered rows (~0.5 MB) and that growth (~90 B a request) small. A sink made by
+// [CreateJournalPart] writes its row groups at Close only, and holds no such metadata before.
 const RowGroupRows = 512
 
 // ParquetSink is a [Sink] that writes samples to a Parquet file (a run's part,
@@ -124,6 +125,10 @@ type ParquetSink struct {
 	rows    int
 	pending int
 	closed  bool
+	// journalOnly: Write appends to the journal alone and Close writes the Parquet file from
+	// it, with opts ([CreateJournalPart]); w is nil.
+	journalOnly bool
+	opts        []parquet.WriterOption
 }
 
 // JournalPath returns the path of the journal kept beside the samples file at path: path with its
@@ -136,9 +141,10 @@ func JournalPath(path string) string {
 
 // createParquet creates the samples file at path, written with opts, and the journal at jpath,
 // both new: it fails if either file already exists (errors.Is(err, fs.ErrExist)), so that no
-// earlier measurement is overwritten. Its one production caller is [CreatePart]: nothing writes
-// a samples file of the old layout.
-func createParquet(path, jpath string, opts []parquet.WriterOption) (*ParquetSink, error) {
+// earlier measurement is overwritten. journalOnly makes the sink of [CreateJournalPart]. Its
+// production callers are CreatePart and CreateJournalPart: nothing writes a samples file of the
+// old layout.
+func createParquet(path, jpath string, opts []parquet.WriterOption, journalOnly bool) (*ParquetSink, error) {
 	j, err := os.OpenFile(jpath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("create samples journal: %w", err)
@@ -150,6 +156,9 @@ func createParquet(path, jpath string, opts []parquet.WriterOption) (*ParquetSin
 		_ = j.Close()
 		_ = os.Remove(j.Name())
 		return nil, fmt.Errorf("create samples file: %w", err)
+	}
+	if journalOnly {
+		return &ParquetSink{path: path, jpath: j.Name(), f: f, j: j, journalOnly: true, opts: opts}, nil
 	}
 	return &ParquetSink{path: path, jpath: j.Name(), f: f, j: j, w: parquet.NewGenericWriter[Sample](f, opts...)}, nil
 }
@@ -241,6 +250,16 @@ func (p *ParquetSink) Write(s *Sample) error {
 	if _, err := p.j.Write(line); err != nil {
 		return fmt.Errorf("write sample to %s: %w", p.jpath, err)
 	}
+	if p.journalOnly {
+		p.rows++
+		if p.pending++; p.pending >= RowGroupRows {
+			p.pending = 0
+			if err := p.j.Sync(); err != nil {
+				return fmt.Errorf("sync %s: %w", p.jpath, err)
+			}
+		}
+		return nil
+	}
 	return p.writeParquet(row)
 }
 
@@ -264,6 +283,49 @@ func (p *ParquetSink) writeParquet(row Sample) error {
 	return nil
 }
 
+// writeFromJournal writes every row of the journal to p.w, in row groups of [RowGroupRows]
+// rows, reading the journal line by line (the rows are never held together). Each line is
+// decoded once, into a reused row: the sink wrote every line itself, so a line that does not
+// decode, or a count of lines other than the rows written, is an error. p.mu must be held.
+func (p *ParquetSink) writeFromJournal() error {
+	if err := p.j.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", p.jpath, err)
+	}
+	jf, err := os.Open(p.jpath)
+	if err != nil {
+		return fmt.Errorf("read samples journal: %w", err)
+	}
+	defer jf.Close()
+	r := bufio.NewReaderSize(jf, 64<<10)
+	rows := make([]Sample, 1)
+	n := 0
+	for {
+		line, long, err := readJournalLine(r, MaxJournalLine)
+		if errors.Is(err, io.EOF) && len(line) == 0 && !long {
+			break
+		}
+		if err != nil || long {
+			return fmt.Errorf("write %s from its journal: %s:%d: a line cut short or too long (%v)", p.path, p.jpath, n+1, err)
+		}
+		rows[0] = Sample{}
+		if err := json.Unmarshal(line, &rows[0]); err != nil {
+			return fmt.Errorf("write %s from its journal: %s:%d: %w", p.path, p.jpath, n+1, err)
+		}
+		if _, err := p.w.Write(rows); err != nil {
+			return fmt.Errorf("write sample to %s: %w", p.path, err)
+		}
+		if n++; n%RowGroupRows == 0 {
+			if err := p.w.Flush(); err != nil {
+				return fmt.Errorf("flush row group to %s: %w", p.path, err)
+			}
+		}
+	}
+	if n != p.rows {
+		return fmt.Errorf("write %s from its journal: %d rows in %s, %d written to it", p.path, n, p.jpath, p.rows)
+	}
+	return nil
+}
+
 // Len returns the number of rows written so far.
 func (p *ParquetSink) Len() int {
 	p.mu.Lock()
@@ -283,7 +345,16 @@ func (p *ParquetSink) Close() (err error) {
 		return nil
 	}
 	p.closed = true
-	if werr := p.w.Close(); werr != nil {
+	if p.journalOnly {
+		p.w = parquet.NewGenericWriter[Sample](p.f, p.opts...)
+		if werr := p.writeFromJournal(); werr != nil {
+			err = werr
+		} else if werr := p.w.Close(); werr != nil {
+			err = fmt.Errorf("write footer of %s: %w", p.path, werr)
+		} else if serr := p.f.Sync(); serr != nil {
+			err = fmt.Errorf("sync %s: %w", p.path, serr)
+		}
+	} else if werr := p.w.Close(); werr != nil {
 		err = fmt.Errorf("write footer of %s: %w", p.path, werr)
 	} else if serr := p.f.Sync(); serr != nil {
 		err = fmt.Errorf("sync %s: %w", p.path, serr)

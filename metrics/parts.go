@@ -123,7 +123,35 @@ func CreatePart(dir string, s Shard, meta FileMeta) (*ParquetSink, error) {
 	if _, err := os.Stat(final); err == nil {
 		return nil, fmt.Errorf("create samples file: %s: %w", final, fs.ErrExist)
 	}
-	p, err := createParquet(final+PartialSuffix, JournalPath(final), writerOptions(meta, s))
+	p, err := createParquet(final+PartialSuffix, JournalPath(final), writerOptions(meta, s), false)
+	if err != nil {
+		return nil, err
+	}
+	p.final = final
+	return p, nil
+}
+
+// CreateJournalPart creates shard s's part in dir as [CreatePart] does (its partial file, its
+// journal, the same errors), for a sink that writes rows for hours (lab proxy in front of an
+// agent): its Write appends each row to the journal alone (the line handed to the operating
+// system before Write returns, the journal synced every [RowGroupRows] rows, as CreatePart's
+// sink does), and Close writes the Parquet file from the journal, [RowGroupRows] rows a row
+// group, then gives it its final name and removes the journal, as CreatePart's Close does. The
+// rows are as durable as CreatePart's and read the same way ([ReadPart]: the journal's until
+// Close, the part file's after); what it saves is the Parquet writer's metadata of every row
+// group written (a column chunk, statistics and page index per column: tens of KB a row group),
+// which CreatePart's writer holds until Close writes the footer, so a sink made here holds the
+// same memory after a million rows as after one. Close then holds that metadata while it writes
+// the file, and takes time in proportion to the rows (each journal line decoded again).
+func CreateJournalPart(dir string, s Shard, meta FileMeta) (*ParquetSink, error) {
+	if err := s.Check(); err != nil {
+		return nil, err
+	}
+	final := filepath.Join(dir, PartFile(s))
+	if _, err := os.Stat(final); err == nil {
+		return nil, fmt.Errorf("create samples file: %s: %w", final, fs.ErrExist)
+	}
+	p, err := createParquet(final+PartialSuffix, JournalPath(final), writerOptions(meta, s), true)
 	if err != nil {
 		return nil, err
 	}
