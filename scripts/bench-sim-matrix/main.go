@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"lab/internal/rowdigest"
@@ -71,6 +72,12 @@ func compare(oldBin, newBin string, n int, target float64) error {
 				want = digest
 			}
 			if !bytes.Equal(digest, want) {
+				if only := scenariosOnlyIn(digest, want); only != "" {
+					return fmt.Errorf("the two builds run other scenarios (%s only in the %s build): compare like with like, a build of one side without them (OLD_BIN, NEW_BIN) or revisions with the same scenarios", only, names[b])
+				}
+				if only := scenariosOnlyIn(want, digest); only != "" {
+					return fmt.Errorf("the two builds run other scenarios (%s only in the old build): compare like with like, a build of one side without them (OLD_BIN, NEW_BIN) or revisions with the same scenarios", only)
+				}
 				return fmt.Errorf("%s run %d wrote other rows than old run 1:\n%s", names[b], i+1, firstDiff(want, digest))
 			}
 			runs[b] = append(runs[b], r)
@@ -105,6 +112,29 @@ func compare(oldBin, newBin string, n int, target float64) error {
 	}
 	fmt.Printf("ratio new/old: cpu %.3f (target ≤ %.2f: %s), wall %.3f\n", mc[1]/mc[0], target, verdict, mw[1]/mw[0])
 	return nil
+}
+
+// scenariosOnlyIn names, comma-separated, the scenarios that digest a holds and b does not (each
+// digest line starts with the session's scenario); "" when none.
+func scenariosOnlyIn(a, b []byte) string {
+	set := func(d []byte) map[string]bool {
+		m := map[string]bool{}
+		for line := range bytes.Lines(d) {
+			if f := bytes.Fields(line); len(f) > 0 {
+				m[string(f[0])] = true
+			}
+		}
+		return m
+	}
+	sa, sb := set(a), set(b)
+	var only []string
+	for sc := range sa {
+		if !sb[sc] {
+			only = append(only, sc)
+		}
+	}
+	slices.Sort(only)
+	return strings.Join(only, ", ")
 }
 
 // once runs bin on the sim matrix with its results in dir and returns its figures and the
