@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sync"
-	"unsafe"
 
 	"lab/backend/openai"
 	"lab/chat"
@@ -20,25 +18,14 @@ import (
 // sessions at once), hence its lock.
 type bodyCache struct {
 	mu sync.Mutex
-	// msgs[i] is message i of the last request and its encoding, a comma first for i > 0.
-	msgs []encodedMessage
-	// parts[i] is msgs[i]'s encoding and ends[i] the bytes of parts[:i+1]: the messages of the
-	// bodies handed out, which share this array up to their own length (handed at most), so
-	// that a longer request appends to it; a change before handed copies it first.
-	parts  [][]byte
-	ends   []int
-	handed int
+	// msgs are the last request's messages and their encodings.
+	msgs wire.MessagePieces
 	// tools and toolsEnc are the last tool list and its `,"tools":[…]` ("" for none).
 	tools    []chat.Tool
 	toolsEnc []byte
 	// tail and tailKey are the fields after the tool list, and what they were built from.
 	tail    []byte
 	tailKey tailKey
-}
-
-type encodedMessage struct {
-	m   chat.Message
-	enc []byte
 }
 
 // tailKey is what the fields after the tool list depend on.
@@ -53,34 +40,8 @@ type tailKey struct {
 // sameMessage reports whether a and b encode alike in the Chat Completions dialect: every field
 // [openai.AppendMessage] reads.
 func sameMessage(a, b *chat.Message) bool {
-	if a.Role != b.Role || !sameString(a.Content, b.Content) || !sameString(a.Reasoning, b.Reasoning) || a.ToolCallID != b.ToolCallID || len(a.ToolCalls) != len(b.ToolCalls) {
-		return false
-	}
-	for i := range a.ToolCalls {
-		x, y := &a.ToolCalls[i], &b.ToolCalls[i]
-		if x.ID != y.ID || x.Name != y.Name || !bytes.Equal(x.Arguments, y.Arguments) {
-			return false
-		}
-	}
-	return true
-}
-
-// sameString is a == b, at once for two strings that share their bytes (a conversation's
-// messages from request to request), without a call.
-func sameString(a, b string) bool {
-	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
-}
-
-func sameTools(a, b []chat.Tool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].Name != b[i].Name || a[i].Description != b[i].Description || !bytes.Equal(a[i].Parameters, b[i].Parameters) {
-			return false
-		}
-	}
-	return true
+	return a.Role == b.Role && wire.SameString(a.Content, b.Content) && wire.SameString(a.Reasoning, b.Reasoning) &&
+		a.ToolCallID == b.ToolCallID && wire.SameCalls(a.ToolCalls, b.ToolCalls)
 }
 
 // RequestBody returns [Client.ChatBody]'s body for req, byte for byte, as the pieces it is sent
@@ -103,74 +64,20 @@ func (c *Client) RequestBody(req *chat.Request) (wire.Body, error) {
 	}
 	body.Append(head)
 	o := openai.EncodeOptions{ReasoningField: openai.FieldReasoningContent}
-	// from is the first message whose piece is not the one parts holds at its place.
-	from := min(len(req.Messages), len(bc.parts))
-	for i := range req.Messages {
-		m := &req.Messages[i]
-		if i < len(bc.msgs) && sameMessage(&bc.msgs[i].m, m) {
-			continue
-		}
-		enc := make([]byte, 0, len(m.Content)+len(m.Reasoning)+len(m.Content)/8+96)
-		if i > 0 {
-			enc = append(enc, ',')
-		}
-		enc, err := openai.AppendMessage(enc, i, *m, o)
-		if err != nil {
-			// The messages kept so far may already hold encodings that parts does not: drop
-			// them all, so that the next request encodes every message again. Bodies handed
-			// out keep their own arrays.
-			bc.msgs, bc.parts, bc.ends, bc.handed = nil, nil, nil, 0
-			return wire.Body{}, fmt.Errorf("llamacpp: %w", err)
-		}
-		// The message is kept with its own copy of its calls: a caller that changed them in
-		// place later would otherwise change what the next request is compared with.
-		kept := *m
-		kept.ToolCalls = slices.Clone(m.ToolCalls)
-		for j := range kept.ToolCalls {
-			kept.ToolCalls[j].Arguments = slices.Clone(kept.ToolCalls[j].Arguments)
-		}
-		e := encodedMessage{m: kept, enc: enc}
-		if i < len(bc.msgs) {
-			bc.msgs[i] = e
-		} else {
-			bc.msgs = append(bc.msgs, e)
-		}
-		from = min(from, i)
+	err := bc.msgs.Update(req.Messages, sameMessage, func(dst []byte, i int, m *chat.Message) ([]byte, error) {
+		return openai.AppendMessage(dst, i, *m, o)
+	})
+	if err != nil {
+		return wire.Body{}, fmt.Errorf("llamacpp: %w", err)
 	}
-	bc.msgs = bc.msgs[:len(req.Messages)]
-	if from < len(bc.parts) {
-		if from < bc.handed {
-			// Bodies handed out hold parts[:handed]: the pieces from `from` on go in a new array.
-			bc.parts = append(make([][]byte, 0, len(req.Messages)+len(req.Messages)/2+8), bc.parts[:from]...)
-			bc.ends = append(make([]int, 0, cap(bc.parts)), bc.ends[:from]...)
-			bc.handed = 0
-		}
-		bc.parts, bc.ends = bc.parts[:from], bc.ends[:from]
-	}
-	for i := from; i < len(req.Messages); i++ {
-		end := len(bc.msgs[i].enc)
-		if i > 0 {
-			end += bc.ends[i-1]
-		}
-		bc.parts, bc.ends = append(bc.parts, bc.msgs[i].enc), append(bc.ends, end)
-	}
-	if n := len(req.Messages); n > 0 {
-		body.AppendList(bc.parts[:n:n], bc.ends[n-1])
-		bc.handed = max(bc.handed, n)
-	}
+	bc.msgs.AppendTo(&body)
 	body.Append([]byte{']'})
-	if !sameTools(bc.tools, req.Tools) {
+	if !wire.SameTools(bc.tools, req.Tools) {
 		enc, err := c.encodeTools(req.Tools)
 		if err != nil {
 			return wire.Body{}, err
 		}
-		// Kept with their own parameters: a caller that changed them in place later would
-		// otherwise change what the next request is compared with.
-		kept := slices.Clone(req.Tools)
-		for j := range kept {
-			kept[j].Parameters = slices.Clone(kept[j].Parameters)
-		}
-		bc.tools, bc.toolsEnc = kept, enc
+		bc.tools, bc.toolsEnc = wire.CloneTools(req.Tools), enc
 	}
 	if len(bc.toolsEnc) > 0 {
 		body.Append(bc.toolsEnc)

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
-	"unsafe"
 
 	"github.com/ollama/ollama/api"
 
@@ -19,25 +17,14 @@ import (
 // message at the same index with the same fields (strings that share their bytes compare at
 // once) takes its encoding again. Not safe for concurrent use, as its Client.
 type bodyCache struct {
-	// msgs[i] is message i of the last request and its encoding, a comma first for i > 0.
-	msgs []encodedMessage
-	// parts[i] is msgs[i]'s encoding and ends[i] the bytes of parts[:i+1]: the messages of the
-	// bodies handed out, which share this array up to their own length (handed at most), so
-	// that a longer request appends to it; a change before handed copies it first.
-	parts  [][]byte
-	ends   []int
-	handed int
+	// msgs are the last request's messages and their encodings.
+	msgs wire.MessagePieces
 	// tools is the last request's tool list; head, chatTail and renderTail the body's bytes
 	// before its messages and after them (of the measured request and of the rendering), built
 	// from tools and key.
 	tools                      []chat.Tool
 	head, chatTail, renderTail []byte
 	key                        frameKey
-}
-
-type encodedMessage struct {
-	m   chat.Message
-	enc []byte
 }
 
 // frameKey is what the fields around the messages depend on beside the tool list.
@@ -54,35 +41,8 @@ type frameKey struct {
 // sameMessage reports whether a and b convert alike to an api.Message: every field
 // [Client.ChatRequest] reads.
 func sameMessage(a, b *chat.Message) bool {
-	if a.Role != b.Role || !sameString(a.Content, b.Content) || !sameString(a.Reasoning, b.Reasoning) ||
-		a.ToolName != b.ToolName || a.ToolCallID != b.ToolCallID || len(a.ToolCalls) != len(b.ToolCalls) {
-		return false
-	}
-	for i := range a.ToolCalls {
-		x, y := &a.ToolCalls[i], &b.ToolCalls[i]
-		if x.ID != y.ID || x.Name != y.Name || !bytes.Equal(x.Arguments, y.Arguments) {
-			return false
-		}
-	}
-	return true
-}
-
-// sameString is a == b, at once for two strings that share their bytes (a conversation's
-// messages from request to request), without a call.
-func sameString(a, b string) bool {
-	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
-}
-
-func sameTools(a, b []chat.Tool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].Name != b[i].Name || a[i].Description != b[i].Description || !bytes.Equal(a[i].Parameters, b[i].Parameters) {
-			return false
-		}
-	}
-	return true
+	return a.Role == b.Role && wire.SameString(a.Content, b.Content) && wire.SameString(a.Reasoning, b.Reasoning) &&
+		a.ToolName == b.ToolName && a.ToolCallID == b.ToolCallID && wire.SameCalls(a.ToolCalls, b.ToolCalls)
 }
 
 // RequestBodies returns the two /api/chat bodies [Client.Measure] sends for req, as the pieces
@@ -96,80 +56,34 @@ func sameTools(a, b []chat.Tool) bool {
 // messages, not of the whole conversation. Errors are ChatRequest's.
 func (c *Client) RequestBodies(req *chat.Request) (request, rendering wire.Body, err error) {
 	bc := &c.cache
-	// from is the first message whose piece is not the one parts holds at its place.
-	from := min(len(req.Messages), len(bc.parts))
-	for i := range req.Messages {
-		m := &req.Messages[i]
-		if i < len(bc.msgs) && sameMessage(&bc.msgs[i].m, m) {
-			continue
-		}
+	err = bc.msgs.Update(req.Messages, sameMessage, func(dst []byte, _ int, m *chat.Message) ([]byte, error) {
 		am, err := c.message(m)
-		var enc []byte
-		if err == nil {
-			// json.Marshal, as the api client encodes the request: its message list's element i
-			// is these bytes.
-			if enc, err = json.Marshal(am); err != nil {
-				err = fmt.Errorf("ollama: encode request: %w", err)
-			}
-		}
 		if err != nil {
-			// The messages before i may hold encodings parts does not: start again.
-			*bc = bodyCache{}
-			return wire.Body{}, wire.Body{}, err
+			return nil, err
 		}
-		if i > 0 {
-			enc = append(append(make([]byte, 0, len(enc)+1), ','), enc...)
+		// json.Marshal, as the api client encodes the request: its message list's element i is
+		// these bytes.
+		enc, err := json.Marshal(am)
+		if err != nil {
+			return nil, fmt.Errorf("ollama: encode request: %w", err)
 		}
-		// The message is kept with its own copy of its calls: a caller that changed them in
-		// place later would otherwise change what the next request is compared with.
-		kept := *m
-		kept.ToolCalls = slices.Clone(m.ToolCalls)
-		for j := range kept.ToolCalls {
-			kept.ToolCalls[j].Arguments = slices.Clone(kept.ToolCalls[j].Arguments)
-		}
-		e := encodedMessage{m: kept, enc: enc}
-		if i < len(bc.msgs) {
-			bc.msgs[i] = e
-		} else {
-			bc.msgs = append(bc.msgs, e)
-		}
-		from = min(from, i)
-	}
-	bc.msgs = bc.msgs[:len(req.Messages)]
-	if from < len(bc.parts) {
-		if from < bc.handed {
-			// Bodies handed out hold parts[:handed]: the pieces from `from` on go in a new array.
-			bc.parts = append(make([][]byte, 0, len(req.Messages)+len(req.Messages)/2+8), bc.parts[:from]...)
-			bc.ends = append(make([]int, 0, cap(bc.parts)), bc.ends[:from]...)
-			bc.handed = 0
-		}
-		bc.parts, bc.ends = bc.parts[:from], bc.ends[:from]
-	}
-	for i := from; i < len(req.Messages); i++ {
-		end := len(bc.msgs[i].enc)
-		if i > 0 {
-			end += bc.ends[i-1]
-		}
-		bc.parts, bc.ends = append(bc.parts, bc.msgs[i].enc), append(bc.ends, end)
+		return append(dst, enc...), nil
+	})
+	if err != nil {
+		return wire.Body{}, wire.Body{}, err
 	}
 	key := frameKey{built: true, think: req.Think && !c.noThinking, generate: req.Generate, seed: c.seed,
 		temperature: c.temperature, numCtx: c.numCtx, keepAlive: c.keepAlive}
-	if bc.key != key || !sameTools(bc.tools, req.Tools) {
+	if bc.key != key || !wire.SameTools(bc.tools, req.Tools) {
 		if err := c.encodeFrame(req); err != nil {
 			return wire.Body{}, wire.Body{}, err
 		}
-		bc.tools, bc.key = slices.Clone(req.Tools), key
-	}
-	n := len(req.Messages)
-	if n > 0 {
-		bc.handed = max(bc.handed, n)
+		bc.tools, bc.key = wire.CloneTools(req.Tools), key
 	}
 	build := func(tail []byte) wire.Body {
 		var b wire.Body
 		b.Append(bc.head)
-		if n > 0 {
-			b.AppendList(bc.parts[:n:n], bc.ends[n-1])
-		}
+		bc.msgs.AppendTo(&b)
 		b.Append(tail)
 		return b
 	}
