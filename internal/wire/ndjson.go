@@ -57,50 +57,6 @@ func splitLines(src lineSource, fn func(line []byte, at int) error) (int, error)
 	}
 }
 
-// LineBound is how long one line of a body read through [BoundLines] may be: Max bytes, its
-// newline included. Over is set when a line was longer.
-type LineBound struct {
-	Max  int64
-	Over bool
-}
-
-// BoundLines returns r passed on while each of its lines is at most b.Max bytes long; a longer
-// line sets b.Over and fails the read with [chat.ErrWireTooLong], so that the line is never
-// held whole. It is for a body read by another library's line reader (the Ollama api client's
-// scanner), which [ReadLines] cannot replace.
-func BoundLines(r io.Reader, b *LineBound) io.Reader { return &boundedLines{r: r, b: b} }
-
-type boundedLines struct {
-	r   io.Reader
-	b   *LineBound
-	cur int64 // the bytes of the current line so far
-}
-
-// Read implements io.Reader.
-func (l *boundedLines) Read(p []byte) (int, error) {
-	if l.b.Over {
-		return 0, chat.ErrWireTooLong
-	}
-	n, err := l.r.Read(p)
-	for rest := p[:n]; ; {
-		i := bytes.IndexByte(rest, '\n')
-		if i < 0 {
-			l.cur += int64(len(rest))
-			break
-		}
-		if l.cur+int64(i) > l.b.Max {
-			l.cur += int64(i)
-			break
-		}
-		l.cur, rest = 0, rest[i+1:]
-	}
-	if l.cur > l.b.Max {
-		l.b.Over = true
-		return 0, chat.ErrWireTooLong
-	}
-	return n, err
-}
-
 // DropCutLine returns r's JSON lines passed on, except a last line that the body's end cut
 // short (no newline, not whole JSON) after at least one whole line: the same rule as
 // [ReadLines], for a body read by another library's line reader. A body of one unterminated

@@ -48,17 +48,7 @@ func TestReadLines(t *testing.T) {
 	}
 }
 
-func TestBoundLinesAndDropCutLine(t *testing.T) {
-	b := &LineBound{Max: 20}
-	_, err := io.ReadAll(BoundLines(&chunks{parts: []string{"{\"a\":1}\n", strings.Repeat("y", 30) + "\n"}}, b))
-	if !errors.Is(err, chat.ErrWireTooLong) || !b.Over {
-		t.Errorf("BoundLines: %v, over %v; want ErrWireTooLong", err, b.Over)
-	}
-	b = &LineBound{Max: 20}
-	out, err := io.ReadAll(BoundLines(strings.NewReader("{\"a\":1}\n{\"b\":2}\n"), b))
-	if err != nil || b.Over || string(out) != "{\"a\":1}\n{\"b\":2}\n" {
-		t.Errorf("BoundLines within the bound: %q, %v", out, err)
-	}
+func TestDropCutLine(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"{\"a\":1}\n{\"b\":", "{\"a\":1}\n"},
 		{"{\"a\":1}\n{\"b\":2}", "{\"a\":1}\n{\"b\":2}"},
