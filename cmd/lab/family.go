@@ -128,14 +128,7 @@ func checkRenderer(o *runOptions, fam gguf.Family, changed func(string) bool) er
 		return badInput("--renderer %s on Ollama %s: %s", o.Renderer, localserver.OllamaVersion, format.NoSessions)
 	}
 	o.format = format
-	o.Model.Family = format.Family
-	if format.Family.OrQwen3() == gguf.Qwen3 {
-		o.Model.Family = "" // the Qwen3 model, as without --family
-	}
-	o.Model = format.ModelOptions(o.Model)
-	if !changed("layers") && otherFamily(o.Model.Family) {
-		o.Model.Layers = gguf.ModelOptions{Family: o.Model.Family}.WithDefaults().Layers
-	}
+	o.Model = format.ModelOptions(familyModelOptions(o.Model, format.Family, changed("layers")))
 	if !changed("model") {
 		o.ModelName = format.ModelName()
 	}
@@ -174,6 +167,22 @@ func simChatTemplate(f gguf.Family, hasTemplate bool) string {
 		return "llama-server's ChatML fallback (the family has no chat template), rendered in process (package chattemplate)"
 	}
 	return "the family's tokenizer.chat_template (" + f.OrQwen3().TokenizerPackage() + "), rendered in process as llama-server --jinja does (package chattemplate)"
+}
+
+// familyModelOptions returns m as the options of family fam's synthetic model: Family fam, or
+// "" for Qwen3 (the lab's reference model, as without --family), and, for another family
+// unless --layers was given (layersGiven), the family's default depth
+// (gguf.ModelOptions.WithDefaults: Gemma 3's is 6).
+func familyModelOptions(m gguf.ModelOptions, fam gguf.Family, layersGiven bool) gguf.ModelOptions {
+	if !otherFamily(fam) {
+		m.Family = ""
+		return m
+	}
+	m.Family = fam
+	if !layersGiven {
+		m.Layers = gguf.ModelOptions{Family: fam}.WithDefaults().Layers
+	}
+	return m
 }
 
 // otherFamily reports whether f is another family than Qwen3 (the lab's reference model).

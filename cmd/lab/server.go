@@ -92,10 +92,7 @@ func newServerCmd(s *streams) *cobra.Command {
 						return badInput("--family: %v", err)
 					}
 				}
-				m.Family = fam
-				if !cmd.Flags().Changed("layers") {
-					m.Layers = 0 // the family's default depth (Gemma 3's is 6)
-				}
+				m = familyModelOptions(m, fam, cmd.Flags().Changed("layers"))
 			}
 			dir, err := cacheDir(s, cache)
 			if err != nil {
@@ -209,11 +206,7 @@ own npm tokenizer package; lab server start --family serves one of them.`,
 				if fam == gguf.Qwen3 {
 					continue // the servers' model, above
 				}
-				mf := m
-				mf.Family = fam
-				if !cmd.Flags().Changed("layers") {
-					mf.Layers = 0 // the family's default depth (Gemma 3's is 6)
-				}
+				mf := familyModelOptions(m, fam, cmd.Flags().Changed("layers"))
 				fp, err := localserver.PrepareModel(cmd.Context(), localserver.Setup{CacheDir: dir, Model: mf, Log: s.err})
 				if err != nil {
 					return err
@@ -226,14 +219,8 @@ own npm tokenizer package; lab server start --family serves one of them.`,
 					continue
 				}
 				// The model file as Ollama serves the renderer's family: its stand-in architecture, if any.
-				mf := m
-				mf.Family = format.Family
-				if format.Family.OrQwen3() == gguf.Qwen3 {
-					mf.Family = ""
-				} else if !cmd.Flags().Changed("layers") {
-					mf.Layers = 0
-				}
-				fp, err := localserver.PrepareModel(cmd.Context(), localserver.Setup{CacheDir: dir, Model: format.ModelOptions(mf), Log: s.err})
+				mf := format.ModelOptions(familyModelOptions(m, format.Family, cmd.Flags().Changed("layers")))
+				fp, err := localserver.PrepareModel(cmd.Context(), localserver.Setup{CacheDir: dir, Model: mf, Log: s.err})
 				if err != nil {
 					return err
 				}
