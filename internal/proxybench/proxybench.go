@@ -48,9 +48,22 @@ const Clients = 50
 // differ in what they do with a request, not in how they reach the upstream.
 const IdleConns = 256
 
-// APIs are the two streamed APIs the benchmarks send: OpenAI Chat Completions server-sent events
-// and Anthropic Messages events, each by its name and path.
-var APIs = []struct{ Name, Path string }{{"openai", "/v1/chat/completions"}, {"anthropic", "/v1/messages"}}
+// A Case is one sub-benchmark's requests: the API ("openai": OpenAI Chat Completions
+// server-sent events, "anthropic": Anthropic Messages events), its path, and the size of each
+// request body in bytes ([Body]; 0 for one short message).
+type Case struct {
+	Name, API, Path string
+	Size            int
+}
+
+// Cases are the benchmarks' sub-benchmarks: each API with a short request, and Chat Completions
+// with a 256 KiB conversation (some 64k tokens, an agent's long session), whose body the proxy
+// reads whole before forwarding it.
+var Cases = []Case{
+	{"openai", "openai", "/v1/chat/completions", 0},
+	{"anthropic", "anthropic", "/v1/messages", 0},
+	{"openai-256KiB", "openai", "/v1/chat/completions", 256 << 10},
+}
 
 // Paced is a fake model API that answers every POST with a streamed answer at a fixed pace: the
 // first chunk after first, then one chunk every every, chunks in all, each flushed at once; then
@@ -98,12 +111,26 @@ func Paced(first, every time.Duration, chunks int) http.Handler {
 	})
 }
 
-// Body is client k's streamed request in the API's format (api "openai" or "anthropic").
-func Body(api string, k int) []byte {
+// Body is client k's streamed request in the API's format (api "openai" or "anthropic"): one
+// user message, or with size > 0 a conversation of user and assistant messages of about 1 KiB
+// each until the body holds about size bytes (an agent's long conversation: some 4 bytes a
+// token), then the question.
+func Body(api string, k, size int) []byte {
+	var b bytes.Buffer
 	if api == "anthropic" {
-		return fmt.Appendf(nil, `{"model":"m","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"client %d: where is the lock taken?"}]}`, k)
+		b.WriteString(`{"model":"m","max_tokens":64,"stream":true,"messages":[`)
+	} else {
+		b.WriteString(`{"model":"m","stream":true,"messages":[`)
 	}
-	return fmt.Appendf(nil, `{"model":"m","stream":true,"messages":[{"role":"user","content":"client %d: where is the lock taken?"}]}`, k)
+	for i := 0; b.Len() < size; i++ {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		fmt.Fprintf(&b, `{"role":%q,"content":"client %d message %d: %s"},`, role, k, i, strings.Repeat(`the lock is taken in \"serve\" before the map is read; `, 18))
+	}
+	fmt.Fprintf(&b, `{"role":"user","content":"client %d: where is the lock taken?"}]}`, k)
+	return b.Bytes()
 }
 
 // Timing is one streamed answer as its client saw it: from sending the request to the first
@@ -165,33 +192,40 @@ func Bare(upstream *url.URL) http.Handler {
 }
 
 // Client is the clients' HTTP client: enough idle connections per host that every client keeps
-// its own to each of the three addresses.
+// its own to each of the addresses.
 func Client() *http.Client {
-	return &http.Client{Transport: &http.Transport{MaxIdleConns: 3 * Clients, MaxIdleConnsPerHost: 3 * Clients}}
+	return &http.Client{Transport: &http.Transport{MaxIdleConns: 4 * Clients, MaxIdleConnsPerHost: Clients}}
 }
 
-// The three ways a request goes, the indexes of [Alternate]'s addresses and results.
+// The ways a request goes, the indexes of [Round]'s addresses and results: straight to the
+// upstream, through the lab proxy, through the bare proxy, and (when given) through another
+// lab proxy binary to compare with (ViaBase).
 const (
 	Direct = iota
 	Proxied
 	ViaBare
+	ViaBase
 )
 
 // Round has [Clients] clients stream at once, each sending one request of api ("openai" or
-// "anthropic") to each of urls (indexed by [Direct], [Proxied], [ViaBare]: the upstream, the lab
-// proxy, the bare proxy) in an order that rotates from client to client and from round r to the
-// next, so all three are measured under the same load. It returns each way's timings; the error
-// is the first request that failed.
-func Round(hc *http.Client, urls [3]string, api string, r int) ([3][]Timing, error) {
+// "anthropic") of about size bytes ([Body]) to each of urls (indexed by [Direct], [Proxied],
+// [ViaBare] and, when there are four, [ViaBase]) in an order that rotates from client to client
+// and from round r to the next, so every way is measured under the same load. It returns each
+// way's timings; the error is the first request that failed.
+func Round(hc *http.Client, urls []string, api string, size, r int) ([][]Timing, error) {
 	var mu sync.Mutex
-	var got [3][]Timing
+	got := make([][]Timing, len(urls))
 	var failed error
 	var wg sync.WaitGroup
+	bodies := make([][]byte, Clients)
+	for k := range bodies {
+		bodies[k] = Body(api, k, size)
+	}
 	for k := range Clients {
 		wg.Go(func() {
-			for j := range 3 {
-				mode := (k + r + j) % 3
-				t, err := Stream(hc, urls[mode], Body(api, k))
+			for j := range urls {
+				mode := (k + r + j) % len(urls)
+				t, err := Stream(hc, urls[mode], bodies[k])
 				mu.Lock()
 				if err != nil && failed == nil {
 					failed = fmt.Errorf("%s (round %d): %w", urls[mode], r, err)
@@ -210,11 +244,11 @@ func Round(hc *http.Client, urls [3]string, api string, r int) ([3][]Timing, err
 // the error is the first request that failed. Run one Round first, not counted: it opens every
 // connection (a harness keeps its connections to the proxy, and the proxy its own to the
 // upstream: the figures are the steady state's).
-func Alternate(b *testing.B, hc *http.Client, urls [3]string, api string) ([3][]Timing, error) {
-	var all [3][]Timing
+func Alternate(b *testing.B, hc *http.Client, urls []string, api string, size int) ([][]Timing, error) {
+	all := make([][]Timing, len(urls))
 	r := 1
 	for b.Loop() {
-		got, err := Round(hc, urls, api, r)
+		got, err := Round(hc, urls, api, size, r)
 		if err != nil {
 			return all, err
 		}
@@ -252,13 +286,16 @@ type Figures struct {
 	TotalAdded, BareTotalAdded float64
 }
 
-// Report reports the figures of got as benchmark metrics: the time to first token at the 50th
-// and 99th percentile of each way (ttft-p50-direct-ms, ttft-p99-proxied-ms, ttft-p99-bare-ms, …),
-// what the lab proxy adds to them (ttft-added-p50-ms, ttft-added-p99-ms; the target: at most
-// 1 ms at p99) and to the mean total time (total-added-%; the target: under 1 %), the same for
-// the bare proxy (ttft-bare-added-p99-ms, total-bare-added-%: the floor one more hop costs on
-// the machine as loaded as it is), and logs them with the verdicts. It returns the figures.
-func Report(b *testing.B, got [3][]Timing) Figures {
+// Report reports the figures of got (indexed as [Round]'s) as benchmark metrics: the time to
+// first token at the 50th and 99th percentile of each way (ttft-p50-direct-ms,
+// ttft-p99-proxied-ms, ttft-p99-bare-ms, …), what the lab proxy adds to them (ttft-added-p50-ms,
+// ttft-added-p99-ms; the target: at most 1 ms at p99) and to the mean total time
+// (total-added-%; the target: under 1 %), the same for the bare proxy (ttft-bare-added-p50-ms,
+// ttft-bare-added-p99-ms, total-bare-added-%: the floor one more hop costs on the machine as
+// loaded as it is) and, with a fourth way, for the lab proxy binary compared with
+// (ttft-base-added-p50-ms, ttft-base-added-p99-ms, total-base-added-%); and logs them with the
+// verdicts. It returns the figures.
+func Report(b *testing.B, got [][]Timing) Figures {
 	ttft := func(ts []Timing) []time.Duration {
 		out := make([]time.Duration, len(ts))
 		for i, t := range ts {
@@ -275,33 +312,38 @@ func Report(b *testing.B, got [3][]Timing) Figures {
 	}
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	d50, d99 := Percentile(ttft(got[Direct]), 50), Percentile(ttft(got[Direct]), 99)
-	p50, p99 := Percentile(ttft(got[Proxied]), 50), Percentile(ttft(got[Proxied]), 99)
-	r50, r99 := Percentile(ttft(got[ViaBare]), 50), Percentile(ttft(got[ViaBare]), 99)
-	f := Figures{
-		AddedP99: ms(p99 - d99), BareAddedP99: ms(r99 - d99),
-		TotalAdded:     100 * (Mean(total(got[Proxied]))/Mean(total(got[Direct])) - 1),
-		BareTotalAdded: 100 * (Mean(total(got[ViaBare]))/Mean(total(got[Direct])) - 1),
-	}
+	dTotal := Mean(total(got[Direct]))
 	b.ReportMetric(ms(d50), "ttft-p50-direct-ms")
-	b.ReportMetric(ms(p50), "ttft-p50-proxied-ms")
-	b.ReportMetric(ms(r50), "ttft-p50-bare-ms")
 	b.ReportMetric(ms(d99), "ttft-p99-direct-ms")
-	b.ReportMetric(ms(p99), "ttft-p99-proxied-ms")
-	b.ReportMetric(ms(r99), "ttft-p99-bare-ms")
-	b.ReportMetric(ms(p50-d50), "ttft-added-p50-ms")
-	b.ReportMetric(f.AddedP99, "ttft-added-p99-ms")
-	b.ReportMetric(Mean(total(got[Direct]))/float64(time.Millisecond), "total-direct-ms")
-	b.ReportMetric(f.TotalAdded, "total-added-%")
-	b.ReportMetric(f.BareAddedP99, "ttft-bare-added-p99-ms")
-	b.ReportMetric(f.BareTotalAdded, "total-bare-added-%")
+	b.ReportMetric(dTotal/float64(time.Millisecond), "total-direct-ms")
+	// way reports one way's figures against the direct requests': p99 added (ms) and total
+	// added (percent).
+	way := func(i int, name, added string) (float64, float64) {
+		p50, p99 := Percentile(ttft(got[i]), 50), Percentile(ttft(got[i]), 99)
+		tot := 100 * (Mean(total(got[i]))/dTotal - 1)
+		b.ReportMetric(ms(p50), "ttft-p50-"+name+"-ms")
+		b.ReportMetric(ms(p99), "ttft-p99-"+name+"-ms")
+		b.ReportMetric(ms(p50-d50), "ttft-"+added+"added-p50-ms")
+		b.ReportMetric(ms(p99-d99), "ttft-"+added+"added-p99-ms")
+		b.ReportMetric(tot, "total-"+added+"added-%")
+		return ms(p99 - d99), tot
+	}
+	var f Figures
+	f.AddedP99, f.TotalAdded = way(Proxied, "proxied", "")
+	f.BareAddedP99, f.BareTotalAdded = way(ViaBare, "bare", "bare-")
+	base := ""
+	if len(got) > ViaBase {
+		p99, tot := way(ViaBase, "base", "base-")
+		base = fmt.Sprintf("; the lab proxy compared with adds %.3f ms and %.3f %%", p99, tot)
+	}
 	verdict := func(ok bool) string {
 		if ok {
 			return "met"
 		}
 		return "NOT met"
 	}
-	b.Logf("%d requests each way: time to first token added at p99 %.3f ms (target at most 1 ms: %s; a bare reverse proxy adds %.3f ms), total time added %.3f %% (target under 1 %%: %s; a bare reverse proxy adds %.3f %%)",
-		len(got[Direct]), f.AddedP99, verdict(f.AddedP99 <= 1), f.BareAddedP99, f.TotalAdded, verdict(f.TotalAdded < 1), f.BareTotalAdded)
+	b.Logf("%d requests each way: time to first token added at p99 %.3f ms (target at most 1 ms: %s; a bare reverse proxy adds %.3f ms), total time added %.3f %% (target under 1 %%: %s; a bare reverse proxy adds %.3f %%)%s",
+		len(got[Direct]), f.AddedP99, verdict(f.AddedP99 <= 1), f.BareAddedP99, f.TotalAdded, verdict(f.TotalAdded < 1), f.BareTotalAdded, base)
 	return f
 }
 
