@@ -49,6 +49,10 @@ var recorded = regexp.MustCompile(`capture: .* \((\d+) requests recorded\)`)
 // (-benchtime 20x: 1,000 requests each way), on a machine as quiet as can be had:
 //
 //	LAB_BIN=$PWD/bin/lab go test -run '^$' -bench BenchmarkProxyProcesses -benchtime 20x ./cmd/lab/
+//
+// The lab proxies inherit the environment: LAB_CPUPROFILE=FILE or LAB_TRACE=FILE profiles or
+// traces the proxy (one sub-benchmark, such as -bench 'BenchmarkProxyProcesses/openai$', and
+// no LAB_BIN_BASE, or the files are written over).
 func BenchmarkProxyProcesses(b *testing.B) {
 	bin := labBinary(b)
 	base := os.Getenv("LAB_BIN_BASE")
