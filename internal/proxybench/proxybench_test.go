@@ -19,7 +19,7 @@ func TestBodySizes(t *testing.T) {
 			b := Body(api, 7, size)
 			var req struct {
 				Messages []struct{ Role, Content string } `json:"messages"`
-				Stream   bool                              `json:"stream"`
+				Stream   bool                             `json:"stream"`
 			}
 			if err := json.Unmarshal(b, &req); err != nil {
 				t.Fatalf("%s %d: %v", api, size, err)
