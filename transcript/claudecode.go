@@ -438,7 +438,6 @@ func (rd *ccReader) assistant(n int, l ccLine) {
 			}
 			if b.Type == "tool_use" {
 				ccMap(call, b.Input, c, cwd)
-				call.ToolArgs = c.json(call.ToolArgs)
 			}
 			st.Calls = append(st.Calls, *call)
 			// The results find their call by id: point at the step's copy.
@@ -509,13 +508,13 @@ func ccMap(call *Call, input json.RawMessage, c *cleaner, cwd string) {
 		if n, ok := argCount(m, "limit"); ok && n > 0 {
 			a = append(a, labArg{"limit", n})
 		}
-		call.mapped("read", a)
+		call.mapped(c, "read", a)
 	case "Edit":
 		p, ok := path("file_path")
 		if !ok || argTrue(m, "replace_all") {
 			return
 		}
-		call.mapped("edit", labArgs{{"path", p}, {"old_string", argString(m, "old_string")}, {"new_string", argString(m, "new_string")}})
+		call.mapped(c, "edit", labArgs{{"path", p}, {"old_string", argString(m, "old_string")}, {"new_string", argString(m, "new_string")}})
 	case "MultiEdit":
 		p, ok := path("file_path")
 		list, _ := m["edits"].([]any)
@@ -530,13 +529,13 @@ func ccMap(call *Call, input json.RawMessage, c *cleaner, cwd string) {
 			}
 			edits = append(edits, labArgs{{"old_string", argString(em, "old_string")}, {"new_string", argString(em, "new_string")}})
 		}
-		call.mapped("multiedit", labArgs{{"path", p}, {"edits", edits}})
+		call.mapped(c, "multiedit", labArgs{{"path", p}, {"edits", edits}})
 	case "Write":
 		p, ok := path("file_path")
 		if !ok {
 			return
 		}
-		call.mapped("write", labArgs{{"path", p}, {"content", argString(m, "content")}})
+		call.mapped(c, "write", labArgs{{"path", p}, {"content", argString(m, "content")}})
 	case "Glob":
 		a := labArgs{{"pattern", argString(m, "pattern")}}
 		if argString(m, "pattern") == "" {
@@ -553,7 +552,7 @@ func ccMap(call *Call, input json.RawMessage, c *cleaner, cwd string) {
 		} else if cwd != "" {
 			a = append(a, labArg{"path", cwd})
 		}
-		call.mapped("glob", a)
+		call.mapped(c, "glob", a)
 	case "Grep":
 		pattern := argString(m, "pattern")
 		if pattern == "" || argString(m, "glob") != "" || argString(m, "type") != "" || argTrue(m, "multiline") {
@@ -574,7 +573,7 @@ func ccMap(call *Call, input json.RawMessage, c *cleaner, cwd string) {
 		} else if cwd != "" {
 			a = append(a, labArg{"path", cwd})
 		}
-		call.mapped("grep", a)
+		call.mapped(c, "grep", a)
 	case "LS":
 		if ig, _ := m["ignore"].([]any); len(ig) > 0 {
 			return
@@ -591,12 +590,12 @@ func ccMap(call *Call, input json.RawMessage, c *cleaner, cwd string) {
 		} else if cwd != "" {
 			a = append(a, labArg{"path", cwd})
 		}
-		call.mapped("list", a)
+		call.mapped(c, "list", a)
 	case "Bash":
 		command := argString(m, "command")
 		if command == "" || argTrue(m, "run_in_background") {
 			return
 		}
-		call.mapped("bash", bashArgs(command, cwd))
+		call.mapped(c, "bash", bashArgs(command, cwd))
 	}
 }

@@ -3,11 +3,14 @@ package transcript
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"lab/capture"
@@ -129,40 +132,74 @@ func pathChar(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' || c >= 0x80
 }
 
-// json returns a JSON value with every string in it cleaned ([cleaner.text]), keys kept;
-// numbers are kept as written. A value that is not JSON is returned as a JSON string, cleaned.
+// json returns a JSON value with every string value in it cleaned ([cleaner.text]), its keys,
+// their order and its numbers kept as written (white space is not kept). A value that is not
+// JSON is returned as a JSON string, cleaned.
 func (c *cleaner) json(raw json.RawMessage) json.RawMessage {
 	if len(raw) == 0 {
 		return raw
 	}
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		b, _ := wire.Marshal(c.text(string(raw)))
-		return b
+	type frame struct {
+		obj bool
+		n   int // tokens written in it: keys and values
 	}
-	b, err := wire.Marshal(c.value(v))
-	if err != nil {
-		return raw
-	}
-	return b
-}
-
-func (c *cleaner) value(v any) any {
-	switch v := v.(type) {
-	case string:
-		return c.text(v)
-	case map[string]any:
-		for k, e := range v {
-			v[k] = c.value(e)
+	var stack []frame
+	out := make([]byte, 0, len(raw))
+	sep := func() {
+		if len(stack) == 0 {
+			return
 		}
-	case []any:
-		for i, e := range v {
-			v[i] = c.value(e)
+		f := &stack[len(stack)-1]
+		switch {
+		case f.obj && f.n%2 == 1:
+			out = append(out, ':')
+		case f.n > 0:
+			out = append(out, ',')
+		}
+		f.n++
+	}
+	for {
+		tok, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			b, _ := wire.Marshal(c.text(string(raw)))
+			return b
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			if t == '{' || t == '[' {
+				sep()
+				stack = append(stack, frame{obj: t == '{'})
+			} else if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+			out = append(out, byte(t))
+		case string:
+			key := len(stack) > 0 && stack[len(stack)-1].obj && stack[len(stack)-1].n%2 == 0
+			sep()
+			if !key {
+				t = c.text(t)
+			}
+			out = wire.AppendString(out, t)
+		case json.Number:
+			sep()
+			out = append(out, t.String()...)
+		case bool:
+			sep()
+			out = strconv.AppendBool(out, t)
+		case nil:
+			sep()
+			out = append(out, "null"...)
+		}
+		if len(stack) == 0 {
+			break
 		}
 	}
-	return v
+	return out
 }
 
 // rel returns a tool argument's path relative to the project root ("." for the root) when it

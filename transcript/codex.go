@@ -352,7 +352,6 @@ func (rd *cxReader) item(n int, t time.Time, it cxItem) {
 		}
 		cxMap(&call, it, args, c)
 		call.Args = c.json(args)
-		call.ToolArgs = c.json(call.ToolArgs)
 		st := rd.open(n, t)
 		st.Calls = append(st.Calls, call)
 		if call.ID != "" {
@@ -466,7 +465,7 @@ func cxMap(call *Call, it cxItem, args json.RawMessage, c *cleaner) {
 	}
 	patch := func(p, cwd string) {
 		if rel, ok := c.relPatch(p, cwd); ok {
-			call.mapped("apply_patch", labArgs{{"patch", rel}})
+			call.mapped(c, "apply_patch", labArgs{{"patch", rel}})
 		}
 	}
 	script := func(command, cwd string) {
@@ -474,7 +473,7 @@ func cxMap(call *Call, it cxItem, args json.RawMessage, c *cleaner) {
 			patch(h[2], cwd)
 			return
 		}
-		call.mapped("bash", bashArgs(command, cwd))
+		call.mapped(c, "bash", bashArgs(command, cwd))
 	}
 	switch it.Type {
 	case "custom_tool_call":

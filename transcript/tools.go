@@ -33,13 +33,33 @@ func (a labArgs) MarshalJSON() ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// mapped sets the call's lab tool and arguments.
-func (c *Call) mapped(tool string, args labArgs) {
-	b, err := wire.Marshal(args)
+// mapped sets the call's lab tool and arguments, their strings cleaned (secrets and paths
+// redacted, [cleaner.text]).
+func (c *Call) mapped(cl *cleaner, tool string, args labArgs) {
+	b, err := wire.Marshal(cl.args(args))
 	if err != nil {
 		return
 	}
 	c.Tool, c.ToolArgs = tool, b
+}
+
+// args returns a copy of a with its strings cleaned.
+func (c *cleaner) args(a labArgs) labArgs {
+	out := make(labArgs, len(a))
+	for i, f := range a {
+		switch v := f.val.(type) {
+		case string:
+			f.val = c.text(v)
+		case []labArgs:
+			list := make([]labArgs, len(v))
+			for j, e := range v {
+				list[j] = c.args(e)
+			}
+			f.val = list
+		}
+		out[i] = f
+	}
+	return out
 }
 
 // argString returns a string argument, "" when absent or not a string.
