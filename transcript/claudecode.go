@@ -203,9 +203,10 @@ func ccPath(lines []ccLine, ok []bool) map[string]bool {
 		if !ok[i] || l.UUID == "" || l.IsSidechain {
 			continue
 		}
-		if _, dup := byUUID[l.UUID]; !dup {
-			byUUID[l.UUID] = i
+		if _, dup := byUUID[l.UUID]; dup {
+			continue // a copy of a line seen before
 		}
+		byUUID[l.UUID] = i
 		switch l.Type {
 		case "user", "assistant", "system", "attachment":
 			leaf = i

@@ -115,10 +115,18 @@ func replacePath(s, dir, whole, under string) string {
 		b.WriteString(s[:i])
 		rest := s[i+len(dir):]
 		switch {
-		case strings.HasPrefix(rest, "/"):
+		case rest == "":
+			b.WriteString(whole)
+		case rest[0] == '/':
 			b.WriteString(under)
 			rest = rest[1:]
-		case rest == "" || !pathChar(rest[0]):
+		case rest[0] == '.' && (len(rest) == 1 || !pathChar(rest[1])):
+			// A sentence's full stop after the path does not continue it: "in /w/p." is
+			// "in ." (the full stop standing for the root), "in ~/." would be wrong.
+			if whole != "." {
+				b.WriteString(whole)
+			}
+		case !pathChar(rest[0]):
 			b.WriteString(whole)
 		default:
 			b.WriteString(dir)
