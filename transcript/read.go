@@ -42,6 +42,7 @@ func Read(path string) (*Session, error) {
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 64<<10)
 	head, _ := br.Peek(1 << 20) // the first line, or its first MB: enough to tell the formats apart
+	head = bytes.TrimLeft(head, " \t\r\n")
 	if nl := bytes.IndexByte(head, '\n'); nl >= 0 {
 		head = head[:nl]
 	}

@@ -3,6 +3,7 @@ package transcript
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
@@ -516,4 +517,84 @@ func FuzzReadTranscript(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Each Claude Code tool maps onto the lab's as docs/import.md says, or stays unmapped.
+func TestClaudeCodeToolMapping(t *testing.T) {
+	cases := []struct{ name, input, tool, args string }{
+		{"Read", `{"file_path":"/w/p/a/b.go","offset":10,"limit":5,"pages":"1"}`, "read", `{"path":"a/b.go","offset":10,"limit":5}`},
+		{"Read", `{"file_path":"/etc/hosts"}`, "", ""},
+		{"Read", `{"file_path":"c.go"}`, "read", `{"path":"sub/c.go"}`}, // relative to the line's cwd
+		{"Edit", `{"file_path":"/w/p/a.go","old_string":"x","new_string":"y"}`, "edit", `{"path":"a.go","old_string":"x","new_string":"y"}`},
+		{"Edit", `{"file_path":"/w/p/a.go","old_string":"x","new_string":"y","replace_all":true}`, "", ""},
+		{"MultiEdit", `{"file_path":"/w/p/a.go","edits":[{"old_string":"a","new_string":"b"},{"old_string":"c","new_string":"d"}]}`, "multiedit", `{"path":"a.go","edits":[{"old_string":"a","new_string":"b"},{"old_string":"c","new_string":"d"}]}`},
+		{"MultiEdit", `{"file_path":"/w/p/a.go","edits":[{"old_string":"a","new_string":"b","replace_all":true}]}`, "", ""},
+		{"Write", `{"file_path":"/w/p/n.md","content":"hi"}`, "write", `{"path":"n.md","content":"hi"}`},
+		{"Glob", `{"pattern":"**/*.go","path":"/w/p"}`, "glob", `{"pattern":"**/*.go"}`},
+		{"Glob", `{"pattern":"*.go"}`, "glob", `{"pattern":"*.go","path":"sub"}`},
+		{"Grep", `{"pattern":"func","path":"/w/p/x","-i":true,"output_mode":"content","-C":2}`, "grep", `{"pattern":"(?i)func","path":"x"}`},
+		{"Grep", `{"pattern":"func","glob":"*.go"}`, "", ""},
+		{"Grep", `{"pattern":"func","type":"go"}`, "", ""},
+		{"LS", `{"path":"/w/p/x"}`, "list", `{"path":"x"}`},
+		{"LS", `{"path":"/w/p","ignore":["*.tmp"]}`, "", ""},
+		{"Bash", `{"command":"go test ./...","timeout":1000}`, "bash", `{"command":"go test ./...","cwd":"sub"}`},
+		{"Bash", `{"command":"sleep 100","run_in_background":true}`, "", ""},
+		{"TodoWrite", `{"todos":[]}`, "", ""},
+		{"WebFetch", `{"url":"https://example.com","prompt":"x"}`, "", ""},
+	}
+	var in strings.Builder
+	in.WriteString(`{"parentUuid":null,"type":"user","message":{"role":"user","content":"go"},"uuid":"u0","timestamp":"2026-11-05T21:59:00Z","cwd":"/w/p","sessionId":"s"}` + "\n")
+	for i, c := range cases {
+		fmt.Fprintf(&in, `{"parentUuid":"u%d","type":"assistant","message":{"id":"m%d","role":"assistant","model":"c","content":[{"type":"tool_use","id":"t%d","name":%q,"input":%s}]},"uuid":"u%d","timestamp":"2026-11-05T21:59:01Z","cwd":"/w/p/sub","sessionId":"s"}`+"\n", i, i, i, c.name, c.input, i+1)
+	}
+	s, err := ReadClaudeCode(strings.NewReader(in.String()), "m.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Events) != len(cases)+1 {
+		t.Fatalf("%d events, want %d", len(s.Events), len(cases)+1)
+	}
+	for i, c := range cases {
+		call := s.Events[i+1].Assistant.Calls[0]
+		if call.Tool != c.tool || string(call.ToolArgs) != c.args {
+			t.Errorf("%s %s: tool %q %s, want %q %s", c.name, c.input, call.Tool, call.ToolArgs, c.tool, c.args)
+		}
+	}
+}
+
+// Each Codex tool maps onto the lab's as docs/import.md says, or stays unmapped.
+func TestCodexToolMapping(t *testing.T) {
+	q := func(v any) string { b, _ := json.Marshal(v); return string(b) }
+	cases := []struct{ item, tool, args string }{
+		{`{"type":"function_call","name":"exec_command","arguments":` + q(`{"cmd":"ls","workdir":"/w/p/a"}`) + `}`, "bash", `{"command":"ls","cwd":"a"}`},
+		{`{"type":"function_call","name":"exec_command","arguments":` + q(`{"cmd":"ls","workdir":"/srv"}`) + `}`, "", ""},
+		{`{"type":"function_call","name":"shell","arguments":` + q(`{"command":["git","log","--format=%h %s"]}`) + `}`, "bash", `{"command":"git log '--format=%h %s'"}`},
+		{`{"type":"function_call","name":"shell_command","arguments":` + q(`{"command":"go vet ./...","workdir":"/w/p"}`) + `}`, "bash", `{"command":"go vet ./..."}`},
+		{`{"type":"function_call","name":"exec_command","arguments":` + q(`{"cmd":"apply_patch <<'EOF'\n*** Begin Patch\n*** Delete File: /w/p/old.txt\n*** End Patch\nEOF"}`) + `}`, "apply_patch", `{"patch":"*** Begin Patch\n*** Delete File: old.txt\n*** End Patch"}`},
+		{`{"type":"function_call","name":"apply_patch","arguments":` + q(`{"input":"*** Begin Patch\n*** Add File: b.txt\n+x\n*** End Patch"}`) + `}`, "apply_patch", `{"patch":"*** Begin Patch\n*** Add File: b.txt\n+x\n*** End Patch"}`},
+		{`{"type":"custom_tool_call","name":"apply_patch","input":"*** Begin Patch\n*** Update File: /etc/passwd\n*** End Patch"}`, "", ""},
+		{`{"type":"function_call","name":"update_plan","arguments":` + q(`{"plan":[]}`) + `}`, "", ""},
+		{`{"type":"function_call","name":"write_stdin","arguments":` + q(`{"session_id":1,"chars":"y\n"}`) + `}`, "", ""},
+	}
+	var in strings.Builder
+	in.WriteString(`{"timestamp":"2026-11-05T21:59:00Z","type":"session_meta","payload":{"id":"t","cwd":"/w/p","cli_version":"0.171.0"}}` + "\n")
+	in.WriteString(`{"timestamp":"2026-11-05T21:59:01Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"go"}]}}` + "\n")
+	for i, c := range cases {
+		item := strings.TrimSuffix(c.item, "}") + fmt.Sprintf(`,"call_id":"c%d"}`, i)
+		fmt.Fprintf(&in, `{"timestamp":"2026-11-05T21:59:02Z","type":"response_item","payload":%s}`+"\n", item)
+		fmt.Fprintf(&in, `{"timestamp":"2026-11-05T21:59:03Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c%d","output":"ok"}}`+"\n", i)
+	}
+	s, err := ReadCodex(strings.NewReader(in.String()), "m.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Events) != len(cases)+1 {
+		t.Fatalf("%d events, want %d", len(s.Events), len(cases)+1)
+	}
+	for i, c := range cases {
+		call := s.Events[i+1].Assistant.Calls[0]
+		if call.Tool != c.tool || string(call.ToolArgs) != c.args || !call.HasResult {
+			t.Errorf("%s: tool %q %s (result %v), want %q %s", c.item, call.Tool, call.ToolArgs, call.HasResult, c.tool, c.args)
+		}
+	}
 }
