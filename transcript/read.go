@@ -183,8 +183,10 @@ func badLine(s *Session, l rawLine, err error) error {
 	switch {
 	case errors.As(err, &se):
 		msg = fmt.Sprintf("not a JSON object: %v (at byte %d)", se, se.Offset)
+	case errors.As(err, &te) && te.Field == "":
+		msg = "not a JSON object: a JSON " + te.Value
 	case errors.As(err, &te):
-		msg = fmt.Sprintf("field %s: %v", te.Field, te)
+		msg = fmt.Sprintf("field %s: a JSON %s, want %s", te.Field, te.Value, te.Type.Kind())
 	}
 	return &SyntaxError{File: s.File, Line: l.n, Msg: msg}
 }

@@ -353,6 +353,15 @@ func TestBadInput(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), "r.jsonl:2: not a JSON object") {
 		t.Errorf("truncated middle line: %v", err)
 	}
+	// A JSON value that is not an object, a field of the wrong type: errors naming the line.
+	for in, want := range map[string]string{
+		meta + "\n[1,2]\n": "r.jsonl:2: not a JSON object: a JSON array",
+		meta + "\n" + `{"type":7,"payload":{}}` + "\n": "r.jsonl:2: field type: a JSON number, want string",
+	} {
+		if _, err := ReadCodex(strings.NewReader(in), "r.jsonl"); err == nil || err.Error() != want {
+			t.Errorf("error %v, want %s", err, want)
+		}
+	}
 	// The last line cut short (no newline) is skipped; a call without its result has none;
 	// a result without its call and an unknown record are skipped with why.
 	s, err := ReadCodex(strings.NewReader(meta+"\n"+user+"\n"+callA+"\n"+outB+"\n"+unknown+"\n"+callA[:50]), "r.jsonl")
