@@ -74,9 +74,13 @@ func (c *cleaner) setRoot(dir string) {
 
 // project returns the project's name and the directory the session started in relative to it
 // (the project root is the start directory: neither agent records another root).
+// A session started in a home folder is the project "~": its base name is the user's name.
 func (c *cleaner) project() (string, string) {
 	if c.root == "" || c.root == "/" {
 		return "", ""
+	}
+	if c.text(c.root) == "~" || homeDir.ReplaceAllString(c.root, "${1}~") == "~" {
+		return "~", ""
 	}
 	return path.Base(c.root), ""
 }

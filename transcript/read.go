@@ -67,7 +67,22 @@ func Sniff(line []byte) string {
 		UUID      *string         `json:"uuid"`
 		Message   json.RawMessage `json:"message"`
 	}
-	if json.Unmarshal(bytes.TrimSpace(line), &rec) != nil || rec.Type == "" {
+	if err := json.Unmarshal(bytes.TrimSpace(line), &rec); err != nil {
+		// A first line longer than what was read (Codex's session_meta holds the whole base
+		// instructions): tell the formats apart by their fields' names.
+		var se *json.SyntaxError
+		if !errors.As(err, &se) || se.Offset < int64(len(bytes.TrimSpace(line))) {
+			return ""
+		}
+		switch {
+		case bytes.HasPrefix(line, []byte(`{"timestamp":`)) && bytes.Contains(line, []byte(`"payload":`)):
+			return FormatCodex
+		case bytes.Contains(line, []byte(`"sessionId":`)) || bytes.HasPrefix(line, []byte(`{"parentUuid":`)):
+			return FormatClaudeCode
+		}
+		return ""
+	}
+	if rec.Type == "" {
 		return ""
 	}
 	switch {

@@ -327,6 +327,12 @@ func TestSniffAndTheOtherFormat(t *testing.T) {
 			t.Errorf("Sniff(%s) = %q, want %q", line, got, want)
 		}
 	}
+	// A first line cut where the read stopped (a MB of Codex's base instructions).
+	for line, want := range map[string]string{cx[:80]: FormatCodex, cc[:90]: FormatClaudeCode, `{"a": [1, 2`: "", `{"timestamp":1} x`: ""} {
+		if got := Sniff([]byte(line)); got != want {
+			t.Errorf("Sniff(%s) = %q, want %q", line, got, want)
+		}
+	}
 	_, err := ReadClaudeCode(strings.NewReader(cx+"\n"), "s.jsonl")
 	if err == nil || err.Error() != "s.jsonl:1: a Codex rollout record, not a Claude Code session line" {
 		t.Errorf("Claude Code reader on a rollout: %v", err)
@@ -605,5 +611,14 @@ func TestCodexToolMapping(t *testing.T) {
 		if call.Tool != c.tool || string(call.ToolArgs) != c.args || !call.HasResult {
 			t.Errorf("%s: tool %q %s (result %v), want %q %s", c.item, call.Tool, call.ToolArgs, call.HasResult, c.tool, c.args)
 		}
+	}
+}
+
+// A session started in the home folder is the project "~", never the user's name.
+func TestProjectInHome(t *testing.T) {
+	in := `{"parentUuid":null,"type":"user","message":{"role":"user","content":"hi"},"uuid":"u1","timestamp":"2026-11-05T21:59:00Z","cwd":"/home/ada","sessionId":"s"}` + "\n"
+	s, err := ReadClaudeCode(strings.NewReader(in), "h.jsonl")
+	if err != nil || s.Project != "~" {
+		t.Errorf("project %q (%v), want ~", s.Project, err)
 	}
 }
