@@ -230,13 +230,5 @@ func (s *Session) skip(line int, kind, why string) {
 	s.Skipped = append(s.Skipped, Skip{Line: line, Kind: kind, Why: why})
 }
 
-// lastStep returns the last event's step when the last event is an assistant step, else nil.
-func (s *Session) lastStep() *Step {
-	if n := len(s.Events); n > 0 {
-		return s.Events[n-1].Assistant
-	}
-	return nil
-}
-
 // ptr returns a pointer to a copy of v.
 func ptr[T any](v T) *T { return &v }
