@@ -67,6 +67,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseCacheLine$$' -fuzztime $(FUZZTIME) ./backend/ollama
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./capture
 	$(GO) test -run '^$$' -fuzz '^FuzzRedactBody$$' -fuzztime $(FUZZTIME) ./capture
+	$(GO) test -run '^$$' -fuzz '^FuzzReadTranscript$$' -fuzztime $(FUZZTIME) ./transcript
 
 # The speed and memory figures, each printed with the ratio it is judged by: Go benchmarks
 # (b.ReportMetric) and scripts that compare two figures measured in the same run, never timed
