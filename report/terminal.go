@@ -93,7 +93,7 @@ func Terminal(w io.Writer, r *Report, o TerminalOptions) error {
 		b.WriteString(l + "\n")
 	}
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	cols := []string{"scenario", "arm", "cached", "re-read tokens", "vs spec", "biggest loss: request, tokens of the previous prompt re-read, where the prompt diverged"}
+	cols := []string{"scenario", "arm", "cached", "re-read tokens", "vs spec", "biggest loss (request: tokens of the previous prompt re-read, where the prompt diverged)"}
 	if multi {
 		cols = slices.Insert(cols, 0, "setup")
 	}
@@ -206,19 +206,45 @@ func differsFromSpec(st, spec *ArmStats) bool {
 }
 
 // allocate says how many rows of each unit fit in budget rows (the table's header included):
-// every unit's first row (its spec arm) in order while they fit, then the next row of every
-// unit, the biggest loss first, round after round. It returns the rows shown per unit, the rows
-// left out of the units shown and the units left out.
+// first each unit's first two rows (its spec arm and the arm that differs from it most), the
+// units whose arm differs most first, then a unit with only its first row; then the next row of
+// every unit, the biggest difference first, round after round. It returns the rows shown per
+// unit, the rows left out of the units shown and the units left out.
 func allocate(units []terminalUnit, budget int) (shown []int, hidden, hiddenUnits int) {
 	shown = make([]int, len(units))
 	left := budget - 1 // the header
+	// gain is how far row k of unit i lies from its spec arm in re-read tokens (0 without one).
+	gain := func(i, k int) float64 {
+		u := &units[i]
+		st, base := u.rows[k], u.rows[0]
+		if !u.hasSpec || st.RereadTokens.N == 0 || base.RereadTokens.N == 0 {
+			return 0
+		}
+		return math.Abs(st.RereadTokens.Mean - base.RereadTokens.Mean)
+	}
+	var pairs, singles []int
 	for i, u := range units {
-		if len(u.rows) > 0 && left > 0 {
+		switch {
+		case len(u.rows) >= 2:
+			pairs = append(pairs, i)
+		case len(u.rows) == 1:
+			singles = append(singles, i)
+		}
+	}
+	slices.SortStableFunc(pairs, func(a, b int) int { return cmp.Compare(gain(b, 1), gain(a, 1)) })
+	for _, i := range pairs {
+		if left >= 2 {
+			shown[i] = 2
+			left -= 2
+		}
+	}
+	for _, i := range singles {
+		if left >= 1 {
 			shown[i] = 1
 			left--
 		}
 	}
-	for round := 1; left > 0; round++ {
+	for round := 2; left > 0; round++ {
 		var next []int
 		for i, u := range units {
 			if shown[i] == round && round < len(u.rows) {
@@ -228,14 +254,7 @@ func allocate(units []terminalUnit, budget int) (shown []int, hidden, hiddenUnit
 		if len(next) == 0 {
 			break
 		}
-		gain := func(i int) float64 {
-			st, base := units[i].rows[round], units[i].rows[0]
-			if st.RereadTokens.N == 0 || base.RereadTokens.N == 0 || !units[i].hasSpec {
-				return 0
-			}
-			return math.Abs(st.RereadTokens.Mean - base.RereadTokens.Mean)
-		}
-		slices.SortStableFunc(next, func(a, b int) int { return cmp.Compare(gain(b), gain(a)) })
+		slices.SortStableFunc(next, func(a, b int) int { return cmp.Compare(gain(b, round), gain(a, round)) })
 		for _, i := range next {
 			if left == 0 {
 				break
