@@ -247,6 +247,11 @@ func (t *lossTracker) add(s *metrics.Sample) {
 	if !ok || l.LostTokens == 0 {
 		return
 	}
+	// No divergence and the cache as expected: the prompt kept all the cache held, and what the
+	// server read again of it (the last token, which a server always evaluates) is no loss.
+	if e := l.ExpectedCachedTokens; l.DivergenceSegment == "" && e != nil && l.CachedTokens+int64(math.Ceil(MismatchTolerance*float64(*e))) >= *e {
+		return
+	}
 	a := [2]string{s.Scenario, s.Arm}
 	if b, had := t.best[a]; !had || l.LostTokens > b.LostTokens {
 		t.best[a] = l
