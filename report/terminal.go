@@ -58,7 +58,7 @@ func Terminal(w io.Writer, r *Report, o TerminalOptions) error {
 	multi := len(groups) > 1
 	var head, tail []string
 	for _, g := range groups {
-		head = append(head, setupLine(g, multi))
+		head = append(head, setupLine(g, multi, r.Runs))
 	}
 	for _, g := range groups {
 		tail = append(tail, claimLines(g, multi)...)
@@ -92,12 +92,17 @@ func Terminal(w io.Writer, r *Report, o TerminalOptions) error {
 	for _, l := range head {
 		b.WriteString(l + "\n")
 	}
+	if len(units) == 0 {
+		b.WriteString("no request measured\n")
+	}
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	cols := []string{"scenario", "arm", "cached", "re-read tokens", "vs spec", "biggest loss (request: tokens of the previous prompt re-read, where the prompt diverged)"}
 	if multi {
 		cols = slices.Insert(cols, 0, "setup")
 	}
-	fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	if len(units) > 0 {
+		fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	}
 	for i, u := range units {
 		n := shown[i]
 		if n == 0 {
@@ -319,8 +324,8 @@ func lossCell(st *ArmStats) string {
 }
 
 // setupLine is a setup's first line: its server, runs and requests, and for the sim that it is a
-// reference.
-func setupLine(a *Analysis, multi bool) string {
+// reference. runs are the report's manifests, for an analysis without its setup ([Analyze]).
+func setupLine(a *Analysis, multi bool, runs []*metrics.Manifest) string {
 	requests, reps := 0, 0
 	for i := range a.Scenarios {
 		for j := range a.Scenarios[i].Arms {
@@ -329,21 +334,24 @@ func setupLine(a *Analysis, multi bool) string {
 			reps = max(reps, len(st.Reps))
 		}
 	}
-	what := "the runs"
-	var runs []string
-	if a.Setup != nil {
-		what = serverName(a.Setup.Setup)
-		if m := a.Setup.Setup.Model; m != "" {
-			what += ", model " + m
-		}
-		runs = a.Setup.Runs
+	setup := metrics.SetupOf(runs[0]) // check: runs holds at least one manifest
+	var ids []string
+	for _, m := range runs {
+		ids = append(ids, orDash(m.RunID))
 	}
-	l := fmt.Sprintf("%s: %s %s, %d %s", what, plural2(len(runs), "run", "runs"), strings.Join(runs, ", "),
+	if a.Setup != nil {
+		setup, ids = a.Setup.Setup, a.Setup.Runs
+	}
+	what := serverName(setup)
+	if setup.Model != "" {
+		what += ", model " + setup.Model
+	}
+	l := fmt.Sprintf("%s: %s %s, %d %s", what, plural2(len(ids), "run", "runs"), strings.Join(ids, ", "),
 		requests, plural2(requests, "request", "requests"))
 	if reps > 0 {
 		l += fmt.Sprintf(", %d %s", reps, plural2(reps, "repetition", "repetitions"))
 	}
-	if a.Setup != nil && a.Setup.Setup.Backend == "sim" {
+	if setup.Backend == "sim" {
 		l += " (the sim: a reference computed by a cache model, not a measurement)"
 	}
 	if multi && a.Setup != nil {

@@ -164,3 +164,19 @@ func TestBiggestLoss(t *testing.T) {
 		t.Errorf("a session's first request alone has a loss: %+v", first)
 	}
 }
+
+// A run that measured nothing says so, and that it checks no claim, in place of a table.
+func TestTerminalNothingMeasured(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	if err := report.Terminal(&b, &report.Report{Runs: []*metrics.Manifest{metricstest.Manifest()}, Analysis: report.Analyze(nil)}, report.TerminalOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); !strings.Contains(out, "no request measured\n") || !strings.Contains(out, "claims: none this run can check") ||
+		!strings.HasPrefix(out, "ollama 0.17.4, model qwen3-synth: run 20250309-235900-midnight, 0 requests\n") || strings.Contains(out, "arm ") {
+		t.Errorf("summary of nothing:\n%s", out)
+	}
+	if err := report.Terminal(&b, &report.Report{}, report.TerminalOptions{}); err == nil {
+		t.Error("a report without runs: no error")
+	}
+}
