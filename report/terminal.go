@@ -100,7 +100,7 @@ func Terminal(w io.Writer, r *Report, o TerminalOptions) error {
 	if multi {
 		cols = slices.Insert(cols, 0, "setup")
 	}
-	if len(units) > 0 {
+	if slices.ContainsFunc(shown, func(n int) bool { return n > 0 }) {
 		fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	}
 	for i, u := range units {
@@ -217,7 +217,7 @@ func differsFromSpec(st, spec *ArmStats) bool {
 // unit, the rows left out of the units shown and the units left out.
 func allocate(units []terminalUnit, budget int) (shown []int, hidden, hiddenUnits int) {
 	shown = make([]int, len(units))
-	left := budget - 1 // the header
+	left := max(budget-1, 0) // the header
 	// gain is how far row k of unit i lies from its spec arm in re-read tokens (0 without one).
 	gain := func(i, k int) float64 {
 		u := &units[i]
@@ -238,6 +238,9 @@ func allocate(units []terminalUnit, budget int) (shown []int, hidden, hiddenUnit
 	}
 	slices.SortStableFunc(pairs, func(a, b int) int { return cmp.Compare(gain(b, 1), gain(a, 1)) })
 	for _, i := range pairs {
+		if left == 1 && len(singles) == 0 {
+			shown[i], left = 1, 0 // room for one more row: the spec arm alone
+		}
 		if left >= 2 {
 			shown[i] = 2
 			left -= 2

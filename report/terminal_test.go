@@ -124,7 +124,7 @@ func TestTerminalLineCap(t *testing.T) {
 	m := metricstest.Manifest()
 	m.RunID, m.Arms, m.Samples = "r1", armNames, len(rows)
 	an := report.AnalyzeRuns([]*metrics.Manifest{m}, rows)
-	for _, limit := range []int{40, 12} {
+	for _, limit := range []int{40, 12, 5} {
 		var b bytes.Buffer
 		if err := report.Terminal(&b, &report.Report{Runs: []*metrics.Manifest{m}, Analysis: an}, report.TerminalOptions{MaxLines: limit, More: "report.html"}); err != nil {
 			t.Fatal(err)
@@ -132,6 +132,13 @@ func TestTerminalLineCap(t *testing.T) {
 		out := b.String()
 		if got := strings.Count(out, "\n"); got > limit {
 			t.Errorf("MaxLines %d: %d lines:\n%s", limit, got, out)
+		}
+		if limit == 5 {
+			// Room for the claims and the lines saying what is left out only: no table.
+			if strings.Contains(out, "scenario ") || !strings.Contains(out, "13 more scenarios: see report.html") {
+				t.Errorf("MaxLines 5: want no table, and the 13 scenarios said to be in report.html:\n%s", out)
+			}
+			continue
 		}
 		// 7 arms re-read what spec does in each of the 13 scenarios, but the date arm in midnight.
 		for _, want := range []string{"90 more arms within spec's interval", "more arms that differ from spec", "see report.html", "midnight cliff (§10"} {

@@ -218,7 +218,7 @@ report then exits 1. report never writes the data files.`,
 			r, files, err := writeReportOf(dest, mans, samples)
 			where := whereLines("report", dest, files, listFiles)
 			if r != nil {
-				if werr := report.Terminal(s.out, r, report.TerminalOptions{MaxLines: summaryLines - len(where), More: reportHTML}); werr != nil {
+				if werr := report.Terminal(s.out, r, report.TerminalOptions{MaxLines: summaryLines - min(len(where), 3), More: reportHTML}); werr != nil {
 					err = errors.Join(err, werr)
 				}
 			}

@@ -646,7 +646,8 @@ func reportRun(s *streams, dir string, man *metrics.Manifest, shard metrics.Shar
 	}
 	where := whereLines("results", dir, files, out.listFiles)
 	if r != nil && !out.noSummary {
-		lines := max(summaryLines-len(where)-len(tail), 1)
+		// An asked-for list of every file does not squeeze the summary.
+		lines := max(summaryLines-min(len(where), 3)-len(tail), 1)
 		if werr := report.Terminal(s.out, r, report.TerminalOptions{MaxLines: lines, More: reportHTML}); werr != nil {
 			err = errors.Join(err, werr)
 		}
