@@ -118,7 +118,10 @@ func runCommand(s *streams) (*cobra.Command, *runOptions) {
 		Short: "Run scenarios × arms against a model server and write results/run_id=<run-id>/",
 		Long: `run replays each scenario with each arm through the harness against a real model server and
 writes results/run_id=<run-id>/: part-0001-of-0001.parquet (one row per request),
-manifest-0001-of-0001.json, report.md and plots/. With --shard i/n it runs part i of n of the
+manifest-0001-of-0001.json, report.md, report.html and plots/, and ends with what it found (per
+scenario and arm the cached share, the re-read tokens, re-read vs spec and the request that lost
+most of the KV cache, where its prompt diverged; each claim's verdict; at most 40 lines, the
+rest in report.html), then where the report is. With --shard i/n it runs part i of n of the
 matrix into part-i-of-n.parquet and manifest-i-of-n.json; the shards' folders, from one machine
 or several, merge by copying. Without --server it uses the local Ollama that 'lab server start'
 started, or else builds (once, cached), starts and afterwards stops its own, serving the
