@@ -166,7 +166,7 @@ func (p *progress) Request(done, _ int, s *metrics.Sample) {
 		desc += fmt.Sprintf(", %.0f%% cached", 100*float64(*s.CachedTokens)/float64(s.PromptTokens))
 	}
 	if e := p.eta(time.Now()); e != "" {
-		desc += ", " + e + " left"
+		desc = "eta " + e + " " + desc // first: a narrow terminal cuts the end
 	}
 	// The bar, the count and the rate take about 50 columns; the description gets the rest,
 	// so a line never wraps (a wrapped line leaves a stale copy at every redraw).
