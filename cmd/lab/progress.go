@@ -31,7 +31,7 @@ var progressModes = []string{progressAuto, progressSessions, progressRequests}
 // bar on a terminal and writes one line per session elsewhere (logs, CI); a request that failed
 // is always written on a line of its own. Its time left is shown only once a session has ended:
 // before that the rate holds the server's start and the first cold prefill, and a first
-// estimate from them can be many times the run (45 minutes for a run of 33 s).
+// estimate from them can be many times the run's length.
 type progress struct {
 	w     io.Writer
 	total int
@@ -181,7 +181,7 @@ func (p *progress) Request(done, _ int, s *metrics.Sample) {
 }
 
 // Session is [harness.RunConfig].SessionDone: off the bar, one line per session ended:
-// "[48/96] midnight/spec repetition 1: 48 requests, 93.5% cached, 9.2s (run 9.3s, eta 9s)".
+// "[48/96] midnight/spec repetition 1: 48 requests, 93.5% cached, 4m2.2s (run 4m2.2s, eta 4m2s)".
 func (p *progress) Session(rec metrics.SessionRecord) {
 	now := time.Now()
 	k := sessionKey{rec.Scenario, rec.Arm, rec.Repetition}
