@@ -92,6 +92,9 @@ type RunConfig struct {
 	Settings map[string]string
 	// Progress, when set, is called after each request with the requests done and the total.
 	Progress func(done, total int, s *metrics.Sample)
+	// SessionDone, when set, is called as each session ends, with its outcome as the manifest
+	// records it (after the Progress calls of its requests).
+	SessionDone func(metrics.SessionRecord)
 	// Warn receives problems that do not stop the run.
 	Warn func(error)
 	// Nonce, when set, gives the text written first in every system prompt of a session, from
@@ -381,6 +384,9 @@ func RunMatrix(ctx context.Context, cfg RunConfig, runID string, kept []metrics.
 		}
 		if werr := out.EndSession(rec); werr != nil {
 			return errors.Join(serr, werr)
+		}
+		if cfg.SessionDone != nil {
+			cfg.SessionDone(rec)
 		}
 		if serr == nil {
 			return nil

@@ -28,7 +28,8 @@ func (m *memOutput) EndSession(rec metrics.SessionRecord) error {
 
 // RunMatrix is a loop over the matrix writing to any Output: it runs, in order, the sessions the
 // output has not done, writes their rows, and ends each with a record of its request count; the
-// rows kept are counted in the progress.
+// rows kept are counted in the progress; SessionDone hears of each session as its record, after
+// its requests' progress.
 func TestRunMatrixWritesToAnOutput(t *testing.T) {
 	t.Parallel()
 	cfg := tinyRunConfig(t, t.TempDir(), 2, metrics.Shard{}, newFault(nil))
@@ -36,6 +37,9 @@ func TestRunMatrixWritesToAnOutput(t *testing.T) {
 	kept := make([]metrics.Sample, 7) // the done session's rows, as a resume keeps them
 	var last, total int
 	cfg.Progress = func(done, tot int, s *metrics.Sample) { last, total = done, tot }
+	var heard []metrics.SessionRecord
+	var doneAtEnd []int
+	cfg.SessionDone = func(rec metrics.SessionRecord) { heard, doneAtEnd = append(heard, rec), append(doneAtEnd, last) }
 	state, err := harness.RunMatrix(context.Background(), cfg, "r", kept, out)
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +57,14 @@ func TestRunMatrixWritesToAnOutput(t *testing.T) {
 	for i, rec := range out.ended {
 		if got := rec.Arm + "/" + string(rune('0'+rec.Repetition)); got != want[i] || rec.Requests != 7 || !rec.Complete || rec.Scenario != "tiny" {
 			t.Errorf("session %d: %+v; want %s, 7 requests, complete", i, rec, want[i])
+		}
+	}
+	if len(heard) != len(out.ended) || len(doneAtEnd) != 3 || doneAtEnd[0] != 14 || doneAtEnd[2] != 28 {
+		t.Errorf("SessionDone heard %+v at requests done %v; want the 3 records, at 14, 21 and 28", heard, doneAtEnd)
+	}
+	for i := range heard {
+		if i < len(out.ended) && heard[i] != out.ended[i] {
+			t.Errorf("SessionDone %d: %+v; want the record written, %+v", i, heard[i], out.ended[i])
 		}
 	}
 	for _, s := range out.Samples() {

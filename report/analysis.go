@@ -169,6 +169,101 @@ type ArmStats struct {
 	// VsSpec compares the arm with the spec arm of the same scenario, repetition by repetition;
 	// nil for the spec arm itself and when the scenario has no spec arm.
 	VsSpec *VsSpec `json:"vs_spec,omitempty"`
+	// BiggestLoss is the request of the arm, over every repetition, that read again the most of
+	// what the session's previous request had sent ([Loss]); nil when no request has a previous
+	// one whose prompt and its own cached and re-read tokens are all known.
+	BiggestLoss *Loss `json:"biggest_loss,omitempty"`
+}
+
+// Loss is one request's loss of the KV cache: the tokens of the session's previous prompt that
+// the server read again, min(re-read tokens, previous prompt tokens − cached tokens), where the
+// prompt first diverged from what the cache held. New content (a tool result, the reply) is
+// not a loss; a prefix the request keeps is not either. Token counts are in tokens of the served
+// model's tokenizer.
+type Loss struct {
+	// RunID, Repetition, RequestIndex, Turn and Step name the request (the row's columns).
+	RunID        string `json:"run_id"`
+	Repetition   int32  `json:"repetition"`
+	RequestIndex int32  `json:"request_index"`
+	Turn         int32  `json:"turn"`
+	Step         int32  `json:"step"`
+	// LostTokens is the loss in tokens (above); RereadTokens the request's re-read tokens.
+	LostTokens   int64 `json:"lost_tokens"`
+	RereadTokens int64 `json:"reread_tokens"`
+	// DivergenceSegment is the row's divergence_segment: where the prompt first differed from
+	// what the cache held ("system", "reasoning 65"); "" when the whole cache matched or the lab
+	// could not compute it (ExpectedCachedTokens nil).
+	DivergenceSegment string `json:"divergence_segment"`
+	// CachedTokens and ExpectedCachedTokens are the row's: cached below the expected one means
+	// the server, not the prompt, lost the cache. ExpectedCachedTokens is nil when unknown.
+	CachedTokens         int64  `json:"cached_tokens"`
+	ExpectedCachedTokens *int64 `json:"expected_cached_tokens"`
+}
+
+// lossOf is the [Loss] of s after a request of the same session whose prompt held prev tokens;
+// false when a figure it needs is unknown (prev 0: no previous request, or its prompt unknown)
+// or s failed.
+func lossOf(s *metrics.Sample, prev int64) (Loss, bool) {
+	reread, ok := rereadOf(s)
+	if !ok || prev <= 0 || s.CachedTokens == nil || s.Error != "" {
+		return Loss{}, false
+	}
+	l := Loss{RunID: s.RunID, Repetition: s.Repetition, RequestIndex: s.RequestIndex, Turn: s.Turn, Step: s.Step,
+		LostTokens: min(reread, max(prev-*s.CachedTokens, 0)), RereadTokens: reread,
+		DivergenceSegment: s.DivergenceSegment, CachedTokens: *s.CachedTokens}
+	if e, ok := metrics.Int64(s.ExpectedCachedTokens); ok {
+		l.ExpectedCachedTokens = &e
+	}
+	return l, true
+}
+
+// lossTracker finds each scenario×arm's [ArmStats].BiggestLoss from rows in run order (a
+// session's rows in request order).
+type lossTracker struct {
+	prev map[lossSession]int64 // the session's last prompt tokens (0: unknown)
+	best map[[2]string]Loss    // by scenario, arm
+}
+
+type lossSession struct {
+	run, scenario, arm string
+	rep                int32
+}
+
+func (t *lossTracker) add(s *metrics.Sample) {
+	if t.prev == nil {
+		t.prev, t.best = map[lossSession]int64{}, map[[2]string]Loss{}
+	}
+	k := lossSession{s.RunID, s.Scenario, s.Arm, s.Repetition}
+	prev, seen := t.prev[k]
+	if p, ok := promptOf(s); ok && s.Error == "" {
+		t.prev[k] = p
+	} else {
+		t.prev[k] = 0
+	}
+	if !seen {
+		return
+	}
+	l, ok := lossOf(s, prev)
+	if !ok || l.LostTokens == 0 {
+		return
+	}
+	// No divergence and the cache as expected: the prompt kept all the cache held, and what the
+	// server read again of it (the last token, which a server always evaluates) is no loss.
+	if e := l.ExpectedCachedTokens; l.DivergenceSegment == "" && e != nil && l.CachedTokens+int64(math.Ceil(MismatchTolerance*float64(*e))) >= *e {
+		return
+	}
+	a := [2]string{s.Scenario, s.Arm}
+	if b, had := t.best[a]; !had || l.LostTokens > b.LostTokens {
+		t.best[a] = l
+	}
+}
+
+// of returns the biggest loss of scenario×arm, or nil.
+func (t *lossTracker) of(scenario, arm string) *Loss {
+	if l, ok := t.best[[2]string{scenario, arm}]; ok {
+		return &l
+	}
+	return nil
 }
 
 // VsSpec compares an arm with [metrics.SpecArm] over the repetitions both ran (paired by
@@ -249,7 +344,9 @@ func analyze(rows *metrics.Rows, runs []*metrics.Manifest) *Analysis {
 	tables := summarize(rows)
 	type key struct{ scenario, arm string }
 	reps := map[key]map[stats.RepKey]*RepTotals{}
+	var losses lossTracker
 	for _, s := range rows.All() {
+		losses.add(s)
 		k := key{s.Scenario, s.Arm}
 		m := reps[k]
 		if m == nil {
@@ -295,7 +392,9 @@ func analyze(rows *metrics.Rows, runs []*metrics.Manifest) *Analysis {
 	for _, tab := range tables {
 		sc := ScenarioStats{Scenario: tab.Scenario, Mismatches: tab.Mismatches}
 		for _, row := range tab.Rows {
-			sc.Arms = append(sc.Arms, armStats(row, reps[key{tab.Scenario, row.Arm}]))
+			st := armStats(row, reps[key{tab.Scenario, row.Arm}])
+			st.BiggestLoss = losses.of(tab.Scenario, row.Arm)
+			sc.Arms = append(sc.Arms, st)
 		}
 		if spec := sc.Arm(metrics.SpecArm); spec != nil {
 			for i := range sc.Arms {

@@ -166,7 +166,7 @@ func runCheckMatrix(ctx context.Context, s *streams, o *checkOptions, file *chec
 		if o.Format == "json" {
 			s2.out = io.Discard
 		}
-		err = errors.Join(err, reportRun(&s2, dir, man, ro.shard))
+		err = errors.Join(err, reportRun(&s2, dir, man, ro.shard, runOutput{noSummary: true, listFiles: true}))
 	}
 	if err != nil {
 		return nil, nil, err

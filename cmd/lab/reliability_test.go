@@ -304,7 +304,7 @@ func TestReliabilityBadFlags(t *testing.T) {
 	}
 }
 
-// cancelAfter is a progress writer (plain lines, one per request) that cancels the run's
+// cancelAfter is a progress writer (plain lines, one per request: --progress requests) that cancels the run's
 // context after n requests: Ctrl-C, which main turns into a canceled context.
 type cancelAfter struct {
 	n      int
@@ -348,7 +348,7 @@ func TestInterruptThenResume(t *testing.T) {
 	defer cancel()
 	progress := &cancelAfter{n: 70, cancel: cancel}
 	var out bytes.Buffer
-	code := run(ctx, append(args, "--run-id", "cut"), &out, progress)
+	code := run(ctx, append(args, "--run-id", "cut", "--progress", "requests"), &out, progress)
 	dir := metrics.RunDir(results, "cut")
 	if code != exitError || !strings.Contains(out.String(), "--resume "+dir) {
 		t.Fatalf("interrupted run: exit %d; stdout %s", code, out.String())
@@ -410,7 +410,7 @@ func TestResumeUsesTheRecordedArms(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out bytes.Buffer
-	if code := run(ctx, append(args, "--run-id", "cut"), &out, &cancelAfter{n: 30, cancel: cancel}); code != exitError {
+	if code := run(ctx, append(args, "--run-id", "cut", "--progress", "requests"), &out, &cancelAfter{n: 30, cancel: cancel}); code != exitError {
 		t.Fatalf("interrupted run: exit %d; stdout %s", code, out.String())
 	}
 	// The file goes away; one of the same name says something else.

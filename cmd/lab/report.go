@@ -136,6 +136,7 @@ func loadRuns(dirs []string, warn io.Writer) (mans []*metrics.Manifest, all *met
 
 func newReportCmd(s *streams) *cobra.Command {
 	var format, out string
+	var listFiles bool
 	cmd := &cobra.Command{
 		Use:   "report RUN...",
 		Short: "Write report.md, report.html and plots for runs, or one format to stdout",
@@ -147,7 +148,11 @@ cached tokens differ from the expected ones, and the spec's own claims checked a
 (the midnight cliff; the re-read tokens saved by sending reasoning back).
 
 Without --format it writes report.md, report.html (self-contained, plots inline) and plots/
-into the run folder, or into --out DIR (required for several runs). With --format it writes
+into the run folder, or into --out DIR (required for several runs), and prints what it found:
+per scenario and arm the cached share, the re-read tokens, re-read vs spec and the request that
+lost most of the KV cache with the segment where its prompt diverged (the spec arm and the arms
+that differ from it beyond its interval, at most 40 lines with the rest in report.html), each
+claim's verdict, then where the report is. With --format it writes
 that format to stdout instead: text, markdown, csv, json, benchfmt (the Go benchmark format:
 benchstat old.txt new.txt compares two runs) or html. The samples of several runs of one setup
 are pooled as repetitions, kept apart by run id; runs of different setups (backend, server
@@ -210,10 +215,15 @@ report then exits 1. report never writes the data files.`,
 			if err := os.MkdirAll(dest, 0o755); err != nil {
 				return err
 			}
-			files, err := writeReportFiles(dest, mans, samples)
-			fmt.Fprintf(s.out, "report: %s\n", dest)
-			for _, f := range files {
-				fmt.Fprintf(s.out, "  %s\n", f)
+			r, files, err := writeReportOf(dest, mans, samples)
+			where := whereLines("report", dest, files, listFiles)
+			if r != nil {
+				if werr := report.Terminal(s.out, r, report.TerminalOptions{MaxLines: summaryLines - min(len(where), 3), More: reportHTML}); werr != nil {
+					err = errors.Join(err, werr)
+				}
+			}
+			for _, l := range where {
+				fmt.Fprintln(s.out, l)
 			}
 			if err != nil {
 				return err
@@ -223,6 +233,7 @@ report then exits 1. report never writes the data files.`,
 	}
 	cmd.Flags().StringVar(&format, "format", "", "write one format to stdout: "+strings.Join(report.Formats(), ", ")+" (default: report.md, report.html and plots/ into the folder)")
 	cmd.Flags().StringVar(&out, "out", "", "the folder to write report.md, report.html and plots/ into (default: the run folder; required for several runs)")
+	cmd.Flags().BoolVar(&listFiles, "list-files", false, "after the summary, name every file written (plots included), not only report.html and report.md")
 	return cmd
 }
 

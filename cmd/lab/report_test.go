@@ -66,9 +66,17 @@ func TestReportWritesIntoTheRunFolder(t *testing.T) {
 		if fi, err := os.Stat(filepath.Join(run, f)); err != nil || fi.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
 		}
-		if !strings.Contains(out, "  "+f+"\n") {
-			t.Errorf("stdout does not list %s:\n%s", f, out)
+		// The report's two files are named, the plots only with --list-files.
+		if listed := strings.Contains(out, "\n  "+f); listed != !strings.HasPrefix(f, "plots/") {
+			t.Errorf("stdout lists %s: %v:\n%s", f, listed, out)
 		}
+	}
+	// The summary comes first: the claim's verdict, then where the report is.
+	if i, j := strings.Index(out, "midnight cliff (§10"), strings.Index(out, "report: "+run+"\n"); i < 0 || j < i {
+		t.Errorf("stdout: want the summary, then where the report is:\n%s", out)
+	}
+	if _, all, _ := runLab(t, "report", "--list-files", run); !strings.Contains(all, "\n  plots/midnight-cached-share.svg\n") {
+		t.Errorf("lab report --list-files does not name the plots:\n%s", all)
 	}
 	html, _ := os.ReadFile(filepath.Join(run, "report.html"))
 	if !strings.Contains(string(html), "<svg") || !strings.Contains(string(html), "The midnight cliff") {
@@ -283,7 +291,7 @@ func TestReportOddScenarioNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	editManifest(t, run, func(m *metrics.Manifest) { m.Scenarios = []string{"team/<b>mid night</b>"} })
-	code, out, errOut := runLab(t, "report", run)
+	code, out, errOut := runLab(t, "report", "--list-files", run)
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
@@ -317,9 +325,12 @@ func TestReportTwoServers(t *testing.T) {
 	editManifest(t, a, server("ollama", "0.17.4", "sha256:aa"))
 	editManifest(t, b, server("llamacpp", "b11669", "sha256:aa"))
 	out := filepath.Join(dir, "both")
-	code, stdout, errOut := runLab(t, "report", "--out", out, a, b)
+	code, stdout, errOut := runLab(t, "report", "--list-files", "--out", out, a, b)
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	if !strings.Contains(stdout, "\nservers A (ollama 0.17.4) vs B (llamacpp b11669): 2 requests re-read differently") {
+		t.Errorf("the summary does not set the servers side by side:\n%s", stdout)
 	}
 	md, err := os.ReadFile(filepath.Join(out, "report.md"))
 	if err != nil {

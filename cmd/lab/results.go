@@ -27,18 +27,18 @@ const (
 )
 
 // writeReport reads a run's results and writes its charts under plots/, report.md and
-// report.html into the run folder; it returns the files of the folder, relative to dir (for a
-// run's closing message): its data files (every part's samples, manifest and requests, or the old
-// layout's), then the report's.
-func writeReport(dir string) (files []string, err error) {
+// report.html into the run folder; it returns the report written (nil when the run could not be
+// read) and the files of the folder, relative to dir (for a run's closing message): its data
+// files (every part's samples, manifest and requests, or the old layout's), then the report's.
+func writeReport(dir string) (r *report.Report, files []string, err error) {
 	var rows metrics.Rows
 	man, err := metrics.AppendRunRows(&rows, dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	files = runDataFiles(dir)
-	written, err := writeReportFiles(dir, []*metrics.Manifest{man}, &rows)
-	return append(files, written...), err
+	r, written, err := writeReportOf(dir, []*metrics.Manifest{man}, &rows)
+	return r, append(files, written...), err
 }
 
 // runDataFiles lists the run folder's own files, sorted: everything but the report's
@@ -94,31 +94,39 @@ func checkShard(o *runOptions) (metrics.Shard, error) {
 // Runs of several setups (report.GroupSetups) get the charts of each setup, named by
 // plots.Names with the setup's label: a chart never draws two setups as one.
 func writeReportFiles(out string, runs []*metrics.Manifest, rows *metrics.Rows) (files []string, err error) {
+	_, files, err = writeReportOf(out, runs, rows)
+	return files, err
+}
+
+// writeReportOf is [writeReportFiles] that also returns the report (its analysis, for the
+// summary on the terminal, also when a chart or file could not be written).
+func writeReportOf(out string, runs []*metrics.Manifest, rows *metrics.Rows) (r *report.Report, files []string, err error) {
 	an, labels, completes := report.AnalyzeRunRows(runs, rows)
+	r = &report.Report{Runs: runs, Analysis: an} // the summary, also when a chart fails
 	var figs []report.Figure
 	for i, g := range an.Groups() {
 		f, fl, err := renderFigures(out, labels[i], scenarioOrder(runs, g), completes[i], g)
 		figs, files = append(figs, f...), append(files, fl...)
 		if err != nil {
-			return files, err
+			return r, files, err
 		}
 	}
 	f, fl, err := renderServerFigures(out, an, labels, completes)
 	figs, files = append(figs, f...), append(files, fl...)
 	if err != nil {
-		return files, err
+		return r, files, err
 	}
-	r := &report.Report{Runs: runs, Analysis: an, Figures: figs}
+	r.Figures = figs
 	for _, f := range []struct {
 		name  string
 		write report.Writer
 	}{{reportMarkdown, report.Markdown}, {reportHTML, report.HTML}} {
 		if err := writeFile(filepath.Join(out, f.name), func(w *os.File) error { return f.write(w, r) }); err != nil {
-			return files, err
+			return r, files, err
 		}
 		files = append(files, f.name)
 	}
-	return files, nil
+	return r, files, nil
 }
 
 // scenarioOrder returns the scenarios to chart: in the order the runs' manifests name them,

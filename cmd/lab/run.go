@@ -8,13 +8,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	lab "lab"
 	"lab/arms"
@@ -29,6 +27,7 @@ import (
 	"lab/hygiene"
 	"lab/localserver"
 	"lab/metrics"
+	"lab/report"
 	"lab/scenario"
 	"lab/scenarios"
 	"lab/tokenizer"
@@ -71,6 +70,11 @@ type runOptions struct {
 	// the model (localserver.OllamaChatOf, or OllamaChatOfRendererOn with --renderer).
 	format localserver.OllamaChat
 	Quiet  bool
+	// Progress is --progress: auto, sessions or requests (progressModes); "" is auto.
+	Progress string
+	// ListFiles is --list-files: name every file of the run folder after the summary, not only
+	// the report's.
+	ListFiles bool
 	// Backend is ollama (a real server) or sim (backend/sim: render, tokenize, cache model).
 	Backend string
 	// CacheModel is the sim's cache model (cachesim.NewModel).
@@ -114,7 +118,10 @@ func runCommand(s *streams) (*cobra.Command, *runOptions) {
 		Short: "Run scenarios × arms against a model server and write results/run_id=<run-id>/",
 		Long: `run replays each scenario with each arm through the harness against a real model server and
 writes results/run_id=<run-id>/: part-0001-of-0001.parquet (one row per request),
-manifest-0001-of-0001.json, report.md and plots/. With --shard i/n it runs part i of n of the
+manifest-0001-of-0001.json, report.md, report.html and plots/, and ends with what it found (per
+scenario and arm the cached share, the re-read tokens, re-read vs spec and the request that lost
+most of the KV cache, where its prompt diverged; each claim's verdict; at most 40 lines, the
+rest in report.html), then where the report is. With --shard i/n it runs part i of n of the
 matrix into part-i-of-n.parquet and manifest-i-of-n.json; the shards' folders, from one machine
 or several, merge by copying. Without --server it uses the local Ollama that 'lab server start'
 started, or else builds (once, cached), starts and afterwards stops its own, serving the
@@ -175,6 +182,8 @@ shell that is not a sandbox, which may write anywhere your user can.`,
 	f.StringVar(&o.CacheDir, "cache", "", "cache folder for the built server and model (default $LAB_CACHE or ~/.cache/lab)")
 	f.BoolVar(&o.GenericBuild, "generic-build", false, "build Ollama without -march=native (slower prefill; runs on any x86-64)")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress output")
+	f.StringVar(&o.Progress, "progress", progressAuto, "progress on stderr: auto (a progress bar on a terminal, its time left once a session has ended; else one line per session: requests, cached share, time), sessions (one line per session, also on a terminal) or requests (one line per request); a failed request always gets a line of its own")
+	f.BoolVar(&o.ListFiles, "list-files", false, "after the summary, name every file written into the run folder (data, plots, report), not only report.html and report.md")
 	f.StringVar(&o.Calibration, "calibration", "", "with --backend sim: a file lab calibrate wrote (prefill time by prompt length)")
 	f.StringVar(&o.Backend, "backend", "ollama", "ollama (the local server, or --server), sim (simulated: no server), llamacpp (llama-server), openai (any OpenAI-compatible API) or anthropic (Messages API)")
 	f.StringVar(&o.Remote.BaseURL, "base-url", "", "with --backend llamacpp, openai or anthropic: the server's or API's address (openai: up to /v1)")
@@ -213,7 +222,7 @@ var runFlagGroups = []flagGroup{
 	{"The driver and its bounds", []string{"driver", "max-steps", "max-tokens", "turn-timeout", "sampling-seed", "temperature",
 		"tool-timeout", "unsandboxed-shell", "max-reply-bytes"}},
 	{"Reliability", []string{"retries", "request-timeout", "resume"}},
-	{"Output", []string{"results", "run-id", "save-requests", "tag", "quiet"}},
+	{"Output", []string{"results", "run-id", "save-requests", "tag", "quiet", "progress", "list-files"}},
 }
 
 // loadScenarios resolves --scenario: an embedded scenario's name, all, or a file path.
@@ -256,7 +265,7 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 	if dir == "" {
 		return err
 	}
-	return errors.Join(err, reportRun(s, dir, man, o.shard))
+	return errors.Join(err, reportRun(s, dir, man, o.shard, runOutput{listFiles: o.ListFiles}))
 }
 
 // runMatrix is the one way the lab runs a matrix from explicit options, used by `lab run` and
@@ -385,6 +394,9 @@ func openRunBackend(ctx context.Context, s *streams, o *runOptions, b *runBacken
 			return none, badInput("%s: %v", f.flag, err)
 		}
 	}
+	if o.Progress != "" && !slices.Contains(progressModes, o.Progress) {
+		return none, badInput("--progress %q: want %s", o.Progress, strings.Join(progressModes, ", "))
+	}
 	progress := io.Writer(s.err)
 	if o.Quiet {
 		progress = io.Discard
@@ -420,7 +432,8 @@ func runConfig(s *streams, o *runOptions, r checkedRun, b *runBackend) (harness.
 		return harness.RunConfig{}, err
 	}
 	cfg.Shard = o.shard
-	cfg.Progress = newProgress(r.progress, cfg.Requests())
+	p := newProgress(r.progress, cfg.Requests(), o.Progress)
+	cfg.Progress, cfg.SessionDone = p.Request, p.Session
 	o.call.apply(&cfg)
 	return cfg, nil
 }
@@ -619,24 +632,77 @@ func simPrefill(o *runOptions) (*cachesim.PrefillModel, string, error) {
 	return p, fmt.Sprintf("%s: %.0f ns × n + %.3f ns × n²", o.Calibration, p.Linear, p.Quadratic), nil
 }
 
-// reportRun writes the report of the run folder dir (man is the part's manifest) and names its
-// files on stdout; for an incomplete part it says how to carry it on (shard is the part).
-func reportRun(s *streams, dir string, man *metrics.Manifest, shard metrics.Shard) error {
+// reportRun writes the report of the run folder dir (man is the part's manifest) and says on
+// stdout what it found (report.Terminal, unless out.noSummary) and where the report is; for an
+// incomplete part it says how to carry it on (shard is the part).
+func reportRun(s *streams, dir string, man *metrics.Manifest, shard metrics.Shard, out runOutput) error {
 	// Report what was measured, also after a failure: nothing measured is lost.
-	files, err := writeReport(dir)
-	fmt.Fprintf(s.out, "results: %s\n", dir)
-	for _, f := range files {
-		fmt.Fprintf(s.out, "  %s\n", f)
-	}
+	r, files, err := writeReport(dir)
+	var tail []string
 	if man != nil && !man.Complete {
-		fmt.Fprintf(s.out, "  (incomplete: %d requests measured before the error)\n", man.Samples)
+		tail = append(tail, fmt.Sprintf("  (incomplete: %d requests measured before the error)", man.Samples))
 		hint := resumeHint(dir)
 		if shard.Count > 1 {
 			hint += " --shard " + shard.String()
 		}
-		fmt.Fprintln(s.out, hint)
+		tail = append(tail, hint)
+	}
+	where := whereLines("results", dir, files, out.listFiles)
+	if r != nil && !out.noSummary {
+		// An asked-for list of every file does not squeeze the summary.
+		lines := max(summaryLines-min(len(where), 3)-len(tail), 1)
+		if werr := report.Terminal(s.out, r, report.TerminalOptions{MaxLines: lines, More: reportHTML}); werr != nil {
+			err = errors.Join(err, werr)
+		}
+	}
+	for _, l := range append(where, tail...) {
+		fmt.Fprintln(s.out, l)
 	}
 	return err
+}
+
+// runOutput says what reportRun prints besides where the report is.
+type runOutput struct {
+	// noSummary leaves out the summary (lab check prints its own verdicts).
+	noSummary bool
+	// listFiles names every file of the folder, not only the report's (--list-files).
+	listFiles bool
+}
+
+// summaryLines is the most lines `lab run` and `lab report` print at the end: the summary
+// (report.Terminal) and where the report is.
+const summaryLines = 40
+
+// whereLines say where a report is: "results: DIR" (head is "results" or "report"), then
+// report.html and report.md with what they are and how many other files the folder holds (all
+// of them with all, in the order written).
+func whereLines(head, dir string, files []string, all bool) []string {
+	lines := []string{head + ": " + dir}
+	if all {
+		for _, f := range files {
+			lines = append(lines, "  "+f)
+		}
+		return lines
+	}
+	others := 0
+	for _, f := range files {
+		if f != reportHTML && f != reportMarkdown {
+			others++
+		}
+	}
+	if slices.Contains(files, reportHTML) {
+		lines = append(lines, "  "+reportHTML+"  (self-contained: the report with every plot inline)")
+	}
+	if slices.Contains(files, reportMarkdown) {
+		l := "  " + reportMarkdown
+		if others > 0 {
+			l += fmt.Sprintf("    (and %d more %s in the folder: --list-files names them)", others, plural(others, "file", "files"))
+		}
+		lines = append(lines, l)
+	} else if others > 0 {
+		lines = append(lines, fmt.Sprintf("  (%d %s in the folder: --list-files names them)", others, plural(others, "file", "files")))
+	}
+	return lines
 }
 
 // localServer attaches to the server `lab server start` left running, or prepares and starts a
@@ -692,89 +758,6 @@ func setup(cache string, generic bool, m gguf.ModelOptions, name string, log io.
 
 // sharedServerDir is where `lab server start` keeps the server it leaves running.
 func sharedServerDir(cache string) string { return localserver.SharedOllamaDir(cache) }
-
-// newProgress returns the progress display for total requests: on a terminal a progress bar
-// (requests done of total, the rate and the time left) with the request just measured after it;
-// otherwise one plain line per request, for logs and CI. A request that failed is always written
-// on a line of its own.
-func newProgress(w io.Writer, total int) func(done, total int, s *metrics.Sample) {
-	line := func(done int, s *metrics.Sample) string {
-		cached := "?"
-		if s.CachedTokens != nil && s.PromptTokens > 0 {
-			cached = fmt.Sprintf("%.0f%%", 100*float64(*s.CachedTokens)/float64(s.PromptTokens))
-		}
-		// 0 prompt tokens or prefill time: not measured (null in the row), shown as "?".
-		prompt, prefill := "?", "?"
-		if s.PromptTokens > 0 {
-			prompt = strconv.FormatInt(s.PromptTokens, 10)
-		}
-		if s.PrefillNs > 0 {
-			prefill = fmt.Sprintf("%.2f", float64(s.PrefillNs)/1e9)
-		}
-		l := fmt.Sprintf("%s/%s request %d: %s prompt tokens, %s cached, prefill %ss",
-			s.Scenario, s.Arm, s.RequestIndex, prompt, cached, prefill)
-		if s.Error != "" {
-			l += " error: " + s.Error
-		}
-		return l
-	}
-	if !isTerminal(w) {
-		start := time.Now()
-		return func(done, _ int, s *metrics.Sample) {
-			eta := ""
-			if done > 0 && done < total {
-				eta = " eta " + (time.Since(start) / time.Duration(done) * time.Duration(total-done)).Round(time.Second).String()
-			}
-			fmt.Fprintf(w, "[%d/%d] %s%s\n", done, total, line(done, s), eta)
-		}
-	}
-	width := 80
-	if f, ok := w.(*os.File); ok {
-		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
-			width = cols
-		}
-	}
-	bar := progressbar.NewOptions(total,
-		progressbar.OptionSetWriter(w),
-		progressbar.OptionSetWidth(24),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetItsString("requests"),
-		progressbar.OptionShowIts(),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }),
-	)
-	return func(done, _ int, s *metrics.Sample) {
-		if s.Error != "" {
-			bar.Clear()
-			fmt.Fprintf(w, "[%d/%d] %s\n", done, total, line(done, s))
-		}
-		desc := fmt.Sprintf("%s/%s", s.Scenario, s.Arm)
-		if s.Repetition > 1 {
-			desc += fmt.Sprintf(" #%d", s.Repetition)
-		}
-		desc += fmt.Sprintf(" request %d", s.RequestIndex)
-		if s.CachedTokens != nil && s.PromptTokens > 0 {
-			desc += fmt.Sprintf(", %.0f%% cached", 100*float64(*s.CachedTokens)/float64(s.PromptTokens))
-		}
-		// The bar, the count and the rate take about 50 columns; the description gets the rest,
-		// so a line never wraps (a wrapped line leaves a stale copy at every redraw).
-		if n := width - 52; len(desc) > n {
-			desc = desc[:max(n-1, 0)] + "…"
-		}
-		bar.Describe(desc)
-		if done > bar.GetMax() { // a scenario sent more requests than planned
-			bar.ChangeMax(done)
-		}
-		bar.Set(done)
-	}
-}
-
-// isTerminal reports whether w is a terminal, where the progress bar can redraw itself.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
 
 // cloudCacheModel reports whether the sim's cache model name stands for a cloud API's prompt
 // cache (openai, anthropic), whose context window is the model's, not a num_ctx the lab pins.

@@ -31,7 +31,7 @@ func TestResumeOneShard(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out bytes.Buffer
-	code := run(ctx, append(args, "--shard", "2/2"), &out, &cancelAfter{n: 60, cancel: cancel})
+	code := run(ctx, append(args, "--shard", "2/2", "--progress", "requests"), &out, &cancelAfter{n: 60, cancel: cancel})
 	if code != exitError || !strings.Contains(out.String(), "--resume "+dir+" --shard 2/2") {
 		t.Fatalf("interrupted shard 2/2: exit %d; stdout %s", code, out.String())
 	}

@@ -39,7 +39,7 @@ func TestShardedRunReportsLikeTheWholeRun(t *testing.T) {
 	}
 	results := t.TempDir()
 	for i := 1; i <= 2; i++ {
-		code, out, errOut := runLab(t, append(base, "--results", results, "--shard", fmt.Sprintf("%d/2", i))...)
+		code, out, errOut := runLab(t, append(base, "--results", results, "--shard", fmt.Sprintf("%d/2", i), "--list-files")...)
 		if code != exitOK {
 			t.Fatalf("shard %d/2: exit %d\n%s\n%s", i, code, out, errOut)
 		}

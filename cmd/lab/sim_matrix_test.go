@@ -2,6 +2,7 @@ package main
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"lab/internal/golden"
@@ -39,6 +40,19 @@ func TestSimMatrixRowsUnchanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden.Check(t, "TestSimMatrixRowsUnchanged.golden", matrixDigests(t, samples))
+
+	// The run's summary stays readable: within summaryLines lines in all, each claim's verdict
+	// there, and the arms it leaves out counted, with where they are.
+	if n := strings.Count(out, "\n"); n > summaryLines {
+		t.Errorf("the sim matrix's summary has %d lines; want at most %d:\n%s", n, summaryLines, out)
+	}
+	for _, want := range []string{"midnight cliff (§10", "reasoning sent back (§8", "templates drop earlier turns' reasoning",
+		"more arms within spec's interval", "more arms that differ from spec: see report.html", "  report.html"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the sim matrix's summary lacks %q:\n%s", want, out)
+		}
+	}
+	golden.Check(t, "TestSimMatrixSummary.golden", []byte(moreFiles.ReplaceAllString(strings.ReplaceAll(out, results, "RESULTS"), "(and N more files")))
 }
 
 // matrixDigests is rowdigest.Sessions without the divergence excerpt, a view of the texts these
