@@ -136,6 +136,7 @@ func loadRuns(dirs []string, warn io.Writer) (mans []*metrics.Manifest, all *met
 
 func newReportCmd(s *streams) *cobra.Command {
 	var format, out string
+	var png bool
 	cmd := &cobra.Command{
 		Use:   "report RUN...",
 		Short: "Write report.md, report.html and plots for runs, or one format to stdout",
@@ -147,9 +148,9 @@ cached tokens differ from the expected ones, and the spec's own claims checked a
 (the midnight cliff; the re-read tokens saved by sending reasoning back).
 
 Without --format it writes report.md, report.html (self-contained, plots inline) and plots/
-into the run folder, or into --out DIR (required for several runs). With --format it writes
-that format to stdout instead: text, markdown, csv, json, benchfmt (the Go benchmark format:
-benchstat old.txt new.txt compares two runs) or html. The samples of several runs of one setup
+(each chart as SVG, and as PNG too with --png) into the run folder, or into --out DIR (required
+for several runs). With --format it writes that format to stdout instead: text, markdown, csv,
+json, benchfmt (the Go benchmark format: benchstat old.txt new.txt compares two runs) or html. The samples of several runs of one setup
 are pooled as repetitions, kept apart by run id; runs of different setups (backend, server
 version, model file, num_ctx, cache start, cache model, driver, flash attention, …) are never
 pooled: each setup gets its own section after a table setting their means side by side, and a
@@ -180,6 +181,9 @@ report then exits 1. report never writes the data files.`,
 					return &usageError{err}
 				}
 				write = w
+				if png {
+					return badInput("--format %s writes to stdout and --png asks for chart files: give one of them", format)
+				}
 				if out != "" {
 					return badInput("--format %s writes to stdout and --out %s names a folder for report.md, report.html and plots/: give one of them", format, out)
 				}
@@ -210,7 +214,7 @@ report then exits 1. report never writes the data files.`,
 			if err := os.MkdirAll(dest, 0o755); err != nil {
 				return err
 			}
-			files, err := writeReportFiles(dest, mans, samples)
+			files, err := writeReportFiles(dest, mans, samples, png)
 			fmt.Fprintf(s.out, "report: %s\n", dest)
 			for _, f := range files {
 				fmt.Fprintf(s.out, "  %s\n", f)
@@ -223,6 +227,7 @@ report then exits 1. report never writes the data files.`,
 	}
 	cmd.Flags().StringVar(&format, "format", "", "write one format to stdout: "+strings.Join(report.Formats(), ", ")+" (default: report.md, report.html and plots/ into the folder)")
 	cmd.Flags().StringVar(&out, "out", "", "the folder to write report.md, report.html and plots/ into (default: the run folder; required for several runs)")
+	cmd.Flags().BoolVar(&png, "png", false, "also write each chart as a PNG beside its SVG (report.md links it; report.html inlines the SVG)")
 	return cmd
 }
 
@@ -407,10 +412,10 @@ func orUnknown(v string) string {
 
 // renderServerFigures draws, for each server comparison of an that is not refused
 // (report.ServerComparison), one chart per scenario×arm of the re-read tokens per request with
-// one line per server (plots.ServerReread), into out in every plots.FileFormats, and returns them
+// one line per server (plots.ServerReread), into out in each of formats (plots.FileFormats), and returns them
 // as report figures (Setup: the comparison's Label) with the files written relative to out.
 // labels and completes are AnalyzeRunRows's: the label and complete rows of each setup.
-func renderServerFigures(out string, an *report.Analysis, labels []string, completes []*metrics.Rows) (figs []report.Figure, files []string, err error) {
+func renderServerFigures(out string, an *report.Analysis, labels []string, completes []*metrics.Rows, formats []string) (figs []report.Figure, files []string, err error) {
 	rowsOf := map[string]*metrics.Rows{}
 	for i, l := range labels {
 		rowsOf[l] = completes[i]
@@ -430,7 +435,7 @@ func renderServerFigures(out string, an *report.Analysis, labels []string, compl
 				return figs, files, err
 			}
 			base := names.Base("", "servers-"+c.Base+"-"+c.Other+"-"+arm.Scenario, "reread-"+arm.Arm)
-			fig, written, err := writeFigure(out, base, report.Figure{Scenario: arm.Scenario, Setup: c.Label(), Title: p.Title.Text},
+			fig, written, err := writeFigure(out, base, report.Figure{Scenario: arm.Scenario, Setup: c.Label(), Title: p.Title.Text}, formats,
 				func(w io.Writer, format string) error {
 					return plots.Write(w, p, format, plots.DefaultWidth, plots.DefaultHeight)
 				})

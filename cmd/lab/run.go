@@ -50,6 +50,8 @@ type runOptions struct {
 	// shard is Shard parsed and checked (checkShard), before anything runs.
 	shard        metrics.Shard
 	SaveRequests bool
+	// PNG is --png: the report's charts as PNG too, beside their SVG (plots.FileFormats).
+	PNG          bool
 	ServerURL    string
 	ServerLog    string
 	ModelName    string
@@ -167,6 +169,7 @@ shell that is not a sandbox, which may write anywhere your user can.`,
 	f.StringVar(&o.RunID, "run-id", "", "the run's id, which names its folder <results>/run_id=<id> (default: the start time, YYYYMMDD-HHMMSS)")
 	f.StringVar(&o.Shard, "shard", "", "run part i of n of the scenario × arm × repetition matrix, written as part-i-of-n.parquet in the run's folder (needs --run-id, the same on every machine): the sessions in run order (repetition, scenario, arm) are dealt round robin, session k (from 0) to shard k mod n + 1; the n shards' folders merge by copying")
 	f.BoolVar(&o.SaveRequests, "save-requests", false, "also write every request body sent to requests-0001-of-0001.jsonl (requests-i-of-n.jsonl with --shard i/n)")
+	f.BoolVar(&o.PNG, "png", false, "also write each chart of the report as a PNG beside its SVG (report.md links it; report.html inlines the SVG)")
 	f.StringVar(&o.ServerURL, "server", "", "use this running Ollama server instead of the local one")
 	f.StringVar(&o.ServerLog, "server-log", "", "that server's log, written with OLLAMA_DEBUG=1 (for cached tokens)")
 	f.StringVar(&o.ModelName, "model", localserver.DefaultModelName, "model name on the server (lab-<family>-synth with --family)")
@@ -213,7 +216,7 @@ var runFlagGroups = []flagGroup{
 	{"The driver and its bounds", []string{"driver", "max-steps", "max-tokens", "turn-timeout", "sampling-seed", "temperature",
 		"tool-timeout", "unsandboxed-shell", "max-reply-bytes"}},
 	{"Reliability", []string{"retries", "request-timeout", "resume"}},
-	{"Output", []string{"results", "run-id", "save-requests", "tag", "quiet"}},
+	{"Output", []string{"results", "run-id", "save-requests", "png", "tag", "quiet"}},
 }
 
 // loadScenarios resolves --scenario: an embedded scenario's name, all, or a file path.
@@ -256,7 +259,7 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 	if dir == "" {
 		return err
 	}
-	return errors.Join(err, reportRun(s, dir, man, o.shard))
+	return errors.Join(err, reportRun(s, dir, man, o.shard, o.PNG))
 }
 
 // runMatrix is the one way the lab runs a matrix from explicit options, used by `lab run` and
@@ -619,11 +622,12 @@ func simPrefill(o *runOptions) (*cachesim.PrefillModel, string, error) {
 	return p, fmt.Sprintf("%s: %.0f ns × n + %.3f ns × n²", o.Calibration, p.Linear, p.Quadratic), nil
 }
 
-// reportRun writes the report of the run folder dir (man is the part's manifest) and names its
-// files on stdout; for an incomplete part it says how to carry it on (shard is the part).
-func reportRun(s *streams, dir string, man *metrics.Manifest, shard metrics.Shard) error {
+// reportRun writes the report of the run folder dir (man is the part's manifest; its charts as
+// PNG too when png is true) and names its files on stdout; for an incomplete part it says how to
+// carry it on (shard is the part).
+func reportRun(s *streams, dir string, man *metrics.Manifest, shard metrics.Shard, png bool) error {
 	// Report what was measured, also after a failure: nothing measured is lost.
-	files, err := writeReport(dir)
+	files, err := writeReport(dir, png)
 	fmt.Fprintf(s.out, "results: %s\n", dir)
 	for _, f := range files {
 		fmt.Fprintf(s.out, "  %s\n", f)
