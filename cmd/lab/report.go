@@ -150,19 +150,19 @@ cached tokens differ from the expected ones, and the spec's own claims checked a
 Without --format it writes report.md, report.html (self-contained, plots inline) and plots/
 (each chart as SVG, and as PNG too with --png) into the run folder, or into --out DIR (required
 for several runs). With --format it writes that format to stdout instead: text, markdown, csv,
-json, benchfmt (the Go benchmark format: benchstat old.txt new.txt compares two runs) or html. The samples of several runs of one setup
-are pooled as repetitions, kept apart by run id; runs of different setups (backend, server
-version, model file, num_ctx, cache start, cache model, driver, flash attention, …) are never
-pooled: each setup gets its own section after a table setting their means side by side, and a
-scenario named the same with other content is another scenario. Two setups that differ only in
-the server (backend, version, its settings) and match in model file, driver, cache start,
-scenarios and arms are also set side by side as servers: per server and arm requests, cached
-share, re-read tokens, prefill seconds, efficiency and time to first token, every setting that
-differs, a chart per arm with one line per server, and the requests whose re-read tokens differ
-with where each server's cache diverged and why. A run split into shards (lab run --shard)
-is read whole from its folder, every part-*.parquet of it; it is incomplete until every shard is
-there (the report names the missing ones). Folders of the old layout (results/<run-id>/ with
-samples.parquet and manifest.json) are read too.
+json, benchfmt (the Go benchmark format: benchstat old.txt new.txt compares two runs) or html.
+The samples of several runs of one setup are pooled as repetitions, kept apart by run id; runs
+of different setups (backend, server version, model file, num_ctx, cache start, cache model,
+driver, flash attention, …) are never pooled: each setup gets its own section after a table
+setting their means side by side, and a scenario named the same with other content is another
+scenario. Two setups that differ only in the server (backend, version, its settings) and match
+in model file, driver, cache start, scenarios and arms are also set side by side as servers: per
+server and arm requests, cached share, re-read tokens, prefill seconds, efficiency and time to
+first token, every setting that differs, a chart per arm with one line per server, and the
+requests whose re-read tokens differ with where each server's cache diverged and why. A run
+split into shards (lab run --shard) is read whole from its folder, every part-*.parquet of it;
+it is incomplete until every shard is there (the report names the missing ones). Folders of the
+old layout (results/<run-id>/ with samples.parquet and manifest.json) are read too.
 
 A run killed before it closed a part is read from the part's journal, with a warning (lab
 repair writes the part file). A journal line that holds no sample (cut short by the kill, or
