@@ -158,20 +158,55 @@ func NewSandboxWorkspace(files []txtar.File, sb Sandbox, project string) (*Works
 	if err != nil {
 		return nil, fmt.Errorf("create sandbox: %w", err)
 	}
+	// Each folder is made once and opened once, as a root of its own below the project's, and
+	// its files are created in it by name: a file costs one open, not one per folder on its way.
+	folders := map[string]*os.Root{".": dirRoot}
+	defer func() {
+		for d, r := range folders {
+			if d != "." {
+				r.Close()
+			}
+		}
+	}()
+	var folder func(d string) (*os.Root, error)
+	folder = func(d string) (*os.Root, error) {
+		if r := folders[d]; r != nil {
+			return r, nil
+		}
+		parent, err := folder(path.Dir(d))
+		if err != nil {
+			return nil, err
+		}
+		if err := parent.Mkdir(path.Base(d), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, err
+		}
+		r, err := parent.OpenRoot(path.Base(d))
+		if err != nil {
+			return nil, err
+		}
+		folders[d] = r
+		return r, nil
+	}
 	made := newKnown()
-	folders := map[string]bool{".": true} // made already: each folder is made once
 	for _, f := range files {
 		name := path.Clean(f.Name)
-		if !folders[path.Dir(name)] {
+		if !fs.ValidPath(name) || name == "." {
+			// Not a name inside the project: the root refuses it, and says why.
 			if err := dirRoot.MkdirAll(path.Dir(name), 0o755); err != nil {
 				return nil, fmt.Errorf("create sandbox: %w", err)
 			}
-			for d := path.Dir(name); !folders[d]; d = path.Dir(d) {
-				folders[d] = true
+			if err := dirRoot.WriteFile(name, f.Data, 0o644); err != nil {
+				return nil, fmt.Errorf("create sandbox: %w", err)
 			}
+			made = nil
+			continue
 		}
-		if err := dirRoot.WriteFile(name, f.Data, 0o644); err != nil {
-			return nil, fmt.Errorf("create sandbox: %w", err)
+		r, err := folder(path.Dir(name))
+		if err != nil {
+			return nil, fmt.Errorf("create sandbox: %s: %w", name, err)
+		}
+		if err := r.WriteFile(path.Base(name), f.Data, 0o644); err != nil {
+			return nil, fmt.Errorf("create sandbox: %s: %w", name, err)
 		}
 		if made != nil && !made.put(name, f.Data) {
 			made = nil
