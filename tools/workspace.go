@@ -718,8 +718,10 @@ func (w *Workspace) writeFolder(name string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
-		return err
+	if w.known == nil || !w.known.dirs[path.Dir(name)] { // a folder it knows is there
+		if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
+			return err
+		}
 	}
 	f, fi, err := w.openChecked(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
 	if err != nil {
