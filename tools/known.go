@@ -256,7 +256,10 @@ func (w *Workspace) knownFor() *known {
 }
 
 // forget makes w read its folder from now on.
-func (w *Workspace) forget() { w.known, w.made = nil, nil }
+func (w *Workspace) forget() {
+	w.known, w.made = nil, nil
+	w.closeFolders()
+}
 
 // Remember makes the workspace answer its tools' reads, listings and searches of the project
 // from what it wrote into the folder itself (the scenario's files, then every write and delete

@@ -61,6 +61,8 @@ type Workspace struct {
 	// made is what [NewSandboxWorkspace] wrote, until [Workspace.Remember] makes it known, the
 	// workspace's own account of its folder (nil: read the folder).
 	made, known *known
+	// folders are the project's folders opened ([Workspace.folder]), while made or known.
+	folders map[string]*os.Root
 }
 
 // alive reports the error of the tool call under way once its context is done (its time limit
@@ -160,33 +162,7 @@ func NewSandboxWorkspace(files []txtar.File, sb Sandbox, project string) (*Works
 	}
 	// Each folder is made once and opened once, as a root of its own below the project's, and
 	// its files are created in it by name: a file costs one open, not one per folder on its way.
-	folders := map[string]*os.Root{".": dirRoot}
-	defer func() {
-		for d, r := range folders {
-			if d != "." {
-				r.Close()
-			}
-		}
-	}()
-	var folder func(d string) (*os.Root, error)
-	folder = func(d string) (*os.Root, error) {
-		if r := folders[d]; r != nil {
-			return r, nil
-		}
-		parent, err := folder(path.Dir(d))
-		if err != nil {
-			return nil, err
-		}
-		if err := parent.Mkdir(path.Base(d), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return nil, err
-		}
-		r, err := parent.OpenRoot(path.Base(d))
-		if err != nil {
-			return nil, err
-		}
-		folders[d] = r
-		return r, nil
-	}
+	folder := func(d string) (*os.Root, error) { return w.folder(d, true) }
 	made := newKnown()
 	for _, f := range files {
 		name := path.Clean(f.Name)
@@ -216,8 +192,48 @@ func NewSandboxWorkspace(files []txtar.File, sb Sandbox, project string) (*Works
 	return w, nil
 }
 
+// folder returns the project's folder d (a name relative to the root) opened as a root of its
+// own, opened once through its parent's and kept while the workspace knows its folder (forget
+// closes them): no link is on the way of a folder the workspace made. With mk the folder is
+// made when it is not there.
+func (w *Workspace) folder(d string, mk bool) (*os.Root, error) {
+	if d == "." {
+		return w.dir()
+	}
+	if r := w.folders[d]; r != nil {
+		return r, nil
+	}
+	parent, err := w.folder(path.Dir(d), mk)
+	if err != nil {
+		return nil, err
+	}
+	if mk {
+		if err := parent.Mkdir(path.Base(d), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, err
+		}
+	}
+	r, err := parent.OpenRoot(path.Base(d))
+	if err != nil {
+		return nil, err
+	}
+	if w.folders == nil {
+		w.folders = map[string]*os.Root{}
+	}
+	w.folders[d] = r
+	return r, nil
+}
+
+// closeFolders closes the folders [Workspace.folder] opened.
+func (w *Workspace) closeFolders() {
+	for _, r := range w.folders {
+		r.Close()
+	}
+	w.folders = nil
+}
+
 // Remove deletes the sandbox.
 func (w *Workspace) Remove() error {
+	w.forget()
 	if w.root != nil {
 		w.root.Close()
 		w.root = nil
@@ -622,6 +638,14 @@ func (w *Workspace) openChecked(name string, flag int) (*os.File, fs.FileInfo, e
 				return nil, nil, err
 			}
 		}
+	}
+	// In a folder the workspace knows (no link on the way), the file is opened by name in the
+	// folder opened once.
+	if d := path.Dir(name); w.known != nil && d != "." && w.known.dirs[d] {
+		if root, err = w.folder(d, false); err != nil {
+			return nil, nil, err
+		}
+		name = path.Base(name)
 	}
 	f, err := root.OpenFile(name, flag|openNoBlock, 0o644)
 	if err != nil {
