@@ -579,7 +579,8 @@ func openSim(ctx context.Context, s *streams, o *runOptions, r checkedRun, b *ru
 	if cloudCacheModel(r.model.Name()) {
 		numCtx = 0
 	}
-	opts := sim.Options{Model: r.model, Tokenizer: tok, NumCtx: numCtx}
+	// A run that keeps no request body has the sim build none (it counts their bytes).
+	opts := sim.Options{Model: r.model, Tokenizer: tok, NumCtx: numCtx, NoBody: !o.SaveRequests}
 	settings := map[string]string{}
 	if ro := o.Remote.Breakpoints; ro != "" {
 		bps, err := anthropic.ParseBreakpoints(ro)
