@@ -173,6 +173,7 @@ type content struct {
 
 	mu    sync.Mutex
 	greps map[string][]grepLine // pattern → the lines that match, in order
+	diffs map[*content]string   // a later content → [Hunks] of this one to it
 }
 
 // grepLine is one matching line of a content: its number (from 1) and text.
@@ -291,4 +292,31 @@ func (w *Workspace) walkKnown(k *known, abs, name string, fn func(abs, name, rel
 		}
 	}
 	return nil
+}
+
+// hunks is [Hunks](old, new), worked out once for two contents the workspaces hold (an edit the
+// sessions of a matrix all make): remembered with old's content when both are interned.
+func hunks(old, new string) string {
+	interned.mu.Lock()
+	a, b := interned.m[old], interned.m[new]
+	interned.mu.Unlock()
+	if a == nil || b == nil {
+		return Hunks(old, new)
+	}
+	a.mu.Lock()
+	d, ok := a.diffs[b]
+	a.mu.Unlock()
+	if ok {
+		return d
+	}
+	d = Hunks(old, new)
+	a.mu.Lock()
+	if a.diffs == nil {
+		a.diffs = map[*content]string{}
+	}
+	if len(a.diffs) < maxGrepsPerContent {
+		a.diffs[b] = d
+	}
+	a.mu.Unlock()
+	return d
 }

@@ -1013,7 +1013,7 @@ func (w *Workspace) edit(s *hygiene.Session, a CallArgs) (string, error) {
 	if err := w.writeFile(name, []byte(updated)); err != nil {
 		return "", fmt.Errorf("edit %s: %w", abs, unwrapPathError(err))
 	}
-	return s.Edited(a.Path, []byte(updated), Hunks(old, updated)), nil
+	return s.Edited(a.Path, []byte(updated), hunks(old, updated)), nil
 }
 
 // write writes a file whole (spec 3.2.0 §5): a new file (its folders created) answers Created
@@ -1040,7 +1040,7 @@ func (w *Workspace) write(s *hygiene.Session, a CallArgs) (string, error) {
 	if !exists {
 		return s.Created(a.Path, content), nil
 	}
-	return s.Edited(a.Path, content, Hunks(string(old), *a.Content)), nil
+	return s.Edited(a.Path, content, hunks(string(old), *a.Content)), nil
 }
 
 // readIfExists reads the file name (relative to the root) through the root: its content and
@@ -1107,7 +1107,7 @@ func (w *Workspace) multiedit(s *hygiene.Session, a CallArgs) (string, error) {
 	if err := w.writeFile(name, []byte(cur)); err != nil {
 		return "", fmt.Errorf("multiedit %s: %w", abs, unwrapPathError(err))
 	}
-	return s.Edited(a.Path, []byte(cur), Hunks(old, cur)), nil
+	return s.Edited(a.Path, []byte(cur), hunks(old, cur)), nil
 }
 
 // fileState is a file's content as a patch being applied sees it.
