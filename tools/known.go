@@ -218,15 +218,16 @@ func (c *content) grep(re *regexp.Regexp, prefix string) []grepLine {
 	return got
 }
 
-// interned holds the contents workspaces know, each once, up to maxInternedBytes in all (256
-// MiB); a content past that is a workspace's own.
+// interned holds the contents workspaces know, each once, up to maxInternedBytes in all (64
+// MiB, kept for the process's life: a matrix's sessions share a few megabytes); a content past
+// that is a workspace's own.
 var interned struct {
 	mu    sync.Mutex
 	m     map[string]*content
 	bytes int64
 }
 
-const maxInternedBytes = 256 << 20
+const maxInternedBytes = 64 << 20
 
 // intern returns the shared content equal to data (a copy of data, kept, when there is none).
 func intern(data []byte) *content {
