@@ -179,6 +179,9 @@ func newRunner(cfg SessionConfig) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Only the session's tools, its outside changes and its shell (which ends this) change the
+	// sandbox: its reads and searches are answered from what it wrote.
+	ws.Remember()
 	if cfg.Arm.Find("cwd") != nil {
 		// The model was told the session runs there: a call naming it reaches the project.
 		ws.Alias = SessionDir(cfg.Session, sc.Project)

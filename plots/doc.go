@@ -14,7 +14,8 @@
 //  4. The charts' files are named here: [Names] gives each chart of a report its base name
 //     (<scenario>-<chart>, "setup-<label>-" first for one setup of several, safe as a file
 //     name, each once) and [File] its path in [Dir] for each of [FileFormats]
-//     (results/run_id=<run-id>/plots/midnight-cached-share.svg, say).
+//     (results/run_id=<run-id>/plots/midnight-cached-share.svg, say): SVG always, PNG only
+//     when asked for.
 //
 // A chart whose x axis spans more than [ThinAbove] requests (a generated run, or a lab proxy
 // capture of a long agent conversation) is drawn thinned: the axis cut into [ThinColumns]

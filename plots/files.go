@@ -12,8 +12,15 @@ import (
 const Dir = "plots"
 
 // FileFormats returns the formats a report writes every chart in, in the order it writes them:
-// "svg" (also inlined in report.html) then "png". The slice is new on every call.
-func FileFormats() []string { return []string{"svg", "png"} }
+// "svg" (also inlined in report.html and linked from report.md), then "png" only when png is
+// true (lab run and lab report --png): rasterizing and encoding a PNG costs several times an
+// SVG's CPU and no report embeds one. The slice is new on every call.
+func FileFormats(png bool) []string {
+	if png {
+		return []string{"svg", "png"}
+	}
+	return []string{"svg"}
+}
 
 // File returns the path of one chart file relative to the report's folder, slash-separated:
 // Dir/<base>.<format>, for example "plots/midnight-cached-share.svg"; base comes from

@@ -1,6 +1,9 @@
 package plots
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // TestNamesBase checks the charts' file names: scenario and chart joined, the setup's prefix,
 // characters unsafe in a file name replaced, hidden or empty names guarded, and a name given
@@ -35,14 +38,22 @@ func TestNamesBase(t *testing.T) {
 	}
 }
 
-// TestFile checks a chart file's path inside a report's folder, in each format a report writes.
+// TestFile checks a chart file's path inside a report's folder, in each format a report writes:
+// SVG alone by default, SVG then PNG when PNG is asked for.
 func TestFile(t *testing.T) {
-	var got []string
-	for _, f := range FileFormats() {
-		got = append(got, File("midnight-cached-share", f))
-	}
-	want := []string{"plots/midnight-cached-share.svg", "plots/midnight-cached-share.png"}
-	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
-		t.Errorf("files %q, want %q", got, want)
+	for _, c := range []struct {
+		png  bool
+		want []string
+	}{
+		{false, []string{"plots/midnight-cached-share.svg"}},
+		{true, []string{"plots/midnight-cached-share.svg", "plots/midnight-cached-share.png"}},
+	} {
+		var got []string
+		for _, f := range FileFormats(c.png) {
+			got = append(got, File("midnight-cached-share", f))
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("png %v: files %q, want %q", c.png, got, c.want)
+		}
 	}
 }

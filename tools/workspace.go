@@ -58,6 +58,11 @@ type Workspace struct {
 	// call is the context of the tool call under way ([Workspace.RunWithin]), checked inside
 	// every walk and read so that a call past its time limit returns; nil between calls.
 	call context.Context
+	// made is what [NewSandboxWorkspace] wrote, until [Workspace.Remember] makes it known, the
+	// workspace's own account of its folder (nil: read the folder).
+	made, known *known
+	// folders are the project's folders opened ([Workspace.folder]), while made or known.
+	folders map[string]*os.Root
 }
 
 // alive reports the error of the tool call under way once its context is done (its time limit
@@ -75,6 +80,7 @@ func (w *Workspace) alive() error {
 // output may show it), and the first call of each Workspace empties it: no session finds what
 // another kept there. Errors are the filesystem's.
 func (w *Workspace) ShellHome() (string, error) {
+	w.forget() // a command may change anything in the project
 	if w.shellHome != "" {
 		return w.shellHome, nil
 	}
@@ -154,20 +160,80 @@ func NewSandboxWorkspace(files []txtar.File, sb Sandbox, project string) (*Works
 	if err != nil {
 		return nil, fmt.Errorf("create sandbox: %w", err)
 	}
+	// Each folder is made once and opened once, as a root of its own below the project's, and
+	// its files are created in it by name: a file costs one open, not one per folder on its way.
+	folder := func(d string) (*os.Root, error) { return w.folder(d, true) }
+	made := newKnown()
 	for _, f := range files {
 		name := path.Clean(f.Name)
-		if err := dirRoot.MkdirAll(path.Dir(name), 0o755); err != nil {
-			return nil, fmt.Errorf("create sandbox: %w", err)
+		if !fs.ValidPath(name) || name == "." {
+			// Not a name inside the project: the root refuses it, and says why.
+			if err := dirRoot.MkdirAll(path.Dir(name), 0o755); err != nil {
+				return nil, fmt.Errorf("create sandbox: %w", err)
+			}
+			if err := dirRoot.WriteFile(name, f.Data, 0o644); err != nil {
+				return nil, fmt.Errorf("create sandbox: %w", err)
+			}
+			made = nil
+			continue
 		}
-		if err := dirRoot.WriteFile(name, f.Data, 0o644); err != nil {
-			return nil, fmt.Errorf("create sandbox: %w", err)
+		r, err := folder(path.Dir(name))
+		if err != nil {
+			return nil, fmt.Errorf("create sandbox: %s: %w", name, err)
+		}
+		if err := r.WriteFile(path.Base(name), f.Data, 0o644); err != nil {
+			return nil, fmt.Errorf("create sandbox: %s: %w", name, err)
+		}
+		if made != nil && !made.put(name, f.Data) {
+			made = nil
 		}
 	}
+	w.made = made
 	return w, nil
+}
+
+// folder returns the project's folder d (a name relative to the root) opened as a root of its
+// own, opened once through its parent's and kept while the workspace knows its folder (forget
+// closes them): no link is on the way of a folder the workspace made. With mk the folder is
+// made when it is not there.
+func (w *Workspace) folder(d string, mk bool) (*os.Root, error) {
+	if d == "." {
+		return w.dir()
+	}
+	if r := w.folders[d]; r != nil {
+		return r, nil
+	}
+	parent, err := w.folder(path.Dir(d), mk)
+	if err != nil {
+		return nil, err
+	}
+	if mk {
+		if err := parent.Mkdir(path.Base(d), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, err
+		}
+	}
+	r, err := parent.OpenRoot(path.Base(d))
+	if err != nil {
+		return nil, err
+	}
+	if w.folders == nil {
+		w.folders = map[string]*os.Root{}
+	}
+	w.folders[d] = r
+	return r, nil
+}
+
+// closeFolders closes the folders [Workspace.folder] opened.
+func (w *Workspace) closeFolders() {
+	for _, r := range w.folders {
+		r.Close()
+	}
+	w.folders = nil
 }
 
 // Remove deletes the sandbox.
 func (w *Workspace) Remove() error {
+	w.forget()
 	if w.root != nil {
 		w.root.Close()
 		w.root = nil
@@ -286,6 +352,9 @@ const maxLinks = 40
 // nothing (a *danglingError). Nothing is opened but through the root, and what follow answers is
 // a name only: a later change of the folders cannot make an open of it leave the root.
 func (w *Workspace) follow(name string) (real string, missing bool, err error) {
+	if k := w.knownFor(); k != nil && (k.files[name] != nil || k.dirs[name]) {
+		return name, false, nil // no link on the way: the workspace writes none
+	}
 	type part struct{ name, via string } // via: the link whose target gave the name
 	var parts []part
 	split := func(p, via string) []part {
@@ -398,6 +467,9 @@ func (w *Workspace) readDir(name string) ([]fs.DirEntry, error) {
 func (w *Workspace) walk(abs, name string, fn func(abs, name, rel string) error) error {
 	if _, err := w.dir(); err != nil {
 		return err
+	}
+	if k := w.knownFor(); k != nil && k.dirs[name] {
+		return w.walkKnown(k, abs, name, fn)
 	}
 	inside := map[string]bool{} // the folders on the way down, by their names with no link
 	var visit func(abs, name, rel string) error
@@ -567,6 +639,14 @@ func (w *Workspace) openChecked(name string, flag int) (*os.File, fs.FileInfo, e
 			}
 		}
 	}
+	// In a folder the workspace knows (no link on the way), the file is opened by name in the
+	// folder opened once.
+	if d := path.Dir(name); w.known != nil && d != "." && w.known.dirs[d] {
+		if root, err = w.folder(d, false); err != nil {
+			return nil, nil, err
+		}
+		name = path.Base(name)
+	}
 	f, err := root.OpenFile(name, flag|openNoBlock, 0o644)
 	if err != nil {
 		return nil, nil, err
@@ -586,6 +666,9 @@ func (w *Workspace) openChecked(name string, flag int) (*os.File, fs.FileInfo, e
 // than [MaxFileBytes], a folder ("is a directory") and a named pipe, socket or device
 // ([errNotRegular]).
 func (w *Workspace) readFile(name string) ([]byte, error) {
+	if k := w.knownFor(); k != nil && k.files[name] != nil {
+		return w.readKnown(k.files[name])
+	}
 	f, fi, err := w.openChecked(name, os.O_RDONLY)
 	if err != nil {
 		return nil, err
@@ -641,12 +724,28 @@ func (c *callReader) Read(p []byte) (int, error) {
 // there is none (its folders too), refusing a named pipe, a socket or a device ([errNotRegular])
 // instead of waiting on it.
 func (w *Workspace) writeFile(name string, data []byte) error {
+	err := w.writeFolder(name, data)
+	if err != nil {
+		w.forget()
+		return err
+	}
+	if w.known != nil && !w.known.put(name, data) {
+		w.forget()
+	}
+	w.made = nil
+	return nil
+}
+
+// writeFolder is writeFile in the folder alone.
+func (w *Workspace) writeFolder(name string, data []byte) error {
 	root, err := w.dir()
 	if err != nil {
 		return err
 	}
-	if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
-		return err
+	if w.known == nil || !w.known.dirs[path.Dir(name)] { // a folder it knows is there
+		if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
+			return err
+		}
 	}
 	f, fi, err := w.openChecked(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
 	if err != nil {
@@ -708,6 +807,39 @@ func (w *Workspace) list(s *hygiene.Session, raw json.RawMessage, a CallArgs) (s
 	// Like find: links are listed, not followed; every folder is read through the root.
 	var lines []string
 	var visit func(abs, name string) error
+	if k := w.knownFor(); k != nil && k.dirs[name] {
+		visit = func(abs, name string) error {
+			for _, e := range k.entries(name) {
+				if err := w.alive(); err != nil {
+					return err
+				}
+				p := filepath.Join(abs, e.name)
+				if !e.dir {
+					lines = append(lines, p)
+					continue
+				}
+				lines = append(lines, p+"/")
+				if err := visit(p, path.Join(name, e.name)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	} else {
+		visit = w.listFolder(&lines)
+	}
+	if err = visit(abs, name); err != nil {
+		return "", fmt.Errorf("list %s: %w", abs, unwrapPathError(err))
+	}
+	if len(lines) == 0 {
+		return s.Search("list", raw, fmt.Sprintf("%s is empty.", abs)), nil
+	}
+	return s.Search("list", raw, strings.Join(lines, "\n")), nil
+}
+
+// listFolder returns list's walk of the folder, appending every entry below it to lines.
+func (w *Workspace) listFolder(lines *[]string) func(abs, name string) error {
+	var visit func(abs, name string) error
 	visit = func(abs, name string) error {
 		entries, err := w.readDir(name)
 		if err != nil {
@@ -723,23 +855,17 @@ func (w *Workspace) list(s *hygiene.Session, raw json.RawMessage, a CallArgs) (s
 			// §1: a search's results (a listing among them, §6) name the absolute path.
 			p := filepath.Join(abs, e.Name())
 			if !e.IsDir() {
-				lines = append(lines, p)
+				*lines = append(*lines, p)
 				continue
 			}
-			lines = append(lines, p+"/")
+			*lines = append(*lines, p+"/")
 			if err := visit(p, path.Join(name, e.Name())); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	if err = visit(abs, name); err != nil {
-		return "", fmt.Errorf("list %s: %w", abs, unwrapPathError(err))
-	}
-	if len(lines) == 0 {
-		return s.Search("list", raw, fmt.Sprintf("%s is empty.", abs)), nil
-	}
-	return s.Search("list", raw, strings.Join(lines, "\n")), nil
+	return visit
 }
 
 // glob answers the files under a.Path whose path relative to it matches a.Pattern
@@ -811,6 +937,19 @@ func (w *Workspace) grep(s *hygiene.Session, raw json.RawMessage, a CallArgs) (s
 	prefix, _ := re.LiteralPrefix()
 	var out []string
 	search := func(p, name string) error {
+		if k := w.knownFor(); k != nil && k.files[name] != nil {
+			c := k.files[name]
+			if err := w.alive(); err != nil {
+				return err
+			}
+			if len(c.data) > MaxFileBytes {
+				return nil // not searched
+			}
+			for _, l := range c.grep(re, prefix) {
+				out = append(out, fmt.Sprintf("%s:%d: %s", p, l.n, l.text))
+			}
+			return nil
+		}
 		data, err := w.readFile(name)
 		if errors.Is(err, errTooLarge) {
 			return nil // not searched
@@ -874,7 +1013,7 @@ func (w *Workspace) edit(s *hygiene.Session, a CallArgs) (string, error) {
 	if err := w.writeFile(name, []byte(updated)); err != nil {
 		return "", fmt.Errorf("edit %s: %w", abs, unwrapPathError(err))
 	}
-	return s.Edited(a.Path, []byte(updated), Hunks(old, updated)), nil
+	return s.Edited(a.Path, []byte(updated), hunks(old, updated)), nil
 }
 
 // write writes a file whole (spec 3.2.0 §5): a new file (its folders created) answers Created
@@ -901,7 +1040,7 @@ func (w *Workspace) write(s *hygiene.Session, a CallArgs) (string, error) {
 	if !exists {
 		return s.Created(a.Path, content), nil
 	}
-	return s.Edited(a.Path, content, Hunks(string(old), *a.Content)), nil
+	return s.Edited(a.Path, content, hunks(string(old), *a.Content)), nil
 }
 
 // readIfExists reads the file name (relative to the root) through the root: its content and
@@ -922,6 +1061,11 @@ func (w *Workspace) readIfExists(name string) ([]byte, bool, error) {
 // stat describes the file name (relative to the root), looked at through the root, links inside
 // the project followed.
 func (w *Workspace) stat(name string) (fs.FileInfo, error) {
+	if k := w.knownFor(); k != nil {
+		if fi, ok := k.stat(name); ok {
+			return fi, nil
+		}
+	}
 	root, err := w.dir()
 	if err != nil {
 		return nil, err
@@ -963,7 +1107,7 @@ func (w *Workspace) multiedit(s *hygiene.Session, a CallArgs) (string, error) {
 	if err := w.writeFile(name, []byte(cur)); err != nil {
 		return "", fmt.Errorf("multiedit %s: %w", abs, unwrapPathError(err))
 	}
-	return s.Edited(a.Path, []byte(cur), Hunks(old, cur)), nil
+	return s.Edited(a.Path, []byte(cur), hunks(old, cur)), nil
 }
 
 // fileState is a file's content as a patch being applied sees it.
@@ -1095,7 +1239,8 @@ func (w *Workspace) applyPatch(s *hygiene.Session, a CallArgs) (string, error) {
 func (w *Workspace) commit(order []string, labels map[string]string, files map[string]*fileState, orig map[string]fileState) error {
 	put := func(name string, st fileState) error {
 		if !st.exists {
-			if err := w.root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			err := w.removeFile(name)
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("delete %s: %w", labels[name], unwrapPathError(err))
 			}
 			return nil
@@ -1152,7 +1297,7 @@ func (w *Workspace) Outside(p, content string, del bool) error {
 		return fmt.Errorf("outside change: %w", err)
 	}
 	if del {
-		if err := w.root.Remove(name); err != nil {
+		if err := w.removeFile(name); err != nil {
 			return fmt.Errorf("outside change: %s: %w", abs, unwrapPathError(err))
 		}
 		return nil
@@ -1195,4 +1340,25 @@ func (w *Workspace) Dir(p string) (string, error) {
 		return "", fmt.Errorf("%s is not a directory", abs)
 	}
 	return abs, nil
+}
+
+// readKnown is readFile of a file the workspace knows: a copy of its content, the same checks.
+func (w *Workspace) readKnown(c *content) ([]byte, error) {
+	if err := w.alive(); err != nil {
+		return nil, err
+	}
+	if len(c.data) > MaxFileBytes {
+		return nil, fmt.Errorf("the file is %d bytes, more than the %d the tools read: %w", len(c.data), MaxFileBytes, errTooLarge)
+	}
+	return append([]byte{}, c.data...), nil
+}
+
+// removeFile deletes the file name (relative to the root) through the root, and from what the
+// workspace knows.
+func (w *Workspace) removeFile(name string) error {
+	err := w.root.Remove(name)
+	if err != nil || w.known == nil || !w.known.remove(name) {
+		w.forget()
+	}
+	return err
 }

@@ -117,6 +117,10 @@ type Options struct {
 	// TemplateNow is the clock a chat template's strftime_now reads (Llama 3.2's "Today
 	// Date"), as llama-server's reads the server's local time; nil is time.Now.
 	TemplateNow func() time.Time
+	// NoBody leaves every result's Body nil; RequestBytes still counts the body's bytes, worked
+	// out without building it. For a run that keeps no request body (lab run without
+	// --save-requests). Without Template only.
+	NoBody bool
 }
 
 // Backend simulates a server: renders, tokenizes and applies a cache model. Not safe for
@@ -164,18 +168,20 @@ type Backend struct {
 	now    func() time.Time // Options.TemplateNow
 	llama  *llamacpp.Client
 	numCtx int
+	// noBody is Options.NoBody.
+	noBody bool
 }
 
 // encode returns the /api/chat body of creq, built from req, reusing the tool list's JSON when
 // it is the previous request's.
-func (b *Backend) encode(req *chat.Request, creq *api.ChatRequest) ([]byte, error) {
+func (b *Backend) encode(req *chat.Request, creq *api.ChatRequest) (body []byte, n int, err error) {
 	same := slices.EqualFunc(req.Tools, b.tools, func(x, y chat.Tool) bool {
 		return x.Name == y.Name && x.Description == y.Description && bytes.Equal(x.Parameters, y.Parameters)
 	})
 	if !same || (b.toolsJSON == nil && len(req.Tools) > 0) {
 		j, err := json.Marshal(creq.Tools)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		b.tools, b.toolsJSON = slices.Clone(req.Tools), j
 	}
@@ -191,9 +197,8 @@ func (b *Backend) encode(req *chat.Request, creq *api.ChatRequest) ([]byte, erro
 			if i < len(b.sent) && sameEncoding(&b.sent[i].m, m) {
 				j = b.sent[i].json
 			} else {
-				var err error
 				if j, err = json.Marshal(creq.Messages[i]); err != nil {
-					return nil, err
+					return nil, 0, err
 				}
 			}
 			next[i] = sentMessage{m: *m, json: j}
@@ -205,7 +210,7 @@ func (b *Backend) encode(req *chat.Request, creq *api.ChatRequest) ([]byte, erro
 	} else {
 		j, err := json.Marshal(creq.Messages)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		msgs = [][]byte{j}
 	}
@@ -215,7 +220,7 @@ func (b *Backend) encode(req *chat.Request, creq *api.ChatRequest) ([]byte, erro
 	rest.Messages, rest.Tools = nil, nil
 	head, err := json.Marshal(&rest)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	// encoding/json writes the fields in the struct's order: the messages second, the tool list
 	// just before the options (which has no omitempty, so it is always there).
@@ -223,15 +228,27 @@ func (b *Backend) encode(req *chat.Request, creq *api.ChatRequest) ([]byte, erro
 	k := bytes.Index(head, []byte(null))
 	o := bytes.Index(head, []byte(options))
 	if k < 0 || o < k {
-		return nil, errors.New("sim: encode request: unexpected field layout")
+		return nil, 0, errors.New("sim: encode request: unexpected field layout")
+	}
+	// The body's size: the head without its null messages, the messages' array, the tool list.
+	n = len(head) - len(null) + len(`"messages":`)
+	if !each {
+		n += len(msgs[0])
+	} else {
+		n += 2 + len(msgs) - 1 // the brackets and commas
+		for _, j := range msgs {
+			n += len(j)
+		}
+	}
+	if len(req.Tools) > 0 {
+		n += len(`,"tools":`) + len(b.toolsJSON)
+	}
+	if b.noBody {
+		return nil, n, nil
 	}
 	// The body is built once at its final size: the messages' JSON is copied into it, never
 	// into an array of its own first (a message may hold a tool argument of megabytes).
-	size := len(head) + len(b.toolsJSON) + 32
-	for _, j := range msgs {
-		size += len(j) + 1
-	}
-	body := make([]byte, 0, size)
+	body = make([]byte, 0, n)
 	body = append(body, head[:k]...)
 	body = append(body, `"messages":`...)
 	if !each {
@@ -251,7 +268,11 @@ func (b *Backend) encode(req *chat.Request, creq *api.ChatRequest) ([]byte, erro
 		body = append(body, `,"tools":`...)
 		body = append(body, b.toolsJSON...)
 	}
-	return append(body, head[o:]...), nil
+	body = append(body, head[o:]...)
+	if len(body) != n {
+		return nil, 0, fmt.Errorf("sim: encode request: %d bytes built, %d worked out", len(body), n)
+	}
+	return body, n, nil
 }
 
 // sentMessage is a message of a request's body: the chat message and its JSON.
@@ -343,7 +364,7 @@ func New(o Options) (*Backend, error) {
 	inc := &cachesim.Incremental{Tok: o.Tokenizer}
 	return &Backend{model: o.Model, tok: &prompts{recent: recent{tok: o.Tokenizer}, inc: inc}, whole: inc, inc: inc,
 		counter: turnCounter{tok: o.Tokenizer}, window: cachesim.NewWindow(o.NumCtx), breakpoints: o.CacheBreakpoints,
-		perToken: o.PrefillPerToken, prefill: o.Prefill, conv: conv, order: cachesim.OrderOf(o.Model.Name())}, nil
+		perToken: o.PrefillPerToken, prefill: o.Prefill, conv: conv, order: cachesim.OrderOf(o.Model.Name()), noBody: o.NoBody}, nil
 }
 
 // Tokenizer returns the backend's tokenizer, which remembers the last few texts it encoded: give
@@ -437,11 +458,11 @@ func (b *Backend) Send(ctx context.Context, req *chat.Request, reply *chat.Reply
 	if err != nil {
 		return nil, err
 	}
-	body, err := b.encode(req, creq)
+	body, n, err := b.encode(req, creq)
 	if err != nil {
 		return nil, fmt.Errorf("sim: encode request: %w", err)
 	}
-	res := &chat.Result{RequestBytes: int64(len(body)), Body: body}
+	res := &chat.Result{RequestBytes: int64(n), Body: body}
 	if huge {
 		collect()
 	}

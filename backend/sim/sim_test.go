@@ -188,8 +188,18 @@ func TestHarnessExpectationMatchesLlamaCpp(t *testing.T) {
 
 // The body is the request the Ollama backend would send (the tool list's JSON is reused between
 // requests, not changed): same fields, same values, same size, also when the tool list changes.
+// TestBodyIsTheOllamaRequest checks each body against encoding/json's of the Ollama request, and
+// a twin backend with NoBody, sent the same requests, builds none but counts the same bytes.
 func TestBodyIsTheOllamaRequest(t *testing.T) {
 	b := newSim(t, cachesim.ModelIdeal, time.Millisecond)
+	m, err := cachesim.NewModel(cachesim.ModelIdeal, cachesim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noBody, err := sim.New(sim.Options{Model: m, Tokenizer: tinytokenizer.Bytes{}, PrefillPerToken: time.Millisecond, NoBody: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	conv, _ := ollama.New("http://127.0.0.1:1", "sim") // the sim converts as a client of model "sim"
 	tool := func(name string) chat.Tool {
 		return chat.Tool{Name: name, Description: "d " + name, Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"p"}},"required":["path"]}`)}
@@ -221,6 +231,13 @@ func TestBodyIsTheOllamaRequest(t *testing.T) {
 		want, _ := json.Marshal(creq)
 		if !bytes.Equal(res.Body, want) || res.RequestBytes != int64(len(want)) {
 			t.Errorf("request %d: body %s\nwant %s (%d bytes, got %d)", i, res.Body, want, len(want), res.RequestBytes)
+		}
+		nb, err := noBody.Send(context.Background(), req, &chat.Reply{Content: "ok"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if nb.Body != nil || nb.RequestBytes != int64(len(want)) || *nb.CachedTokens != *res.CachedTokens {
+			t.Errorf("request %d with NoBody: body of %d bytes, %d counted, cached %d; want none, %d, %d", i, len(nb.Body), nb.RequestBytes, *nb.CachedTokens, len(want), *res.CachedTokens)
 		}
 	}
 }

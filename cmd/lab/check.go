@@ -35,6 +35,8 @@ type checkOptions struct {
 	// Format is text (one line per failure and a summary) or json (one document).
 	Format string
 	Quiet  bool
+	// PNG is --png: with Results, the kept run's charts as PNG too, beside their SVG.
+	PNG bool
 }
 
 func newCheckCmd(s *streams) *cobra.Command {
@@ -67,6 +69,7 @@ flag, a check file error "file:line: message"), 1 could not run.`,
 	f.StringVar(&o.ArmsFile, "arms", "", "a YAML file of arms of your own (as lab run --arms): the check file's arms and expectations may name them")
 	f.StringVar(&o.Run, "run", "", "evaluate this run folder (results/run_id=<run-id>, every shard of it) instead of running")
 	f.StringVar(&o.Results, "results", "", "keep the run in this folder's run_id=<run-id>/ (default: a temporary folder, removed afterwards)")
+	f.BoolVar(&o.PNG, "png", false, "with --results: also write each chart of the kept run's report as a PNG beside its SVG")
 	f.StringVar(&o.CacheDir, "cache", "", "cache folder for the tokenizer and the built server (default $LAB_CACHE or ~/.cache/lab)")
 	formatFlag(f, &o.Format, "a line per failure and a summary")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress output")
@@ -76,6 +79,9 @@ flag, a check file error "file:line: message"), 1 could not run.`,
 func runCheck(ctx context.Context, s *streams, o *checkOptions) error {
 	if err := checkFormat(o.Format); err != nil {
 		return err
+	}
+	if o.PNG && o.Results == "" {
+		return badInput("--png writes the kept run's charts: it needs --results")
 	}
 	if o.Run != "" && (o.Results != "" || o.Backend != "sim") {
 		return badInput("--run evaluates a run folder and runs nothing: drop --backend and --results")
@@ -166,7 +172,7 @@ func runCheckMatrix(ctx context.Context, s *streams, o *checkOptions, file *chec
 		if o.Format == "json" {
 			s2.out = io.Discard
 		}
-		err = errors.Join(err, reportRun(&s2, dir, man, ro.shard, runOutput{noSummary: true, listFiles: true}))
+		err = errors.Join(err, reportRun(&s2, dir, man, ro.shard, runOutput{noSummary: true, listFiles: true, png: o.PNG}))
 	}
 	if err != nil {
 		return nil, nil, err

@@ -41,7 +41,7 @@ func TestMidnightOnTheRealServer(t *testing.T) {
 func midnightOn(t *testing.T, backend, source string, within float64) {
 	results := t.TempDir()
 	var out, errb bytes.Buffer
-	code := run(context.Background(), []string{"run", "--backend", backend, "--scenario", "midnight", "--arm", "spec,date-in-system-prompt", "--results", results, "--run-id", "e2e", "--save-requests"}, &out, &errb)
+	code := run(context.Background(), []string{"run", "--backend", backend, "--scenario", "midnight", "--arm", "spec,date-in-system-prompt", "--results", results, "--run-id", "e2e", "--save-requests", "--png"}, &out, &errb)
 	t.Logf("stdout:\n%s", out.String())
 	if code != 0 {
 		t.Fatalf("lab run exited %d\nstderr:\n%s", code, errb.String())

@@ -137,6 +137,7 @@ func loadRuns(dirs []string, warn io.Writer) (mans []*metrics.Manifest, all *met
 func newReportCmd(s *streams) *cobra.Command {
 	var format, out string
 	var listFiles bool
+	var png bool
 	cmd := &cobra.Command{
 		Use:   "report RUN...",
 		Short: "Write report.md, report.html and plots for runs, or one format to stdout",
@@ -148,13 +149,13 @@ cached tokens differ from the expected ones, and the spec's own claims checked a
 (the midnight cliff; the re-read tokens saved by sending reasoning back).
 
 Without --format it writes report.md, report.html (self-contained, plots inline) and plots/
-into the run folder, or into --out DIR (required for several runs), and prints what it found:
-per scenario and arm the cached share, the re-read tokens, re-read vs spec and the request that
-lost most of the KV cache with the segment where its prompt diverged (the spec arm and the arms
-that differ from it beyond its interval, at most 40 lines with the rest in report.html), each
-claim's verdict, then where the report is. With --format it writes
-that format to stdout instead: text, markdown, csv, json, benchfmt (the Go benchmark format:
-benchstat old.txt new.txt compares two runs) or html. The samples of several runs of one setup
+(each chart as SVG, and as PNG too with --png) into the run folder, or into --out DIR
+(required for several runs), and prints what it found: per scenario and arm the cached share,
+the re-read tokens, re-read vs spec and the request that lost most of the KV cache with the
+segment where its prompt diverged (the spec arm and the arms that differ from it beyond its
+interval, at most 40 lines with the rest in report.html), each claim's verdict, then where the
+report is. With --format it writes that format to stdout instead: text, markdown, csv, json,
+benchfmt (the Go benchmark format: benchstat old.txt new.txt compares two runs) or html. The samples of several runs of one setup
 are pooled as repetitions, kept apart by run id; runs of different setups (backend, server
 version, model file, num_ctx, cache start, cache model, driver, flash attention, …) are never
 pooled: each setup gets its own section after a table setting their means side by side, and a
@@ -185,6 +186,9 @@ report then exits 1. report never writes the data files.`,
 					return &usageError{err}
 				}
 				write = w
+				if png {
+					return badInput("--format %s writes to stdout and --png asks for chart files: give one of them", format)
+				}
 				if out != "" {
 					return badInput("--format %s writes to stdout and --out %s names a folder for report.md, report.html and plots/: give one of them", format, out)
 				}
@@ -215,7 +219,7 @@ report then exits 1. report never writes the data files.`,
 			if err := os.MkdirAll(dest, 0o755); err != nil {
 				return err
 			}
-			r, files, err := writeReportOf(dest, mans, samples)
+			r, files, err := writeReportOf(dest, mans, samples, png)
 			where := whereLines("report", dest, files, listFiles)
 			if r != nil {
 				if werr := report.Terminal(s.out, r, report.TerminalOptions{MaxLines: summaryLines - min(len(where), 3), More: reportHTML}); werr != nil {
@@ -234,6 +238,7 @@ report then exits 1. report never writes the data files.`,
 	cmd.Flags().StringVar(&format, "format", "", "write one format to stdout: "+strings.Join(report.Formats(), ", ")+" (default: report.md, report.html and plots/ into the folder)")
 	cmd.Flags().StringVar(&out, "out", "", "the folder to write report.md, report.html and plots/ into (default: the run folder; required for several runs)")
 	cmd.Flags().BoolVar(&listFiles, "list-files", false, "after the summary, name every file written (plots included), not only report.html and report.md")
+	cmd.Flags().BoolVar(&png, "png", false, "also write each chart as a PNG beside its SVG (report.md links it; report.html inlines the SVG)")
 	return cmd
 }
 
@@ -418,10 +423,10 @@ func orUnknown(v string) string {
 
 // renderServerFigures draws, for each server comparison of an that is not refused
 // (report.ServerComparison), one chart per scenario×arm of the re-read tokens per request with
-// one line per server (plots.ServerReread), into out in every plots.FileFormats, and returns them
+// one line per server (plots.ServerReread), into out in each of formats (plots.FileFormats), and returns them
 // as report figures (Setup: the comparison's Label) with the files written relative to out.
 // labels and completes are AnalyzeRunRows's: the label and complete rows of each setup.
-func renderServerFigures(out string, an *report.Analysis, labels []string, completes []*metrics.Rows) (figs []report.Figure, files []string, err error) {
+func renderServerFigures(out string, an *report.Analysis, labels []string, completes []*metrics.Rows, formats []string) (figs []report.Figure, files []string, err error) {
 	rowsOf := map[string]*metrics.Rows{}
 	for i, l := range labels {
 		rowsOf[l] = completes[i]
@@ -441,7 +446,7 @@ func renderServerFigures(out string, an *report.Analysis, labels []string, compl
 				return figs, files, err
 			}
 			base := names.Base("", "servers-"+c.Base+"-"+c.Other+"-"+arm.Scenario, "reread-"+arm.Arm)
-			fig, written, err := writeFigure(out, base, report.Figure{Scenario: arm.Scenario, Setup: c.Label(), Title: p.Title.Text},
+			fig, written, err := writeFigure(out, base, report.Figure{Scenario: arm.Scenario, Setup: c.Label(), Title: p.Title.Text}, formats,
 				func(w io.Writer, format string) error {
 					return plots.Write(w, p, format, plots.DefaultWidth, plots.DefaultHeight)
 				})

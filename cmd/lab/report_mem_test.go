@@ -178,7 +178,7 @@ func BenchmarkReportMemory(b *testing.B) {
 				if err != nil || lost != nil {
 					b.Fatal(err, lost)
 				}
-				if _, err := writeReportFiles(out, mans, samples); err != nil {
+				if _, err := writeReportFiles(out, mans, samples, true); err != nil {
 					b.Fatal(err)
 				}
 				peak := stop()
@@ -192,7 +192,7 @@ func BenchmarkReportMemory(b *testing.B) {
 			b.ReportMetric(peakSum/float64(b.N)/float64(rows), "peak-heap-B/row")
 			b.ReportMetric(allocSum/float64(b.N)/float64(rows), "alloc-B/row")
 			if bin := os.Getenv("LAB_BIN"); bin != "" {
-				cmd := exec.Command(bin, "report", "--out", b.TempDir(), run)
+				cmd := exec.Command(bin, "report", "--png", "--out", b.TempDir(), run)
 				if out, err := cmd.CombinedOutput(); err != nil {
 					b.Fatalf("%s report: %v\n%s", bin, err, out)
 				}

@@ -56,7 +56,7 @@ func labBinary(b *testing.B) string {
 // maxrss of the child, 1 MB = 2^20 bytes).
 func reportChild(b *testing.B, bin string, args ...string) (seconds, cpu, mb float64) {
 	b.Helper()
-	cmd := exec.Command(bin, append([]string{"report", "--out", b.TempDir()}, args...)...)
+	cmd := exec.Command(bin, append([]string{"report", "--png", "--out", b.TempDir()}, args...)...)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
@@ -146,7 +146,7 @@ func globReads(b *testing.B, pattern string) (maxOpens, perByte float64) {
 	if err != nil || lost != nil {
 		b.Fatal(err, lost)
 	}
-	if _, err := writeReportFiles(b.TempDir(), mans, all); err != nil {
+	if _, err := writeReportFiles(b.TempDir(), mans, all, true); err != nil {
 		b.Fatal(err)
 	}
 	stats.Stop()
@@ -212,7 +212,7 @@ func TestReportGlobReadsEachPartOnce(t *testing.T) {
 	if err != nil || lost != nil {
 		t.Fatal(err, lost)
 	}
-	if _, err := writeReportFiles(t.TempDir(), mans, all); err != nil {
+	if _, err := writeReportFiles(t.TempDir(), mans, all, true); err != nil {
 		t.Fatal(err)
 	}
 	stats.Stop()

@@ -62,7 +62,7 @@ func TestReportWritesIntoTheRunFolder(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("lab report: exit %d, stderr %q", code, errOut)
 	}
-	for _, f := range []string{"report.md", "report.html", "plots/midnight-cached-share.svg", "plots/midnight-cached-share.png"} {
+	for _, f := range []string{"report.md", "report.html", "plots/midnight-cached-share.svg"} {
 		if fi, err := os.Stat(filepath.Join(run, f)); err != nil || fi.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
 		}
@@ -78,14 +78,41 @@ func TestReportWritesIntoTheRunFolder(t *testing.T) {
 	if _, all, _ := runLab(t, "report", "--list-files", run); !strings.Contains(all, "\n  plots/midnight-cached-share.svg\n") {
 		t.Errorf("lab report --list-files does not name the plots:\n%s", all)
 	}
+	// Without --png no chart is a PNG, and the report links none.
+	if pngs, _ := filepath.Glob(filepath.Join(run, "plots", "*.png")); len(pngs) > 0 || strings.Contains(out, ".png") {
+		t.Errorf("PNGs written without --png: %q\n%s", pngs, out)
+	}
+	md, _ := os.ReadFile(filepath.Join(run, "report.md"))
+	if strings.Contains(string(md), ".png") || !strings.Contains(string(md), "(plots/midnight-cached-share.svg)") {
+		t.Errorf("report.md without --png links a PNG, or not the SVG:\n%s", md)
+	}
 	html, _ := os.ReadFile(filepath.Join(run, "report.html"))
+	if strings.Contains(string(html), ".png") {
+		t.Errorf("report.html without --png links a PNG")
+	}
 	if !strings.Contains(string(html), "<svg") || !strings.Contains(string(html), "The midnight cliff") {
 		t.Errorf("report.html lacks an inline chart or the cliff section")
 	}
-	md, _ := os.ReadFile(filepath.Join(run, "report.md"))
 	// The date arm's cliff: request 3, a 1,300-token prompt re-read whole.
 	if !strings.Contains(string(md), "| date-in-system-prompt | 3 | 1,300 ± 0 |") {
 		t.Errorf("report.md lacks the date arm's cliff row:\n%s", md)
+	}
+
+	// With --png each chart is a PNG too, listed and linked beside its SVG.
+	code, out, errOut = runLab(t, "report", "--png", run)
+	if code != exitOK {
+		t.Fatalf("lab report --png: exit %d, stderr %q", code, errOut)
+	}
+	const png = "plots/midnight-cached-share.png"
+	if fi, err := os.Stat(filepath.Join(run, png)); err != nil || fi.Size() == 0 || !strings.Contains(out, "  "+png+"\n") {
+		t.Errorf("%s: %v; stdout:\n%s", png, err, out)
+	}
+	md, _ = os.ReadFile(filepath.Join(run, "report.md"))
+	if !strings.Contains(string(md), "("+png+")") {
+		t.Errorf("report.md with --png does not link %s:\n%s", png, md)
+	}
+	if code, _, errOut := runLab(t, "report", "--png", "--format", "text", run); code != exitBadInput || !strings.Contains(errOut, "--png") {
+		t.Errorf("--png --format text: exit %d, stderr %q; want a usage error naming --png", code, errOut)
 	}
 }
 
@@ -291,7 +318,7 @@ func TestReportOddScenarioNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	editManifest(t, run, func(m *metrics.Manifest) { m.Scenarios = []string{"team/<b>mid night</b>"} })
-	code, out, errOut := runLab(t, "report", "--list-files", run)
+	code, out, errOut := runLab(t, "report", "--list-files", "--png", run)
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
@@ -325,7 +352,7 @@ func TestReportTwoServers(t *testing.T) {
 	editManifest(t, a, server("ollama", "0.17.4", "sha256:aa"))
 	editManifest(t, b, server("llamacpp", "b11669", "sha256:aa"))
 	out := filepath.Join(dir, "both")
-	code, stdout, errOut := runLab(t, "report", "--list-files", "--out", out, a, b)
+	code, stdout, errOut := runLab(t, "report", "--list-files", "--png", "--out", out, a, b)
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}

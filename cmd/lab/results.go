@@ -26,18 +26,19 @@ const (
 	reportHTML     = "report.html"
 )
 
-// writeReport reads a run's results and writes its charts under plots/, report.md and
+// writeReport reads a run's results and writes its charts under plots/ (SVG, and PNG
+// too when png is true), report.md and
 // report.html into the run folder; it returns the report written (nil when the run could not be
 // read) and the files of the folder, relative to dir (for a run's closing message): its data
 // files (every part's samples, manifest and requests, or the old layout's), then the report's.
-func writeReport(dir string) (r *report.Report, files []string, err error) {
+func writeReport(dir string, png bool) (r *report.Report, files []string, err error) {
 	var rows metrics.Rows
 	man, err := metrics.AppendRunRows(&rows, dir)
 	if err != nil {
 		return nil, nil, err
 	}
 	files = runDataFiles(dir)
-	r, written, err := writeReportOf(dir, []*metrics.Manifest{man}, &rows)
+	r, written, err := writeReportOf(dir, []*metrics.Manifest{man}, &rows, png)
 	return r, append(files, written...), err
 }
 
@@ -88,30 +89,32 @@ func checkShard(o *runOptions) (metrics.Shard, error) {
 	return shard, nil
 }
 
-// writeReportFiles analyses samples, renders the charts into out/plots/ and writes report.md
-// and report.html into out; it returns the files written, relative to out.
+// writeReportFiles analyses samples, renders the charts into out/plots/ (in
+// plots.FileFormats(png): SVG, and PNG too when png is true) and writes report.md and
+// report.html into out; it returns the files written, relative to out.
 // Sessions that did not complete (report.Sessions) are left out of the analysis and the charts.
 // Runs of several setups (report.GroupSetups) get the charts of each setup, named by
 // plots.Names with the setup's label: a chart never draws two setups as one.
-func writeReportFiles(out string, runs []*metrics.Manifest, rows *metrics.Rows) (files []string, err error) {
-	_, files, err = writeReportOf(out, runs, rows)
+func writeReportFiles(out string, runs []*metrics.Manifest, rows *metrics.Rows, png bool) (files []string, err error) {
+	_, files, err = writeReportOf(out, runs, rows, png)
 	return files, err
 }
 
 // writeReportOf is [writeReportFiles] that also returns the report (its analysis, for the
 // summary on the terminal, also when a chart or file could not be written).
-func writeReportOf(out string, runs []*metrics.Manifest, rows *metrics.Rows) (r *report.Report, files []string, err error) {
+func writeReportOf(out string, runs []*metrics.Manifest, rows *metrics.Rows, png bool) (r *report.Report, files []string, err error) {
+	formats := plots.FileFormats(png)
 	an, labels, completes := report.AnalyzeRunRows(runs, rows)
 	r = &report.Report{Runs: runs, Analysis: an} // the summary, also when a chart fails
 	var figs []report.Figure
 	for i, g := range an.Groups() {
-		f, fl, err := renderFigures(out, labels[i], scenarioOrder(runs, g), completes[i], g)
+		f, fl, err := renderFigures(out, labels[i], scenarioOrder(runs, g), completes[i], g, formats)
 		figs, files = append(figs, f...), append(files, fl...)
 		if err != nil {
 			return r, files, err
 		}
 	}
-	f, fl, err := renderServerFigures(out, an, labels, completes)
+	f, fl, err := renderServerFigures(out, an, labels, completes, formats)
 	figs, files = append(figs, f...), append(files, fl...)
 	if err != nil {
 		return r, files, err
@@ -148,14 +151,14 @@ func scenarioOrder(runs []*metrics.Manifest, an *report.Analysis) []string {
 	return names
 }
 
-// writeFigure writes a chart, which render draws in a format, into out in every
-// plots.FileFormats at plots.File(name, format), and returns fig with its files (relative to out)
+// writeFigure writes a chart, which render draws in a format, into out in each of formats
+// (plots.FileFormats) at plots.File(name, format), and returns fig with its files (relative to out)
 // and its SVG bytes, and the files written (also those written before an error). An error of
 // render names the chart.
-func writeFigure(out, name string, fig report.Figure, render func(w io.Writer, format string) error) (report.Figure, []string, error) {
+func writeFigure(out, name string, fig report.Figure, formats []string, render func(w io.Writer, format string) error) (report.Figure, []string, error) {
 	fig.Files = map[string]string{}
 	var files []string
-	for _, format := range plots.FileFormats() {
+	for _, format := range formats {
 		var buf bytes.Buffer
 		if err := render(&buf, format); err != nil {
 			return fig, files, fmt.Errorf("plot %s: %w", name, err)
@@ -174,14 +177,14 @@ func writeFigure(out, name string, fig report.Figure, render func(w io.Writer, f
 }
 
 // renderFigures draws the standard charts of each scenario (plots.ScenarioCharts) and the
-// cross-scenario chart of re-read tokens relative to spec into out, in every plots.FileFormats
-// at the paths plots.File gives the names of plots.Names, and returns them as report figures
+// cross-scenario chart of re-read tokens relative to spec into out, in each of formats
+// (plots.FileFormats) at the paths plots.File gives the names of plots.Names, and returns them as report figures
 // with their SVG bytes, and the files written relative to out. A chart with nothing to draw
 // (plots.ErrNoSamples) is skipped.
 //
 // setup is the figures' report.Figure.Setup and starts every chart's file name ("" for runs of
 // one setup).
-func renderFigures(out, setup string, scenarios []string, rows *metrics.Rows, an *report.Analysis) (figs []report.Figure, files []string, err error) {
+func renderFigures(out, setup string, scenarios []string, rows *metrics.Rows, an *report.Analysis, formats []string) (figs []report.Figure, files []string, err error) {
 	if err := os.MkdirAll(filepath.Join(out, plots.Dir), 0o755); err != nil {
 		return nil, nil, err
 	}
@@ -192,7 +195,7 @@ func renderFigures(out, setup string, scenarios []string, rows *metrics.Rows, an
 		if setup != "" {
 			title = "setup " + setup + ": " + title
 		}
-		fig, written, err := writeFigure(out, name, report.Figure{Scenario: scenario, Setup: setup, Title: title}, render)
+		fig, written, err := writeFigure(out, name, report.Figure{Scenario: scenario, Setup: setup, Title: title}, formats, render)
 		files = append(files, written...)
 		if err != nil {
 			return err
@@ -200,8 +203,8 @@ func renderFigures(out, setup string, scenarios []string, rows *metrics.Rows, an
 		figs = append(figs, fig)
 		return nil
 	}
-	// The per-scenario charts are built and drawn side by side (drawing PNGs is most of a sim
-	// run's report), then saved in order. Each chart is built in its own job, so that no more
+	// The per-scenario charts are built and drawn side by side (drawing them is most of a sim
+	// run's report, PNGs most of all), then saved in order. Each chart is built in its own job, so that no more
 	// charts' points are held at once than are being drawn.
 	type job struct {
 		scenario, name, title string
@@ -240,7 +243,7 @@ func renderFigures(out, setup string, scenarios []string, rows *metrics.Rows, an
 				return errs[i]
 			}
 			j.title = p.Title.Text
-			for _, format := range plots.FileFormats() {
+			for _, format := range formats {
 				var buf bytes.Buffer
 				if err := plots.Write(&buf, p, format, plots.DefaultWidth, plots.DefaultHeight); err != nil {
 					errs[i] = fmt.Errorf("plot %s: %w", j.name, err)

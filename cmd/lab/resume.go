@@ -38,11 +38,11 @@ const settingRunFlags = metrics.SettingRunFlags
 
 // notRecorded are the flags that do not describe what a run measures: not recorded in the
 // manifest, and the only ones (with resumeAllows) that --resume takes.
-var notRecorded = []string{"resume", "run-id", "results", "quiet", "progress", "list-files", "retries", "request-timeout"}
+var notRecorded = []string{"resume", "run-id", "results", "quiet", "png", "progress", "list-files", "retries", "request-timeout"}
 
 // resumeAllows are the flags --resume takes beside notRecorded's: where things are on this
 // machine, which a resumed run may need to find again.
-var resumeAllows = []string{"quiet", "progress", "list-files", "retries", "request-timeout", "cache", "key-file", "resume", "shard"}
+var resumeAllows = []string{"quiet", "png", "progress", "list-files", "retries", "request-timeout", "cache", "key-file", "resume", "shard"}
 
 // resumeAddresses are the recorded flags --resume may change: where the model server is now
 // (a server that moved, or came back on another port). The new value replaces the run's in

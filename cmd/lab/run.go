@@ -49,6 +49,8 @@ type runOptions struct {
 	// shard is Shard parsed and checked (checkShard), before anything runs.
 	shard        metrics.Shard
 	SaveRequests bool
+	// PNG is --png: the report's charts as PNG too, beside their SVG (plots.FileFormats).
+	PNG          bool
 	ServerURL    string
 	ServerLog    string
 	ModelName    string
@@ -174,6 +176,7 @@ shell that is not a sandbox, which may write anywhere your user can.`,
 	f.StringVar(&o.RunID, "run-id", "", "the run's id, which names its folder <results>/run_id=<id> (default: the start time, YYYYMMDD-HHMMSS)")
 	f.StringVar(&o.Shard, "shard", "", "run part i of n of the scenario × arm × repetition matrix, written as part-i-of-n.parquet in the run's folder (needs --run-id, the same on every machine): the sessions in run order (repetition, scenario, arm) are dealt round robin, session k (from 0) to shard k mod n + 1; the n shards' folders merge by copying")
 	f.BoolVar(&o.SaveRequests, "save-requests", false, "also write every request body sent to requests-0001-of-0001.jsonl (requests-i-of-n.jsonl with --shard i/n)")
+	f.BoolVar(&o.PNG, "png", false, "also write each chart of the report as a PNG beside its SVG (report.md links it; report.html inlines the SVG)")
 	f.StringVar(&o.ServerURL, "server", "", "use this running Ollama server instead of the local one")
 	f.StringVar(&o.ServerLog, "server-log", "", "that server's log, written with OLLAMA_DEBUG=1 (for cached tokens)")
 	f.StringVar(&o.ModelName, "model", localserver.DefaultModelName, "model name on the server (lab-<family>-synth with --family)")
@@ -222,7 +225,7 @@ var runFlagGroups = []flagGroup{
 	{"The driver and its bounds", []string{"driver", "max-steps", "max-tokens", "turn-timeout", "sampling-seed", "temperature",
 		"tool-timeout", "unsandboxed-shell", "max-reply-bytes"}},
 	{"Reliability", []string{"retries", "request-timeout", "resume"}},
-	{"Output", []string{"results", "run-id", "save-requests", "tag", "quiet", "progress", "list-files"}},
+	{"Output", []string{"results", "run-id", "save-requests", "png", "tag", "quiet", "progress", "list-files"}},
 }
 
 // loadScenarios resolves --scenario: an embedded scenario's name, all, or a file path.
@@ -265,7 +268,7 @@ func runRun(ctx context.Context, s *streams, o *runOptions) error {
 	if dir == "" {
 		return err
 	}
-	return errors.Join(err, reportRun(s, dir, man, o.shard, runOutput{listFiles: o.ListFiles}))
+	return errors.Join(err, reportRun(s, dir, man, o.shard, runOutput{listFiles: o.ListFiles, png: o.PNG}))
 }
 
 // runMatrix is the one way the lab runs a matrix from explicit options, used by `lab run` and
@@ -589,7 +592,8 @@ func openSim(ctx context.Context, s *streams, o *runOptions, r checkedRun, b *ru
 	if cloudCacheModel(r.model.Name()) {
 		numCtx = 0
 	}
-	opts := sim.Options{Model: r.model, Tokenizer: tok, NumCtx: numCtx}
+	// A run that keeps no request body has the sim build none (it counts their bytes).
+	opts := sim.Options{Model: r.model, Tokenizer: tok, NumCtx: numCtx, NoBody: !o.SaveRequests}
 	settings := map[string]string{}
 	if ro := o.Remote.Breakpoints; ro != "" {
 		bps, err := anthropic.ParseBreakpoints(ro)
@@ -634,10 +638,11 @@ func simPrefill(o *runOptions) (*cachesim.PrefillModel, string, error) {
 
 // reportRun writes the report of the run folder dir (man is the part's manifest) and says on
 // stdout what it found (report.Terminal, unless out.noSummary) and where the report is; for an
-// incomplete part it says how to carry it on (shard is the part).
+// incomplete part it says how to carry it on (shard is the part). Its charts are SVG, and PNG
+// too when out.png.
 func reportRun(s *streams, dir string, man *metrics.Manifest, shard metrics.Shard, out runOutput) error {
 	// Report what was measured, also after a failure: nothing measured is lost.
-	r, files, err := writeReport(dir)
+	r, files, err := writeReport(dir, out.png)
 	var tail []string
 	if man != nil && !man.Complete {
 		tail = append(tail, fmt.Sprintf("  (incomplete: %d requests measured before the error)", man.Samples))
@@ -667,6 +672,8 @@ type runOutput struct {
 	noSummary bool
 	// listFiles names every file of the folder, not only the report's (--list-files).
 	listFiles bool
+	// png writes each chart as PNG too, beside its SVG (--png).
+	png bool
 }
 
 // summaryLines is the most lines `lab run` and `lab report` print at the end: the summary
