@@ -99,7 +99,7 @@ func TestReportWritesIntoTheRunFolder(t *testing.T) {
 	}
 
 	// With --png each chart is a PNG too, listed and linked beside its SVG.
-	code, out, errOut = runLab(t, "report", "--png", run)
+	code, out, errOut = runLab(t, "report", "--png", "--list-files", run)
 	if code != exitOK {
 		t.Fatalf("lab report --png: exit %d, stderr %q", code, errOut)
 	}
