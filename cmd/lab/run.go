@@ -23,6 +23,7 @@ import (
 	"lab/backend/openai"
 	"lab/backend/sim"
 	"lab/cachesim"
+	"lab/capture"
 	"lab/chat"
 	"lab/gguf"
 	"lab/harness"
@@ -312,6 +313,15 @@ func openRunBackend(ctx context.Context, s *streams, o *runOptions, b *runBacken
 		}
 		known = arms.Known(o.call.armsFromRun)
 	}
+	if armNamed(o.Arm, harness.CaptureAsSent) {
+		// Not a built-in arm ("all" leaves it out): only for scenarios imported from a capture.
+		known = append(known, harness.CaptureAsSentArm())
+		for _, sc := range scs {
+			if err := harness.CheckCaptureAsSent(sc); err != nil {
+				return none, &usageError{err}
+			}
+		}
+	}
 	selected, err := arms.Select(known, o.Arm)
 	if err != nil {
 		return none, &usageError{err}
@@ -406,7 +416,8 @@ func runConfig(s *streams, o *runOptions, r checkedRun, b *runBackend) (harness.
 		CacheReuse: b.cacheReuse, HostCache: b.hostCache, RenderOrder: b.order, SlotBackends: b.slots, FreshCache: b.freshCache,
 		SaveRequests: o.SaveRequests, Settings: b.settings, Nonce: b.nonce, Warm: o.Warm, Price: b.price,
 		Driver: o.Live.driver(), ConstantCached: b.constantCached,
-		Warn: func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
+		Warn:          func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
+		DecodeRequest: capture.DecodeRequest, RequestsAPI: requestsAPI(o.Backend, b.settings),
 	}
 	if cfg.Settings == nil {
 		cfg.Settings = map[string]string{}
@@ -780,4 +791,35 @@ func isTerminal(w io.Writer) bool {
 // cache (openai, anthropic), whose context window is the model's, not a num_ctx the lab pins.
 func cloudCacheModel(name string) bool {
 	return name == cachesim.ModelOpenAI || name == cachesim.ModelAnthropic
+}
+
+// armNamed reports whether the comma-separated arm list names name.
+func armNamed(list, name string) bool {
+	for _, n := range strings.Split(list, ",") {
+		if strings.TrimSpace(n) == name {
+			return true
+		}
+	}
+	return false
+}
+
+// requestsAPI is the API of the request bodies a backend sends, as lab proxy names it, for the
+// lines of --save-requests: the sim's and Ollama's are /api/chat bodies (the sim's with
+// --family, llama-server's), llama-server's Chat Completions, Anthropic's Messages; "" for the
+// openai backend, whose API is the server's choice.
+func requestsAPI(backend string, settings map[string]string) string {
+	switch backend {
+	case "sim":
+		if settings[settingFamily] != "" {
+			return capture.APIOpenAIChat
+		}
+		return capture.APIOllamaChat
+	case "ollama":
+		return capture.APIOllamaChat
+	case "llamacpp":
+		return capture.APIOpenAIChat
+	case "anthropic":
+		return capture.APIAnthropic
+	}
+	return ""
 }
