@@ -75,6 +75,10 @@ type Scenario struct {
 	// sent it. [LoadScenario] reads it into Captured.
 	Capture string `yaml:"capture"`
 
+	// Imported says where an imported scenario came from and what its import left out
+	// (scenario.yaml `source:`); nil for a scenario written by hand.
+	Imported *ImportSource `yaml:"source"`
+
 	// Captured are the requests of Capture, in order; set by [LoadScenario].
 	Captured []CapturedRequest `yaml:"-"`
 	// File is the scenario file's path; set by [LoadScenario].
@@ -218,6 +222,24 @@ type Command struct {
 	Output string `yaml:"output"`
 	// Exit is the exit status; not 0 adds a last line "(exit status N)".
 	Exit int `yaml:"exit"`
+}
+
+// ImportSource is an imported scenario's `source:` mapping: the reader's format, the file's
+// base name, the agent and model it records, and every record the import did not keep (the
+// reader's skipped lines and the events the importer dropped), with its line and why.
+type ImportSource struct {
+	Format  string          `yaml:"format"`
+	File    string          `yaml:"file"`
+	Agent   string          `yaml:"agent,omitempty"`
+	Model   string          `yaml:"model,omitempty"`
+	Skipped []SkippedRecord `yaml:"skipped,omitempty"`
+}
+
+// SkippedRecord is one record of an imported file that is not in the scenario.
+type SkippedRecord struct {
+	Line int    `yaml:"line"`
+	Kind string `yaml:"kind"`
+	Why  string `yaml:"why"`
 }
 
 // AgentTool is one of a scenario's own tools ([Scenario].Tools): the agent's name, its
@@ -711,6 +733,11 @@ func advance(now time.Time, v string) (time.Time, error) {
 	}
 	return t, nil
 }
+
+// CheckCall checks a call of a built-in tool's arguments as the loader checks a scripted
+// call ([tools.Table]'s argument rules and the tool's own check), without its paths' existence:
+// nil when a scenario may hold it.
+func CheckCall(tool string, args json.RawMessage) error { return checkCall(Call{Tool: tool, Args: args}) }
 
 // checkCall checks a scripted call against its tool's argument rules in [tools.Table]: a known
 // tool, no unknown argument, every required one, each of the kind the table gives (a path
