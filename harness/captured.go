@@ -48,8 +48,10 @@ func CheckCaptureAsSent(sc *scenario.Scenario) error {
 }
 
 // sendCaptured is a session of the [CaptureAsSent] arm: each captured request decoded and sent
-// as it is, in order, one row each, its turn the request's user messages and its step the
-// assistant messages since the last one, plus one (as lab proxy numbers a captured request).
+// as it is, in order, one row each, placed as the scenario's steps place their requests
+// ([scenarioPlaces]) or, where they do not match the capture one to one, as lab proxy places a
+// captured request (turn: its user messages; step: the assistant messages since the last one,
+// plus one).
 func (r *runner) sendCaptured(ctx context.Context) error {
 	sc := r.cfg.Scenario
 	if err := CheckCaptureAsSent(sc); err != nil {
@@ -67,20 +69,55 @@ func (r *runner) sendCaptured(ctx context.Context) error {
 		}
 		reqs[i] = req
 	}
+	places := scenarioPlaces(sc)
 	for i, req := range reqs {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		turn, step := capturedTurnStep(req)
-		r.turn, r.step = turn, step
-		if err := r.measure(ctx, req, capturedReply(sc.Captured, reqs, i), metrics.KindStep); err != nil {
+		p := place{kind: metrics.KindStep}
+		if len(places) == len(reqs) {
+			p = places[i]
+		} else {
+			p.turn, p.step = capturedTurnStep(req)
+		}
+		r.turn, r.step = p.turn, p.step
+		if err := r.measure(ctx, req, capturedReply(sc.Captured, reqs, i), p.kind); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// capturedTurnStep is a captured request's turn (its user messages, a compaction's summary
+// place is a request's turn, step and kind in a session.
+type place struct {
+	turn, step int
+	kind       string
+}
+
+// scenarioPlaces numbers the requests of the scenario's steps as a session of it numbers its
+// rows (a user step starts a turn; each assistant and compact step is one request, the next
+// step of the turn; a compaction's kind is compaction). An imported capture has one such
+// step per captured request: its rows are then placed as the captured session's were.
+func scenarioPlaces(sc *scenario.Scenario) []place {
+	var out []place
+	turn, step := 0, 0
+	for _, st := range sc.Steps {
+		switch {
+		case st.User != nil:
+			turn, step = turn+1, 0
+		case st.Assistant != nil:
+			step++
+			out = append(out, place{turn, step, metrics.KindStep})
+		case st.Compact != nil:
+			step++
+			out = append(out, place{turn, step, metrics.KindCompaction})
+		}
+	}
+	return out
+}
+
+// capturedTurnStep is, for a capture whose scenario's steps do not match its requests one to
+// one, a captured request's turn (its user messages, a compaction's summary
 // included) and step (the assistant messages after the last user message, plus one).
 func capturedTurnStep(req *chat.Request) (turn, step int) {
 	step = 1

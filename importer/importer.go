@@ -132,6 +132,7 @@ func Import(s *transcript.Session, dir string, opt Options) (*Summary, error) {
 		}
 	}
 	doc := b.document(s, name, project, start, len(opt.Capture) > 0)
+	quoteTabs(doc)
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
@@ -489,6 +490,18 @@ func (b *builder) document(s *transcript.Session, name, project string, start ti
 	return doc
 }
 
+// quoteTabs writes every string holding a line that starts with a tab double-quoted: the YAML
+// encoder would write it as a literal block it cannot read back (a tab where the block's
+// indentation is).
+func quoteTabs(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "\n") && (strings.HasPrefix(n.Value, "\t") || strings.Contains(n.Value, "\n\t") || strings.HasPrefix(n.Value, " ")) {
+		n.Style = yaml.DoubleQuotedStyle
+	}
+	for _, c := range n.Content {
+		quoteTabs(c)
+	}
+}
+
 func str(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v} }
 
 func mapping(kv ...any) *yaml.Node {
@@ -514,9 +527,6 @@ func jsonNode(raw json.RawMessage) *yaml.Node {
 	var clear func(*yaml.Node)
 	clear = func(m *yaml.Node) {
 		m.Style = 0
-		if m.Kind == yaml.ScalarNode && m.Tag == "!!str" && strings.Contains(m.Value, "\n") {
-			m.Style = yaml.LiteralStyle
-		}
 		for _, c := range m.Content {
 			clear(c)
 		}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"lab/metrics"
+)
+
+// rowFigures are the figures of a row the capture round trip keeps: prompt, cached and expected
+// cached tokens, the divergence, the re-read split, turn and step.
+func rowFigures(s metrics.Sample) string {
+	v := func(p *int64) string {
+		if p == nil {
+			return "null"
+		}
+		return fmt.Sprint(*p)
+	}
+	return fmt.Sprintf("#%d turn %d step %d %s: prompt %d cached %s expected %s divergence %s at %s, reread %s tool-result %s message %s",
+		s.RequestIndex, s.Turn, s.Step, s.Kind, s.PromptTokens, v(s.CachedTokens), v(s.ExpectedCachedTokens), s.DivergenceSegment,
+		v(s.DivergenceToken), v(s.RereadTokens), v(s.RereadToolResultTokens), v(s.RereadMessageTokens))
+}
+
+func readRows(t *testing.T, dir string) []metrics.Sample {
+	t.Helper()
+	_, rows, err := metrics.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// A capture of a session (lab run --save-requests on the sim), imported with lab scenario
+// import --from capture and replayed with the capture-as-sent arm on the sim, gives the
+// capture's own rows: every request's prompt, cached and expected cached tokens, divergence
+// segment and token, and re-read split. The same scenario also runs under spec and plain.
+func TestCaptureRoundTripGivesTheCaptureRows(t *testing.T) {
+	for _, sc := range []string{"outside-edit", "compaction-in-loop"} {
+		t.Run(sc, func(t *testing.T) {
+			dir := t.TempDir()
+			res := filepath.Join(dir, "results")
+			if code, _, errOut := runLab(t, "run", "--backend", "sim", "--scenario", sc, "--arm", "spec", "--save-requests", "--results", res, "--run-id", "orig"); code != 0 {
+				t.Fatalf("lab run: exit %d: %s", code, errOut)
+			}
+			imp := filepath.Join(dir, "imported")
+			code, out, errOut := runLab(t, "scenario", "import", "--from", "capture", filepath.Join(res, "run_id=orig", "requests-0001-of-0001.jsonl"), "-o", imp, "--name", sc+"-imported")
+			if code != 0 {
+				t.Fatalf("lab scenario import: exit %d: %s", code, errOut)
+			}
+			if !strings.Contains(out, "replay their recorded answer") {
+				t.Errorf("the import's summary says nothing of recorded answers:\n%s", out)
+			}
+			if code, _, errOut := runLab(t, "run", "--backend", "sim", "--scenario", filepath.Join(imp, "scenario.yaml"), "--arm", "capture-as-sent", "--results", res, "--run-id", "replay"); code != 0 {
+				t.Fatalf("lab run --arm capture-as-sent: exit %d: %s", code, errOut)
+			}
+			want, got := readRows(t, filepath.Join(res, "run_id=orig")), readRows(t, filepath.Join(res, "run_id=replay"))
+			if len(got) != len(want) {
+				t.Fatalf("%d rows replayed, want the capture's %d", len(got), len(want))
+			}
+			for i := range want {
+				if w, g := rowFigures(want[i]), rowFigures(got[i]); w != g {
+					t.Errorf("row %d:\n got %s\nwant %s", i, g, w)
+				}
+			}
+			if code, _, errOut := runLab(t, "run", "--backend", "sim", "--scenario", filepath.Join(imp, "scenario.yaml"), "--arm", "spec,plain", "--results", res, "--run-id", "arms"); code != 0 {
+				t.Fatalf("lab run --arm spec,plain on the imported scenario: exit %d: %s", code, errOut)
+			}
+			man, err := metrics.ReadRunManifest(filepath.Join(res, "run_id=arms"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(man.RecordedAnswers[sc+"-imported"]) == 0 {
+				t.Errorf("the manifest names no step replayed from recorded answers: %v", man.RecordedAnswers)
+			}
+			report, err := os.ReadFile(filepath.Join(res, "run_id=arms", "report.md"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(report), "Replayed from recorded answers") {
+				t.Errorf("report.md does not say which steps were replayed from recorded answers")
+			}
+		})
+	}
+}
