@@ -147,7 +147,7 @@ func Import(s *transcript.Session, dir string, opt Options) (*Summary, error) {
 	if len(opt.Capture) > 0 {
 		var req bytes.Buffer
 		for _, l := range opt.Capture {
-			req.Write(bytes.TrimRight(l, "\r\n"))
+			req.WriteString(transcript.RedactText(string(bytes.TrimRight(l, "\r\n"))))
 			req.WriteByte('\n')
 		}
 		out["requests.jsonl"] = req.Bytes()
@@ -165,8 +165,9 @@ func Import(s *transcript.Session, dir string, opt Options) (*Summary, error) {
 
 // decision is how one call is replayed: Answer nil runs it on the workspace.
 type decision struct {
-	answer *string
-	why    string
+	answer   *string
+	why      string
+	unmapped bool // the call is of the agent's tool, not the lab's
 }
 
 // decide replays the session's calls in order on the workspace (a sandbox of files, the
@@ -218,6 +219,9 @@ func decide(events []transcript.Event, files []txtar.File, known map[string]stri
 			switch {
 			case c.Tool == "" || scenario.CheckCall(c.Tool, c.ToolArgs) != nil:
 				record(WhyUnmapped)
+				d := out[key]
+				d.unmapped = true
+				out[key] = d
 				continue
 			case !c.HasResult:
 				record(WhyNoResult)
@@ -365,7 +369,7 @@ func (b *builder) assistant(s *transcript.Session, ei int, ev transcript.Event) 
 		b.sum.Calls++
 		d := b.decided[[2]int{ei, ci}]
 		tool, args := c.Tool, c.ToolArgs
-		if d.why == WhyUnmapped {
+		if d.unmapped {
 			tool, args = b.agentTool(c.Name), c.Args
 		}
 		argNode := jsonNode(json.RawMessage(transcript.RedactText(string(args))))

@@ -737,7 +737,9 @@ func advance(now time.Time, v string) (time.Time, error) {
 // CheckCall checks a call of a built-in tool's arguments as the loader checks a scripted
 // call ([tools.Table]'s argument rules and the tool's own check), without its paths' existence:
 // nil when a scenario may hold it.
-func CheckCall(tool string, args json.RawMessage) error { return checkCall(Call{Tool: tool, Args: args}) }
+func CheckCall(tool string, args json.RawMessage) error {
+	return checkCall(Call{Tool: tool, Args: args})
+}
 
 // checkCall checks a scripted call against its tool's argument rules in [tools.Table]: a known
 // tool, no unknown argument, every required one, each of the kind the table gives (a path
