@@ -180,7 +180,8 @@ func (r *recorder) process(ex *exchange) {
 			b, _ := json.Marshal(string(body))
 			body = b
 		}
-		line, err := row.RequestLine{Scenario: s.Scenario, Arm: s.Arm, Repetition: 1, RequestIndex: s.RequestIndex, API: ex.api, Body: body}.Marshal()
+		line, err := row.RequestLine{Scenario: s.Scenario, Arm: s.Arm, Repetition: 1, RequestIndex: s.RequestIndex, API: ex.api, Body: body,
+			Reply: savedReply(reply, s.Error, secrets)}.Marshal()
 		if err == nil {
 			_, err = r.requests.Write(line)
 		}
@@ -225,6 +226,29 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// savedReply is the reply read from the answer as the requests file keeps it (row.SaveReply),
+// every secret seen redacted from its texts and arguments; nil for an answer that failed
+// (errText not "") or gave no reply.
+func savedReply(reply *chat.Reply, errText string, secrets []string) *row.SavedReply {
+	if reply == nil || errText != "" {
+		return nil
+	}
+	out := row.SaveReply(reply)
+	out.Reasoning, out.Content = Redact(out.Reasoning, secrets), Redact(out.Content, secrets)
+	for i := range out.ToolCalls {
+		c := &out.ToolCalls[i]
+		args, _ := RedactBody(c.Arguments)
+		c.Arguments = json.RawMessage(Redact(string(args), secrets))
+		if !json.Valid(c.Arguments) {
+			c.Arguments, _ = json.Marshal(string(c.Arguments))
+		}
+	}
+	if out.Reasoning == "" && out.Content == "" && len(out.ToolCalls) == 0 {
+		return nil
+	}
+	return out
 }
 
 // progressLine is the one line a recorded request gets on the progress writer.
