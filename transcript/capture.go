@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path"
+	"regexp"
 
 	"lab/capture"
 	"lab/chat"
@@ -142,8 +144,41 @@ func ReadCaptureFile(file string) (*Capture, error) {
 		}
 	}
 	s.Events = captureEvents(reqs, replies, lines)
+	if len(reqs) > 0 {
+		s.Project, s.StartDir = projectOf(reqs[0])
+	}
 	c.Session = s
 	return c, nil
+}
+
+// projectLine and startedLine are the environment lines of the lab's own system prompt (spec
+// §11, loop.json context.env): "Project: NAME (paths are relative to its root)", "Started in:
+// DIR (relative to the project root)"; workingDir a harness's "Working directory: /abs/path".
+var (
+	projectLine = regexp.MustCompile(`(?m)^Project: ([^\s/]+) \(`)
+	startedLine = regexp.MustCompile(`(?m)^Started in: (\S+) \(`)
+	workingDir  = regexp.MustCompile(`(?m)^Working directory: (\S+)$`)
+)
+
+// projectOf is the project and start folder a captured request's system prompt names, "" when
+// it names none.
+func projectOf(req *chat.Request) (project, startDir string) {
+	for _, m := range req.Messages {
+		if m.Role != chat.RoleSystem {
+			continue
+		}
+		if p := projectLine.FindStringSubmatch(m.Content); p != nil {
+			project = p[1]
+			if d := startedLine.FindStringSubmatch(m.Content); d != nil {
+				startDir = d[1]
+			}
+			return project, startDir
+		}
+		if w := workingDir.FindStringSubmatch(m.Content); w != nil {
+			return path.Base(w[1]), ""
+		}
+	}
+	return "", ""
 }
 
 // conversational drops the system and developer messages: the harness's own, not the session's.

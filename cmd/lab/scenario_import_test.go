@@ -85,3 +85,47 @@ func TestCaptureRoundTripGivesTheCaptureRows(t *testing.T) {
 		})
 	}
 }
+
+// The capture example of the README imports and runs under spec and plain on the sim, and
+// with the capture-as-sent arm; lab run refuses capture-as-sent for a scenario that was not
+// imported from a capture, and lab scenario import refuses an unknown format and a missing file.
+func TestScenarioImportExample(t *testing.T) {
+	dir := t.TempDir()
+	imp := filepath.Join(dir, "greeter")
+	code, out, errOut := runLab(t, "scenario", "import", "--from", "capture", filepath.Join("..", "..", "transcript", "testdata", "capture-example", "requests.jsonl"), "-o", imp)
+	if code != 0 {
+		t.Fatalf("import: exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"scenario greeter:", "calls: 7, 3 run on the workspace, 4 replay their recorded answer", "1 files with the content"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	res := filepath.Join(dir, "results")
+	if code, _, errOut := runLab(t, "run", "--backend", "sim", "--scenario", filepath.Join(imp, "scenario.yaml"), "--arm", "spec,plain,capture-as-sent", "--results", res, "--run-id", "r"); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	rows := readRows(t, filepath.Join(res, "run_id=r"))
+	per := map[string]int{}
+	for _, s := range rows {
+		if s.Error != "" {
+			t.Errorf("%s request %d: %s", s.Arm, s.RequestIndex, s.Error)
+		}
+		per[s.Arm]++
+	}
+	if per["spec"] != 6 || per["plain"] != 6 || per["capture-as-sent"] != 6 {
+		t.Errorf("rows per arm %v, want 6 each", per)
+	}
+	code, _, errOut = runLab(t, "run", "--backend", "sim", "--scenario", "outside-edit", "--arm", "capture-as-sent", "--results", res)
+	if code != exitBadInput || !strings.Contains(errOut, "capture-as-sent replays the requests of an imported capture") {
+		t.Errorf("capture-as-sent on a built-in scenario: exit %d, %s", code, errOut)
+	}
+	code, _, errOut = runLab(t, "scenario", "import", "--from", "cursor", "x", "-o", dir)
+	if code != exitBadInput || !strings.Contains(errOut, `--from "cursor": want claude-code, codex, capture`) {
+		t.Errorf("unknown format: exit %d, %s", code, errOut)
+	}
+	code, _, errOut = runLab(t, "scenario", "import", "--from", "capture", filepath.Join(dir, "nope.jsonl"), "-o", dir)
+	if code != exitBadInput || !strings.Contains(errOut, "nope.jsonl") {
+		t.Errorf("missing file: exit %d, %s", code, errOut)
+	}
+}
