@@ -161,7 +161,7 @@ shell that is not a sandbox, which may write anywhere your user can.`,
 	}
 	f := c.Flags()
 	f.StringVar(&o.Scenario, "scenario", "midnight", "scenario name ("+strings.Join(scenarios.Names(), ", ")+"), all, or a path to a scenario.yaml")
-	f.StringVar(&o.Arm, "arm", arms.MainArms, "arms to run, comma-separated, or all (see lab arms)")
+	f.StringVar(&o.Arm, "arm", arms.MainArms, "arms to run, comma-separated, or all (see lab arms); capture-as-sent, outside all, sends an imported capture's requests as they were sent")
 	f.StringVar(&o.ArmsFile, "arms", "", "a YAML file of arms of your own (measures and practices with their parameters; see lab arms --file and README \"Arms\"); they join the built-in arms, and all includes them")
 	f.IntVar(&o.Repeat, "repeat", 1, "repetitions of each scenario × arm")
 	f.StringVar(&o.ResultsDir, "results", "results", "folder that receives run_id=<run-id>/")
