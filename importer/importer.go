@@ -194,6 +194,7 @@ func decide(events []transcript.Event, files []txtar.File, known map[string]stri
 	}
 	host := filepath.Join(tmp, project)
 	content := map[string]bool{} // files whose content the workspace holds as the session's
+	stale := map[string]bool{}   // files a read showed otherwise than the workspace holds them
 	for p := range known {
 		content[p] = true
 	}
@@ -241,11 +242,23 @@ func decide(events []transcript.Event, files []txtar.File, known map[string]stri
 				sh, ok := readShown(c.Result, c.ToolArgs)
 				data, err := os.ReadFile(filepath.Join(host, filepath.FromSlash(p)))
 				switch {
-				case !content[p]:
-					record(WhyPartial)
-				case !ok || err != nil || !sh.matches(string(data)):
+				case stale[p]:
 					record(WhyDiffers)
+				case !content[p] || err != nil:
+					record(WhyPartial)
+				case ok && !sh.matches(string(data)):
+					// Changed outside the session's calls: from here on the workspace's copy is
+					// not the session's.
+					record(WhyDiffers)
+					stale[p] = true
 				}
+				// An answer without numbered lines of a file the workspace holds (a harness's
+				// "unchanged since" stub of an earlier read, spec §2) runs for real: the file is
+				// as that read showed it.
+				continue
+			}
+			if stale[p] && (c.Tool == "edit" || c.Tool == "multiedit") {
+				record(WhyDiffers)
 				continue
 			}
 			res := ws.Run(hs, c.Tool, c.ToolArgs)
@@ -255,7 +268,7 @@ func decide(events []transcript.Event, files []txtar.File, known map[string]stri
 			}
 			switch c.Tool {
 			case "write":
-				content[p] = true
+				content[p], stale[p] = true, false
 			case "apply_patch":
 				for _, f := range patchFiles(c.ToolArgs) {
 					if _, err := os.Stat(filepath.Join(host, filepath.FromSlash(f))); err == nil && !content[f] {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -158,5 +159,44 @@ func TestImportBadSessions(t *testing.T) {
 	}
 	if sum.Added != 1 || sum.Users != 1 || len(sum.Skipped) != 1 || sum.RecordedWhy[WhyNoResult] != 1 {
 		t.Errorf("summary %+v: want one added reply, the two messages as one turn, the first reply skipped, a call without result", sum)
+	}
+}
+
+// A file a later read shows otherwise than the workspace holds it (changed outside the
+// session's calls) is the session's no longer: that read, the edits of it and the reads after
+// replay their recorded answers; a stub of an earlier read ("unchanged since") of a file the
+// workspace holds runs for real.
+func TestImportFileChangedOutside(t *testing.T) {
+	call := func(id, tool, args, result string) transcript.Call {
+		return transcript.Call{ID: id, Name: tool, Args: json.RawMessage(args), Tool: tool, ToolArgs: json.RawMessage(args), Result: result, HasResult: true}
+	}
+	s := &transcript.Session{Format: "capture", File: "r.jsonl", Project: "p", Events: []transcript.Event{
+		{Line: 1, User: ptr("go")},
+		{Line: 2, Assistant: &transcript.Step{Calls: []transcript.Call{
+			call("1", "read", `{"path":"a.go"}`, "1: package a\n2: var x = 1"),
+			call("2", "read", `{"path":"a.go"}`, "[#0002]\nUnchanged since #0001, which already shows lines 1-2."),
+			call("3", "read", `{"path":"a.go"}`, "1: package a\n2: var x = 2"),
+			call("4", "edit", `{"path":"a.go","old_string":"x = 2","new_string":"x = 3"}`, "@@ diff"),
+			call("5", "read", `{"path":"a.go"}`, "1: package a\n2: var x = 3"),
+		}}},
+		{Line: 3, Assistant: &transcript.Step{Text: "done"}},
+	}}
+	dir := t.TempDir()
+	if _, err := Import(s, dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scenario.LoadScenario(filepath.Join(dir, "scenario.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []bool
+	for _, c := range sc.Steps[1].Assistant.Calls {
+		got = append(got, c.Answer != nil)
+	}
+	if want := []bool{false, false, true, true, true}; !slices.Equal(got, want) {
+		t.Errorf("recorded %v, want %v", got, want)
+	}
+	if string(sc.Files[0].Data) != "package a\nvar x = 1\n" {
+		t.Errorf("a.go = %q, want the first read's", sc.Files[0].Data)
 	}
 }
