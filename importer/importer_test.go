@@ -200,3 +200,28 @@ func TestImportFileChangedOutside(t *testing.T) {
 		t.Errorf("a.go = %q, want the first read's", sc.Files[0].Data)
 	}
 }
+
+// The real agents' captures of lab agents (capture/testdata/agents: Claude Code, Codex,
+// opencode, pi, Qwen Code, each against the synthetic model) import into scenarios that load:
+// the agents' own system prompts and tool lists, their requests' many forms, never a crash.
+func TestImportRealAgentCaptures(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "capture", "testdata", "agents", "*", "requests.jsonl"))
+	if len(files) < 5 {
+		t.Fatalf("%d agent captures, want 5", len(files))
+	}
+	for _, f := range files {
+		c, err := transcript.ReadCaptureFile(f)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		sum, err := Import(c.Session, t.TempDir(), Options{Capture: c.Lines})
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if sum.Users == 0 || sum.Assistants == 0 {
+			t.Errorf("%s: %+v: want a turn at least", f, sum)
+		}
+	}
+}
