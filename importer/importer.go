@@ -52,9 +52,10 @@ type Summary struct {
 	// counts the assistant steps the import wrote where the session has none (its last reply
 	// not recorded, calls the person interrupted), each saying so in its text.
 	Users, Assistants, Compacts, Clocks, Added int
-	// Calls counts the session's tool calls; Run those that run for real on the workspace,
-	// Recorded those that replay their recorded answer, by why (RecordedWhy).
-	Calls, Run, Recorded int
+	// Calls counts the session's tool calls, Mapped those of a lab tool (the others are the
+	// agent's own, AgentTools); Run those that run for real on the workspace, Recorded those
+	// that replay their recorded answer, by why (RecordedWhy).
+	Calls, Mapped, Run, Recorded int
 	RecordedWhy          map[string]int
 	// Files are the workspace's files with the content the session showed, Listed those
 	// only a listing named (empty).
@@ -384,6 +385,8 @@ func (b *builder) assistant(s *transcript.Session, ei int, ev transcript.Event) 
 		tool, args := c.Tool, c.ToolArgs
 		if d.unmapped {
 			tool, args = b.agentTool(c.Name), c.Args
+		} else {
+			b.sum.Mapped++
 		}
 		argNode := jsonNode(json.RawMessage(transcript.RedactText(string(args))))
 		call := mapping(tool, argNode)

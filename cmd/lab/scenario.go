@@ -106,7 +106,7 @@ func printImportSummary(s *streams, sum *importer.Summary) {
 	fmt.Fprintf(s.out, "scenario %s: %s/scenario.yaml\n", sum.Name, sum.Dir)
 	fmt.Fprintf(s.out, "  steps: %d user, %d assistant (%d added where the session has no reply), %d compaction, %d clock\n",
 		sum.Users, sum.Assistants, sum.Added, sum.Compacts, sum.Clocks)
-	fmt.Fprintf(s.out, "  calls: %d, %d run on the workspace, %d replay their recorded answer\n", sum.Calls, sum.Run, sum.Recorded)
+	fmt.Fprintf(s.out, "  calls: %d, %d of the lab's tools; %d run on the workspace, %d replay their recorded answer\n", sum.Calls, sum.Mapped, sum.Run, sum.Recorded)
 	var whys []string
 	for w := range sum.RecordedWhy {
 		whys = append(whys, w)

@@ -96,7 +96,7 @@ func TestScenarioImportExample(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("import: exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"scenario greeter:", "calls: 7, 3 run on the workspace, 4 replay their recorded answer", "1 files with the content"} {
+	for _, want := range []string{"scenario greeter:", "calls: 7, 7 of the lab's tools; 3 run on the workspace, 4 replay their recorded answer", "1 files with the content"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
