@@ -56,7 +56,7 @@ type Summary struct {
 	// agent's own, AgentTools); Run those that run for real on the workspace, Recorded those
 	// that replay their recorded answer, by why (RecordedWhy).
 	Calls, Mapped, Run, Recorded int
-	RecordedWhy          map[string]int
+	RecordedWhy                  map[string]int
 	// Files are the workspace's files with the content the session showed, Listed those
 	// only a listing named (empty).
 	Files, Listed int
