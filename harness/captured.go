@@ -9,7 +9,6 @@ import (
 
 	"lab/arms"
 	"lab/chat"
-	"lab/hygiene"
 	"lab/metrics"
 	"lab/scenario"
 )
@@ -25,15 +24,14 @@ import (
 // for any other ([CheckCaptureAsSent]).
 const CaptureAsSent = "capture-as-sent"
 
-// CaptureAsSentArm returns the [CaptureAsSent] arm, for `lab run --arm capture-as-sent`. Its
-// measures are spec 3.2.0's (recorded in the manifest as the base), though none acts: the
-// requests are the capture's.
+// CaptureAsSentArm returns the [CaptureAsSent] arm, for `lab run --arm capture-as-sent`. No
+// measure of the lab's is on (base plain, as the manifest records it): the requests are the
+// capture's, whatever the captured harness did.
 func CaptureAsSentArm() arms.Arm {
 	return arms.Arm{
 		Name:        CaptureAsSent,
 		Description: "an imported capture's requests exactly as the captured harness sent them, with the replies it recorded",
-		Base:        "spec",
-		Measures:    hygiene.Spec(),
+		Base:        "plain",
 		Source:      "built-in",
 	}
 }
