@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
 	"regexp"
+	"time"
 
 	"lab/capture"
 	"lab/chat"
+	"lab/metrics"
 	"lab/tools"
 )
 
@@ -62,7 +65,9 @@ type captureLine struct {
 // messages the results of its calls, matched by id. A request whose history does not continue
 // the previous one's (a compaction: the history restarted from a summary) becomes a compact
 // event. A call of a lab tool (tools.Table, but recall) keeps its name and arguments as the
-// lab's; any other is unmapped. A capture holds no times: the events have none. Lines that are
+// lab's; any other is unmapped. The requests file holds no times: when it lies in its run
+// folder (lab proxy's, lab run's), each event takes the started_at of its request's row, and
+// the session starts at the first; otherwise the events have none. Lines that are
 // not requests lines, or have no api or body, are an error naming the file and line; a request
 // its decoder refuses too.
 func ReadCaptureFile(file string) (*Capture, error) {
@@ -144,11 +149,48 @@ func ReadCaptureFile(file string) (*Capture, error) {
 		}
 	}
 	s.Events = captureEvents(reqs, replies, lines)
+	if times := requestTimes(file, best); times != nil {
+		// Each event takes the start of the request its line holds: the clock of the capture.
+		at := map[int]time.Time{}
+		for _, n := range all {
+			if fmt.Sprintf("%s/%s/%d", n.l.Scenario, n.l.Arm, n.l.Repetition) == best {
+				if t, ok := times[n.l.RequestIndex]; ok {
+					at[n.line] = t
+				}
+			}
+		}
+		for i := range s.Events {
+			s.Events[i].Time = at[s.Events[i].Line]
+		}
+		if len(s.Events) > 0 {
+			s.Start = s.Events[0].Time
+		}
+	}
 	if len(reqs) > 0 {
 		s.Project, s.StartDir = projectOf(reqs[0])
 	}
 	c.Session = s
 	return c, nil
+}
+
+// requestTimes returns when each request of the conversation key (scenario/arm/repetition)
+// started, by request index, from the rows of the run folder the requests file is in (a
+// capture's or a run's started_at); nil when the folder holds no run or no such row.
+func requestTimes(file, key string) map[int32]time.Time {
+	_, rows, err := metrics.ReadRun(filepath.Dir(file))
+	if err != nil {
+		return nil
+	}
+	out := map[int32]time.Time{}
+	for _, r := range rows {
+		if fmt.Sprintf("%s/%s/%d", r.Scenario, r.Arm, r.Repetition) == key && !r.StartedAt.IsZero() {
+			out[r.RequestIndex] = r.StartedAt.UTC()
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // projectLine and startedLine are the environment lines of the lab's own system prompt (spec
