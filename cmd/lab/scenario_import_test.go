@@ -6,8 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"lab/metrics"
+	"lab/scenario"
 )
 
 // rowFigures are the figures of a row the capture round trip keeps: prompt, cached and expected
@@ -64,6 +66,13 @@ func TestCaptureRoundTripGivesTheCaptureRows(t *testing.T) {
 				if w, g := rowFigures(want[i]), rowFigures(got[i]); w != g {
 					t.Errorf("row %d:\n got %s\nwant %s", i, g, w)
 				}
+			}
+			imported, err := scenario.LoadScenario(filepath.Join(imp, "scenario.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if start := want[0].StartedAt.UTC().Truncate(time.Second); !imported.Start.Equal(start) {
+				t.Errorf("the imported clock starts at %s, want the capture's first request's %s", imported.Start, start)
 			}
 			if code, _, errOut := runLab(t, "run", "--backend", "sim", "--scenario", filepath.Join(imp, "scenario.yaml"), "--arm", "spec,plain", "--results", res, "--run-id", "arms"); code != 0 {
 				t.Fatalf("lab run --arm spec,plain on the imported scenario: exit %d: %s", code, errOut)
