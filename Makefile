@@ -67,6 +67,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseCacheLine$$' -fuzztime $(FUZZTIME) ./backend/ollama
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./capture
 	$(GO) test -run '^$$' -fuzz '^FuzzRedactBody$$' -fuzztime $(FUZZTIME) ./capture
+	$(GO) test -run '^$$' -fuzz '^FuzzReadTranscript$$' -fuzztime $(FUZZTIME) ./transcript
 
 # The speed and memory figures, each printed with the ratio it is judged by: Go benchmarks
 # (b.ReportMetric) and scripts that compare two figures measured in the same run, never timed
@@ -81,9 +82,15 @@ bench: build
 # 95k-token session on each backend: the 100k/1k ratio (≤ 1.5) and the share of the lab's
 # llama-server's cold prefill of the smallest step, measured in the same run (< 1 %).
 	$(GO) test -run '^$$' -bench '^BenchmarkCriticalPath$$' -benchtime 3000x -count 1 ./harness
-# lab proxy against a fake upstream streaming at a fixed pace, 50 clients, direct and proxied
-# alternated: time to first token added at the 99th percentile (≤ 1 ms) and total time added
-# (< 1 %); then the live heap after 1k, 10k and 20k proxied requests (flat: ratios ≤ 1.05).
+# lab proxy against a fake upstream streaming at a fixed pace, 50 clients, direct, proxied and
+# through a bare reverse proxy alternated: time to first token added at the 99th percentile
+# (≤ 1 ms) and total time added (< 1 %), for a short request and a 256 KiB conversation. The
+# judged figures: the real bin/lab proxy, the upstream and the bare proxy each a process of its
+# own (BenchmarkProxyProcesses; LAB_BIN_BASE=FILE adds another lab binary to the rotation),
+# with each proxy's CPU per request. Then the same with every party in one process
+# (BenchmarkProxyStreaming), and the live heap after 1k, 10k and 20k proxied requests (flat:
+# ratios ≤ 1.05).
+	LAB_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench '^BenchmarkProxyProcesses$$' -benchtime 20x -count 1 ./cmd/lab/
 	$(GO) test -run '^$$' -bench '^BenchmarkProxyStreaming$$' -benchtime 20x -count 1 ./capture
 	$(GO) test -run '^$$' -bench '^BenchmarkProxyMemory$$' -benchtime 1x -count 1 ./capture
 # lab report as a child process over a generated run of 100,000 rows and a glob of 100 runs:

@@ -8,8 +8,10 @@
 //     /api/generate, or llama-server's /completion is recorded ([APIOpenAIChat] and the others);
 //     anything else (model lists, token counting, llama-server's /props, /tokenize, /slots...)
 //     is passed through unrecorded, as are requests that only render a prompt (Ollama
-//     `_debug_render_only`) or load a model. Requests that only fill the server's cache (a
-//     llama-server /completion with n_predict 0, a raw Ollama generate with num_predict ≤ 1:
+//     `_debug_render_only`) or load a model (forwarded as recorded requests are, their body
+//     read by the recorder, which then drops them: step 2 decodes nothing). Requests that only
+//     fill the server's cache (a llama-server /completion with n_predict 0, a raw Ollama
+//     generate with num_predict ≤ 1:
 //     the lab's own generation emulation) make no row but are taken by the slot model (step 4)
 //     and consume their server log line (step 3); an Ollama unload (/api/generate without a
 //     prompt, keep_alive 0) and a llama-server slot erase (POST /slots/{id}?action=erase), lab
@@ -18,9 +20,11 @@
 //     is flushed to the client as it arrives) and tees the answer: each chunk read from the
 //     upstream is copied, with the time it arrived, and passed on unchanged. Nothing is parsed
 //     or waited for on the way; the recorded request body is read whole before forwarding (it
-//     is needed to record the request), and a recorded request asks the upstream for an
-//     uncompressed answer (Accept-Encoding: identity). Credentials (Authorization, x-api-key,
-//     api-key, cookies) are forwarded and never written: not to the rows, the manifest, the
+//     is needed to record the request) but not decoded (its envelope, which says whether the
+//     request renders, loads, fills or unloads, is the recorder's to read: a long
+//     conversation's decoding is not added to the time to first token), and a recorded request
+//     asks the upstream for an uncompressed answer (Accept-Encoding: identity). Credentials
+//     (Authorization, x-api-key, api-key, cookies) are forwarded and never written: not to the rows, the manifest, the
 //     requests file, nor the progress lines, from which their values are redacted. So are a
 //     JSON body's credential-named fields at any depth (api_key, token, password, secret,
 //     client_secret, ...: [RedactBody]), replaced in the saved requests, and their values

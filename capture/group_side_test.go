@@ -97,6 +97,24 @@ func TestSessionKeyAgents(t *testing.T) {
 		if got := sessionKey(tc.own, tc.h, tc.env); got != tc.want {
 			t.Errorf("%s: sessionKey = %q, want %q", tc.name, got, tc.want)
 		}
+		// The headers the handler keeps for the recorder give the same key.
+		if got := sessionKey(tc.own, keyHeaders(tc.own, tc.h), tc.env); got != tc.want {
+			t.Errorf("%s: sessionKey of the kept headers = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// The handler keeps only the headers that may name a session, by any case of their names, and
+// none of a request's credentials.
+func TestKeyHeadersKeepsTheSessionHeadersOnly(t *testing.T) {
+	h := http.Header{"Authorization": {"Bearer sk-1"}, "User-Agent": {"codex"}, "x-my-run": {"r9"}, "Thread-Id": {"t1"}, "Content-Type": {"application/json"}}
+	got := keyHeaders("X-My-Run", h)
+	want := http.Header{"x-my-run": {"r9"}, "Thread-Id": {"t1"}}
+	if len(got) != len(want) || got.Get("Thread-Id") != "t1" || got["x-my-run"][0] != "r9" {
+		t.Errorf("keyHeaders = %v, want %v", got, want)
+	}
+	if got := keyHeaders("", http.Header{"User-Agent": {"qwen"}}); got != nil {
+		t.Errorf("keyHeaders of no session header = %v, want nil", got)
 	}
 }
 

@@ -321,7 +321,8 @@ func exchangeOf(ctx context.Context) *exchange {
 // unless its body is longer than [Options].MaxRequestBytes, which is forwarded as it comes and
 // recorded as an error row; its answer is teed: each chunk the upstream sends is kept, with the
 // time it arrived, up to [Options].MaxReplyBytes, for the recorder, which parses it once the
-// answer ended.
+// answer ended. The body is not decoded before it is forwarded: the recorder reads it, and
+// drops the exchange of a request that only renders a prompt or loads a model ([skip]).
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	api := Classify(r.Method, r.URL.Path)
 	if api == "" && isSlotErase(r.Method, r.URL) {
@@ -337,7 +338,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "lab proxy: read the request: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	ex := &exchange{api: api, auth: authHeaders(r.Header), key: sessionKey(p.opts.SessionHeader, r.Header, nil), maxReply: p.opts.MaxReplyBytes}
+	ex := &exchange{api: api, auth: authHeaders(r.Header), keyHeaders: keyHeaders(p.opts.SessionHeader, r.Header), maxReply: p.opts.MaxReplyBytes}
 	if v := r.Header.Get(parentSessionHeader); v != "" {
 		ex.side = "header " + parentSessionHeader + " (a sub-agent of session " + v + ")"
 	}
@@ -356,20 +357,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body.Close()
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
+		// Nothing of the body is decoded on the way: the recorder reads its envelope once the
+		// answer ended (exchange.readEnvelope), so a long conversation's decoding (some
+		// milliseconds a megabyte) is not added to the time to first token.
 		ex.body = body
-		// A body that is not JSON is the upstream's to refuse.
-		ex.validJSON = json.Unmarshal(body, &ex.env) == nil
-		ex.key = sessionKey(p.opts.SessionHeader, r.Header, &ex.env)
-		switch skip(api, &ex.env) {
-		case "fill":
-			ex.fill = true
-		case "unload":
-			ex.unload = true
-		case "":
-		default:
-			p.rp.ServeHTTP(w, r)
-			return
-		}
 	}
 	ex.start = time.Now()
 	if !p.begin(ex) {
@@ -525,8 +516,11 @@ type exchange struct {
 	// maxReply bounds the answer bytes kept (Options.MaxReplyBytes); truncated says the answer
 	// went past it.
 	maxReply int64
+	// keyHeaders are the request's headers that may name its session (Options.SessionHeader and
+	// the headers of SessionIDs), kept for the recorder.
+	keyHeaders http.Header
 	// key is the conversation key the request carried (a session header or prompt_cache_key),
-	// "" for none.
+	// "" for none: set by readEnvelope.
 	key string
 	// side says why the request is a side request by its headers alone (a parent session's
 	// header); "" when they do not say.
@@ -544,6 +538,9 @@ type exchange struct {
 	// unload marks a request that unloads the upstream's model, which empties its cache: no
 	// row, but the slot model is emptied.
 	unload bool
+	// passed marks a request that only renders a prompt or loads a model: no row, and nothing
+	// of it is recorded. fill, unload and passed are set by readEnvelope.
+	passed bool
 	start  time.Time
 	// seq numbers the exchange in the order the proxy began forwarding it.
 	seq uint64
@@ -820,6 +817,48 @@ var SessionIDs = []SessionID{
 // parentSessionHeader is the header opencode sends on a sub-agent's requests, naming the
 // session that started it: such a request is a side request.
 const parentSessionHeader = "X-Parent-Session-Id"
+
+// readEnvelope decodes the envelope of the exchange's body (when it was read: not past the
+// limit) and sets what follows from it: validJSON, the conversation key, and whether the
+// request only fills the cache, unloads the model or renders or loads ([skip]). The recorder
+// calls it once the handler is done; own is Options.SessionHeader.
+func (ex *exchange) readEnvelope(own string) {
+	if ex.requestOver > 0 {
+		ex.key = sessionKey(own, ex.keyHeaders, nil)
+		return
+	}
+	// A body that is not JSON is the upstream's to refuse.
+	ex.validJSON = json.Unmarshal(ex.body, &ex.env) == nil
+	ex.key = sessionKey(own, ex.keyHeaders, &ex.env)
+	switch skip(ex.api, &ex.env) {
+	case "fill":
+		ex.fill = true
+	case "unload":
+		ex.unload = true
+	case "":
+	default:
+		ex.passed = true
+	}
+}
+
+// keyHeaders returns the headers of h that [sessionKey] reads: own (Options.SessionHeader, ""
+// for none) and those of [SessionIDs], by any case of their names.
+func keyHeaders(own string, h http.Header) http.Header {
+	var out http.Header
+	for hk, v := range h {
+		named := own != "" && strings.EqualFold(hk, own)
+		for _, id := range SessionIDs {
+			named = named || (id.Header != "" && strings.EqualFold(hk, id.Header))
+		}
+		if named {
+			if out == nil {
+				out = http.Header{}
+			}
+			out[hk] = slices.Clone(v)
+		}
+	}
+	return out
+}
 
 // sessionKey returns the conversation key of a request with headers h and body fields env: the
 // value of the user's own header (Options.SessionHeader, "" for none), else of the first entry

@@ -118,6 +118,10 @@ func (r *recorder) samples() int {
 
 // process records one exchange: a row for a request, the slot model only for a cache fill.
 func (r *recorder) process(ex *exchange) {
+	ex.readEnvelope(r.opts.SessionHeader)
+	if ex.passed {
+		return
+	}
 	// A credential-named field's value in the body is a secret like a header's, and every
 	// secret seen so far is redacted from this request's row too (a key sent once and echoed
 	// later).

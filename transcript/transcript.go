@@ -97,7 +97,13 @@ type Compact struct {
 }
 
 // Usage is a request's token counts as the agent recorded them (the provider's usage fields);
-// a nil field was not recorded.
+// a nil field was not recorded. InputTokens is the whole prompt, cached part included
+// ([lab/chat.Usage].Prompt's meaning: Anthropic's input_tokens + cache_read_input_tokens +
+// cache_creation_input_tokens, OpenAI's input_tokens); CachedTokens the part read from the
+// prompt cache (cache_read_input_tokens, cached_input_tokens); CacheWriteTokens the part
+// written to it (cache_creation_input_tokens, Codex's cache_write_input_tokens); OutputTokens
+// the tokens generated, reasoning included; ReasoningTokens the reasoning part
+// (reasoning_output_tokens).
 type Usage struct {
 	InputTokens, CachedTokens, CacheWriteTokens, OutputTokens, ReasoningTokens *int64
 }
