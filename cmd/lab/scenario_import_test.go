@@ -1,15 +1,21 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"lab/capture"
+	"lab/gguf"
+	"lab/localserver"
 	"lab/metrics"
 	"lab/scenario"
+	"lab/tokenizer"
 )
 
 // rowFigures are the figures of a row the capture round trip keeps: prompt, cached and expected
@@ -136,5 +142,65 @@ func TestScenarioImportExample(t *testing.T) {
 	code, _, errOut = runLab(t, "scenario", "import", "--from", "capture", filepath.Join(dir, "nope.jsonl"), "-o", dir)
 	if code != exitBadInput || !strings.Contains(errOut, "nope.jsonl") {
 		t.Errorf("missing file: exit %d, %s", code, errOut)
+	}
+}
+
+// A capture of lab proxy (lab run through the proxy to a stand-in Ollama with a real prefix
+// cache slot, Ollama's renderer and the model's tokenizer), imported and replayed with the
+// capture-as-sent arm straight to the same server, gives the proxy's rows: prompt, cached (from
+// the server log), expected cached tokens, divergence, re-read split, turn and step.
+func TestProxyCaptureRoundTrip(t *testing.T) {
+	needTokenizer(t)
+	cache, err := localserver.DefaultCacheDir(os.Getenv)
+	if err != nil {
+		t.Skip(err)
+	}
+	tokDir, err := localserver.FetchTokenizer(context.Background(), cache, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	model := filepath.Join(dir, "synth.gguf")
+	if err := gguf.WriteModel(model, tokDir, gguf.ModelOptions{HiddenSize: 8, FeedForward: 8, Layers: 1, HeadDim: 8, F16: true}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "server.log")
+	os.WriteFile(logPath, nil, 0o644)
+	f := &fakeOllama{tok: tok, logPath: logPath}
+	up := httptest.NewServer(f.handler(t))
+	defer up.Close()
+	results := filepath.Join(dir, "results")
+	addr, stop := startProxyCmd(t, &proxyOptions{Listen: "127.0.0.1:0", Upstream: up.URL, ResultsDir: results, RunID: "cap",
+		Label: capture.DefaultLabel, Render: capture.RenderOllama, GGUF: model, NumCtx: gguf.DefaultContextLength, ServerLog: logPath, SaveRequests: true})
+	if code, _, stderr := runLab(t, "run", "--server", "http://"+addr, "--server-log", logPath, "--gguf", model,
+		"--scenario", "outside-edit", "--arm", "spec", "--results", results, "--run-id", "run", "--quiet"); code != 0 {
+		t.Fatalf("lab run: exit %d: %s", code, stderr)
+	}
+	if err, _, perr := stop(); err != nil {
+		t.Fatalf("lab proxy: %v\n%s", err, perr)
+	}
+	imp := filepath.Join(dir, "imported")
+	if code, _, errOut := runLab(t, "scenario", "import", "--from", "capture", filepath.Join(metrics.RunDir(results, "cap"), "requests-0001-of-0001.jsonl"), "-o", imp); code != 0 {
+		t.Fatalf("lab scenario import: exit %d: %s", code, errOut)
+	}
+	if code, _, stderr := runLab(t, "run", "--server", up.URL, "--server-log", logPath, "--gguf", model,
+		"--scenario", filepath.Join(imp, "scenario.yaml"), "--arm", "capture-as-sent", "--results", results, "--run-id", "replay", "--quiet"); code != 0 {
+		t.Fatalf("lab run --arm capture-as-sent: exit %d: %s", code, stderr)
+	}
+	want, got := readRows(t, metrics.RunDir(results, "cap")), readRows(t, metrics.RunDir(results, "replay"))
+	if len(got) != len(want) || len(want) != 11 {
+		t.Fatalf("%d rows replayed, the capture has %d; want 11 each", len(got), len(want))
+	}
+	for i := range want {
+		if want[i].CachedTokens == nil {
+			t.Fatalf("capture row %d: no cached tokens", i)
+		}
+		if w, g := rowFigures(want[i]), rowFigures(got[i]); w != g {
+			t.Errorf("row %d:\n got %s\nwant %s", i, g, w)
+		}
 	}
 }
