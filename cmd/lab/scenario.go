@@ -79,9 +79,6 @@ recorded and skipped is printed.`,
 				sess, err = read(file)
 			}
 			if err != nil {
-				if errors.Is(err, transcript.ErrNotBuilt) {
-					return fmt.Errorf("%w", err)
-				}
 				return &usageError{err}
 			}
 			sum, err := importer.Import(sess, out, opt)

@@ -204,3 +204,46 @@ func TestProxyCaptureRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// The Claude Code and Codex examples import (their readers' testdata) and run under spec and
+// plain on the sim, every row without an error.
+func TestScenarioImportAgentExamples(t *testing.T) {
+	for _, format := range []string{"claude-code", "codex"} {
+		t.Run(format, func(t *testing.T) {
+			dir := t.TempDir()
+			imp := filepath.Join(dir, "s")
+			code, out, errOut := runLab(t, "scenario", "import", "--from", format, filepath.Join("..", "..", "transcript", "testdata", format+"-example.jsonl"), "-o", imp)
+			if code != 0 {
+				t.Fatalf("import: exit %d: %s", code, errOut)
+			}
+			if !strings.Contains(out, "steps: 2 user, 9 assistant") || !strings.Contains(out, "replay their recorded answer") {
+				t.Errorf("summary:\n%s", out)
+			}
+			// The examples plant keys and the recording user's home: none survives.
+			for _, name := range []string{"scenario.yaml", "workspace.txtar"} {
+				data, err := os.ReadFile(filepath.Join(imp, name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, planted := range []string{"sk-ant-", "sk-proj-", "ghp_", "/home/ada"} {
+					if strings.Contains(string(data), planted) {
+						t.Errorf("%s holds %q", name, planted)
+					}
+				}
+			}
+			res := filepath.Join(dir, "results")
+			if code, _, errOut := runLab(t, "run", "--backend", "sim", "--scenario", filepath.Join(imp, "scenario.yaml"), "--arm", "spec,plain", "--results", res, "--run-id", "r"); code != 0 {
+				t.Fatalf("run: exit %d: %s", code, errOut)
+			}
+			rows := readRows(t, filepath.Join(res, "run_id=r"))
+			if len(rows) != 18 {
+				t.Errorf("%d rows, want 9 per arm", len(rows))
+			}
+			for _, s := range rows {
+				if s.Error != "" {
+					t.Errorf("%s request %d: %s", s.Arm, s.RequestIndex, s.Error)
+				}
+			}
+		})
+	}
+}
