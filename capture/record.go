@@ -184,7 +184,8 @@ func (r *recorder) process(ex *exchange) {
 			b, _ := json.Marshal(string(body))
 			body = b
 		}
-		line, err := row.RequestLine{Scenario: s.Scenario, Arm: s.Arm, Repetition: 1, RequestIndex: s.RequestIndex, API: ex.api, Body: body}.Marshal()
+		line, err := row.RequestLine{Scenario: s.Scenario, Arm: s.Arm, Repetition: 1, RequestIndex: s.RequestIndex, API: ex.api, Body: body,
+			Reply: savedReply(reply, ex.body, s.Error, secrets)}.Marshal()
 		if err == nil {
 			_, err = r.requests.Write(line)
 		}
@@ -225,6 +226,55 @@ func (r *recorder) process(ex *exchange) {
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// savedReply is the reply read from the answer as the requests file keeps it (row.SaveReply),
+// every secret seen redacted from its texts and arguments; nil for an answer that failed
+// (errText not "") or gave no reply, and for a request (body) that let the server generate at
+// most one token ([generationCapped]): its reply is not what the server's cache went on with
+// (lab run's measured request, whose cache fill follows).
+func savedReply(reply *chat.Reply, body []byte, errText string, secrets []string) *row.SavedReply {
+	if reply == nil || errText != "" || generationCapped(body) {
+		return nil
+	}
+	out := row.SaveReply(reply)
+	out.Reasoning, out.Content = Redact(out.Reasoning, secrets), Redact(out.Content, secrets)
+	for i := range out.ToolCalls {
+		c := &out.ToolCalls[i]
+		args, _ := RedactBody(c.Arguments)
+		c.Arguments = json.RawMessage(Redact(string(args), secrets))
+		if !json.Valid(c.Arguments) {
+			c.Arguments, _ = json.Marshal(string(c.Arguments))
+		}
+	}
+	if out.Reasoning == "" && out.Content == "" && len(out.ToolCalls) == 0 {
+		return nil
+	}
+	return out
+}
+
+// generationCapped reports whether a request body bounds the reply to at most one token:
+// Ollama's options.num_predict, llama-server's n_predict, OpenAI's max_tokens,
+// max_completion_tokens or max_output_tokens, Anthropic's max_tokens, 0 or 1.
+func generationCapped(body []byte) bool {
+	var b struct {
+		Options struct {
+			NumPredict *int `json:"num_predict"`
+		} `json:"options"`
+		NPredict            *int `json:"n_predict"`
+		MaxTokens           *int `json:"max_tokens"`
+		MaxCompletionTokens *int `json:"max_completion_tokens"`
+		MaxOutputTokens     *int `json:"max_output_tokens"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return false
+	}
+	for _, n := range []*int{b.Options.NumPredict, b.NPredict, b.MaxTokens, b.MaxCompletionTokens, b.MaxOutputTokens} {
+		if n != nil && *n >= 0 && *n <= 1 {
 			return true
 		}
 	}

@@ -152,6 +152,12 @@ type RunConfig struct {
 	// passed to every session ([SessionConfig].MaxReplyBytes); 0 means
 	// [chat.DefaultMaxReplyBytes].
 	MaxReplyBytes int64
+	// DecodeRequest is passed to every session ([SessionConfig].DecodeRequest): the decoder of
+	// captured requests the [CaptureAsSent] arm sends.
+	DecodeRequest func(api string, body []byte) (*chat.Request, error)
+	// RequestsAPI is passed to every session ([SessionConfig].RequestsAPI): the API of the
+	// request bodies SaveRequests writes.
+	RequestsAPI string
 }
 
 // Requests returns the number of requests the matrix's sessions of c's shard send (every
@@ -160,6 +166,10 @@ type RunConfig struct {
 func (c *RunConfig) Requests() int {
 	n := 0
 	for _, ms := range c.Sessions() {
+		if c.Arms[ms.Arm].Name == CaptureAsSent {
+			n += len(c.Scenarios[ms.Scenario].Captured)
+			continue
+		}
 		n += sessionRequests(c.Scenarios[ms.Scenario])
 	}
 	return n
@@ -242,6 +252,12 @@ func (c *RunConfig) folder(start time.Time, h *metrics.Host, now func() time.Tim
 	}
 	for _, sc := range c.Scenarios {
 		man.Scenarios = append(man.Scenarios, sc.Name)
+		for _, st := range sc.RecordedSteps() {
+			if man.RecordedAnswers == nil {
+				man.RecordedAnswers = map[string][]metrics.RecordedStep{}
+			}
+			man.RecordedAnswers[sc.Name] = append(man.RecordedAnswers[sc.Name], metrics.RecordedStep{Turn: st.Turn, Step: st.Step, Calls: st.Calls})
+		}
 	}
 	for _, a := range c.Arms {
 		man.Arms = append(man.Arms, a.Name)
@@ -354,7 +370,7 @@ func RunMatrix(ctx context.Context, cfg RunConfig, runID string, kept []metrics.
 			BackendName: cfg.BackendName, Model: cfg.Model, ServerVersion: cfg.ServerVersion,
 			Tokenizer: cfg.Tokenizer, Sink: to, SandboxDir: sandbox.Dir, SandboxShown: sandbox.Shown, Warn: cfg.Warn, NumCtx: cfg.NumCtx, Window: cfg.Window, CacheReuse: cfg.CacheReuse,
 			RenderOrder: cfg.RenderOrder, HostCache: cfg.HostCache, Warm: cfg.Warm, Price: cfg.Price, Retry: cfg.Retry, Driver: cfg.Driver, ConstantCached: cfg.ConstantCached,
-			MaxReplyBytes: cfg.MaxReplyBytes, Requests: requests,
+			MaxReplyBytes: cfg.MaxReplyBytes, Requests: requests, DecodeRequest: cfg.DecodeRequest, RequestsAPI: cfg.RequestsAPI,
 			OnSample: func(s *metrics.Sample) {
 				mu.Lock()
 				defer mu.Unlock()

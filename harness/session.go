@@ -143,6 +143,13 @@ type SessionConfig struct {
 	// set on every request the session sends); 0 means [chat.DefaultMaxReplyBytes]. A reply
 	// past it is an error row ([chat.ReplyTooLongError]), not retried.
 	MaxReplyBytes int64
+	// DecodeRequest reads a captured request's body of one API into a request
+	// (capture.DecodeRequest), for the [CaptureAsSent] arm; nil refuses that arm.
+	DecodeRequest func(api string, body []byte) (*chat.Request, error)
+	// RequestsAPI is the API the backend's request bodies speak, as lab proxy names it
+	// ("ollama-chat", "openai-chat", "anthropic", ...), written in each line of Requests; ""
+	// leaves it out.
+	RequestsAPI string
 }
 
 // RunSession replays one scenario with one arm through the harness and the backend, writing one
@@ -158,6 +165,9 @@ func RunSession(ctx context.Context, cfg SessionConfig) error {
 		if err := retryDo(ctx, cfg.Retry, b.Reset); err != nil {
 			return fmt.Errorf("reset the server's cache before %s/%s: %w", cfg.Scenario.Name, cfg.Arm.Name, err)
 		}
+	}
+	if cfg.Arm.Name == CaptureAsSent {
+		return r.sendCaptured(ctx)
 	}
 	return r.drv.run(ctx, r)
 }
@@ -443,6 +453,10 @@ func (r *runner) toolList() []chat.Tool {
 		}
 		list = append(list, t)
 	}
+	for _, t := range r.cfg.Scenario.Tools {
+		// The scenario's own tools (an imported agent's): fixed for the session, in every arm.
+		list = append(list, chat.Tool{Name: t.Name, Description: t.Description, Parameters: t.ToolSchema()})
+	}
 	for _, s := range r.cfg.Scenario.Steps {
 		if s.MCP == nil {
 			continue
@@ -472,6 +486,10 @@ func (r *runner) runTool(ctx context.Context, tc chat.ToolCall) string {
 func (r *runner) callTool(ctx context.Context, tc chat.ToolCall) string {
 	if res, ok := r.mcpResults[tc.Name]; ok {
 		return r.hs.Result(res)
+	}
+	if r.cfg.Scenario.HasAgentTool(tc.Name) {
+		// A scripted call of it answers its recorded answer (runner.recorded); a live one has none.
+		return r.hs.Result("Error: " + tc.Name + " answers only the recorded answers of the session it was imported from, in the scripted driver")
 	}
 	if tc.Name == "bash" && r.cfg.Scenario.HasShell() {
 		if r.drv.liveShell() && r.cfg.Scenario.Shell != nil {
@@ -589,11 +607,27 @@ func (r *runner) assistant(ctx context.Context, a *scenario.AssistantStep) error
 	}
 	r.beginReply()
 	r.history = append(r.history, msg)
-	for _, tc := range msg.ToolCalls {
-		out := r.runTool(ctx, tc)
+	for i, tc := range msg.ToolCalls {
+		var out string
+		if ans := a.Calls[i].Answer; ans != nil {
+			out = r.recorded(tc, *ans)
+		} else {
+			out = r.runTool(ctx, tc)
+		}
 		r.history = append(r.history, chat.Message{Role: chat.RoleTool, Content: out, ToolCallID: tc.ID, ToolName: tc.Name})
 	}
 	return nil
+}
+
+// recorded answers a call with its recorded answer ([scenario.Call].Answer) instead of running
+// it: a result like any other (§1's id, §3's cap), recorded as the call's result.
+func (r *runner) recorded(tc chat.ToolCall, answer string) string {
+	before := r.hs.LastID()
+	out := r.hs.Result(strings.TrimRight(answer, "\n"))
+	if id := r.hs.LastID(); id != before {
+		r.resultOf[tc.ID] = id
+	}
+	return out
 }
 
 // decided is what follows from a scripted assistant step once it is decided, before anything is
@@ -642,7 +676,7 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 	s.Retries, s.RetryWaitNs = int32(tries.retries), int64(tries.wait)
 	if res != nil && len(res.Body) > 0 && cfg.Requests != nil {
 		line, err := row.RequestLine{Scenario: cfg.Scenario.Name, Arm: cfg.Arm.Name, Repetition: cfg.Repetition,
-			RequestIndex: s.RequestIndex, Body: res.Body}.Marshal()
+			RequestIndex: s.RequestIndex, API: cfg.RequestsAPI, Body: res.Body, Reply: row.SaveReply(reply)}.Marshal()
 		if err == nil {
 			_, err = cfg.Requests.Write(line)
 		}

@@ -103,6 +103,11 @@ type Manifest struct {
 	// entry (a run made before the field existed) has unknown content. A scenario named the
 	// same with another digest is another scenario: reports never pool the two.
 	ScenarioDigests map[string]string `json:"scenario_digests,omitempty"`
+	// RecordedAnswers maps each scenario some of whose tool calls replay a recorded answer
+	// (an imported session's, scenario.yaml `answer:`) to those steps, in order: their rows
+	// carry results the session recorded, not results the harness computed. Omitted when no
+	// scenario of the run has one, and in runs made before the field existed.
+	RecordedAnswers map[string][]RecordedStep `json:"recorded_answers,omitempty"`
 	// Host is the machine the run (or this part of it) ran on; nil (omitted) in runs made
 	// before the field existed. Not part of the [Setup]: shards of one run may run on several
 	// machines. It says why a prefill time looks odd.
@@ -114,6 +119,15 @@ type Manifest struct {
 	// journal, in the order they happened; empty (omitted) for a part its run closed itself. A
 	// manifest merged from parts ([MergeParts]) holds every part's records, shard after shard.
 	Repairs []RepairRecord `json:"repairs,omitempty"`
+}
+
+// RecordedStep is an assistant step whose calls replay recorded answers, in
+// [Manifest].RecordedAnswers: its turn and step as the rows' columns number them, and how many
+// of its calls replay one.
+type RecordedStep struct {
+	Turn  int `json:"turn"`
+	Step  int `json:"step"`
+	Calls int `json:"calls"`
 }
 
 // RepairRecord is one repair of a part, in [Manifest].Repairs: lab repair wrote the part's

@@ -356,12 +356,17 @@ func manifestFacts(m *metrics.Manifest) []string {
 		fmt.Sprintf("Model: %s, num_ctx %s", orDash(m.Model), numCtx(m.NumCtx)),
 		modelFile(m),
 		scenarioContents(m),
+	}
+	if r := recordedAnswers(m); r != "" {
+		facts = append(facts, r)
+	}
+	facts = append(facts,
 		hostFacts(m.Host),
 		started,
 		complete,
 		fmt.Sprintf("Scenarios: %s; arms: %s; repetitions: %d; samples: %s",
 			orDash(strings.Join(m.Scenarios, ", ")), orDash(strings.Join(m.Arms, ", ")), m.Repetitions, samplesRead(m)),
-	}
+	)
 	for _, raw := range m.ArmDefinitions {
 		a, err := arms.FromJSON(raw)
 		if err != nil {
@@ -440,6 +445,31 @@ func scenarioContents(m *metrics.Manifest) string {
 		parts = append(parts, inline(sc)+" "+d)
 	}
 	return "Scenario contents (sha256, first 12 digits): " + strings.Join(parts, ", ")
+}
+
+// recordedAnswers is the fact line of the steps replayed from recorded answers
+// ([metrics.Manifest].RecordedAnswers), per scenario in run order, each as "turn T step S"
+// with its count of recorded calls; "" when the run has none. The capture-as-sent arm's rows
+// send the capture's own requests, recorded results included.
+func recordedAnswers(m *metrics.Manifest) string {
+	var parts []string
+	for _, sc := range m.Scenarios {
+		steps := m.RecordedAnswers[sc]
+		if len(steps) == 0 {
+			continue
+		}
+		var list []string
+		calls := 0
+		for _, st := range steps {
+			list = append(list, fmt.Sprintf("turn %d step %d (%d)", st.Turn, st.Step, st.Calls))
+			calls += st.Calls
+		}
+		parts = append(parts, fmt.Sprintf("%s: %d calls in %d steps: %s", inline(sc), calls, len(steps), strings.Join(list, ", ")))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "Replayed from recorded answers, not run (the tool results of these steps are what the imported session recorded): " + strings.Join(parts, "; ")
 }
 
 // hostFacts is the fact line of the machine the run ran on.

@@ -253,8 +253,11 @@ func DropOllamaEstimate(res *chat.Result) (warning string, ok bool) {
 // RequestLine is one line of a requests file (`lab run --save-requests`: requests.jsonl or a
 // part's requests-<i>-of-<n>.jsonl; `lab proxy --save-requests`): the request's scenario (the
 // proxy's conversation), arm, 1-based repetition and 0-based request index, as in its row, the
-// API it spoke (`lab proxy` only: "openai-chat", "ollama-chat", ...; omitted when "") and the
-// request body as sent.
+// API it spoke ("openai-chat", "ollama-chat", ... as lab proxy classifies it, `lab run` its
+// backend's; omitted when "" or unknown), the request body as sent, and the reply the request
+// was answered with (the scripted reply of `lab run`, the reply the proxy read from the
+// answer; omitted when unknown), which `lab scenario import --from capture` and the
+// capture-as-sent arm read back.
 type RequestLine struct {
 	Scenario     string          `json:"scenario"`
 	Arm          string          `json:"arm"`
@@ -262,6 +265,39 @@ type RequestLine struct {
 	RequestIndex int32           `json:"request_index"`
 	API          string          `json:"api,omitempty"`
 	Body         json.RawMessage `json:"body"`
+	Reply        *SavedReply     `json:"reply,omitempty"`
+}
+
+// SavedReply is a [RequestLine]'s reply: reasoning, visible text and tool calls (id, name,
+// arguments as a JSON object).
+type SavedReply struct {
+	Reasoning string      `json:"reasoning,omitempty"`
+	Content   string      `json:"content,omitempty"`
+	ToolCalls []SavedCall `json:"tool_calls,omitempty"`
+}
+
+// SavedCall is one tool call of a [SavedReply].
+type SavedCall struct {
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// SaveReply returns r as a [SavedReply]; nil for nil. Arguments that are not a JSON object's
+// valid JSON are saved as a JSON string of their bytes.
+func SaveReply(r *chat.Reply) *SavedReply {
+	if r == nil {
+		return nil
+	}
+	out := &SavedReply{Reasoning: r.Reasoning, Content: r.Content}
+	for _, c := range r.ToolCalls {
+		args := c.Arguments
+		if !json.Valid(args) {
+			args, _ = json.Marshal(string(args))
+		}
+		out.ToolCalls = append(out.ToolCalls, SavedCall{ID: c.ID, Name: c.Name, Arguments: args})
+	}
+	return out
 }
 
 // Marshal returns the line as one line of JSON, in the fields' order, ending in a newline; the

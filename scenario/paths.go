@@ -97,7 +97,7 @@ func checkPaths(s *Scenario) error {
 			}
 		case st.Assistant != nil:
 			for _, c := range st.Assistant.Calls {
-				if c.ExpectError || mcp[c.Tool] || !tools.Allowed(mode, c.Tool) {
+				if c.ExpectError || c.Answer != nil || mcp[c.Tool] || !tools.Allowed(mode, c.Tool) {
 					continue
 				}
 				if err := t.Replay(c.Tool, c.Args); err != "" {

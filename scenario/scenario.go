@@ -63,7 +63,24 @@ type Scenario struct {
 	// §10.4: only what is fixed for the session leaves a tool out). The scripted driver always
 	// answers from Commands, so a run replays the same bytes.
 	Shell *ShellConfig `yaml:"shell"`
+	// Tools are the scenario's own tools: the tools of an imported agent session that the lab
+	// has no tool for (an agent's web fetch, an MCP server's query). They are in the tool list
+	// of every request, after the lab's, whatever the arm; every call of one replays its
+	// recorded answer ([Call].Answer), which the loader requires.
+	Tools []AgentTool `yaml:"tools"`
+	// Capture names the requests file of the capture the scenario was imported from (the
+	// lines of one conversation as `lab proxy --save-requests` writes them,
+	// [row.RequestLine]), relative to the scenario file; "" for a scenario not imported from a
+	// capture. Only the capture-as-sent arm reads it: it sends each request as the harness
+	// sent it. [LoadScenario] reads it into Captured.
+	Capture string `yaml:"capture"`
 
+	// Imported says where an imported scenario came from and what its import left out
+	// (scenario.yaml `source:`); nil for a scenario written by hand.
+	Imported *ImportSource `yaml:"source"`
+
+	// Captured are the requests of Capture, in order; set by [LoadScenario].
+	Captured []CapturedRequest `yaml:"-"`
 	// File is the scenario file's path; set by [LoadScenario].
 	File string `yaml:"-"`
 	// Files are the workspace's files, read from the archive by [LoadScenario].
@@ -180,7 +197,22 @@ const MaxShellTimeout = 10 * time.Minute
 
 // HasShell reports whether the session's tool list has bash: the scenario scripts commands or
 // gives a real shell.
-func (s *Scenario) HasShell() bool { return len(s.Commands) > 0 || s.Shell != nil }
+func (s *Scenario) HasShell() bool {
+	if len(s.Commands) > 0 || s.Shell != nil {
+		return true
+	}
+	for _, st := range s.Steps {
+		if st.Assistant == nil {
+			continue
+		}
+		for _, c := range st.Assistant.Calls {
+			if c.Tool == "bash" && c.Answer != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // Command is one scripted output of the bash tool.
 type Command struct {
@@ -190,6 +222,102 @@ type Command struct {
 	Output string `yaml:"output"`
 	// Exit is the exit status; not 0 adds a last line "(exit status N)".
 	Exit int `yaml:"exit"`
+}
+
+// ImportSource is an imported scenario's `source:` mapping: the reader's format, the file's
+// base name, the agent and model it records, and every record the import did not keep (the
+// reader's skipped lines and the events the importer dropped), with its line and why.
+type ImportSource struct {
+	Format  string          `yaml:"format"`
+	File    string          `yaml:"file"`
+	Agent   string          `yaml:"agent,omitempty"`
+	Model   string          `yaml:"model,omitempty"`
+	Skipped []SkippedRecord `yaml:"skipped,omitempty"`
+}
+
+// SkippedRecord is one record of an imported file that is not in the scenario.
+type SkippedRecord struct {
+	Line int    `yaml:"line"`
+	Kind string `yaml:"kind"`
+	Why  string `yaml:"why"`
+}
+
+// AgentTool is one of a scenario's own tools ([Scenario].Tools): the agent's name, its
+// description and the JSON Schema of its parameters as the session's agent declared them.
+type AgentTool struct {
+	// Name is the tool's name in the tool list and in calls: letters, digits, '_' and '-', at
+	// most 64 (what the model APIs accept), and not the name of a lab tool.
+	Name string `yaml:"name"`
+	// Description is the tool's description in the tool list.
+	Description string `yaml:"description"`
+	// Parameters is the JSON Schema of its arguments, as a mapping; none means an object of
+	// any properties ({"type":"object"}).
+	Parameters map[string]any `yaml:"parameters"`
+}
+
+// CapturedRequest is one request of a capture ([Scenario].Captured): the line of the requests
+// file it is on, its API (capture.APIOllamaChat and the others) and its body exactly as the
+// harness sent it (credentials redacted), and the reply the server gave, when the line has it.
+type CapturedRequest struct {
+	Line  int
+	API   string
+	Body  json.RawMessage
+	Reply *CapturedReply
+}
+
+// CapturedReply is the reply the server gave to a captured request, as a requests line holds
+// it (`reply`: reasoning, content, tool_calls with id, name and arguments).
+type CapturedReply struct {
+	Reasoning string         `json:"reasoning,omitempty"`
+	Content   string         `json:"content,omitempty"`
+	ToolCalls []CapturedCall `json:"tool_calls,omitempty"`
+}
+
+// CapturedCall is one tool call of a [CapturedReply].
+type CapturedCall struct {
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// RecordedStep is an assistant step some of whose calls replay their recorded answers
+// ([Call].Answer): its turn and step as the rows number them (turn: the user steps so far;
+// step: the requests since the turn's user step, compactions included, 1-based), its line and
+// how many of its calls are recorded.
+type RecordedStep struct {
+	Turn, Step, Line, Calls int
+}
+
+// RecordedSteps returns the scenario's assistant steps with calls replayed from recorded
+// answers, in order (none for a scenario without them).
+func (s *Scenario) RecordedSteps() []RecordedStep {
+	var out []RecordedStep
+	turn, step := 0, 0
+	for _, st := range s.Steps {
+		switch {
+		case st.User != nil:
+			turn, step = turn+1, 0
+		case st.Compact != nil:
+			step++
+		case st.Assistant != nil:
+			step++
+			n := 0
+			for _, c := range st.Assistant.Calls {
+				if c.Answer != nil {
+					n++
+				}
+			}
+			if n > 0 {
+				out = append(out, RecordedStep{Turn: turn, Step: step, Line: st.Line, Calls: n})
+			}
+		}
+	}
+	return out
+}
+
+// HasAgentTool reports whether name is one of the scenario's own tools.
+func (s *Scenario) HasAgentTool(name string) bool {
+	return slices.ContainsFunc(s.Tools, func(t AgentTool) bool { return t.Name == name })
 }
 
 // MCPServer is an MCP server that connects during the session.
@@ -246,6 +374,14 @@ type Call struct {
 	// outside, say): the loader does not check that its paths exist (scenario.yaml
 	// `expect_error: true` beside the call's tool).
 	ExpectError bool
+	// Answer, when set, is the call's recorded answer (scenario.yaml `answer: TEXT` beside the
+	// call's tool): the harness gives it as the call's result instead of running the tool,
+	// through the arm's measures like any result (caps, result ids). An imported session's
+	// importer writes it where the workspace cannot reproduce the result (a tool the lab has
+	// not, a shell command, a read of a part of a file the session never showed whole). The
+	// loader does not check a recorded call's paths; the manifest lists the steps that hold one
+	// ([Scenario.RecordedSteps]).
+	Answer *string
 }
 
 // SyntaxError is a problem in a scenario file, at a line: it prints as "file:line: message"
@@ -295,7 +431,46 @@ func LoadScenarioFS(fsys fs.FS, name, shown string) (*Scenario, error) {
 	if err := checkPaths(s); err != nil {
 		return nil, err
 	}
+	if s.Capture != "" {
+		shownCap := path.Join(path.Dir(filepath.ToSlash(shown)), s.Capture)
+		data, err := fs.ReadFile(fsys, path.Join(path.Dir(name), s.Capture))
+		if err != nil {
+			return nil, &SyntaxError{File: shown, Line: fileerr.TopKeyLine(s.Source, "capture"), Msg: fmt.Sprintf("capture %q: %v", s.Capture, err)}
+		}
+		if s.Captured, err = ParseCaptured(shownCap, data); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// ParseCaptured reads a requests file of a capture (one JSON object a line: scenario, arm,
+// repetition, request_index, api, body, and reply when the capture kept it; blank lines
+// skipped) into its requests, in file order. file names it in errors: a line that is not such
+// an object, or has no api or body, is a *SyntaxError naming the line.
+func ParseCaptured(file string, data []byte) ([]CapturedRequest, error) {
+	var out []CapturedRequest
+	for i, l := range bytes.Split(data, []byte("\n")) {
+		if len(bytes.TrimSpace(l)) == 0 {
+			continue
+		}
+		var line struct {
+			API   string          `json:"api"`
+			Body  json.RawMessage `json:"body"`
+			Reply *CapturedReply  `json:"reply"`
+		}
+		if err := json.Unmarshal(l, &line); err != nil {
+			return nil, &SyntaxError{File: file, Line: i + 1, Msg: "want a requests line (a JSON object with api and body): " + err.Error()}
+		}
+		if line.API == "" || len(line.Body) == 0 {
+			return nil, &SyntaxError{File: file, Line: i + 1, Msg: "a requests line needs api and body (lab proxy --save-requests writes both)"}
+		}
+		out = append(out, CapturedRequest{Line: i + 1, API: line.API, Body: line.Body, Reply: line.Reply})
+	}
+	if len(out) == 0 {
+		return nil, &SyntaxError{File: file, Msg: "no request"}
+	}
+	return out, nil
 }
 
 // scenarioName is what a scenario's name may be: it names plot files, benchmark names and report
@@ -367,6 +542,9 @@ func parseScenario(file string, data []byte) (*Scenario, error) {
 	if s.Mode != "" && !modeExists(s.Mode) {
 		return nil, bad(0, "mode %q: no prompts/modes/%s.md (the modes are %s)", s.Mode, s.Mode, strings.Join(Modes(), ", "))
 	}
+	if err := checkAgentTools(&s, data); err != nil {
+		return nil, err
+	}
 	mcpTools := map[string]bool{} // tools of MCP servers connected so far
 	now := start
 	prev := "" // kind of the previous user/assistant step
@@ -418,6 +596,12 @@ func parseScenario(file string, data []byte) (*Scenario, error) {
 				if mcpTools[c.Tool] {
 					continue
 				}
+				if s.HasAgentTool(c.Tool) {
+					if c.Answer == nil {
+						return nil, bad(c.Line, "%s: a call of one of the scenario's own tools needs answer: TEXT, its recorded answer (the lab cannot run it)", c.Tool)
+					}
+					continue
+				}
 				if err := checkCall(c); err != nil {
 					return nil, bad(c.Line, "%s: %v", c.Tool, err)
 				}
@@ -429,7 +613,7 @@ func parseScenario(file string, data []byte) (*Scenario, error) {
 					if err := json.Unmarshal(c.Args, &args); err != nil {
 						return nil, bad(c.Line, "bash: %v", err)
 					}
-					if !slices.ContainsFunc(s.Commands, func(cm Command) bool { return cm.Command == args.Command }) {
+					if c.Answer == nil && !slices.ContainsFunc(s.Commands, func(cm Command) bool { return cm.Command == args.Command }) {
 						return nil, bad(c.Line, "bash: no entry for %q in the scenario's commands", args.Command)
 					}
 					if _, err := tools.Inside(args.Cwd); err != nil {
@@ -465,6 +649,9 @@ func parseScenario(file string, data []byte) (*Scenario, error) {
 				if tools.Lookup(t.Name) != nil || t.Name == "" {
 					return nil, bad(st.Line, "mcp: tool %q: empty or the name of a built-in tool", t.Name)
 				}
+				if s.HasAgentTool(t.Name) {
+					return nil, bad(st.Line, "mcp: tool %q: the name of one of the scenario's own tools (tools:)", t.Name)
+				}
 				mcpTools[t.Name] = true
 			}
 		case st.Outside != nil:
@@ -490,6 +677,45 @@ func parseScenario(file string, data []byte) (*Scenario, error) {
 	return &s, nil
 }
 
+// agentToolName is what the name of a scenario's own tool may be: what the model APIs accept
+// as a function's name (OpenAI, Anthropic: ^[a-zA-Z0-9_-]{1,64}$).
+var agentToolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// checkAgentTools checks the scenario's own tools: a valid name, not a lab tool's, each once.
+func checkAgentTools(s *Scenario, data []byte) error {
+	line := fileerr.TopKeyLine(data, "tools")
+	seen := map[string]bool{}
+	for _, t := range s.Tools {
+		switch {
+		case !agentToolName.MatchString(t.Name):
+			return &SyntaxError{File: s.File, Line: line, Msg: fmt.Sprintf("tools: name %q: want 1 to 64 letters, digits, '_' or '-'", t.Name)}
+		case tools.Lookup(t.Name) != nil:
+			return &SyntaxError{File: s.File, Line: line, Msg: fmt.Sprintf("tools: %q is a lab tool: a call of it runs the lab's own (give it answer: TEXT to replay a recorded answer)", t.Name)}
+		case seen[t.Name]:
+			return &SyntaxError{File: s.File, Line: line, Msg: fmt.Sprintf("tools: %q is named twice", t.Name)}
+		}
+		seen[t.Name] = true
+		if t.Parameters != nil {
+			if _, err := json.Marshal(t.Parameters); err != nil {
+				return &SyntaxError{File: s.File, Line: line, Msg: fmt.Sprintf("tools: %q: parameters: %v", t.Name, err)}
+			}
+		}
+	}
+	return nil
+}
+
+// ToolSchema returns the JSON Schema of t's parameters ({"type":"object"} when it gives none).
+func (t AgentTool) ToolSchema() json.RawMessage {
+	if t.Parameters == nil {
+		return json.RawMessage(`{"type":"object"}`)
+	}
+	b, err := json.Marshal(t.Parameters)
+	if err != nil {
+		return json.RawMessage(`{"type":"object"}`)
+	}
+	return b
+}
+
 func advance(now time.Time, v string) (time.Time, error) {
 	if strings.HasPrefix(v, "+") {
 		d, err := time.ParseDuration(v[1:])
@@ -506,6 +732,13 @@ func advance(now time.Time, v string) (time.Time, error) {
 		return now, fmt.Errorf("%q: want +DURATION or an RFC 3339 time", v)
 	}
 	return t, nil
+}
+
+// CheckCall checks a call of a built-in tool's arguments as the loader checks a scripted
+// call ([tools.Table]'s argument rules and the tool's own check), without its paths' existence:
+// nil when a scenario may hold it.
+func CheckCall(tool string, args json.RawMessage) error {
+	return checkCall(Call{Tool: tool, Args: args})
 }
 
 // checkCall checks a scripted call against its tool's argument rules in [tools.Table]: a known
@@ -679,26 +912,36 @@ func (a *AssistantStep) decode(n *yaml.Node) error {
 }
 
 func decodeCall(n *yaml.Node) (Call, error) {
-	if n.Kind != yaml.MappingNode || (len(n.Content) != 2 && len(n.Content) != 4) {
-		return Call{}, &SyntaxError{Line: n.Line, Msg: "a call is a mapping tool: {arguments}, with expect_error: true beside it when its error is the point"}
+	const shape = "a call is a mapping tool: {arguments}, with expect_error: true beside it when its error is the point, or answer: TEXT when it replays a recorded answer"
+	if n.Kind != yaml.MappingNode || len(n.Content) < 2 || len(n.Content) > 6 {
+		return Call{}, &SyntaxError{Line: n.Line, Msg: shape}
 	}
-	expect := false
-	if len(n.Content) == 4 {
-		// tool: {arguments} and expect_error: true, in either order.
-		i := 0
-		if n.Content[0].Value == "expect_error" {
-			i = 2
+	// tool: {arguments}, beside it expect_error: true and answer: TEXT, in any order.
+	var call Call
+	var key, val *yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], resolve(n.Content[i+1])
+		switch k.Value {
+		case "expect_error":
+			if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!bool" || v.Decode(&call.ExpectError) != nil {
+				return Call{}, &SyntaxError{Line: v.Line, Msg: "expect_error: want true or false"}
+			}
+		case "answer":
+			if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" {
+				return Call{}, &SyntaxError{Line: v.Line, Msg: "answer: want a string, the call's recorded answer"}
+			}
+			a := v.Value
+			call.Answer = &a
+		default:
+			if key != nil {
+				return Call{}, &SyntaxError{Line: k.Line, Msg: fmt.Sprintf("call: unknown field %q beside the tool %q (want expect_error, answer)", k.Value, key.Value)}
+			}
+			key, val = k, v
 		}
-		flag := resolve(n.Content[2-i+1])
-		if k := n.Content[2-i]; k.Value != "expect_error" {
-			return Call{}, &SyntaxError{Line: k.Line, Msg: fmt.Sprintf("call: unknown field %q beside the tool %q (want expect_error)", k.Value, n.Content[i].Value)}
-		}
-		if flag.Kind != yaml.ScalarNode || flag.ShortTag() != "!!bool" || flag.Decode(&expect) != nil {
-			return Call{}, &SyntaxError{Line: flag.Line, Msg: "expect_error: want true or false"}
-		}
-		n = &yaml.Node{Kind: yaml.MappingNode, Line: n.Line, Content: n.Content[i : i+2]}
 	}
-	key, val := n.Content[0], resolve(n.Content[1])
+	if key == nil {
+		return Call{}, &SyntaxError{Line: n.Line, Msg: shape}
+	}
 	if val.Kind != yaml.MappingNode {
 		return Call{}, &SyntaxError{Line: val.Line, Msg: key.Value + ": arguments must be a mapping"}
 	}
@@ -706,7 +949,8 @@ func decodeCall(n *yaml.Node) (Call, error) {
 	if err != nil {
 		return Call{}, &SyntaxError{Line: val.Line, Msg: key.Value + ": " + err.Error()}
 	}
-	return Call{Tool: key.Value, Args: args, Line: key.Line, ExpectError: expect}, nil
+	call.Tool, call.Args, call.Line = key.Value, args, key.Line
+	return call, nil
 }
 
 // decodeStrict decodes a mapping node into v, refusing keys not in allowed (checked at every

@@ -109,7 +109,7 @@ a report.`,
 		return &usageError{fmt.Errorf("%w (see lab %s --help)", err, c.Name())}
 	})
 	root.AddCommand(newRunCmd(s), newCalibrateCmd(s), newServerCmd(s), newModelCmd(s), newArmsCmd(s), newVersionCmd(s), newConformanceCmd(s),
-		newReportCmd(s), newCompareCmd(s), newCheckCmd(s), newProxyCmd(s), newRepairCmd(s), newAgentsCmd(s))
+		newReportCmd(s), newCompareCmd(s), newCheckCmd(s), newProxyCmd(s), newRepairCmd(s), newAgentsCmd(s), newScenarioCmd(s))
 	return root
 }
 

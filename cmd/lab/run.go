@@ -21,6 +21,7 @@ import (
 	"lab/backend/openai"
 	"lab/backend/sim"
 	"lab/cachesim"
+	"lab/capture"
 	"lab/chat"
 	"lab/gguf"
 	"lab/harness"
@@ -169,7 +170,7 @@ shell that is not a sandbox, which may write anywhere your user can.`,
 	}
 	f := c.Flags()
 	f.StringVar(&o.Scenario, "scenario", "midnight", "scenario name ("+strings.Join(scenarios.Names(), ", ")+"), all, or a path to a scenario.yaml")
-	f.StringVar(&o.Arm, "arm", arms.MainArms, "arms to run, comma-separated, or all (see lab arms)")
+	f.StringVar(&o.Arm, "arm", arms.MainArms, "arms to run, comma-separated, or all (see lab arms); capture-as-sent, outside all, sends an imported capture's requests as they were sent")
 	f.StringVar(&o.ArmsFile, "arms", "", "a YAML file of arms of your own (measures and practices with their parameters; see lab arms --file and README \"Arms\"); they join the built-in arms, and all includes them")
 	f.IntVar(&o.Repeat, "repeat", 1, "repetitions of each scenario × arm")
 	f.StringVar(&o.ResultsDir, "results", "results", "folder that receives run_id=<run-id>/")
@@ -324,6 +325,15 @@ func openRunBackend(ctx context.Context, s *streams, o *runOptions, b *runBacken
 		}
 		known = arms.Known(o.call.armsFromRun)
 	}
+	if armNamed(o.Arm, harness.CaptureAsSent) {
+		// Not a built-in arm ("all" leaves it out): only for scenarios imported from a capture.
+		known = append(known, harness.CaptureAsSentArm())
+		for _, sc := range scs {
+			if err := harness.CheckCaptureAsSent(sc); err != nil {
+				return none, &usageError{err}
+			}
+		}
+	}
 	selected, err := arms.Select(known, o.Arm)
 	if err != nil {
 		return none, &usageError{err}
@@ -421,7 +431,8 @@ func runConfig(s *streams, o *runOptions, r checkedRun, b *runBackend) (harness.
 		CacheReuse: b.cacheReuse, HostCache: b.hostCache, RenderOrder: b.order, SlotBackends: b.slots, FreshCache: b.freshCache,
 		SaveRequests: o.SaveRequests, Settings: b.settings, Nonce: b.nonce, Warm: o.Warm, Price: b.price,
 		Driver: o.Live.driver(), ConstantCached: b.constantCached,
-		Warn: func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
+		Warn:          func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
+		DecodeRequest: capture.DecodeRequest, RequestsAPI: requestsAPI(o.Backend, b.settings),
 	}
 	if cfg.Settings == nil {
 		cfg.Settings = map[string]string{}
@@ -770,4 +781,35 @@ func sharedServerDir(cache string) string { return localserver.SharedOllamaDir(c
 // cache (openai, anthropic), whose context window is the model's, not a num_ctx the lab pins.
 func cloudCacheModel(name string) bool {
 	return name == cachesim.ModelOpenAI || name == cachesim.ModelAnthropic
+}
+
+// armNamed reports whether the comma-separated arm list names name.
+func armNamed(list, name string) bool {
+	for _, n := range strings.Split(list, ",") {
+		if strings.TrimSpace(n) == name {
+			return true
+		}
+	}
+	return false
+}
+
+// requestsAPI is the API of the request bodies a backend sends, as lab proxy names it, for the
+// lines of --save-requests: the sim's and Ollama's are /api/chat bodies (the sim's with
+// --family, llama-server's), llama-server's Chat Completions, Anthropic's Messages; "" for the
+// openai backend, whose API is the server's choice.
+func requestsAPI(backend string, settings map[string]string) string {
+	switch backend {
+	case "sim":
+		if settings[settingFamily] != "" {
+			return capture.APIOpenAIChat
+		}
+		return capture.APIOllamaChat
+	case "ollama":
+		return capture.APIOllamaChat
+	case "llamacpp":
+		return capture.APIOpenAIChat
+	case "anthropic":
+		return capture.APIAnthropic
+	}
+	return ""
 }
