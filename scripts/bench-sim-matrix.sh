@@ -8,7 +8,8 @@
 # --scenario all --arm all --quiet` and prints every run, the medians of CPU (user + system) and
 # wall time with their spread, and the ratio new/old it is judged by (scripts/bench-sim-matrix:
 # the rows of every run must be the same). Run it on a quiet machine. OLD_BIN or NEW_BIN, when
-# set, is used instead of building that side.
+# set, is used instead of building that side. Each side is built with the scenarios both
+# revisions hold (a scenario only one has is left out of its build), so both run the same matrix.
 set -eu
 usage() { echo "usage: $0 BASE_REV [NEW_REV] [-n N]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
@@ -22,6 +23,7 @@ if [ $# -ge 1 ]; then
 fi
 root=$(git rev-parse --show-toplevel)
 tmp=$(mktemp -d)
+common=$tmp/common
 cleanup() {
 	for w in "$tmp/old" "$tmp/new"; do
 		[ -d "$w" ] && git -C "$root" worktree remove --force "$w" >/dev/null 2>&1 || true
@@ -29,8 +31,21 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
-build() { # build SIDE REV: bin/lab of REV at $tmp/SIDE.bin
+# The scenarios both revisions hold: a scenario one side lacks is left out of the other side's
+# build (its folder removed before building; the binary embeds scenarios/*/), so both run the
+# same matrix and their rows can be compared. Named on stdout.
+scenarios_of() { git -C "$root" ls-tree --name-only "$1" scenarios/ | sed -n 's|^scenarios/||p'; }
+scenarios_of "$base" | sort >"$common.old"
+scenarios_of "$new" | sort >"$common.new"
+comm -12 "$common.old" "$common.new" >"$common"
+build() { # build SIDE REV: bin/lab of REV at $tmp/SIDE.bin, with the common scenarios only
 	git -C "$root" worktree add --detach --quiet "$tmp/$1" "$2"
+	for d in $(scenarios_of "$2"); do
+		if [ -d "$tmp/$1/scenarios/$d" ] && ! grep -qx "$d" "$common"; then
+			rm -rf "$tmp/$1/scenarios/$d"
+			echo "$1: scenario $d left out (not in both revisions)"
+		fi
+	done
 	(cd "$tmp/$1" && go build -o "$tmp/$1.bin" ./cmd/lab)
 	echo "$1: $2 ($(git -C "$root" rev-parse --short "$2"))"
 }
