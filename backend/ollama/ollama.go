@@ -6,8 +6,11 @@
 //
 // For every request [Client.Send] does three things:
 //
-//  1. It asks the server to render the request with its own chat template (`_debug_render_only`
-//     on /api/chat), so the lab knows the exact prompt text the server will tokenize.
+//  1. It learns the exact prompt text the server will tokenize: the server renders the request
+//     with its own chat template (`_debug_render_only` on /api/chat), or, with
+//     [WithLocalRender], the client renders it in process with the same renderer of the same
+//     Ollama version wherever it can be sure of the server's text, and checks that against the
+//     server's rendering at each session's start.
 //  2. It sends the request for real, streamed, with `num_predict` 1: the server prefills the
 //     prompt against its KV cache, which is what the lab measures (time to first token,
 //     prompt_eval_count, prompt_eval_duration, and, from the server's debug log, how many prompt
@@ -90,6 +93,8 @@ type Client struct {
 	tools map[string]api.Tool
 	// cache keeps the last request's encoded messages ([Client.RequestBodies]).
 	cache bodyCache
+	// local is the in-process rendering's state ([WithLocalRender]).
+	local localRender
 }
 
 // Option configures a Client.
@@ -196,6 +201,13 @@ func (c *Client) CheckModel(ctx context.Context) error {
 		c.renderer = modelfileLine(resp.Modelfile, "RENDERER")
 	}
 	c.noThinking = len(resp.Capabilities) > 0 && !slices.Contains(resp.Capabilities, "thinking")
+	if c.local.count != nil {
+		v, err := c.api.Version(ctx)
+		if err != nil {
+			return c.wrap(err)
+		}
+		c.setupLocal(v, resp)
+	}
 	return nil
 }
 
@@ -483,8 +495,12 @@ func (c *Client) Measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 	// The body's bytes in one piece, for the requests file, once the answer is in: joining them
 	// is not the request's work.
 	defer func() { res.Body = body.Bytes() }()
-	if res.Rendered, err = c.render(ctx, renderBody); err != nil {
+	local, warning := false, ""
+	if res.Rendered, local, warning, err = c.prompt(ctx, renderBody); err != nil {
 		return res, err
+	}
+	if warning != "" {
+		res.Warnings = append(res.Warnings, warning)
 	}
 	if err := c.skipCacheLog(); err != nil {
 		return res, err
@@ -539,6 +555,23 @@ func (c *Client) Measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 	res.PromptTokens, res.CompletionTokens, res.Usage = fig.PromptTokens, fig.CompletionTokens, fig.Usage
 	res.Prefill, res.Load, res.LoadReported = fig.Prefill, fig.Load, fig.LoadReported
 	res.Warnings = append(res.Warnings, fig.Warnings...)
+	if local && res.PromptTokens > 0 && !c.local.countsOtherwise {
+		if n, err := c.local.count(res.Rendered); err == nil && int64(n) != res.PromptTokens {
+			// The server counted another prompt than the one rendered in process: ask it.
+			server, err := c.render(ctx, renderBody)
+			if err != nil {
+				return res, err
+			}
+			if server != res.Rendered {
+				res.Warnings = append(res.Warnings, c.stopLocal(res.Rendered, server))
+				res.Rendered = server
+			} else {
+				// The same text: the tokenizer counts otherwise than the server, which says
+				// nothing of the rendering; session starts are still checked.
+				c.local.countsOtherwise = true
+			}
+		}
+	}
 	if c.logPath != "" {
 		line, err := c.readCacheLog(c.logWait)
 		if err != nil {
@@ -753,6 +786,8 @@ func (c *Client) emulate(ctx context.Context, text string) error {
 // lists none of those it unloaded; an error naming the ones still listed when that takes over
 // 30 s.
 func (c *Client) Reset(ctx context.Context) error {
+	// A new session: its first prompt is rendered by the server too ([WithLocalRender]).
+	c.local.check = true
 	unloaded := map[string]bool{}
 	unload := func(model string) error {
 		stream := false

@@ -487,18 +487,6 @@ func openOllama(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 	if tags := format.ReasoningTags; tags[0] != "" {
 		opts = append(opts, ollama.WithReasoningTags(tags[0], tags[1]))
 	}
-	client, err := ollama.New(url, o.ModelName, opts...)
-	if err != nil {
-		return &usageError{err}
-	}
-	if serverVersion == "" {
-		if serverVersion, err = client.Version(ctx); err != nil {
-			return fmt.Errorf("reach the server: %w", err)
-		}
-	}
-	if err := client.CheckModel(ctx); err != nil {
-		return err
-	}
 	switch {
 	case otherFamily(fam) && gguf != "":
 		// Counted as the runner that serves the model tokenizes it: Ollama's own engine's
@@ -520,6 +508,27 @@ func openOllama(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 	default:
 		fmt.Fprintln(s.err, "lab: warning: no --gguf for this server's model: expected cached tokens will be 0")
 	}
+	if b.tok != nil {
+		// The prompt is rendered in process where the lab can be sure it is the server's
+		// (ollama.WithLocalRender), counted with the tokenizer the rows are counted with.
+		tok := b.tok
+		opts = append(opts, ollama.WithLocalRender(func(text string) (int, error) {
+			ids, err := tok.Encode(text)
+			return len(ids), err
+		}))
+	}
+	client, err := ollama.New(url, o.ModelName, opts...)
+	if err != nil {
+		return &usageError{err}
+	}
+	if serverVersion == "" {
+		if serverVersion, err = client.Version(ctx); err != nil {
+			return fmt.Errorf("reach the server: %w", err)
+		}
+	}
+	if err := client.CheckModel(ctx); err != nil {
+		return err
+	}
 	b.client, b.model, b.url, b.serverVersion, b.gguf = client, o.ModelName, url, serverVersion, gguf
 	b.numCtx, b.window = o.NumCtx, cachesim.NewWindow(o.NumCtx)
 	b.settings = map[string]string{
@@ -535,6 +544,7 @@ func openOllama(ctx context.Context, s *streams, o *runOptions, r checkedRun, b 
 	if r := client.Renderer(); r != "" {
 		b.settings["renderer"] = r // the report names the chat template's rules from it
 	}
+	b.settings["rendered_prompt"] = client.RenderSource() // who renders the prompts the rows count
 	if o.servesFormat() {
 		b.settings[settingFamily], b.settings[settingChatTemplate] = string(fam), format.Template
 		b.settings[settingTokenCounter] = format.Tokens
