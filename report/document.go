@@ -34,7 +34,13 @@ type block struct {
 	head  []string // bTable
 	left  int      // bTable: how many leading columns are text (left-aligned); the rest are numbers
 	rows  [][]string
-	fig   *Figure // bFigure
+	// fold, for a bTable, is the label under which the HTML writer shows the table folded
+	// (a closed <details>): a wide table of every figure behind its narrow headline.
+	fold string
+	// matrix marks a bTable whose columns are many short figures under long names: the HTML
+	// writer sets its column heads upright.
+	matrix bool
+	fig    *Figure // bFigure
 }
 
 type document struct {
@@ -57,6 +63,11 @@ func (d *document) list(items ...string) {
 
 func (d *document) table(head []string, left int, rows [][]string) {
 	d.blocks = append(d.blocks, block{kind: bTable, head: head, left: left, rows: rows})
+}
+
+// folded is [document.table], shown folded under label in HTML (in full elsewhere).
+func (d *document) folded(label string, head []string, left int, rows [][]string) {
+	d.blocks = append(d.blocks, block{kind: bTable, head: head, left: left, rows: rows, fold: label})
 }
 
 // buildDocument lays out the report's content; r has been checked.
@@ -100,6 +111,7 @@ func buildDocument(r *Report) *document {
 		"repetition, with its t interval.")
 
 	groups := r.Analysis.Groups()
+	d.glance(groups)
 	if len(groups) > 1 {
 		d.setups(groups)
 	}
@@ -119,6 +131,87 @@ func buildDocument(r *Report) *document {
 		d.shift = 0
 	}
 	return d
+}
+
+// glance lays out the report's answer first, per setup: with one scenario, its headline table
+// (arm, cached share, re-read tokens relative to spec with Fieller's 95 % interval, cache
+// efficiency); with several, arms × scenarios, each cell the arm's re-read tokens relative to
+// the spec arm's in that scenario ("—" where the arm did not run it, there is no spec arm, or the
+// figure is unknown). Nothing without scenarios.
+func (d *document) glance(groups []*Analysis) {
+	if !slices.ContainsFunc(groups, func(g *Analysis) bool { return len(g.Scenarios) > 0 }) {
+		return
+	}
+	d.heading(2, "At a glance")
+	for _, g := range groups {
+		if len(g.Scenarios) == 0 {
+			continue
+		}
+		where := ""
+		if len(groups) > 1 {
+			where = fmt.Sprintf("Setup %s, ", g.Setup.Label)
+		}
+		if len(g.Scenarios) == 1 {
+			sc := g.Scenarios[0]
+			d.para("%s%s: what each arm did to the cache (every figure in the scenario's section below).", where, sc.Scenario)
+			d.table([]string{"arm", "cached share", "re-read vs spec", "cache efficiency"}, 1, headline(sc.Arms))
+			continue
+		}
+		d.para("%sre-read tokens relative to the spec arm's, per arm and scenario (1.00× is spec's; above it, the arm "+
+			"made the server read more again; intervals and every other figure in each scenario's section below):", where)
+		var arms []string
+		for _, sc := range g.Scenarios {
+			for _, st := range sc.Arms {
+				if !slices.Contains(arms, st.Arm) {
+					arms = append(arms, st.Arm)
+				}
+			}
+		}
+		metrics.SortArms(arms)
+		head := []string{"arm"}
+		for _, sc := range g.Scenarios {
+			head = append(head, sc.Scenario)
+		}
+		rows := make([][]string, len(arms))
+		for i, arm := range arms {
+			rows[i] = []string{arm}
+			for _, sc := range g.Scenarios {
+				c := "—"
+				if j := slices.IndexFunc(sc.Arms, func(st ArmStats) bool { return st.Arm == arm }); j >= 0 {
+					c = vsSpecRatio(&sc.Arms[j], false)
+				}
+				rows[i] = append(rows[i], c)
+			}
+		}
+		d.blocks = append(d.blocks, block{kind: bTable, head: head, left: 1, rows: rows, matrix: true})
+	}
+}
+
+// headline returns the narrow headline row of each arm: arm, cached share, re-read vs spec
+// with its interval, cache efficiency.
+func headline(arms []ArmStats) [][]string {
+	rows := make([][]string, len(arms))
+	for i := range arms {
+		st := &arms[i]
+		rows[i] = []string{st.Arm, pctEst(st.CachedShare), vsSpecRatio(st, true), pctEst(st.Efficiency)}
+	}
+	return rows
+}
+
+// vsSpecRatio formats st's re-read tokens relative to the spec arm's, with Fieller's interval
+// when ci: "1.27× [1.10×, 1.45×]"; "1.00×" for the spec arm itself once it has a re-read figure;
+// "—" when there is no comparison.
+func vsSpecRatio(st *ArmStats, ci bool) string {
+	if v := st.VsSpec; v != nil {
+		if !ci {
+			return withCI(finite(v.RereadRatio.Value), nil, times)
+		}
+		return withCI(finite(v.RereadRatio.Value), v.RereadRatio.CI, times)
+	}
+	if st.Arm == metrics.SpecArm && st.RereadTokens.N > 0 {
+		return "1.00×"
+	}
+	return "—"
 }
 
 // body lays out the figures of one setup's analysis a (setup is its label when the report has
@@ -183,12 +276,9 @@ func (d *document) body(r *Report, a *Analysis, setup string) {
 		var rows, segRows [][]string
 		anySeg := false
 		for _, st := range sc.Arms {
-			vsRatio, vsDiff := "—", "—"
+			vsRatio, vsDiff := vsSpecRatio(&st, true), "—"
 			if v := st.VsSpec; v != nil {
-				vsRatio = withCI(finite(v.RereadRatio.Value), v.RereadRatio.CI, times)
 				vsDiff = signedTokEst(v.RereadDiff)
-			} else if st.Arm == metrics.SpecArm && st.RereadTokens.N > 0 {
-				vsRatio = "1.00×"
 			}
 			cached := tokEst(st.CachedTokens)
 			if u := st.Pooled.CachedUnknown; u > 0 {
@@ -219,7 +309,8 @@ func (d *document) body(r *Report, a *Analysis, setup string) {
 			}
 			segRows = append(segRows, seg)
 		}
-		d.table(head, 1, rows)
+		d.table([]string{"arm", "cached share", "re-read vs spec", "cache efficiency"}, 1, headline(sc.Arms))
+		d.folded("Every figure of "+sc.Scenario, head, 1, rows)
 		if anySeg {
 			// The split leaves out the requests whose re-read is known but whose split is not
 			// (no rendering): say how many, as the columns then add up to less than the re-read.

@@ -202,7 +202,7 @@ func TestNamesAreEscaped(t *testing.T) {
 	if err := report.HTML(&b, r); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "<h2>team/&lt;b&gt;x&lt;/b&gt; &amp; y</h2>") {
+	if !strings.Contains(b.String(), ">team/&lt;b&gt;x&lt;/b&gt; &amp; y</h2>") || strings.Contains(b.String(), "<b>") {
 		t.Errorf("html heading not escaped")
 	}
 }

@@ -6,11 +6,16 @@ import (
 	"html/template"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 )
 
 // HTML writes report.html: one self-contained page (inline CSS, no script, no external file)
-// with the content of [Markdown]. A figure with SVG bytes is embedded inline (its XML
+// with the content of [Markdown], laid out for a laptop screen: a table of contents after the
+// run's facts, each section (a heading of level 2 or 3 and what follows it up to the next heading
+// of its level or above) a <details> element open by default, so a reader folds what they do not
+// need without any script, and each wide table of every figure folded behind its narrow headline
+// table. Headings carry ids ("sec-1", …) the contents link to. A figure with SVG bytes is embedded inline (its XML
 // declaration and doctype dropped); one without is linked to its files. The SVG is trusted as
 // is: it must come from the lab's own charts. It returns an error for a report without
 // analysis or runs and any error writing to w (one Write call).
@@ -24,25 +29,50 @@ func HTML(w io.Writer, r *Report) error {
 		Links [][2]string // name, href
 	}
 	type blk struct {
-		Kind  string
-		Level int
-		Text  string
-		Items []string
-		Head  []string
-		Left  int
-		Rows  [][]string
-		Fig   *fig
+		Kind   string
+		Level  int
+		ID     string // a section's heading: its anchor
+		Close  int    // sections to close before this block
+		Text   string
+		Items  []string
+		Head   []string
+		Left   int
+		Rows   [][]string
+		Fold   string
+		Matrix bool
+		Fig    *fig
+	}
+	type entry struct {
+		ID, Text string
+		Sub      []entry
 	}
 	d := buildDocument(r)
 	var blocks []blk
+	var toc []entry
+	var open []int // the levels of the sections open at this point, outermost first
 	title := ""
 	for _, bl := range d.blocks {
-		b := blk{Level: bl.level, Text: bl.text, Items: bl.items, Head: bl.head, Left: bl.left, Rows: bl.rows}
+		b := blk{Level: bl.level, Text: bl.text, Items: bl.items, Head: bl.head, Left: bl.left, Rows: bl.rows, Fold: bl.fold, Matrix: bl.matrix}
 		switch bl.kind {
 		case bHeading:
 			b.Kind = "h"
 			if title == "" {
 				title = bl.text
+			}
+			if bl.level == 2 || bl.level == 3 {
+				for len(open) > 0 && open[len(open)-1] >= bl.level {
+					open = open[:len(open)-1]
+					b.Close++
+				}
+				open = append(open, bl.level)
+				b.Kind = "section"
+				b.ID = fmt.Sprintf("sec-%d", len(blocks)+1)
+				e := entry{ID: b.ID, Text: bl.text}
+				if bl.level == 3 && len(toc) > 0 {
+					toc[len(toc)-1].Sub = append(toc[len(toc)-1].Sub, e)
+				} else {
+					toc = append(toc, e)
+				}
 			}
 		case bPara:
 			b.Kind = "p"
@@ -61,11 +91,19 @@ func HTML(w io.Writer, r *Report) error {
 		}
 		blocks = append(blocks, b)
 	}
+	// The contents go after the title and the runs' facts: before the first section.
+	at := slices.IndexFunc(blocks, func(b blk) bool { return b.Kind == "section" })
+	if at < 0 {
+		toc = nil
+	}
 	var buf bytes.Buffer
 	if err := htmlPage.Execute(&buf, struct {
 		Title  string
 		Blocks []blk
-	}{title, blocks}); err != nil {
+		TOC    []entry
+		At     int
+		Open   int
+	}{title, blocks, toc, at, len(open)}); err != nil {
 		return fmt.Errorf("write html report: %w", err)
 	}
 	return write(w, "html", buf.Bytes())
@@ -81,7 +119,8 @@ func inlineSVG(svg []byte) string {
 }
 
 var htmlPage = template.Must(template.New("report").Funcs(template.FuncMap{
-	"num": func(i, left int) bool { return i >= left },
+	"num":   func(i, left int) bool { return i >= left },
+	"times": func(n int) []struct{} { return make([]struct{}, n) },
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -92,7 +131,18 @@ var htmlPage = template.Must(template.New("report").Funcs(template.FuncMap{
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 80rem; padding: 0 1rem; color: #1a1a1a; line-height: 1.45; }
 h1, h2, h3 { line-height: 1.2; }
 h2 { border-bottom: 1px solid #ddd; padding-bottom: .2rem; margin-top: 2.2rem; }
-table { border-collapse: collapse; margin: .8rem 0; font-size: .9rem; display: block; overflow-x: auto; }
+table { border-collapse: collapse; margin: .8rem 0; font-size: .9rem; display: block; overflow-x: auto; max-width: 100%; }
+table.matrix th.n { writing-mode: vertical-rl; transform: rotate(180deg); white-space: nowrap; vertical-align: bottom; text-align: left; padding: .4rem .15rem; }
+table.matrix td.n { padding: .25rem .35rem; }
+details.section > summary { cursor: pointer; list-style-position: outside; }
+details.section > summary > h2, details.section > summary > h3 { display: inline-block; margin: 1.4rem 0 .4rem; }
+details.section > summary > h2 { border-bottom: none; }
+details.section { border-top: 1px solid #ddd; }
+details.section details.section { border-top: 1px solid #eee; margin-left: .6rem; }
+details.fold > summary { cursor: pointer; color: #2a4d8f; font-size: .9rem; margin: .4rem 0; }
+nav.toc { font-size: .92rem; columns: 2 18rem; background: #fafafa; border: 1px solid #e4e4e4; padding: .4rem 1rem; }
+nav.toc ul { margin: .2rem 0; padding-left: 1.1rem; }
+nav.toc > ul { padding-left: .4rem; list-style: none; }
 th, td { padding: .25rem .6rem; border-bottom: 1px solid #e4e4e4; white-space: nowrap; }
 th { background: #f4f4f4; text-align: left; }
 td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
@@ -102,8 +152,25 @@ figcaption { font-size: .9rem; color: #444; }
 </style>
 </head>
 <body>
-{{- range .Blocks}}
-{{- if eq .Kind "h"}}
+{{- $toc := .TOC}}{{$at := .At}}
+{{- range $i, $b := .Blocks}}
+{{- with $b}}
+{{- range times .Close}}
+</div></details>
+{{- end}}
+{{- if and $toc (eq $i $at)}}
+<nav class="toc"><strong>Contents</strong>
+<ul>
+{{- range $toc}}
+<li><a href="#{{.ID}}">{{.Text}}</a>{{if .Sub}}
+<ul>{{range .Sub}}<li><a href="#{{.ID}}">{{.Text}}</a></li>{{end}}</ul>{{end}}</li>
+{{- end}}
+</ul>
+</nav>
+{{- end}}
+{{- if eq .Kind "section"}}
+<details class="section" open><summary>{{if eq .Level 2}}<h2 id="{{.ID}}">{{.Text}}</h2>{{else}}<h3 id="{{.ID}}">{{.Text}}</h3>{{end}}</summary><div>
+{{- else if eq .Kind "h"}}
 {{- if eq .Level 1}}
 <h1>{{.Text}}</h1>
 {{- else if eq .Level 2}}
@@ -123,7 +190,10 @@ figcaption { font-size: .9rem; color: #444; }
 </ul>
 {{- else if eq .Kind "table"}}
 {{- $left := .Left}}
-<table>
+{{- if .Fold}}
+<details class="fold"><summary>{{.Fold}}</summary>
+{{- end}}
+<table{{if .Matrix}} class="matrix"{{end}}>
 <thead><tr>{{range $i, $h := .Head}}<th{{if num $i $left}} class="n"{{end}}>{{$h}}</th>{{end}}</tr></thead>
 <tbody>
 {{- range .Rows}}
@@ -131,6 +201,9 @@ figcaption { font-size: .9rem; color: #444; }
 {{- end}}
 </tbody>
 </table>
+{{- if .Fold}}
+</details>
+{{- end}}
 {{- else if eq .Kind "figure"}}
 <figure>
 {{- if .Fig.SVG}}
@@ -139,6 +212,10 @@ figcaption { font-size: .9rem; color: #444; }
 <figcaption>{{.Fig.Title}}{{range .Fig.Links}} · <a href="{{index . 1}}">{{index . 0}}</a>{{end}}</figcaption>
 </figure>
 {{- end}}
+{{- end}}
+{{- end}}
+{{- range times .Open}}
+</div></details>
 {{- end}}
 </body>
 </html>
