@@ -276,7 +276,22 @@ func renderFigures(out, setup string, scenarios []string, rows *metrics.Rows, an
 		}
 		j.out = nil
 	}
-	// Across scenarios: re-read tokens relative to spec with Fieller's 95 % interval.
+	// Across scenarios: re-read tokens relative to spec, with several scenarios as an arm ×
+	// scenario heat map (one chart, each ratio printed), with one as bars with Fieller's 95 %
+	// interval.
+	if cells := heatCells(an); len(scenariosOf(cells)) > 1 {
+		p, err := plots.RatioHeatMap("re-read tokens relative to spec, per arm and scenario (log colour scale)", cells)
+		if err != nil {
+			return figs, files, fmt.Errorf("plot re-read relative to spec: %w", err)
+		}
+		w, h := plots.RatioHeatMapSize(cells)
+		if err := save("", names.Across(setup, "reread-vs-spec"), p.Title.Text, func(wr io.Writer, format string) error {
+			return plots.Write(wr, p, format, w, h)
+		}); err != nil {
+			return figs, files, err
+		}
+		return figs, files, nil
+	}
 	bars := relativeBars(an)
 	p, err := plots.RelativeBars("re-read tokens relative to spec (95 % CI)", bars)
 	switch {
@@ -291,6 +306,39 @@ func renderFigures(out, setup string, scenarios []string, rows *metrics.Rows, an
 		}
 	}
 	return figs, files, nil
+}
+
+// heatCells returns one heat-map cell per scenario×arm of the re-read tokens relative to the
+// spec arm in that scenario: spec itself at 1 once it has a re-read figure, the other arms where
+// their ratio exists (an arm without one is left blank, never drawn as 1).
+func heatCells(an *report.Analysis) []plots.Cell {
+	var cells []plots.Cell
+	for _, sc := range an.Scenarios {
+		spec := sc.Arm(metrics.SpecArm)
+		if spec == nil || spec.RereadTokens.N == 0 {
+			continue
+		}
+		for _, st := range sc.Arms {
+			switch {
+			case st.Arm == metrics.SpecArm:
+				cells = append(cells, plots.Cell{Arm: st.Arm, Scenario: sc.Scenario, Ratio: 1})
+			case st.VsSpec != nil && !math.IsNaN(st.VsSpec.RereadRatio.Value) && !math.IsInf(st.VsSpec.RereadRatio.Value, 0):
+				cells = append(cells, plots.Cell{Arm: st.Arm, Scenario: sc.Scenario, Ratio: st.VsSpec.RereadRatio.Value})
+			}
+		}
+	}
+	return cells
+}
+
+// scenariosOf returns the distinct scenarios of cells.
+func scenariosOf(cells []plots.Cell) []string {
+	var out []string
+	for _, c := range cells {
+		if !slices.Contains(out, c.Scenario) {
+			out = append(out, c.Scenario)
+		}
+	}
+	return out
 }
 
 // relativeBars returns one bar per scenario×arm of the re-read tokens relative to the spec arm,
