@@ -77,9 +77,10 @@ func cachedShare(scenario string, rows *metrics.Rows) (*plot.Plot, *divergenceMa
 		return 100 * float64(e) / float64(s.PromptTokens), ok
 	}))
 
-	p := newChart(fmt.Sprintf("%s: cached share of the prompt per request", scenario),
+	p := newChart(simTitle(seqs, fmt.Sprintf("%s: cached share of the prompt per request", scenario), "the lab's cache model, not a server"),
 		"request (0-based)", "cached share of the prompt (%)")
 	p.Y.Tick.Marker = percentTicks
+	events := addSessionEvents(p, seqs)
 
 	arms := series{}.withArms(seqs).arms() // every arm with prompt tokens, as lineChart orders them
 	marks := divergences(seqs, arms, measured, expected)
@@ -120,6 +121,7 @@ func cachedShare(scenario string, rows *metrics.Rows) (*plot.Plot, *divergenceMa
 	if len(expected) > 0 {
 		p.Legend.Add("expected", keyLine(draw.LineStyle{Color: grey(0.55), Width: vg.Points(1.25), Dashes: expDashes}))
 	}
+	events.addLegend(p)
 
 	if len(marks.marks) == 0 {
 		marks = nil

@@ -96,7 +96,21 @@ func drawWithLegendRight(p *plot.Plot, c draw.Canvas) {
 		q.Legend.XOffs += w + legendGap
 		c = draw.Crop(c, 0, -(w + 2*legendGap), 0, 0)
 	}
+	fitTitle(&q, c.Size().X-2*legendGap)
 	q.Draw(c)
+}
+
+// minTitleFont is the smallest font size [fitTitle] shrinks a title to.
+const minTitleFont = 7
+
+// fitTitle shrinks a title's font (in steps of half a point, down to [minTitleFont] points)
+// until its widest line is at most width wide, so that it stays inside the frame: the title is
+// centred over the data area, and a longer one would run off the canvas's left edge.
+func fitTitle(p *plot.Plot, width vg.Length) {
+	t := &p.Title.TextStyle
+	for t.Width(p.Title.Text) > width && t.Font.Size > vg.Points(minTitleFont) {
+		t.Font.Size -= vg.Points(0.5)
+	}
 }
 
 // minLegendFont is the smallest font size [fitLegend] shrinks a legend to.

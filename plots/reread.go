@@ -44,7 +44,7 @@ func CumulativeRereadRows(scenario string, rows *metrics.Rows) (*plot.Plot, erro
 		}
 		return vals, ok
 	})
-	return tokenChart(fmt.Sprintf("%s: re-read tokens, cumulative per arm", scenario), "re-read tokens (cumulative)", s)
+	return tokenChart(simTitle(seqs, fmt.Sprintf("%s: re-read tokens, cumulative per arm", scenario), "the lab's cache model, not a server"), "re-read tokens (cumulative)", s, seqs)
 }
 
 // PrefillTime builds the chart "prefill time per request" for one scenario: per arm, the time
@@ -70,10 +70,12 @@ func PrefillTimeRows(scenario string, rows *metrics.Rows) (*plot.Plot, error) {
 	if len(s) == 0 {
 		return nil, fmt.Errorf("plot prefill time of scenario %q: %w", scenario, ErrNoSamples)
 	}
-	p := newChart(fmt.Sprintf("%s: prefill time per request", scenario), "request (0-based)", "prefill (s)")
+	p := newChart(simTitle(seqs, fmt.Sprintf("%s: prefill time per request", scenario), "modelled from the token counts, not measured"), "request (0-based)", "prefill (s)")
+	events := addSessionEvents(p, seqs)
 	if _, _, err := lineChart(p, s.withArms(seqs)); err != nil {
 		return nil, err
 	}
+	events.addLegend(p)
 	p.Y.Min = 0
 	return p, nil
 }

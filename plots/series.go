@@ -267,12 +267,14 @@ func bandKey() *plotter.Polygon {
 
 // tokenChart is the line chart of token counts s over the request index: titled title, the y
 // axis labelled yLabel with SI ticks, from 0 to at least 1 token.
-func tokenChart(title, yLabel string, s series) (*plot.Plot, error) {
+func tokenChart(title, yLabel string, s series, seqs map[repKey]reqs) (*plot.Plot, error) {
 	p := newChart(title, "request (0-based)", yLabel)
 	p.Y.Tick.Marker = siTicks{}
+	events := addSessionEvents(p, seqs)
 	if _, _, err := lineChart(p, s); err != nil {
 		return nil, err
 	}
+	events.addLegend(p)
 	p.Y.Min = 0
 	p.Y.Max = max(p.Y.Max, 1)
 	return p, nil

@@ -49,5 +49,5 @@ func ServerReread(scenario, arm string, lines []ServerLine) (*plot.Plot, error) 
 	if !known {
 		return nil, fmt.Errorf("plot re-read tokens per server of scenario %q, arm %q: %w", scenario, arm, ErrNoSamples)
 	}
-	return tokenChart(fmt.Sprintf("%s, arm %s: re-read tokens per request, per server", scenario, arm), "re-read tokens", s)
+	return tokenChart(fmt.Sprintf("%s, arm %s: re-read tokens per request, per server", scenario, arm), "re-read tokens", s, nil)
 }
