@@ -85,6 +85,12 @@ func cachedShare(scenario string, rows *metrics.Rows) (*plot.Plot, *divergenceMa
 	arms := series{}.withArms(seqs).arms() // every arm with prompt tokens, as lineChart orders them
 	marks := divergences(seqs, arms, measured, expected)
 	maxX := max(measured.maxX(), expected.maxX())
+	if len(arms) > MaxArmsOnOneChart {
+		events := addSessionEvents(plot.New(), seqs) // added to each panel
+		title := simTitle(seqs, fmt.Sprintf("%s: cached share of the prompt per request, one panel per arm against spec", scenario), "the lab's cache model, not a server")
+		p, err := cachedSharePanels(title, arms, measured.withArms(seqs), expected, marks, events, maxX)
+		return p, nil, err
+	}
 	keep := map[int32]bool{} // a thinned chart keeps every divergence point on its lines
 	for _, m := range marks.marks {
 		keep[int32(m.X)] = true

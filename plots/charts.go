@@ -2,6 +2,7 @@ package plots
 
 import (
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
 
 	"lab/metrics"
 )
@@ -18,6 +19,9 @@ type Chart struct {
 	// Rows is Build from the rows of a [metrics.Rows] (what lab report holds), with the same
 	// result and errors.
 	Rows func(scenario string, rows *metrics.Rows) (*plot.Plot, error)
+	// Size, when set, returns the size the chart of scenario reads well at; without it the
+	// chart is drawn [DefaultWidth] × [DefaultHeight].
+	Size func(scenario string, rows *metrics.Rows) (width, height vg.Length)
 }
 
 // ScenarioCharts returns the standard charts of one scenario, in the order a report shows them:
@@ -25,7 +29,7 @@ type Chart struct {
 // ([PrefillTime]). The slice is new on every call; the caller may modify it.
 func ScenarioCharts() []Chart {
 	return []Chart{
-		{Name: "cached-share", Build: CachedShare, Rows: CachedShareRows},
+		{Name: "cached-share", Build: CachedShare, Rows: CachedShareRows, Size: CachedShareSize},
 		{Name: "cumulative-reread", Build: CumulativeReread, Rows: CumulativeRereadRows},
 		{Name: "prefill", Build: PrefillTime, Rows: PrefillTimeRows},
 	}

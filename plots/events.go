@@ -22,6 +22,7 @@ type sessionEvents struct {
 	turns      []turnStart
 	compaction []float64
 	label      draw.TextStyle
+	noLabels   bool // the lines without the turn numbers
 }
 
 type turnStart struct {
@@ -106,7 +107,7 @@ func (e *sessionEvents) Plot(c draw.Canvas, p *plot.Plot) {
 			continue
 		}
 		c.StrokeLine2(turnStyle(), x, c.Min.Y, x, c.Max.Y)
-		if (i+1)%every == 0 {
+		if !e.noLabels && (i+1)%every == 0 {
 			c.FillText(e.label, vg.Point{X: x, Y: c.Max.Y - vg.Points(1)}, "t"+strconv.Itoa(int(t.turn)))
 		}
 	}

@@ -70,3 +70,46 @@ func TestSessionEvents(t *testing.T) {
 		t.Errorf("title %q of a server's run names the sim", p.Title.Text)
 	}
 }
+
+// With more arms than one chart holds, the cached share is drawn as small multiples: a panel
+// per arm titled with its name, each against spec's line, on a larger canvas.
+func TestCachedSharePanels(t *testing.T) {
+	t.Parallel()
+	arms := []string{metrics.SpecArm, "a1", "a2", "a3", "a4", "a5", "a6"}
+	var samples []metrics.Sample
+	for k, arm := range arms {
+		for i := range 5 {
+			samples = append(samples, metrics.Sample{Scenario: "s", Arm: arm, Repetition: 1, RequestIndex: int32(i), Turn: 1,
+				PromptTokens: 100, CachedTokens: new(int64(10 * k)), ExpectedCachedTokens: new(int64(10 * k)), RereadTokens: new(int64(100 - 10*k))})
+		}
+	}
+	rows := metrics.RowsOf(samples)
+	w, h := CachedShareSize("s", rows)
+	if w <= DefaultWidth || h < 2*panelHeight {
+		t.Errorf("size %v × %v for %d arms, want wider than the default and two rows of panels high", w, h, len(arms))
+	}
+	p, err := CachedShareRows("s", rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(p.Title.Text, "one panel per arm") {
+		t.Errorf("title %q", p.Title.Text)
+	}
+	var b bytes.Buffer
+	if err := Write(&b, p, "svg", w, h); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range append(arms, "the panel&#39;s arm", "spec", "expected") {
+		if !strings.Contains(b.String(), ">"+s+"</text>") {
+			t.Errorf("svg lacks the text %q", s)
+		}
+	}
+	// One arm fewer: one chart, default size.
+	rows = metrics.RowsOf(samples[:len(samples)-5])
+	if w, h := CachedShareSize("s", rows); w != DefaultWidth || h != DefaultHeight {
+		t.Errorf("size %v × %v for %d arms, want the default", w, h, len(arms)-1)
+	}
+	if p, err := CachedShareRows("s", rows); err != nil || strings.Contains(p.Title.Text, "panel") {
+		t.Errorf("%d arms: title %q, error %v; want one chart", len(arms)-1, p.Title.Text, err)
+	}
+}

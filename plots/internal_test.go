@@ -11,11 +11,11 @@ import (
 	"lab/metrics"
 )
 
-// crowded returns 30 arms that each lose a tenth of the prompt at every other request, in a
+// crowded returns as many arms as one chart draws (MaxArmsOnOneChart) that each lose a tenth of the prompt at every other request, in a
 // different segment per arm and request: far more divergence groups than labels.
 func crowded() []metrics.Sample {
 	var out []metrics.Sample
-	for a := range 30 {
+	for a := range MaxArmsOnOneChart {
 		prev := int64(0)
 		for i := range int32(40) {
 			prompt := int64(1000 + 100*int64(i))
@@ -46,7 +46,7 @@ func TestLabelLayout(t *testing.T) {
 		return 100 * float64(*s.CachedTokens) / float64(s.PromptTokens), true
 	}))
 	dm := divergences(seqs, measured.arms(), measured, measured)
-	if got, want := len(dm.marks), 30*20; got != want {
+	if got, want := len(dm.marks), MaxArmsOnOneChart*20; got != want {
 		t.Errorf("divergences: %d marks; want %d (every odd request of every arm)", got, want)
 	}
 	if len(dm.labels) != MaxDivergenceLabels {

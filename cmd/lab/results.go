@@ -243,9 +243,13 @@ func renderFigures(out, setup string, scenarios []string, rows *metrics.Rows, an
 				return errs[i]
 			}
 			j.title = p.Title.Text
+			w, h := plots.DefaultWidth, plots.DefaultHeight
+			if j.chart.Size != nil {
+				w, h = j.chart.Size(j.scenario, j.rows)
+			}
 			for _, format := range formats {
 				var buf bytes.Buffer
-				if err := plots.Write(&buf, p, format, plots.DefaultWidth, plots.DefaultHeight); err != nil {
+				if err := plots.Write(&buf, p, format, w, h); err != nil {
 					errs[i] = fmt.Errorf("plot %s: %w", j.name, err)
 					return errs[i]
 				}
