@@ -25,12 +25,13 @@ type Chart struct {
 }
 
 // ScenarioCharts returns the standard charts of one scenario, in the order a report shows them:
-// "cached-share" ([CachedShare]), "cumulative-reread" ([CumulativeReread]) and "prefill"
-// ([PrefillTime]). The slice is new on every call; the caller may modify it.
+// "cached-share" ([CachedShare]), "cumulative-reread" ([CumulativeReread]), "prefill"
+// ([PrefillTime]) and "prompt-segments" ([PromptSegments]). The slice is new on every call; the caller may modify it.
 func ScenarioCharts() []Chart {
 	return []Chart{
 		{Name: "cached-share", Build: CachedShare, Rows: CachedShareRows, Size: CachedShareSize},
 		{Name: "cumulative-reread", Build: CumulativeReread, Rows: CumulativeRereadRows},
 		{Name: "prefill", Build: PrefillTime, Rows: PrefillTimeRows},
+		{Name: "prompt-segments", Build: PromptSegments, Rows: PromptSegmentsRows, Size: PromptSegmentsSize},
 	}
 }

@@ -2,6 +2,7 @@ package plots_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 
 	"lab/metrics"
@@ -44,6 +45,10 @@ func ExampleScenarioCharts() {
 	}
 	for _, ch := range plots.ScenarioCharts() {
 		p, err := ch.Build("midnight", samples)
+		if errors.Is(err, plots.ErrNoSamples) {
+			fmt.Printf("midnight-%s: nothing to draw\n", ch.Name)
+			continue
+		}
 		if err != nil {
 			fmt.Println(ch.Name, err)
 			continue
@@ -54,6 +59,7 @@ func ExampleScenarioCharts() {
 	// midnight-cached-share.svg: midnight: cached share of the prompt per request
 	// midnight-cumulative-reread.svg: midnight: re-read tokens, cumulative per arm
 	// midnight-prefill.svg: midnight: prefill time per request
+	// midnight-prompt-segments: nothing to draw
 }
 
 // Draw each arm's re-read tokens relative to spec with its 95 % confidence interval, computed

@@ -47,8 +47,7 @@ func CachedShareSize(scenario string, rows *metrics.Rows) (width, height vg.Leng
 	if len(arms) <= MaxArmsOnOneChart {
 		return DefaultWidth, DefaultHeight
 	}
-	cols, nrows := panelGrid(len(arms))
-	return vg.Length(cols)*panelWidth + panelsLegend, vg.Length(nrows)*panelHeight + panelsTitle
+	return panelsSize(len(arms))
 }
 
 // panels draws a grid of plots in its canvas, row by row, each with its own axes.

@@ -208,7 +208,7 @@ func (integerTicks) Ticks(lo, hi float64) []plot.Tick {
 	}
 	var ticks []plot.Tick
 	for v := math.Ceil(lo/step) * step; v <= hi; v += step {
-		ticks = append(ticks, plot.Tick{Value: v, Label: fmt.Sprintf("%.0f", v)})
+		ticks = append(ticks, plot.Tick{Value: v, Label: fmt.Sprintf("%.0f", v+0)}) // v+0: -0 is 0
 	}
 	return ticks
 }

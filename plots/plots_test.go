@@ -100,7 +100,16 @@ func manyArms(n int, reps int32) []metrics.Sample {
 					expected, segment = prev-prompt/100, "message 1"
 				}
 				cached := max(0, expected-int64(rng.IntN(200)))
+				reread := prompt - cached
+				sys := int64(0) // the re-read split: half in the system prompt when it diverged there
+				if segment == "system" {
+					sys = reread / 2
+				}
+				zero := new(int64(0))
 				out = append(out, metrics.Sample{
+					RereadSystemTokens: new(sys), RereadToolResultTokens: new(reread - sys), RereadToolsTokens: zero,
+					RereadMessageTokens: zero, RereadReasoningTokens: zero, RereadNoteTokens: zero, RereadOtherTokens: zero,
+					RereadUnattributedTokens: zero,
 					RunID: "run-2", Scenario: "midnight", Arm: arm, Repetition: rep, RequestIndex: i,
 					Kind: metrics.KindStep, PromptTokens: prompt, ExpectedCachedTokens: new(int64(expected)),
 					CachedTokens: new(cached), CachedSource: metrics.CachedSourceServerLog,
@@ -280,7 +289,7 @@ func TestScenarioCharts(t *testing.T) {
 			}
 		}
 	}
-	if got, want := strings.Join(names, " "), "cached-share cumulative-reread prefill"; got != want {
+	if got, want := strings.Join(names, " "), "cached-share cumulative-reread prefill prompt-segments"; got != want {
 		t.Errorf("ScenarioCharts() names = %q; want %q", got, want)
 	}
 }
