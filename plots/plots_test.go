@@ -110,7 +110,7 @@ func manyArms(n int, reps int32) []metrics.Sample {
 					RereadSystemTokens: new(sys), RereadToolResultTokens: new(reread - sys), RereadToolsTokens: zero,
 					RereadMessageTokens: zero, RereadReasoningTokens: zero, RereadNoteTokens: zero, RereadOtherTokens: zero,
 					RereadUnattributedTokens: zero,
-					RunID: "run-2", Scenario: "midnight", Arm: arm, Repetition: rep, RequestIndex: i,
+					RunID:                    "run-2", Scenario: "midnight", Arm: arm, Repetition: rep, RequestIndex: i,
 					Kind: metrics.KindStep, PromptTokens: prompt, ExpectedCachedTokens: new(int64(expected)),
 					CachedTokens: new(cached), CachedSource: metrics.CachedSourceServerLog,
 					DivergenceSegment: segment, RereadTokens: new(int64(prompt - cached)),
