@@ -113,7 +113,7 @@ func buildDocument(r *Report) *document {
 	groups := r.Analysis.Groups()
 	d.glance(groups)
 	if len(groups) > 1 {
-		d.setups(groups)
+		d.setups(r, groups)
 	}
 	for i := range r.Analysis.Servers {
 		d.servers(r, &r.Analysis.Servers[i])
@@ -359,7 +359,7 @@ func (d *document) body(r *Report, a *Analysis, setup string) {
 	}
 	first := true
 	for i := range r.Figures {
-		if r.Figures[i].Scenario != "" || r.Figures[i].Setup != setup {
+		if r.Figures[i].Scenario != "" || r.Figures[i].Setup != setup || r.Figures[i].SideBySide {
 			continue
 		}
 		if first {
@@ -627,12 +627,13 @@ func withCI(v *float64, ci *stats.Interval, f func(float64) string) string {
 	return fmt.Sprintf("%s [%s, %s]", f(*v), f(ci.Lo), f(ci.Hi))
 }
 
-// setups lays out what each setup of the report is, what differs between them, and their means
-// side by side: per scenario×arm one column group per setup (re-read tokens, cached share,
-// prefill seconds), each the mean over that setup's repetitions. The full tables (intervals,
-// comparison with spec, mismatches, claims) follow in each setup's own section: as column
-// groups they would not fit a page.
-func (d *document) setups(groups []*Analysis) {
+// setups lays out what each setup of the report is, what differs between them, and their
+// figures side by side: per scenario×arm one row per setup that ran it (repetitions, cached
+// share, re-read tokens, re-read relative to that setup's own spec arm with Fieller's 95 %
+// interval, prefill seconds), each the mean over that setup's repetitions, then the charts that
+// set the setups side by side (r's figures marked SideBySide). The full tables (every figure,
+// mismatches, claims) follow in each setup's own section.
+func (d *document) setups(r *Report, groups []*Analysis) {
 	d.heading(2, "Setups")
 	d.para("These runs are of %d setups. A setup is what a run measured with: backend, server version, model and "+
 		"the digest of its file, num_ctx, how each session found the cache, and the settings that change figures "+
@@ -667,14 +668,9 @@ func (d *document) setups(groups []*Analysis) {
 		}
 		return metrics.CompareArms(x.arm, y.arm)
 	})
-	head := []string{"scenario", "arm"}
-	for _, g := range groups {
-		l := g.Setup.Label
-		head = append(head, "re-read tokens ("+l+")", "cached share ("+l+")", "prefill (s) ("+l+")")
-	}
 	var rows [][]string
 	for _, p := range pairs {
-		row := []string{p.scenario, p.arm}
+		first := true
 		for _, g := range groups {
 			var st *ArmStats
 			for i := range g.Scenarios {
@@ -683,14 +679,29 @@ func (d *document) setups(groups []*Analysis) {
 				}
 			}
 			if st == nil {
-				row = append(row, "—", "—", "—")
 				continue
 			}
-			row = append(row, tokEst(st.RereadTokens), pctEst(st.CachedShare), secEst(st.PrefillSeconds))
+			sc, arm := "", ""
+			if first { // each scenario×arm named once, its setups below it
+				sc, arm, first = p.scenario, p.arm, false
+			}
+			rows = append(rows, []string{sc, arm, g.Setup.Label, strconv.Itoa(len(st.Reps)), pctEst(st.CachedShare),
+				tokEst(st.RereadTokens), vsSpecRatio(st, true), secEst(st.PrefillSeconds)})
 		}
-		rows = append(rows, row)
 	}
-	if len(rows) > 0 {
-		d.table(head, 2, rows)
+	switch {
+	case len(rows) == 0:
+	case len(groups) == 2 && len(r.Analysis.Servers) == 1 && len(r.Analysis.Servers[0].Refused) == 0:
+		// Two servers of one model: their section below sets them side by side, row by row.
+		d.para("%s", "\"Servers side by side\" below sets the two setups' figures side by side.")
+	default:
+		d.para("%s", "Per scenario and arm, each setup's means over its repetitions; re-read vs spec is relative to the "+
+			"setup's own spec arm, with Fieller's 95 % interval:")
+		d.table([]string{"scenario", "arm", "setup", "repetitions", "cached share", "re-read tokens", "re-read vs spec", "prefill (s)"}, 3, rows)
+	}
+	for i := range r.Figures {
+		if r.Figures[i].SideBySide {
+			d.blocks = append(d.blocks, block{kind: bFigure, fig: &r.Figures[i]})
+		}
 	}
 }

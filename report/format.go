@@ -29,6 +29,9 @@ type Figure struct {
 	// Setup is the label of the setup whose runs the chart shows ([SetupInfo].Label) when the
 	// report's runs are of several setups; "" otherwise.
 	Setup string
+	// SideBySide marks a chart that sets the report's setups side by side (Setup and Scenario
+	// ""): it is shown in the report's "Setups" section.
+	SideBySide bool
 	// Title is the chart's title, shown as its caption and alternative text.
 	Title string
 	// Files maps a format ("svg", "png") to the chart's file, as a slash-separated path

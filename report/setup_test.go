@@ -74,7 +74,7 @@ func TestAnalyzeRunsKeepsSetupsApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"Run r1 (setup A):", "These runs are of 2 setups", "They differ in: server version: A cachesim llamacpp, B cachesim vllm; cache_model: A llamacpp, B",
-		"re-read tokens (A)", "re-read tokens (B)", "\nSetup A\n", "\nSetup B\n", "Runs r2: backend sim"} {
+		"sets the two setups' figures side by side", "\nSetup A\n", "\nSetup B\n", "Runs r2: backend sim"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, text.String())
 		}
@@ -93,6 +93,52 @@ func TestAnalyzeRunsKeepsSetupsApart(t *testing.T) {
 	}
 	if n := strings.Count(bench.String(), "/arm=spec/setup=A "); n != 2 || strings.Count(bench.String(), "/arm=spec/setup=B ") != 1 {
 		t.Errorf("benchfmt: %d lines of spec in setup A; want 2, and 1 in B:\n%s", n, bench.String())
+	}
+}
+
+// Three setups: the Setups section sets them side by side, a row per setup under each
+// scenario×arm, each with its re-read tokens relative to its own spec arm, and shows the charts
+// marked SideBySide there and nowhere else.
+func TestSetupsSideBySide(t *testing.T) {
+	t.Parallel()
+	runs := setupRuns("llamacpp", "vllm", "sha256:aa", "sha256:aa")
+	third := *runs[1]
+	third.RunID, third.ServerVersion = "r3", "cachesim sglang"
+	third.Settings = map[string]string{"driver": "scripted", "cache_model": "sglang", "lab_run_flags": `{"run-id":"r3"}`}
+	runs = append(runs, &third)
+	samples := repsFixture()
+	for _, s := range samples {
+		if s.RunID == "r2" {
+			s.RunID = "r3"
+			if s.Arm == report.CliffArm && s.RequestIndex == 2 { // r3's date arm re-reads all of request 2
+				s.CachedTokens, s.ExpectedCachedTokens, s.RereadTokens, s.RereadSystemTokens = new(int64(0)), new(int64(0)), new(s.PromptTokens), new(s.PromptTokens)
+			}
+			samples = append(samples, s)
+		}
+	}
+	a := report.AnalyzeRuns(runs, samples)
+	if len(a.Setups) != 3 {
+		t.Fatalf("%d setups, want 3", len(a.Setups))
+	}
+	r := &report.Report{Runs: runs, Analysis: a, Figures: []report.Figure{
+		{SideBySide: true, Title: "setups side by side", Files: map[string]string{"svg": "plots/setups-reread-vs-spec.svg"}}}}
+	var text bytes.Buffer
+	if err := report.Text(&text, r); err != nil {
+		t.Fatal(err)
+	}
+	out := text.String()
+	setups := out[strings.Index(out, "\nSetups\n"):strings.Index(out, "\nServers side by side")]
+	for _, want := range []string{"scenario  arm                    setup  repetitions  cached share  re-read tokens  re-read vs spec",
+		"midnight  date-in-system-prompt  A      2            30.2% ± 1.9%  2,305 ± 64      1.89× [1.79×, 1.99×]",
+		// r3's date arm re-reads request 2 whole, 20 tokens more than r2's: 2,310 over spec's 1,230.
+		"                                 B      1            30.6%         2,290           1.86×",
+		"                                 C      1            30.0%         2,310           1.88×", "setups side by side"} {
+		if !strings.Contains(setups, want) {
+			t.Errorf("the Setups section lacks %q:\n%s", want, setups)
+		}
+	}
+	if n := strings.Count(out, "setups side by side"); n != 1 {
+		t.Errorf("the side-by-side chart is shown %d times, want once (in Setups)", n)
 	}
 }
 

@@ -371,10 +371,23 @@ func TestReportTwoServers(t *testing.T) {
 			t.Errorf("report.md lacks %q:\n%s", want, md)
 		}
 	}
-	for _, f := range []string{"servers-A-B-midnight-reread-spec.svg", "servers-A-B-midnight-reread-spec.png"} {
+	for _, f := range []string{"servers-A-B-midnight-reread-spec.svg", "servers-A-B-midnight-reread-spec.png", "setups-reread-vs-spec.svg", "setups-reread-vs-spec.png"} {
 		if _, err := os.Stat(filepath.Join(out, "plots", f)); err != nil || !strings.Contains(stdout, f) {
 			t.Errorf("chart %s: %v; listed: %v", f, err, strings.Contains(stdout, f))
 		}
+	}
+	// The setups side by side: a column per setup, spec's row at 1.00× in each.
+	svg, err := os.ReadFile(filepath.Join(out, "plots", "setups-reread-vs-spec.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{">setup A</text>", ">setup B</text>", ">midnight: re-read tokens relative to spec, per arm and setup (log colour scale)</text>"} {
+		if !strings.Contains(string(svg), want) {
+			t.Errorf("setups chart lacks %q", want)
+		}
+	}
+	if n := strings.Count(string(svg), ">1.00×</text>"); n != 3 {
+		t.Errorf("setups chart prints 1.00× %d times, want 3: spec's cell in each setup and the legend's", n)
 	}
 
 	editManifest(t, b, server("llamacpp", "b11669", "sha256:bb"))
@@ -387,7 +400,9 @@ func TestReportTwoServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(md), "are not set side by side as servers: they differ in what is measured (model file: A sha256:aa, B sha256:bb)") ||
-		strings.Contains(string(md), "servers-A-B-") {
+		strings.Contains(string(md), "servers-A-B-") ||
+		!strings.Contains(string(md), "| scenario | arm | setup | repetitions | cached share | re-read tokens | re-read vs spec | prefill (s) |") ||
+		!strings.Contains(string(md), "(plots/setups-reread-vs-spec.svg)") {
 		t.Errorf("report.md of two model files:\n%s", md)
 	}
 }

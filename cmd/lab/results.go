@@ -119,6 +119,11 @@ func writeReportOf(out string, runs []*metrics.Manifest, rows *metrics.Rows, png
 	if err != nil {
 		return r, files, err
 	}
+	f, fl, err = renderSetupFigures(out, an, formats)
+	figs, files = append(figs, f...), append(files, fl...)
+	if err != nil {
+		return r, files, err
+	}
 	r.Figures = figs
 	for _, f := range []struct {
 		name  string
@@ -310,6 +315,55 @@ func renderFigures(out, setup string, scenarios []string, rows *metrics.Rows, an
 		}
 	}
 	return figs, files, nil
+}
+
+// renderSetupFigures draws, for a report of several setups (an.Setups), the chart that sets
+// them side by side: an arms × setups heat map of re-read tokens relative to each setup's own
+// spec arm (plots.RatioHeatMap; a column per setup, "A: midnight" per setup×scenario when the
+// setups ran other or more scenarios than one), saved as plots/setups-reread-vs-spec in each of
+// formats and returned as a report figure marked SideBySide. Nothing for one setup, or when no
+// setup has a spec arm with a re-read figure.
+func renderSetupFigures(out string, an *report.Analysis, formats []string) (figs []report.Figure, files []string, err error) {
+	if len(an.Setups) < 2 {
+		return nil, nil, nil
+	}
+	one := "" // the one scenario every setup ran, if so
+	for i, g := range an.Setups {
+		if len(g.Scenarios) != 1 || (i > 0 && g.Scenarios[0].Scenario != one) {
+			one = ""
+			break
+		}
+		one = g.Scenarios[0].Scenario
+	}
+	var cells []plots.Cell
+	for _, g := range an.Setups {
+		for _, c := range heatCells(g) {
+			c.Scenario = g.Setup.Label + ": " + c.Scenario
+			if one != "" {
+				c.Scenario = "setup " + g.Setup.Label
+			}
+			cells = append(cells, c)
+		}
+	}
+	if len(cells) == 0 {
+		return nil, nil, nil
+	}
+	title := "re-read tokens relative to spec, per arm and setup (log colour scale)"
+	if one != "" {
+		title = one + ": " + title
+	}
+	p, err := plots.RatioHeatMap(title, cells)
+	if err != nil {
+		return nil, nil, fmt.Errorf("plot setups side by side: %w", err)
+	}
+	w, h := plots.RatioHeatMapSize(cells)
+	var names plots.Names
+	fig, written, err := writeFigure(out, names.Across("", "setups-reread-vs-spec"), report.Figure{SideBySide: true, Title: p.Title.Text}, formats,
+		func(wr io.Writer, format string) error { return plots.Write(wr, p, format, w, h) })
+	if err != nil {
+		return nil, written, err
+	}
+	return []report.Figure{fig}, written, nil
 }
 
 // heatCells returns one heat-map cell per scenario×arm of the re-read tokens relative to the
