@@ -55,7 +55,7 @@ func addSessionEvents(p *plot.Plot, seqs map[repKey]reqs) *sessionEvents {
 	e := &sessionEvents{label: p.X.Tick.Label}
 	e.label.Font.Size = vg.Points(7)
 	e.label.Color = grey(0.55)
-	e.label.XAlign, e.label.YAlign = draw.XCenter, draw.YTop
+	e.label.XAlign, e.label.YAlign = draw.XCenter, draw.YBottom
 	var b metrics.SampleBuf
 	last := int32(0)
 	for j := range ref.len() {
@@ -70,6 +70,11 @@ func addSessionEvents(p *plot.Plot, seqs map[repKey]reqs) *sessionEvents {
 	}
 	if len(e.turns) == 0 && len(e.compaction) == 0 {
 		return nil
+	}
+	if len(e.turns) > 0 {
+		// The turn numbers go above the data area, in a band between it and the title, so
+		// that they never cover a line or a point.
+		p.Title.Padding += e.label.Rectangle("t0").Size().Y + vg.Points(2)
 	}
 	p.Add(e)
 	return e
@@ -108,7 +113,7 @@ func (e *sessionEvents) Plot(c draw.Canvas, p *plot.Plot) {
 		}
 		c.StrokeLine2(turnStyle(), x, c.Min.Y, x, c.Max.Y)
 		if !e.noLabels && (i+1)%every == 0 {
-			c.FillText(e.label, vg.Point{X: x, Y: c.Max.Y - vg.Points(1)}, "t"+strconv.Itoa(int(t.turn)))
+			c.FillText(e.label, vg.Point{X: x, Y: c.Max.Y + vg.Points(1)}, "t"+strconv.Itoa(int(t.turn)))
 		}
 	}
 	for _, v := range e.compaction {
