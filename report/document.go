@@ -41,6 +41,9 @@ type block struct {
 	// writer sets its column heads upright.
 	matrix bool
 	fig    *Figure // bFigure
+	// glance marks the heading of the report's answer ("At a glance"): the HTML writer puts
+	// its contents after that section, so that the answer is the first thing on the screen.
+	glance bool
 }
 
 type document struct {
@@ -90,6 +93,10 @@ func buildDocument(r *Report) *document {
 			}
 		}
 	}
+	// The answer first, then what was run and how to read the figures.
+	groups := r.Analysis.Groups()
+	d.glance(groups)
+	d.heading(2, "What was run")
 	for _, m := range r.Runs {
 		if l := labels[m.RunID]; l != "" {
 			d.para("Run %s (setup %s):", orDash(m.RunID), l)
@@ -110,8 +117,6 @@ func buildDocument(r *Report) *document {
 		"arm's, with Fieller's 95 % interval; re-read − spec is the mean paired difference per "+
 		"repetition, with its t interval.")
 
-	groups := r.Analysis.Groups()
-	d.glance(groups)
 	if len(groups) > 1 {
 		d.setups(r, groups)
 	}
@@ -143,6 +148,7 @@ func (d *document) glance(groups []*Analysis) {
 		return
 	}
 	d.heading(2, "At a glance")
+	d.blocks[len(d.blocks)-1].glance = true
 	for _, g := range groups {
 		if len(g.Scenarios) == 0 {
 			continue
@@ -157,8 +163,12 @@ func (d *document) glance(groups []*Analysis) {
 			d.table([]string{"arm", "cached share", "re-read vs spec", "cache efficiency"}, 1, headline(sc.Arms))
 			continue
 		}
-		d.para("%sre-read tokens relative to the spec arm's, per arm and scenario (1.00× is spec's; above it, the arm "+
-			"made the server read more again; intervals and every other figure in each scenario's section below):", where)
+		what := "re-read tokens relative to the spec arm's, per arm and scenario (1.00× is spec's; above it, the arm " +
+			"made the server read more again; intervals and every other figure in each scenario's section below):"
+		if where == "" {
+			what = "R" + what[1:]
+		}
+		d.para("%s%s", where, what)
 		var arms []string
 		for _, sc := range g.Scenarios {
 			for _, st := range sc.Arms {

@@ -6,7 +6,6 @@ import (
 	"html/template"
 	"io"
 	"regexp"
-	"slices"
 	"strings"
 )
 
@@ -41,6 +40,7 @@ func HTML(w io.Writer, r *Report) error {
 		Fold   string
 		Matrix bool
 		Fig    *fig
+		glance bool // the heading of "At a glance"
 	}
 	type entry struct {
 		ID, Text string
@@ -52,7 +52,7 @@ func HTML(w io.Writer, r *Report) error {
 	var open []int // the levels of the sections open at this point, outermost first
 	title := ""
 	for _, bl := range d.blocks {
-		b := blk{Level: bl.level, Text: bl.text, Items: bl.items, Head: bl.head, Left: bl.left, Rows: bl.rows, Fold: bl.fold, Matrix: bl.matrix}
+		b := blk{Level: bl.level, Text: bl.text, Items: bl.items, Head: bl.head, Left: bl.left, Rows: bl.rows, Fold: bl.fold, Matrix: bl.matrix, glance: bl.glance}
 		switch bl.kind {
 		case bHeading:
 			b.Kind = "h"
@@ -91,8 +91,15 @@ func HTML(w io.Writer, r *Report) error {
 		}
 		blocks = append(blocks, b)
 	}
-	// The contents go after the title and the runs' facts: before the first section.
-	at := slices.IndexFunc(blocks, func(b blk) bool { return b.Kind == "section" })
+	// The contents go before the first section but the answer ("At a glance"), which comes
+	// first: the answer, then where everything else is.
+	at := -1
+	for i, b := range blocks {
+		if b.Kind == "section" && !b.glance {
+			at = i
+			break
+		}
+	}
 	if at < 0 {
 		toc = nil
 	}
@@ -128,12 +135,14 @@ var htmlPage = template.Must(template.New("report").Funcs(template.FuncMap{
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{.Title}}</title>
 <style>
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 80rem; padding: 0 1rem; color: #1a1a1a; line-height: 1.45; }
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1rem auto; max-width: 80rem; padding: 0 1rem; color: #1a1a1a; line-height: 1.45; }
 h1, h2, h3 { line-height: 1.2; }
+h1 { font-size: 1.7rem; margin: .4rem 0 .6rem; }
 h2 { border-bottom: 1px solid #ddd; padding-bottom: .2rem; margin-top: 2.2rem; }
 table { border-collapse: collapse; margin: .8rem 0; font-size: .9rem; display: block; overflow-x: auto; max-width: 100%; }
 table.matrix th.n { writing-mode: vertical-rl; transform: rotate(180deg); white-space: nowrap; vertical-align: bottom; text-align: left; padding: .4rem .15rem; }
-table.matrix td.n { padding: .25rem .35rem; }
+table.matrix { font-size: .85rem; line-height: 1.25; }
+table.matrix td { padding: .12rem .35rem; }
 details.section > summary { cursor: pointer; list-style-position: outside; }
 details.section > summary > h2, details.section > summary > h3 { display: inline-block; margin: 1.4rem 0 .4rem; }
 details.section > summary > h2 { border-bottom: none; }

@@ -46,11 +46,15 @@ func TestHTMLLayout(t *testing.T) {
 			t.Errorf("section %d is %q (%s), its link %q (%s)", i, ids[i][2], ids[i][1], links[i][2], links[i][1])
 		}
 	}
-	if ids[0][2] != "At a glance" {
-		t.Errorf("first section %q, want At a glance", ids[0][2])
+	if ids[0][2] != "At a glance" || ids[1][2] != "What was run" {
+		t.Errorf("first sections %q, %q; want At a glance, then What was run", ids[0][2], ids[1][2])
 	}
-	if !(strings.Index(page, `<nav class="toc">`) < strings.Index(page, ids[0][0])) {
-		t.Error("the contents do not come before the first section")
+	// The answer first, then the contents, then everything else.
+	if toc := strings.Index(page, `<nav class="toc">`); !(strings.Index(page, ids[0][0]) < toc && toc < strings.Index(page, ids[1][0])) {
+		t.Error("the contents do not come between the answer and the second section")
+	}
+	if strings.Index(page, "Lab version:") < strings.Index(page, ids[1][0]) {
+		t.Error("the runs' facts come before the answer")
 	}
 	glance := page[strings.Index(page, ids[0][0]):strings.Index(page, ids[1][0])]
 	if !strings.Contains(glance, `<table class="matrix">`) {
