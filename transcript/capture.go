@@ -80,6 +80,8 @@ func ReadCaptureFile(file string) (*Capture, error) {
 		l    captureLine
 		raw  []byte
 	}
+	// The user names the whole file holds, to redact wherever one stands in a path.
+	names := userNames(string(data), homeNames())
 	var all []numbered
 	count := map[string]int{}
 	var order []string
@@ -138,7 +140,7 @@ func ReadCaptureFile(file string) (*Capture, error) {
 			rep = &chat.Reply{Reasoning: n.l.Reply.Reasoning, Content: n.l.Reply.Content, ToolCalls: n.l.Reply.ToolCalls}
 		}
 		replies = append(replies, rep)
-		c.Lines = append(c.Lines, []byte(RedactText(string(n.raw))))
+		c.Lines = append(c.Lines, []byte(redactText(string(n.raw), names)))
 		if s.Model == "" {
 			var b struct {
 				Model string `json:"model"`
@@ -169,6 +171,7 @@ func ReadCaptureFile(file string) (*Capture, error) {
 	if len(reqs) > 0 {
 		s.Project, s.StartDir = projectOf(reqs[0])
 	}
+	s.redact(func(t string) string { return redactText(t, names) })
 	c.Session = s
 	return c, nil
 }

@@ -57,7 +57,7 @@ func ReadClaudeCode(r io.Reader, file string) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{Format: FormatClaudeCode, File: file}
-	c := newCleaner(file, secrets)
+	c := newCleaner(file, secrets, raw)
 	lines := make([]ccLine, len(raw))
 	ok := make([]bool, len(raw))
 	for i, l := range raw {
@@ -122,6 +122,7 @@ func ReadClaudeCode(r io.Reader, file string) (*Session, error) {
 			s.skip(n, l.Type, why)
 		}
 	}
+	s.redactSkipped(c.text)
 	s.finish()
 	return s, nil
 }

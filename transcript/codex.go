@@ -60,7 +60,7 @@ func ReadCodex(r io.Reader, file string) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{Format: FormatCodex, File: file}
-	c := newCleaner(file, secrets)
+	c := newCleaner(file, secrets, raw)
 	lines := make([]cxLine, len(raw))
 	ok := make([]bool, len(raw))
 	for i, l := range raw {
@@ -91,6 +91,7 @@ func ReadCodex(r io.Reader, file string) (*Session, error) {
 			rd.line(raw[i].n, l)
 		}
 	}
+	s.redactSkipped(c.text)
 	s.finish()
 	return s, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -620,5 +621,48 @@ func TestProjectInHome(t *testing.T) {
 	s, err := ReadClaudeCode(strings.NewReader(in), "h.jsonl")
 	if err != nil || s.Project != "~" {
 		t.Errorf("project %q (%v), want ~", s.Project, err)
+	}
+}
+
+// The readers redact a home in Claude Code's dashed form, a ~NAME/ path and the user's name in
+// any path (learned from the file's own place, or from a /home/NAME anywhere in the file), in
+// the events and in what they record of the lines they skip.
+func TestReadersRedactDashedHomesAndNames(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "home", "zed", ".claude", "projects", "-home-zed-src-app")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cc := `{"parentUuid":null,"type":"user","message":{"role":"user","content":"logs are in ~/.claude/projects/-home-zed-src-app and /tmp/zed/cache, see ~zed/notes"},"uuid":"u1","timestamp":"2026-11-05T21:59:00Z","cwd":"/home/zed/src/app","sessionId":"s"}` + "\n" +
+		`{"type":"-home-zed-src-app-record","uuid":"u2"}` + "\n" +
+		`{"parentUuid":"u1","type":"system","subtype":"zed/x","uuid":"u3","timestamp":"2026-11-05T21:59:01Z","cwd":"/home/zed/src/app","sessionId":"s"}` + "\n"
+	file := filepath.Join(dir, "s.jsonl")
+	if err := os.WriteFile(file, []byte(cc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cx := `{"timestamp":"2026-11-05T21:59:00Z","type":"session_meta","payload":{"id":"t","cwd":"/Users/yan/w","cli_version":"0.171.0"}}` + "\n" +
+		`{"timestamp":"2026-11-05T21:59:01Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"build in /private/var/yan/tmp and C--Users-yan-w"}]}}` + "\n" +
+		`{"timestamp":"2026-11-05T21:59:02Z","type":"/opt/yan/thing","payload":{}}` + "\n"
+	for _, c := range []struct {
+		read func() (*Session, error)
+		name string
+	}{
+		{func() (*Session, error) { return Read(file) }, "zed"},
+		{func() (*Session, error) { return ReadCodex(strings.NewReader(cx), "r.jsonl") }, "yan"},
+	} {
+		s, err := c.read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.File = ""
+		var all []string
+		allStrings(reflect.ValueOf(s), &all)
+		for _, str := range all {
+			if strings.Contains(str, c.name) {
+				t.Errorf("%q survives in %q", c.name, str)
+			}
+		}
+		if len(s.Skipped) < 2 || len(users(s)) != 1 {
+			t.Errorf("%d skipped, users %q: the test reads nothing", len(s.Skipped), users(s))
+		}
 	}
 }
