@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -109,13 +110,14 @@ func Import(s *transcript.Session, dir string, opt Options) (*Summary, error) {
 	known, listed := initialFiles(s.Events, project)
 	var files []txtar.File
 	for p, c := range known {
-		files = append(files, txtar.File{Name: p, Data: []byte(transcript.RedactText(c))})
+		files = append(files, txtar.File{Name: p, Data: []byte(c)})
 	}
 	for p := range listed {
 		files = append(files, txtar.File{Name: p})
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
 	sum.Files, sum.Listed = len(known), len(listed)
+	files = redactFiles(files)
 	decided, err := decide(s.Events, files, known, project)
 	if err != nil {
 		return nil, err
@@ -494,7 +496,7 @@ func (b *builder) document(s *transcript.Session, name, project string, start ti
 	if len(b.sum.Skipped) > 0 {
 		var sk []*yaml.Node
 		for _, r := range b.sum.Skipped {
-			sk = append(sk, mapping("line", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: fmt.Sprint(r.Line)}, "kind", str(r.Kind), "why", str(r.Why)))
+			sk = append(sk, mapping("line", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: fmt.Sprint(r.Line)}, "kind", str(transcript.RedactText(r.Kind)), "why", str(transcript.RedactText(r.Why))))
 		}
 		src.Content = append(src.Content, str("skipped"), &yaml.Node{Kind: yaml.SequenceNode, Content: sk})
 	}
@@ -557,6 +559,30 @@ func jsonNode(raw json.RawMessage) *yaml.Node {
 		root.Style = yaml.FlowStyle
 	}
 	return root
+}
+
+// redactFiles returns the workspace's files with their names and contents redacted
+// ([transcript.RedactText]), as the scenario's replays will see them (a call on a file whose name
+// or content the redaction changed replays its recorded answer, as its result differs). A name the
+// redaction makes the same as another's, or no longer a path inside the project, is the
+// earlier file's: the later one is left out.
+func redactFiles(files []txtar.File) []txtar.File {
+	out := make([]txtar.File, 0, len(files))
+	taken := map[string]bool{}
+	for _, f := range files {
+		p, err := tools.Inside(transcript.RedactText(f.Name))
+		if err != nil || p == "" || p == "." {
+			continue
+		}
+		name := path.Clean(p)
+		if taken[name] {
+			continue
+		}
+		taken[name] = true
+		out = append(out, txtar.File{Name: name, Data: []byte(transcript.RedactText(string(f.Data)))})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // sanitizeComponent makes a project name a single path component.

@@ -114,11 +114,19 @@ func TestImportWorkspaceAndRecordedAnswers(t *testing.T) {
 // No planted secret and no home path survives anywhere in what the import writes.
 func TestImportRedactsSecretsAndHomePaths(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := Import(session(), dir, Options{Capture: [][]byte{[]byte(`{"scenario":"c","arm":"capture","repetition":1,"request_index":0,"api":"openai-chat","body":{"api_key":"PLANTEDBODYKEY123","messages":[{"role":"user","content":"see /home/alice/x and /Users/bob/y"}]}}`)}}); err != nil {
+	s := session()
+	// A file whose name holds a secret, shown whole; a listed one whose name holds a home; a
+	// skipped record quoting a home, a dashed home and a secret.
+	st := s.Events[2].Assistant
+	st.Calls = append(st.Calls,
+		transcript.Call{ID: "c7", Name: "Read", Tool: "read", ToolArgs: json.RawMessage(`{"path":"keys/ghp_PLANTEDghp0123456789abcdefXYZ.txt"}`), Args: json.RawMessage(`{"file_path":"/home/alice/src/linkstash/keys/ghp_PLANTEDghp0123456789abcdefXYZ.txt"}`), Result: "     1→see /home/alice/x\n", HasResult: true},
+		transcript.Call{ID: "c8", Name: "Glob", Tool: "glob", ToolArgs: json.RawMessage(`{"pattern":"**"}`), Args: json.RawMessage(`{"pattern":"**"}`), Result: "/home/alice/src/linkstash/cache/Users/bob/x.md\n/home/alice/src/linkstash/sk-ant-PLANTEDSECRETfile0123456789ab.md", HasResult: true})
+	s.Skipped = append(s.Skipped, transcript.Skip{Line: 5, Kind: "/home/alice/kind", Why: "quoting ~/.claude/projects/-home-alice-src-linkstash and sk-PLANTEDSECRETskipped0123456789"})
+	if _, err := Import(s, dir, Options{Capture: [][]byte{[]byte(`{"scenario":"c","arm":"capture","repetition":1,"request_index":0,"api":"openai-chat","body":{"api_key":"PLANTEDBODYKEY123","messages":[{"role":"user","content":"see /home/alice/x and /Users/bob/y"}]}}`)}}); err != nil {
 		t.Fatal(err)
 	}
 	home, _ := os.UserHomeDir()
-	planted := []string{"PLANTEDSECRET", "PLANTEDTOKEN", "PLANTEDaws", "PLANTEDBODYKEY", "/home/alice", "/Users/bob", "/root/"}
+	planted := []string{"PLANTEDSECRET", "PLANTEDTOKEN", "PLANTEDaws", "PLANTEDBODYKEY", "PLANTEDghp", "/home/alice", "-home-alice", "/Users/bob", "/root/"}
 	if home != "" && home != "/" {
 		planted = append(planted, home+"/")
 	}
