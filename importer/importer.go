@@ -16,6 +16,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -53,6 +54,9 @@ type Summary struct {
 	// counts the assistant steps the import wrote where the session has none (its last reply
 	// not recorded, calls the person interrupted), each saying so in its text.
 	Users, Assistants, Compacts, Clocks, Added int
+	// Joined counts the person's messages joined to the turn before them (two messages before
+	// a reply are one user step, each joined one listed in Skipped with the line it joined).
+	Joined int
 	// Calls counts the session's tool calls, Mapped those of a lab tool (the others are the
 	// agent's own, AgentTools); Run those that run for real on the workspace, Recorded those
 	// that replay their recorded answer, by why (RecordedWhy).
@@ -90,6 +94,9 @@ func Import(s *transcript.Session, dir string, opt Options) (*Summary, error) {
 			file = s.File + ": "
 		}
 		return nil, fmt.Errorf("%sno event to import: the file holds no turn of a conversation", file)
+	}
+	if !slices.ContainsFunc(s.Events, func(e transcript.Event) bool { return e.User != nil && strings.TrimSpace(*e.User) != "" }) {
+		return nil, fmt.Errorf("%s: no message of the person (%d events, none a user turn): a scenario starts with one, and this file has none to import", s.File, len(s.Events))
 	}
 	loop, err := hygiene.ParseConfig(lab.LoopJSON)
 	if err != nil {
@@ -296,6 +303,7 @@ type builder struct {
 	toolOrder  []scenario.AgentTool
 	steps_     []*yaml.Node
 	prev       string // "user", "calls" (an assistant step with calls), "final", "" at the start
+	userLine   int    // the file's line of the last user step
 	last       time.Time
 }
 
@@ -333,16 +341,19 @@ func (b *builder) steps(s *transcript.Session) {
 			}
 			switch b.prev {
 			case "user":
-				// Two messages before a reply: one turn.
+				// Two messages before a reply: one turn (a scenario's user step is answered
+				// before the next), recorded as such.
 				last := b.steps_[len(b.steps_)-1]
 				last.Content[1].Value += "\n\n" + text
+				b.sum.Joined++
+				b.skip(ev.Line, "user", fmt.Sprintf("a second message before a reply: joined to the turn before it (line %d), a blank line between", b.userLine))
 				continue
 			case "calls":
 				b.added("the person wrote before the calls' results were answered")
 			}
 			b.steps_ = append(b.steps_, mapping("user", str(text)))
 			b.sum.Users++
-			b.prev = "user"
+			b.prev, b.userLine = "user", ev.Line
 		case ev.Compact != nil:
 			summary := transcript.RedactText(ev.Compact.Summary)
 			if strings.TrimSpace(summary) == "" {

@@ -165,8 +165,27 @@ func TestImportBadSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Added != 1 || sum.Users != 1 || len(sum.Skipped) != 1 || sum.RecordedWhy[WhyNoResult] != 1 {
+	if sum.Added != 1 || sum.Users != 1 || sum.Joined != 1 || len(sum.Skipped) != 2 || sum.RecordedWhy[WhyNoResult] != 1 {
 		t.Errorf("summary %+v: want one added reply, the two messages as one turn, the first reply skipped, a call without result", sum)
+	}
+	// The two messages are one turn holding both, and the scenario says so.
+	sc, err := scenario.LoadScenario(filepath.Join(dir, "scenario.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := sc.Steps[0].User; u == nil || *u != "first\n\nsecond" {
+		t.Errorf("first step %+v, want the user turn \"first\\n\\nsecond\"", sc.Steps[0])
+	}
+	if sk := sc.Imported.Skipped; len(sk) != 2 || sk[1].Line != 3 || !strings.Contains(sk[1].Why, "joined to the turn before it (line 2)") {
+		t.Errorf("skipped %+v, want line 3 joined to line 2's turn", sk)
+	}
+
+	// A session without a message of the person: an error naming the file.
+	noUser := &transcript.Session{Format: "codex", File: "only-replies.jsonl", Events: []transcript.Event{
+		{Line: 4, Assistant: &transcript.Step{Text: "hello?"}},
+	}}
+	if _, err := Import(noUser, t.TempDir(), Options{}); err == nil || !strings.HasPrefix(err.Error(), "only-replies.jsonl: no message of the person") {
+		t.Errorf("session without a user message: %v, want an error naming the file", err)
 	}
 }
 
