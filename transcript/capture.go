@@ -68,8 +68,8 @@ type captureLine struct {
 // lab's; any other is unmapped. The requests file holds no times: when it lies in its run
 // folder (lab proxy's, lab run's), each event takes the started_at of its request's row, and
 // the session starts at the first; otherwise the events have none. Lines that are
-// not requests lines, or have no api or body, are an error naming the file and line; a request
-// its decoder refuses too.
+// not requests lines (a Claude Code or Codex session's, one that is not UTF-8), or have no api
+// or body, are an error naming the file and line; a request its decoder refuses too.
 func ReadCaptureFile(file string) (*Capture, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -88,6 +88,12 @@ func ReadCaptureFile(file string) (*Capture, error) {
 	for i, raw := range bytes.Split(data, []byte("\n")) {
 		if len(bytes.TrimSpace(raw)) == 0 {
 			continue
+		}
+		if bad := invalidUTF8(raw); bad >= 0 {
+			return nil, &SyntaxError{File: file, Line: i + 1, Msg: fmt.Sprintf("invalid UTF-8 at byte %d of the line: lab proxy writes UTF-8, so the file is damaged or not a capture", bad+1)}
+		}
+		if f := Sniff(raw); f != "" {
+			return nil, otherFormat(file, i+1, f, "capture")
 		}
 		var l captureLine
 		if err := json.Unmarshal(raw, &l); err != nil {
