@@ -59,7 +59,7 @@ type captureLine struct {
 // conversation (scenario, arm, repetition), API, body and, when the capture kept it, reply. It
 // takes the conversation with the most requests (the first of them on a tie; every line of
 // another is a [Skip]) and reads its requests with their API's decoder
-// (capture.DecodeRequest): the person's messages become user events, each request's reply an
+// (capture.DecodeKnownRequest: an api it does not decode is an error): the person's messages become user events, each request's reply an
 // assistant step (the reply of the line, else the assistant message the next request sends
 // back; the last request's reply is not in the file when the line does not hold it), the tool
 // messages the results of its calls, matched by id. A request whose history does not continue
@@ -132,9 +132,9 @@ func ReadCaptureFile(file string) (*Capture, error) {
 			s.Skipped = append(s.Skipped, Skip{Line: n.line, Kind: "request", Why: "another conversation (" + key + ") than the one imported (" + best + ", the longest)"})
 			continue
 		}
-		req, err := capture.DecodeRequest(n.l.API, n.l.Body)
+		req, err := capture.DecodeKnownRequest(n.l.API, n.l.Body)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %s request: %v", file, n.line, n.l.API, err)
+			return nil, &SyntaxError{File: file, Line: n.line, Msg: fmt.Sprintf("%s request: %v", n.l.API, err)}
 		}
 		if len(req.Messages) == 0 {
 			s.Skipped = append(s.Skipped, Skip{Line: n.line, Kind: n.l.API, Why: "a request without messages (not a conversation's)"})
