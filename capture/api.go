@@ -3,7 +3,9 @@ package capture
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 
 	ollamaapi "github.com/ollama/ollama/api"
@@ -32,6 +34,20 @@ const (
 	// APILlamaCppCompletion is llama-server's native POST /completion.
 	APILlamaCppCompletion = "llamacpp-completion"
 )
+
+// APIs are the APIs [DecodeRequest] decodes, in the order errors list them.
+var APIs = []string{APIOpenAIChat, APIOpenAIResponses, APIAnthropic, APIOllamaChat, APIOllamaGenerate, APILlamaCppCompletion}
+
+// DecodeKnownRequest is [DecodeRequest] of an API it decodes: an api not among [APIs] (a line
+// of another capture's, a name mistyped) is an error naming the api field's value and the APIs
+// known, never an empty request. It is the decoder of a captured request replayed as it was
+// sent, whose conversation must not be lost.
+func DecodeKnownRequest(api string, body []byte) (*chat.Request, error) {
+	if !slices.Contains(APIs, api) {
+		return nil, fmt.Errorf("api %q is not one the lab decodes (want one of %s)", api, strings.Join(APIs, ", "))
+	}
+	return DecodeRequest(api, body)
+}
 
 // Classify returns the API a request speaks by its method and path, "" for a request the proxy
 // passes through unrecorded (anything but a POST to one of the endpoints above; token counting

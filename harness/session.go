@@ -144,7 +144,8 @@ type SessionConfig struct {
 	// past it is an error row ([chat.ReplyTooLongError]), not retried.
 	MaxReplyBytes int64
 	// DecodeRequest reads a captured request's body of one API into a request
-	// (capture.DecodeRequest), for the [CaptureAsSent] arm; nil refuses that arm.
+	// (capture.DecodeKnownRequest: an API it does not decode is an error), for the
+	// [CaptureAsSent] arm; nil refuses that arm.
 	DecodeRequest func(api string, body []byte) (*chat.Request, error)
 	// RequestsAPI is the API the backend's request bodies speak, as lab proxy names it
 	// ("ollama-chat", "openai-chat", "anthropic", ...), written in each line of Requests; ""

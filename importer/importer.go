@@ -13,8 +13,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -52,6 +54,9 @@ type Summary struct {
 	// counts the assistant steps the import wrote where the session has none (its last reply
 	// not recorded, calls the person interrupted), each saying so in its text.
 	Users, Assistants, Compacts, Clocks, Added int
+	// Joined counts the person's messages joined to the turn before them (two messages before
+	// a reply are one user step, each joined one listed in Skipped with the line it joined).
+	Joined int
 	// Calls counts the session's tool calls, Mapped those of a lab tool (the others are the
 	// agent's own, AgentTools); Run those that run for real on the workspace, Recorded those
 	// that replay their recorded answer, by why (RecordedWhy).
@@ -90,6 +95,9 @@ func Import(s *transcript.Session, dir string, opt Options) (*Summary, error) {
 		}
 		return nil, fmt.Errorf("%sno event to import: the file holds no turn of a conversation", file)
 	}
+	if !slices.ContainsFunc(s.Events, func(e transcript.Event) bool { return e.User != nil && strings.TrimSpace(*e.User) != "" }) {
+		return nil, fmt.Errorf("%s: no message of the person (%d events, none a user turn): a scenario starts with one, and this file has none to import", s.File, len(s.Events))
+	}
 	loop, err := hygiene.ParseConfig(lab.LoopJSON)
 	if err != nil {
 		return nil, err
@@ -109,13 +117,14 @@ func Import(s *transcript.Session, dir string, opt Options) (*Summary, error) {
 	known, listed := initialFiles(s.Events, project)
 	var files []txtar.File
 	for p, c := range known {
-		files = append(files, txtar.File{Name: p, Data: []byte(transcript.RedactText(c))})
+		files = append(files, txtar.File{Name: p, Data: []byte(c)})
 	}
 	for p := range listed {
 		files = append(files, txtar.File{Name: p})
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
 	sum.Files, sum.Listed = len(known), len(listed)
+	files = redactFiles(files)
 	decided, err := decide(s.Events, files, known, project)
 	if err != nil {
 		return nil, err
@@ -294,6 +303,7 @@ type builder struct {
 	toolOrder  []scenario.AgentTool
 	steps_     []*yaml.Node
 	prev       string // "user", "calls" (an assistant step with calls), "final", "" at the start
+	userLine   int    // the file's line of the last user step
 	last       time.Time
 }
 
@@ -331,16 +341,19 @@ func (b *builder) steps(s *transcript.Session) {
 			}
 			switch b.prev {
 			case "user":
-				// Two messages before a reply: one turn.
+				// Two messages before a reply: one turn (a scenario's user step is answered
+				// before the next), recorded as such.
 				last := b.steps_[len(b.steps_)-1]
 				last.Content[1].Value += "\n\n" + text
+				b.sum.Joined++
+				b.skip(ev.Line, "user", fmt.Sprintf("a second message before a reply: joined to the turn before it (line %d), a blank line between", b.userLine))
 				continue
 			case "calls":
 				b.added("the person wrote before the calls' results were answered")
 			}
 			b.steps_ = append(b.steps_, mapping("user", str(text)))
 			b.sum.Users++
-			b.prev = "user"
+			b.prev, b.userLine = "user", ev.Line
 		case ev.Compact != nil:
 			summary := transcript.RedactText(ev.Compact.Summary)
 			if strings.TrimSpace(summary) == "" {
@@ -494,7 +507,7 @@ func (b *builder) document(s *transcript.Session, name, project string, start ti
 	if len(b.sum.Skipped) > 0 {
 		var sk []*yaml.Node
 		for _, r := range b.sum.Skipped {
-			sk = append(sk, mapping("line", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: fmt.Sprint(r.Line)}, "kind", str(r.Kind), "why", str(r.Why)))
+			sk = append(sk, mapping("line", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: fmt.Sprint(r.Line)}, "kind", str(transcript.RedactText(r.Kind)), "why", str(transcript.RedactText(r.Why))))
 		}
 		src.Content = append(src.Content, str("skipped"), &yaml.Node{Kind: yaml.SequenceNode, Content: sk})
 	}
@@ -557,6 +570,30 @@ func jsonNode(raw json.RawMessage) *yaml.Node {
 		root.Style = yaml.FlowStyle
 	}
 	return root
+}
+
+// redactFiles returns the workspace's files with their names and contents redacted
+// ([transcript.RedactText]), as the scenario's replays will see them (a call on a file whose name
+// or content the redaction changed replays its recorded answer, as its result differs). A name the
+// redaction makes the same as another's, or no longer a path inside the project, is the
+// earlier file's: the later one is left out.
+func redactFiles(files []txtar.File) []txtar.File {
+	out := make([]txtar.File, 0, len(files))
+	taken := map[string]bool{}
+	for _, f := range files {
+		p, err := tools.Inside(transcript.RedactText(f.Name))
+		if err != nil || p == "" || p == "." {
+			continue
+		}
+		name := path.Clean(p)
+		if taken[name] {
+			continue
+		}
+		taken[name] = true
+		out = append(out, txtar.File{Name: name, Data: []byte(transcript.RedactText(string(f.Data)))})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // sanitizeComponent makes a project name a single path component.

@@ -114,11 +114,19 @@ func TestImportWorkspaceAndRecordedAnswers(t *testing.T) {
 // No planted secret and no home path survives anywhere in what the import writes.
 func TestImportRedactsSecretsAndHomePaths(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := Import(session(), dir, Options{Capture: [][]byte{[]byte(`{"scenario":"c","arm":"capture","repetition":1,"request_index":0,"api":"openai-chat","body":{"api_key":"PLANTEDBODYKEY123","messages":[{"role":"user","content":"see /home/alice/x and /Users/bob/y"}]}}`)}}); err != nil {
+	s := session()
+	// A file whose name holds a secret, shown whole; a listed one whose name holds a home; a
+	// skipped record quoting a home, a dashed home and a secret.
+	st := s.Events[2].Assistant
+	st.Calls = append(st.Calls,
+		transcript.Call{ID: "c7", Name: "Read", Tool: "read", ToolArgs: json.RawMessage(`{"path":"keys/ghp_PLANTEDghp0123456789abcdefXYZ.txt"}`), Args: json.RawMessage(`{"file_path":"/home/alice/src/linkstash/keys/ghp_PLANTEDghp0123456789abcdefXYZ.txt"}`), Result: "     1→see /home/alice/x\n", HasResult: true},
+		transcript.Call{ID: "c8", Name: "Glob", Tool: "glob", ToolArgs: json.RawMessage(`{"pattern":"**"}`), Args: json.RawMessage(`{"pattern":"**"}`), Result: "/home/alice/src/linkstash/cache/Users/bob/x.md\n/home/alice/src/linkstash/sk-ant-PLANTEDSECRETfile0123456789ab.md", HasResult: true})
+	s.Skipped = append(s.Skipped, transcript.Skip{Line: 5, Kind: "/home/alice/kind", Why: "quoting ~/.claude/projects/-home-alice-src-linkstash and sk-PLANTEDSECRETskipped0123456789"})
+	if _, err := Import(s, dir, Options{Capture: [][]byte{[]byte(`{"scenario":"c","arm":"capture","repetition":1,"request_index":0,"api":"openai-chat","body":{"api_key":"PLANTEDBODYKEY123","messages":[{"role":"user","content":"see /home/alice/x and /Users/bob/y"}]}}`)}}); err != nil {
 		t.Fatal(err)
 	}
 	home, _ := os.UserHomeDir()
-	planted := []string{"PLANTEDSECRET", "PLANTEDTOKEN", "PLANTEDaws", "PLANTEDBODYKEY", "/home/alice", "/Users/bob", "/root/"}
+	planted := []string{"PLANTEDSECRET", "PLANTEDTOKEN", "PLANTEDaws", "PLANTEDBODYKEY", "PLANTEDghp", "/home/alice", "-home-alice", "/Users/bob", "/root/"}
 	if home != "" && home != "/" {
 		planted = append(planted, home+"/")
 	}
@@ -157,8 +165,27 @@ func TestImportBadSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Added != 1 || sum.Users != 1 || len(sum.Skipped) != 1 || sum.RecordedWhy[WhyNoResult] != 1 {
+	if sum.Added != 1 || sum.Users != 1 || sum.Joined != 1 || len(sum.Skipped) != 2 || sum.RecordedWhy[WhyNoResult] != 1 {
 		t.Errorf("summary %+v: want one added reply, the two messages as one turn, the first reply skipped, a call without result", sum)
+	}
+	// The two messages are one turn holding both, and the scenario says so.
+	sc, err := scenario.LoadScenario(filepath.Join(dir, "scenario.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := sc.Steps[0].User; u == nil || *u != "first\n\nsecond" {
+		t.Errorf("first step %+v, want the user turn \"first\\n\\nsecond\"", sc.Steps[0])
+	}
+	if sk := sc.Imported.Skipped; len(sk) != 2 || sk[1].Line != 3 || !strings.Contains(sk[1].Why, "joined to the turn before it (line 2)") {
+		t.Errorf("skipped %+v, want line 3 joined to line 2's turn", sk)
+	}
+
+	// A session without a message of the person: an error naming the file.
+	noUser := &transcript.Session{Format: "codex", File: "only-replies.jsonl", Events: []transcript.Event{
+		{Line: 4, Assistant: &transcript.Step{Text: "hello?"}},
+	}}
+	if _, err := Import(noUser, t.TempDir(), Options{}); err == nil || !strings.HasPrefix(err.Error(), "only-replies.jsonl: no message of the person") {
+		t.Errorf("session without a user message: %v, want an error naming the file", err)
 	}
 }
 

@@ -59,7 +59,7 @@ type captureLine struct {
 // conversation (scenario, arm, repetition), API, body and, when the capture kept it, reply. It
 // takes the conversation with the most requests (the first of them on a tie; every line of
 // another is a [Skip]) and reads its requests with their API's decoder
-// (capture.DecodeRequest): the person's messages become user events, each request's reply an
+// (capture.DecodeKnownRequest: an api it does not decode is an error): the person's messages become user events, each request's reply an
 // assistant step (the reply of the line, else the assistant message the next request sends
 // back; the last request's reply is not in the file when the line does not hold it), the tool
 // messages the results of its calls, matched by id. A request whose history does not continue
@@ -68,8 +68,8 @@ type captureLine struct {
 // lab's; any other is unmapped. The requests file holds no times: when it lies in its run
 // folder (lab proxy's, lab run's), each event takes the started_at of its request's row, and
 // the session starts at the first; otherwise the events have none. Lines that are
-// not requests lines, or have no api or body, are an error naming the file and line; a request
-// its decoder refuses too.
+// not requests lines (a Claude Code or Codex session's, one that is not UTF-8), or have no api
+// or body, are an error naming the file and line; a request its decoder refuses too.
 func ReadCaptureFile(file string) (*Capture, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -80,12 +80,20 @@ func ReadCaptureFile(file string) (*Capture, error) {
 		l    captureLine
 		raw  []byte
 	}
+	// The user names the whole file holds, to redact wherever one stands in a path.
+	names := userNames(string(data), homeNames())
 	var all []numbered
 	count := map[string]int{}
 	var order []string
 	for i, raw := range bytes.Split(data, []byte("\n")) {
 		if len(bytes.TrimSpace(raw)) == 0 {
 			continue
+		}
+		if bad := invalidUTF8(raw); bad >= 0 {
+			return nil, &SyntaxError{File: file, Line: i + 1, Msg: fmt.Sprintf("invalid UTF-8 at byte %d of the line: lab proxy writes UTF-8, so the file is damaged or not a capture", bad+1)}
+		}
+		if f := Sniff(raw); f != "" {
+			return nil, otherFormat(file, i+1, f, "capture")
 		}
 		var l captureLine
 		if err := json.Unmarshal(raw, &l); err != nil {
@@ -124,9 +132,9 @@ func ReadCaptureFile(file string) (*Capture, error) {
 			s.Skipped = append(s.Skipped, Skip{Line: n.line, Kind: "request", Why: "another conversation (" + key + ") than the one imported (" + best + ", the longest)"})
 			continue
 		}
-		req, err := capture.DecodeRequest(n.l.API, n.l.Body)
+		req, err := capture.DecodeKnownRequest(n.l.API, n.l.Body)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %s request: %v", file, n.line, n.l.API, err)
+			return nil, &SyntaxError{File: file, Line: n.line, Msg: fmt.Sprintf("%s request: %v", n.l.API, err)}
 		}
 		if len(req.Messages) == 0 {
 			s.Skipped = append(s.Skipped, Skip{Line: n.line, Kind: n.l.API, Why: "a request without messages (not a conversation's)"})
@@ -138,7 +146,7 @@ func ReadCaptureFile(file string) (*Capture, error) {
 			rep = &chat.Reply{Reasoning: n.l.Reply.Reasoning, Content: n.l.Reply.Content, ToolCalls: n.l.Reply.ToolCalls}
 		}
 		replies = append(replies, rep)
-		c.Lines = append(c.Lines, []byte(RedactText(string(n.raw))))
+		c.Lines = append(c.Lines, []byte(redactText(string(n.raw), names)))
 		if s.Model == "" {
 			var b struct {
 				Model string `json:"model"`
@@ -169,6 +177,7 @@ func ReadCaptureFile(file string) (*Capture, error) {
 	if len(reqs) > 0 {
 		s.Project, s.StartDir = projectOf(reqs[0])
 	}
+	s.redact(func(t string) string { return redactText(t, names) })
 	c.Session = s
 	return c, nil
 }

@@ -1,8 +1,10 @@
 package transcript
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -78,5 +80,63 @@ func TestRedactText(t *testing.T) {
 	}
 	if !strings.Contains(out, "max_tokens=40960") || !strings.Contains(out, "~/src") {
 		t.Errorf("RedactText took too much: %s", out)
+	}
+}
+
+// Redacting inside a JSON document keeps it JSON: a secret or a home next to (or holding) an
+// escape, \" \\ \u00XX \n, in tool arguments or a captured request, and a count-like value a
+// pattern's tail would take across the document's structure.
+func TestRedactTextKeepsJSON(t *testing.T) {
+	for _, in := range []string{
+		`{"command":"PASSWORD=hunter2hunter2\"; echo \"done"}`,
+		`{"command":"export TOKEN=abcdefgh12345678\\","cwd":"/home/ada/src"}`,
+		`{"path":"C:\\Users\\ada\\src\\x.go","note":"\u0022/home/ada/x\u0022 and sk-proj-ABCDEFGHIJKLMNOPQRSTUV\u005c"}`,
+		`["token:",123456789012,{"secret=":"x"}]`,
+		`{"text":"line one\n/home/ada/.claude/projects/-home-ada-src-app/s.jsonl\n"}`,
+		`{"scenario":"c","api":"openai-chat","body":{"api_key":"PLANTEDKEY123","messages":[{"role":"user","content":"Authorization: Bearer abcdefghijklmnop1234\\\"x"}]}}`,
+		`"a string: /Users/ada/\"q\" password=\"secretsecret\""`,
+	} {
+		out := RedactText(in)
+		if !json.Valid([]byte(out)) {
+			t.Errorf("RedactText(%s) = %s: not JSON", in, out)
+			continue
+		}
+		var all []string
+		var v any
+		_ = json.Unmarshal([]byte(out), &v)
+		allStrings(reflect.ValueOf(v), &all)
+		for _, s := range all {
+			for _, bad := range []string{"hunter2", "abcdefgh1234", "/home/ada", "Users\\ada", "/Users/ada", "sk-proj", "PLANTEDKEY", "abcdefghijklmnop", "secretsecret", "-home-ada"} {
+				if strings.Contains(s, bad) {
+					t.Errorf("RedactText(%s): %q survives in %q", in, bad, s)
+				}
+			}
+		}
+	}
+	// Nothing to redact: the document's bytes are kept, white space and all.
+	if in := "{ \"a\" : [1.50, \"x\\u0041\"] }"; RedactText(in) != in {
+		t.Errorf("RedactText(%s) = %s", in, RedactText(in))
+	}
+}
+
+// A home in Claude Code's dashed project-folder form or as ~NAME/, and the user's name where it
+// stands in a path, are redacted; the name elsewhere in prose, and a word that only contains it,
+// are kept.
+func TestRedactTextDashedHomesAndNames(t *testing.T) {
+	for in, want := range map[string]string{
+		"~/.claude/projects/-home-ada-src-app/s.jsonl":             "~/.claude/projects/~-src-app/s.jsonl",
+		"cwd -Users-ada-work and C--Users-ada-app":                 "cwd ~-work and ~-app",
+		"see ~bob/notes and ~/x":                                   "see ~/notes and ~/x",
+		"/home/ada/src, then /tmp/ada/build and /Volumes/ada":      "~/src, then /tmp/[redacted]/build and /Volumes/[redacted]",
+		"/home/ada.lovelace/x and /srv/ada.lovelace/y, ada.txt":    "~/x and /srv/[redacted]/y, ada.txt",
+		"Ada said /home/ada is hers; a stay-at-home-dad, /adamant": "Ada said ~ is hers; a stay-at-home-dad, /adamant",
+	} {
+		if got := RedactText(in); got != want {
+			t.Errorf("RedactText(%q)\n= %q\nwant %q", in, got, want)
+		}
+	}
+	// A name with a '-' known from elsewhere in the text, dashed.
+	if got := RedactText("/home/ada-l/x; -home-ada-l-src-app"); got != "~/x; ~-src-app" {
+		t.Errorf("dashed name with a dash: %q", got)
 	}
 }

@@ -3,6 +3,7 @@ package transcript
 import (
 	"encoding/json"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -50,14 +51,15 @@ import (
 // details beyond the text the model read, permission decisions, costs.
 //
 // Errors (each a [SyntaxError] naming the file and line): a line that is not JSON (but the
-// last line cut short, skipped), a Codex rollout record, a line over [MaxLine].
+// last line cut short, skipped), a line that is not UTF-8, a Codex rollout record or a lab
+// capture's requests line, a file with no Claude Code line at all, a line over [MaxLine].
 func ReadClaudeCode(r io.Reader, file string) (*Session, error) {
 	raw, secrets, err := readLines(r, file)
 	if err != nil {
 		return nil, err
 	}
 	s := &Session{Format: FormatClaudeCode, File: file}
-	c := newCleaner(file, secrets)
+	c := newCleaner(file, secrets, raw)
 	lines := make([]ccLine, len(raw))
 	ok := make([]bool, len(raw))
 	for i, l := range raw {
@@ -68,12 +70,21 @@ func ReadClaudeCode(r io.Reader, file string) (*Session, error) {
 			continue
 		}
 		if lines[i].Payload != nil && Sniff(l.text) == FormatCodex {
-			return nil, otherFormat(file, l.n, FormatCodex)
+			return nil, otherFormat(file, l.n, FormatCodex, FormatClaudeCode)
+		}
+		if lines[i].Type == "" && captureLike(l.text) {
+			return nil, otherFormat(file, l.n, "capture", FormatClaudeCode)
 		}
 		ok[i] = true
 		if lines[i].Cwd != "" && !lines[i].IsSidechain {
 			c.setRoot(lines[i].Cwd)
 		}
+	}
+	if len(raw) > 0 && !slices.ContainsFunc(lines, func(l ccLine) bool {
+		_, bookkeeping := ccBookkeeping[l.Type]
+		return l.UUID != "" || l.Message != nil || bookkeeping
+	}) {
+		return nil, &SyntaxError{File: file, Line: raw[0].n, Msg: `no Claude Code session line in the file (a JSON object with "type" and "uuid" or "message" a line)`}
 	}
 	s.Project, s.StartDir = c.project()
 	onPath := ccPath(lines, ok)
@@ -122,6 +133,7 @@ func ReadClaudeCode(r io.Reader, file string) (*Session, error) {
 			s.skip(n, l.Type, why)
 		}
 	}
+	s.redactSkipped(c.text)
 	s.finish()
 	return s, nil
 }

@@ -42,11 +42,16 @@ type cleaner struct {
 	homes []string
 	// secrets are values found under credential names, redacted wherever they appear.
 	secrets []string
+	// names are the recording user's names (the last element of each home, and of every
+	// /home/NAME, /Users/NAME, C:\Users\NAME the file holds), redacted where they stand in a
+	// path ([redactNames]).
+	names []string
 }
 
 // newCleaner returns the cleaner of a session read from file: its homes are the folder the
-// file sits in under .claude/ or .codex/ (the recording user's) and the reading user's own.
-func newCleaner(file string, secrets []string) *cleaner {
+// file sits in under .claude/ or .codex/ (the recording user's) and the reading user's own; its
+// names theirs and those of the homes the lines hold.
+func newCleaner(file string, secrets []string, lines []rawLine) *cleaner {
 	c := &cleaner{secrets: secrets}
 	if abs, err := filepath.Abs(file); err == nil {
 		abs = filepath.ToSlash(abs)
@@ -62,6 +67,18 @@ func newCleaner(file string, secrets []string) *cleaner {
 	// Longest first: a home inside another is replaced whole.
 	slices.SortFunc(c.homes, func(a, b string) int { return len(b) - len(a) })
 	c.homes = slices.Compact(c.homes)
+	var known []string
+	for _, h := range c.homes {
+		known = append(known, path.Base(h))
+	}
+	for _, l := range lines {
+		if bytes.Contains(l.text, []byte("Users")) || bytes.Contains(l.text, []byte("home")) {
+			for _, m := range homeName.FindAllSubmatch(l.text, -1) {
+				known = append(known, string(m[1]))
+			}
+		}
+	}
+	c.names = userNames("", known)
 	return c
 }
 
@@ -98,8 +115,10 @@ func (c *cleaner) text(s string) string {
 	}
 	for _, h := range c.homes {
 		s = replacePath(s, h, "~", "~/")
+		s = replaceWord(s, dashed(h), "~")
 	}
-	return homeDir.ReplaceAllString(s, "${1}~")
+	s = homeDir.ReplaceAllString(s, "${1}~")
+	return redactNames(s, c.names)
 }
 
 // replacePath replaces dir where it stands as a whole path in s: dir followed by "/" becomes

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -53,14 +54,15 @@ import (
 // environment context, AGENTS.md), the UI events, images, the sandbox and approval settings.
 //
 // Errors (each a [SyntaxError] naming the file and line): a line that is not JSON (but the last
-// line cut short, skipped), a Claude Code session line, a line over [MaxLine].
+// line cut short, skipped), a line that is not UTF-8, a Claude Code session line or a lab
+// capture's requests line, a file with no rollout record at all, a line over [MaxLine].
 func ReadCodex(r io.Reader, file string) (*Session, error) {
 	raw, secrets, err := readLines(r, file)
 	if err != nil {
 		return nil, err
 	}
 	s := &Session{Format: FormatCodex, File: file}
-	c := newCleaner(file, secrets)
+	c := newCleaner(file, secrets, raw)
 	lines := make([]cxLine, len(raw))
 	ok := make([]bool, len(raw))
 	for i, l := range raw {
@@ -71,7 +73,10 @@ func ReadCodex(r io.Reader, file string) (*Session, error) {
 			continue
 		}
 		if lines[i].Payload == nil && Sniff(l.text) == FormatClaudeCode {
-			return nil, otherFormat(file, l.n, FormatClaudeCode)
+			return nil, otherFormat(file, l.n, FormatClaudeCode, FormatCodex)
+		}
+		if lines[i].Type == "" && captureLike(l.text) {
+			return nil, otherFormat(file, l.n, "capture", FormatCodex)
 		}
 		ok[i] = true
 		// The project root: the session's cwd, or its first turn's.
@@ -84,6 +89,9 @@ func ReadCodex(r io.Reader, file string) (*Session, error) {
 			c.setRoot(p.Cwd)
 		}
 	}
+	if len(raw) > 0 && !slices.ContainsFunc(lines, func(l cxLine) bool { return l.Payload != nil }) {
+		return nil, &SyntaxError{File: file, Line: raw[0].n, Msg: `no Codex rollout record in the file (a JSON object {"timestamp", "type", "payload"} a line)`}
+	}
 	s.Project, s.StartDir = c.project()
 	rd := cxReader{s: s, c: c, calls: map[string]callRef{}}
 	for i, l := range lines {
@@ -91,6 +99,7 @@ func ReadCodex(r io.Reader, file string) (*Session, error) {
 			rd.line(raw[i].n, l)
 		}
 	}
+	s.redactSkipped(c.text)
 	s.finish()
 	return s, nil
 }

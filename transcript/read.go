@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"time"
+	"unicode/utf8"
 
 	"lab/capture"
 	"lab/internal/fileerr"
@@ -96,13 +97,15 @@ func Sniff(line []byte) string {
 	return ""
 }
 
-// otherFormat is the error of a line of the other format given to a reader.
-func otherFormat(file string, line int, got string) error {
-	msg := "a Codex rollout record, not a Claude Code session line"
-	if got == FormatClaudeCode {
-		msg = "a Claude Code session line, not a Codex rollout record"
+// otherFormat is the error of a line of another format (got: a format's name, or "capture")
+// given to the reader of want.
+func otherFormat(file string, line int, got, want string) error {
+	what := map[string]string{
+		FormatClaudeCode: "a Claude Code session line",
+		FormatCodex:      "a Codex rollout record",
+		"capture":        "a lab capture's requests line",
 	}
-	return &SyntaxError{File: file, Line: line, Msg: msg}
+	return &SyntaxError{File: file, Line: line, Msg: fmt.Sprintf("%s, not %s (import it with --from %s)", what[got], what[want], got)}
 }
 
 // rawLine is one line of a session file, its credential-named fields already redacted.
@@ -114,10 +117,11 @@ type rawLine struct {
 	cut bool
 }
 
-// readLines reads every non-empty line of r, with capture.RedactBody applied to each (the
+// readLines reads every non-empty line of r (each UTF-8: invalid UTF-8 is an error naming the
+// line and byte, but in the last line cut short), with capture.RedactBody applied to each (the
 // values of credential-named fields, at any depth, replaced by "[redacted]"), and returns the
 // secrets found that look like credentials, for the cleaner to remove wherever else they appear.
-// Errors: a line over [MaxLine], a read error; both name the file and line.
+// Errors: a line over [MaxLine], invalid UTF-8, a read error; each names the file and line.
 func readLines(r io.Reader, file string) ([]rawLine, []string, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var lines []rawLine
@@ -134,6 +138,9 @@ func readLines(r io.Reader, file string) ([]rawLine, []string, error) {
 		text = bytes.TrimSpace(text)
 		if len(text) > 0 {
 			valid := json.Valid(text)
+			if bad := invalidUTF8(text); bad >= 0 && !(last && !valid) {
+				return nil, nil, &SyntaxError{File: file, Line: n, Msg: fmt.Sprintf("invalid UTF-8 at byte %d of the line: the agents write UTF-8, so the file is damaged or not a session", bad+1)}
+			}
 			red, found := capture.RedactBody(text)
 			for _, s := range found {
 				if credentialLike(s) {
@@ -149,6 +156,32 @@ func readLines(r io.Reader, file string) ([]rawLine, []string, error) {
 }
 
 var errLineTooLong = errors.New("line too long")
+
+// invalidUTF8 returns the offset of the first byte of b that is not valid UTF-8, -1 when all is.
+func invalidUTF8(b []byte) int {
+	if utf8.Valid(b) {
+		return -1
+	}
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		i += size
+	}
+	return -1
+}
+
+// captureLike says whether a line is a lab capture's requests line (row.RequestLine: api and
+// body, and no type), not a record of an agent's session file.
+func captureLike(line []byte) bool {
+	var rec struct {
+		Type *string         `json:"type"`
+		API  *string         `json:"api"`
+		Body json.RawMessage `json:"body"`
+	}
+	return json.Unmarshal(line, &rec) == nil && rec.Type == nil && rec.API != nil && rec.Body != nil
+}
 
 // readLine reads one line without its newline; io.EOF with the last line when the file does
 // not end in a newline (and with nothing at its end).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -334,11 +335,11 @@ func TestSniffAndTheOtherFormat(t *testing.T) {
 		}
 	}
 	_, err := ReadClaudeCode(strings.NewReader(cx+"\n"), "s.jsonl")
-	if err == nil || err.Error() != "s.jsonl:1: a Codex rollout record, not a Claude Code session line" {
+	if err == nil || err.Error() != "s.jsonl:1: a Codex rollout record, not a Claude Code session line (import it with --from codex)" {
 		t.Errorf("Claude Code reader on a rollout: %v", err)
 	}
 	_, err = ReadCodex(strings.NewReader(cx+"\n"+cc+"\n"), "r.jsonl")
-	if err == nil || err.Error() != "r.jsonl:2: a Claude Code session line, not a Codex rollout record" {
+	if err == nil || err.Error() != "r.jsonl:2: a Claude Code session line, not a Codex rollout record (import it with --from claude-code)" {
 		t.Errorf("Codex reader on a Claude Code line: %v", err)
 	}
 	var se *SyntaxError
@@ -620,5 +621,103 @@ func TestProjectInHome(t *testing.T) {
 	s, err := ReadClaudeCode(strings.NewReader(in), "h.jsonl")
 	if err != nil || s.Project != "~" {
 		t.Errorf("project %q (%v), want ~", s.Project, err)
+	}
+}
+
+// The readers redact a home in Claude Code's dashed form, a ~NAME/ path and the user's name in
+// any path (learned from the file's own place, or from a /home/NAME anywhere in the file), in
+// the events and in what they record of the lines they skip.
+func TestReadersRedactDashedHomesAndNames(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "home", "zed", ".claude", "projects", "-home-zed-src-app")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cc := `{"parentUuid":null,"type":"user","message":{"role":"user","content":"logs are in ~/.claude/projects/-home-zed-src-app and /tmp/zed/cache, see ~zed/notes"},"uuid":"u1","timestamp":"2026-11-05T21:59:00Z","cwd":"/home/zed/src/app","sessionId":"s"}` + "\n" +
+		`{"type":"-home-zed-src-app-record","uuid":"u2"}` + "\n" +
+		`{"parentUuid":"u1","type":"system","subtype":"zed/x","uuid":"u3","timestamp":"2026-11-05T21:59:01Z","cwd":"/home/zed/src/app","sessionId":"s"}` + "\n"
+	file := filepath.Join(dir, "s.jsonl")
+	if err := os.WriteFile(file, []byte(cc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cx := `{"timestamp":"2026-11-05T21:59:00Z","type":"session_meta","payload":{"id":"t","cwd":"/Users/yan/w","cli_version":"0.171.0"}}` + "\n" +
+		`{"timestamp":"2026-11-05T21:59:01Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"build in /private/var/yan/tmp and C--Users-yan-w"}]}}` + "\n" +
+		`{"timestamp":"2026-11-05T21:59:02Z","type":"/opt/yan/thing","payload":{}}` + "\n"
+	for _, c := range []struct {
+		read func() (*Session, error)
+		name string
+	}{
+		{func() (*Session, error) { return Read(file) }, "zed"},
+		{func() (*Session, error) { return ReadCodex(strings.NewReader(cx), "r.jsonl") }, "yan"},
+	} {
+		s, err := c.read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.File = ""
+		var all []string
+		allStrings(reflect.ValueOf(s), &all)
+		for _, str := range all {
+			if strings.Contains(str, c.name) {
+				t.Errorf("%q survives in %q", c.name, str)
+			}
+		}
+		if len(s.Skipped) < 2 || len(users(s)) != 1 {
+			t.Errorf("%d skipped, users %q: the test reads nothing", len(s.Skipped), users(s))
+		}
+	}
+}
+
+// A file of another format given to a reader is an error naming the file, the line and what
+// the reader wanted, whichever the pair: a capture's requests line to either agent's reader, an
+// agent's session to the capture's, JSON lines of no known format.
+func TestReadersRefuseOtherFormats(t *testing.T) {
+	cc := `{"parentUuid":null,"type":"user","message":{"role":"user","content":"hi"},"uuid":"u1","timestamp":"2026-11-05T21:59:00Z","cwd":"/w/p","sessionId":"s"}`
+	cx := `{"timestamp":"2026-11-05T21:59:00Z","type":"session_meta","payload":{"id":"t","cwd":"/w/p","cli_version":"0.171.0"}}`
+	capLine := `{"scenario":"c","arm":"capture","repetition":1,"request_index":0,"api":"ollama-chat","body":{"messages":[{"role":"user","content":"hi"}]}}`
+	dir := t.TempDir()
+	file := func(name, text string) string {
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	for _, c := range []struct {
+		from, file, want string
+	}{
+		{"claude-code", file("cap1.jsonl", capLine+"\n"), "cap1.jsonl:1: a lab capture's requests line, not a Claude Code session line (import it with --from capture)"},
+		{"codex", file("cap2.jsonl", "\n"+capLine+"\n"), "cap2.jsonl:2: a lab capture's requests line, not a Codex rollout record (import it with --from capture)"},
+		{"capture", file("cx.jsonl", cx+"\n"), "cx.jsonl:1: a Codex rollout record, not a lab capture's requests line (import it with --from codex)"},
+		{"capture", file("cc.jsonl", capLine+"\n"+cc+"\n"), "cc.jsonl:2: a Claude Code session line, not a lab capture's requests line (import it with --from claude-code)"},
+		{"codex", file("other1.jsonl", `{"a":1}`+"\n"+`{"b":2}`+"\n"), `other1.jsonl:1: no Codex rollout record in the file (a JSON object {"timestamp", "type", "payload"} a line)`},
+		{"claude-code", file("other2.jsonl", `{"a":1}`+"\n"), `other2.jsonl:1: no Claude Code session line in the file (a JSON object with "type" and "uuid" or "message" a line)`},
+	} {
+		_, err := Readers[c.from](c.file)
+		if err == nil || strings.TrimPrefix(err.Error(), dir+string(filepath.Separator)) != c.want {
+			t.Errorf("--from %s: %v\nwant %s", c.from, err, c.want)
+		}
+	}
+}
+
+// Invalid UTF-8 in a line is an error naming the file, the line and the byte, in each reader;
+// the last line cut short inside a character is skipped like any cut record.
+func TestReadersRefuseInvalidUTF8(t *testing.T) {
+	cc := `{"parentUuid":null,"type":"user","message":{"role":"user","content":"hi"},"uuid":"u1","timestamp":"2026-11-05T21:59:00Z","cwd":"/w/p","sessionId":"s"}`
+	bad := `{"parentUuid":"u1","type":"user","message":{"role":"user","content":"caf` + "\xe9" + `"},"uuid":"u2","sessionId":"s"}`
+	if _, err := ReadClaudeCode(strings.NewReader(cc+"\n"+bad+"\n"), "u.jsonl"); err == nil || err.Error() != "u.jsonl:2: invalid UTF-8 at byte 73 of the line: the agents write UTF-8, so the file is damaged or not a session" {
+		t.Errorf("Claude Code: %v", err)
+	}
+	cx := `{"timestamp":"2026-11-05T21:59:00Z","type":"session_meta","payload":{"id":"t","cwd":"/w/p","cli_version":"0.171.0"}}`
+	if _, err := ReadCodex(strings.NewReader(cx+"\n"+"{\"type\":\"x\xff\",\"payload\":{}}\n"), "r.jsonl"); err == nil || !strings.HasPrefix(err.Error(), "r.jsonl:2: invalid UTF-8 at byte 11") {
+		t.Errorf("Codex: %v", err)
+	}
+	s, err := ReadClaudeCode(strings.NewReader(cc+"\n"+`{"type":"user","message":{"content":"caf`+"\xc3"), "c.jsonl")
+	if err != nil || len(s.Skipped) != 1 || !strings.HasPrefix(s.Skipped[0].Why, "a record cut short") {
+		t.Errorf("cut last line: %v, skipped %+v", err, s)
+	}
+	f := filepath.Join(t.TempDir(), "requests.jsonl")
+	os.WriteFile(f, []byte(`{"scenario":"c","api":"ollama-chat","body":{"messages":[{"role":"user","content":"`+"\xc3\x28"+`"}]}}`+"\n"), 0o644)
+	if _, err := ReadCapture(f); err == nil || !strings.Contains(err.Error(), "requests.jsonl:1: invalid UTF-8 at byte 83") {
+		t.Errorf("capture: %v", err)
 	}
 }

@@ -432,7 +432,7 @@ func runConfig(s *streams, o *runOptions, r checkedRun, b *runBackend) (harness.
 		SaveRequests: o.SaveRequests, Settings: b.settings, Nonce: b.nonce, Warm: o.Warm, Price: b.price,
 		Driver: o.Live.driver(), ConstantCached: b.constantCached,
 		Warn:          func(err error) { fmt.Fprintln(s.err, "lab: warning:", err) },
-		DecodeRequest: capture.DecodeRequest, RequestsAPI: requestsAPI(o.Backend, b.settings),
+		DecodeRequest: capture.DecodeKnownRequest, RequestsAPI: requestsAPI(o.Backend, b.settings),
 	}
 	if cfg.Settings == nil {
 		cfg.Settings = map[string]string{}

@@ -247,3 +247,42 @@ func TestScenarioImportAgentExamples(t *testing.T) {
 		})
 	}
 }
+
+// A capture whose line names an API the lab does not decode is refused: by lab scenario import,
+// and by lab run --arm capture-as-sent on an imported scenario whose requests.jsonl was edited
+// after, each naming the file, the line and the api field's value, never an empty request.
+func TestCaptureUnknownAPI(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile(filepath.Join("..", "..", "transcript", "testdata", "capture-example", "requests.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	imp := filepath.Join(dir, "greeter")
+	if code, _, errOut := runLab(t, "scenario", "import", "--from", "capture", filepath.Join("..", "..", "transcript", "testdata", "capture-example", "requests.jsonl"), "-o", imp); code != 0 {
+		t.Fatalf("lab scenario import: exit %d: %s", code, errOut)
+	}
+	lines := strings.SplitAfter(string(src), "\n")
+	lines[1] = strings.Replace(lines[1], `"api":"ollama-chat"`, `"api":"gemini-chat"`, 1)
+	bad := filepath.Join(dir, "requests.jsonl")
+	if err := os.WriteFile(bad, []byte(strings.Join(lines, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runLab(t, "scenario", "import", "--from", "capture", bad, "-o", filepath.Join(dir, "other"))
+	if want := bad + `:2: gemini-chat request: api "gemini-chat" is not one the lab decodes`; code == 0 || !strings.Contains(errOut, want) {
+		t.Errorf("import of an unknown api: exit %d: %s\nwant %s", code, errOut, want)
+	}
+	replayed := filepath.Join(imp, "requests.jsonl")
+	data, err := os.ReadFile(replayed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.SplitAfter(string(data), "\n")
+	edited[2] = strings.Replace(edited[2], `"api":"ollama-chat"`, `"api":"gemini-chat"`, 1)
+	if err := os.WriteFile(replayed, []byte(strings.Join(edited, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = runLab(t, "run", "--backend", "sim", "--scenario", filepath.Join(imp, "scenario.yaml"), "--arm", "capture-as-sent", "--results", filepath.Join(dir, "results"))
+	if want := `requests.jsonl:3: gemini-chat request: api "gemini-chat" is not one the lab decodes (want one of openai-chat,`; code == 0 || !strings.Contains(errOut, want) {
+		t.Errorf("capture-as-sent of an unknown api: exit %d: %s\nwant %s", code, errOut, want)
+	}
+}
