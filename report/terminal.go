@@ -40,7 +40,9 @@ type TerminalOptions struct {
 // left out. Figures the run did not measure read "—". Per scenario it lists the spec arm and
 // the arms whose re-read tokens differ from spec's beyond its interval ([TerminalTolerance]
 // without one), the biggest losses first, and within [TerminalOptions].MaxLines lines in all:
-// a line says how many arms it left out and where they are. It returns an error for a report
+// a line says how many arms it left out and where they are. A scenario without a spec arm lists
+// every arm, the most re-read tokens first, and when no scenario has one there is no vs spec
+// column and no arm is said to differ from spec. It returns an error for a report
 // without analysis or runs and any error writing to w (one Write call).
 func Terminal(w io.Writer, r *Report, o TerminalOptions) error {
 	if err := check(r, "terminal"); err != nil {
@@ -96,7 +98,12 @@ func Terminal(w io.Writer, r *Report, o TerminalOptions) error {
 		b.WriteString("no request measured\n")
 	}
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	// The ratio to spec is a column only when some scenario has a spec arm to compare with.
+	anySpec := slices.ContainsFunc(units, func(u terminalUnit) bool { return u.hasSpec })
 	cols := []string{"scenario", "arm", "cached", "re-read tokens", "vs spec", "biggest loss (request: tokens of the previous prompt re-read, where the prompt diverged)"}
+	if !anySpec {
+		cols = slices.Delete(cols, 4, 5)
+	}
 	if multi {
 		cols = slices.Insert(cols, 0, "setup")
 	}
@@ -114,6 +121,9 @@ func Terminal(w io.Writer, r *Report, o TerminalOptions) error {
 				sc = u.scenario
 			}
 			row := []string{sc, st.Arm, pctEst(st.CachedShare), tokEst(st.RereadTokens), vsSpecCell(st, u.hasSpec), lossCell(st)}
+			if !anySpec {
+				row = slices.Delete(row, 4, 5)
+			}
 			if multi {
 				row = slices.Insert(row, 0, u.setup)
 			}
@@ -126,19 +136,47 @@ func Terminal(w io.Writer, r *Report, o TerminalOptions) error {
 			within, plural2(within, "arm", "arms"), pct(TerminalTolerance), more)
 	}
 	if hidden > 0 || hiddenUnits > 0 {
-		parts := []string{}
-		if hidden > 0 {
-			parts = append(parts, fmt.Sprintf("%d more %s that differ from spec", hidden, plural2(hidden, "arm", "arms")))
+		// The arms left out of a scenario with a spec arm differ from it; those of a scenario
+		// without one are compared with nothing.
+		differ, alone, aloneUnits := 0, 0, 0
+		for i, u := range units {
+			switch left := len(u.rows) - shown[i]; {
+			case shown[i] == 0 || left == 0:
+			case u.hasSpec:
+				differ += left
+			default:
+				alone += left
+				aloneUnits++
+			}
+		}
+		var parts []string
+		if differ > 0 {
+			parts = append(parts, fmt.Sprintf("%d more %s that differ from spec", differ, plural2(differ, "arm", "arms")))
+		}
+		if alone > 0 {
+			what := plural2(aloneUnits, "in a scenario", "in scenarios") + " with no spec arm to compare with"
+			if !anySpec {
+				what = "(no spec arm to compare with)"
+			}
+			parts = append(parts, fmt.Sprintf("%d more %s %s", alone, plural2(alone, "arm", "arms"), what))
 		}
 		if hiddenUnits > 0 {
-			parts = append(parts, fmt.Sprintf("%d more %s", hiddenUnits, map[bool]string{true: "scenario", false: "scenarios"}[hiddenUnits == 1]))
+			parts = append(parts, fmt.Sprintf("%d more %s", hiddenUnits, plural2(hiddenUnits, "scenario", "scenarios")))
 		}
-		fmt.Fprintf(&b, "%s: see %s\n", strings.Join(parts, " and "), more)
+		fmt.Fprintf(&b, "%s: see %s\n", joinAnd(parts), more)
 	}
 	for _, l := range tail {
 		b.WriteString(l + "\n")
 	}
 	return write(w, "terminal", b.Bytes())
+}
+
+// joinAnd joins parts as a list in a sentence: "a", "a and b", "a, b and c".
+func joinAnd(parts []string) string {
+	if len(parts) <= 1 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }
 
 // terminalUnit is one scenario of one setup in [Terminal]'s table: the rows it may show, in
