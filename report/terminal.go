@@ -554,22 +554,37 @@ func templatesLine(ts []TemplateEffect) string {
 	return l + fmt.Sprintf("does not hold on %d of %d scenarios (the spec arm re-reads more at a new user message than reasoning-never)", notHeld, len(checked))
 }
 
-// serversLine is a server comparison in one line: how many requests re-read differently and
-// the cause that weighs most.
+// serversLine is a server comparison in one line: how many requests re-read a different number
+// of tokens on the two servers, and the cause that weighs most ([ServerComparison].Causes[0])
+// with each server's re-read tokens over its requests, named by the server:
+//
+//	servers A (ollama 0.17.4) and B (llamacpp b11669): 4 requests re-read a different number of
+//	tokens on each; the cause that weighs most covers 2 of them, over which A re-read 200 tokens
+//	and B 1,980: inside a turn: A: …; B: …
 func serversLine(c *ServerComparison) string {
-	l := fmt.Sprintf("servers %s (%s) vs %s (%s): ", c.Base, c.BaseServer, c.Other, c.OtherServer)
+	l := fmt.Sprintf("servers %s (%s) and %s (%s): ", c.Base, c.BaseServer, c.Other, c.OtherServer)
 	if len(c.Refused) > 0 {
-		return l + "not compared: " + strings.Join(c.Refused, "; ")
+		return l + "not compared, they differ in what is measured: " + strings.Join(c.Refused, "; ")
 	}
-	if len(c.Requests) == 0 {
-		return l + "every request re-read the same on both"
+	n := len(c.Requests)
+	if n == 0 {
+		return l + fmt.Sprintf("every request re-read the same number of tokens on both (within %s of its prompt)", pct(MismatchTolerance))
 	}
-	l += fmt.Sprintf("%d %s re-read differently", len(c.Requests), plural2(len(c.Requests), "request", "requests"))
-	if len(c.Causes) > 0 {
-		k := c.Causes[0]
-		l += fmt.Sprintf("; most (%d, %s vs %s tokens): %s", k.Requests, thousands(k.BaseReread), thousands(k.OtherReread), k.Cause)
+	l += fmt.Sprintf("%d %s a different number of tokens on each", n, plural2(n, "request re-read", "requests re-read"))
+	if len(c.Causes) == 0 {
+		return l
 	}
-	return l
+	k := c.Causes[0]
+	tokens := fmt.Sprintf("%s re-read %s tokens and %s %s", c.Base, thousands(k.BaseReread), c.Other, thousands(k.OtherReread))
+	switch {
+	case n == 1:
+		l += fmt.Sprintf("; there %s, for this cause: ", tokens)
+	case k.Requests == n:
+		l += fmt.Sprintf("; over all of them %s, for one cause: ", tokens)
+	default:
+		l += fmt.Sprintf("; the cause that weighs most covers %d of them, over which %s: ", k.Requests, tokens)
+	}
+	return l + k.Cause
 }
 
 // noteLines say what the figures leave out: sessions that did not complete, requests whose

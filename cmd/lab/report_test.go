@@ -356,7 +356,7 @@ func TestReportTwoServers(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	if !strings.Contains(stdout, "\nservers A (ollama 0.17.4) vs B (llamacpp b11669): 2 requests re-read differently") {
+	if !strings.Contains(stdout, "\nservers A (ollama 0.17.4) and B (llamacpp b11669): 2 requests re-read a different number of tokens on each") {
 		t.Errorf("the summary does not set the servers side by side:\n%s", stdout)
 	}
 	md, err := os.ReadFile(filepath.Join(out, "report.md"))
