@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -290,5 +291,85 @@ func TestNoIssueNumbers(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// designRooms returns the rows of docs/design.md's table of packages ("## Rooms (packages)"),
+// each as its cells.
+func designRooms(t *testing.T) [][]string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("docs", "design.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), "\n## Rooms (packages)\n")
+	if !ok {
+		t.Fatal("docs/design.md: no section Rooms (packages)")
+	}
+	var rows [][]string
+	for l := range strings.SplitSeq(rest, "\n") {
+		if strings.HasPrefix(l, "## ") || strings.HasPrefix(l, "### ") {
+			break
+		}
+		if !strings.HasPrefix(l, "| `") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(l, "|"), " | ")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		rows = append(rows, cells)
+	}
+	return rows
+}
+
+// Each folder of docs/design.md's table of packages has one row, and a package's row names
+// the lab packages its code imports (its non-test files), each once, no other.
+func TestDesignRoomsOnceEach(t *testing.T) {
+	seen := map[string]int{}
+	folder := regexp.MustCompile("`([^`]+)`")
+	for i, cells := range designRooms(t) {
+		if len(cells) != 4 {
+			t.Errorf("docs/design.md: table row %d has %d cells, want 4: %q", i+1, len(cells), cells)
+			continue
+		}
+		for _, m := range folder.FindAllStringSubmatch(cells[0], -1) {
+			if j, dup := seen[m[1]]; dup {
+				t.Errorf("docs/design.md: %s has rows %d and %d of the table of packages", m[1], j, i+1)
+			}
+			seen[m[1]] = i + 1
+		}
+		pkgs := folder.FindAllStringSubmatch(cells[0], -1)
+		if len(pkgs) != 1 || !slices.Contains([]string{"transcript", "importer"}, pkgs[0][1]) {
+			continue
+		}
+		dir := pkgs[0][1]
+		var listed []string
+		for p := range strings.SplitSeq(cells[2], ", ") {
+			p, _, _ = strings.Cut(p, " (")
+			listed = append(listed, p)
+		}
+		slices.Sort(listed)
+		got := map[string]bool{}
+		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			af, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, im := range af.Imports {
+				p, _ := strconv.Unquote(im.Path.Value)
+				if p == "lab" || strings.HasPrefix(p, "lab/") {
+					got[strings.TrimPrefix(p, "lab/")] = true
+				}
+			}
+		}
+		imports := slices.Sorted(maps.Keys(got))
+		if !slices.Equal(listed, imports) {
+			t.Errorf("docs/design.md: %s's row names the lab imports %q; its code imports %q", dir, listed, imports)
+		}
 	}
 }

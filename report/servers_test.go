@@ -227,3 +227,59 @@ func TestServersDigestUnrecorded(t *testing.T) {
 		t.Errorf("refused %q, %d arms, notes %q; want a comparison noting the unchecked file", c.Refused, len(c.Arms), c.Notes)
 	}
 }
+
+// The summary's line on two servers says in words how many requests re-read a different number
+// of tokens, and gives each server's re-read tokens by its name for the cause that weighs most.
+func TestServersLine(t *testing.T) {
+	t.Parallel()
+	line := func(edit func(*metrics.Manifest), keep func(metrics.Sample) bool) string {
+		t.Helper()
+		runs, samples := twoServers(edit)
+		if keep != nil {
+			var kept []metrics.Sample
+			for _, s := range samples {
+				if keep(s) {
+					kept = append(kept, s)
+				}
+			}
+			samples = kept
+		}
+		var b bytes.Buffer
+		if err := report.Terminal(&b, &report.Report{Runs: runs, Analysis: report.AnalyzeRuns(runs, samples)}, report.TerminalOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for l := range strings.SplitSeq(b.String(), "\n") {
+			if strings.HasPrefix(l, "servers ") {
+				return l
+			}
+		}
+		t.Fatalf("no servers line:\n%s", b.String())
+		return ""
+	}
+	const inTurn = "inside a turn: A: diverged in message, as expected; B: diverged in reasoning at the end of the previous prompt " +
+		"(the previous reply, as this prompt renders it, differs from its first token from the reply the cache holds), as expected"
+	for _, tc := range []struct {
+		name string
+		edit func(*metrics.Manifest)
+		keep func(metrics.Sample) bool
+		want string
+	}{
+		// Requests 1 (A re-read 100, B 990, per arm) and 2 (A 500, B 1) of both arms.
+		{"two causes", nil, nil, "servers A (ollama 0.17.4) and B (llamacpp b11669): 4 requests re-read a different number of tokens on each; " +
+			"the cause that weighs most covers 2 of them, over which A re-read 200 tokens and B 1,980: " + inTurn},
+		{"one cause", nil, func(s metrics.Sample) bool { return s.RequestIndex < 2 },
+			"servers A (ollama 0.17.4) and B (llamacpp b11669): 2 requests re-read a different number of tokens on each; " +
+				"over all of them A re-read 200 tokens and B 1,980, for one cause: " + inTurn},
+		{"one request", nil, func(s metrics.Sample) bool { return s.RequestIndex < 2 && s.Arm == metrics.SpecArm },
+			"servers A (ollama 0.17.4) and B (llamacpp b11669): 1 request re-read a different number of tokens on each; " +
+				"there A re-read 100 tokens and B 990, for this cause: " + inTurn},
+		{"none", nil, func(s metrics.Sample) bool { return s.RequestIndex < 1 },
+			"servers A (ollama 0.17.4) and B (llamacpp b11669): every request re-read the same number of tokens on both (within 1.0% of its prompt)"},
+		{"refused", func(m *metrics.Manifest) { m.ModelDigest = "sha256:bb" }, nil,
+			"servers A (ollama 0.17.4) and B (llamacpp b11669): not compared, they differ in what is measured: model file: A sha256:aa, B sha256:bb"},
+	} {
+		if got := line(tc.edit, tc.keep); got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)
+		}
+	}
+}

@@ -40,7 +40,9 @@ type TerminalOptions struct {
 // left out. Figures the run did not measure read "—". Per scenario it lists the spec arm and
 // the arms whose re-read tokens differ from spec's beyond its interval ([TerminalTolerance]
 // without one), the biggest losses first, and within [TerminalOptions].MaxLines lines in all:
-// a line says how many arms it left out and where they are. It returns an error for a report
+// a line says how many arms it left out and where they are. A scenario without a spec arm lists
+// every arm, the most re-read tokens first, and when no scenario has one there is no vs spec
+// column and no arm is said to differ from spec. It returns an error for a report
 // without analysis or runs and any error writing to w (one Write call).
 func Terminal(w io.Writer, r *Report, o TerminalOptions) error {
 	if err := check(r, "terminal"); err != nil {
@@ -96,7 +98,12 @@ func Terminal(w io.Writer, r *Report, o TerminalOptions) error {
 		b.WriteString("no request measured\n")
 	}
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	// The ratio to spec is a column only when some scenario has a spec arm to compare with.
+	anySpec := slices.ContainsFunc(units, func(u terminalUnit) bool { return u.hasSpec })
 	cols := []string{"scenario", "arm", "cached", "re-read tokens", "vs spec", "biggest loss (request: tokens of the previous prompt re-read, where the prompt diverged)"}
+	if !anySpec {
+		cols = slices.Delete(cols, 4, 5)
+	}
 	if multi {
 		cols = slices.Insert(cols, 0, "setup")
 	}
@@ -114,6 +121,9 @@ func Terminal(w io.Writer, r *Report, o TerminalOptions) error {
 				sc = u.scenario
 			}
 			row := []string{sc, st.Arm, pctEst(st.CachedShare), tokEst(st.RereadTokens), vsSpecCell(st, u.hasSpec), lossCell(st)}
+			if !anySpec {
+				row = slices.Delete(row, 4, 5)
+			}
 			if multi {
 				row = slices.Insert(row, 0, u.setup)
 			}
@@ -126,19 +136,47 @@ func Terminal(w io.Writer, r *Report, o TerminalOptions) error {
 			within, plural2(within, "arm", "arms"), pct(TerminalTolerance), more)
 	}
 	if hidden > 0 || hiddenUnits > 0 {
-		parts := []string{}
-		if hidden > 0 {
-			parts = append(parts, fmt.Sprintf("%d more %s that differ from spec", hidden, plural2(hidden, "arm", "arms")))
+		// The arms left out of a scenario with a spec arm differ from it; those of a scenario
+		// without one are compared with nothing.
+		differ, alone, aloneUnits := 0, 0, 0
+		for i, u := range units {
+			switch left := len(u.rows) - shown[i]; {
+			case shown[i] == 0 || left == 0:
+			case u.hasSpec:
+				differ += left
+			default:
+				alone += left
+				aloneUnits++
+			}
+		}
+		var parts []string
+		if differ > 0 {
+			parts = append(parts, fmt.Sprintf("%d more %s that differ from spec", differ, plural2(differ, "arm", "arms")))
+		}
+		if alone > 0 {
+			what := plural2(aloneUnits, "in a scenario", "in scenarios") + " with no spec arm to compare with"
+			if !anySpec {
+				what = "(no spec arm to compare with)"
+			}
+			parts = append(parts, fmt.Sprintf("%d more %s %s", alone, plural2(alone, "arm", "arms"), what))
 		}
 		if hiddenUnits > 0 {
-			parts = append(parts, fmt.Sprintf("%d more %s", hiddenUnits, map[bool]string{true: "scenario", false: "scenarios"}[hiddenUnits == 1]))
+			parts = append(parts, fmt.Sprintf("%d more %s", hiddenUnits, plural2(hiddenUnits, "scenario", "scenarios")))
 		}
-		fmt.Fprintf(&b, "%s: see %s\n", strings.Join(parts, " and "), more)
+		fmt.Fprintf(&b, "%s: see %s\n", joinAnd(parts), more)
 	}
 	for _, l := range tail {
 		b.WriteString(l + "\n")
 	}
 	return write(w, "terminal", b.Bytes())
+}
+
+// joinAnd joins parts as a list in a sentence: "a", "a and b", "a, b and c".
+func joinAnd(parts []string) string {
+	if len(parts) <= 1 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }
 
 // terminalUnit is one scenario of one setup in [Terminal]'s table: the rows it may show, in
@@ -516,22 +554,37 @@ func templatesLine(ts []TemplateEffect) string {
 	return l + fmt.Sprintf("does not hold on %d of %d scenarios (the spec arm re-reads more at a new user message than reasoning-never)", notHeld, len(checked))
 }
 
-// serversLine is a server comparison in one line: how many requests re-read differently and
-// the cause that weighs most.
+// serversLine is a server comparison in one line: how many requests re-read a different number
+// of tokens on the two servers, and the cause that weighs most ([ServerComparison].Causes[0])
+// with each server's re-read tokens over its requests, named by the server:
+//
+//	servers A (ollama 0.17.4) and B (llamacpp b11669): 4 requests re-read a different number of
+//	tokens on each; the cause that weighs most covers 2 of them, over which A re-read 200 tokens
+//	and B 1,980: inside a turn: A: …; B: …
 func serversLine(c *ServerComparison) string {
-	l := fmt.Sprintf("servers %s (%s) vs %s (%s): ", c.Base, c.BaseServer, c.Other, c.OtherServer)
+	l := fmt.Sprintf("servers %s (%s) and %s (%s): ", c.Base, c.BaseServer, c.Other, c.OtherServer)
 	if len(c.Refused) > 0 {
-		return l + "not compared: " + strings.Join(c.Refused, "; ")
+		return l + "not compared, they differ in what is measured: " + strings.Join(c.Refused, "; ")
 	}
-	if len(c.Requests) == 0 {
-		return l + "every request re-read the same on both"
+	n := len(c.Requests)
+	if n == 0 {
+		return l + fmt.Sprintf("every request re-read the same number of tokens on both (within %s of its prompt)", pct(MismatchTolerance))
 	}
-	l += fmt.Sprintf("%d %s re-read differently", len(c.Requests), plural2(len(c.Requests), "request", "requests"))
-	if len(c.Causes) > 0 {
-		k := c.Causes[0]
-		l += fmt.Sprintf("; most (%d, %s vs %s tokens): %s", k.Requests, thousands(k.BaseReread), thousands(k.OtherReread), k.Cause)
+	l += fmt.Sprintf("%d %s a different number of tokens on each", n, plural2(n, "request re-read", "requests re-read"))
+	if len(c.Causes) == 0 {
+		return l
 	}
-	return l
+	k := c.Causes[0]
+	tokens := fmt.Sprintf("%s re-read %s tokens and %s %s", c.Base, thousands(k.BaseReread), c.Other, thousands(k.OtherReread))
+	switch {
+	case n == 1:
+		l += fmt.Sprintf("; there %s, for this cause: ", tokens)
+	case k.Requests == n:
+		l += fmt.Sprintf("; over all of them %s, for one cause: ", tokens)
+	default:
+		l += fmt.Sprintf("; the cause that weighs most covers %d of them, over which %s: ", k.Requests, tokens)
+	}
+	return l + k.Cause
 }
 
 // noteLines say what the figures leave out: sessions that did not complete, requests whose

@@ -187,3 +187,51 @@ func TestTerminalNothingMeasured(t *testing.T) {
 		t.Error("a report without runs: no error")
 	}
 }
+
+// A run without the spec arm (lab run --arm plain,no-caps) compares no arm with spec: the
+// table has no vs spec column, and the line saying what was left out says there is no spec arm
+// to compare with, never that arms differ from spec. Beside a scenario with a spec arm, the
+// arms left out of each are told apart.
+func TestTerminalWithoutSpecArm(t *testing.T) {
+	t.Parallel()
+	var rows []metrics.Sample
+	arms := []string{"plain", "no-caps", "arm-2", "arm-3", "arm-4", "arm-5"}
+	for a, arm := range arms {
+		rows = append(rows, session("r1", "midnight", arm, 1, []int64{1000, 1500, 2000}, []*int64{n(0), n(1000), n(1500 - int64(100*a))}, []string{"", "message 2", "tool result 3"})...)
+	}
+	m := metricstest.Manifest()
+	m.RunID, m.Arms, m.Samples = "r1", arms, len(rows)
+	an := report.AnalyzeRuns([]*metrics.Manifest{m}, rows)
+	var b bytes.Buffer
+	if err := report.Terminal(&b, &report.Report{Runs: []*metrics.Manifest{m}, Analysis: an}, report.TerminalOptions{MaxLines: 6, More: "report.html"}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	lines := strings.Split(out, "\n")
+	if len(lines) < 3 || !strings.HasPrefix(lines[1], "scenario  arm  ") {
+		t.Fatalf("no spec arm: no table:\n%s", out)
+	}
+	// The header, then the most re-read tokens first: arm-5 re-read 1,000 + 500 + 1,000, and
+	// beside its re-read tokens is its loss, no ratio.
+	if f := strings.Fields(lines[2]); len(f) != 11 || f[1] != "arm-5" || f[3] != "2,500" || f[4] != "request" {
+		t.Errorf("first row %q; want arm-5 with 2,500 re-read tokens and no ratio column", lines[2])
+	}
+	if want := "5 more arms (no spec arm to compare with): see report.html\n"; !strings.Contains(out, want) || strings.Contains(out, "differ from spec") || strings.Contains(out, "vs spec") {
+		t.Errorf("no spec arm: want %q, nothing of differing from spec:\n%s", want, out)
+	}
+
+	// A second scenario, with a spec arm and arms that differ from it.
+	for a, arm := range []string{metrics.SpecArm, "date-in-system-prompt", "arm-x", "arm-y"} {
+		rows = append(rows, session("r1", "other", arm, 1, []int64{1000, 1500, 2000}, []*int64{n(0), n(1000), n(1500 - int64(200*a))}, []string{"", "message 2", "tool result 3"})...)
+	}
+	m.Arms, m.Samples = append(arms, metrics.SpecArm, "date-in-system-prompt", "arm-x", "arm-y"), len(rows)
+	an = report.AnalyzeRuns([]*metrics.Manifest{m}, rows)
+	b.Reset()
+	if err := report.Terminal(&b, &report.Report{Runs: []*metrics.Manifest{m}, Analysis: an}, report.TerminalOptions{MaxLines: 8, More: "report.html"}); err != nil {
+		t.Fatal(err)
+	}
+	out = b.String()
+	if want := "2 more arms that differ from spec and 5 more arms in a scenario with no spec arm to compare with: see report.html\n"; !strings.Contains(out, want) || !strings.Contains(out, "vs spec") {
+		t.Errorf("one scenario with spec, one without: want the vs spec column and %q:\n%s", want, out)
+	}
+}

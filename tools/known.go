@@ -2,6 +2,7 @@ package tools
 
 import (
 	"io/fs"
+	"iter"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -9,8 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"lab/hygiene"
 )
 
 // known is what a workspace knows of its project folder from having made it itself
@@ -167,16 +166,18 @@ func (k *known) stat(name string) (fi fs.FileInfo, ok bool) {
 
 // content is one file content, shared by every workspace that holds a file with it (intern):
 // the sessions of a matrix start from the same files and most make the same changes, so a search
-// of one content is worked out once. data is never changed.
+// of one content is worked out once. data is never changed; it is a string so that a search
+// reads it, and the lines it remembers point into it, without a copy.
 type content struct {
-	data []byte
+	data string
 
 	mu    sync.Mutex
 	greps map[string][]grepLine // pattern → the lines that match, in order
 	diffs map[*content]string   // a later content → [Hunks] of this one to it
 }
 
-// grepLine is one matching line of a content: its number (from 1) and text.
+// grepLine is one matching line of a content: its number (from 1) and text (a part of the
+// content's data, not a copy).
 type grepLine struct {
 	n    int
 	text string
@@ -186,7 +187,7 @@ type grepLine struct {
 const maxGrepsPerContent = 256
 
 // grep returns the lines of c that re matches, as [Workspace.grep] searches a file: each line
-// ([hygiene.Lines]) without re's literal prefix skipped, every other one run through re. The
+// ([lab/hygiene.Lines]) without re's literal prefix skipped, every other one run through re. The
 // answer is remembered by re's source.
 func (c *content) grep(re *regexp.Regexp, prefix string) []grepLine {
 	key := re.String()
@@ -196,14 +197,13 @@ func (c *content) grep(re *regexp.Regexp, prefix string) []grepLine {
 	if ok {
 		return got
 	}
-	text := string(c.data)
-	if prefix == "" || strings.Contains(text, prefix) {
-		for i, line := range hygiene.Lines(text) {
+	if prefix == "" || strings.Contains(c.data, prefix) {
+		for n, line := range lines(c.data, strings.IndexByte) {
 			if prefix != "" && !strings.Contains(line, prefix) {
 				continue
 			}
 			if re.MatchString(line) {
-				got = append(got, grepLine{i + 1, line})
+				got = append(got, grepLine{n, line})
 			}
 		}
 	}
@@ -218,6 +218,31 @@ func (c *content) grep(re *regexp.Regexp, prefix string) []grepLine {
 	return got
 }
 
+// lines yields the lines of text as [lab/hygiene.Lines] splits them (none for "", a last "\n"
+// ending the last line), each with its number from 1: parts of text, with no slice of them all.
+// indexByte is [strings.IndexByte] or [bytes.IndexByte], as T is.
+func lines[T string | []byte](text T, indexByte func(T, byte) int) iter.Seq2[int, T] {
+	return func(yield func(int, T) bool) {
+		if len(text) == 0 {
+			return
+		}
+		if text[len(text)-1] == '\n' {
+			text = text[:len(text)-1]
+		}
+		for n := 1; ; n++ {
+			i := indexByte(text, '\n')
+			if i < 0 {
+				yield(n, text)
+				return
+			}
+			if !yield(n, text[:i]) {
+				return
+			}
+			text = text[i+1:]
+		}
+	}
+}
+
 // interned holds the contents workspaces know, each once, up to maxInternedBytes in all (64
 // MiB, kept for the process's life: a matrix's sessions share a few megabytes); a content past
 // that is a workspace's own.
@@ -229,21 +254,22 @@ var interned struct {
 
 const maxInternedBytes = 64 << 20
 
-// intern returns the shared content equal to data (a copy of data, kept, when there is none).
+// intern returns the shared content equal to data (a copy of data, kept, when there is none;
+// the table of them keys it by that same copy).
 func intern(data []byte) *content {
 	interned.mu.Lock()
 	defer interned.mu.Unlock()
 	if c := interned.m[string(data)]; c != nil {
 		return c
 	}
-	c := &content{data: slices.Clone(data)}
+	c := &content{data: string(data)}
 	if interned.bytes+int64(len(data)) > maxInternedBytes {
 		return c
 	}
 	if interned.m == nil {
 		interned.m = map[string]*content{}
 	}
-	interned.m[string(c.data)] = c
+	interned.m[c.data] = c
 	interned.bytes += int64(len(data))
 	return c
 }

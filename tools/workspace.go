@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -935,7 +936,19 @@ func (w *Workspace) grep(s *hygiene.Session, raw json.RawMessage, a CallArgs) (s
 	// Every match starts with the pattern's literal prefix, when it has one: a file or a line
 	// without it holds no match, and is not run through the pattern.
 	prefix, _ := re.LiteralPrefix()
-	var out []string
+	bprefix := []byte(prefix)
+	// The answer is written as it is found, one "path:line: text" a match, with no copy of a
+	// file's content or of a line on the way.
+	var out strings.Builder
+	match := func(p string, n int) {
+		if out.Len() > 0 {
+			out.WriteByte('\n')
+		}
+		out.WriteString(p)
+		out.WriteByte(':')
+		out.WriteString(strconv.Itoa(n))
+		out.WriteString(": ")
+	}
 	search := func(p, name string) error {
 		if k := w.knownFor(); k != nil && k.files[name] != nil {
 			c := k.files[name]
@@ -946,7 +959,8 @@ func (w *Workspace) grep(s *hygiene.Session, raw json.RawMessage, a CallArgs) (s
 				return nil // not searched
 			}
 			for _, l := range c.grep(re, prefix) {
-				out = append(out, fmt.Sprintf("%s:%d: %s", p, l.n, l.text))
+				match(p, l.n)
+				out.WriteString(l.text)
 			}
 			return nil
 		}
@@ -957,20 +971,21 @@ func (w *Workspace) grep(s *hygiene.Session, raw json.RawMessage, a CallArgs) (s
 		if err != nil {
 			return err
 		}
-		if prefix != "" && !bytes.Contains(data, []byte(prefix)) {
+		if prefix != "" && !bytes.Contains(data, bprefix) {
 			return nil
 		}
-		for i, line := range hygiene.Lines(string(data)) {
-			if i%grepCheckLines == grepCheckLines-1 {
+		for n, line := range lines(data, bytes.IndexByte) {
+			if n%grepCheckLines == 0 {
 				if err := w.alive(); err != nil {
 					return err
 				}
 			}
-			if prefix != "" && !strings.Contains(line, prefix) {
+			if prefix != "" && !bytes.Contains(line, bprefix) {
 				continue
 			}
-			if re.MatchString(line) {
-				out = append(out, fmt.Sprintf("%s:%d: %s", p, i+1, line))
+			if re.Match(line) {
+				match(p, n)
+				out.Write(line)
 			}
 		}
 		return nil
@@ -986,10 +1001,10 @@ func (w *Workspace) grep(s *hygiene.Session, raw json.RawMessage, a CallArgs) (s
 	if err != nil {
 		return "", fmt.Errorf("grep %s: %w", abs, unwrapPathError(err))
 	}
-	if len(out) == 0 {
+	if out.Len() == 0 {
 		return s.Search("grep", raw, "No matches."), nil
 	}
-	return s.Search("grep", raw, strings.Join(out, "\n")), nil
+	return s.Search("grep", raw, out.String()), nil
 }
 
 func (w *Workspace) edit(s *hygiene.Session, a CallArgs) (string, error) {
@@ -1350,7 +1365,7 @@ func (w *Workspace) readKnown(c *content) ([]byte, error) {
 	if len(c.data) > MaxFileBytes {
 		return nil, fmt.Errorf("the file is %d bytes, more than the %d the tools read: %w", len(c.data), MaxFileBytes, errTooLarge)
 	}
-	return append([]byte{}, c.data...), nil
+	return []byte(c.data), nil
 }
 
 // removeFile deletes the file name (relative to the root) through the root, and from what the

@@ -124,13 +124,13 @@ func BenchmarkProxyProcesses(b *testing.B) {
 // startLabProxy starts `bin proxy` in front of upstream, recording into a temporary folder,
 // with a cache folder of its own (so no server lab server start left running is taken for the
 // upstream) and its progress lines on, as a user runs it.
-func startLabProxy(b *testing.B, bin, upstream string) *proxybench.Child {
-	b.Helper()
-	dir := b.TempDir()
+func startLabProxy(tb testing.TB, bin, upstream string) *proxybench.Child {
+	tb.Helper()
+	dir := tb.TempDir()
 	cmd := exec.Command(bin, "proxy", "--listen", "127.0.0.1:0", "--upstream", upstream, "--run", filepath.Join(dir, "run_id=cap"), "--run-id", "cap")
 	cmd.Env = append(os.Environ(), "LAB_CACHE="+filepath.Join(dir, "cache"))
 	cmd.Dir = dir
-	return proxybench.Start(b, cmd)
+	return proxybench.Start(tb, cmd)
 }
 
 // cpuOf reads the CPU time each process used so far; ok is false when one cannot be read.

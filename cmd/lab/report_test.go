@@ -1,14 +1,19 @@
 package main
 
 import (
+	"errors"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"lab/metrics"
 	"lab/metrics/metricstest"
+	"lab/report"
 )
 
 // writeRun writes a small run folder: scenario midnight, arms spec and date-in-system-prompt,
@@ -356,7 +361,7 @@ func TestReportTwoServers(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	if !strings.Contains(stdout, "\nservers A (ollama 0.17.4) vs B (llamacpp b11669): 2 requests re-read differently") {
+	if !strings.Contains(stdout, "\nservers A (ollama 0.17.4) and B (llamacpp b11669): 2 requests re-read a different number of tokens on each") {
 		t.Errorf("the summary does not set the servers side by side:\n%s", stdout)
 	}
 	md, err := os.ReadFile(filepath.Join(out, "report.md"))
@@ -404,5 +409,114 @@ func TestReportTwoServers(t *testing.T) {
 		!strings.Contains(string(md), "| scenario | arm | setup | repetitions | cached share | re-read tokens | re-read vs spec | prefill (s) |") ||
 		!strings.Contains(string(md), "(plots/setups-reread-vs-spec.svg)") {
 		t.Errorf("report.md of two model files:\n%s", md)
+	}
+}
+
+// A report written again into the folder of an earlier one leaves no chart file of the earlier
+// report that it did not write itself: without --png the earlier PNGs go, and the charts of a
+// pair of servers no longer reported go; the SVGs it wrote and files that are no charts stay.
+func TestReportAgainRemovesStaleCharts(t *testing.T) {
+	dir := t.TempDir()
+	a, b := writeRun(t, dir, "ol", 0), writeRun(t, dir, "ll", 50)
+	editManifest(t, a, func(m *metrics.Manifest) { m.Backend, m.ServerVersion, m.ModelDigest = "ollama", "0.17.4", "sha256:aa" })
+	editManifest(t, b, func(m *metrics.Manifest) {
+		m.Backend, m.ServerVersion, m.ModelDigest = "llamacpp", "b11669", "sha256:aa"
+	})
+	out := filepath.Join(dir, "out")
+	charts := func() []string {
+		t.Helper()
+		var names []string
+		for _, ext := range []string{"svg", "png"} {
+			m, err := filepath.Glob(filepath.Join(out, "plots", "*."+ext))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range m {
+				names = append(names, filepath.Base(p))
+			}
+		}
+		return names
+	}
+	if code, _, errOut := runLab(t, "report", "--png", "--out", out, a, b); code != exitOK {
+		t.Fatalf("first report: exit %d, stderr %q", code, errOut)
+	}
+	first := charts()
+	if !slices.Contains(first, "servers-A-B-midnight-reread-spec.png") || !slices.Contains(first, "setup-A-midnight-cached-share.png") {
+		t.Fatalf("the first report's charts %q lack the servers' or setup A's PNG", first)
+	}
+	keep := filepath.Join(out, "plots", "notes.txt")
+	if err := os.WriteFile(keep, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// a alone, first with --png, then without: one setup, no servers; then no PNG either.
+	for _, png := range []bool{true, false} {
+		args := []string{"report", "--list-files", "--out", out, a}
+		if png {
+			args = slices.Insert(args, 1, "--png")
+		}
+		code, stdout, errOut := runLab(t, args...)
+		if code != exitOK {
+			t.Fatalf("%q: exit %d, stderr %q", args, code, errOut)
+		}
+		var listed []string
+		for l := range strings.SplitSeq(stdout, "\n") {
+			if f, ok := strings.CutPrefix(l, "  plots/"); ok {
+				listed = append(listed, f)
+			}
+		}
+		got := charts()
+		slices.Sort(got)
+		slices.Sort(listed)
+		if !slices.Equal(got, listed) || len(got) == 0 {
+			t.Errorf("%q: charts in plots/ %q; want exactly the ones the report wrote, %q", args, got, listed)
+		}
+		for _, f := range got {
+			if (!png && strings.HasSuffix(f, ".png")) || strings.HasPrefix(f, "servers-") || strings.HasPrefix(f, "setup-") {
+				t.Errorf("%q: stale chart %s left from the report before", args, f)
+			}
+		}
+		if want := "midnight-cached-share.png"; png && !slices.Contains(got, want) {
+			t.Errorf("%q: charts %q lack %s", args, got, want)
+		}
+		if want := "midnight-cached-share.svg"; !slices.Contains(got, want) {
+			t.Errorf("%q: charts %q lack %s", args, got, want)
+		}
+		md, _ := os.ReadFile(filepath.Join(out, "report.md"))
+		if strings.Contains(string(md), ".png") != png {
+			t.Errorf("%q: report.md links a PNG: %v; want %v", args, !png, png)
+		}
+	}
+	if data, err := os.ReadFile(keep); err != nil || string(data) != "mine" {
+		t.Errorf("a file that is no chart was touched: %q, %v", data, err)
+	}
+}
+
+// writeFigure without PNG removes the chart's PNG an earlier report wrote, and only that chart's.
+func TestWriteFigureRemovesItsOtherFormats(t *testing.T) {
+	out := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(out, "plots"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"c.png", "c.svg", "other.png"} {
+		if err := os.WriteFile(filepath.Join(out, "plots", f), []byte("old"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fig, files, err := writeFigure(out, "c", report.Figure{}, []string{"svg"}, func(w io.Writer, format string) error {
+		_, err := io.WriteString(w, "<svg/>")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(files, []string{"plots/c.svg"}) || fig.Files["png"] != "" || string(fig.SVG) != "<svg/>" {
+		t.Errorf("files %q, figure files %v, SVG %q", files, fig.Files, fig.SVG)
+	}
+	if _, err := os.Stat(filepath.Join(out, "plots", "c.png")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("c.png of the earlier report: %v; want it removed", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "plots", "other.png")); err != nil {
+		t.Errorf("another chart's PNG: %v; want it left alone", err)
 	}
 }

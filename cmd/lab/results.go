@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -134,7 +136,37 @@ func writeReportOf(out string, runs []*metrics.Manifest, rows *metrics.Rows, png
 		}
 		files = append(files, f.name)
 	}
+	if err := removeStaleCharts(out, files); err != nil {
+		return r, files, err
+	}
 	return r, files, nil
+}
+
+// removeStaleCharts removes from out's plots folder (plots.Dir) every chart file (a format of
+// plots.FileFormats) that is not among files (relative to out, slash-separated), the files the
+// report just wrote: the charts of an earlier report into the same folder that this one no
+// longer draws (a scenario or setup no longer among the runs, a chart with nothing to draw)
+// would otherwise lie beside the current ones as if they were. Other files are left alone. An
+// error names the file.
+func removeStaleCharts(out string, files []string) error {
+	ents, err := os.ReadDir(filepath.Join(out, plots.Dir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		rel := path.Join(plots.Dir, e.Name())
+		ext := strings.TrimPrefix(path.Ext(e.Name()), ".")
+		if !e.Type().IsRegular() || !slices.Contains(plots.FileFormats(true), ext) || slices.Contains(files, rel) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(out, filepath.FromSlash(rel))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove the stale chart file: %w", err)
+		}
+	}
+	return nil
 }
 
 // scenarioOrder returns the scenarios to chart: in the order the runs' manifests name them,
@@ -158,11 +190,21 @@ func scenarioOrder(runs []*metrics.Manifest, an *report.Analysis) []string {
 
 // writeFigure writes a chart, which render draws in a format, into out in each of formats
 // (plots.FileFormats) at plots.File(name, format), and returns fig with its files (relative to out)
-// and its SVG bytes, and the files written (also those written before an error). An error of
-// render names the chart.
+// and its SVG bytes, and the files written (also those written before an error). A file of the
+// chart in a format not asked for this time (the PNG of an earlier report with --png) is
+// removed: it would no longer match the chart. An error of render names the chart; an error
+// removing a file names it.
 func writeFigure(out, name string, fig report.Figure, formats []string, render func(w io.Writer, format string) error) (report.Figure, []string, error) {
 	fig.Files = map[string]string{}
 	var files []string
+	for _, format := range plots.FileFormats(true) {
+		if slices.Contains(formats, format) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(out, filepath.FromSlash(plots.File(name, format)))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fig, files, fmt.Errorf("remove the stale chart file: %w", err)
+		}
+	}
 	for _, format := range formats {
 		var buf bytes.Buffer
 		if err := render(&buf, format); err != nil {

@@ -44,3 +44,25 @@ func TestRunSummary(t *testing.T) {
 		t.Errorf("progress off a terminal: want one line per session (2), no line per request:\n%s", errOut)
 	}
 }
+
+// A run without the spec arm compares no arm with it: its summary has no vs spec column and
+// never says an arm differs from spec.
+func TestRunSummaryWithoutSpecArm(t *testing.T) {
+	needTokenizer(t)
+	results := t.TempDir()
+	t.Setenv("TMPDIR", "/tmp")
+	code, out, errOut := runLab(t, "run", "--backend", "sim", "--scenario", "midnight", "--arm", "plain,no-caps",
+		"--results", results, "--run-id", "nospec")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	header := regexp.MustCompile(`(?m)^scenario +arm +cached +re-read tokens +biggest loss`)
+	if !header.MatchString(out) || strings.Contains(out, "vs spec") || strings.Contains(out, "differ from spec") {
+		t.Errorf("summary of a run without spec: want the table without a vs spec column:\n%s", out)
+	}
+	for _, arm := range []string{"plain", "no-caps"} {
+		if !regexp.MustCompile(`(?m)^(midnight)? +` + arm + `  `).MatchString(out) {
+			t.Errorf("summary lacks arm %s:\n%s", arm, out)
+		}
+	}
+}

@@ -407,8 +407,8 @@ func serveChild(role string) error {
 // listening finds a child's address in the line it prints once it listens.
 var listening = regexp.MustCompile(`listening on (http://[0-9.:\[\]a-z]+)`)
 
-// A Child is a process a benchmark started: its address, and its output after the line that
-// named it.
+// A Child is a process a test or benchmark started: its address, and its output after the line
+// that named it.
 type Child struct {
 	cmd *exec.Cmd
 	// URL is the address the child listens on, http://host:port.
@@ -416,21 +416,37 @@ type Child struct {
 	mu   sync.Mutex
 	out  bytes.Buffer
 	done chan struct{}
+	// ended is set once cmd.Wait returned (by [Child.Stop], or by Start when the child did not
+	// listen); until then the test's cleanup kills the child.
+	ended bool
 }
 
 // Start starts cmd and waits (at most a minute) for the line on its stdout or stderr that says
-// "listening on http://ADDR"; the rest of its output is kept ([Child.Output]).
-func Start(b *testing.B, cmd *exec.Cmd) *Child {
-	b.Helper()
+// "listening on http://ADDR"; the rest of its output is kept ([Child.Output]). A child not
+// stopped ([Child.Stop]) by the end of tb (a test or benchmark that failed on its way) is
+// killed then. It ends tb (Fatal) when cmd does not start, ends before it listens, or does not
+// listen within the minute.
+func Start(tb testing.TB, cmd *exec.Cmd) *Child {
+	tb.Helper()
 	c := &Child{cmd: cmd, done: make(chan struct{})}
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
 	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
+		pr.Close()
+		pw.Close()
+		tb.Fatal(err)
 	}
+	tb.Cleanup(func() {
+		if !c.ended {
+			cmd.Process.Kill()
+			cmd.Wait()
+			c.ended = true
+			<-c.done
+		}
+	})
 	pw.Close()
 	found := make(chan string, 1)
 	go func() {
@@ -455,22 +471,26 @@ func Start(b *testing.B, cmd *exec.Cmd) *Child {
 	case c.URL = <-found:
 	case <-c.done:
 		cmd.Wait()
-		b.Fatalf("%s ended before it listened:\n%s", strings.Join(cmd.Args, " "), c.Output())
+		c.ended = true
+		tb.Fatalf("%s ended before it listened:\n%s", strings.Join(cmd.Args, " "), c.Output())
 	case <-time.After(time.Minute):
 		cmd.Process.Kill()
 		cmd.Wait()
-		b.Fatalf("%s did not listen within a minute:\n%s", strings.Join(cmd.Args, " "), c.Output())
+		c.ended = true
+		<-c.done
+		tb.Fatalf("%s did not listen within a minute:\n%s", strings.Join(cmd.Args, " "), c.Output())
 	}
 	return c
 }
 
 // StartChild starts this test binary again as a child of role ([RoleUpstream], [RoleBare]
-// with upstream), which [ChildMain] serves.
-func StartChild(b *testing.B, role, upstream string) *Child {
-	b.Helper()
+// with upstream), which [ChildMain] serves; as [Start], it is killed at the end of tb unless
+// stopped before.
+func StartChild(tb testing.TB, role, upstream string) *Child {
+	tb.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), RoleEnv+"="+role, UpstreamEnv+"="+upstream)
-	return Start(b, cmd)
+	return Start(tb, cmd)
 }
 
 // Stop sends the child SIGINT and waits for it to end (at most two minutes, then it is killed);
@@ -487,6 +507,7 @@ func (c *Child) Stop() (cpu time.Duration, err error) {
 		<-waited
 		err = errors.New("did not end within 2 minutes of SIGINT: killed")
 	}
+	c.ended = true
 	<-c.done
 	if ps := c.cmd.ProcessState; ps != nil {
 		cpu = ps.UserTime() + ps.SystemTime()

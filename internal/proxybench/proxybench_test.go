@@ -6,10 +6,59 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 )
+
+// TestMain serves a child's role when this test binary was started as one (ChildMain);
+// otherwise it runs the tests.
+func TestMain(m *testing.M) {
+	ChildMain()
+	os.Exit(m.Run())
+}
+
+// The children a benchmark starts work from a test too: an upstream and a bare proxy in front
+// of it, each a process of this test binary, carry a streamed answer, and stop with status 0
+// on SIGINT; a child never stopped is killed when its test ends, and one that ends before it
+// listens fails the test that started it.
+func TestChildren(t *testing.T) {
+	// In the process the end of this test starts: a child that ends at once (an unknown role).
+	if os.Getenv("PROXYBENCH_FAILING_CHILD") != "" {
+		StartChild(t, "no-such-role", "")
+		return
+	}
+	up := StartChild(t, RoleUpstream, "")
+	bare := StartChild(t, RoleBare, up.URL)
+	for _, c := range Cases[:2] {
+		tm, err := Stream(http.DefaultClient, bare.URL+c.Path, Body(c.API, 1, 0))
+		if err != nil || tm.TTFT < First || tm.Total < First+(Chunks-1)*Every {
+			t.Errorf("%s through the bare child: %+v, %v; want the paced answer (first chunk after %v)", c.Name, tm, err, First)
+		}
+	}
+	for _, c := range []*Child{bare, up} {
+		if _, err := c.Stop(); err != nil {
+			t.Error(err)
+		}
+	}
+
+	var left *Child
+	t.Run("not stopped", func(t *testing.T) { left = StartChild(t, RoleUpstream, "") })
+	if !left.ended || left.cmd.ProcessState == nil || left.cmd.ProcessState.Success() {
+		t.Errorf("a child its test did not stop: ended %v, state %v; want it killed at the test's end", left.ended, left.cmd.ProcessState)
+	}
+
+	// A child that ends before it listens fails the test that started it: run in a process of
+	// its own, so that its failure is not this test's.
+	cmd := exec.Command(os.Args[0], "-test.run=^TestChildren$")
+	cmd.Env = append(os.Environ(), "PROXYBENCH_FAILING_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "ended before it listened") || !strings.Contains(string(out), "no-such-role") {
+		t.Errorf("a child that did not listen: %v\n%s", err, out)
+	}
+}
 
 // A body of a given size is one valid request of about that size, ending with the question; a
 // short one is the question alone.
