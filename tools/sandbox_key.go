@@ -44,7 +44,8 @@ type Sandbox struct {
 }
 
 // PrivateSandbox makes a fresh private folder for a session of scenario key (os.MkdirTemp under
-// the machine's temporary folder, nothing shared, no lock: sessions of one scenario, in one
+// /dev/shm where it is a memory filesystem that allows running programs and $TMPDIR is unset,
+// else under the machine's temporary folder; nothing shared, no lock: sessions of one scenario, in one
 // process or several, run at once) shown as [ShownSandbox](key), and a release func that removes
 // it. The file tools name the shown path ([Workspace]); the live shell's view mounts the folder
 // at the shown path ([Shell]). Where the shown path cannot be made real for the shell (a shell
@@ -54,7 +55,11 @@ func PrivateSandbox(key string) (Sandbox, func(), error) {
 	if err := checkSandboxKey(key); err != nil {
 		return Sandbox{}, nil, err
 	}
-	dir, err := os.MkdirTemp("", "lab-sandbox-"+key+"-")
+	root := "" // os.TempDir: $TMPDIR, the user's choice, when set
+	if os.Getenv("TMPDIR") == "" {
+		root = memoryTempDir()
+	}
+	dir, err := os.MkdirTemp(root, "lab-sandbox-"+key+"-")
 	if err != nil {
 		return Sandbox{}, nil, fmt.Errorf("create the sandbox of %s: %w", key, err)
 	}
