@@ -62,3 +62,29 @@ func startTrace(getenv func(string) string, stderr io.Writer) (stop func()) {
 		}
 	}
 }
+
+// startAllocProfile returns a function that writes, when $LAB_MEMPROFILE names a file, the
+// allocation profile of the whole command into it (runtime/pprof "allocs": every allocation
+// since the start, by bytes and count, and the live heap at the end, for `go tool pprof
+// -sample_index=alloc_space`). The rate is Go's default (one sample per 512 KiB allocated). An
+// unwritable file is reported on stderr; the command's outcome is not changed.
+func startAllocProfile(getenv func(string) string, stderr io.Writer) (write func()) {
+	path := getenv("LAB_MEMPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	return func() {
+		f, err := os.Create(path)
+		if err != nil {
+			fmt.Fprintf(stderr, "lab: LAB_MEMPROFILE: %v\n", err)
+			return
+		}
+		err = pprof.Lookup("allocs").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "lab: LAB_MEMPROFILE %s: %v\n", path, err)
+		}
+	}
+}
