@@ -2,6 +2,7 @@ package plots
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -117,5 +118,37 @@ func TestCachedSharePanels(t *testing.T) {
 	}
 	if p, err := CachedShareRows("s", rows); err != nil || strings.Contains(p.Title.Text, "panel") {
 		t.Errorf("%d arms: title %q, error %v; want one chart", len(arms)-1, p.Title.Text, err)
+	}
+}
+
+// Small multiples without a spec arm draw no spec line: neither the legend nor the title
+// names one.
+func TestCachedSharePanelsWithoutSpec(t *testing.T) {
+	t.Parallel()
+	var samples []metrics.Sample
+	for k := range MaxArmsOnOneChart + 1 {
+		for i := range 5 {
+			samples = append(samples, metrics.Sample{Scenario: "s", Arm: "a" + strconv.Itoa(k), Repetition: 1, RequestIndex: int32(i), Turn: 1,
+				PromptTokens: 100, CachedTokens: new(int64(10 * k)), RereadTokens: new(int64(100 - 10*k))})
+		}
+	}
+	rows := metrics.RowsOf(samples)
+	p, err := CachedShareRows("s", rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(p.Title.Text, "one panel per arm") || strings.Contains(p.Title.Text, "spec") {
+		t.Errorf("title %q: want panels, no spec", p.Title.Text)
+	}
+	w, h := CachedShareSize("s", rows)
+	var b bytes.Buffer
+	if err := Write(&b, p, "svg", w, h); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), ">spec</text>") {
+		t.Error("the legend names a spec line that no panel draws")
+	}
+	if !strings.Contains(b.String(), ">a6</text>") {
+		t.Error("svg lacks the panel of arm a6")
 	}
 }

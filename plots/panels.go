@@ -76,8 +76,9 @@ func specReference() draw.LineStyle {
 
 // cachedSharePanels builds the small-multiples form of [CachedShare]: one panel per arm in
 // display order, each with the arm's measured share (points and line), its expected share
-// (dashed), the spec arm's measured share as a grey reference line, the arm's divergence points
-// as rings, and the session's events; every panel on the same axes (requests 0 to maxX, 0–100 %).
+// (dashed), the spec arm's measured share as a grey reference line (when the spec arm has one:
+// else neither the line nor its legend entry), the arm's divergence points as rings, and the
+// session's events; every panel on the same axes (requests 0 to maxX, 0–100 %).
 func cachedSharePanels(title string, arms []string, measured, expected series, marks *divergenceMarks, events *sessionEvents, maxX int32) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = title
@@ -89,6 +90,7 @@ func cachedSharePanels(title string, arms []string, measured, expected series, m
 	th := thinningFor(maxX, nil)
 	line, glyph := panelStyle()
 	expDashes := []vg.Length{vg.Points(4), vg.Points(2.5)}
+	hasSpec := len(measured[metrics.SpecArm]) > 0
 	g := &panels{cols: min(len(arms), panelColumns)}
 	for i, arm := range arms {
 		sub := plot.New()
@@ -159,7 +161,9 @@ func cachedSharePanels(title string, arms []string, measured, expected series, m
 	}
 	p.Add(g)
 	p.Legend.Add("the panel's arm", &plotter.Line{LineStyle: line}, &plotter.Scatter{GlyphStyle: glyph})
-	p.Legend.Add("spec", keyLine(specReference()))
+	if hasSpec {
+		p.Legend.Add("spec", keyLine(specReference()))
+	}
 	if len(expected) > 0 {
 		p.Legend.Add("expected", keyLine(draw.LineStyle{Color: grey(0.55), Width: vg.Points(1), Dashes: expDashes}))
 	}
