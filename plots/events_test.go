@@ -152,3 +152,40 @@ func TestCachedSharePanelsWithoutSpec(t *testing.T) {
 		t.Error("svg lacks the panel of arm a6")
 	}
 }
+
+// The panel of an arm whose cached tokens are never known says so: it would otherwise show only
+// spec's line and the arm's expected one, as if they were the arm's.
+func TestCachedSharePanelNotMeasured(t *testing.T) {
+	t.Parallel()
+	var samples []metrics.Sample
+	for k := range MaxArmsOnOneChart + 1 {
+		arm := "a" + strconv.Itoa(k)
+		if k == 0 {
+			arm = metrics.SpecArm
+		}
+		for i := range 5 {
+			s := metrics.Sample{Scenario: "s", Arm: arm, Repetition: 1, RequestIndex: int32(i), Turn: 1,
+				PromptTokens: 100, CachedTokens: new(int64(50)), ExpectedCachedTokens: new(int64(50))}
+			if k == 3 {
+				s.CachedTokens = nil
+			}
+			samples = append(samples, s)
+		}
+	}
+	rows := metrics.RowsOf(samples)
+	p, err := CachedShareRows("s", rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, h := CachedShareSize("s", rows)
+	var b bytes.Buffer
+	if err := Write(&b, p, "svg", w, h); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), ">a3 (cached share not measured)</text>") {
+		t.Error("the panel of a3, whose cached tokens are unknown, does not say its share was not measured")
+	}
+	if strings.Contains(b.String(), ">a2 (cached share not measured)</text>") {
+		t.Error("a measured arm's panel says it was not measured")
+	}
+}

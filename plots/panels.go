@@ -78,7 +78,8 @@ func specReference() draw.LineStyle {
 // display order, each with the arm's measured share (points and line), its expected share
 // (dashed), the spec arm's measured share as a grey reference line (when the spec arm has one:
 // else neither the line nor its legend entry), the arm's divergence points as rings, and the
-// session's events; every panel on the same axes (requests 0 to maxX, 0–100 %).
+// session's events; every panel on the same axes (requests 0 to maxX, 0–100 %). The panel of an
+// arm with no measured share (its cached tokens never known) says so in its title.
 func cachedSharePanels(title string, arms []string, measured, expected series, marks *divergenceMarks, events *sessionEvents, maxX int32) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = title
@@ -96,6 +97,11 @@ func cachedSharePanels(title string, arms []string, measured, expected series, m
 		sub := plot.New()
 		useSans(sub)
 		sub.Title.Text = arm
+		if len(measured[arm]) == 0 {
+			// Only spec's reference and the expected line would be drawn: say so, lest they be
+			// read as the arm's.
+			sub.Title.Text = arm + " (cached share not measured)"
+		}
 		sub.Title.TextStyle.Font.Size = vg.Points(9)
 		sub.Title.Padding = vg.Points(2)
 		for _, t := range []*draw.TextStyle{&sub.X.Tick.Label, &sub.Y.Tick.Label} {
