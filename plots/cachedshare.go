@@ -87,7 +87,11 @@ func cachedShare(scenario string, rows *metrics.Rows) (*plot.Plot, *divergenceMa
 	maxX := max(measured.maxX(), expected.maxX())
 	if len(arms) > MaxArmsOnOneChart {
 		events := addSessionEvents(plot.New(), seqs) // added to each panel
-		title := simTitle(seqs, fmt.Sprintf("%s: cached share of the prompt per request, one panel per arm against spec", scenario), "the lab's cache model, not a server")
+		title := fmt.Sprintf("%s: cached share of the prompt per request, one panel per arm", scenario)
+		if len(measured[metrics.SpecArm]) > 0 {
+			title += " against spec"
+		}
+		title = simTitle(seqs, title, "the lab's cache model, not a server")
 		p, err := cachedSharePanels(title, arms, measured.withArms(seqs), expected, marks, events, maxX)
 		return p, nil, err
 	}

@@ -2,6 +2,7 @@ package plots
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -117,5 +118,74 @@ func TestCachedSharePanels(t *testing.T) {
 	}
 	if p, err := CachedShareRows("s", rows); err != nil || strings.Contains(p.Title.Text, "panel") {
 		t.Errorf("%d arms: title %q, error %v; want one chart", len(arms)-1, p.Title.Text, err)
+	}
+}
+
+// Small multiples without a spec arm draw no spec line: neither the legend nor the title
+// names one.
+func TestCachedSharePanelsWithoutSpec(t *testing.T) {
+	t.Parallel()
+	var samples []metrics.Sample
+	for k := range MaxArmsOnOneChart + 1 {
+		for i := range 5 {
+			samples = append(samples, metrics.Sample{Scenario: "s", Arm: "a" + strconv.Itoa(k), Repetition: 1, RequestIndex: int32(i), Turn: 1,
+				PromptTokens: 100, CachedTokens: new(int64(10 * k)), RereadTokens: new(int64(100 - 10*k))})
+		}
+	}
+	rows := metrics.RowsOf(samples)
+	p, err := CachedShareRows("s", rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(p.Title.Text, "one panel per arm") || strings.Contains(p.Title.Text, "spec") {
+		t.Errorf("title %q: want panels, no spec", p.Title.Text)
+	}
+	w, h := CachedShareSize("s", rows)
+	var b bytes.Buffer
+	if err := Write(&b, p, "svg", w, h); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), ">spec</text>") {
+		t.Error("the legend names a spec line that no panel draws")
+	}
+	if !strings.Contains(b.String(), ">a6</text>") {
+		t.Error("svg lacks the panel of arm a6")
+	}
+}
+
+// The panel of an arm whose cached tokens are never known says so: it would otherwise show only
+// spec's line and the arm's expected one, as if they were the arm's.
+func TestCachedSharePanelNotMeasured(t *testing.T) {
+	t.Parallel()
+	var samples []metrics.Sample
+	for k := range MaxArmsOnOneChart + 1 {
+		arm := "a" + strconv.Itoa(k)
+		if k == 0 {
+			arm = metrics.SpecArm
+		}
+		for i := range 5 {
+			s := metrics.Sample{Scenario: "s", Arm: arm, Repetition: 1, RequestIndex: int32(i), Turn: 1,
+				PromptTokens: 100, CachedTokens: new(int64(50)), ExpectedCachedTokens: new(int64(50))}
+			if k == 3 {
+				s.CachedTokens = nil
+			}
+			samples = append(samples, s)
+		}
+	}
+	rows := metrics.RowsOf(samples)
+	p, err := CachedShareRows("s", rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, h := CachedShareSize("s", rows)
+	var b bytes.Buffer
+	if err := Write(&b, p, "svg", w, h); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), ">a3 (cached share not measured)</text>") {
+		t.Error("the panel of a3, whose cached tokens are unknown, does not say its share was not measured")
+	}
+	if strings.Contains(b.String(), ">a2 (cached share not measured)</text>") {
+		t.Error("a measured arm's panel says it was not measured")
 	}
 }

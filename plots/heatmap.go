@@ -179,6 +179,34 @@ func (h *heatCells) Plot(c draw.Canvas, p *plot.Plot) {
 	}
 }
 
+// GlyphBoxes implements plot.GlyphBoxer: the slanted scenario names under the cells, so that
+// the plot leaves room left of the first column for its name, which reaches further left than
+// the cell (gonum pads the left side of the data area for its plotters' boxes only, not for the
+// x axis's labels). A name may reach under the arms' names, which lie above it: only what
+// reaches further left than they do counts. The boxes have no height: the x axis already makes
+// room below for them.
+func (h *heatCells) GlyphBoxes(p *plot.Plot) []plot.GlyphBox {
+	var under vg.Length // the width of the y axis as gonum sizes it: its tick labels and a space
+	for _, t := range p.Y.Tick.Marker.Ticks(p.Y.Min, p.Y.Max) {
+		under = max(under, p.Y.Tick.Label.Width(t.Label))
+	}
+	under += p.Y.Label.TextStyle.Width(" ")
+	if p.Y.Tick.LineStyle.Width > 0 {
+		under += p.Y.Tick.Length
+	}
+	var boxes []plot.GlyphBox
+	for _, t := range p.X.Tick.Marker.Ticks(p.X.Min, p.X.Max) {
+		if t.IsMinor() {
+			continue
+		}
+		r := p.X.Tick.Label.Rectangle(t.Label)
+		r.Min.X = min(r.Min.X+under, r.Max.X)
+		r.Min.Y, r.Max.Y = 0, 0
+		boxes = append(boxes, plot.GlyphBox{X: p.X.Norm(t.Value), Rectangle: r})
+	}
+	return boxes
+}
+
 // DataRange implements plot.DataRanger.
 func (h *heatCells) DataRange() (xmin, xmax, ymin, ymax float64) {
 	xmin, ymin = math.Inf(1), math.Inf(1)

@@ -6,6 +6,9 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // The heat map has a row per arm (spec at the top), a column per scenario, each ratio printed in
@@ -88,5 +91,24 @@ func TestRatioHeatMapErrors(t *testing.T) {
 		if _, err := RatioHeatMap("x", cells); err == nil || !strings.Contains(err.Error(), "cell") {
 			t.Errorf("%s: error %v, want one naming the cell", name, err)
 		}
+	}
+}
+
+// A long scenario name slants left of its column: the data area leaves room for it, so that it
+// stays inside the canvas even when the arms' names are short.
+func TestRatioHeatMapLongNameInsideCanvas(t *testing.T) {
+	t.Parallel()
+	long := "reasoning-tool-loops-of-a-very-long-name"
+	cells := []Cell{{Arm: "spec", Scenario: long, Ratio: 1}, {Arm: "a", Scenario: long, Ratio: 2}, {Arm: "spec", Scenario: "b", Ratio: 1}}
+	p, err := RatioHeatMap("x", cells)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, h := RatioHeatMapSize(cells)
+	c := draw.New(vgsvg.New(w, h))
+	data := p.DataCanvas(c)
+	name := p.X.Tick.Label.Rectangle(long)
+	if left := data.X(p.X.Norm(0)) + name.Min.X; left < c.Min.X {
+		t.Errorf("the first column's name starts at %v, left of the canvas (%v)", left, c.Min.X)
 	}
 }

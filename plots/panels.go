@@ -76,8 +76,10 @@ func specReference() draw.LineStyle {
 
 // cachedSharePanels builds the small-multiples form of [CachedShare]: one panel per arm in
 // display order, each with the arm's measured share (points and line), its expected share
-// (dashed), the spec arm's measured share as a grey reference line, the arm's divergence points
-// as rings, and the session's events; every panel on the same axes (requests 0 to maxX, 0–100 %).
+// (dashed), the spec arm's measured share as a grey reference line (when the spec arm has one:
+// else neither the line nor its legend entry), the arm's divergence points as rings, and the
+// session's events; every panel on the same axes (requests 0 to maxX, 0–100 %). The panel of an
+// arm with no measured share (its cached tokens never known) says so in its title.
 func cachedSharePanels(title string, arms []string, measured, expected series, marks *divergenceMarks, events *sessionEvents, maxX int32) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = title
@@ -89,11 +91,17 @@ func cachedSharePanels(title string, arms []string, measured, expected series, m
 	th := thinningFor(maxX, nil)
 	line, glyph := panelStyle()
 	expDashes := []vg.Length{vg.Points(4), vg.Points(2.5)}
+	hasSpec := len(measured[metrics.SpecArm]) > 0
 	g := &panels{cols: min(len(arms), panelColumns)}
 	for i, arm := range arms {
 		sub := plot.New()
 		useSans(sub)
 		sub.Title.Text = arm
+		if len(measured[arm]) == 0 {
+			// Only spec's reference and the expected line would be drawn: say so, lest they be
+			// read as the arm's.
+			sub.Title.Text = arm + " (cached share not measured)"
+		}
 		sub.Title.TextStyle.Font.Size = vg.Points(9)
 		sub.Title.Padding = vg.Points(2)
 		for _, t := range []*draw.TextStyle{&sub.X.Tick.Label, &sub.Y.Tick.Label} {
@@ -159,7 +167,9 @@ func cachedSharePanels(title string, arms []string, measured, expected series, m
 	}
 	p.Add(g)
 	p.Legend.Add("the panel's arm", &plotter.Line{LineStyle: line}, &plotter.Scatter{GlyphStyle: glyph})
-	p.Legend.Add("spec", keyLine(specReference()))
+	if hasSpec {
+		p.Legend.Add("spec", keyLine(specReference()))
+	}
 	if len(expected) > 0 {
 		p.Legend.Add("expected", keyLine(draw.LineStyle{Color: grey(0.55), Width: vg.Points(1), Dashes: expDashes}))
 	}

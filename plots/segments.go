@@ -177,14 +177,10 @@ func segmentBars(seqs map[repKey]reqs) (arms []string, panelsOf map[string]*stac
 }
 
 // PromptSegmentsSize returns the size at which [PromptSegmentsRows] of scenario reads well: a
-// panel per arm, [panelColumns] per row.
+// panel per arm that has a bar (an arm whose cached tokens or re-read split are never known
+// has no panel, and takes no room), [panelColumns] per row.
 func PromptSegmentsSize(scenario string, rows *metrics.Rows) (width, height vg.Length) {
-	arms := map[string]bool{}
-	for i := range rows.Len() {
-		if rows.Scenario(i) == scenario && rows.PromptTokens(i) > 0 {
-			arms[rows.Arm(i)] = true
-		}
-	}
+	arms, _, _, _ := segmentBars(sequences(scenario, rows))
 	return panelsSize(len(arms))
 }
 

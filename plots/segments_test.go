@@ -90,3 +90,26 @@ func TestPromptSegments(t *testing.T) {
 		t.Errorf("no request with a whole bar: error %v, want ErrNoSamples", err)
 	}
 }
+
+// An arm without a whole bar anywhere has no panel, and the size leaves no room for one: the
+// canvas of five arms of which one is unknown holds one row of four panels.
+func TestPromptSegmentsSizeCountsPanels(t *testing.T) {
+	t.Parallel()
+	var samples []metrics.Sample
+	for _, arm := range []string{metrics.SpecArm, "a", "b", "c", "unknown"} {
+		s := segSample(arm, 1, 0, 100, 40, 10, new(int64(40)))
+		if arm == "unknown" {
+			s.CachedTokens = nil
+		}
+		samples = append(samples, s)
+	}
+	rows := metrics.RowsOf(samples)
+	arms, _, _, _ := segmentBars(sequences("s", rows))
+	if len(arms) != 4 {
+		t.Fatalf("%d panels, want 4 (the unknown arm has none)", len(arms))
+	}
+	w, h := PromptSegmentsSize("s", rows)
+	if pw, ph := panelsSize(4); w != pw || h != ph {
+		t.Errorf("size %v × %v, want four panels' %v × %v (one row), not five's", w, h, pw, ph)
+	}
+}

@@ -648,7 +648,7 @@ func (d *document) setups(r *Report, groups []*Analysis) {
 	d.para("These runs are of %d setups. A setup is what a run measured with: backend, server version, model and "+
 		"the digest of its file, num_ctx, how each session found the cache, and the settings that change figures "+
 		"(cache model, driver, flash attention, …). Runs of different setups are never pooled as repetitions: each "+
-		"setup has its own section below, and this table sets their means side by side. A scenario with another "+
+		"setup has its own section below, and their figures are set side by side here. A scenario with another "+
 		"content under the same name is another scenario.", len(groups))
 	items := make([]string, len(groups))
 	for i, g := range groups {

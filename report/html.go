@@ -11,11 +11,12 @@ import (
 
 // HTML writes report.html: one self-contained page (inline CSS, no script, no external file)
 // with the content of [Markdown], laid out for a laptop screen: a table of contents after the
-// run's facts, each section (a heading of level 2 or 3 and what follows it up to the next heading
-// of its level or above) a <details> element open by default, so a reader folds what they do not
-// need without any script, and each wide table of every figure folded behind its narrow headline
-// table. Headings carry ids ("sec-1", …) the contents link to. A figure with SVG bytes is embedded inline (its XML
-// declaration and doctype dropped); one without is linked to its files. The SVG is trusted as
+// answer ("At a glance", the first section) and before the run's facts ("What was run"), each
+// section (a heading of level 2 or 3 and what follows it up to the next heading of its level or
+// above) a <details> element open by default, so a reader folds what they do not need without
+// any script, and each wide table of every figure folded behind its narrow headline table.
+// Headings carry ids ("sec-1", …) the contents link to. A figure with SVG bytes is embedded
+// inline (its XML declaration and doctype dropped); one without is linked to its files. The SVG is trusted as
 // is: it must come from the lab's own charts. It returns an error for a report without
 // analysis or runs and any error writing to w (one Write call).
 func HTML(w io.Writer, r *Report) error {

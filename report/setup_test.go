@@ -324,3 +324,26 @@ func TestAnalyzeRunsSplitsArmDefinitions(t *testing.T) {
 		t.Errorf("arm defined alike: repetitions %v; want all 3 pooled", got)
 	}
 }
+
+// The Setups section of two servers of one model shows no table (their own section sets them
+// side by side), so its introduction promises none.
+func TestSetupsOfTwoServersPromiseNoTable(t *testing.T) {
+	t.Parallel()
+	runs := setupRuns("llamacpp", "vllm", "sha256:aa", "sha256:aa")
+	a := report.AnalyzeRuns(runs, repsFixture())
+	if len(a.Setups) != 2 || len(a.Servers) != 1 {
+		t.Fatalf("%d setups, %d server comparisons; want 2 and 1", len(a.Setups), len(a.Servers))
+	}
+	var md bytes.Buffer
+	if err := report.Markdown(&md, &report.Report{Runs: runs, Analysis: a}); err != nil {
+		t.Fatal(err)
+	}
+	out := md.String()
+	setups := out[strings.Index(out, "## Setups\n"):strings.Index(out, "## Servers side by side")]
+	if strings.Contains(setups, "| scenario | arm | setup |") {
+		t.Fatalf("the Setups section has the long table:\n%s", setups)
+	}
+	if strings.Contains(setups, "this table") {
+		t.Errorf("the Setups section refers to a table it does not show:\n%s", setups)
+	}
+}
