@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/ollama/ollama/api"
@@ -87,7 +88,7 @@ func (r *renderer) Render(msgs []api.Message, tools []api.Tool, toolsJSON []byte
 		if len(tools) > 0 {
 			key.tools = string(toolsJSON)
 		}
-		r.head, r.headOf, r.headOK = systemTurn(msgs, tools), key, true
+		r.head, r.headOf, r.headOK = systemTurn(msgs, tools, toolsJSON), key, true
 	}
 	// The last user query: the last user message that is not all of it a tool response, searched
 	// from the end while the messages after it are tool responses (multiStepTool).
@@ -155,7 +156,7 @@ func sameMessage(a, b *api.Message) bool {
 // systemTurn is what Qwen3VLRenderer.Render writes before the messages: with tools, the system
 // turn holding the system prompt (when the first message is one) and the tool block; without,
 // the system prompt's turn, or nothing.
-func systemTurn(msgs []api.Message, tools []api.Tool) string {
+func systemTurn(msgs []api.Message, tools []api.Tool, toolsJSON []byte) string {
 	var sb strings.Builder
 	if len(tools) > 0 {
 		sb.WriteString("<|im_start|>system\n")
@@ -163,17 +164,40 @@ func systemTurn(msgs []api.Message, tools []api.Tool) string {
 			sb.WriteString(msgs[0].Content + "\n\n")
 		}
 		sb.WriteString("# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>")
-		for _, tool := range tools {
-			sb.WriteString("\n")
-			if b, err := marshalWithSpaces(tool); err == nil {
-				sb.Write(b)
-			}
-		}
+		sb.WriteString(toolLines(tools, toolsJSON))
 		sb.WriteString("\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n")
 	} else if len(msgs) > 0 && msgs[0].Role == "system" {
 		sb.WriteString("<|im_start|>system\n" + msgs[0].Content + "<|im_end|>\n")
 	}
 	return sb.String()
+}
+
+// renderedTools remembers toolLines' result by the tool list's JSON (string(toolsJSON) →
+// string), for every session of the process: the sessions of a matrix send a handful of tool
+// lists, each rendered once.
+var renderedTools sync.Map
+
+// toolLines returns each tool of tools on a line of its own, as JSON with a space after each
+// ':' and ',' (the template's tojson), each line starting with a line feed. toolsJSON is the
+// list's JSON (encoding/json's of tools), the key it is remembered by; nil renders it anew.
+func toolLines(tools []api.Tool, toolsJSON []byte) string {
+	if toolsJSON != nil {
+		if v, ok := renderedTools.Load(string(toolsJSON)); ok {
+			return v.(string)
+		}
+	}
+	var sb strings.Builder
+	for _, tool := range tools {
+		sb.WriteString("\n")
+		if b, err := marshalWithSpaces(tool); err == nil {
+			sb.Write(b)
+		}
+	}
+	out := sb.String()
+	if toolsJSON != nil {
+		renderedTools.Store(string(toolsJSON), out)
+	}
+	return out
 }
 
 // renderMessage is the body of Qwen3VLRenderer.Render's loop for one message (without images),
