@@ -191,6 +191,30 @@ func nameChar(c byte) bool {
 
 // replaceWord replaces word with by in text where it does not continue a name on either side.
 func replaceWord(text, word, by string) string {
+	return replaceWhere(text, word, by, func(before, after byte, first, last bool) bool {
+		return !(!first && nameChar(before) && before != '-') && !(!last && nameChar(after) && after != '-' && after != '.')
+	})
+}
+
+// replaceComponent replaces name by [Redacted] where it is a whole component of a path: a '/'
+// or '\' on one side, nothing a name continues with on the other.
+func replaceComponent(text, name string) string {
+	sep := func(c byte) bool { return c == '/' || c == '\\' }
+	return replaceWhere(text, name, Redacted, func(before, after byte, first, last bool) bool {
+		if first {
+			before = ' '
+		}
+		if last {
+			after = ' '
+		}
+		return !nameChar(before) && !nameChar(after) && (sep(before) || sep(after))
+	})
+}
+
+// replaceWhere replaces each occurrence of word in text (left to right, not overlapping) with by
+// where at says so, given the bytes before and after it (first: it starts text, so before is
+// none; last: it ends text, so after is none).
+func replaceWhere(text, word, by string, at func(before, after byte, first, last bool) bool) string {
 	if word == "" || !strings.Contains(text, word) {
 		return text
 	}
@@ -202,42 +226,16 @@ func replaceWord(text, word, by string) string {
 			return b.String()
 		}
 		j := i + len(word)
-		if (i > 0 && nameChar(text[i-1]) && text[i-1] != '-') || (j < len(text) && nameChar(text[j]) && text[j] != '-' && text[j] != '.') {
-			b.WriteString(text[:j])
-		} else {
-			b.WriteString(text[:i])
-			b.WriteString(by)
-		}
-		text = text[j:]
-	}
-}
-
-// replaceComponent replaces name by [Redacted] where it is a whole component of a path: a '/'
-// or '\' on one side, nothing a name continues with on the other.
-func replaceComponent(text, name string) string {
-	if !strings.Contains(text, name) {
-		return text
-	}
-	sep := func(c byte) bool { return c == '/' || c == '\\' }
-	var b strings.Builder
-	for {
-		i := strings.Index(text, name)
-		if i < 0 {
-			b.WriteString(text)
-			return b.String()
-		}
-		j := i + len(name)
-		before, after := byte(' '), byte(' ')
+		var before, after byte
 		if i > 0 {
 			before = text[i-1]
 		}
 		if j < len(text) {
 			after = text[j]
 		}
-		whole := !nameChar(before) && !nameChar(after)
-		if whole && (sep(before) || sep(after)) {
+		if at(before, after, i == 0, j == len(text)) {
 			b.WriteString(text[:i])
-			b.WriteString(Redacted)
+			b.WriteString(by)
 		} else {
 			b.WriteString(text[:j])
 		}
