@@ -214,7 +214,11 @@ func newRunner(cfg SessionConfig) (*runner, error) {
 func (r *runner) event(ctx context.Context, st scenario.Step) error {
 	switch {
 	case st.Clock != nil:
+		day := r.date()
 		r.moveClock(st)
+		if r.date() != day {
+			r.events = append(r.events, "midnight")
+		}
 	case st.User != nil:
 		return r.user(*st.User)
 	case st.Assistant != nil:
@@ -222,6 +226,7 @@ func (r *runner) event(ctx context.Context, st scenario.Step) error {
 	case st.Compact != nil:
 		return r.compact(ctx, st.Compact)
 	case st.Mode != nil:
+		r.events = append(r.events, "mode "+*st.Mode)
 		return r.setMode(*st.Mode)
 	case st.Plan != nil:
 		r.plan = *st.Plan
@@ -256,6 +261,9 @@ type runner struct {
 	history      []chat.Message // stored, reasoning kept (§8)
 
 	notedDate string
+	// events are the scenario's changes since the last request (a clock step into another
+	// day, a mode step), for the next request's row (metrics.Sample.ScenarioEvent).
+	events []string
 	// turnClock, turnPrompt and turnIndex are the clock, the last prompt tokens and the request
 	// index at the current turn's first request (practice lines updated per turn), taken by
 	// [runner.nextRequest] once turnSnapped is false (a new turn began).
@@ -663,6 +671,7 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 		RequestIndex: int32(r.index), Turn: int32(r.turn), Step: int32(r.step), Kind: kind,
 		StartedAt: time.Now(),
 	})
+	s.ScenarioEvent, r.events = strings.Join(r.events, ", "), nil
 	r.index++
 	if req.MaxReplyBytes == 0 {
 		req.MaxReplyBytes = cfg.MaxReplyBytes

@@ -31,7 +31,7 @@ var columns = []string{
 	"cache_write_5m_tokens", "cache_write_1h_tokens", "usage_fields",
 	"retries", "retry_wait_ns",
 	"driver", "end_reason", "repeated_call", "expected_unknown", "reread_unattributed_tokens",
-	"chunk_reused_tokens", "side_request", "divergence_excerpt",
+	"chunk_reused_tokens", "side_request", "divergence_excerpt", "scenario_event",
 }
 
 // optionalColumns are the nullable columns.
@@ -47,6 +47,7 @@ var optionalColumns = map[string]bool{
 	"reread_unattributed_tokens": true,
 	"chunk_reused_tokens":        true,
 	"divergence_excerpt":         true,
+	"scenario_event":             true,
 }
 
 // testSamples returns n samples in which every fourth has unknown cached tokens and the others

@@ -17,7 +17,7 @@ import (
 // measured: 0 is unknown, as in [Sample]), the nullable figures cached, expected cached, reread,
 // the eight reread_*_tokens of the split, reasoning tokens sent, completion, reasoning tokens
 // generated, load time and cost (a bit set says which are known: a null stays null), the
-// divergence token, segment and excerpt, cached source, end reason and error (interned), the time to first
+// divergence token, segment and excerpt, scenario event, cached source, end reason and error (interned), the time to first
 // token (to the microsecond: a row read back has it in whole microseconds; one of 2³¹ µs or more,
 // about 36 minutes, is not held), and the flags context overflow, repeated call and expected
 // unknown. Not held: warnings, usage fields, cache writes, total time, request bytes and retries;
@@ -86,6 +86,7 @@ type compactRow struct {
 	ttftUs               int32  // the time to first token in microseconds; 0 when unknown
 	seg, src, end, err   uint32 // ids in rowTables.strs; 0 is ""
 	excerpt              uint32 // the divergence excerpt's id in rowTables.strs
+	event                uint32 // the scenario event's id in rowTables.strs
 	wide                 uint32 // 1 + the index of the row's figures in rowTables.wide; 0 when they fit here
 	known                uint16
 	flags                uint8
@@ -161,7 +162,7 @@ func (r *Rows) Append(s *Sample) {
 		prefill: s.PrefillNs,
 		rep:     s.Repetition, req: s.RequestIndex, turn: s.Turn, step: s.Step,
 		seg: t.id(s.DivergenceSegment), src: t.id(s.CachedSource), end: t.id(s.EndReason), err: t.id(s.Error),
-		excerpt: t.id(s.DivergenceExcerpt),
+		excerpt: t.id(s.DivergenceExcerpt), event: t.id(s.ScenarioEvent),
 	}
 	if !s.StartedAt.IsZero() {
 		c.started = s.StartedAt.UnixNano()
@@ -247,7 +248,7 @@ func (r *Rows) Load(i int, b *SampleBuf) *Sample {
 		ServerVersion: c.lab.ServerVersion, Kind: c.lab.Kind, Driver: c.lab.Driver,
 		Repetition: c.rep, RequestIndex: c.req, Turn: c.turn, Step: c.step,
 		PromptTokens: r.PromptTokens(i), PrefillNs: c.prefill, TTFTNs: int64(c.ttftUs) * 1e3,
-		DivergenceSegment: strs[c.seg], DivergenceExcerpt: strs[c.excerpt], CachedSource: strs[c.src], EndReason: strs[c.end], Error: strs[c.err],
+		DivergenceSegment: strs[c.seg], DivergenceExcerpt: strs[c.excerpt], ScenarioEvent: strs[c.event], CachedSource: strs[c.src], EndReason: strs[c.end], Error: strs[c.err],
 		ContextOverflow: c.flags&fOverflow != 0, RepeatedCall: c.flags&fRepeated != 0, ExpectedUnknown: c.flags&fExpectedUnknown != 0,
 	}
 	if c.started != 0 {
@@ -333,6 +334,9 @@ func (r *Rows) PromptTokens(i int) int64 {
 	return int64(r.rows[i].prompt)
 }
 func (r *Rows) StartedAtUnixNano(i int) int64 { return r.rows[i].started }
+
+// ScenarioEvent returns row i's scenario event ([Sample].ScenarioEvent; "" for none).
+func (r *Rows) ScenarioEvent(i int) string { return r.tab.strs[r.rows[i].event] }
 
 // SetScenario renames the scenario of row i (the labels of other rows are not changed).
 func (r *Rows) SetScenario(i int, name string) {

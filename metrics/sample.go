@@ -222,6 +222,13 @@ type Sample struct {
 	// "cached_cut", "prompt_cut" true where that text was cut (cachesim.Excerpt);
 	// "" when no divergence token is known or the cache's text is not (after a context shift).
 	DivergenceExcerpt string `parquet:"divergence_excerpt,optional" json:"divergence_excerpt,omitempty"`
+	// ScenarioEvent names what the scenario changed since the session's previous request, on
+	// the first request after it: "midnight" when its clock crossed into another day (the
+	// date read in the zone the scenario started in), "mode NAME" when it switched the
+	// permission mode to NAME; both joined by ", " in the order they happened. "" (null in the
+	// file, left out of the row's JSON) when nothing changed and on every row of `lab proxy`,
+	// which sees no scenario. Charts mark these requests (plots).
+	ScenarioEvent string `parquet:"scenario_event,optional,dict" json:"scenario_event,omitempty"`
 }
 
 // Upgrade makes a row read from a file written before its columns were nullable say unknown

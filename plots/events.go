@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
@@ -13,16 +14,26 @@ import (
 )
 
 // sessionEvents marks, on a per-request chart, where the session's user turns begin (a thin
-// grey line before the turn's first request, labelled with its number at the top) and where it
-// compacted (a dashed line through each [metrics.KindCompaction] request), as the reference
+// grey line before the turn's first request, labelled with its number at the top), where it
+// compacted (a dashed line through each [metrics.KindCompaction] request) and where the
+// scenario changed something ([metrics.Sample].ScenarioEvent: its clock crossed midnight, its
+// permission mode switched; a dotted line before the request, labelled with the event, joined
+// to the turn's number when the turn starts there), as the reference
 // sequence has them: the spec arm's first repetition, or the first arm's when there is no spec
 // arm. Arms whose requests shift against it (one that compacts in a request of its own) are
 // drawn against the same marks.
 type sessionEvents struct {
 	turns      []turnStart
 	compaction []float64
+	scenario   []scenarioMark
 	label      draw.TextStyle
 	noLabels   bool // the lines without the turn numbers
+}
+
+// scenarioMark is a scenario event before a request: x as [turnStart]'s, its label.
+type scenarioMark struct {
+	x     float64
+	label string
 }
 
 type turnStart struct {
@@ -67,11 +78,14 @@ func addSessionEvents(p *plot.Plot, seqs map[repKey]reqs) *sessionEvents {
 		if s.Kind == metrics.KindCompaction {
 			e.compaction = append(e.compaction, float64(ref.req(j)))
 		}
+		if s.ScenarioEvent != "" {
+			e.scenario = append(e.scenario, scenarioMark{x: float64(ref.req(j)) - 0.5, label: s.ScenarioEvent})
+		}
 	}
-	if len(e.turns) == 0 && len(e.compaction) == 0 {
+	if len(e.turns) == 0 && len(e.compaction) == 0 && len(e.scenario) == 0 {
 		return nil
 	}
-	if len(e.turns) > 0 {
+	if len(e.turns) > 0 || len(e.scenario) > 0 {
 		// The turn numbers go above the data area, in a band between it and the title, so
 		// that they never cover a line or a point.
 		p.Title.Padding += e.label.Rectangle("t0").Size().Y + vg.Points(2)
@@ -91,6 +105,24 @@ func (e *sessionEvents) addLegend(p *plot.Plot) {
 	if len(e.compaction) > 0 {
 		p.Legend.Add("compaction", keyLine(compactionStyle()))
 	}
+	if len(e.scenario) > 0 {
+		p.Legend.Add("scenario event (named at the top)", keyLine(scenarioStyle()))
+	}
+}
+
+func scenarioStyle() draw.LineStyle {
+	return draw.LineStyle{Color: grey(0.25), Width: vg.Points(1), Dashes: []vg.Length{vg.Points(0.8), vg.Points(1.6)}}
+}
+
+// markLabel returns the scenario events at x joined, "" for none.
+func (e *sessionEvents) markLabel(x float64) string {
+	var out []string
+	for _, m := range e.scenario {
+		if m.x == x {
+			out = append(out, m.label)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 func turnStyle() draw.LineStyle { return draw.LineStyle{Color: grey(0.8), Width: vg.Points(0.75)} }
@@ -112,8 +144,23 @@ func (e *sessionEvents) Plot(c draw.Canvas, p *plot.Plot) {
 			continue
 		}
 		c.StrokeLine2(turnStyle(), x, c.Min.Y, x, c.Max.Y)
-		if !e.noLabels && (i+1)%every == 0 {
-			c.FillText(e.label, vg.Point{X: x, Y: c.Max.Y + vg.Points(1)}, "t"+strconv.Itoa(int(t.turn)))
+		ev := e.markLabel(t.x)
+		if !e.noLabels && ((i+1)%every == 0 || ev != "") {
+			label := "t" + strconv.Itoa(int(t.turn))
+			if ev != "" {
+				label += " " + ev
+			}
+			c.FillText(e.label, vg.Point{X: x, Y: c.Max.Y + vg.Points(1)}, label)
+		}
+	}
+	for _, m := range e.scenario {
+		x := tx(m.x)
+		if x < c.Min.X || x > c.Max.X {
+			continue
+		}
+		c.StrokeLine2(scenarioStyle(), x, c.Min.Y, x, c.Max.Y)
+		if !e.noLabels && !slices.ContainsFunc(e.turns, func(t turnStart) bool { return t.x == m.x }) {
+			c.FillText(e.label, vg.Point{X: x, Y: c.Max.Y + vg.Points(1)}, e.markLabel(m.x))
 		}
 	}
 	for _, v := range e.compaction {

@@ -2,6 +2,7 @@ package plots
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -65,11 +66,47 @@ func TestSessionEvents(t *testing.T) {
 			}
 		}
 	}
+	// Scenario events: one where turn 3 starts (its label joins the turn's), one inside turn 1;
+	// only the reference arm's (spec's) count.
+	withEvents := slices.Clone(samples)
+	for i := range withEvents {
+		if withEvents[i].Arm != metrics.SpecArm {
+			withEvents[i].ScenarioEvent = "mode plain" // not the reference's: no mark
+			continue
+		}
+		switch withEvents[i].RequestIndex {
+		case 1:
+			withEvents[i].ScenarioEvent = "mode plan"
+		case 5:
+			withEvents[i].ScenarioEvent = "midnight"
+		}
+	}
+	ev = addSessionEvents(newChart("x", "", ""), sequences("s", metrics.RowsOf(withEvents)))
+	if len(ev.scenario) != 2 || ev.scenario[0] != (scenarioMark{x: 0.5, label: "mode plan"}) || ev.scenario[1] != (scenarioMark{x: 4.5, label: "midnight"}) {
+		t.Errorf("scenario events %v, want mode plan before request 1 and midnight before request 5", ev.scenario)
+	}
+	p, err := CachedShare("s", withEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := Write(&b, p, "svg", DefaultWidth, DefaultHeight); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{">t3 midnight</text>", ">mode plan</text>", ">scenario event (named at the top)</text>", ">t2</text>"} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("cached share with scenario events: svg lacks %s", s)
+		}
+	}
+	if strings.Contains(b.String(), "mode plain") {
+		t.Error("an event of an arm other than the reference is marked")
+	}
+
 	// A server's rows: no sim note.
 	for i := range samples {
 		samples[i].Backend = "ollama"
 	}
-	p, err := CachedShare("s", samples)
+	p, err = CachedShare("s", samples)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,9 @@ import (
 // Sessions returns one line per session (scenario, arm, repetition, in that order): its row
 // count, its summed prompt, cached and re-read tokens (to make a change readable) and the first
 // 12 bytes of the SHA-256 of its rows' JSON in request order, in hex, with run_id, started_at and
-// the durations (ttft, prefill, total, load, retry wait) cleared, and the divergence excerpt
-// cleared too unless keepExcerpt. An error is a row that does not encode as JSON.
+// the durations (ttft, prefill, total, load, retry wait) and the scenario event (a label of the
+// scenario's steps, not a figure, which builds before it lack) cleared, and the divergence
+// excerpt cleared too unless keepExcerpt. An error is a row that does not encode as JSON.
 func Sessions(samples []metrics.Sample, keepExcerpt bool) ([]byte, error) {
 	type key struct {
 		scenario, arm string
@@ -43,6 +44,7 @@ func Sessions(samples []metrics.Sample, keepExcerpt bool) ([]byte, error) {
 		if !keepExcerpt {
 			s.DivergenceExcerpt = ""
 		}
+		s.ScenarioEvent = "" // a label of the scenario's steps, which builds before it lack
 		ss.rows = append(ss.rows, s)
 		ss.prompt += s.PromptTokens
 		if s.CachedTokens != nil {
