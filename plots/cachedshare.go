@@ -137,6 +137,8 @@ func cachedShare(scenario string, rows *metrics.Rows) (*plot.Plot, *divergenceMa
 		marks = nil
 	} else {
 		marks.lines = lines
+		marks.hovers = &hoverSet{}
+		attachHovers(p, marks.hovers)
 		p.Add(marks)
 		p.Legend.Add(fmt.Sprintf("diverged: segment (≥ %.0f %% lost)", 100*DivergenceMinLost), divergenceKey{})
 	}
@@ -150,6 +152,10 @@ func divergences(seqs map[repKey]reqs, arms []string, measured, expected series)
 	type acc struct {
 		lost     stat
 		segments map[string]int
+		// The row of the lowest repetition, for the ring's hover text.
+		tipRows *metrics.Rows
+		tipIdx  int
+		tipRep  int32
 	}
 	byArm := map[string]map[int32]*acc{}
 	for k, seq := range seqs {
@@ -172,6 +178,9 @@ func divergences(seqs map[repKey]reqs, arms []string, measured, expected series)
 				m[s.RequestIndex] = a
 			}
 			a.lost.add(lost)
+			if a.tipRows == nil || k.rep < a.tipRep {
+				a.tipRows, a.tipIdx, a.tipRep = seq.rows, seq.idx[i], k.rep
+			}
 			if s.DivergenceSegment != "" {
 				a.segments[s.DivergenceSegment]++
 			}
@@ -212,7 +221,8 @@ func divergences(seqs map[repKey]reqs, arms []string, measured, expected series)
 				y, _ = at(expected, arm, x)
 			}
 			pt := plotter.XY{X: float64(x), Y: y}
-			dm.marks = append(dm.marks, mark{XY: pt, color: colorOf(i), arm: i})
+			row := a.tipRows.At(a.tipIdx)
+			dm.marks = append(dm.marks, mark{XY: pt, color: colorOf(i), arm: i, tip: divergenceTip(arm, &row, y, a.lost.n)})
 			k := [2]string{fmt.Sprint(x), segs[0]}
 			g := groups[k]
 			if g == nil {

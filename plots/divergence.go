@@ -25,6 +25,7 @@ type mark struct {
 	plotter.XY
 	color color.NRGBA
 	arm   int
+	tip   string // the hover text of its ring in the SVG ("" for none)
 }
 
 // label is a divergence label and the point it names, in data coordinates.
@@ -42,6 +43,7 @@ type divergenceMarks struct {
 	marks  []mark
 	labels []label
 	lines  []plotter.XYs // every line of the chart, which labels avoid crossing
+	hovers *hoverSet     // where the rings' hover texts go when drawn; nil for none
 }
 
 // ringGlyph is an open circle with a line width of markWidth.
@@ -142,7 +144,11 @@ func (d *divergenceMarks) layout(c draw.Canvas, p *plot.Plot) []placed {
 func (d *divergenceMarks) Plot(c draw.Canvas, p *plot.Plot) {
 	trX, trY := p.Transforms(&c)
 	for _, m := range d.marks {
-		c.DrawGlyph(draw.GlyphStyle{Color: m.color, Radius: markRadius, Shape: ringGlyph{}}, vg.Point{X: trX(m.X), Y: trY(m.Y)})
+		at := vg.Point{X: trX(m.X), Y: trY(m.Y)}
+		c.DrawGlyph(draw.GlyphStyle{Color: m.color, Radius: markRadius, Shape: ringGlyph{}}, at)
+		if d.hovers != nil && m.tip != "" {
+			d.hovers.add(hotspot{at: at, r: markRadius + markWidth + vg.Points(1), text: m.tip})
+		}
 	}
 	sty := labelStyle(p)
 	back := color.NRGBA{0xFF, 0xFF, 0xFF, 0xCC}

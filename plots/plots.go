@@ -1,6 +1,7 @@
 package plots
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"image/color"
@@ -66,9 +67,20 @@ func Write(w io.Writer, p *plot.Plot, format string, width, height vg.Length) er
 		}
 		return nil
 	case "svg":
+		h := hoversOf(p)
+		if h != nil {
+			h.reset()
+		}
 		c := vgsvg.New(width, height)
 		drawWithLegendRight(p, draw.New(c))
 		wt = c
+		if h != nil {
+			var buf bytes.Buffer
+			if _, err := c.WriteTo(&buf); err != nil {
+				return fmt.Errorf("write plot as %s: %w", format, err)
+			}
+			wt = bytes.NewReader(withHovers(buf.Bytes(), h, height))
+		}
 	default:
 		return fmt.Errorf("write plot as %q: %w (want one of %s)", format, ErrUnknownFormat, strings.Join(Formats(), ", "))
 	}

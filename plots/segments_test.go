@@ -113,3 +113,50 @@ func TestPromptSegmentsSizeCountsPanels(t *testing.T) {
 		t.Errorf("size %v × %v, want four panels' %v × %v (one row), not five's", w, h, pw, ph)
 	}
 }
+
+// A divergence ring of the cached-share chart has a hover text in the SVG (a transparent circle
+// holding a <title>): the arm, the request, its figures, where it diverged and the excerpt,
+// escaped; the PNG has none, and a chart drawn twice has its hover texts once.
+func TestCachedShareHover(t *testing.T) {
+	t.Parallel()
+	var samples []metrics.Sample
+	for i, cached := range []int64{0, 990, 10} {
+		s := metrics.Sample{Scenario: "s", Arm: "date-in-system-prompt", Repetition: 1, RequestIndex: int32(i), Turn: 1, Step: int32(i + 1),
+			PromptTokens: 1000 + 100*int64(i), CachedTokens: new(cached), ExpectedCachedTokens: new(cached), RereadTokens: new(1000 + 100*int64(i) - cached)}
+		if i == 2 {
+			s.DivergenceToken, s.DivergenceSegment = new(int64(10)), "system"
+			s.DivergenceExcerpt = `{"before":"Today is ","cached":"Wednesday <b>","prompt":"Thursday & co","before_cut":true,"cached_cut":true}`
+		}
+		samples = append(samples, s)
+	}
+	p, err := CachedShare("s", samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var svg bytes.Buffer
+	for range 2 { // drawn twice: the hover texts of the last drawing only
+		svg.Reset()
+		if err := Write(&svg, p, "svg", DefaultWidth, DefaultHeight); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := svg.String()
+	want := "<title>date-in-system-prompt, request 2 (turn 1, step 3): cached share 0.8%\n1,200 prompt tokens, 10 cached (expected 10), 1,190 re-read\n" +
+		"diverged at token 10, in system\nshared: …&#34;Today is &#34;\ncache held: &#34;Wednesday &lt;b&gt;&#34;…\nprompt has: &#34;Thursday &amp; co&#34;</title>"
+	if !strings.Contains(out, want) {
+		t.Errorf("svg lacks the ring's hover text %q:\n%s", want, out[max(0, strings.Index(out, `<g class="hover">`)):])
+	}
+	if n := strings.Count(out, "<circle "); n != 1 {
+		t.Errorf("%d hover circles, want 1 (one ring)", n)
+	}
+	if !strings.HasSuffix(strings.TrimSpace(out), "</g>\n</svg>") && !strings.HasSuffix(strings.TrimSpace(out), "</svg>") {
+		t.Errorf("svg does not end in </svg>")
+	}
+	var png bytes.Buffer
+	if err := Write(&png, p, "png", DefaultWidth, DefaultHeight); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(png.Bytes(), []byte("<title>")) {
+		t.Error("the PNG holds hover texts")
+	}
+}
