@@ -405,7 +405,6 @@ func (v *Vocab) idOf(s string) (uint32, error) {
 	return 0, fmt.Errorf("read tokenizer: no token %q", s)
 }
 
-// readJSON decodes the JSON file at path into v.
 // plainMerge returns the merge raw holds as "a b" when raw is a pair ["a", "b"] (any JSON space
 // around its parts) whose two strings hold no escape, no space and no control character: almost
 // every merge of a tokenizer.json, which then needs no JSON decoding. ok false for any other
