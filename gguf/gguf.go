@@ -10,8 +10,10 @@
 package gguf
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -405,7 +407,6 @@ func (v *Vocab) idOf(s string) (uint32, error) {
 	return 0, fmt.Errorf("read tokenizer: no token %q", s)
 }
 
-// readJSON decodes the JSON file at path into v.
 // plainMerge returns the merge raw holds as "a b" when raw is a pair ["a", "b"] (any JSON space
 // around its parts) whose two strings hold no escape, no space and no control character: almost
 // every merge of a tokenizer.json, which then needs no JSON decoding. ok false for any other
@@ -463,7 +464,9 @@ func plainMerge(raw []byte) (merge string, ok bool) {
 
 // readJSON decodes the JSON file at path into v, with github.com/goccy/go-json: a tokenizer.json
 // of 11 MB (Qwen3's 151,669 tokens and their merges), which every lab run reads once, decodes in
-// about 0.1 s against encoding/json's 0.2 s (BenchmarkReadFamilyVocab). Errors name the file.
+// about 0.1 s against encoding/json's 0.2 s (BenchmarkReadFamilyVocab). Errors name the file:
+// one that is not JSON as "read <path>:<line>: <what>" (the 1-based line of the byte the decoder
+// stopped at), a value of the wrong type by its field, as the decoder names it.
 func readJSON(path string, v any) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -471,9 +474,38 @@ func readJSON(path string, v any) error {
 	}
 	defer f.Close()
 	if err := gojson.NewDecoder(f).Decode(v); err != nil {
-		return fmt.Errorf("read %s: %w", filepath.Base(path), err)
+		var se *gojson.SyntaxError
+		if errors.As(err, &se) {
+			if line, lerr := lineAt(f, se.Offset); lerr == nil {
+				return fmt.Errorf("read %s:%d: %w", path, line, err)
+			}
+		}
+		return fmt.Errorf("read %s: %w", path, err)
 	}
 	return nil
+}
+
+// lineAt returns the 1-based line of f that holds the byte a JSON decoder's error offset names
+// (a SyntaxError's Offset: the bytes read when the error was found, the last of them the
+// offending one), counting the line feeds before it from f's start.
+func lineAt(f *os.File, offset int64) (int, error) {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return 0, err
+	}
+	line := 1
+	buf := make([]byte, 64<<10)
+	for left := max(offset-1, 0); left > 0; {
+		n, err := f.Read(buf[:min(int64(len(buf)), left)])
+		line += bytes.Count(buf[:n], []byte{'\n'})
+		left -= int64(n)
+		if err != nil {
+			if err == io.EOF && left == 0 {
+				break
+			}
+			return 0, err
+		}
+	}
+	return line, nil
 }
 
 // WriteModel writes to path a GGUF file of o.Family's architecture ([Family.Architecture]:

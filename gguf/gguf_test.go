@@ -226,3 +226,27 @@ func TestReadVocabAddedTokenIDOutOfRange(t *testing.T) {
 		}()
 	}
 }
+
+// A tokenizer.json that is not JSON is an error naming the file's path and the line of the
+// offending byte (a raw line feed in a string ends its own line); a value of the wrong type
+// names its field.
+func TestReadVocabMalformedTokenizerJSON(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{"{\n  \"model\": {\n    \"type\": \"BPE\",\n    \"vocab\": {\"a\": 0,}\n  }\n}\n", ":4: invalid character '}' looking for beginning of object key string"},
+		{"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [[\"a\", \"b\n\"]]}}", ":1: invalid character '\\n' in string literal"},
+		{"{\n\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": \"0\"}}}", "model.vocab"},
+	} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "tokenizer.json")
+		os.WriteFile(path, []byte(tc.body), 0o644)
+		os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), []byte(`{}`), 0o644)
+		_, err := ReadVocab(dir)
+		if err == nil {
+			t.Errorf("%q: no error", tc.body)
+			continue
+		}
+		if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: err %v; want one naming %s and %q", tc.body, err, path, tc.want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"runtime/trace"
 )
@@ -63,23 +64,27 @@ func startTrace(getenv func(string) string, stderr io.Writer) (stop func()) {
 	}
 }
 
-// startAllocProfile returns a function that writes, when $LAB_MEMPROFILE names a file, the
-// allocation profile of the whole command into it (runtime/pprof "allocs": every allocation
-// since the start, by bytes and count, and the live heap at the end, for `go tool pprof
-// -sample_index=alloc_space`). The rate is Go's default (one sample per 512 KiB allocated). An
-// unwritable file is reported on stderr; the command's outcome is not changed.
+// startAllocProfile creates, when $LAB_MEMPROFILE names a file, that file at once and returns a
+// function that writes into it the allocation profile of the whole command (runtime/pprof
+// "allocs": every allocation since the start, by bytes and count, for `go tool pprof
+// -sample_index=alloc_space`, and the live heap at the end: the function collects first, since
+// the profile's live heap is the one of the last completed collection). The rate is Go's default
+// (one sample per 512 KiB allocated). An unwritable file is reported on stderr before the
+// command runs, which then runs without the profile; a failed write at the end is reported
+// too. The command's outcome is not changed.
 func startAllocProfile(getenv func(string) string, stderr io.Writer) (write func()) {
 	path := getenv("LAB_MEMPROFILE")
 	if path == "" {
 		return func() {}
 	}
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "lab: LAB_MEMPROFILE: %v (running without an allocation profile)\n", err)
+		return func() {}
+	}
 	return func() {
-		f, err := os.Create(path)
-		if err != nil {
-			fmt.Fprintf(stderr, "lab: LAB_MEMPROFILE: %v\n", err)
-			return
-		}
-		err = pprof.Lookup("allocs").WriteTo(f, 0)
+		runtime.GC()
+		err := pprof.Lookup("allocs").WriteTo(f, 0)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}

@@ -187,7 +187,11 @@ func TestSigkilledRunRepaired(t *testing.T) {
 	args := []string{"run", "--backend", "openai", "--base-url", srv.URL + "/v1", "--model", "m",
 		"--scenario", "midnight", "--arm", "spec", "--results", results, "--run-id", "k", "--quiet", "--retries", "0"}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestLabHelperProcess$")
-	cmd.Env = append(os.Environ(), labHelperEnv+"="+strings.Join(args, "\x1f"))
+	// The killed child cannot remove its session's sandbox: with a TMPDIR of the test's own it is
+	// made there (tools.PrivateSandbox), and removed with it, not left in the machine's /dev/shm
+	// (memory, until the next boot) or /tmp at every run of the tests.
+	tmp := t.TempDir()
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, labHelperEnv+"="+strings.Join(args, "\x1f"))
 	var childErr bytes.Buffer
 	cmd.Stderr = &childErr
 	if err := cmd.Start(); err != nil {
@@ -219,6 +223,9 @@ func TestSigkilledRunRepaired(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd.Wait()
+	if left, _ := filepath.Glob(filepath.Join(tmp, "lab-sandbox-midnight-*")); len(left) != 1 {
+		t.Errorf("the killed run's sandboxes under its TMPDIR %s: %q; want the one it was killed in", tmp, left)
+	}
 	journal, err := metrics.ReadJournal(filepath.Join(dir, metrics.JournalPath(metrics.PartFile(s))))
 	if err != nil || len(journal) != 11 {
 		t.Fatalf("the killed run's journal: %d rows, %v; want the 11 answered before request 12", len(journal), err)
