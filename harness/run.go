@@ -359,7 +359,10 @@ func RunMatrix(ctx context.Context, cfg RunConfig, runID string, kept []metrics.
 				})
 				sandbox = tools.Sandbox{Dir: dir, Shown: dir}
 			} else {
-				sandbox, release, err = tools.PrivateSandbox(scen.Name)
+				// A scripted session's files are the scenario's and its tools' edits: in memory
+				// (half the system time of a disk's); a live model's commands may write without
+				// bound: on disk.
+				sandbox, release, err = tools.PrivateSandbox(scen.Name, !cfg.Driver.Live())
 			}
 			if err != nil {
 				return SessionConfig{}, nil, fmt.Errorf("%s/%s repetition %d: %w", scen.Name, arm.Name, rep, err)

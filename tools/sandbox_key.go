@@ -44,20 +44,22 @@ type Sandbox struct {
 }
 
 // PrivateSandbox makes a fresh private folder for a session of scenario key (os.MkdirTemp under
-// /dev/shm where it is a memory filesystem that allows running programs ([memoryTempDir]) and
-// $TMPDIR is unset or empty, else under the machine's temporary folder, $TMPDIR's or /tmp;
-// nothing shared, no lock: sessions of one scenario, in one process or several, run at once)
-// shown as [ShownSandbox](key), and a release func that removes it. The file tools name the
-// shown path ([Workspace]); the live shell's view mounts the folder at the shown path ([Shell]).
-// Where the shown path cannot be made real for the shell (a shell without the view:
-// [HasShellView], [Shell].Unsandboxed), use [ClaimSandbox] instead. Errors are the key's
+// the machine's temporary folder, $TMPDIR's or /tmp; with inMemory, under /dev/shm instead where
+// it is a memory filesystem that allows running programs ([memoryTempDir]) and $TMPDIR is unset
+// or empty; nothing shared, no lock: sessions of one scenario, in one process or several, run at
+// once) shown as [ShownSandbox](key), and a release func that removes it. inMemory suits a
+// session whose files are known and small (a scripted one: the scenario's and its tools'
+// edits), not one whose commands may write without bound (a live model's builds). The file
+// tools name the shown path ([Workspace]); the live shell's view mounts the folder at the shown
+// path ([Shell]). Where the shown path cannot be made real for the shell (a shell without the
+// view: [HasShellView], [Shell].Unsandboxed), use [ClaimSandbox] instead. Errors are the key's
 // ([checkSandboxKey]) and the filesystem's.
-func PrivateSandbox(key string) (Sandbox, func(), error) {
+func PrivateSandbox(key string, inMemory bool) (Sandbox, func(), error) {
 	if err := checkSandboxKey(key); err != nil {
 		return Sandbox{}, nil, err
 	}
 	root := "" // os.TempDir: $TMPDIR, the user's choice, when set
-	if os.Getenv("TMPDIR") == "" {
+	if inMemory && os.Getenv("TMPDIR") == "" {
 		root = memoryTempDir()
 	}
 	dir, err := os.MkdirTemp(root, "lab-sandbox-"+key+"-")

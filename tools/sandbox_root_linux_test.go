@@ -11,13 +11,13 @@ import (
 	"testing"
 )
 
-// A private sandbox is made under $TMPDIR when it is set, else in the memory filesystem when
-// the machine has one fit for it (memoryTempDir), else in the temporary folder; its release
-// removes it.
+// A private sandbox is made under $TMPDIR when it is set, else, asked for in memory, in the
+// memory filesystem when the machine has one fit for it (memoryTempDir), else in the temporary
+// folder; its release removes it.
 func TestPrivateSandboxFolder(t *testing.T) {
 	chosen := t.TempDir()
 	t.Setenv("TMPDIR", chosen)
-	sb, release, err := PrivateSandbox("midnight")
+	sb, release, err := PrivateSandbox("midnight", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestPrivateSandboxFolder(t *testing.T) {
 	}
 
 	t.Setenv("TMPDIR", "")
-	sb, release, err = PrivateSandbox("midnight")
+	sb, release, err = PrivateSandbox("midnight", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,6 +41,15 @@ func TestPrivateSandboxFolder(t *testing.T) {
 	}
 	if filepath.Dir(sb.Dir) != want {
 		t.Errorf("without TMPDIR: sandbox in %s, want %s", filepath.Dir(sb.Dir), want)
+	}
+	// Not in memory (a live session's): the temporary folder, whatever /dev/shm is.
+	disk, releaseDisk, err := PrivateSandbox("midnight", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer releaseDisk()
+	if filepath.Dir(disk.Dir) != os.TempDir() {
+		t.Errorf("on disk without TMPDIR: sandbox in %s, want %s", filepath.Dir(disk.Dir), os.TempDir())
 	}
 }
 
