@@ -130,10 +130,26 @@ func RatioHeatMap(title string, cells []Cell) (*plot.Plot, error) {
 }
 
 // RatioHeatMapSize returns the size at which a [RatioHeatMap] of cells reads well: about 52
-// points per scenario and 17 per arm, with room for the names.
+// points per scenario and 17 per arm, with room for the arms' names left of the cells and the
+// scenarios' slanted below them, each measured in the chart's font (never smaller than 260
+// points wide and 150 + 17 per arm high).
 func RatioHeatMapSize(cells []Cell) (width, height vg.Length) {
 	arms, scenarios := heatAxes(cells)
-	return vg.Points(260 + 52*float64(len(scenarios))), vg.Points(150 + 17*float64(len(arms)))
+	// The names as the chart sets them (its tick labels' font): the arms' across, left of the
+	// cells; the scenarios' slanted at 45°, below them.
+	p := plot.New()
+	useSans(p)
+	sty := p.Y.Tick.Label
+	var rowNames, colNames vg.Length
+	for _, a := range arms {
+		rowNames = max(rowNames, sty.Width(a))
+	}
+	for _, sc := range scenarios {
+		colNames = max(colNames, sty.Width(sc))
+	}
+	width = max(rowNames+vg.Points(130+52*float64(len(scenarios))), vg.Points(260))
+	height = colNames*math.Sqrt2/2 + vg.Points(76+17*float64(len(arms)))
+	return width, max(height, vg.Points(150+17*float64(len(arms))))
 }
 
 // heatAxes returns the arms in [metrics.SortArms] order and the scenarios in order of first

@@ -386,7 +386,7 @@ func TestReportTwoServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{">setup A</text>", ">setup B</text>", ">midnight: re-read tokens relative to spec, per arm and setup (log colour scale)</text>"} {
+	for _, want := range []string{">setup A ollama</text>", ">setup B llamacpp</text>", ">midnight: re-read tokens relative to spec, per arm and setup (log colour scale)</text>"} {
 		if !strings.Contains(string(svg), want) {
 			t.Errorf("setups chart lacks %q", want)
 		}

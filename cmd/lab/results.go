@@ -360,39 +360,14 @@ func renderFigures(out, setup string, scenarios []string, rows *metrics.Rows, an
 }
 
 // renderSetupFigures draws, for a report of several setups (an.Setups), the chart that sets
-// them side by side: an arms × setups heat map of re-read tokens relative to each setup's own
-// spec arm (plots.RatioHeatMap; a column per setup, "A: midnight" per setup×scenario when the
-// setups ran other or more scenarios than one), saved as plots/setups-reread-vs-spec in each of
+// them side by side (setupCells: an arms × setups heat map of re-read tokens relative to each
+// setup's own spec arm, plots.RatioHeatMap), saved as plots/setups-reread-vs-spec in each of
 // formats and returned as a report figure marked SideBySide. Nothing for one setup, or when no
 // setup has a spec arm with a re-read figure.
 func renderSetupFigures(out string, an *report.Analysis, formats []string) (figs []report.Figure, files []string, err error) {
-	if len(an.Setups) < 2 {
-		return nil, nil, nil
-	}
-	one := "" // the one scenario every setup ran, if so
-	for i, g := range an.Setups {
-		if len(g.Scenarios) != 1 || (i > 0 && g.Scenarios[0].Scenario != one) {
-			one = ""
-			break
-		}
-		one = g.Scenarios[0].Scenario
-	}
-	var cells []plots.Cell
-	for _, g := range an.Setups {
-		for _, c := range heatCells(g) {
-			c.Scenario = g.Setup.Label + ": " + c.Scenario
-			if one != "" {
-				c.Scenario = "setup " + g.Setup.Label
-			}
-			cells = append(cells, c)
-		}
-	}
+	cells, title := setupCells(an)
 	if len(cells) == 0 {
 		return nil, nil, nil
-	}
-	title := "re-read tokens relative to spec, per arm and setup (log colour scale)"
-	if one != "" {
-		title = one + ": " + title
 	}
 	p, err := plots.RatioHeatMap(title, cells)
 	if err != nil {
@@ -406,6 +381,98 @@ func renderSetupFigures(out string, an *report.Analysis, formats []string) (figs
 		return nil, written, err
 	}
 	return []report.Figure{fig}, written, nil
+}
+
+// maxSetupColumns is the most setup columns the setups heat map has before it turns: past it
+// (and when the setups outnumber the arms) each setup is a row and each arm a column, so that a
+// report of many setups and few arms (make families: 19 setups × 2 scenarios, 2 arms) reads
+// down the page instead of across 38 columns.
+const maxSetupColumns = 12
+
+// setupCells returns the cells and title of the setups heat map of an (nil for fewer than two
+// setups): each setup's re-read tokens relative to its own spec arm, per arm (heatCells), a
+// column per setup, "A: midnight" per setup × scenario when the setups ran other or more
+// scenarios than one, each setup named by its label and what tells it from the others
+// (setupTag); turned, a row per setup, past maxSetupColumns columns.
+func setupCells(an *report.Analysis) ([]plots.Cell, string) {
+	if len(an.Setups) < 2 {
+		return nil, ""
+	}
+	one := "" // the one scenario every setup ran, if so
+	for i, g := range an.Setups {
+		if len(g.Scenarios) != 1 || (i > 0 && g.Scenarios[0].Scenario != one) {
+			one = ""
+			break
+		}
+		one = g.Scenarios[0].Scenario
+	}
+	tags := setupTags(an.Setups)
+	var cells []plots.Cell
+	columns := map[string]bool{}
+	arms := map[string]bool{}
+	for i, g := range an.Setups {
+		for _, c := range heatCells(g) {
+			col := tags[i]
+			if one == "" {
+				col += ": " + c.Scenario
+			}
+			c.Scenario = col
+			columns[col], arms[c.Arm] = true, true
+			cells = append(cells, c)
+		}
+	}
+	title := "re-read tokens relative to spec, per arm and setup (log colour scale)"
+	if one != "" {
+		title = one + ": " + title
+	}
+	if len(columns) > maxSetupColumns && len(columns) > len(arms) {
+		for i := range cells {
+			cells[i].Arm, cells[i].Scenario = cells[i].Scenario, cells[i].Arm
+		}
+		title = strings.Replace(title, "per arm and setup", "per setup (a row each) and arm", 1)
+	}
+	return cells, title
+}
+
+// setupTags names each setup for a chart: "setup A", followed by what tells the setups apart
+// where they differ in it: the backend, then the renderer where one is set, else the model (a
+// file's ".gguf", a "-<12 hex digits>" content suffix and the lab's "lab-" and "-synth" taken
+// off its name, so that one synthetic model file served by two servers is one name): "setup A
+// ollama", "setup E ollama deepseek3.1", "setup P llamacpp qwen3".
+func setupTags(groups []*report.Analysis) []string {
+	model := func(s *report.SetupInfo) string {
+		if r := s.Setup.Settings["renderer"]; r != "" {
+			return r
+		}
+		m := strings.TrimSuffix(s.Setup.Model, ".gguf")
+		if i := strings.LastIndexByte(m, '-'); i >= 0 && len(m)-i-1 == 12 && strings.Trim(m[i+1:], "0123456789abcdef") == "" {
+			m = m[:i]
+		}
+		return strings.TrimSuffix(strings.TrimPrefix(m, "lab-"), "-synth")
+	}
+	fields := []func(*report.SetupInfo) string{
+		func(s *report.SetupInfo) string { return s.Setup.Backend },
+		model,
+	}
+	tags := make([]string, len(groups))
+	for i, g := range groups {
+		tags[i] = "setup " + g.Setup.Label
+	}
+	for _, f := range fields {
+		seen := map[string]bool{}
+		for _, g := range groups {
+			seen[f(g.Setup)] = true
+		}
+		if len(seen) < 2 {
+			continue // the same in every setup: it tells none apart
+		}
+		for i, g := range groups {
+			if v := f(g.Setup); v != "" {
+				tags[i] += " " + v
+			}
+		}
+	}
+	return tags
 }
 
 // heatCells returns one heat-map cell per scenario×arm of the re-read tokens relative to the
