@@ -73,6 +73,10 @@ func (d *document) folded(label string, head []string, left int, rows [][]string
 	d.blocks = append(d.blocks, block{kind: bTable, head: head, left: left, rows: rows, fold: label})
 }
 
+// maxTitleRuns is the most run ids the report's title names; past it the title names the
+// first ones and the last with their count, and "What was run" names every one.
+const maxTitleRuns = 4
+
 // buildDocument lays out the report's content; r has been checked.
 func buildDocument(r *Report) *document {
 	d := &document{}
@@ -80,10 +84,13 @@ func buildDocument(r *Report) *document {
 	for i, m := range r.Runs {
 		ids[i] = orDash(m.RunID)
 	}
-	if len(ids) == 1 {
+	switch {
+	case len(ids) == 1:
 		d.heading(1, "Run %s", ids[0])
-	} else {
+	case len(ids) <= maxTitleRuns:
 		d.heading(1, "Runs %s", strings.Join(ids, ", "))
+	default: // a title of forty run ids would fill the screen: What was run names each
+		d.heading(1, "%d runs: %s, … %s", len(ids), strings.Join(ids[:maxTitleRuns-1], ", "), ids[len(ids)-1])
 	}
 	labels := map[string]string{} // run id → its setup's label, with several setups
 	if gs := r.Analysis.Groups(); len(gs) > 1 {

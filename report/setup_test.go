@@ -347,3 +347,28 @@ func TestSetupsOfTwoServersPromiseNoTable(t *testing.T) {
 		t.Errorf("the Setups section refers to a table it does not show:\n%s", setups)
 	}
 }
+
+// A report of many runs names the first three and the last in its title, with their count;
+// What was run names every one.
+func TestTitleOfManyRuns(t *testing.T) {
+	t.Parallel()
+	var runs []*metrics.Manifest
+	for i := range 6 {
+		m := testManifest()
+		m.RunID, m.Backend, m.Scenarios = fmt.Sprintf("run-%d", i+1), "sim", []string{"midnight"}
+		runs = append(runs, m)
+	}
+	var md bytes.Buffer
+	if err := report.Markdown(&md, &report.Report{Runs: runs, Analysis: report.AnalyzeRuns(runs, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	title, _, _ := strings.Cut(md.String(), "\n")
+	if title != "# 6 runs: run-1, run-2, run-3, … run-6" {
+		t.Errorf("title %q", title)
+	}
+	for i := range 6 {
+		if !strings.Contains(md.String(), fmt.Sprintf("Run run-%d:", i+1)) {
+			t.Errorf("What was run does not name run-%d", i+1)
+		}
+	}
+}
