@@ -156,6 +156,10 @@ func (d *document) glance(groups []*Analysis) {
 	}
 	d.heading(2, "At a glance")
 	d.blocks[len(d.blocks)-1].glance = true
+	if len(groups) > maxGlanceSetups {
+		d.glanceSetups(groups)
+		return
+	}
 	for _, g := range groups {
 		if len(g.Scenarios) == 0 {
 			continue
@@ -202,6 +206,46 @@ func (d *document) glance(groups []*Analysis) {
 		}
 		d.blocks = append(d.blocks, block{kind: bTable, head: head, left: 1, rows: rows, matrix: true})
 	}
+}
+
+// maxGlanceSetups is the most setups "At a glance" gives a table each; past it, one table sets
+// them all side by side ([document.glanceSetups]).
+const maxGlanceSetups = 3
+
+// glanceSetups lays out the answer of a report of many setups in one table: a row per setup and
+// scenario ("A: midnight"; the setups are listed under Setups), a column per arm, each cell the
+// arm's re-read tokens relative to that setup's spec arm in that scenario ("—" where the arm did
+// not run it or there is no comparison).
+func (d *document) glanceSetups(groups []*Analysis) {
+	d.para("%s", "Re-read tokens relative to the spec arm's, per setup and scenario (a row each; the setups are listed "+
+		"under Setups below) and per arm (1.00× is spec's; above it, the arm made the server read more again):")
+	var arms []string
+	for _, g := range groups {
+		for _, sc := range g.Scenarios {
+			for _, st := range sc.Arms {
+				if !slices.Contains(arms, st.Arm) {
+					arms = append(arms, st.Arm)
+				}
+			}
+		}
+	}
+	metrics.SortArms(arms)
+	head := append([]string{"setup: scenario"}, arms...)
+	var rows [][]string
+	for _, g := range groups {
+		for _, sc := range g.Scenarios {
+			row := []string{g.Setup.Label + ": " + sc.Scenario}
+			for _, arm := range arms {
+				c := "—"
+				if j := slices.IndexFunc(sc.Arms, func(st ArmStats) bool { return st.Arm == arm }); j >= 0 {
+					c = vsSpecRatio(&sc.Arms[j], false)
+				}
+				row = append(row, c)
+			}
+			rows = append(rows, row)
+		}
+	}
+	d.table(head, 1, rows)
 }
 
 // headline returns the narrow headline row of each arm: arm, cached share, re-read vs spec

@@ -372,3 +372,42 @@ func TestTitleOfManyRuns(t *testing.T) {
 		}
 	}
 }
+
+// With more than three setups At a glance is one table, a row per setup and scenario and a
+// column per arm, each setup's ratio to its own spec arm.
+func TestGlanceOfManySetups(t *testing.T) {
+	t.Parallel()
+	var runs []*metrics.Manifest
+	var samples []metrics.Sample
+	for i, cache := range []string{"llamacpp", "vllm", "sglang", "openai"} {
+		r := setupRuns(cache, cache, "sha256:aa", "sha256:aa")[1] // run r2 of that cache model
+		m := *r
+		m.RunID = fmt.Sprintf("s%d", i)
+		runs = append(runs, &m)
+		for _, s := range repsFixture() {
+			if s.RunID == "r2" {
+				s.RunID = m.RunID
+				samples = append(samples, s)
+			}
+		}
+	}
+	a := report.AnalyzeRuns(runs, samples)
+	if len(a.Setups) != 4 {
+		t.Fatalf("%d setups, want 4", len(a.Setups))
+	}
+	var md bytes.Buffer
+	if err := report.Markdown(&md, &report.Report{Runs: runs, Analysis: a}); err != nil {
+		t.Fatal(err)
+	}
+	out := md.String()
+	glance := out[strings.Index(out, "## At a glance"):strings.Index(out, "## What was run")]
+	for _, want := range []string{"| setup: scenario | spec | date-in-system-prompt | reasoning-never |",
+		"| A: midnight | 1.00× | 1.86× | 1.07× |", "| D: midnight | 1.00× | 1.86× | 1.07× |"} {
+		if !strings.Contains(glance, want) {
+			t.Errorf("At a glance lacks %q:\n%s", want, glance)
+		}
+	}
+	if strings.Count(glance, "| arm |") != 0 {
+		t.Errorf("At a glance of 4 setups has a table per setup:\n%s", glance)
+	}
+}
