@@ -368,3 +368,21 @@ func TestClockPerRequestLiveAndPerTurn(t *testing.T) {
 		}
 	}
 }
+
+// The per-request steps that carry the clock past midnight mark the request they come before
+// with the midnight event, as a clock step does: 5 minutes a request from 23:50 is midnight at
+// request 1, and the clock step to 00:05 (passed already) is no second midnight.
+func TestClockPerRequestMidnightEvent(t *testing.T) {
+	sc := load(t, "testdata/tiny.yaml")
+	sc.PerRequest = 5 * time.Minute
+	samples, _ := replay(t, sc, arm(t, "spec"))
+	var got []string
+	for _, s := range samples {
+		if s.ScenarioEvent != "" {
+			got = append(got, fmt.Sprintf("%d: %s", s.RequestIndex, s.ScenarioEvent))
+		}
+	}
+	if want := []string{"1: midnight"}; !slices.Equal(got, want) {
+		t.Errorf("scenario events %q, want %q", got, want)
+	}
+}
