@@ -11,6 +11,7 @@ import (
 	"lab/chat"
 	"lab/harness"
 	"lab/metrics"
+	"lab/scenario"
 )
 
 // userArm reads one arm from a YAML body as a user's file would hold it.
@@ -383,6 +384,27 @@ func TestClockPerRequestMidnightEvent(t *testing.T) {
 		}
 	}
 	if want := []string{"1: midnight"}; !slices.Equal(got, want) {
+		t.Errorf("scenario events %q, want %q", got, want)
+	}
+}
+
+// Steps before a session's first request are where it starts, no event: a mode step and a clock
+// step past midnight there leave request 0 without one; the same steps later mark the request
+// after them.
+func TestNoScenarioEventBeforeFirstRequest(t *testing.T) {
+	sc := load(t, "testdata/tiny.yaml")
+	first := []scenario.Step{{Mode: new("plan")}, {Clock: new("+30m")}}
+	sc.Steps = append(append(first, sc.Steps...), sc.Steps[len(sc.Steps)-1])
+	sc.Steps = slices.Insert(sc.Steps, len(sc.Steps)-1, scenario.Step{Mode: new("auto")})
+	samples, _ := replay(t, sc, arm(t, "spec"))
+	var got []string
+	for _, s := range samples {
+		if s.ScenarioEvent != "" {
+			got = append(got, fmt.Sprintf("%d: %s", s.RequestIndex, s.ScenarioEvent))
+		}
+	}
+	last := samples[len(samples)-1].RequestIndex
+	if want := []string{fmt.Sprintf("%d: mode auto", last)}; !slices.Equal(got, want) {
 		t.Errorf("scenario events %q, want %q", got, want)
 	}
 }

@@ -681,7 +681,12 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 		RequestIndex: int32(r.index), Turn: int32(r.turn), Step: int32(r.step), Kind: kind,
 		StartedAt: time.Now(),
 	})
-	s.ScenarioEvent, r.events = strings.Join(r.events, ", "), nil
+	// Before the session's first request nothing was sent that an event could change: a mode
+	// or clock step there is where the session starts.
+	if r.index > 0 {
+		s.ScenarioEvent = strings.Join(r.events, ", ")
+	}
+	r.events = nil
 	r.index++
 	if req.MaxReplyBytes == 0 {
 		req.MaxReplyBytes = cfg.MaxReplyBytes
