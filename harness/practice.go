@@ -360,13 +360,15 @@ func (r *runner) practiceTools(list []chat.Tool) []chat.Tool {
 
 // advanceClock moves the session's clock on before a request by the scenario's
 // clock_per_request and the clock practice's per_request step (arms.Clock.PerRequest), as wall
-// time passes between an agent's steps.
+// time passes between an agent's steps; a step into another day is the next request's
+// "midnight" event ([runner.noteDay]).
 func (r *runner) advanceClock() {
 	step := r.cfg.Scenario.PerRequest
 	if p := r.cfg.Arm.Find("clock"); p != nil {
 		step += time.Duration(p.Clock.PerRequest)
 	}
 	r.clock = r.clock.Add(step)
+	r.noteDay()
 }
 
 // moveClock runs a clock step: "+DURATION" moves the session's clock on from where the

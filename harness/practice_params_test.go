@@ -11,6 +11,7 @@ import (
 	"lab/chat"
 	"lab/harness"
 	"lab/metrics"
+	"lab/scenario"
 )
 
 // userArm reads one arm from a YAML body as a user's file would hold it.
@@ -366,5 +367,44 @@ func TestClockPerRequestLiveAndPerTurn(t *testing.T) {
 		if s := turn.requests[i].Messages[0].Content; !strings.HasSuffix(s, want) {
 			t.Errorf("update turn: request %d's clock …%q; want %s, the turn's first request's", i, s[max(len(s)-30, 0):], want)
 		}
+	}
+}
+
+// The per-request steps that carry the clock past midnight mark the request they come before
+// with the midnight event, as a clock step does: 5 minutes a request from 23:50 is midnight at
+// request 1, and the clock step to 00:05 (passed already) is no second midnight.
+func TestClockPerRequestMidnightEvent(t *testing.T) {
+	sc := load(t, "testdata/tiny.yaml")
+	sc.PerRequest = 5 * time.Minute
+	samples, _ := replay(t, sc, arm(t, "spec"))
+	var got []string
+	for _, s := range samples {
+		if s.ScenarioEvent != "" {
+			got = append(got, fmt.Sprintf("%d: %s", s.RequestIndex, s.ScenarioEvent))
+		}
+	}
+	if want := []string{"1: midnight"}; !slices.Equal(got, want) {
+		t.Errorf("scenario events %q, want %q", got, want)
+	}
+}
+
+// Steps before a session's first request are where it starts, no event: a mode step and a clock
+// step past midnight there leave request 0 without one; the same steps later mark the request
+// after them.
+func TestNoScenarioEventBeforeFirstRequest(t *testing.T) {
+	sc := load(t, "testdata/tiny.yaml")
+	first := []scenario.Step{{Mode: new("plan")}, {Clock: new("+30m")}}
+	sc.Steps = append(append(first, sc.Steps...), sc.Steps[len(sc.Steps)-1])
+	sc.Steps = slices.Insert(sc.Steps, len(sc.Steps)-1, scenario.Step{Mode: new("auto")})
+	samples, _ := replay(t, sc, arm(t, "spec"))
+	var got []string
+	for _, s := range samples {
+		if s.ScenarioEvent != "" {
+			got = append(got, fmt.Sprintf("%d: %s", s.RequestIndex, s.ScenarioEvent))
+		}
+	}
+	last := samples[len(samples)-1].RequestIndex
+	if want := []string{fmt.Sprintf("%d: mode auto", last)}; !slices.Equal(got, want) {
+		t.Errorf("scenario events %q, want %q", got, want)
 	}
 }

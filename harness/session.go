@@ -204,6 +204,7 @@ func newRunner(cfg SessionConfig) (*runner, error) {
 	r := &runner{cfg: cfg, hs: hs, ws: ws, clock: sc.Start, contextBlock: contextBlock,
 		mode: mode, promptMode: mode, mcpResults: map[string]string{}, pending: map[string]string{}, commandRuns: map[string]int{},
 		resultOf: map[string]string{}, withdrawn: map[string]bool{}}
+	r.eventDay = r.date()
 	r.tools = r.toolList()
 	r.system = r.buildSystem() // §10.1: built once, when the session starts
 	r.drv = newSessionDriver(cfg.Driver)
@@ -214,11 +215,8 @@ func newRunner(cfg SessionConfig) (*runner, error) {
 func (r *runner) event(ctx context.Context, st scenario.Step) error {
 	switch {
 	case st.Clock != nil:
-		day := r.date()
 		r.moveClock(st)
-		if r.date() != day {
-			r.events = append(r.events, "midnight")
-		}
+		r.noteDay()
 	case st.User != nil:
 		return r.user(*st.User)
 	case st.Assistant != nil:
@@ -261,9 +259,11 @@ type runner struct {
 	history      []chat.Message // stored, reasoning kept (§8)
 
 	notedDate string
-	// events are the scenario's changes since the last request (a clock step into another
-	// day, a mode step), for the next request's row (metrics.Sample.ScenarioEvent).
-	events []string
+	// events are the scenario's changes since the last request (its clock into another day,
+	// a mode step), for the next request's row (metrics.Sample.ScenarioEvent); eventDay is the
+	// date the last "midnight" among them (or the session's start) left the clock in.
+	events   []string
+	eventDay string
 	// turnClock, turnPrompt and turnIndex are the clock, the last prompt tokens and the request
 	// index at the current turn's first request (practice lines updated per turn), taken by
 	// [runner.nextRequest] once turnSnapped is false (a new turn began).
@@ -336,6 +336,16 @@ type runner struct {
 // Clock steps may name another zone; the date is always read in the zone the scenario started in.
 func (r *runner) date() string {
 	return r.clock.In(r.cfg.Scenario.Start.Location()).Format("Monday, 2006-01-02")
+}
+
+// noteDay adds a "midnight" event when the clock's date ([runner.date]) is not the one the last
+// event left (or the session started at): after a clock step and after the per-request steps
+// ([runner.advanceClock]), which cross midnight as well as a clock step does.
+func (r *runner) noteDay() {
+	if d := r.date(); d != r.eventDay {
+		r.events = append(r.events, "midnight")
+		r.eventDay = d
+	}
 }
 
 // buildSystem builds the system prompt: the base prompt and the environment lines (§11). With
@@ -671,7 +681,12 @@ func (r *runner) measure(ctx context.Context, req *chat.Request, reply *chat.Rep
 		RequestIndex: int32(r.index), Turn: int32(r.turn), Step: int32(r.step), Kind: kind,
 		StartedAt: time.Now(),
 	})
-	s.ScenarioEvent, r.events = strings.Join(r.events, ", "), nil
+	// Before the session's first request nothing was sent that an event could change: a mode
+	// or clock step there is where the session starts.
+	if r.index > 0 {
+		s.ScenarioEvent = strings.Join(r.events, ", ")
+	}
+	r.events = nil
 	r.index++
 	if req.MaxReplyBytes == 0 {
 		req.MaxReplyBytes = cfg.MaxReplyBytes

@@ -226,8 +226,9 @@ type Sample struct {
 	// the first request after it: "midnight" when its clock crossed into another day (the
 	// date read in the zone the scenario started in), "mode NAME" when it switched the
 	// permission mode to NAME; both joined by ", " in the order they happened. "" (null in the
-	// file, left out of the row's JSON) when nothing changed and on every row of `lab proxy`,
-	// which sees no scenario. Charts mark these requests (plots).
+	// file, left out of the row's JSON) when nothing changed, on a session's first request
+	// (steps before it are where the session starts: there was no request to change) and on
+	// every row of `lab proxy`, which sees no scenario. Charts mark these requests (plots).
 	ScenarioEvent string `parquet:"scenario_event,optional,dict" json:"scenario_event,omitempty"`
 }
 

@@ -131,7 +131,7 @@ func RatioHeatMap(title string, cells []Cell) (*plot.Plot, error) {
 
 // RatioHeatMapSize returns the size at which a [RatioHeatMap] of cells reads well: about 52
 // points per scenario and 17 per arm, with room for the arms' names left of the cells and the
-// scenarios' slanted below them, each measured in the chart's font (never smaller than 260
+// scenarios' slanted below them (and left of the cells, as far as a long one reaches), each measured in the chart's font (never smaller than 260
 // points wide and 150 + 17 per arm high).
 func RatioHeatMapSize(cells []Cell) (width, height vg.Length) {
 	arms, scenarios := heatAxes(cells)
@@ -144,10 +144,16 @@ func RatioHeatMapSize(cells []Cell) (width, height vg.Length) {
 	for _, a := range arms {
 		rowNames = max(rowNames, sty.Width(a))
 	}
-	for _, sc := range scenarios {
-		colNames = max(colNames, sty.Width(sc))
+	// left is the room left of the cells: the arms' names, or as far as a slanted name reaches
+	// left of its column's middle past the columns before it (the chart pads its data area
+	// for that reach, heatCells.GlyphBoxes, so a size without it squeezes the cells).
+	left := rowNames
+	for i, sc := range scenarios {
+		w := sty.Width(sc)
+		colNames = max(colNames, w)
+		left = max(left, (w+sty.Height(sc))*math.Sqrt2/2-vg.Points(52*(float64(i)+0.5)))
 	}
-	width = max(rowNames+vg.Points(130+52*float64(len(scenarios))), vg.Points(260))
+	width = max(left+vg.Points(130+52*float64(len(scenarios))), vg.Points(260))
 	height = colNames*math.Sqrt2/2 + vg.Points(76+17*float64(len(arms)))
 	return width, max(height, vg.Points(150+17*float64(len(arms))))
 }

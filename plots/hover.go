@@ -33,9 +33,12 @@ type hotspot struct {
 }
 
 // hoverSet is the hotspots one drawing of a chart placed; a plotter adds them as it draws.
+// [Write] holds drawing from the reset before a drawing to the last read of its spots, so that
+// drawings of one chart at once do not add to each other's set.
 type hoverSet struct {
-	mu    sync.Mutex
-	spots []hotspot
+	drawing sync.Mutex
+	mu      sync.Mutex
+	spots   []hotspot
 }
 
 func (h *hoverSet) reset() {

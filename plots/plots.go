@@ -44,7 +44,8 @@ func Formats() []string { return []string{"png", "svg"} }
 //
 // The legend, when p has one, is drawn in a column right of the data area, where it hides no
 // data; p.Legend.Top chooses whether it aligns with the top or the bottom of that area. p itself
-// is not modified, so one plot may be written several times, in turn. It returns
+// is not modified, so one plot may be written several times, in turn or at once (a chart with
+// hover texts, such as [CachedShare]'s, is then drawn by one Write at a time). It returns
 // [ErrUnknownFormat] for another format, an error for a nil plot or a size that is not positive,
 // and any error writing to w. It does not close w.
 func Write(w io.Writer, p *plot.Plot, format string, width, height vg.Length) error {
@@ -55,6 +56,14 @@ func Write(w io.Writer, p *plot.Plot, format string, width, height vg.Length) er
 		return fmt.Errorf("write plot: size %v × %v is not positive", width, height)
 	}
 	var wt io.WriterTo
+	// A chart with hover texts is drawn by one Write at a time: a drawing refills its hover
+	// set, which the SVG's texts are read from.
+	h := hoversOf(p)
+	if h != nil {
+		h.drawing.Lock()
+		defer h.drawing.Unlock()
+		h.reset()
+	}
 	switch strings.ToLower(format) {
 	case "png":
 		c := vgimg.NewWith(vgimg.UseWH(width, height), vgimg.UseDPI(PNGDPI))
@@ -67,10 +76,6 @@ func Write(w io.Writer, p *plot.Plot, format string, width, height vg.Length) er
 		}
 		return nil
 	case "svg":
-		h := hoversOf(p)
-		if h != nil {
-			h.reset()
-		}
 		c := vgsvg.New(width, height)
 		drawWithLegendRight(p, draw.New(c))
 		wt = c
