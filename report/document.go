@@ -180,15 +180,7 @@ func (d *document) glance(groups []*Analysis) {
 			what = "R" + what[1:]
 		}
 		d.para("%s%s", where, what)
-		var arms []string
-		for _, sc := range g.Scenarios {
-			for _, st := range sc.Arms {
-				if !slices.Contains(arms, st.Arm) {
-					arms = append(arms, st.Arm)
-				}
-			}
-		}
-		metrics.SortArms(arms)
+		arms := armsOf(g)
 		head := []string{"arm"}
 		for _, sc := range g.Scenarios {
 			head = append(head, sc.Scenario)
@@ -196,12 +188,8 @@ func (d *document) glance(groups []*Analysis) {
 		rows := make([][]string, len(arms))
 		for i, arm := range arms {
 			rows[i] = []string{arm}
-			for _, sc := range g.Scenarios {
-				c := "—"
-				if j := slices.IndexFunc(sc.Arms, func(st ArmStats) bool { return st.Arm == arm }); j >= 0 {
-					c = vsSpecRatio(&sc.Arms[j], false)
-				}
-				rows[i] = append(rows[i], c)
+			for j := range g.Scenarios {
+				rows[i] = append(rows[i], ratioCell(&g.Scenarios[j], arm))
 			}
 		}
 		d.blocks = append(d.blocks, block{kind: bTable, head: head, left: 1, rows: rows, matrix: true})
@@ -219,6 +207,24 @@ const maxGlanceSetups = 3
 func (d *document) glanceSetups(groups []*Analysis) {
 	d.para("%s", "Re-read tokens relative to the spec arm's, per setup and scenario (a row each; the setups are listed "+
 		"under Setups below) and per arm (1.00× is spec's; above it, the arm made the server read more again):")
+	arms := armsOf(groups...)
+	head := append([]string{"setup: scenario"}, arms...)
+	var rows [][]string
+	for _, g := range groups {
+		for i := range g.Scenarios {
+			sc := &g.Scenarios[i]
+			row := []string{g.Setup.Label + ": " + sc.Scenario}
+			for _, arm := range arms {
+				row = append(row, ratioCell(sc, arm))
+			}
+			rows = append(rows, row)
+		}
+	}
+	d.table(head, 1, rows)
+}
+
+// armsOf returns every arm of the scenarios of groups, once each, in [metrics.SortArms] order.
+func armsOf(groups ...*Analysis) []string {
 	var arms []string
 	for _, g := range groups {
 		for _, sc := range g.Scenarios {
@@ -230,22 +236,16 @@ func (d *document) glanceSetups(groups []*Analysis) {
 		}
 	}
 	metrics.SortArms(arms)
-	head := append([]string{"setup: scenario"}, arms...)
-	var rows [][]string
-	for _, g := range groups {
-		for _, sc := range g.Scenarios {
-			row := []string{g.Setup.Label + ": " + sc.Scenario}
-			for _, arm := range arms {
-				c := "—"
-				if j := slices.IndexFunc(sc.Arms, func(st ArmStats) bool { return st.Arm == arm }); j >= 0 {
-					c = vsSpecRatio(&sc.Arms[j], false)
-				}
-				row = append(row, c)
-			}
-			rows = append(rows, row)
-		}
+	return arms
+}
+
+// ratioCell is arm's re-read tokens relative to the spec arm's in sc ([vsSpecRatio], no
+// interval); "—" where the arm did not run sc.
+func ratioCell(sc *ScenarioStats, arm string) string {
+	if st := sc.Arm(arm); st != nil {
+		return vsSpecRatio(st, false)
 	}
-	d.table(head, 1, rows)
+	return "—"
 }
 
 // headline returns the narrow headline row of each arm: arm, cached share, re-read vs spec
