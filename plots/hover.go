@@ -15,6 +15,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 
+	"lab/cachesim"
 	"lab/metrics"
 )
 
@@ -34,24 +35,16 @@ type hotspot struct {
 
 // hoverSet is the hotspots one drawing of a chart placed; a plotter adds them as it draws.
 // [Write] holds drawing from the reset before a drawing to the last read of its spots, so that
-// drawings of one chart at once do not add to each other's set.
+// drawings of one chart at once do not add to each other's set: reset, add and [withHovers]
+// run with it held.
 type hoverSet struct {
 	drawing sync.Mutex
-	mu      sync.Mutex
 	spots   []hotspot
 }
 
-func (h *hoverSet) reset() {
-	h.mu.Lock()
-	h.spots = h.spots[:0]
-	h.mu.Unlock()
-}
+func (h *hoverSet) reset() { h.spots = h.spots[:0] }
 
-func (h *hoverSet) add(s hotspot) {
-	h.mu.Lock()
-	h.spots = append(h.spots, s)
-	h.mu.Unlock()
-}
+func (h *hoverSet) add(s hotspot) { h.spots = append(h.spots, s) }
 
 // hoverSets maps a chart (weakly: the entry goes with the chart) to the hover set its plotters
 // fill when it is drawn.
@@ -79,8 +72,6 @@ func withHovers(svg []byte, h *hoverSet, height vg.Length) []byte {
 	if h == nil {
 		return svg
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	end := bytes.LastIndex(svg, []byte("</svg>"))
 	if len(h.spots) == 0 || end < 0 {
 		return svg
@@ -126,14 +117,7 @@ func divergenceTip(arm string, s *metrics.Sample, share float64, reps int) strin
 	case s.DivergenceSegment != "":
 		fmt.Fprintf(&b, "\ndiverged in %s", s.DivergenceSegment)
 	}
-	var ex struct { // cachesim.Excerpt's JSON
-		Before    string `json:"before"`
-		Cached    string `json:"cached"`
-		Prompt    string `json:"prompt"`
-		BeforeCut bool   `json:"before_cut"`
-		CachedCut bool   `json:"cached_cut"`
-		PromptCut bool   `json:"prompt_cut"`
-	}
+	var ex cachesim.Excerpt
 	if s.DivergenceExcerpt != "" && json.Unmarshal([]byte(s.DivergenceExcerpt), &ex) == nil {
 		cut := func(text string, start, end bool) string {
 			q := strconv.Quote(text)
