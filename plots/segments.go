@@ -111,21 +111,12 @@ func segmentBars(seqs map[repKey]reqs) (arms []string, panelsOf map[string]*stac
 	for k, q := range seqs {
 		for j := range q.len() {
 			s := q.at(j, &b)
-			if s.CachedTokens == nil {
+			if !wholeBar(s) {
 				continue
 			}
 			parts := []float64{float64(*s.CachedTokens)}
-			known := true
 			for _, kind := range segmentKinds {
-				v := kind.of(s)
-				if v == nil {
-					known = false
-					break
-				}
-				parts = append(parts, float64(*v))
-			}
-			if !known {
-				continue
+				parts = append(parts, float64(*kind.of(s)))
 			}
 			m := byArm[k.arm]
 			if m == nil {
@@ -180,8 +171,27 @@ func segmentBars(seqs map[repKey]reqs) (arms []string, panelsOf map[string]*stac
 // panel per arm that has a bar (an arm whose cached tokens or re-read split are never known
 // has no panel, and takes no room), [panelColumns] per row.
 func PromptSegmentsSize(scenario string, rows *metrics.Rows) (width, height vg.Length) {
-	arms, _, _, _ := segmentBars(sequences(scenario, rows))
+	arms := map[string]bool{}
+	for _, s := range rows.All() {
+		if s.Scenario == scenario && s.PromptTokens > 0 && wholeBar(s) {
+			arms[s.Arm] = true
+		}
+	}
 	return panelsSize(len(arms))
+}
+
+// wholeBar reports whether request s has a bar in a [PromptSegments] chart: its cached tokens
+// and every kind of its re-read split are known.
+func wholeBar(s *metrics.Sample) bool {
+	if s.CachedTokens == nil {
+		return false
+	}
+	for _, kind := range segmentKinds {
+		if kind.of(s) == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // panelsSize returns the size of a small-multiples chart of n panels: [panelColumns] per row,
