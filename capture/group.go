@@ -14,12 +14,16 @@ import (
 	"lab/chat"
 )
 
-// conversation is one group of recorded requests: a row's scenario. What it needs to take more
-// requests is its *convState, nil once the grouper dropped it (evict); its name, key and
-// counts stay for the manifest's session records.
+// conversation is one group of recorded requests: a row's scenario, held while it is live. What
+// it needs to take more requests is its *convState, nil once the grouper dropped it (evict);
+// once dropped, only its record (convRecord, for the manifest's session records) and its
+// fingerprint stay.
 type conversation struct {
-	// name is the rows' scenario: "conversation-0001", numbered in order of appearance.
+	// name is the rows' scenario: "conversation-0001", numbered in order of appearance
+	// (convName of num).
 	name string
+	// num is its index in order of appearance, from 0: its record is grouper.records[num].
+	num int32
 	// key is the session header or prompt_cache_key that names it; "" for a conversation found
 	// by its messages.
 	key string
@@ -107,18 +111,19 @@ const (
 // Messages are compared by role, text, tool calls and tool call ids; reasoning is left out, as
 // harnesses and templates drop it from earlier turns (spec 3.2.0 §8).
 //
-// What it holds is bounded (maxLiveConversations, idleRequests): a conversation it dropped
-// keeps its name and counts, and a fingerprint (its key, or without one the first message
-// after its system prompt) by which a later request that may continue it is told: that
-// request's row is grouped without it and says so (lost).
+// What it holds is bounded (maxLiveConversations, idleRequests): of a conversation it dropped
+// it keeps an 8-byte record of its counts (convRecord) and a fingerprint (its key, or without
+// one the first message after its system prompt) by which a later request that may continue
+// it is told: that request's row is grouped without it and says so (lost).
 type grouper struct {
-	// convs are every conversation, in order of appearance; live those still held, in the
-	// same order.
-	convs, live []*conversation
-	// latest is the conversation that had the latest request, by key.
-	latest map[string]*conversation
-	// dropped is the latest conversation dropped, by fingerprint (fingerprint).
-	dropped map[dropKey]*conversation
+	// records are every conversation's counts, in order of appearance (conversation.num).
+	records []convRecord
+	// live are the conversations still held, in order of appearance.
+	live []*conversation
+	// latest is the conversation that had the latest request, by key: c nil once dropped.
+	latest map[string]latestConv
+	// dropped is the latest conversation dropped, by fingerprint (fingerprint): its num.
+	dropped map[dropKey]int32
 	// recorded counts the requests recorded (update).
 	recorded int
 	// lost is set by assign: why the request's grouping may differ from what the dropped
@@ -137,9 +142,11 @@ func (g *grouper) assign(key, side string, req *chat.Request) (c *conversation, 
 	bestShared, bestExt, bestSame := 0, false, false
 	sysText := systemText(req.Messages)
 	g.lost = ""
-	var gone *conversation
+	gone := int32(-1)
 	if fp, ok := fingerprint(key, msgs); ok {
-		gone = g.dropped[fp]
+		if n, ok := g.dropped[fp]; ok {
+			gone = n
+		}
 	}
 	for i := len(g.live) - 1; i >= 0; i-- {
 		c := g.live[i]
@@ -192,22 +199,20 @@ func (g *grouper) assign(key, side string, req *chat.Request) (c *conversation, 
 		}
 	}
 	if best != nil {
-		if gone != nil && !bestExt {
+		if gone >= 0 && !bestExt {
 			g.lost = g.evictedNote(gone)
 		}
 		return best, false
 	}
-	if gone != nil {
+	if gone >= 0 {
 		g.lost = g.evictedNote(gone)
 	}
-	prev := g.latest[key]
-	if prev != nil && prev.convState == nil {
+	latest, hasLatest := g.latest[key]
+	prev := latest.c
+	if hasLatest && prev == nil && g.lost == "" {
 		// The latest conversation of the key was dropped: the rules below, which compare with
 		// its system prompt and tools, cannot be read.
-		if g.lost == "" {
-			g.lost = g.evictedNote(prev)
-		}
-		prev = nil
+		g.lost = g.evictedNote(latest.num)
 	}
 	if prev != nil && hasAssistant(req.Messages) && (slices.Equal(system, prev.system) ||
 		related(sysText, prev.systemEnds) && toolNames(req.Tools) == prev.toolNames) {
@@ -236,10 +241,29 @@ func (g *grouper) assign(key, side string, req *chat.Request) (c *conversation, 
 }
 
 func (g *grouper) add(key string) *conversation {
-	c := &conversation{name: fmt.Sprintf("conversation-%04d", len(g.convs)+1), key: key, convState: &convState{}}
-	g.convs = append(g.convs, c)
+	num := int32(len(g.records))
+	c := &conversation{name: convName(num), num: num, key: key, convState: &convState{}}
+	g.records = append(g.records, convRecord{})
 	g.live = append(g.live, c)
 	return c
+}
+
+// convName is the scenario name of the conversation of index num (from 0, in order of
+// appearance): "conversation-0001" for 0.
+func convName(num int32) string { return fmt.Sprintf("conversation-%04d", num+1) }
+
+// convRecord is what the grouper keeps of every conversation, live or dropped, for the
+// manifest's session records: its requests recorded and whether its last one failed.
+type convRecord struct {
+	requests   int32
+	lastFailed bool
+}
+
+// latestConv is grouper.latest's entry: the conversation that had a key's latest request, c
+// nil once it was dropped, and its index (conversation.num).
+type latestConv struct {
+	c   *conversation
+	num int32
 }
 
 // limits returns g.maxLive and g.idle, or their defaults maxLiveConversations and idleRequests.
@@ -254,10 +278,10 @@ func (g *grouper) limits() (maxLive, idle int) {
 	return maxLive, idle
 }
 
-// evictedNote is the warning of a row that may continue the dropped conversation c.
-func (g *grouper) evictedNote(c *conversation) string {
+// evictedNote is the warning of a row that may continue the dropped conversation of index num.
+func (g *grouper) evictedNote(num int32) string {
 	maxLive, idle := g.limits()
-	return fmt.Sprintf("this request may continue %s, whose messages the proxy no longer holds (it keeps the %d conversations used last, none idle for %d requests): grouped without it, so its scenario, request_index and divergence_segment count from what the proxy still holds", c.name, maxLive, idle)
+	return fmt.Sprintf("this request may continue %s, whose messages the proxy no longer holds (it keeps the %d conversations used last, none idle for %d requests): grouped without it, so its scenario, request_index and divergence_segment count from what the proxy still holds", convName(num), maxLive, idle)
 }
 
 // fingerprint is what a dropped conversation is known by (grouper.dropped): its key, or without
@@ -286,9 +310,12 @@ func (g *grouper) evict() {
 	drop := func(c *conversation) {
 		if fp, ok := fingerprint(c.key, c.last); ok {
 			if g.dropped == nil {
-				g.dropped = map[dropKey]*conversation{}
+				g.dropped = map[dropKey]int32{}
 			}
-			g.dropped[fp] = c
+			g.dropped[fp] = c.num
+		}
+		if l, ok := g.latest[c.key]; ok && l.c == c {
+			g.latest[c.key] = latestConv{num: c.num}
 		}
 		c.convState = nil
 	}
@@ -323,12 +350,13 @@ func (g *grouper) update(c *conversation, req *chat.Request, reply *chat.Reply, 
 	c.system = slices.Clone(msgs[:len(msgs)-len(withoutSystem(msgs))])
 	c.systemEnds = ends(systemText(req.Messages))
 	if g.latest == nil {
-		g.latest = map[string]*conversation{}
+		g.latest = map[string]latestConv{}
 	}
 	if c.side == "" {
-		g.latest[c.key] = c
+		g.latest[c.key] = latestConv{c: c, num: c.num}
 	}
 	c.lastFailed = failed
+	g.records[c.num] = convRecord{requests: int32(c.requests), lastFailed: failed}
 	if reply != nil && !failed {
 		msgs = append(msgs, messageKey(chat.Message{Role: chat.RoleAssistant, Content: reply.Content, ToolCalls: reply.ToolCalls}))
 	}

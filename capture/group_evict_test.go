@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,8 +62,8 @@ func TestGrouperHoldsABoundedNumberOfConversations(t *testing.T) {
 	if len(g.live) != maxLiveConversations {
 		t.Errorf("%d conversations held; want %d", len(g.live), maxLiveConversations)
 	}
-	if want := 1 + singles; len(g.convs) != want {
-		t.Errorf("%d conversations named; want %d", len(g.convs), want)
+	if want := 1 + singles; len(g.records) != want {
+		t.Errorf("%d conversations named; want %d", len(g.records), want)
 	}
 	// The held titles' keys (system, user, reply: 3 each) and the session's last request and reply.
 	if got, want := heldKeys(&g), 3*(maxLiveConversations-1)+len(session)-1; got != want {
@@ -103,10 +104,14 @@ func TestGrouperDropsAnIdleConversation(t *testing.T) {
 }
 
 // Through the proxy, the row of a request whose conversation was dropped says so in its
-// warnings, and names it; the rows before it carry no such warning.
+// warnings, and names it; the rows before it carry no such warning. The manifest's session
+// records still count the dropped conversations, one of them failed at its last request.
 func TestProxyRowSaysItsConversationWasDropped(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+		if b, _ := io.ReadAll(r.Body); bytes.Contains(b, []byte("other 1")) {
+			http.Error(w, "overloaded", http.StatusServiceUnavailable)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"choices":[{"message":{"role":"assistant","content":"ok"}}],"usage":{"prompt_tokens":10,"completion_tokens":1}}`)
 	}))
@@ -139,12 +144,23 @@ func TestProxyRowSaysItsConversationWasDropped(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	_, rows, err := metrics.ReadRun(dir)
+	man, rows, err := metrics.ReadRun(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rows) != 4 {
 		t.Fatalf("%d rows; want 4", len(rows))
+	}
+	// conversation-0001 and conversation-0002 were dropped once idle for 2 requests, the
+	// second's only request failed; the fourth request went on the latest conversation (a
+	// history under its system prompt).
+	var got []string
+	for _, rec := range man.Sessions {
+		got = append(got, fmt.Sprintf("%s %d %v %q", rec.Scenario, rec.Requests, rec.Complete, rec.Error))
+	}
+	want := []string{`conversation-0001 1 true ""`, `conversation-0002 1 false "its last request failed"`, `conversation-0003 2 true ""`}
+	if !slices.Equal(got, want) || !slices.Equal(man.Scenarios, []string{"conversation-0001", "conversation-0002", "conversation-0003"}) {
+		t.Errorf("manifest sessions %q, scenarios %q; want %q", got, man.Scenarios, want)
 	}
 	for i, r := range rows[:3] {
 		if strings.Contains(r.Warnings, "no longer holds") {

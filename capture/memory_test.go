@@ -64,7 +64,7 @@ func TestCaptureKeepsNoTextPerConversation(t *testing.T) {
 	for p.Samples() < convs+1 {
 		time.Sleep(time.Millisecond)
 	}
-	if n := len(p.rec.groups.convs) - 1; n != convs {
+	if n := len(p.rec.groups.records) - 1; n != convs {
 		t.Fatalf("%d conversations; want %d", n, convs)
 	}
 	after := heapInUse()

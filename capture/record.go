@@ -142,7 +142,7 @@ func (r *recorder) process(ex *exchange) {
 		return
 	}
 	s, req, reply := r.measure(ex, secrets)
-	conv, created := r.groups.assign(ex.key, ex.side, req)
+	conv, _ := r.groups.assign(ex.key, ex.side, req)
 	turn, step := turnStep(req)
 	row.Place(s, conv.name, int32(conv.requests), turn, step)
 	if conv.side != "" {
@@ -192,9 +192,6 @@ func (r *recorder) process(ex *exchange) {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("write %s: %w", r.reqPath, err))
 		}
-	}
-	if created {
-		r.man.Scenarios = append(r.man.Scenarios, conv.name)
 	}
 	if r.man.Model == "" {
 		r.man.Model = s.Model
@@ -760,8 +757,8 @@ func (r *recorder) renderAt(ex *exchange, path string, body []byte) (string, err
 // failed.
 func (r *recorder) sessions() []metrics.SessionRecord {
 	var out []metrics.SessionRecord
-	for _, c := range r.groups.convs {
-		rec := metrics.SessionRecord{Scenario: c.name, Arm: r.opts.Label, Repetition: 1, Requests: c.requests, Complete: !c.lastFailed}
+	for num, c := range r.groups.records {
+		rec := metrics.SessionRecord{Scenario: convName(int32(num)), Arm: r.opts.Label, Repetition: 1, Requests: int(c.requests), Complete: !c.lastFailed}
 		if c.lastFailed {
 			rec.Error = "its last request failed"
 		}
@@ -791,6 +788,10 @@ func (r *recorder) close(complete bool) error {
 	r.man.Complete = complete
 	r.man.Samples = r.samples()
 	r.man.Sessions = r.sessions()
+	r.man.Scenarios = r.man.Scenarios[:0]
+	for num := range r.groups.records {
+		r.man.Scenarios = append(r.man.Scenarios, convName(int32(num)))
+	}
 	if err := r.writeManifest(); err != nil {
 		errs = append(errs, err)
 	}
