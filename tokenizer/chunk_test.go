@@ -52,7 +52,8 @@ func randomText(r *rand.Rand, n int) string {
 }
 
 // sameChunked checks that tokenizing text in chunks of every given size gives the ids of one
-// call of Ollama's tokenizer on the whole text, piece by piece between special tokens.
+// call of Ollama's tokenizer on the whole text, piece by piece between special tokens; and, for
+// a Qwen3 tokenizer, so does tokenizing it word by word (encodeWords, each word remembered).
 func sameChunked(t *testing.T, tk *Tokenizer, name, text string, sizes ...int) {
 	t.Helper()
 	for _, p := range tk.split(text) {
@@ -62,6 +63,13 @@ func sameChunked(t *testing.T, tk *Tokenizer, name, text string, sizes ...int) {
 		whole, err := tk.bpe.Encode(p.text, false)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if tk.lv == nil && tk.spm == nil {
+			got, err := tk.encodeWords(p.text)
+			if err != nil || !slices.Equal(got, whole) {
+				t.Fatalf("%s: word by word gives %d ids (err %v), the whole text %d; first difference at id %d (%.80q…)",
+					name, len(got), err, len(whole), commonPrefix(got, whole), p.text)
+			}
 		}
 		for _, size := range sizes {
 			got, err := tk.encodeChunks(p.text, size)

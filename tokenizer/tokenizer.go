@@ -29,6 +29,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/dlclark/regexp2"
 	"github.com/ollama/ollama/fs/ggml"
 	ollamatok "github.com/ollama/ollama/tokenizer"
 )
@@ -486,7 +487,7 @@ func (t *Tokenizer) encodeLines(text string) ([]int32, error) {
 		t.mu.Unlock()
 		if !ok {
 			var err error
-			if got, err = t.bpe.Encode(line, false); err != nil {
+			if got, err = t.encodeWords(line); err != nil {
 				return nil, err
 			}
 			t.mu.Lock()
@@ -495,6 +496,62 @@ func (t *Tokenizer) encodeLines(text string) ([]int32, error) {
 		}
 		ids = append(ids, got...)
 		text = text[end:]
+	}
+	return ids, nil
+}
+
+// qwen3Words is the qwen3 pre-tokenizer compiled as ollamatok.NewBytePairEncoding compiles it
+// (regexp2, RE2 syntax), for encodeWords. regexp2's Regexp is safe for concurrent use.
+var qwen3Words = sync.OnceValue(func() *regexp2.Regexp { return regexp2.MustCompile(qwen3Pretokenizer, regexp2.RE2) })
+
+// encodeWords tokenizes line, which holds no special token, with t.bpe (Qwen3's byte-pair
+// encoder) word by word, each word looked up in the memo and remembered there: the words are
+// the pre-tokenizer's splits as ollamatok.BytePairEncoding.split cuts them (every match of the
+// expression over the line's code points and, as there, the text before a match that does not
+// start where the previous one ended, from the line's start), and ollamatok's Encode byte-pair
+// encodes each split on its own, so the ids are those of t.bpe.Encode(line). A word's byte-pair
+// merges, most of a new line's cost, are then done once per distinct word of the whole run.
+// t.bpe.Encode of one word splits it again into that one word: a match is the whole of its
+// text, and the one lookahead of the expression, \s+(?!\S), holds at the text's end.
+func (t *Tokenizer) encodeWords(line string) ([]int32, error) {
+	r := []rune(line)
+	var ids []int32
+	word := func(w string) error {
+		t.mu.Lock()
+		got, ok := t.memo[w]
+		t.mu.Unlock()
+		if !ok {
+			var err error
+			if got, err = t.bpe.Encode(w, false); err != nil {
+				return err
+			}
+			t.mu.Lock()
+			t.remember(w, got)
+			t.mu.Unlock()
+		}
+		ids = append(ids, got...)
+		return nil
+	}
+	offset := 0
+	m, err := qwen3Words().FindRunesMatch(r)
+	for ; err == nil && m != nil; m, err = qwen3Words().FindNextMatch(m) {
+		if offset != m.Index {
+			if err := word(string(r[:m.Index])); err != nil {
+				return nil, err
+			}
+		}
+		if err := word(m.String()); err != nil {
+			return nil, err
+		}
+		offset = m.Index + m.Length
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pre-tokenize: %w", err)
+	}
+	if offset < len(r) {
+		if err := word(string(r[offset:])); err != nil {
+			return nil, err
+		}
 	}
 	return ids, nil
 }
