@@ -185,7 +185,11 @@ const (
 // WriteManifest writes m to path as indented JSON, atomically: it writes a temporary file in
 // the same directory, syncs it and renames it over path, so readers see the old file or the new
 // one, never a part.
-func WriteManifest(path string, m *Manifest) error {
+func WriteManifest(path string, m *Manifest) error { return writeManifest(path, m, WriteFileAtomic) }
+
+// writeManifest writes m to path as indented JSON with replace ([WriteFileAtomic], or
+// replaceFile for a manifest written again before long).
+func writeManifest(path string, m *Manifest, replace func(string, func(io.Writer) error) error) error {
 	if m == nil {
 		return errors.New("write manifest: nil manifest")
 	}
@@ -194,7 +198,7 @@ func WriteManifest(path string, m *Manifest) error {
 		return fmt.Errorf("encode manifest: %w", err)
 	}
 	data = append(data, '\n')
-	return WriteFileAtomic(path, func(w io.Writer) error {
+	return replace(path, func(w io.Writer) error {
 		_, err := w.Write(data)
 		return err
 	})

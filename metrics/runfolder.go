@@ -334,11 +334,14 @@ func (f *RunFolder) Done(scenario, arm string, repetition int) bool {
 
 // EndSession records a session's outcome in the manifest, its rows counted in the manifest's
 // samples, and writes the manifest at once: a run killed later still says which sessions are
-// whole.
+// whole. The manifest is replaced atomically (a rename) but not synced, as the journal's rows
+// are synced only every row group (ParquetSink.Write): a machine that loses power may lose the
+// sessions since, rows and records alike; [RunFolder.Finish] syncs both. A sync each session
+// was some 3 % of the sim matrix's CPU time and 8 % of its wall time.
 func (f *RunFolder) EndSession(rec SessionRecord) error {
 	f.Manifest.Samples += rec.Requests
 	f.Manifest.Sessions = append(f.Manifest.Sessions, rec)
-	return WriteManifest(f.manifest, f.Manifest)
+	return writeManifest(f.manifest, f.Manifest, replaceFile)
 }
 
 // Finish ends the part, on every path: it closes the samples file (its footer makes it
